@@ -1,0 +1,12 @@
+// Every npm script runs under the pinned Node 22 from devDependencies (node_modules/.bin/node).
+// An install with --ignore-scripts leaves that binary out and npm silently falls back to the
+// system Node, where node:sqlite and wrangler are missing; say so instead of failing obscurely.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 19)) {
+  console.error(
+    `[flue] Node ${process.versions.node} is running, but this project needs Node >= 22.19.\n` +
+      '       The pinned node@22.23.3 dev dependency provides it: run `npm install` (without --ignore-scripts)\n' +
+      '       and start commands through `npm run …` or `npx …`.',
+  );
+  process.exit(1);
+}

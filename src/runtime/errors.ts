@@ -1,0 +1,405 @@
+/**
+ * Every typed error the runtime exposes. Callers match on `instanceof` or on `type`, the stable
+ * snake_case code; `message`, `details` and `dev` are prose and never API.
+ */
+
+export interface FlueErrorOptions {
+  message: string;
+  details?: string;
+  dev?: string;
+  meta?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class FlueError extends Error {
+  readonly type: string;
+  readonly details: string;
+  readonly dev: string;
+  readonly meta: Record<string, unknown> | undefined;
+  declare readonly cause: unknown;
+
+  constructor(type: string, options: FlueErrorOptions) {
+    super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'FlueError';
+    this.type = type;
+    this.details = options.details ?? '';
+    this.dev = options.dev ?? '';
+    this.meta = options.meta;
+  }
+}
+
+/** The public envelope body of errors.md §2 (without `ref`, which only the renderer adds). */
+export interface ErrorEnvelopeBody {
+  type: string;
+  message: string;
+  details: string;
+  dev?: string;
+  meta?: Record<string, unknown>;
+  ref?: string;
+}
+
+const SECURITY_HEADERS = {
+  'content-type': 'application/json',
+  'x-content-type-options': 'nosniff',
+  'cross-origin-resource-policy': 'cross-origin',
+} as const;
+
+/** A FlueError with its own HTTP status; renders as the public envelope wherever it escapes. */
+export class FlueHttpError extends FlueError {
+  readonly status: number;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    type: string,
+    status: number,
+    options: FlueErrorOptions & { headers?: Record<string, string> },
+  ) {
+    super(type, options);
+    this.status = status;
+    this.headers = options.headers;
+  }
+
+  /** Hono's default error handler answers with this when an error exposes it (errors.md §2). */
+  getResponse(): Response {
+    return new Response(JSON.stringify({ error: envelopeOf(this, false) }), {
+      status: this.status,
+      headers: { ...SECURITY_HEADERS, ...this.headers },
+    });
+  }
+}
+
+export function envelopeOf(error: FlueError, devMode: boolean): ErrorEnvelopeBody {
+  const body: ErrorEnvelopeBody = { type: error.type, message: error.message, details: error.details };
+  if (devMode && error.dev) body.dev = error.dev;
+  if (error.meta !== undefined) body.meta = error.meta;
+  return body;
+}
+
+// ── Route and admission errors (errors.md §3) ─────────────────────────────────────────────────
+
+export class InvalidRequestError extends FlueHttpError {
+  constructor(message: string, details = '', meta?: Record<string, unknown>) {
+    super('invalid_request', 400, { message, details, meta });
+    this.name = 'InvalidRequestError';
+  }
+}
+
+export class MethodNotAllowedError extends FlueHttpError {
+  constructor(allow: readonly string[]) {
+    super('method_not_allowed', 405, {
+      message: 'Method not allowed.',
+      details: `This route accepts ${allow.join(', ')}.`,
+      headers: { allow: allow.join(', ') },
+    });
+    this.name = 'MethodNotAllowedError';
+  }
+}
+
+export class RouteNotFoundError extends FlueHttpError {
+  constructor() {
+    super('route_not_found', 404, { message: 'No route matches this request.' });
+    this.name = 'RouteNotFoundError';
+  }
+}
+
+export class StreamNotFoundError extends FlueHttpError {
+  constructor(id: string) {
+    super('stream_not_found', 404, {
+      message: `Agent instance "${id}" has no conversation stream.`,
+      details: 'The instance has never been contacted. Send it a message to create it.',
+    });
+    this.name = 'StreamNotFoundError';
+  }
+}
+
+export class StreamOffsetGoneError extends FlueHttpError {
+  constructor(offset: string, nextOffset: string) {
+    super('stream_offset_gone', 416, {
+      message: `Offset "${offset}" is beyond the stream head.`,
+      details: `Read again from "-1" or from an offset at or before "${nextOffset}".`,
+      meta: { offset, nextOffset },
+    });
+    this.name = 'StreamOffsetGoneError';
+  }
+}
+
+export class AttachmentNotFoundError extends FlueHttpError {
+  constructor(attachmentId: string) {
+    super('attachment_not_found', 404, { message: `Attachment "${attachmentId}" was not found.` });
+    this.name = 'AttachmentNotFoundError';
+  }
+}
+
+export class AgentInstanceNotFoundError extends FlueHttpError {
+  constructor(id: string, details = '') {
+    super('agent_instance_not_found', 404, {
+      message: `Agent instance "${id}" was not found.`,
+      details:
+        details ||
+        'No instance with this id (and uid, when one was given) exists. Omit uid to create it.',
+    });
+    this.name = 'AgentInstanceNotFoundError';
+  }
+}
+
+export class AgentInstanceExistsError extends FlueHttpError {
+  readonly uid: string;
+  constructor(id: string, uid: string) {
+    super('agent_instance_exists', 409, {
+      message: `Agent instance "${id}" already exists.`,
+      details: `Continue it with uid "${uid}", or pick a fresh id to create.`,
+      meta: { uid },
+    });
+    this.name = 'AgentInstanceExistsError';
+    this.uid = uid;
+  }
+}
+
+export class SubmissionConflictError extends FlueHttpError {
+  readonly submissionId: string;
+  constructor(submissionId: string) {
+    super('submission_conflict', 409, {
+      message: 'This idempotency key already names a different submission.',
+      details: `The key was first used for submission "${submissionId}" with another payload. Use a fresh key to send something new.`,
+      meta: { submissionId },
+    });
+    this.name = 'SubmissionConflictError';
+    this.submissionId = submissionId;
+  }
+}
+
+export type RuntimeState = 'loading' | 'draining' | 'failed';
+
+export class RuntimeUnavailableError extends FlueHttpError {
+  constructor(state: RuntimeState) {
+    super('runtime_unavailable', 503, {
+      message: 'The Flue runtime is not accepting work right now.',
+      details:
+        state === 'draining'
+          ? 'The runtime is shutting down. Retry against a running instance.'
+          : `The runtime is ${state}. Retry shortly.`,
+      meta: { state },
+      headers: { 'retry-after': '1' },
+    });
+    this.name = 'RuntimeUnavailableError';
+  }
+}
+
+// ── Submission settlement errors (errors.md §4) ───────────────────────────────────────────────
+
+export class SubmissionRetryExhaustedError extends FlueError {
+  constructor(meta: { attemptCount: number; maxAttempts: number; interruptedTools?: { name: string; id: string }[] }) {
+    super('submission_retry_exhausted', {
+      message: `The submission was interrupted ${meta.attemptCount} times and reached its attempt budget (${meta.maxAttempts}).`,
+      meta,
+    });
+  }
+}
+
+export class SubmissionInterruptedError extends FlueError {
+  constructor(meta: { attemptCount: number; maxAttempts: number }) {
+    super('submission_interrupted', {
+      message: 'Every attempt was interrupted before the delivered input was applied.',
+      meta: { phase: 'retry_exhausted_before_input', ...meta },
+    });
+  }
+}
+
+export class SubmissionTimeoutError extends FlueError {
+  constructor(timeoutMs: number) {
+    super('submission_timeout', {
+      message: `The submission exceeded its durability timeout of ${timeoutMs}ms.`,
+    });
+  }
+}
+
+export class SubmissionAbortedError extends FlueError {
+  constructor() {
+    super('submission_aborted', { message: 'The submission was aborted.' });
+  }
+}
+
+export class OperationFailedError extends FlueError {
+  constructor(operation: string, reason: string, cause?: unknown) {
+    super('operation_failed', {
+      message: `The ${operation} operation failed: ${reason}`,
+      meta: { operation, reason },
+      cause,
+    });
+  }
+}
+
+// ── Tool errors (errors.md §5) ────────────────────────────────────────────────────────────────
+
+export interface ValidationIssue {
+  message: string;
+  path?: readonly PropertyKey[];
+}
+export type ToolValidationIssue = ValidationIssue;
+
+export class ToolNameConflictError extends FlueError {
+  constructor(message: string) {
+    super('tool_name_conflict', { message });
+    this.name = 'ToolNameConflictError';
+  }
+}
+
+export class ToolInputValidationError extends FlueError {
+  constructor(tool: string, issues: ValidationIssue[]) {
+    super('tool_input_validation', {
+      message: `Arguments for tool "${tool}" do not match the required schema: ${formatIssues(issues)}. Call the tool again with corrected arguments.`,
+      meta: { tool, issues },
+    });
+    this.name = 'ToolInputValidationError';
+  }
+}
+
+export class ToolOutputValidationError extends FlueError {
+  constructor(tool: string, issues: ValidationIssue[]) {
+    super('tool_output_validation', {
+      message: `Tool "${tool}" returned output that does not match its output schema: ${formatIssues(issues)}.`,
+      meta: { tool, issues },
+    });
+    this.name = 'ToolOutputValidationError';
+  }
+}
+
+export class ToolOutputSerializationError extends FlueError {
+  constructor(tool: string, reason: string, cause?: unknown) {
+    super('tool_output_serialization', {
+      message: `Tool "${tool}" returned output that cannot be serialized as JSON: ${reason}`,
+      meta: { tool },
+      cause,
+    });
+    this.name = 'ToolOutputSerializationError';
+  }
+}
+
+export class ToolTimeoutError extends FlueError {
+  constructor(tool: string, timeoutMs: number) {
+    super('tool_timeout', {
+      message: `Tool "${tool}" timed out after ${timeoutMs}ms`,
+      meta: { tool, timeoutMs },
+    });
+    this.name = 'ToolTimeoutError';
+  }
+}
+
+export function formatIssues(issues: readonly ValidationIssue[]): string {
+  return issues
+    .map((issue) =>
+      issue.path && issue.path.length > 0
+        ? `${issue.message} (at ${issue.path.map(String).join('.')})`
+        : issue.message,
+    )
+    .join('; ');
+}
+
+// ── Harness, definition and session errors (errors.md §6) ─────────────────────────────────────
+
+export class SessionBusyError extends FlueError {
+  constructor() {
+    super('session_busy', {
+      message: 'Another operation is already running on this harness conversation.',
+      details: 'Await the running prompt or compaction before starting another.',
+    });
+    this.name = 'SessionBusyError';
+  }
+}
+
+/** Not a FlueError (seed): the model gave up or never called `finish`. */
+export class ResultUnavailableError extends Error {
+  readonly reason: string;
+  readonly assistantText: string;
+  constructor(reason: string, assistantText: string, message = `The agent gave up: ${reason}`) {
+    super(message);
+    this.name = 'ResultUnavailableError';
+    this.reason = reason;
+    this.assistantText = assistantText;
+  }
+}
+
+export class DelegationDepthExceededError extends FlueError {
+  constructor(cap: number) {
+    super('delegation_depth_exceeded', {
+      message: `Delegation is nested deeper than the cap of ${cap} levels.`,
+    });
+    this.name = 'DelegationDepthExceededError';
+  }
+}
+
+// ── Persistence errors (errors.md §7) ─────────────────────────────────────────────────────────
+
+export class ConversationRecordInvariantError extends FlueError {
+  constructor(recordId: string, recordType: string, reason: string) {
+    super('conversation_record_invariant', {
+      message: `Record "${recordId}" (${recordType}) violates the conversation stream contract: ${reason}`,
+      meta: { recordId, recordType, reason },
+    });
+  }
+}
+
+export class PersistedFormatVersionError extends FlueError {
+  constructor(storedVersion: string, supportedVersion: string) {
+    super('persisted_format_version_unsupported', {
+      message: `The store is stamped with format version "${storedVersion}", but this runtime supports "${supportedVersion}".`,
+      details: 'Stored formats are reset-only: point the runtime at a fresh database.',
+      meta: { storedVersion, supportedVersion },
+    });
+  }
+}
+
+// ── Non-FlueError outcomes (errors.md §8) ─────────────────────────────────────────────────────
+
+/** The settlement error shape written to records and the wire (errors.md §4). */
+export interface SettlementError {
+  name?: string;
+  message: string;
+  type?: string;
+  details?: string;
+  dev?: string;
+  meta?: Record<string, unknown>;
+}
+
+export class AgentRunError extends Error {
+  readonly outcome: 'failed' | 'aborted';
+  readonly submissionId: string;
+  constructor(outcome: 'failed' | 'aborted', submissionId: string, cause?: SettlementError) {
+    super(
+      outcome === 'aborted'
+        ? `Submission "${submissionId}" was aborted.`
+        : `Submission "${submissionId}" failed${cause ? `: ${cause.message}` : '.'}`,
+      cause === undefined ? undefined : { cause },
+    );
+    this.name = 'AgentRunError';
+    this.outcome = outcome;
+    this.submissionId = submissionId;
+  }
+}
+
+/** Only FlueErrors keep their words; anything else is redacted to a generic entry. */
+export function toSettlementError(error: unknown): SettlementError {
+  if (error instanceof FlueError) {
+    const shape: SettlementError = { name: error.name, message: error.message, type: error.type };
+    if (error.details) shape.details = error.details;
+    if (error.meta !== undefined) shape.meta = error.meta;
+    return shape;
+  }
+  return {
+    type: 'internal_error',
+    message: 'An internal error occurred.',
+    details: 'The submission failed on an error the runtime does not expose.',
+  };
+}
+
+export function abortError(message = 'The operation was aborted.'): DOMException {
+  return new DOMException(message, 'AbortError');
+}
+
+export function isAbortError(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { name?: unknown }).name === 'AbortError'
+  );
+}

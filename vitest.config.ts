@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+// Node-hosted tests: the engine on node:sqlite, the scripted model server on loopback, crash
+// tests in child processes. The workerd suite (Cloudflare target) gets its own config.
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+  },
+});
