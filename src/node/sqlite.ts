@@ -1,0 +1,84 @@
+/**
+ * `sqlite(path?)`: the Node persistence adapter over the built-in `node:sqlite`. The same schema
+ * and store serve Durable Object SQLite; this file only adapts `DatabaseSync` to `SqlDriver`.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { type SqlDriver, type SqlRow, type SqlValue, migrate } from '../runtime/sql-store.ts';
+
+export interface PersistenceAdapter {
+  /** Creates or verifies the schema and its format-version stamp. */
+  migrate(): void | Promise<void>;
+  connect(): SqlDriver | Promise<SqlDriver>;
+  close(): void | Promise<void>;
+}
+
+class NodeSqliteDriver implements SqlDriver {
+  private readonly db: DatabaseSync;
+  private readonly statements = new Map<string, StatementSync>();
+  private depth = 0;
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+  }
+
+  private prepare(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  query(sql: string, ...params: SqlValue[]): SqlRow[] {
+    return this.prepare(sql).all(...params) as SqlRow[];
+  }
+
+  run(sql: string, ...params: SqlValue[]): void {
+    this.prepare(sql).run(...params);
+  }
+
+  transaction<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.db.exec('BEGIN IMMEDIATE');
+    this.depth++;
+    try {
+      const result = fn();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      throw error;
+    } finally {
+      this.depth--;
+    }
+  }
+}
+
+export function sqlite(path: string = ':memory:'): PersistenceAdapter {
+  let db: DatabaseSync | undefined;
+  const open = (): DatabaseSync => {
+    if (db !== undefined) return db;
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    db = new DatabaseSync(path);
+    if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+    // WAL with NORMAL sync survives a killed process; only power loss could drop the last commits.
+    db.exec('PRAGMA synchronous = NORMAL');
+    return db;
+  };
+  return {
+    migrate() {
+      const driver = new NodeSqliteDriver(open());
+      driver.transaction(() => migrate(driver));
+    },
+    connect() {
+      return new NodeSqliteDriver(open());
+    },
+    close() {
+      db?.close();
+      db = undefined;
+    },
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * `start()`: the Node bootstrap (seed 004; delivery.md §9, node-target.md §2). It registers the
+ * agents, opens persistence, configures the process-wide runtime and resumes unsettled work —
+ * what a generated server does at boot, without HTTP.
+ */
+import { builtinProviders } from '@earendil-works/pi-ai/providers/all';
+import type { Provider } from '@earendil-works/pi-ai';
+import { ConversationEngine } from '../runtime/engine.ts';
+import { type Agent, AgentRegistry } from '../runtime/identity.ts';
+import { configureModelAuthEnv, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
+import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
+import { SqlStore } from '../runtime/sql-store.ts';
+import { type PersistenceAdapter, sqlite } from './sqlite.ts';
+
+export interface StartAgentConfig {
+  agent: Agent;
+  name?: string;
+}
+
+export type StartAgentEntry = Agent | StartAgentConfig;
+
+export interface StartOptions {
+  agents: readonly StartAgentEntry[];
+  db?: PersistenceAdapter;
+  env?: Record<string, string | undefined>;
+  providers?: readonly Provider[];
+}
+
+export interface Flue {
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export async function start(options: StartOptions): Promise<Flue> {
+  if (configuredRuntime() !== undefined) {
+    throw new Error('[flue] start() found an already-configured Flue runtime in this process. Stop it first, or call init()/dispatch() directly.');
+  }
+  if (typeof options !== 'object' || options === null || !Array.isArray(options.agents) || options.agents.length === 0) {
+    throw new Error('[flue] start() requires at least one agent: start({ agents: [MyAgent] }).');
+  }
+  const registry = new AgentRegistry();
+  for (const entry of options.agents) {
+    if (typeof entry === 'function') registry.register(entry);
+    else if (typeof entry === 'object' && entry !== null && typeof entry.agent === 'function') registry.register(entry.agent, entry.name);
+    else throw new Error('[flue] start() agents entries must be agent functions or { agent, name? } objects.');
+  }
+
+  const env = options.env ?? process.env;
+  configureModelAuthEnv(env);
+  if (options.providers === undefined) registerDefaultProviders(() => builtinProviders());
+  else registerProviders(options.providers);
+
+  const adapter = options.db ?? sqlite();
+  let engine: ConversationEngine;
+  try {
+    await adapter.migrate();
+    const store = new SqlStore(await adapter.connect());
+    engine = new ConversationEngine({
+      store,
+      registry,
+      env,
+      // The Node waker: a task in this process drives the conversation's queue.
+      wake: (stream) => {
+        setImmediate(() => void engine.runQueue(stream));
+      },
+    });
+  } catch (error) {
+    await adapter.close();
+    throw error;
+  }
+
+  const runtime: FlueRuntime = {
+    registry,
+    admit: (agentName, request, kind) => engine.admit(agentName, request, kind),
+    read: (agentName, instanceId, submissionId, readOptions) => engine.read(agentName, instanceId, submissionId, readOptions),
+    abort: async (agentName, instanceId) => engine.abort(agentName, instanceId),
+    getInstance: async (agentName, instanceId) => engine.getInstance(agentName, instanceId),
+  };
+  configureRuntime(runtime);
+  // Recovery: every conversation with unsettled work is driven again, oldest work first.
+  for (const stream of engine.openStreams()) void engine.runQueue(stream);
+
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
+      await engine.stop();
+      clearRuntime(runtime);
+      await adapter.close();
+    })();
+    return stopped;
+  };
+  return { stop, [Symbol.asyncDispose]: stop };
+}

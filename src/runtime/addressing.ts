@@ -1,0 +1,142 @@
+/**
+ * Addressing agent instances from outside: `dispatch()`, `init()` handles and
+ * `getAgentInstance()` (seed 004; delivery.md §2, §6, §8). Validation happens here, in the order
+ * the contract gives, before the runtime admits anything.
+ */
+import { parseDeliveredMessage } from './delivered-message.ts';
+import { InvalidRequestError } from './errors.ts';
+import type { Agent } from './identity.ts';
+import { newId } from './ids.ts';
+import type { ConversationStreamChunk } from './projection.ts';
+import { type FlueRuntime, requireRuntime } from './runtime.ts';
+import type {
+  AgentDispatchRequest,
+  AgentInstanceInfo,
+  AgentReply,
+  DeliveredMessageInput,
+  DispatchReceipt,
+} from './types.ts';
+
+export type AgentHandleDispatchRequest = Omit<AgentDispatchRequest, 'id' | 'uid'>;
+
+export interface InitOptions {
+  id?: string;
+  uid?: string | null;
+}
+
+export interface AgentReadOptions {
+  onEvent?: (chunk: ConversationStreamChunk) => void;
+  signal?: AbortSignal;
+}
+
+export interface AgentInstanceHandle {
+  readonly id: string;
+  dispatch(request: string | AgentHandleDispatchRequest): Promise<DispatchReceipt>;
+  read(target: string | DispatchReceipt, options?: AgentReadOptions): Promise<AgentReply>;
+  abort(): Promise<void>;
+}
+
+const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
+
+function assertAgentFunction(agent: unknown, verb: string): asserts agent is Agent {
+  if (typeof agent !== 'function') {
+    throw new InvalidRequestError(`${verb} requires an agent function as its first argument.`, `Got ${agent === null ? 'null' : typeof agent}.`);
+  }
+}
+
+function assertInstanceId(id: unknown, verb: string): asserts id is string {
+  if (typeof id !== 'string' || id.trim() === '') {
+    throw new Error(`[flue] ${verb} requires a non-empty instance id (a string naming the agent instance).`);
+  }
+}
+
+/** Resolves runtime and identity for one verb call, in the contract's order. */
+function target(agent: unknown, verb: string): { runtime: FlueRuntime; agentName: string } {
+  const runtime = requireRuntime(verb);
+  assertAgentFunction(agent, verb);
+  return { runtime, agentName: runtime.registry.identityOf(agent) };
+}
+
+export async function dispatch(agent: Agent, request: AgentDispatchRequest): Promise<DispatchReceipt> {
+  const { runtime, agentName } = target(agent, 'dispatch()');
+  if (typeof request !== 'object' || request === null) {
+    throw new InvalidRequestError('dispatch() requires a request object.', 'Pass { id, message }.');
+  }
+  assertInstanceId(request.id, 'dispatch()');
+  const message = parseDeliveredMessage(request.message);
+  const key = request.idempotencyKey;
+  if (key !== undefined && (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
+    throw new InvalidRequestError('idempotencyKey must be a non-empty string.', `idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
+  }
+  const uid = request.uid;
+  if (uid !== undefined && uid !== null && typeof uid !== 'string') {
+    throw new InvalidRequestError('uid must be a string or null.', 'uid: a string continues that incarnation; null creates only; omit it to continue or create.');
+  }
+  if (typeof uid === 'string' && request.initialData !== undefined) {
+    throw new InvalidRequestError(
+      'initialData cannot be combined with a string uid.',
+      'A string uid only continues an existing instance, so its initialData could never apply. Drop one of them.',
+    );
+  }
+  return runtime.admit(
+    agentName,
+    {
+      id: request.id,
+      message,
+      ...(request.initialData === undefined ? {} : { initialData: structuredClone(request.initialData) }),
+      ...(uid === undefined ? {} : { uid }),
+      ...(key === undefined ? {} : { idempotencyKey: key }),
+    },
+    'dispatch',
+  );
+}
+
+export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHandle {
+  assertAgentFunction(agent, 'init()');
+  const id = options.id === undefined ? newId('instance') : options.id;
+  assertInstanceId(id, 'init()');
+  // The handle's first contact uses options.uid; after any receipt it pins the incarnation.
+  let uid: string | null | undefined = options.uid;
+  let pinned = false;
+  return {
+    id,
+    async dispatch(request) {
+      const payload: AgentHandleDispatchRequest =
+        typeof request === 'string' ? { message: request as DeliveredMessageInput } : request;
+      if (typeof payload !== 'object' || payload === null || !('message' in payload)) {
+        throw new Error('[flue] handle.dispatch() takes a message string or { message, initialData?, idempotencyKey? }.');
+      }
+      if ('id' in payload || 'uid' in payload) {
+        throw new Error('[flue] handle.dispatch() payloads cannot carry id or uid; pass them to init(agent, { id, uid }).');
+      }
+      const receipt = await dispatch(agent, {
+        ...payload,
+        ...(pinned ? { initialData: undefined } : {}),
+        id,
+        ...(uid === undefined ? {} : { uid }),
+      });
+      uid = receipt.uid;
+      pinned = true;
+      return receipt;
+    },
+    async read(readTarget, readOptions = {}) {
+      const { runtime, agentName } = target(agent, 'handle.read()');
+      const submissionId = typeof readTarget === 'string' ? readTarget : readTarget?.submissionId;
+      if (typeof submissionId !== 'string' || submissionId === '') {
+        throw new Error('[flue] handle.read() requires a dispatch receipt or a non-empty submission id.');
+      }
+      const reply = await runtime.read(agentName, id, submissionId, readOptions);
+      return typeof readTarget === 'string' ? reply : { ...reply, uid: readTarget.uid };
+    },
+    async abort() {
+      const { runtime, agentName } = target(agent, 'handle.abort()');
+      await runtime.abort(agentName, id);
+    },
+  };
+}
+
+export async function getAgentInstance(agent: Agent, id: string): Promise<AgentInstanceInfo | null> {
+  const { runtime, agentName } = target(agent, 'getAgentInstance()');
+  assertInstanceId(id, 'getAgentInstance()');
+  return runtime.getInstance(agentName, id);
+}

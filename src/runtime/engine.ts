@@ -1,0 +1,522 @@
+/**
+ * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement,
+ * abort and reading replies. It is host-neutral: a host supplies the SQL driver and a waker
+ * ("run this conversation's queue soon") — an alarm on Cloudflare, a task in the Node process.
+ *
+ * One engine owns every conversation in its store; each conversation has a single writer (the
+ * engine), so its log fold is kept in memory and advanced as batches are committed.
+ */
+import * as v from 'valibot';
+import { Conversation } from './conversation.ts';
+import { resolveDurability } from './durability-config.ts';
+import {
+  AgentInstanceExistsError,
+  AgentInstanceNotFoundError,
+  AgentRunError,
+  InvalidRequestError,
+  RuntimeUnavailableError,
+  type SettlementError,
+  SubmissionAbortedError,
+  SubmissionConflictError,
+  SubmissionInterruptedError,
+  SubmissionRetryExhaustedError,
+  SubmissionTimeoutError,
+  abortError,
+  toSettlementError,
+} from './errors.ts';
+import { emit } from './events.ts';
+import type { Agent, AgentRegistry } from './identity.ts';
+import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
+import { Projector, type ConversationStreamChunk } from './projection.ts';
+import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type SubmissionOutcome } from './records.ts';
+import { ResponseRun, RunStopped } from './response-run.ts';
+import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
+import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
+import { parseDeliveredMessage } from './delivered-message.ts';
+
+export interface AdmissionRequest {
+  id: string;
+  message: DeliveredMessage;
+  initialData?: unknown;
+  /** `undefined`: continue or create; a string: continue that incarnation; `null`: create only. */
+  uid?: string | null;
+  idempotencyKey?: string;
+}
+
+export interface ReadOptions {
+  onEvent?: (chunk: ConversationStreamChunk) => void;
+  signal?: AbortSignal;
+}
+
+/** One conversation's in-memory side: its log fold and who is waiting on it. */
+export class LiveConversation {
+  readonly stream: string;
+  readonly agentName: string;
+  readonly instanceId: string;
+  readonly conv = new Conversation();
+  readonly listeners = new Set<() => void>();
+  /** Committed persistent state (a read cache of the state table). */
+  state: Map<string, unknown> | undefined;
+  incarnation: string | undefined;
+
+  constructor(stream: string, agentName: string, instanceId: string) {
+    this.stream = stream;
+    this.agentName = agentName;
+    this.instanceId = instanceId;
+  }
+
+  notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+export function streamKey(agentName: string, instanceId: string): string {
+  return `agents/${agentName}/${instanceId}`;
+}
+
+export interface EngineOptions {
+  store: SqlStore;
+  registry: AgentRegistry;
+  /** Ask the host to drive this conversation's queue soon (it calls `runQueue`). */
+  wake(stream: string): void;
+  env: Record<string, unknown>;
+}
+
+export class ConversationEngine {
+  readonly store: SqlStore;
+  readonly registry: AgentRegistry;
+  readonly env: Record<string, unknown>;
+  private readonly wake: (stream: string) => void;
+  private readonly lives = new Map<string, LiveConversation>();
+  private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
+  private readonly runs = new Map<string, ResponseRun>();
+  private stopping = false;
+
+  constructor(options: EngineOptions) {
+    this.store = options.store;
+    this.registry = options.registry;
+    this.env = options.env;
+    this.wake = options.wake;
+  }
+
+  // ── Conversations ────────────────────────────────────────────────────────────────────────
+
+  live(agentName: string, instanceId: string): LiveConversation {
+    const stream = streamKey(agentName, instanceId);
+    let live = this.lives.get(stream);
+    if (live === undefined) {
+      live = new LiveConversation(stream, agentName, instanceId);
+      this.lives.set(stream, live);
+    }
+    if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
+    for (const batch of this.store.readBatches(stream, live.conv.head)) live.conv.apply(batch);
+    return live;
+  }
+
+  private liveByStream(stream: string): LiveConversation {
+    const info = this.store.getStream(stream);
+    if (info === undefined) throw new Error(`[flue] No conversation stream "${stream}".`);
+    return this.live(info.agent, info.instanceId);
+  }
+
+  /** Appends one batch (plus any writes that must land with it) and advances the fold. */
+  commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
+    const seq = this.store.transaction(() => {
+      const appended = this.store.append(live.stream, records);
+      alsoWrite?.();
+      return appended;
+    });
+    live.conv.apply({ seq, records });
+    live.notify();
+  }
+
+  stateOf(live: LiveConversation): Map<string, unknown> {
+    if (live.state === undefined) live.state = this.store.readState(live.stream);
+    return live.state;
+  }
+
+  // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
+
+  async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<DispatchReceipt> {
+    if (this.stopping) throw new RuntimeUnavailableError('draining');
+    const agent = this.registry.get(agentName)!;
+    const acceptedAt = new Date().toISOString();
+    const submissionId =
+      request.idempotencyKey === undefined
+        ? newId('sub')
+        : await keyedSubmissionId(agentName, request.id, request.idempotencyKey);
+    const payload: SubmissionPayload = { message: request.message };
+    if (request.initialData !== undefined) payload.initialData = request.initialData;
+    if (request.idempotencyKey !== undefined) payload.idempotencyKey = request.idempotencyKey;
+
+    // Everything below is synchronous: checks and writes happen as one step of this single writer.
+    const live = this.live(agentName, request.id);
+    if (request.idempotencyKey !== undefined) {
+      const existing = this.store.getSubmission(submissionId);
+      if (existing !== undefined) {
+        // A keyed replay converges on the original, even if its own uid condition would now fail.
+        if (existing.kind !== kind || !deepEqualJson(existing.payload, payload)) throw new SubmissionConflictError(submissionId);
+        this.emitFor(live, submissionId, 'submission_queued', { kind });
+        return { submissionId, acceptedAt: existing.acceptedAt, uid: live.conv.uid!, deduplicated: true };
+      }
+    }
+    const created = live.conv.created;
+    if (request.uid === null && created) throw new AgentInstanceExistsError(request.id, live.conv.uid!);
+    if (typeof request.uid === 'string' && (!created || live.conv.uid !== request.uid)) {
+      throw new AgentInstanceNotFoundError(request.id);
+    }
+    const birth = created ? undefined : this.birthRecord(agent, request.initialData);
+    this.store.transaction(() => {
+      if (birth !== undefined) {
+        this.store.createStream({ stream: live.stream, agent: agentName, instanceId: request.id, incarnation: newId('inc') });
+        this.store.append(live.stream, [birth]);
+      }
+      this.store.insertSubmission({ id: submissionId, stream: live.stream, kind, payload, acceptedAt });
+    });
+    if (birth !== undefined) {
+      this.live(agentName, request.id);
+      live.notify();
+    }
+    this.emitFor(live, submissionId, 'submission_queued', { kind });
+    this.wake(live.stream);
+    return { submissionId, acceptedAt, uid: live.conv.uid! };
+  }
+
+  private birthRecord(agent: Agent, initialData: unknown): ConversationRecord {
+    let data = initialData;
+    const schema = agent.initialData;
+    if (schema !== undefined) {
+      const parsed = v.safeParse(schema, initialData);
+      if (!parsed.success) {
+        throw new InvalidRequestError(
+          'initialData does not match the agent\'s initialData schema.',
+          `initialData: ${parsed.issues.map((issue) => issue.message).join('; ')}`,
+        );
+      }
+      data = parsed.output;
+    }
+    return {
+      type: 'conversation_created',
+      conversationId: newId('conv'),
+      uid: newId('inst'),
+      ...(data === undefined ? {} : { initialData: structuredClone(data) }),
+      ts: new Date().toISOString(),
+    };
+  }
+
+  /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
+  dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt> {
+    return this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch');
+  }
+
+  getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
+    const live = this.live(agentName, instanceId);
+    if (this.store.getStream(live.stream) === undefined) return null;
+    return live.conv.uid === undefined ? { id: instanceId } : { id: instanceId, uid: live.conv.uid };
+  }
+
+  // ── Reading replies (delivery.md §6) ──────────────────────────────────────────────────────
+
+  async read(agentName: string, instanceId: string, submissionId: string, options: ReadOptions = {}): Promise<AgentReply> {
+    const { signal, onEvent } = options;
+    if (signal?.aborted) throw signal.reason ?? abortError();
+    const live = this.live(agentName, instanceId);
+    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
+    const projector = onEvent === undefined ? undefined : new Projector();
+    let projected = -1;
+    const pump = () => {
+      if (projector === undefined) return;
+      for (const batch of this.store.readBatches(live.stream, projected)) {
+        projected = batch.seq;
+        for (const chunk of projector.project(batch)) {
+          try {
+            onEvent!(chunk);
+          } catch (error) {
+            console.error('[flue] read() onEvent callback threw:', error);
+          }
+        }
+      }
+    };
+    await new Promise<void>((resolve, reject) => {
+      const check = () => {
+        pump();
+        if (!live.conv.settlements.has(submissionId)) return;
+        cleanup();
+        resolve();
+      };
+      const onAbort = () => {
+        cleanup();
+        reject(signal?.reason ?? abortError());
+      };
+      const cleanup = () => {
+        live.listeners.delete(check);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      live.listeners.add(check);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      check();
+    });
+    const settlement = live.conv.settlements.get(submissionId)!;
+    if (settlement.outcome !== 'completed') throw new AgentRunError(settlement.outcome, submissionId, settlement.error);
+    return { ...live.conv.reply(submissionId), submissionId };
+  }
+
+  // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
+
+  abort(agentName: string, instanceId: string): boolean {
+    const live = this.live(agentName, instanceId);
+    const affected = this.store.transaction(() => this.store.requestAbort(live.stream, Date.now()));
+    if (affected === 0) return false;
+    this.runs.get(live.stream)?.abort(new SubmissionAbortedError());
+    this.wake(live.stream);
+    return true;
+  }
+
+  // ── The queue ─────────────────────────────────────────────────────────────────────────────
+
+  /** Streams with unsettled submissions: what a host drives on start (recovery). */
+  openStreams(): string[] {
+    return this.store.listStreamsWithOpenWork();
+  }
+
+  /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
+  runQueue(stream: string): Promise<void> {
+    const active = this.queues.get(stream);
+    if (active !== undefined) {
+      active.again = true;
+      return active.running;
+    }
+    const entry = { running: Promise.resolve(), again: false };
+    entry.running = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await this.drain(stream);
+        } while (entry.again && !this.stopping);
+      } finally {
+        this.queues.delete(stream);
+      }
+    })();
+    this.queues.set(stream, entry);
+    return entry.running;
+  }
+
+  private async drain(stream: string): Promise<void> {
+    while (!this.stopping) {
+      const head = this.store.openSubmissions(stream).find((row) => row.status !== 'joined');
+      if (head === undefined) return;
+      const progressed = await this.runSubmission(this.liveByStream(stream), head);
+      if (!progressed) return;
+    }
+  }
+
+  /** Runs one attempt of the head submission; false when it cannot progress now. */
+  private async runSubmission(live: LiveConversation, row: SubmissionRow): Promise<boolean> {
+    const agent = this.registry.get(live.agentName);
+    if (agent === undefined) {
+      console.warn(`[flue] Conversation "${live.stream}" has queued work for agent "${live.agentName}", which this runtime does not register.`);
+      return false;
+    }
+    let durability: { maxAttempts: number; timeoutMs: number };
+    try {
+      durability = resolveDurability(agent);
+    } catch (error) {
+      this.settle(live, row, 'failed', toSettlementError(error), undefined);
+      return true;
+    }
+    const now = Date.now();
+    if (row.abortRequestedAt !== null) {
+      this.settle(live, row, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+      return true;
+    }
+    if (row.startedAt !== null && now > row.startedAt + (row.timeoutMs ?? durability.timeoutMs)) {
+      this.settle(live, row, 'failed', toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)), 'exceeded_timeout');
+      return true;
+    }
+    if (row.attemptCount >= durability.maxAttempts) {
+      const applied = live.conv.applied.has(row.id);
+      const error = applied
+        ? new SubmissionRetryExhaustedError({
+            attemptCount: row.attemptCount,
+            maxAttempts: durability.maxAttempts,
+            ...this.interruptedTools(live),
+          })
+        : new SubmissionInterruptedError({ attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
+      this.settle(live, row, 'failed', toSettlementError(error), applied ? 'exhausted_retry_budget' : 'exhausted_retry_budget');
+      return true;
+    }
+    const claimed = this.store.claimAttempt(row.id, {
+      attemptId: newId('attempt'),
+      now,
+      maxAttempts: durability.maxAttempts,
+      timeoutMs: durability.timeoutMs,
+    });
+    this.emitFor(live, row.id, 'submission_running', {
+      kind: row.kind,
+      attemptCount: claimed.attemptCount,
+      maxAttempts: durability.maxAttempts,
+    });
+    const run = new ResponseRun(this, live, claimed, agent);
+    this.runs.set(live.stream, run);
+    try {
+      await run.execute();
+      this.settle(live, claimed, 'completed', undefined, undefined);
+    } catch (error) {
+      if (error instanceof RunStopped) return false; // draining: the next start picks it up
+      if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
+        this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+      } else if (error instanceof SubmissionTimeoutError) {
+        this.settle(live, claimed, 'failed', toSettlementError(error), 'exceeded_timeout');
+      } else {
+        if (!(error instanceof Error && error.message.startsWith('[flue]'))) console.error(`[flue] Submission ${claimed.id} failed:`, error);
+        else console.error(error.message);
+        this.settle(live, claimed, 'failed', toSettlementError(error), 'failed');
+      }
+    } finally {
+      this.runs.delete(live.stream);
+    }
+    return true;
+  }
+
+  private interruptedTools(live: LiveConversation): { interruptedTools?: { name: string; id: string }[] } {
+    const pending = live.conv.tail.pendingToolCalls;
+    if (pending === undefined) return {};
+    return { interruptedTools: pending.calls.map((call) => ({ name: call.name, id: call.id })) };
+  }
+
+  /**
+   * Settles a submission and the deliveries that joined it, in one batch. Failure and abort first
+   * bring the conversation to rest, so the next message starts from a coherent log.
+   */
+  settle(
+    live: LiveConversation,
+    row: SubmissionRow,
+    outcome: SubmissionOutcome,
+    error: SettlementError | undefined,
+    reason: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed' | undefined,
+  ): void {
+    const ts = new Date().toISOString();
+    const joined = this.store.joinedInto(row.id);
+    const records: ConversationRecord[] = [];
+    if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
+      const interrupted = restRecords(live, ts);
+      records.push(...interrupted.records);
+      const aborted = outcome === 'aborted';
+      records.push({
+        type: 'signal',
+        messageId: `msg_${aborted ? 'aborted' : 'interrupted'}_${row.id}`,
+        submissionId: row.id,
+        origin: 'framework',
+        signalType: aborted ? 'submission_aborted' : 'submission_interrupted',
+        body: aborted
+          ? `The submission was aborted.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`
+          : `The submission failed: ${error?.message ?? 'unknown error'}.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`,
+        attributes: {
+          submissionId: row.id,
+          kind: row.kind,
+          reason: reason ?? 'failed',
+          ...(interrupted.tools.length ? { interruptedTools: interrupted.tools.join(',') } : {}),
+        },
+        ts,
+      });
+    }
+    for (const settled of [row, ...joined]) {
+      records.push({
+        type: 'submission_settled',
+        submissionId: settled.id,
+        outcome,
+        ...(error === undefined ? {} : { error }),
+        answeredBySubmissionId: row.id,
+        ts,
+      });
+    }
+    const now = Date.now();
+    this.commit(live, records, () => {
+      for (const settled of [row, ...joined]) this.store.markSettled(settled.id, outcome, error?.message ?? null, now);
+    });
+    for (const settled of [row, ...joined]) {
+      this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
+    }
+  }
+
+  // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────
+
+  /** Stops taking work; running responses stop at their next turn boundary, unsettled. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const run of this.runs.values()) run.stop();
+    await Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
+  }
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  emitFor(live: LiveConversation, submissionId: string | undefined, type: string, payload: Record<string, unknown> = {}): void {
+    emit(
+      { instanceId: live.instanceId, agentName: live.agentName, env: this.env, ...(submissionId ? { submissionId } : {}) },
+      type,
+      payload,
+    );
+  }
+}
+
+/**
+ * Records that bring an interrupted response to rest: an open stream is closed as aborted and
+ * unresolved tool calls get the interrupted marker, so the model sees a coherent transcript.
+ */
+export function restRecords(live: LiveConversation, ts: string): { records: ConversationRecord[]; tools: string[] } {
+  const records: ConversationRecord[] = [];
+  const tail = live.conv.tail;
+  if (tail.openStep !== undefined) records.push(convergeOpenStep(tail.openStep, ts));
+  const pending = tail.pendingToolCalls;
+  const tools: string[] = [];
+  if (pending !== undefined) {
+    records.push({
+      type: 'tool_results',
+      stepId: pending.stepId,
+      messageId: pending.messageId,
+      submissionId: pending.submissionId,
+      outcomes: pending.calls.map((call) => {
+        tools.push(call.name);
+        return { toolCallId: call.id, toolName: call.name, isError: true, content: INTERRUPTED_TOOL_TEXT };
+      }),
+      ts,
+    });
+  }
+  return { records, tools };
+}
+
+/** Closes a stream that never completed, keeping what it said (durability.md §6.1). */
+export function convergeOpenStep(
+  open: NonNullable<Conversation['tail']['openStep']>,
+  ts: string,
+): ConversationRecord {
+  return {
+    type: 'assistant_completed',
+    stepId: open.stepId,
+    messageId: open.messageId,
+    submissionId: open.submissionId,
+    message: {
+      role: 'assistant',
+      content: open.blocks
+        .filter((block) => block !== undefined)
+        .map((block) => (block.kind === 'text' ? { type: 'text', text: block.text } : { type: 'thinking', thinking: block.text })),
+      api: 'openai-completions',
+      provider: 'flue',
+      model: 'interrupted',
+      usage: {
+        input: 0,
+        output: 0,
+        cacheRead: 0,
+        cacheWrite: 0,
+        totalTokens: 0,
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      },
+      stopReason: 'aborted',
+      errorMessage: 'Stream interrupted before completion.',
+      timestamp: Date.parse(ts),
+    },
+    ts,
+  };
+}

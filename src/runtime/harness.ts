@@ -1,0 +1,249 @@
+/**
+ * The harness handed to `harness: true` tools and event hooks: `prompt()` runs model work in a
+ * scratch conversation of its own (never shown to clients), `compact()` summarizes that scratch
+ * conversation, `sandbox` is the agent's environment.
+ */
+import {
+  type AssistantMessage,
+  type Message,
+  type Model,
+  type Api,
+  type ToolCall,
+} from '@earendil-works/pi-ai';
+import * as v from 'valibot';
+import { toJsonSchema } from '@valibot/to-json-schema';
+import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from './compaction.ts';
+import { type ToolDefinition, toolParameters } from './define-tool.ts';
+import {
+  DelegationDepthExceededError,
+  OperationFailedError,
+  ResultUnavailableError,
+  SessionBusyError,
+  abortError,
+  formatIssues,
+} from './errors.ts';
+import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
+import type { RenderResult } from './render.ts';
+import { runToolCall } from './tool-runner.ts';
+import type {
+  CallHandle,
+  FlueHarness,
+  FlueLogger,
+  PromptOptions,
+  PromptResponse,
+  PromptResultResponse,
+  PromptUsage,
+  Sandbox,
+  ThinkingLevel,
+} from './types.ts';
+import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
+
+export const DELEGATION_DEPTH_CAP = 4;
+const MAX_RESULT_FOLLOW_UPS = 32;
+
+export interface HarnessDeps {
+  name: string;
+  /** The agent's current render: system prompt and tools the scratch conversation runs with. */
+  render(): RenderResult;
+  modelSpec: string;
+  thinkingLevel: ThinkingLevel | undefined;
+  /** The owning submission's abort signal. */
+  signal: AbortSignal;
+  log(toolCallId: string, toolName: string): FlueLogger;
+  /** How deep this harness sits in nested harness/task delegation (the root harness is 0). */
+  depth: number;
+}
+
+export function createHarness(deps: HarnessDeps): FlueHarness {
+  const scratch: Message[] = [];
+  let busy = false;
+
+  function begin(): void {
+    if (busy) throw new SessionBusyError();
+    busy = true;
+  }
+
+  function prompt(text: string, options: PromptOptions<v.GenericSchema | undefined> = {}): CallHandle<PromptResponse | PromptResultResponse<unknown>> {
+    const controller = new AbortController();
+    const forward = (source: AbortSignal) => {
+      if (source.aborted) controller.abort(source.reason);
+      else source.addEventListener('abort', () => controller.abort(source.reason), { once: true });
+    };
+    forward(deps.signal);
+    if (options.signal) forward(options.signal);
+    const work = (async () => {
+      begin();
+      try {
+        return await runPrompt(deps, scratch, text, options, controller.signal);
+      } finally {
+        busy = false;
+      }
+    })();
+    return Object.assign(work, {
+      signal: controller.signal,
+      abort(reason?: unknown) {
+        controller.abort(reason ?? abortError());
+      },
+    }) as CallHandle<PromptResponse | PromptResultResponse<unknown>>;
+  }
+
+  return {
+    name: deps.name,
+    prompt: prompt as FlueHarness['prompt'],
+    async compact() {
+      begin();
+      try {
+        await compactScratch(deps, scratch);
+      } finally {
+        busy = false;
+      }
+    },
+    get sandbox(): Sandbox {
+      throw new Error('[flue] This agent has no sandbox. Declare one with useSandbox(factory) before using harness.sandbox.');
+    },
+  };
+}
+
+const RESULT_FOOTER =
+  '\n\nWhen you are done, call the `finish` tool with the result; its arguments are validated against the required schema. ' +
+  'If you cannot produce the result, call `give_up` with the reason. Do not answer in plain text.';
+
+async function runPrompt(
+  deps: HarnessDeps,
+  scratch: Message[],
+  text: string,
+  options: PromptOptions<v.GenericSchema | undefined>,
+  signal: AbortSignal,
+): Promise<PromptResponse | PromptResultResponse<unknown>> {
+  const render = deps.render();
+  const model = resolveModel(options.model ?? deps.modelSpec);
+  const modelInfo = { provider: model.provider, id: model.id };
+  const extra = (options.tools ?? []) as readonly ToolDefinition[];
+  const tools = new Map<string, ToolDefinition>();
+  for (const tool of [...render.tools, ...extra]) tools.set(tool.name, tool);
+  const result = options.result;
+  const wrapped = result !== undefined && !isObjectSchema(result);
+  const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
+  const piTools = [...tools.values()].map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) }));
+  if (finishSchema !== undefined) {
+    const parameters = { ...(toJsonSchema(finishSchema, { errorMode: 'ignore' }) as Record<string, unknown>) };
+    delete parameters.$schema;
+    piTools.push(
+      { name: 'finish', description: 'Submit the final result. Its arguments are validated against the required schema.', parameters },
+      {
+        name: 'give_up',
+        description: 'Give up when the result cannot be produced, saying why.',
+        parameters: { type: 'object', properties: { reason: { type: 'string', minLength: 1 } }, required: ['reason'] },
+      },
+    );
+  }
+  const content: Extract<Message, { role: 'user' }>['content'] = [
+    { type: 'text', text: result === undefined ? text : text + RESULT_FOOTER },
+    ...(options.images ?? []).map((image) => ({ type: 'image' as const, data: image.data, mimeType: image.mimeType })),
+  ];
+  for (const document of options.documents ?? []) {
+    if (document.mimeType !== 'application/pdf') {
+      throw new Error(`[flue] harness.prompt() documents must be application/pdf; got "${document.mimeType}".`);
+    }
+    content.push({ type: 'text', text: '[document omitted: this model API does not accept documents]' });
+  }
+  scratch.push({ role: 'user', content, timestamp: Date.now() });
+
+  let usage: PromptUsage = emptyUsage();
+  let assistantText = '';
+  let followUps = 0;
+  for (;;) {
+    if (signal.aborted) throw signal.reason ?? abortError();
+    const final: AssistantMessage = await getModels().completeSimple(
+      model,
+      { ...(render.instructions === undefined ? {} : { systemPrompt: render.instructions }), messages: scratch.slice(), tools: piTools },
+      { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel) },
+    );
+    usage = addUsage(usage, usageFromPi(final.usage));
+    if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
+    if (final.stopReason === 'error') throw new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
+    scratch.push(final);
+    const said = final.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+    if (said) assistantText = assistantText ? `${assistantText}\n\n${said}` : said;
+    const calls = final.content.filter((block): block is ToolCall => block.type === 'toolCall');
+    if (calls.length > 0) {
+      let finished: { data: unknown } | undefined;
+      let gaveUp: string | undefined;
+      const results = await Promise.all(
+        calls.map(async (call) => {
+          if (finishSchema !== undefined && (call.name === 'finish' || call.name === 'give_up')) {
+            if (finished !== undefined || gaveUp !== undefined) return toolResult(call, 'The task is already done.', true);
+            if (call.name === 'give_up') {
+              const reason = typeof call.arguments.reason === 'string' ? call.arguments.reason : '';
+              gaveUp = reason || 'no reason given';
+              return toolResult(call, 'Understood.', false);
+            }
+            const parsed = v.safeParse(finishSchema, call.arguments);
+            if (!parsed.success) {
+              const issues = parsed.issues.map((issue) => ({ message: issue.message, path: issue.path?.map((p) => p.key as PropertyKey) }));
+              return toolResult(call, `Result does not match the required schema: ${formatIssues(issues)}. Please call \`finish\` again with a corrected payload.`, true);
+            }
+            finished = { data: wrapped ? (parsed.output as { result: unknown }).result : parsed.output };
+            return toolResult(call, 'Result accepted. The task is complete.', false);
+          }
+          const tool = tools.get(call.name);
+          if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
+          const outcome = await runToolCall(tool, call.argumentsError ? undefined : call.arguments, {
+            toolCallId: call.id,
+            signal,
+            log: deps.log(call.id, call.name),
+            ...(tool.harness ? { harness: () => nestedHarness(deps, signal) } : {}),
+          });
+          return toolResult(call, outcome.content, outcome.isError);
+        }),
+      );
+      scratch.push(...results);
+      if (gaveUp !== undefined) throw new ResultUnavailableError(gaveUp, assistantText);
+      if (finished !== undefined) return { data: finished.data, usage, model: modelInfo };
+      continue;
+    }
+    if (finishSchema === undefined) return { text: said, usage, model: modelInfo };
+    if (followUps >= MAX_RESULT_FOLLOW_UPS) {
+      const reason = `Agent did not call \`finish\` or \`give_up\` after ${MAX_RESULT_FOLLOW_UPS + 1} attempts.`;
+      throw new ResultUnavailableError(reason, assistantText, reason);
+    }
+    followUps++;
+    scratch.push({ role: 'user', content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.', timestamp: Date.now() });
+  }
+}
+
+function nestedHarness(deps: HarnessDeps, signal: AbortSignal): ReturnType<typeof createHarness> {
+  if (deps.depth + 1 >= DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+  return createHarness({ ...deps, signal, depth: deps.depth + 1 });
+}
+
+function toolResult(call: ToolCall, text: string, isError: boolean): Message {
+  return { role: 'toolResult', toolCallId: call.id, toolName: call.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() };
+}
+
+function isObjectSchema(schema: v.GenericSchema): boolean {
+  const inner = (schema as { type?: string; pipe?: unknown[] }).type === 'pipe'
+    ? ((schema as unknown as { pipe: v.GenericSchema[] }).pipe[0] ?? schema)
+    : schema;
+  const type = (inner as { type?: string }).type;
+  return type === 'object' || type === 'strict_object' || type === 'loose_object' || type === 'object_with_rest';
+}
+
+async function compactScratch(deps: HarnessDeps, scratch: Message[]): Promise<void> {
+  const model = resolveModel(deps.modelSpec);
+  const settings = resolveCompactionSettings(undefined, model);
+  const cut = findCutPoint(scratch, settings.keepRecentTokens);
+  if (cut === null) return;
+  const request = buildSummaryRequest({ messages: scratch.slice(0, cut.firstKeptIndex) });
+  const summary = await getModels().completeSimple(
+    model,
+    { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
+    { signal: deps.signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
+  );
+  if (summary.stopReason === 'aborted') throw deps.signal.reason ?? abortError();
+  if (summary.stopReason === 'error') throw new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
+  const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+  const kept = scratch.slice(cut.firstKeptIndex);
+  scratch.length = 0;
+  scratch.push({ role: 'user', content: renderCompactionSummary(text), timestamp: Date.now() }, ...kept);
+}

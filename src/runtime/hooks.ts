@@ -1,0 +1,191 @@
+/**
+ * The agent hooks of agents-and-hooks.md §6. Each records onto the current render frame; reads
+ * are snapshots of this render, and effects (setters, writers, dispatchers) go through the
+ * engine's scope and are refused while a render is on the stack.
+ */
+import * as v from 'valibot';
+import { validateCompactionConfig } from './compaction.ts';
+import { type UseToolSignature, validateToolDefinition } from './define-tool.ts';
+import { ToolNameConflictError } from './errors.ts';
+import {
+  type AgentFinishContext,
+  type AgentStartContext,
+  type RenderFrame,
+  type ResponseFinishContext,
+  type ResponseMetadataCallback,
+  type ResponseStartContext,
+  assertNotRendering,
+  currentFrame,
+} from './render.ts';
+import type {
+  CompactionConfig,
+  DeliveredMessage,
+  DeliveredMessageInput,
+  DispatchReceipt,
+  ThinkingLevel,
+} from './types.ts';
+
+export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+
+function rootFrame(hook: string): RenderFrame {
+  const frame = currentFrame(hook);
+  if (frame.kind === 'subagent') {
+    throw new Error(`[flue] ${hook}() cannot be used in a subagent's agent function; declare it on the root agent.`);
+  }
+  return frame;
+}
+
+export interface UseModelOptions {
+  thinkingLevel?: ThinkingLevel;
+  compaction?: false | CompactionConfig;
+}
+
+export function useModel(model: string, options?: UseModelOptions): void {
+  const frame = rootFrame('useModel');
+  if (frame.model !== undefined) throw new Error('[flue] useModel() was called twice in one render; declare the model once.');
+  if (typeof model !== 'string' || model.trim() === '') {
+    throw new Error(`[flue] useModel() requires a non-empty model specifier such as 'anthropic/claude-haiku-4-5'.`);
+  }
+  const declared: NonNullable<RenderFrame['model']> = { spec: model };
+  if (options !== undefined) {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new Error('[flue] useModel() options must be a plain object.');
+    }
+    for (const key of Object.keys(options)) {
+      if (key !== 'thinkingLevel' && key !== 'compaction') {
+        throw new Error(`[flue] useModel() got an unknown option "${key}". Known options: thinkingLevel, compaction.`);
+      }
+    }
+    if (options.thinkingLevel !== undefined) {
+      if (!THINKING_LEVELS.includes(options.thinkingLevel)) {
+        throw new Error(`[flue] useModel() thinkingLevel must be one of ${THINKING_LEVELS.join(', ')}; got ${JSON.stringify(options.thinkingLevel)}.`);
+      }
+      declared.thinkingLevel = options.thinkingLevel;
+    }
+    if (options.compaction !== undefined) declared.compaction = validateCompactionConfig(options.compaction);
+  }
+  frame.model = declared;
+}
+
+export const useTool: UseToolSignature = (tool: unknown): void => {
+  const frame = currentFrame('useTool');
+  const definition = validateToolDefinition(tool, 'useTool');
+  if (frame.toolNames.has(definition.name)) {
+    throw new ToolNameConflictError(`Duplicate tool name "${definition.name}".`);
+  }
+  frame.toolNames.add(definition.name);
+  frame.tools.push(definition);
+};
+
+export function useInstruction(text: string): void {
+  const frame = currentFrame('useInstruction');
+  if (typeof text !== 'string' || text.trim() === '') {
+    throw new Error('[flue] useInstruction() requires a non-empty string.');
+  }
+  frame.instructions.push(text);
+}
+
+export type StateSetter<T> = (value: T | ((previous: T) => T)) => void;
+
+export function usePersistentState<T>(name: string, defaultValue: T): [T, StateSetter<T>];
+export function usePersistentState<T = unknown>(name: string): [T | undefined, StateSetter<T | undefined>];
+export function usePersistentState<T>(name: string, defaultValue?: T): [T | undefined, StateSetter<T | undefined>] {
+  const frame = rootFrame('usePersistentState');
+  if (typeof name !== 'string' || name === '') throw new Error('[flue] usePersistentState() requires a non-empty state name.');
+  if (frame.stateNames.has(name)) throw new Error(`[flue] usePersistentState("${name}") was declared twice in one render.`);
+  frame.stateNames.add(name);
+  const scope = frame.scope;
+  const read = scope?.readState(name);
+  const value = read?.found ? (read.value as T) : defaultValue;
+  const setter: StateSetter<T | undefined> = (next) => {
+    assertNotRendering(`The setter of usePersistentState("${name}")`);
+    if (scope === undefined) {
+      throw new Error(`[flue] The setter of usePersistentState("${name}") has no durable runtime behind it (bare render).`);
+    }
+    // Updaters are resolved by the engine at call time, so two updaters in one turn compose.
+    scope.setState(name, next, defaultValue);
+  };
+  return [value, setter];
+}
+
+export function useInitialData<T = unknown>(): T {
+  const frame = currentFrame('useInitialData');
+  if (frame.kind === 'subagent') return undefined as T;
+  return frame.scope?.initialData as T;
+}
+
+export function useDelivery(): DeliveredMessage {
+  const frame = currentFrame('useDelivery');
+  const delivery = frame.scope?.delivery;
+  if (delivery === undefined) {
+    throw new Error('[flue] useDelivery() found no delivered message behind this render. It is available while the runtime handles a delivery.');
+  }
+  return delivery;
+}
+
+export function useDispatchMessage(): (message: DeliveredMessageInput) => Promise<DispatchReceipt> {
+  const frame = rootFrame('useDispatchMessage');
+  const scope = frame.scope;
+  return async (message) => {
+    assertNotRendering('The dispatcher of useDispatchMessage()');
+    if (scope === undefined) throw new Error('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
+    return scope.dispatch(message);
+  };
+}
+
+export function useDataWriter<S extends v.GenericSchema>(name: string, options: { schema: S }): (data: v.InferOutput<S>) => void;
+export function useDataWriter(name: string): (data: unknown) => void;
+export function useDataWriter(name: string, options?: { schema: v.GenericSchema }): (data: unknown) => void {
+  const frame = rootFrame('useDataWriter');
+  if (typeof name !== 'string' || name === '') throw new Error('[flue] useDataWriter() requires a non-empty part name.');
+  if (frame.dataWriterNames.includes(name)) throw new Error(`[flue] useDataWriter("${name}") was declared twice in one render.`);
+  if (options !== undefined) {
+    for (const key of Object.keys(options)) {
+      if (key !== 'schema') throw new Error(`[flue] useDataWriter() got an unknown option "${key}". Known options: schema.`);
+    }
+  }
+  frame.dataWriterNames.push(name);
+  const scope = frame.scope;
+  const schema = options?.schema;
+  return (data) => {
+    assertNotRendering(`The writer of useDataWriter("${name}")`);
+    if (scope === undefined) throw new Error(`[flue] The writer of useDataWriter("${name}") has no agent instance behind it (bare render).`);
+    let value = data;
+    if (schema !== undefined) {
+      const parsed = v.safeParse(schema, data);
+      if (!parsed.success) {
+        throw new Error(`[flue] useDataWriter("${name}") write does not match its schema: ${parsed.issues.map((i) => i.message).join('; ')}`);
+      }
+      value = parsed.output;
+    }
+    scope.writeData(name, value);
+  };
+}
+
+export function useAgentStart(run: (ctx: AgentStartContext) => void | Promise<void>): void {
+  const frame = rootFrame('useAgentStart');
+  assertFunction('useAgentStart', run);
+  frame.agentStart.push(run);
+}
+
+export function useAgentFinish(run: (ctx: AgentFinishContext) => void | Promise<void>): void {
+  const frame = rootFrame('useAgentFinish');
+  assertFunction('useAgentFinish', run);
+  frame.agentFinish.push(run);
+}
+
+export function useResponseStart(run: ResponseMetadataCallback<ResponseStartContext>): void {
+  const frame = rootFrame('useResponseStart');
+  assertFunction('useResponseStart', run);
+  frame.responseStart.push(run);
+}
+
+export function useResponseFinish(run: ResponseMetadataCallback<ResponseFinishContext>): void {
+  const frame = rootFrame('useResponseFinish');
+  assertFunction('useResponseFinish', run);
+  frame.responseFinish.push(run);
+}
+
+function assertFunction(hook: string, value: unknown): void {
+  if (typeof value !== 'function') throw new Error(`[flue] ${hook}() requires a callback function.`);
+}

@@ -1,0 +1,165 @@
+/**
+ * Identifiers and payload identity. Web APIs only: this module runs on Node and in workerd.
+ */
+
+// Crockford base32: no I, L, O, U, so ids survive being read aloud or retyped.
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const TIME_CHARS = 10; // 48-bit millisecond timestamp
+const RANDOM_CHARS = 16; // 80 random bits
+const MAX_TIME = 2 ** 48 - 1;
+
+/**
+ * A ULID generator that is monotonic within (and across) milliseconds: when the clock has not
+ * advanced — or went backwards — the previous random part is incremented instead of redrawn, so
+ * ids from one generator always sort in creation order.
+ */
+export function createUlidGenerator(now: () => number = Date.now): () => string {
+  let lastTime = -1;
+  // Random part as base32 digit values, most significant first, so increment is a digit carry.
+  let lastRandom: number[] = [];
+
+  return function ulid(): string {
+    const time = now();
+    if (time > lastTime) {
+      lastTime = time;
+      lastRandom = randomDigits();
+    } else if (!increment(lastRandom)) {
+      // 80-bit overflow within one millisecond: borrow the next millisecond rather than repeat.
+      lastTime += 1;
+      lastRandom = randomDigits();
+    }
+    return encodeTime(lastTime) + lastRandom.map((digit) => ALPHABET[digit]).join('');
+  };
+}
+
+/** The process-wide generator behind `newId()`. */
+export const ulid: () => string = createUlidGenerator();
+
+/** The millisecond timestamp a ULID was minted at. */
+export function decodeUlidTime(id: string): number {
+  let time = 0;
+  for (const char of id.slice(0, TIME_CHARS).toUpperCase()) {
+    const digit = ALPHABET.indexOf(char);
+    if (digit < 0) throw new Error(`[flue] Not a ULID: ${JSON.stringify(id)}`);
+    time = time * 32 + digit;
+  }
+  return time;
+}
+
+/** Every prefix the runtime mints; a closed set so a typo cannot create a new id family. */
+export type IdPrefix =
+  | 'sub'
+  | 'inst'
+  | 'instance'
+  | 'attempt'
+  | 'conv'
+  | 'msg'
+  | 'inc'
+  | 'err'
+  | 'call'
+  | 'turn';
+
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${ulid()}`;
+}
+
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  let hex = '';
+  for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, '0');
+  return hex;
+}
+
+/**
+ * Frozen format (delivery.md §3): a redelivery after a deploy must derive the same id, so the
+ * preimage and truncation never change.
+ */
+export async function keyedSubmissionId(agent: string, id: string, key: string): Promise<string> {
+  const hex = await sha256Hex(`flue-submission-key\n${agent}\n${id}\n${key}`);
+  return `sub_ik_${hex.slice(0, 32)}`;
+}
+
+/**
+ * Canonical JSON for identity comparison: object keys sorted, `undefined`-valued keys omitted
+ * (explicit `undefined` counts as absent), otherwise `JSON.stringify` semantics (`toJSON`,
+ * non-finite numbers → null, `undefined` in arrays → null). Returns `undefined` for a top-level
+ * value JSON cannot represent, as `JSON.stringify` does, so absent and `null` stay distinct.
+ */
+export function stableJson(value: unknown): string | undefined {
+  return serialize(value, new Set());
+}
+
+/** Deep equality over the JSON form, as used for idempotency-key payload identity. */
+export function deepEqualJson(a: unknown, b: unknown): boolean {
+  return stableJson(a) === stableJson(b);
+}
+
+// ── helpers ───────────────────────────────────────────────────────────────────────────────────
+
+function randomDigits(): number[] {
+  // 256 is a multiple of 32, so masking keeps each digit uniform.
+  const bytes = crypto.getRandomValues(new Uint8Array(RANDOM_CHARS));
+  return Array.from(bytes, (byte) => byte & 31);
+}
+
+/** Adds one to a base32 digit array in place; false on overflow. */
+function increment(digits: number[]): boolean {
+  for (let i = digits.length - 1; i >= 0; i--) {
+    if (digits[i] < 31) {
+      digits[i] += 1;
+      return true;
+    }
+    digits[i] = 0;
+  }
+  return false;
+}
+
+function encodeTime(time: number): string {
+  if (!Number.isInteger(time) || time < 0 || time > MAX_TIME) {
+    throw new Error(`[flue] Cannot encode ${time} as a ULID timestamp.`);
+  }
+  let out = '';
+  let rest = time;
+  for (let i = 0; i < TIME_CHARS; i++) {
+    out = ALPHABET[rest % 32] + out;
+    rest = Math.floor(rest / 32);
+  }
+  return out;
+}
+
+function serialize(value: unknown, seen: Set<object>): string | undefined {
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    value = (value as { toJSON(): unknown }).toJSON();
+  }
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'bigint':
+      throw new TypeError('[flue] Cannot serialize a BigInt as JSON.');
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return undefined;
+  }
+  if (value === null) return 'null';
+  const object = value as object;
+  if (seen.has(object)) throw new TypeError('[flue] Cannot serialize a circular structure as JSON.');
+  seen.add(object);
+  try {
+    if (Array.isArray(object)) {
+      return `[${object.map((item) => serialize(item, seen) ?? 'null').join(',')}]`;
+    }
+    const parts: string[] = [];
+    for (const key of Object.keys(object).sort()) {
+      const item = serialize((object as Record<string, unknown>)[key], seen);
+      if (item !== undefined) parts.push(`${JSON.stringify(key)}:${item}`);
+    }
+    return `{${parts.join(',')}}`;
+  } finally {
+    seen.delete(object);
+  }
+}

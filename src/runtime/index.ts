@@ -1,0 +1,60 @@
+/** `@flue/runtime`: the authoring and addressing API of the seeds. */
+export {
+  useAgentFinish,
+  useAgentStart,
+  useDataWriter,
+  useDelivery,
+  useDispatchMessage,
+  useInitialData,
+  useInstruction,
+  useModel,
+  usePersistentState,
+  useResponseFinish,
+  useResponseStart,
+  useTool,
+  type StateSetter,
+  type UseModelOptions,
+} from './hooks.ts';
+export type {
+  AgentFinishContext,
+  AgentResponseToolCall,
+  AgentStartContext,
+  ResponseFinishContext,
+  ResponseMetadataCallback,
+  ResponseStartContext,
+} from './render.ts';
+export {
+  defineTool,
+  type McpToolAnnotations,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolInput,
+  type ToolOutput,
+  type ToolRunEnvelope,
+  type ToolStep,
+} from './define-tool.ts';
+export {
+  AGENT_IDENTITY_PATTERN,
+  __flueBindAgentModule,
+  type Agent,
+  type AgentFunction,
+  type AgentIdentityBinding,
+  type AgentProps,
+  type AgentStatics,
+} from './identity.ts';
+export type { DurabilityConfig } from './durability-config.ts';
+export {
+  dispatch,
+  getAgentInstance,
+  init,
+  type AgentHandleDispatchRequest,
+  type AgentInstanceHandle,
+  type AgentReadOptions,
+  type InitOptions,
+} from './addressing.ts';
+export { setProvider } from './model-registry.ts';
+export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './events.ts';
+export type { ConversationStreamChunk } from './projection.ts';
+export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './conversation.ts';
+export * from './errors.ts';
+export type * from './types.ts';

@@ -1,0 +1,154 @@
+/**
+ * The process/isolate-wide provider registry and model specifier resolution
+ * (models-and-providers.md §1, §3, §4.3).
+ *
+ * One pi-ai `MutableModels` lives in this module. It is created lazily so that merely importing the
+ * runtime does no work, and with an explicit auth context so pi never falls back to its default one,
+ * which probes `node:fs` through a dynamic import that workerd (and miniflare's module discovery)
+ * rejects. The built-in provider catalog (`@earendil-works/pi-ai/providers/all`, ~2 MB) is never
+ * imported here: hosts pass a loader to `registerDefaultProviders`, so Worker bundles that list
+ * their providers do not pay for the rest.
+ */
+import { clampThinkingLevel, createModels } from '@earendil-works/pi-ai';
+import type { ThinkingLevel } from './types.ts';
+import type { Api, AuthContext, Model, MutableModels, Provider } from '@earendil-works/pi-ai';
+
+type EnvSource = Record<string, string | undefined>;
+
+let models: MutableModels | undefined;
+let configuredEnv: EnvSource | undefined;
+let fileExists: (path: string) => Promise<boolean> = async () => false;
+
+/**
+ * Until a host configures an env, read `process.env` when the platform has one (Node, or workerd
+ * with `nodejs_compat` env population). Reached through `globalThis` so this module imports nothing
+ * from `node:*`.
+ */
+function currentEnv(): EnvSource {
+  if (configuredEnv) return configuredEnv;
+  const proc = (globalThis as { process?: { env?: EnvSource } }).process;
+  return proc?.env ?? {};
+}
+
+const authContext: AuthContext = {
+  // Blank values count as unset, as in pi's default context, so `FOO=` does not shadow other sources.
+  env: async (name) => {
+    const value = currentEnv()[name];
+    return typeof value === 'string' && value.trim().length > 0 ? value : undefined;
+  },
+  fileExists: (path) => fileExists(path),
+};
+
+/** The registry every model call resolves against. */
+export function getModels(): MutableModels {
+  models ??= createModels({ authContext });
+  return models;
+}
+
+/**
+ * Supplies the environment provider credentials are read from (e.g. a Worker's `env` bindings).
+ * Lookups happen per request, so calling this after providers are registered still takes effect.
+ * `fileExists` is optional: only the Node host can answer it (ambient credential files such as
+ * `~/.aws/credentials`); elsewhere it stays "no file exists".
+ */
+export function configureModelAuthEnv(
+  env: EnvSource,
+  options?: { fileExists?: (path: string) => Promise<boolean> },
+): void {
+  configuredEnv = env;
+  if (options?.fileExists) fileExists = options.fileExists;
+}
+
+/** Registers `provider`, replacing any provider with the same id (built-ins included). */
+export function setProvider(provider: Provider): void {
+  getModels().setProvider(provider);
+}
+
+/**
+ * Registers the built-in providers, skipping ids that are already registered so a user's
+ * `setProvider` wins whether it ran before or after this.
+ */
+export function registerDefaultProviders(loadBuiltins: () => readonly Provider[]): void {
+  const registry = getModels();
+  for (const provider of loadBuiltins()) {
+    if (registry.getProvider(provider.id) === undefined) registry.setProvider(provider);
+  }
+}
+
+/** `start({ providers })` semantics: each given provider is registered, overwriting same ids. */
+export function registerProviders(providers: readonly Provider[]): void {
+  const registry = getModels();
+  for (const provider of providers) registry.setProvider(provider);
+}
+
+export interface ModelSpecifier {
+  provider: string;
+  modelId: string;
+}
+
+const SPEC_FORMAT_HINT =
+  'Use the "provider-id/model-id" format, for example "anthropic/claude-sonnet-4-5".';
+
+/**
+ * Splits at the first `/` (model ids may contain `/`). Only the format is checked here; whether the
+ * provider and model exist is `resolveModel`'s job. An empty model id is allowed through so the
+ * caller can report it with the provider's context.
+ */
+export function parseModelSpecifier(spec: string): ModelSpecifier {
+  const slash = spec.indexOf('/');
+  if (slash <= 0) {
+    throw new Error(`[flue] Invalid model specifier "${spec}". ${SPEC_FORMAT_HINT}`);
+  }
+  return { provider: spec.slice(0, slash), modelId: spec.slice(slash + 1) };
+}
+
+const LISTED_MODEL_IDS = 8;
+
+/** Resolves a specifier against the live registry; throws plain `[flue]` Errors (spec §1). */
+export function resolveModel(spec: string): Model<Api> {
+  const { provider: providerId, modelId } = parseModelSpecifier(spec);
+  const registry = getModels();
+  const provider = registry.getProvider(providerId);
+  if (provider === undefined) {
+    const ids = registry
+      .getProviders()
+      .map((p) => p.id)
+      .sort();
+    const registered =
+      ids.length > 0 ? `Registered providers: ${ids.join(', ')}.` : 'No providers are registered.';
+    throw new Error(
+      `[flue] Unknown provider "${providerId}" in model specifier "${spec}". ${registered} ` +
+        `Register it with setProvider(...) or start({ providers }) before agents run.`,
+    );
+  }
+  if (modelId === '') {
+    throw new Error(
+      `[flue] Invalid model specifier "${spec}". Provider "${providerId}" is registered, but no model ID was given. ` +
+        `Use "${providerId}/<model-id>".`,
+    );
+  }
+  const model = registry.getModel(providerId, modelId);
+  if (model !== undefined) return model;
+
+  const declared = registry.getModels(providerId).map((m) => m.id);
+  const listing =
+    declared.length === 0
+      ? `Provider "${providerId}" declares no models.`
+      : `Declared model IDs: ${declared.slice(0, LISTED_MODEL_IDS).join(', ')}` +
+        `${declared.length > LISTED_MODEL_IDS ? ', …' : ''} (${declared.length} total).`;
+  throw new Error(`[flue] Unknown model ID "${modelId}" for provider "${providerId}". ${listing}`);
+}
+
+/**
+ * The `reasoning` stream option for a thinking level: omitted for 'off' and for models that do
+ * not reason, clamped to what the model supports otherwise (models-and-providers.md §2).
+ */
+export function reasoningOption(
+  model: Model<Api>,
+  level: ThinkingLevel | undefined,
+): { reasoning?: Exclude<ThinkingLevel, 'off'> } {
+  const chosen = level ?? 'medium';
+  if (chosen === 'off' || !model.reasoning) return {};
+  const clamped = clampThinkingLevel(model, chosen);
+  return clamped === 'off' ? {} : { reasoning: clamped as Exclude<ThinkingLevel, 'off'> };
+}

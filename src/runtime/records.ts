@@ -1,0 +1,124 @@
+/**
+ * Canonical conversation records: the append-only log every other view is derived from
+ * (architecture.md, Decision 2). A batch of records is appended atomically under one offset.
+ *
+ * Records stay small: streamed text is stored as coalesced deltas, and the completed assistant
+ * step carries the provider message the model context is rebuilt from.
+ */
+import type { AssistantMessage } from '@earendil-works/pi-ai';
+import type { SettlementError } from './errors.ts';
+import type { PromptUsage } from './types.ts';
+
+export interface AttachmentRecordRef {
+  id: string;
+  type: 'image' | 'document';
+  mimeType: string;
+  size: number;
+  filename?: string;
+  /** Base64 bytes, kept inline until attachments get their own store (HTTP issue). */
+  data?: string;
+}
+
+export type SubmissionOutcome = 'completed' | 'failed' | 'aborted';
+
+/** How a signal entered the log: delivered by a caller, appended by a hook, or written by us. */
+export type SignalOrigin = 'delivery' | 'append' | 'framework';
+
+export type ConversationRecord =
+  | {
+      type: 'conversation_created';
+      conversationId: string;
+      uid: string;
+      initialData?: unknown;
+      ts: string;
+    }
+  | {
+      type: 'user_message';
+      messageId: string;
+      submissionId: string;
+      /** Set when this delivery joined the live response of another submission. */
+      joinedInto?: string;
+      body: string;
+      attachments?: AttachmentRecordRef[];
+      ts: string;
+    }
+  | {
+      type: 'signal';
+      messageId: string;
+      submissionId?: string;
+      joinedInto?: string;
+      origin: SignalOrigin;
+      signalType: string;
+      body: string;
+      attributes?: Record<string, string>;
+      tagName?: string;
+      ts: string;
+    }
+  | {
+      type: 'assistant_started';
+      /** The response message id: the first step's id, shared by every step of the response. */
+      messageId: string;
+      stepId: string;
+      submissionId: string;
+      attemptId: string;
+      metadata?: Record<string, unknown>;
+      ts: string;
+    }
+  | { type: 'assistant_delta'; stepId: string; kind: 'text' | 'reasoning'; block: number; delta: string }
+  | {
+      type: 'assistant_completed';
+      stepId: string;
+      messageId: string;
+      submissionId: string;
+      message: AssistantMessage;
+      ts: string;
+    }
+  | {
+      type: 'tool_results';
+      stepId: string;
+      messageId: string;
+      submissionId: string;
+      outcomes: ToolOutcomeRecord[];
+      ts: string;
+    }
+  | { type: 'agent_start_run'; submissionId: string }
+  | { type: 'agent_finish_cycle'; submissionId: string }
+  | { type: 'data_write'; submissionId: string; messageId: string; name: string; data: unknown }
+  | { type: 'response_metadata'; submissionId: string; messageId: string; metadata: Record<string, unknown> }
+  | {
+      type: 'compaction';
+      summary: string;
+      /** Index (in model-visible message order) of the first message kept after the summary. */
+      firstKept: number;
+      tokensBefore: number;
+      usage?: PromptUsage;
+      ts: string;
+    }
+  | {
+      type: 'submission_settled';
+      submissionId: string;
+      outcome: SubmissionOutcome;
+      error?: SettlementError;
+      answeredBySubmissionId?: string;
+      ts: string;
+    };
+
+export interface ToolOutcomeRecord {
+  toolCallId: string;
+  toolName: string;
+  isError: boolean;
+  /** Model-facing text. */
+  content: string;
+  /** The tool's returned output value (JSON), when it succeeded. */
+  output?: unknown;
+  terminate?: true;
+  durationMs?: number;
+}
+
+export type RecordOf<T extends ConversationRecord['type']> = Extract<ConversationRecord, { type: T }>;
+
+/** Error text the model sees for an ordinary tool call that a crash interrupted (errors.md §5). */
+export const INTERRUPTED_TOOL_TEXT = JSON.stringify({
+  type: 'interrupted',
+  message: 'Tool execution was interrupted before completion. The outcome is unknown.',
+});

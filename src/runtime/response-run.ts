@@ -1,0 +1,625 @@
+/**
+ * One attempt of one submission: drives the response from wherever the log says it stands. A
+ * first attempt and a recovery after a crash are the same code: apply the input if it is not
+ * applied, run the start seam if it did not commit, close an interrupted stream, repair an
+ * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
+ * "Lifecycle order of one response"; durability.md §6).
+ */
+import type { Api, AssistantMessage, Model, ToolCall } from '@earendil-works/pi-ai';
+import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
+import { deepMerge, isPlainObject } from './conversation.ts';
+import { parseAppendMessage } from './delivered-message.ts';
+import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
+import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
+import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { createLogger } from './events.ts';
+import { createHarness } from './harness.ts';
+import type { Agent } from './identity.ts';
+import { newId } from './ids.ts';
+import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
+import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from './model-retry.ts';
+import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
+import { type RenderResult, type RenderScope, render } from './render.ts';
+import type { SubmissionRow } from './sql-store.ts';
+import { runToolCall } from './tool-runner.ts';
+import { createToolStep } from './tool-step.ts';
+import type { AgentAppendMessage, FlueHarness, FlueLogger } from './types.ts';
+
+/** Thrown when the host drains: the attempt stops at a turn boundary and stays unsettled. */
+export class RunStopped extends Error {
+  constructor() {
+    super('[flue] The runtime is stopping; the submission continues on the next start.');
+  }
+}
+
+const FINISH_CYCLE_CEILING = 32;
+/** Streamed deltas are committed at most this often: one row per flush, not per token. */
+const DELTA_FLUSH_MS = 150;
+
+export class ResponseRun {
+  readonly engine: ConversationEngine;
+  readonly live: LiveConversation;
+  readonly row: SubmissionRow;
+  readonly agent: Agent;
+  private readonly controller = new AbortController();
+  abortReason: unknown;
+  private stopped = false;
+  /** Pending `usePersistentState` writes; they commit with the next tool batch or hook seam. */
+  private readonly stateWrites = new Map<string, unknown>();
+  /** Model, thinking level and compaction as latched by the first render of this attempt. */
+  model: RenderResult['model'];
+  private dataWriterNames: readonly string[] | undefined;
+  /** Steps this attempt completed: their tool calls run fresh; others are recovered. */
+  private readonly freshSteps = new Set<string>();
+  private lastTools = new Map<string, ToolDefinition>();
+  private plannedMessageId = newId('msg');
+  private startMetadata: Record<string, unknown> | undefined;
+  private consecutiveErrors = 0;
+  private overflowRetried = false;
+
+  constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent) {
+    this.engine = engine;
+    this.live = live;
+    this.row = row;
+    this.agent = agent;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.controller.signal.aborted) return;
+    this.abortReason = reason;
+    this.controller.abort(reason);
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  get conv() {
+    return this.live.conv;
+  }
+
+  get responseMessageId(): string {
+    return this.conv.response(this.row.id).messageId ?? this.plannedMessageId;
+  }
+
+  // ── The response ──────────────────────────────────────────────────────────────────────────
+
+  async execute(): Promise<void> {
+    const host = this.row;
+    if (!this.conv.applied.has(host.id)) this.engine.commit(this.live, [inputRecord(host)]);
+    if (this.conv.response(host.id).steps === 0) this.runResponseStart();
+    if (!this.conv.startRuns.has(host.id)) await this.runAgentStart(host.id);
+    for (const joined of this.engine.store.joinedInto(host.id)) {
+      if (!this.conv.startRuns.has(joined.id)) await this.runAgentStart(joined.id);
+    }
+    for (;;) {
+      this.checkpoint();
+      const tail = this.conv.tail;
+      if (tail.openStep !== undefined) {
+        this.convergeInterruptedStream();
+        continue;
+      }
+      if (tail.pendingToolCalls !== undefined) {
+        await this.runToolBatch();
+        continue;
+      }
+      if ((await this.joinQueued()) > 0) continue;
+      if (tail.unread) {
+        await this.turn();
+        continue;
+      }
+      await maybeCompactAfterTurn(this);
+      if (await this.runAgentFinish()) continue;
+      break;
+    }
+    this.runResponseFinish();
+  }
+
+  /** Cooperative checks before each turn and before recovery work (durability.md §5). */
+  private checkpoint(): void {
+    if (this.controller.signal.aborted) throw this.abortReason ?? abortError();
+    if (this.stopped || this.engine.isStopping) throw new RunStopped();
+    const startedAt = this.row.startedAt ?? Date.now();
+    const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
+    if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
+  }
+
+  // ── Rendering ─────────────────────────────────────────────────────────────────────────────
+
+  render(): RenderResult {
+    const run = this;
+    const scope: RenderScope = {
+      instanceId: this.live.instanceId,
+      delivery: this.conv.lastDelivery,
+      initialData: this.conv.initialData,
+      dataWriterNames: this.dataWriterNames,
+      readState: (name) => {
+        if (run.stateWrites.has(name)) return { found: true, value: run.stateWrites.get(name) };
+        const committed = run.engine.stateOf(run.live);
+        return committed.has(name) ? { found: true, value: committed.get(name) } : { found: false };
+      },
+      setState: (name, next, defaultValue) => run.setState(name, next, defaultValue),
+      writeData: (name, data) => run.writeData(name, data),
+      dispatch: (message) => run.engine.dispatchFromAgent(run.live, message),
+    };
+    const result = render(this.agent, { kind: 'root', scope, props: { id: this.live.instanceId } });
+    this.dataWriterNames = result.dataWriterNames;
+    // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
+    if (this.model === undefined) {
+      if (result.model === undefined) {
+        throw new Error(`[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`);
+      }
+      this.model = result.model;
+    }
+    return result;
+  }
+
+  private setState(name: string, next: unknown, defaultValue: unknown): void {
+    const current = this.stateWrites.has(name)
+      ? this.stateWrites.get(name)
+      : this.engine.stateOf(this.live).has(name)
+        ? this.engine.stateOf(this.live).get(name)
+        : defaultValue;
+    const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
+    if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
+    const normalized = jsonNormalize(value, `usePersistentState("${name}")`);
+    if (JSON.stringify(normalized) === JSON.stringify(current)) return;
+    this.stateWrites.set(name, normalized);
+  }
+
+  /** Commits a batch together with the pending state writes it explains. */
+  private commitWithState(records: ConversationRecord[]): void {
+    const writes = [...this.stateWrites];
+    this.stateWrites.clear();
+    const state = this.engine.stateOf(this.live);
+    this.engine.commit(this.live, records, () => {
+      for (const [name, value] of writes) this.engine.store.writeState(this.live.stream, name, value);
+    });
+    for (const [name, value] of writes) state.set(name, value);
+  }
+
+  private writeData(name: string, data: unknown): void {
+    if (data === undefined) throw new Error(`[flue] useDataWriter("${name}") cannot write undefined.`);
+    const normalized = jsonNormalize(data, `useDataWriter("${name}")`);
+    this.engine.commit(this.live, [
+      { type: 'data_write', submissionId: this.row.id, messageId: this.responseMessageId, name, data: normalized },
+    ]);
+  }
+
+  logger(provenance: Record<string, unknown>): FlueLogger {
+    return createLogger(
+      { instanceId: this.live.instanceId, agentName: this.live.agentName, env: this.engine.env, submissionId: this.row.id },
+      provenance,
+    );
+  }
+
+  harness(depth = 0): FlueHarness {
+    return createHarness({
+      name: 'default',
+      render: () => this.render(),
+      modelSpec: this.model?.spec ?? this.render().model!.spec,
+      thinkingLevel: this.model?.thinkingLevel,
+      signal: this.signal,
+      log: (toolCallId, toolName) => this.logger({ tool: toolName, toolCallId }),
+      depth,
+    });
+  }
+
+  // ── Seams ─────────────────────────────────────────────────────────────────────────────────
+
+  private runResponseStart(): void {
+    const hooks = this.render().responseStart;
+    let metadata: Record<string, unknown> = {};
+    hooks.forEach((hook, index) => {
+      const returned = hook({ metadata: structuredClone(metadata), log: this.logger({ hook: 'useResponseStart', hookIndex: index }) });
+      metadata = mergeReturnedMetadata(metadata, returned, 'useResponseStart');
+    });
+    this.startMetadata = Object.keys(metadata).length > 0 ? metadata : undefined;
+  }
+
+  private runResponseFinish(): void {
+    const hooks = this.render().responseFinish;
+    if (hooks.length === 0) return;
+    const info = this.conv.response(this.row.id);
+    const message = this.conv.messages.find((m) => m.id === this.responseMessageId);
+    let metadata: Record<string, unknown> = message?.metadata ?? {};
+    let contributed: Record<string, unknown> = {};
+    hooks.forEach((hook, index) => {
+      const returned = hook({
+        metadata: structuredClone(metadata),
+        response: { usage: structuredClone(info.usage), toolCalls: structuredClone(info.toolCalls) },
+        log: this.logger({ hook: 'useResponseFinish', hookIndex: index }),
+      });
+      metadata = mergeReturnedMetadata(metadata, returned, 'useResponseFinish');
+      contributed = mergeReturnedMetadata(contributed, returned, 'useResponseFinish');
+    });
+    if (Object.keys(contributed).length > 0) {
+      this.commitWithState([{ type: 'response_metadata', submissionId: this.row.id, messageId: this.responseMessageId, metadata: contributed }]);
+    }
+  }
+
+  /** `useAgentStart` for one delivery: concurrent callbacks, appends grouped in declaration order. */
+  private async runAgentStart(submissionId: string): Promise<void> {
+    const hooks = this.render().agentStart;
+    const appended: AgentAppendMessage[][] = hooks.map(() => []);
+    await Promise.all(
+      hooks.map(async (hook, index) => {
+        const seam = this.seamContext(appended[index]!, { hook: 'useAgentStart', hookIndex: index });
+        try {
+          await hook(seam.context);
+        } finally {
+          seam.close();
+        }
+      }),
+    );
+    this.commitWithState([
+      ...appended.flat().map((message) => this.appendedRecord(message, submissionId)),
+      { type: 'agent_start_run', submissionId },
+    ]);
+  }
+
+  /** `useAgentFinish` at a would-stop point; true when an append continues the response. */
+  private async runAgentFinish(): Promise<boolean> {
+    const hooks = this.render().agentFinish;
+    if (hooks.length === 0) return false;
+    const info = this.conv.response(this.row.id);
+    const appended: AgentAppendMessage[] = [];
+    for (const [index, hook] of hooks.entries()) {
+      const seam = this.seamContext(appended, { hook: 'useAgentFinish', hookIndex: index });
+      try {
+        await hook({
+          ...seam.context,
+          response: { toolCalls: structuredClone(info.toolCalls), usage: structuredClone(info.usage) },
+        });
+      } finally {
+        seam.close();
+      }
+    }
+    if (appended.length === 0) {
+      if (this.stateWrites.size > 0) this.commitWithState([{ type: 'agent_finish_cycle', submissionId: this.row.id }]);
+      return false;
+    }
+    if (info.finishCycles >= FINISH_CYCLE_CEILING) {
+      throw new Error(`[flue] useAgentFinish() continued this response more than ${FINISH_CYCLE_CEILING} times; the ceiling is ${FINISH_CYCLE_CEILING} continuation cycles per response.`);
+    }
+    this.commitWithState([
+      ...appended.map((message) => this.appendedRecord(message, this.row.id)),
+      { type: 'agent_finish_cycle', submissionId: this.row.id },
+    ]);
+    return true;
+  }
+
+  private seamContext(sink: AgentAppendMessage[], provenance: Record<string, unknown>) {
+    let open = true;
+    let harness: FlueHarness | undefined;
+    const run = this;
+    const context = {
+      append(message: AgentAppendMessage) {
+        if (!open) throw new Error('[flue] append() was called after its hook callback finished; it is valid only during the callback.');
+        sink.push(parseAppendMessage(message));
+      },
+      get harness() {
+        harness ??= run.harness();
+        return harness;
+      },
+      log: this.logger(provenance),
+      signal: this.signal,
+    };
+    return {
+      context,
+      close() {
+        open = false;
+      },
+    };
+  }
+
+  private appendedRecord(message: AgentAppendMessage, submissionId: string): ConversationRecord {
+    return {
+      type: 'signal',
+      messageId: newId('msg'),
+      submissionId,
+      origin: 'append',
+      signalType: message.type,
+      body: message.body,
+      ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
+      ...(message.tagName === undefined ? {} : { tagName: message.tagName }),
+      ts: new Date().toISOString(),
+    };
+  }
+
+  // ── Joins at turn boundaries (delivery.md §5) ─────────────────────────────────────────────
+
+  private async joinQueued(): Promise<number> {
+    const open = this.engine.store.openSubmissions(this.live.stream);
+    let joined = 0;
+    for (const row of open) {
+      if (row.id === this.row.id || row.status === 'joined') continue;
+      if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
+      this.engine.commit(this.live, [inputRecord(row, this.row.id)], () => this.engine.store.markJoined(row.id, this.row.id));
+      await this.runAgentStart(row.id);
+      joined++;
+    }
+    return joined;
+  }
+
+  // ── A model turn ──────────────────────────────────────────────────────────────────────────
+
+  private async turn(): Promise<void> {
+    const rendered = this.render();
+    const tools = assembleToolSet({ custom: [...rendered.tools] });
+    this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
+    this.narrateToolChanges(tools.map((tool) => tool.name));
+    const model = resolveModel(this.model!.spec);
+    const message = await this.streamStep(model, {
+      ...(rendered.instructions === undefined ? {} : { systemPrompt: rendered.instructions }),
+      messages: this.conv.modelContext(),
+      tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
+    });
+    if (message.stopReason === 'aborted') throw this.abortReason ?? abortError();
+    if (message.stopReason !== 'error') {
+      this.consecutiveErrors = 0;
+      return;
+    }
+    if (isOverflow(message, model.contextWindow) && !this.overflowRetried) {
+      this.overflowRetried = true;
+      await compactConversation(this, 'overflow');
+      return;
+    }
+    if (isRetryableModelError(message) && this.consecutiveErrors < MAX_MODEL_RETRIES) {
+      this.consecutiveErrors++;
+      await sleep(retryDelayMs(this.consecutiveErrors), this.signal);
+      return;
+    }
+    throw new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
+  }
+
+  /** Tool-set changes are narrated at the turn boundary; the first render sets the baseline. */
+  private narrateToolChanges(names: string[]): void {
+    const previous = this.conv.toolSnapshot;
+    const sorted = [...names].sort();
+    if (previous !== undefined && previous.join(',') === sorted.join(',')) return;
+    const ts = new Date().toISOString();
+    if (previous === undefined) {
+      this.engine.commit(this.live, [resourcesRecord(sorted, undefined, ts)]);
+      return;
+    }
+    const added = sorted.filter((name) => !previous.includes(name));
+    const removed = previous.filter((name) => !sorted.includes(name));
+    const lines = [
+      ...(added.length ? [`New tools available: ${added.join(', ')}.`] : []),
+      ...(removed.length ? [`Tools no longer available: ${removed.join(', ')}.`] : []),
+    ];
+    this.engine.commit(this.live, [resourcesRecord(sorted, lines.join('\n'), ts)]);
+  }
+
+  /** Streams one step; deltas are committed in coalesced batches, the step ends in one record. */
+  async streamStep(model: Model<Api>, context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1]): Promise<AssistantMessage> {
+    const stepId = newId('msg');
+    const messageId = this.responseMessageId;
+    const startedRecord: ConversationRecord = {
+      type: 'assistant_started',
+      messageId,
+      stepId,
+      submissionId: this.row.id,
+      attemptId: this.row.attemptId ?? '',
+      ...(this.startMetadata === undefined || this.conv.response(this.row.id).steps > 0 ? {} : { metadata: this.startMetadata }),
+      ts: new Date().toISOString(),
+    };
+    let started = false;
+    let pending: ConversationRecord[] = [];
+    let lastFlush = Date.now();
+    const flush = (extra: ConversationRecord[] = []) => {
+      const records = [...(started ? [] : [startedRecord]), ...pending, ...extra];
+      started = true;
+      pending = [];
+      lastFlush = Date.now();
+      this.engine.commit(this.live, records);
+    };
+    const stream = getModels().streamSimple(model, context, {
+      signal: this.signal,
+      sessionId: this.conv.conversationId,
+      ...reasoningOption(model, this.model?.thinkingLevel),
+    });
+    for await (const event of stream) {
+      if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
+      const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
+      const last = pending[pending.length - 1];
+      if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
+      else pending.push({ type: 'assistant_delta', stepId, kind, block: event.contentIndex, delta: event.delta });
+      if (Date.now() - lastFlush >= DELTA_FLUSH_MS) flush();
+    }
+    const final = await stream.result();
+    this.freshSteps.add(stepId);
+    flush([{ type: 'assistant_completed', stepId, messageId, submissionId: this.row.id, message: final, ts: new Date().toISOString() }]);
+    return final;
+  }
+
+  /** A stream that a crash cut off: close it, and tell the model it was interrupted. */
+  private convergeInterruptedStream(): void {
+    const open = this.conv.tail.openStep!;
+    const ts = new Date().toISOString();
+    const said = open.blocks.some((block) => block !== undefined && block.text.length > 0);
+    const records: ConversationRecord[] = [convergeOpenStep(open, ts)];
+    if (said) {
+      for (const signalType of ['stream_interrupted', 'stream_continued'] as const) {
+        records.push({
+          type: 'signal',
+          messageId: `msg_${signalType}_${open.stepId}`,
+          submissionId: this.row.id,
+          origin: 'framework',
+          signalType,
+          body:
+            signalType === 'stream_interrupted'
+              ? 'Your previous response was interrupted before it completed.'
+              : 'Continue from where the interrupted response stopped.',
+          ts,
+        });
+      }
+    }
+    this.engine.commit(this.live, records);
+  }
+
+  // ── Tool batches ──────────────────────────────────────────────────────────────────────────
+
+  private async runToolBatch(): Promise<void> {
+    const pending = this.conv.tail.pendingToolCalls!;
+    const fresh = this.freshSteps.has(pending.stepId);
+    const tools = fresh ? this.lastTools : new Map(this.render().tools.map((tool) => [tool.name, tool]));
+    const outcomes = await Promise.all(
+      pending.calls.map((call) => {
+        const tool = tools.get(call.name);
+        // Recovery re-runs only durable tools; an ordinary call's outcome is unknown (seed).
+        if (!fresh && !(tool?.durable === true)) return Promise.resolve(interruptedOutcome(call));
+        return this.runOne(call, tool);
+      }),
+    );
+    if (this.signal.aborted) throw this.abortReason ?? abortError();
+    this.commitWithState([
+      {
+        type: 'tool_results',
+        stepId: pending.stepId,
+        messageId: pending.messageId,
+        submissionId: pending.submissionId,
+        outcomes,
+        ts: new Date().toISOString(),
+      },
+    ]);
+  }
+
+  private async runOne(call: ToolCall, tool: ToolDefinition | undefined): Promise<ToolOutcomeRecord> {
+    if (tool === undefined) {
+      return { toolCallId: call.id, toolName: call.name, isError: true, content: `Tool "${call.name}" is not available.` };
+    }
+    if (call.argumentsError !== undefined) {
+      const error = new ToolInputValidationError(call.name, [{ message: `the arguments are not valid JSON (${call.argumentsError})` }]);
+      return { toolCallId: call.id, toolName: call.name, isError: true, content: error.message };
+    }
+    const log = this.logger({ tool: call.name, toolCallId: call.id });
+    const stream = this.live.stream;
+    const store = this.engine.store;
+    const outcome = await runToolCall(tool, call.arguments, {
+      toolCallId: call.id,
+      signal: this.signal,
+      log,
+      ...(tool.harness ? { harness: () => this.harness(1) } : {}),
+      ...(tool.durable
+        ? {
+            step: createToolStep({
+              toolCallId: call.id,
+              toolName: call.name,
+              lookup: (name) => store.readStep(stream, call.id, name),
+              record: (name, value) => store.writeStep(stream, call.id, name, value),
+              log,
+            }),
+          }
+        : {}),
+    });
+    const record: ToolOutcomeRecord = {
+      toolCallId: call.id,
+      toolName: call.name,
+      isError: outcome.isError,
+      content: outcome.content,
+      durationMs: outcome.durationMs,
+    };
+    if (!outcome.isError && outcome.output !== undefined) record.output = outcome.output;
+    if (outcome.terminate === true) record.terminate = true;
+    return record;
+  }
+}
+
+function interruptedOutcome(call: ToolCall): ToolOutcomeRecord {
+  return { toolCallId: call.id, toolName: call.name, isError: true, content: INTERRUPTED_TOOL_TEXT };
+}
+
+function resourcesRecord(tools: string[], narration: string | undefined, ts: string): ConversationRecord {
+  return {
+    type: 'signal',
+    messageId: newId('msg'),
+    origin: 'framework',
+    signalType: 'resources',
+    body: narration ?? '',
+    attributes: { resource: 'tool', tools: tools.join(','), ...(narration === undefined ? { baseline: 'true' } : {}) },
+    ts,
+  };
+}
+
+/** The canonical input record of a delivery; deterministic ids make re-application detectable. */
+export function inputRecord(row: SubmissionRow, joinedInto?: string): ConversationRecord {
+  const message = row.payload.message;
+  const ts = new Date().toISOString();
+  const joined = joinedInto === undefined ? {} : { joinedInto };
+  if (message.kind === 'user') {
+    return {
+      type: 'user_message',
+      messageId: `msg_in_${row.id}`,
+      submissionId: row.id,
+      ...joined,
+      body: message.body,
+      ...(message.attachments === undefined
+        ? {}
+        : {
+            attachments: message.attachments.map((attachment, index) => ({
+              id: `att_${row.kind}_${row.id}_${index}`,
+              type: attachment.type,
+              mimeType: attachment.mimeType,
+              size: Math.floor((attachment.data.replace(/=+$/, '').length * 3) / 4),
+              ...(attachment.filename === undefined ? {} : { filename: attachment.filename }),
+              data: attachment.data,
+            })),
+          }),
+      ts,
+    };
+  }
+  return {
+    type: 'signal',
+    messageId: `msg_in_${row.id}`,
+    submissionId: row.id,
+    ...joined,
+    origin: 'delivery',
+    signalType: message.type,
+    body: message.body,
+    ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
+    ...(message.tagName === undefined ? {} : { tagName: message.tagName }),
+    ts,
+  };
+}
+
+function mergeReturnedMetadata(metadata: Record<string, unknown>, returned: unknown, hook: string): Record<string, unknown> {
+  if (returned === undefined) return metadata;
+  if (returned !== null && typeof returned === 'object' && typeof (returned as { then?: unknown }).then === 'function') {
+    throw new Error(`[flue] ${hook}() callbacks are synchronous; it returned a promise.`);
+  }
+  if (!isPlainObject(returned)) throw new Error(`[flue] ${hook}() must return a plain object of metadata or nothing.`);
+  return deepMerge(metadata, returned);
+}
+
+/** JSON round trip that refuses what does not survive it. */
+export function jsonNormalize(value: unknown, site: string): unknown {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new Error(`[flue] ${site} value is not JSON-serializable: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new Error(`[flue] ${site} value is not JSON-serializable.`);
+  return JSON.parse(text);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,44 @@
+/**
+ * The runtime slot: at most one configured Flue runtime per process or isolate. The public verbs
+ * (`dispatch`, `init`, `getAgentInstance`) resolve it per call, so they work wherever a host has
+ * configured one — `start()` on Node, the generated Worker entry on Cloudflare.
+ */
+import type { AdmissionRequest, ReadOptions } from './engine.ts';
+import type { AgentRegistry } from './identity.ts';
+import type { SubmissionKind } from './sql-store.ts';
+import type { AgentInstanceInfo, AgentReply, DispatchReceipt } from './types.ts';
+
+export interface FlueRuntime {
+  readonly registry: AgentRegistry;
+  admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<DispatchReceipt>;
+  read(agentName: string, instanceId: string, submissionId: string, options?: ReadOptions): Promise<AgentReply>;
+  abort(agentName: string, instanceId: string): Promise<boolean>;
+  getInstance(agentName: string, instanceId: string): Promise<AgentInstanceInfo | null>;
+}
+
+// A global symbol, so two copies of this module in one process still share one runtime.
+const SLOT = Symbol.for('flue.runtime');
+type Slot = { [SLOT]?: FlueRuntime };
+
+export function configureRuntime(runtime: FlueRuntime): void {
+  (globalThis as Slot)[SLOT] = runtime;
+}
+
+export function clearRuntime(runtime: FlueRuntime): void {
+  if ((globalThis as Slot)[SLOT] === runtime) delete (globalThis as Slot)[SLOT];
+}
+
+export function configuredRuntime(): FlueRuntime | undefined {
+  return (globalThis as Slot)[SLOT];
+}
+
+export function requireRuntime(verb: string): FlueRuntime {
+  const runtime = configuredRuntime();
+  if (runtime === undefined) {
+    throw new Error(
+      `[flue] ${verb} needs a configured Flue runtime, and none is configured in this process. ` +
+        'In a script or test, call start({ agents }) from @flue/runtime/node first; inside a Flue-built Worker it is configured for you.',
+    );
+  }
+  return runtime;
+}

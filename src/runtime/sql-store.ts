@@ -1,0 +1,327 @@
+/**
+ * The one store: conversation log, submission ledger, persistent state and durable step memos in
+ * synchronous SQLite. Durable Object SQLite and node:sqlite both fit the tiny `SqlDriver`, so the
+ * same schema and statements serve both hosts (architecture.md, Decision 1).
+ *
+ * Cost model: an append is one row; persistent state and step memos are one row each and are
+ * written in the same transaction as the batch that explains them.
+ */
+import { ConversationRecordInvariantError, PersistedFormatVersionError } from './errors.ts';
+import type { ConversationRecord, SubmissionOutcome } from './records.ts';
+
+export type SqlValue = string | number | null | Uint8Array;
+export type SqlRow = Record<string, SqlValue>;
+
+export interface SqlDriver {
+  query(sql: string, ...params: SqlValue[]): SqlRow[];
+  run(sql: string, ...params: SqlValue[]): void;
+  transaction<T>(fn: () => T): T;
+}
+
+export const FLUE_FORMAT_VERSION = '1';
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS flue_streams (
+     stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_batches (
+     stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_submissions (
+     ord INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     stream TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     payload TEXT NOT NULL,
+     accepted_at TEXT NOT NULL,
+     status TEXT NOT NULL,
+     attempt_id TEXT,
+     attempt_count INTEGER NOT NULL DEFAULT 0,
+     max_attempts INTEGER,
+     timeout_ms INTEGER,
+     started_at INTEGER,
+     abort_requested_at INTEGER,
+     joined_into TEXT,
+     outcome TEXT,
+     error TEXT,
+     settled_at INTEGER
+   )`,
+  // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
+  `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE status != 'settled'`,
+  `CREATE TABLE IF NOT EXISTS flue_state (
+     stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_steps (
+     stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
+     PRIMARY KEY (stream, tool_call_id, step)
+   ) WITHOUT ROWID`,
+];
+
+/** Stamp first, then create, so a crash mid-migration leaves a versioned store (persistence.md §5). */
+export function migrate(driver: SqlDriver): void {
+  driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+  const stamp = driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0];
+  if (stamp === undefined) {
+    const hasFlueTables =
+      driver.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'flue_%' AND name != 'flue_meta'`)
+        .length > 0;
+    if (hasFlueTables) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
+    driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
+  } else if (stamp.value !== FLUE_FORMAT_VERSION) {
+    throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
+  }
+  for (const statement of SCHEMA) driver.run(statement);
+}
+
+export type SubmissionKind = 'dispatch' | 'direct';
+export type SubmissionStatus = 'queued' | 'running' | 'joined' | 'settled';
+
+export interface SubmissionPayload {
+  message: import('./types.ts').DeliveredMessage;
+  initialData?: unknown;
+  /** Present only on keyed submissions; part of the identity compared on replay. */
+  idempotencyKey?: string;
+}
+
+export interface SubmissionRow {
+  ord: number;
+  id: string;
+  stream: string;
+  kind: SubmissionKind;
+  payload: SubmissionPayload;
+  acceptedAt: string;
+  status: SubmissionStatus;
+  attemptId: string | null;
+  attemptCount: number;
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+  startedAt: number | null;
+  abortRequestedAt: number | null;
+  joinedInto: string | null;
+  outcome: SubmissionOutcome | null;
+  error: string | null;
+}
+
+function toSubmission(row: SqlRow): SubmissionRow {
+  return {
+    ord: Number(row.ord),
+    id: String(row.id),
+    stream: String(row.stream),
+    kind: row.kind as SubmissionKind,
+    payload: JSON.parse(String(row.payload)) as SubmissionPayload,
+    acceptedAt: String(row.accepted_at),
+    status: row.status as SubmissionStatus,
+    attemptId: row.attempt_id === null ? null : String(row.attempt_id),
+    attemptCount: Number(row.attempt_count),
+    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
+    timeoutMs: row.timeout_ms === null ? null : Number(row.timeout_ms),
+    startedAt: row.started_at === null ? null : Number(row.started_at),
+    abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
+    joinedInto: row.joined_into === null ? null : String(row.joined_into),
+    outcome: row.outcome === null ? null : (row.outcome as SubmissionOutcome),
+    error: row.error === null ? null : String(row.error),
+  };
+}
+
+export interface StreamInfo {
+  stream: string;
+  agent: string;
+  instanceId: string;
+  incarnation: string;
+}
+
+export interface Batch {
+  seq: number;
+  records: ConversationRecord[];
+}
+
+export class SqlStore {
+  readonly driver: SqlDriver;
+
+  constructor(driver: SqlDriver) {
+    this.driver = driver;
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.driver.transaction(fn);
+  }
+
+  // ── Streams and batches ──────────────────────────────────────────────────────────────────
+
+  getStream(stream: string): StreamInfo | undefined {
+    const row = this.driver.query('SELECT * FROM flue_streams WHERE stream = ?', stream)[0];
+    if (row === undefined) return undefined;
+    return {
+      stream,
+      agent: String(row.agent),
+      instanceId: String(row.instance_id),
+      incarnation: String(row.incarnation),
+    };
+  }
+
+  createStream(info: StreamInfo): void {
+    this.driver.run(
+      'INSERT INTO flue_streams (stream, agent, instance_id, incarnation) VALUES (?, ?, ?, ?)',
+      info.stream,
+      info.agent,
+      info.instanceId,
+      info.incarnation,
+    );
+  }
+
+  /** Sequence of the last batch, or -1 for an empty stream. */
+  head(stream: string): number {
+    const row = this.driver.query('SELECT max(seq) AS seq FROM flue_batches WHERE stream = ?', stream)[0];
+    return row === undefined || row.seq === null ? -1 : Number(row.seq);
+  }
+
+  /** Appends one batch under the next sequence; callers hold the conversation's single writer. */
+  append(stream: string, records: readonly ConversationRecord[]): number {
+    if (records.length === 0) {
+      throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
+    }
+    const seq = this.head(stream) + 1;
+    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, JSON.stringify(records));
+    return seq;
+  }
+
+  /** Batches with sequence greater than `after`, in order. */
+  readBatches(stream: string, after: number, limit = 1_000_000): Batch[] {
+    return this.driver
+      .query('SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?', stream, after, limit)
+      .map((row) => ({ seq: Number(row.seq), records: JSON.parse(String(row.records)) as ConversationRecord[] }));
+  }
+
+  firstBatch(stream: string): Batch | undefined {
+    return this.readBatches(stream, -1, 1)[0];
+  }
+
+  listStreamsWithOpenWork(): string[] {
+    return this.driver
+      .query(`SELECT DISTINCT stream FROM flue_submissions WHERE status != 'settled'`)
+      .map((row) => String(row.stream));
+  }
+
+  // ── Submissions ──────────────────────────────────────────────────────────────────────────
+
+  getSubmission(id: string): SubmissionRow | undefined {
+    const row = this.driver.query('SELECT * FROM flue_submissions WHERE id = ?', id)[0];
+    return row === undefined ? undefined : toSubmission(row);
+  }
+
+  insertSubmission(input: { id: string; stream: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
+    this.driver.run(
+      `INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, 'queued')`,
+      input.id,
+      input.stream,
+      input.kind,
+      JSON.stringify(input.payload),
+      input.acceptedAt,
+    );
+  }
+
+  /** Unsettled submissions of one conversation in admission order. */
+  openSubmissions(stream: string): SubmissionRow[] {
+    return this.driver
+      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND status != 'settled' ORDER BY ord`, stream)
+      .map(toSubmission);
+  }
+
+  claimAttempt(
+    id: string,
+    attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number },
+  ): SubmissionRow {
+    this.driver.run(
+      `UPDATE flue_submissions
+          SET status = 'running', attempt_id = ?, attempt_count = attempt_count + 1,
+              started_at = coalesce(started_at, ?), max_attempts = ?, timeout_ms = ?
+        WHERE id = ? AND status IN ('queued', 'running')`,
+      attempt.attemptId,
+      attempt.now,
+      attempt.maxAttempts,
+      attempt.timeoutMs,
+      id,
+    );
+    return this.getSubmission(id)!;
+  }
+
+  /** Puts a submission whose input never landed back at the head of its queue. */
+  requeue(id: string): void {
+    this.driver.run(`UPDATE flue_submissions SET status = 'queued', attempt_id = NULL WHERE id = ? AND status = 'running'`, id);
+  }
+
+  markJoined(id: string, hostId: string): void {
+    this.driver.run(`UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id = ? AND status = 'queued'`, hostId, id);
+  }
+
+  /** Joined deliveries of a host that are still waiting for the host's outcome. */
+  joinedInto(hostId: string): SubmissionRow[] {
+    return this.driver
+      .query(`SELECT * FROM flue_submissions WHERE joined_into = ? AND status = 'joined' ORDER BY ord`, hostId)
+      .map(toSubmission);
+  }
+
+  /** First terminal state wins: settled rows are never rewritten. */
+  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): boolean {
+    const before = this.getSubmission(id);
+    if (before === undefined || before.status === 'settled') return false;
+    this.driver.run(
+      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND status != 'settled'`,
+      outcome,
+      error,
+      now,
+      id,
+    );
+    return true;
+  }
+
+  /** Stamps every unsettled submission of the conversation; the first stamp wins. */
+  requestAbort(stream: string, now: number): number {
+    const open = this.openSubmissions(stream);
+    this.driver.run(
+      `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND status != 'settled'`,
+      now,
+      stream,
+    );
+    return open.length;
+  }
+
+  // ── Persistent state and durable steps ───────────────────────────────────────────────────
+
+  readState(stream: string): Map<string, unknown> {
+    const state = new Map<string, unknown>();
+    for (const row of this.driver.query('SELECT name, value FROM flue_state WHERE stream = ?', stream)) {
+      state.set(String(row.name), JSON.parse(String(row.value)));
+    }
+    return state;
+  }
+
+  writeState(stream: string, name: string, value: unknown): void {
+    this.driver.run(
+      'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
+      stream,
+      name,
+      JSON.stringify(value),
+    );
+  }
+
+  readStep(stream: string, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
+    const row = this.driver.query(
+      'SELECT value FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
+      stream,
+      toolCallId,
+      step,
+    )[0];
+    return row === undefined ? { found: false } : { found: true, value: JSON.parse(String(row.value)) };
+  }
+
+  writeStep(stream: string, toolCallId: string, step: string, value: unknown): void {
+    this.driver.run(
+      'INSERT OR IGNORE INTO flue_steps (stream, tool_call_id, step, value) VALUES (?, ?, ?, ?)',
+      stream,
+      toolCallId,
+      step,
+      JSON.stringify(value),
+    );
+  }
+}

@@ -1,0 +1,11 @@
+/** `@flue/runtime/tool`: the light entry for tool-only modules (seed 004). */
+export {
+  defineTool,
+  type McpToolAnnotations,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolInput,
+  type ToolOutput,
+  type ToolRunEnvelope,
+  type ToolStep,
+} from './define-tool.ts';

@@ -1,0 +1,391 @@
+/**
+ * Executes one tool call through the pipeline of tools.md §4–§7: parse arguments, run under the
+ * abort signal and `timeoutMs`, resolve the return value to an envelope, validate and snapshot the
+ * output. `runToolCall` (model turns) turns every failure into an error outcome; `invokeTool`
+ * (standalone use) lets the same failures propagate.
+ */
+import * as v from 'valibot';
+import {
+  ToolInputValidationError,
+  ToolOutputSerializationError,
+  ToolOutputValidationError,
+  ToolTimeoutError,
+  abortError,
+} from './errors.ts';
+import type { ValidationIssue } from './errors.ts';
+import type { ToolDefinition, ToolOutput, ToolStep } from './define-tool.ts';
+import type { FlueHarness, FlueLogger } from './types.ts';
+
+export interface ToolCallEnvironment {
+  toolCallId: string;
+  /** Host abort (submission abort / shutdown). */
+  signal: AbortSignal;
+  log: FlueLogger;
+  /** Called lazily, and only for `harness: true` tools. */
+  harness?: () => FlueHarness;
+  /** Supplied by the engine for `durable: true` tools. */
+  step?: ToolStep;
+}
+
+export interface ToolOutcome {
+  toolCallId: string;
+  toolName: string;
+  isError: boolean;
+  /** Model-facing text: `JSON.stringify(output)` (`null` for no output), or the error message. */
+  content: string;
+  /** The JSON snapshot of the output; absent on error and for void results. */
+  output?: unknown;
+  /** Only on success with `terminate: true`. */
+  terminate?: true;
+  /** The call ended because the host signal aborted: the engine should stop the turn. */
+  aborted?: true;
+  durationMs: number;
+  /** The thrown or classified error, for observers; never persisted. */
+  error?: unknown;
+}
+
+/** The canonical result of a successful call (tools.md §4 step 6). */
+export interface ToolCallResult<O = unknown> {
+  output: O;
+  terminate: boolean;
+}
+
+const ABANDONED_SUFFIX = ' The tool execution could not be confirmed cancelled and may still be running.';
+
+/** Runs one model tool call; never throws — every failure becomes an error outcome. */
+export async function runToolCall(
+  tool: ToolDefinition,
+  args: unknown,
+  env: ToolCallEnvironment,
+): Promise<ToolOutcome> {
+  const started = Date.now();
+  const base = { toolCallId: env.toolCallId, toolName: tool.name };
+  try {
+    const result = await executeToolCall(tool, args, env);
+    const outcome: ToolOutcome = {
+      ...base,
+      isError: false,
+      content: result.output === undefined ? 'null' : JSON.stringify(result.output),
+      durationMs: Date.now() - started,
+    };
+    if (result.output !== undefined) outcome.output = result.output;
+    if (result.terminate) outcome.terminate = true;
+    return outcome;
+  } catch (error) {
+    const outcome: ToolOutcome = {
+      ...base,
+      isError: true,
+      content: errorText(error),
+      durationMs: Date.now() - started,
+      error,
+    };
+    // A timeout is the tool's own failure; anything failing while the host aborted is the abort.
+    if (env.signal.aborted && !(error instanceof ToolTimeoutError)) outcome.aborted = true;
+    return outcome;
+  }
+}
+
+/**
+ * The same pipeline for standalone use (tests, scripts): errors propagate. Missing environment
+ * pieces are synthesized — a unique call id, a no-op logger, a signal that never aborts.
+ */
+export async function invokeTool<T extends ToolDefinition>(
+  tool: T,
+  args?: unknown,
+  env: Partial<ToolCallEnvironment> = {},
+): Promise<ToolCallResult<ToolOutput<T>>> {
+  const result = await executeToolCall(tool, args, {
+    toolCallId: env.toolCallId ?? `call_${crypto.randomUUID()}`,
+    signal: env.signal ?? new AbortController().signal,
+    log: env.log ?? NOOP_LOGGER,
+    harness: env.harness,
+    step: env.step,
+  });
+  return result as ToolCallResult<ToolOutput<T>>;
+}
+
+const NOOP_LOGGER: FlueLogger = Object.freeze({ info() {}, warn() {}, error() {} });
+
+async function executeToolCall(
+  tool: ToolDefinition,
+  args: unknown,
+  env: ToolCallEnvironment,
+): Promise<ToolCallResult> {
+  const label = `Tool "${tool.name}"`;
+  if (env.signal.aborted) throw abortError(`${label} was aborted before it started.`);
+
+  // 1. Arguments. Without `input` the model's arguments are ignored entirely.
+  let data: unknown;
+  if (tool.input !== undefined) {
+    const parsed = await v.safeParseAsync(tool.input, args ?? {});
+    if (!parsed.success) throw new ToolInputValidationError(tool.name, toIssues(parsed.issues));
+    data = parsed.output;
+  }
+  if (tool.harness === true && env.harness === undefined) {
+    throw new Error(
+      `[flue] ${label} declares harness: true and can only run inside an agent session, where the runtime supplies its harness.`,
+    );
+  }
+  if (tool.durable === true && env.step === undefined) {
+    throw new Error(
+      `[flue] ${label} declares durable: true and needs a step. Outside an agent session, pass your own step stub.`,
+    );
+  }
+
+  // 2. Run, raced against the host signal and the tool's deadline.
+  const returned = await raceToolRun((signal) => tool.run(buildContext(tool, data, signal, env) as never), {
+    label,
+    signal: env.signal,
+    timeoutMs: tool.timeoutMs,
+    timeoutError: () => new ToolTimeoutError(tool.name, tool.timeoutMs ?? 0),
+  });
+
+  // 3. Envelope.
+  const envelope = toEnvelope(tool, returned);
+
+  // 4. Output schema.
+  let output = envelope.output;
+  if (tool.output !== undefined) {
+    if (returned === undefined) {
+      throw new ToolOutputSerializationError(
+        tool.name,
+        'run returned nothing, but the tool declares an output schema.',
+      );
+    }
+    const parsed = await v.safeParseAsync(tool.output, output);
+    if (!parsed.success) throw new ToolOutputValidationError(tool.name, toIssues(parsed.issues));
+    if (parsed.output === undefined) {
+      throw new ToolOutputSerializationError(tool.name, 'the output schema produced undefined.');
+    }
+    output = parsed.output;
+  }
+
+  // 5. JSON snapshot.
+  if (output !== undefined) {
+    try {
+      output = toJsonSnapshot(output, 'output');
+    } catch (error) {
+      throw new ToolOutputSerializationError(tool.name, errorText(error), error);
+    }
+  }
+  return { output, terminate: envelope.terminate === true };
+}
+
+function buildContext(
+  tool: ToolDefinition,
+  data: unknown,
+  signal: AbortSignal,
+  env: ToolCallEnvironment,
+): object {
+  const ctx: Record<string, unknown> = { toolCallId: env.toolCallId, signal, log: env.log };
+  if (tool.input !== undefined) ctx.data = data;
+  if (tool.harness === true) {
+    const factory = env.harness as () => FlueHarness;
+    let harness: FlueHarness | undefined;
+    // A getter, so the harness is only materialized if the tool touches it.
+    Object.defineProperty(ctx, 'harness', { enumerable: true, get: () => (harness ??= factory()) });
+  }
+  if (tool.durable === true) ctx.step = env.step;
+  return Object.freeze(ctx);
+}
+
+// ── Return-value rules (tools.md §5) ──────────────────────────────────────────────────────────
+
+function toEnvelope(tool: ToolDefinition, returned: unknown): { output?: unknown; terminate?: boolean } {
+  const label = `[flue] Tool "${tool.name}"`;
+  if (returned === undefined) return {};
+  if (typeof returned === 'string') return { output: returned };
+  if (isPlainObject(returned)) {
+    for (const key of Reflect.ownKeys(returned)) {
+      if (key !== 'output' && key !== 'terminate') {
+        throw new Error(
+          `${label} returned an object with the key "${String(key)}", but run must return an envelope { output?, terminate? }. To return the object itself, wrap it as { output: <value> }: \`return { output: <value> }\`.`,
+        );
+      }
+    }
+    const envelope = returned as { output?: unknown; terminate?: unknown };
+    if (envelope.terminate !== undefined && typeof envelope.terminate !== 'boolean') {
+      throw new Error(
+        `${label} returned a non-boolean "terminate" (${bareKind(envelope.terminate)}); use terminate: true or leave it out.`,
+      );
+    }
+    return envelope as { output?: unknown; terminate?: boolean };
+  }
+  throw new Error(
+    `${label} returned a bare ${bareKind(returned)}; run must return a string, nothing, or an envelope { output?, terminate? }. To send the value to the model, wrap the value: \`return { output: <value> }\`.`,
+  );
+}
+
+function bareKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'object') {
+    const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== '' ? `${name} instance` : 'object';
+  }
+  return typeof value;
+}
+
+// ── Abort and timeout racing (tools.md §6) ────────────────────────────────────────────────────
+
+export interface RaceToolRunOptions {
+  /** Names the work in abort messages, e.g. `Tool "lookup"`. */
+  label: string;
+  /** The host signal. */
+  signal: AbortSignal;
+  timeoutMs?: number;
+  /** The timeout's error; also becomes the work's signal reason. */
+  timeoutError: () => unknown;
+}
+
+// setTimeout fires at once for delays past 2^31-1 ms; a deadline that far out means no deadline.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Runs `start` with its own signal, linked to the host signal. Settles with the work's own
+ * settlement unless the deadline passes first (abort the work with the timeout error, reject with
+ * it) or the host aborts and the work does not settle within one macrotask (reject with an
+ * `AbortError`). A host abort disarms the deadline, so it always surfaces as an abort. Late
+ * settlements are observed and discarded, never left unhandled.
+ */
+export function raceToolRun<T>(
+  start: (signal: AbortSignal) => T | PromiseLike<T>,
+  options: RaceToolRunOptions,
+): Promise<T> {
+  const host = options.signal;
+  if (host.aborted) return Promise.reject(abortError(`${options.label} was aborted before it started.`));
+  const controller = new AbortController();
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    const settle = (finish: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      clearTimeout(grace);
+      host.removeEventListener('abort', onHostAbort);
+      finish();
+    };
+    const onHostAbort = (): void => {
+      if (settled) return;
+      clearTimeout(deadline);
+      controller.abort(host.reason);
+      grace = setTimeout(() => {
+        settle(() => reject(abortError(`${options.label} was aborted.${ABANDONED_SUFFIX}`)));
+      }, 0);
+    };
+    host.addEventListener('abort', onHostAbort, { once: true });
+    const ms = options.timeoutMs;
+    if (ms !== undefined && ms <= MAX_TIMER_MS) {
+      deadline = setTimeout(() => {
+        if (settled || host.aborted) return;
+        const error = options.timeoutError();
+        settle(() => reject(error));
+        controller.abort(error);
+      }, ms);
+    }
+    let work: Promise<T>;
+    try {
+      work = Promise.resolve(start(controller.signal));
+    } catch (error) {
+      work = Promise.reject(error);
+    }
+    work.then(
+      (value) => settle(() => resolve(value)),
+      (error: unknown) => settle(() => reject(error)),
+    );
+  });
+}
+
+// ── Helpers ───────────────────────────────────────────────────────────────────────────────────
+
+function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
+  return issues.map((issue) => {
+    const mapped: ValidationIssue = { message: issue.message };
+    if (issue.path !== undefined && issue.path.length > 0) {
+      mapped.path = issue.path.map((item) => {
+        const key: unknown = item.key;
+        return typeof key === 'string' || typeof key === 'number' || typeof key === 'symbol'
+          ? key
+          : String(key);
+      });
+    }
+    return mapped;
+  });
+}
+
+/** The model-facing text of a failure: the error's message. */
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
+    return (error as { message: string }).message;
+  }
+  if (error === undefined || error === null) return 'The tool failed without an error message.';
+  return String(error);
+}
+
+function isPlainObject(value: unknown): value is Record<PropertyKey, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+// ── JSON snapshots ────────────────────────────────────────────────────────────────────────────
+
+/**
+ * A deep copy of `value` as JSON-compatible data, matching what `JSON.parse(JSON.stringify(x))`
+ * would give, but throwing (a `TypeError` naming the path) wherever that would silently lose data:
+ * cycles, BigInt, functions, symbols, non-finite numbers, and class instances without `toJSON`
+ * (a `Map` would become `{}`). `toJSON` results (Dates) are used like `JSON.stringify` does;
+ * object keys holding `undefined` are dropped and array holes become `null`, as in JSON. A
+ * top-level `undefined` stays `undefined` (callers decide whether it is allowed).
+ */
+export function toJsonSnapshot(value: unknown, root = 'value'): unknown {
+  return snapshot(value, root, [], '');
+}
+
+function snapshot(value: unknown, path: string, ancestors: object[], key: string): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`the non-finite number ${value} at ${path}`);
+      return value;
+    case 'bigint':
+      throw new TypeError(`a BigInt at ${path}`);
+    case 'function':
+      throw new TypeError(`a function at ${path}`);
+    case 'symbol':
+      throw new TypeError(`a symbol at ${path}`);
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (ancestors.includes(object)) throw new TypeError(`a circular reference at ${path}`);
+  const toJSON = (object as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    return snapshot(toJSON.call(object, key), path, [...ancestors, object], key);
+  }
+  const inner = [...ancestors, object];
+  if (Array.isArray(object)) {
+    return Array.from(object, (item: unknown, index) => {
+      const copy = snapshot(item, `${path}[${index}]`, inner, String(index));
+      return copy === undefined ? null : copy;
+    });
+  }
+  if (!isPlainObject(object)) {
+    throw new TypeError(
+      `a ${bareKind(object)} at ${path} (class instances do not round-trip through JSON; convert it to plain data)`,
+    );
+  }
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(object)) {
+    const copy = snapshot((object as Record<string, unknown>)[name], `${path}.${name}`, inner, name);
+    if (copy === undefined) continue;
+    // `__proto__` must stay an own data key, as JSON.parse would make it.
+    Object.defineProperty(out, name, { value: copy, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
