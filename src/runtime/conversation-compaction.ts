@@ -25,7 +25,7 @@ import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 /** The threshold trigger, checked when a turn loop reaches a would-stop point. */
 export async function maybeCompactAfterTurn(run: ResponseRun): Promise<void> {
   const config = run.model?.compaction;
-  if (config === false || run.model === undefined) return;
+  if (config === false || run.model === undefined || run.conv.compactedSinceLastStep) return;
   const model = resolveModel(run.model.spec);
   if (model.contextWindow <= 0) return;
   const last = lastAnswer(run.conv.modelContext());

@@ -118,6 +118,8 @@ export class Conversation {
   readonly tail: ResponseTail = { terminated: false, unread: false };
   /** The `useDelivery()` cursor: the latest delivered or hook-appended input. */
   lastDelivery: DeliveredMessage | undefined;
+  /** A compaction landed after the last completed step: its usage no longer describes the context. */
+  compactedSinceLastStep = false;
   /** Tool names last narrated to the model (the resources baseline). */
   toolSnapshot: string[] | undefined;
 
@@ -244,6 +246,7 @@ export class Conversation {
         return this.applyMetadata(record);
       case 'compaction':
         this.compaction = { summary: record.summary, firstKept: record.firstKept };
+        this.compactedSinceLastStep = true;
         return;
       case 'submission_settled':
         this.settlements.set(record.submissionId, {
@@ -373,6 +376,7 @@ export class Conversation {
 
   private applyCompleted(record: RecordOf<'assistant_completed'>): void {
     this.tail.openStep = undefined;
+    this.compactedSinceLastStep = false;
     const message = this.byId.get(record.messageId);
     const calls = record.message.content.filter((block): block is ToolCall => block.type === 'toolCall');
     if (message !== undefined) {

@@ -1,0 +1,88 @@
+import { mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { expect, test } from 'vitest';
+import { PersistedFormatVersionError } from '../runtime/errors.ts';
+import { SqlStore } from '../runtime/sql-store.ts';
+import { sqlite } from './sqlite.ts';
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'flue-sqlite-'));
+
+test('a file path creates missing parent folders, opens in WAL mode and stamps format version 1', async () => {
+  const path = join(tmp(), 'nested', 'deeper', 'flue.db');
+  const adapter = sqlite(path);
+  await adapter.migrate();
+  await adapter.connect();
+  await adapter.close();
+  expect(existsSync(path)).toBe(true);
+  const db = new DatabaseSync(path);
+  expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+  expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+  db.close();
+});
+
+test('a store stamped with another format version is refused before anything is read or written', async () => {
+  const path = join(tmp(), 'flue.db');
+  const db = new DatabaseSync(path);
+  db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '2')`);
+  db.close();
+  const adapter = sqlite(path);
+  let error: unknown;
+  try {
+    await adapter.migrate();
+  } catch (caught) {
+    error = caught;
+  }
+  await adapter.close();
+  expect(error).toBeInstanceOf(PersistedFormatVersionError);
+  expect((error as PersistedFormatVersionError).type).toBe('persisted_format_version_unsupported');
+  expect((error as PersistedFormatVersionError).meta).toEqual({ storedVersion: '2', supportedVersion: '1' });
+  const after = new DatabaseSync(path);
+  expect(after.prepare(`SELECT value FROM flue_meta`).get()).toEqual({ value: '2' });
+  expect(after.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name = 'flue_batches'`).get()).toEqual({ n: 0 });
+  after.close();
+});
+
+test('a store with flue tables but no stamp is refused as unversioned', async () => {
+  const path = join(tmp(), 'flue.db');
+  const db = new DatabaseSync(path);
+  db.exec(`CREATE TABLE flue_batches (x INTEGER)`);
+  db.close();
+  const adapter = sqlite(path);
+  await expect(async () => adapter.migrate()).rejects.toMatchObject({ meta: { storedVersion: 'unversioned' } });
+  await adapter.close();
+});
+
+test('batches append under dense sequences, all-or-nothing with the writes of their transaction', async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  store.createStream({ stream: 's', agent: 'A', instanceId: 'i', incarnation: 'inc_1' });
+  expect(store.head('s')).toBe(-1);
+  expect(store.append('s', [{ type: 'agent_start_run', submissionId: 'a' }])).toBe(0);
+  expect(() =>
+    store.transaction(() => {
+      store.append('s', [{ type: 'agent_start_run', submissionId: 'b' }]);
+      store.writeState('s', 'k', 1);
+      throw new Error('boom');
+    }),
+  ).toThrow('boom');
+  expect(store.head('s')).toBe(0);
+  expect(store.readState('s').has('k')).toBe(false);
+  expect(store.append('s', [{ type: 'agent_start_run', submissionId: 'c' }])).toBe(1);
+  expect(store.readBatches('s', 0).map((b) => b.seq)).toEqual([1]);
+  expect(() => store.append('s', [])).toThrow(/at least one record/);
+  await adapter.close();
+});
+
+test('settled submissions are never rewritten: the first terminal state wins', async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  store.insertSubmission({ id: 'sub_1', stream: 's', kind: 'dispatch', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
+  expect(store.markSettled('sub_1', 'completed', null, 1)).toBe(true);
+  expect(store.markSettled('sub_1', 'failed', 'late', 2)).toBe(false);
+  expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
+  await adapter.close();
+});
