@@ -3,7 +3,6 @@
  * agents, opens persistence, configures the process-wide runtime and resumes unsettled work —
  * what a generated server does at boot, without HTTP.
  */
-import { builtinProviders } from '@earendil-works/pi-ai/providers/all';
 import type { Provider } from '@earendil-works/pi-ai';
 import { ConversationEngine } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
@@ -47,8 +46,11 @@ export async function start(options: StartOptions): Promise<Flue> {
 
   const env = options.env ?? process.env;
   configureModelAuthEnv(env);
-  if (options.providers === undefined) registerDefaultProviders(() => builtinProviders());
-  else registerProviders(options.providers);
+  if (options.providers === undefined) {
+    // Loaded only when needed: the full built-in catalog is large and slows a cold start.
+    const { builtinProviders } = await import('@earendil-works/pi-ai/providers/all');
+    registerDefaultProviders(() => builtinProviders());
+  } else registerProviders(options.providers);
 
   const adapter = options.db ?? sqlite();
   let engine: ConversationEngine;

@@ -120,8 +120,8 @@ export class Conversation {
   lastDelivery: DeliveredMessage | undefined;
   /** A compaction landed after the last completed step: its usage no longer describes the context. */
   compactedSinceLastStep = false;
-  /** Tool names last narrated to the model (the resources baseline). */
-  toolSnapshot: string[] | undefined;
+  /** The tool set last narrated to the model (name → digest); undefined before the baseline. */
+  toolSnapshot: Record<string, string> | undefined;
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
@@ -244,6 +244,9 @@ export class Conversation {
         return this.applyDataWrite(record);
       case 'response_metadata':
         return this.applyMetadata(record);
+      case 'resource_snapshot':
+        this.toolSnapshot = record.tools;
+        return;
       case 'compaction':
         this.compaction = { summary: record.summary, firstKept: record.firstKept };
         this.compactedSinceLastStep = true;
@@ -303,11 +306,6 @@ export class Conversation {
 
   private applySignal(record: RecordOf<'signal'>): void {
     if (record.submissionId !== undefined && record.origin === 'delivery') this.applied.add(record.submissionId);
-    if (record.origin === 'framework' && record.signalType === 'resources' && record.attributes?.tools !== undefined) {
-      this.toolSnapshot = record.attributes.tools === '' ? [] : record.attributes.tools.split(',');
-      // The baseline is bookkeeping: neither the model nor clients see it.
-      if (record.attributes.baseline === 'true') return;
-    }
     if (record.origin !== 'framework') {
       this.lastDelivery = {
         kind: 'signal',

@@ -86,6 +86,11 @@ export type ConversationRecord =
   | { type: 'data_write'; submissionId: string; messageId: string; name: string; data: unknown }
   | { type: 'response_metadata'; submissionId: string; messageId: string; metadata: Record<string, unknown> }
   | {
+      /** The tool set last narrated to the model: name → digest of its description and schema. */
+      type: 'resource_snapshot';
+      tools: Record<string, string>;
+    }
+  | {
       type: 'compaction';
       summary: string;
       /** Index (in model-visible message order) of the first message kept after the summary. */

@@ -245,6 +245,8 @@ export class ResponseRun {
   /** `useAgentStart` for one delivery: concurrent callbacks, appends grouped in declaration order. */
   private async runAgentStart(submissionId: string): Promise<void> {
     const hooks = this.render().agentStart;
+    // With no callbacks there is nothing a recovery could repeat, so no marker row is needed.
+    if (hooks.length === 0 && this.stateWrites.size === 0) return;
     const appended: AgentAppendMessage[][] = hooks.map(() => []);
     await Promise.all(
       hooks.map(async (hook, index) => {
@@ -352,7 +354,7 @@ export class ResponseRun {
     const rendered = this.render();
     const tools = assembleToolSet({ custom: [...rendered.tools] });
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
-    this.narrateToolChanges(tools.map((tool) => tool.name));
+    this.narrateToolChanges(tools);
     const model = resolveModel(this.model!.spec);
     const message = await this.streamStep(model, {
       ...(rendered.instructions === undefined ? {} : { systemPrompt: rendered.instructions }),
@@ -378,22 +380,25 @@ export class ResponseRun {
   }
 
   /** Tool-set changes are narrated at the turn boundary; the first render sets the baseline. */
-  private narrateToolChanges(names: string[]): void {
+  private narrateToolChanges(tools: readonly ToolDefinition[]): void {
+    const current = Object.fromEntries(tools.map((tool) => [tool.name, toolDigest(tool)] as const).sort(([a], [b]) => (a < b ? -1 : 1)));
     const previous = this.conv.toolSnapshot;
-    const sorted = [...names].sort();
-    if (previous !== undefined && previous.join(',') === sorted.join(',')) return;
-    const ts = new Date().toISOString();
-    if (previous === undefined) {
-      this.engine.commit(this.live, [resourcesRecord(sorted, undefined, ts)]);
-      return;
+    if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(current)) return;
+    const records: ConversationRecord[] = [];
+    const narration = previous === undefined ? undefined : narrateTools(tools, previous);
+    if (narration !== undefined) {
+      records.push({
+        type: 'signal',
+        messageId: newId('msg'),
+        origin: 'framework',
+        signalType: 'resources',
+        body: narration,
+        attributes: { resource: 'tool' },
+        ts: new Date().toISOString(),
+      });
     }
-    const added = sorted.filter((name) => !previous.includes(name));
-    const removed = previous.filter((name) => !sorted.includes(name));
-    const lines = [
-      ...(added.length ? [`New tools available: ${added.join(', ')}.`] : []),
-      ...(removed.length ? [`Tools no longer available: ${removed.join(', ')}.`] : []),
-    ];
-    this.engine.commit(this.live, [resourcesRecord(sorted, lines.join('\n'), ts)]);
+    records.push({ type: 'resource_snapshot', tools: current });
+    this.engine.commit(this.live, records);
   }
 
   /** Streams one step; deltas are committed in coalesced batches, the step ends in one record. */
@@ -535,16 +540,28 @@ function interruptedOutcome(call: ToolCall): ToolOutcomeRecord {
   return { toolCallId: call.id, toolName: call.name, isError: true, content: INTERRUPTED_TOOL_TEXT };
 }
 
-function resourcesRecord(tools: string[], narration: string | undefined, ts: string): ConversationRecord {
-  return {
-    type: 'signal',
-    messageId: newId('msg'),
-    origin: 'framework',
-    signalType: 'resources',
-    body: narration ?? '',
-    attributes: { resource: 'tool', tools: tools.join(','), ...(narration === undefined ? { baseline: 'true' } : {}) },
-    ts,
-  };
+/** What identifies a tool version for narration: its description and the schema the model sees. */
+function toolDigest(tool: ToolDefinition): string {
+  return JSON.stringify([tool.description, toolParameters(tool)]);
+}
+
+/** The `resources` body of skills-subagents-mcp.md §4 for tools; undefined when nothing changed. */
+function narrateTools(tools: readonly ToolDefinition[], previous: Record<string, string>): string | undefined {
+  const lines: string[] = [];
+  const added = tools.filter((tool) => previous[tool.name] === undefined);
+  if (added.length > 0) {
+    lines.push(added.length === 1 ? 'New tool available:' : 'New tools available:');
+    for (const tool of added) lines.push(`- **${tool.name}** — ${tool.description}`);
+  }
+  const names = new Set(tools.map((tool) => tool.name));
+  for (const name of Object.keys(previous)) if (!names.has(name)) lines.push(`The tool "${name}" is no longer available.`);
+  for (const tool of tools) {
+    const before = previous[tool.name];
+    if (before !== undefined && before !== toolDigest(tool)) lines.push(`The tool "${tool.name}" was updated.`);
+  }
+  if (lines.length === 0) return undefined;
+  lines.push(`All available tools: ${tools.map((tool) => tool.name).join(', ')}`);
+  return lines.join('\n');
 }
 
 /** The canonical input record of a delivery; deterministic ids make re-application detectable. */
