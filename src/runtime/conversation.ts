@@ -487,8 +487,8 @@ export function deepMerge(target: Record<string, unknown>, source: Record<string
   for (const [key, value] of Object.entries(source)) {
     if (DROPPED_KEYS.has(key) || value === undefined) continue;
     const previous = out[key];
-    out[key] =
-      isPlainObject(previous) && isPlainObject(value) ? deepMerge(previous, value) : structuredClone(value);
+    // Nested objects go through the same rules, so no depth can smuggle prototype keys in.
+    out[key] = isPlainObject(value) ? deepMerge(isPlainObject(previous) ? previous : {}, value) : structuredClone(value);
   }
   return out;
 }

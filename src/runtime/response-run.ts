@@ -15,7 +15,7 @@ import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError,
 import { createLogger } from './events.ts';
 import { createHarness } from './harness.ts';
 import type { Agent } from './identity.ts';
-import { newId } from './ids.ts';
+import { deepEqualJson, newId } from './ids.ts';
 import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from './model-retry.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
@@ -167,7 +167,7 @@ export class ResponseRun {
     const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
     if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
     const normalized = jsonNormalize(value, `usePersistentState("${name}")`);
-    if (JSON.stringify(normalized) === JSON.stringify(current)) return;
+    if (deepEqualJson(normalized, current)) return;
     this.stateWrites.set(name, normalized);
   }
 

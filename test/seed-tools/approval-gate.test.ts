@@ -5,7 +5,13 @@
  * Step 8 (crash between publish and the seam checkpoint) is covered by the crash suite.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SubmissionConflictError, dispatch, type DispatchReceipt } from '@flue/runtime';
+import {
+  SubmissionConflictError,
+  dispatch,
+  init,
+  type ConversationStreamChunk,
+  type DispatchReceipt,
+} from '@flue/runtime';
 import type { RecordedRequest } from '@flue/runtime/testing';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { ReleaseManager } from './approval-gate/src/agents/release-manager.ts';
@@ -60,6 +66,30 @@ function scriptReplyObservingPublishes(text: string): { publishesAtTurn: number 
     return { text };
   });
   return seen;
+}
+
+/**
+ * The client's view, reduced like the seed's `pendingApprovals()` (src/ui/Approvals.tsx): tool
+ * outputs whose status is pending_approval, minus those a decision message's
+ * `signal.attributes.approvalId` names. Built from the conversation stream `read()` replays.
+ */
+async function clientPendingApprovals(conversationId: string, receipt: DispatchReceipt) {
+  const chunks: ConversationStreamChunk[] = [];
+  await init(ReleaseManager, { id: conversationId }).read(receipt, { onEvent: (chunk) => chunks.push(chunk) });
+  const inputs = new Map<string, { toolName: string; input: unknown }>();
+  const decided = new Set<string>();
+  const pending: string[] = [];
+  for (const chunk of chunks) {
+    if (chunk.type === 'tool-input') inputs.set(chunk.toolCallId, { toolName: chunk.toolName, input: chunk.input });
+    if (chunk.type === 'message-appended') {
+      const approvalId = chunk.message.signal?.attributes?.approvalId;
+      if (approvalId !== undefined) decided.add(approvalId);
+    }
+    if (chunk.type === 'tool-output' && (chunk.output as { status?: string } | null)?.status === 'pending_approval') {
+      pending.push(chunk.toolCallId);
+    }
+  }
+  return pending.filter((id) => !decided.has(id)).map((approvalId) => ({ approvalId, ...inputs.get(approvalId) }));
 }
 
 describe('approval gate (seed 000, tools.md §15)', () => {
@@ -256,6 +286,75 @@ describe('approval gate (seed 000, tools.md §15)', () => {
     expect(signals(ctx.server.requests[1]!, 'tool-approval-result')).toEqual([
       resultSignal('publish_release (T8) was approved but failed: Error: npm registry unavailable'),
     ]);
+  });
+
+  it('the client sees the pending request as a tool output and the decision by its approvalId attribute', async () => {
+    await ctx.start([ReleaseManager]);
+    const { receipt } = await requestApproval('c9', 'T9');
+    expect(await clientPendingApprovals('c9', receipt)).toEqual([
+      { approvalId: 'T9', toolName: 'publish_release', input: { pkg: 'pkg', version: '1.2.0' } },
+    ]);
+
+    ctx.server.script({ text: 'Published.' });
+    const decision = await decide('c9', 'T9', 'approve');
+    await readReceipt(ReleaseManager, 'c9', decision);
+    expect(await clientPendingApprovals('c9', decision)).toEqual([]);
+  });
+
+  it('two pending calls from one batch, both approved at once: each executes exactly once', async () => {
+    await ctx.start([ReleaseManager]);
+    ctx.server.script({
+      toolCalls: [
+        { id: 'TA', name: 'publish_release', arguments: { pkg: 'a', version: '1.0.0' } },
+        { id: 'TB', name: 'publish_release', arguments: { pkg: 'b', version: '2.0.0' } },
+      ],
+    });
+    await dispatchAndRead(ReleaseManager, 'c10', 'Publish a@1.0.0 and b@2.0.0');
+    expect(ctx.server.requests).toHaveLength(1); // both terminate: the response ended
+
+    ctx.server.script({ text: 'Both published.' }, { text: 'spare' });
+    const [first, second] = await Promise.all([decide('c10', 'TA', 'approve'), decide('c10', 'TB', 'approve')]);
+    await readReceipt(ReleaseManager, 'c10', first);
+    await readReceipt(ReleaseManager, 'c10', second);
+
+    expect([...releases.calls].sort((x, y) => x.pkg.localeCompare(y.pkg))).toEqual([
+      { pkg: 'a', version: '1.0.0', idempotencyKey: 'TA' },
+      { pkg: 'b', version: '2.0.0', idempotencyKey: 'TB' },
+    ]);
+    const last = ctx.server.requests.at(-1)!;
+    expect(signals(last, 'tool-approval-result').sort()).toEqual([
+      resultSignal('Op approved publish_release (TA). Result: Published a@1.0.0: https://www.npmjs.com/package/a/v/1.0.0'),
+      resultSignal('Op approved publish_release (TB). Result: Published b@2.0.0: https://www.npmjs.com/package/b/v/2.0.0'),
+    ]);
+  });
+
+  it('an approval that arrives while the agent is replying joins at the turn boundary and executes once', async () => {
+    await ctx.start([ReleaseManager]);
+    await requestApproval('c11', 'T11');
+
+    // A slow reply to an unrelated user message is streaming when the decision arrives.
+    ctx.server.script(
+      { text: 'Let me check the release notes while we wait for approval.', chunkDelayMs: 60 },
+      { text: 'Approved and published.' },
+    );
+    const busy = await dispatch(ReleaseManager, { id: 'c11', message: 'What is the status?' });
+    await ctx.server.waitForRequests(2);
+    const decision = await decide('c11', 'T11', 'approve');
+    const busyReply = await readReceipt(ReleaseManager, 'c11', busy);
+    const reply = await readReceipt(ReleaseManager, 'c11', decision);
+
+    expect(releases.calls).toEqual([{ pkg: 'pkg', version: '1.2.0', idempotencyKey: 'T11' }]);
+    expect(ctx.server.requests).toHaveLength(3);
+    expect(signals(ctx.server.requests[1]!, 'tool-approval')).toEqual([]);
+    expect(signals(ctx.server.requests[2]!).filter((x) => x.includes('tool-approval'))).toEqual([
+      approvalSignal('T11', 'approve'),
+      resultSignal(`Op approved publish_release (T11). Result: Published pkg@1.2.0: ${URL_120}`),
+    ]);
+    // The decision joined the running response, so both read the host's one reply message
+    // (delivery.md §7: every step's text, joined with a blank line).
+    const whole = 'Let me check the release notes while we wait for approval.\n\nApproved and published.';
+    expect(busyReply.text).toBe(whole);
+    expect(reply.text).toBe(whole);
   });
 
   it('pending requests are per conversation: approving T1 in another conversation does nothing', async () => {

@@ -3,7 +3,7 @@
  * model server's recorded requests (what the model was shown).
  */
 import { dispatch, init, type Agent, type AgentReply, type DeliveredMessageInput, type DispatchReceipt } from '@flue/runtime';
-import type { RecordedMessage, RecordedRequest, ScriptedModelServer } from '@flue/runtime/testing';
+import type { RecordedMessage, RecordedRequest } from '@flue/runtime/testing';
 
 /** `dispatch()` then `read()` the receipt through an `init()` handle on the same id. */
 export async function dispatchAndRead(
@@ -54,12 +54,4 @@ export function signals(request: RecordedRequest, type?: string): string[] {
 /** Lets queued runtime work (setImmediate wakes, loopback I/O) run; no fixed long sleeps. */
 export async function settleIo(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
-/** Asserts the server got exactly `count` requests and none arrives after a short quiet period. */
-export async function expectRequestCountStays(server: ScriptedModelServer, count: number): Promise<void> {
-  await settleIo();
-  if (server.requests.length !== count) {
-    throw new Error(`expected ${count} model request(s), got ${server.requests.length}`);
-  }
 }
