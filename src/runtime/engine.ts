@@ -25,6 +25,7 @@ import {
   toSettlementError,
 } from './errors.ts';
 import { emit } from './events.ts';
+import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
 import { Projector, type ConversationStreamChunk } from './projection.ts';
@@ -505,14 +506,7 @@ export function convergeOpenStep(
       api: 'openai-completions',
       provider: 'flue',
       model: 'interrupted',
-      usage: {
-        input: 0,
-        output: 0,
-        cacheRead: 0,
-        cacheWrite: 0,
-        totalTokens: 0,
-        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-      },
+      usage: emptyUsage(),
       stopReason: 'aborted',
       errorMessage: 'Stream interrupted before completion.',
       timestamp: Date.parse(ts),

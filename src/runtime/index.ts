@@ -23,16 +23,7 @@ export type {
   ResponseMetadataCallback,
   ResponseStartContext,
 } from './render.ts';
-export {
-  defineTool,
-  type McpToolAnnotations,
-  type ToolContext,
-  type ToolDefinition,
-  type ToolInput,
-  type ToolOutput,
-  type ToolRunEnvelope,
-  type ToolStep,
-} from './define-tool.ts';
+export * from './tool-entry.ts';
 export {
   AGENT_IDENTITY_PATTERN,
   __flueBindAgentModule,
