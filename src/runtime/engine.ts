@@ -71,6 +71,9 @@ export class LiveConversation {
   }
 }
 
+/** How long `stop()` lets running responses reach a turn boundary before cutting them off. */
+export const STOP_GRACE_MS = 10_000;
+
 export function streamKey(agentName: string, instanceId: string): string {
   return `agents/${agentName}/${instanceId}`;
 }
@@ -363,7 +366,7 @@ export class ConversationEngine {
       await run.execute();
       this.settle(live, claimed, 'completed', undefined, undefined);
     } catch (error) {
-      if (error instanceof RunStopped) return false; // draining: the next start picks it up
+      if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
         this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
       } else if (error instanceof SubmissionTimeoutError) {
@@ -411,7 +414,7 @@ export class ConversationEngine {
         signalType: aborted ? 'submission_aborted' : 'submission_interrupted',
         body: aborted
           ? `The submission was aborted.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`
-          : `The submission failed: ${error?.message ?? 'unknown error'}.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`,
+          : `The submission failed: ${(error?.message ?? 'unknown error').replace(/\.$/, '')}.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`,
         attributes: {
           submissionId: row.id,
           kind: row.kind,
@@ -443,10 +446,17 @@ export class ConversationEngine {
   // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────
 
   /** Stops taking work; running responses stop at their next turn boundary, unsettled. */
-  async stop(): Promise<void> {
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     for (const run of this.runs.values()) run.stop();
-    await Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
+    const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
+    // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
+    // off as an interruption (not an abort), and the next start recovers it.
+    const timer = setTimeout(() => {
+      for (const run of this.runs.values()) run.abort(new RunStopped());
+    }, graceMs);
+    await drained;
+    clearTimeout(timer);
   }
 
   get isStopping(): boolean {

@@ -417,7 +417,12 @@ export class ResponseRun {
     let started = false;
     let pending: ConversationRecord[] = [];
     let lastFlush = Date.now();
+    // A trailing flush bounds how long received text stays uncommitted when the stream stalls.
+    let trailing: ReturnType<typeof setTimeout> | undefined;
     const flush = (extra: ConversationRecord[] = []) => {
+      if (trailing !== undefined) clearTimeout(trailing);
+      trailing = undefined;
+      if (pending.length === 0 && extra.length === 0) return;
       const records = [...(started ? [] : [startedRecord]), ...pending, ...extra];
       started = true;
       pending = [];
@@ -429,15 +434,26 @@ export class ResponseRun {
       sessionId: this.conv.conversationId,
       ...reasoningOption(model, this.model?.thinkingLevel),
     });
-    for await (const event of stream) {
-      if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
-      const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
-      const last = pending[pending.length - 1];
-      if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
-      else pending.push({ type: 'assistant_delta', stepId, kind, block: event.contentIndex, delta: event.delta });
-      if (Date.now() - lastFlush >= DELTA_FLUSH_MS) flush();
+    try {
+      for await (const event of stream) {
+        if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
+        const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
+        const last = pending[pending.length - 1];
+        if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
+        else pending.push({ type: 'assistant_delta', stepId, kind, block: event.contentIndex, delta: event.delta });
+        const elapsed = Date.now() - lastFlush;
+        if (elapsed >= DELTA_FLUSH_MS) flush();
+        else trailing ??= setTimeout(() => flush(), DELTA_FLUSH_MS - elapsed);
+      }
+    } finally {
+      if (trailing !== undefined) clearTimeout(trailing);
     }
     const final = await stream.result();
+    if (final.stopReason === 'aborted' && this.abortReason instanceof RunStopped) {
+      // A shutdown cut the stream: leave the step open, so the next start converges and continues it.
+      flush();
+      throw this.abortReason;
+    }
     this.freshSteps.add(stepId);
     flush([{ type: 'assistant_completed', stepId, messageId, submissionId: this.row.id, message: final, ts: new Date().toISOString() }]);
     return final;
@@ -479,7 +495,7 @@ export class ResponseRun {
         const tool = tools.get(call.name);
         // Recovery re-runs only durable tools; an ordinary call's outcome is unknown (seed).
         if (!fresh && !(tool?.durable === true)) return Promise.resolve(interruptedOutcome(call));
-        return this.runOne(call, tool);
+        return this.runOne(call, tool, pending.stepId);
       }),
     );
     if (this.signal.aborted) throw this.abortReason ?? abortError();
@@ -495,7 +511,7 @@ export class ResponseRun {
     ]);
   }
 
-  private async runOne(call: ToolCall, tool: ToolDefinition | undefined): Promise<ToolOutcomeRecord> {
+  private async runOne(call: ToolCall, tool: ToolDefinition | undefined, stepId: string): Promise<ToolOutcomeRecord> {
     if (tool === undefined) {
       return { toolCallId: call.id, toolName: call.name, isError: true, content: `Tool "${call.name}" is not available.` };
     }
@@ -505,6 +521,8 @@ export class ResponseRun {
     }
     const log = this.logger({ tool: call.name, toolCallId: call.id });
     const stream = this.live.stream;
+    // Scoped to the step that issued the call: some providers reuse tool-call ids across responses.
+    const memoKey = `${stepId}:${call.id}`;
     const store = this.engine.store;
     const outcome = await runToolCall(tool, call.arguments, {
       toolCallId: call.id,
@@ -516,8 +534,8 @@ export class ResponseRun {
             step: createToolStep({
               toolCallId: call.id,
               toolName: call.name,
-              lookup: (name) => store.readStep(stream, call.id, name),
-              record: (name, value) => store.writeStep(stream, call.id, name, value),
+              lookup: (name) => store.readStep(stream, memoKey, name),
+              record: (name, value) => store.writeStep(stream, memoKey, name, value),
               log,
             }),
           }

@@ -200,6 +200,9 @@ export interface SubmissionInfo {
   outcome: string | null;
   attemptCount: number;
   joinedInto: string | null;
+  abortRequested: boolean;
+  /** First attempt's start (ms since epoch), or null before any claim. */
+  startedAt: number | null;
 }
 
 export interface DbView {
@@ -207,6 +210,8 @@ export interface DbView {
   /** Every record of the stream, in order, with the batch seq it landed in. */
   records: { seq: number; record: Record<string, any> }[];
   steps: { toolCallId: string; step: string; value: unknown }[];
+  /** Committed persistent state (`usePersistentState`), by name. */
+  state: Record<string, unknown>;
 }
 
 /**
@@ -217,11 +222,11 @@ export function inspectDb(path: string, stream?: string): DbView {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
     const tables = new Set(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all().map((row) => String(row.name)));
-    if (!tables.has('flue_submissions')) return { submissions: [], records: [], steps: [] };
+    if (!tables.has('flue_submissions')) return { submissions: [], records: [], steps: [], state: {} };
     const where = stream === undefined ? '' : ' WHERE stream = ?';
     const args = stream === undefined ? [] : [stream];
     const submissions = db
-      .prepare(`SELECT id, status, outcome, attempt_count, joined_into FROM flue_submissions${where} ORDER BY ord`)
+      .prepare(`SELECT id, status, outcome, attempt_count, joined_into, abort_requested_at, started_at FROM flue_submissions${where} ORDER BY ord`)
       .all(...args)
       .map((row) => ({
         id: String(row.id),
@@ -229,6 +234,8 @@ export function inspectDb(path: string, stream?: string): DbView {
         outcome: row.outcome === null ? null : String(row.outcome),
         attemptCount: Number(row.attempt_count),
         joinedInto: row.joined_into === null ? null : String(row.joined_into),
+        abortRequested: row.abort_requested_at !== null,
+        startedAt: row.started_at === null ? null : Number(row.started_at),
       }));
     const records = db
       .prepare(`SELECT seq, records FROM flue_batches${where} ORDER BY stream, seq`)
@@ -238,7 +245,13 @@ export function inspectDb(path: string, stream?: string): DbView {
       .prepare(`SELECT tool_call_id, step, value FROM flue_steps${where}`)
       .all(...args)
       .map((row) => ({ toolCallId: String(row.tool_call_id), step: String(row.step), value: JSON.parse(String(row.value)) }));
-    return { submissions, records, steps };
+    const state = Object.fromEntries(
+      db
+        .prepare(`SELECT name, value FROM flue_state${where}`)
+        .all(...args)
+        .map((row) => [String(row.name), JSON.parse(String(row.value)) as unknown]),
+    );
+    return { submissions, records, steps, state };
   } finally {
     db.close();
   }

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useModel } from '@flue/runtime';
+import { sqlite } from '@flue/runtime/node';
+import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
+import { ConversationEngine } from '../src/runtime/engine.ts';
+import { AgentRegistry } from '../src/runtime/identity.ts';
+import { registerProviders } from '../src/runtime/model-registry.ts';
+import { SqlStore } from '../src/runtime/sql-store.ts';
+import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  registerProviders([scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })]);
+});
+afterAll(async () => server.close());
+
+function Talker() {
+  useModel('anthropic/claude-haiku-4-5');
+  return 'Talk.';
+}
+
+async function engineOn(store: SqlStore): Promise<ConversationEngine> {
+  const registry = new AgentRegistry();
+  registry.register(Talker);
+  const engine: ConversationEngine = new ConversationEngine({
+    store,
+    registry,
+    env: {},
+    wake: (stream) => setImmediate(() => void engine.runQueue(stream)),
+  });
+  return engine;
+}
+
+test('stop() cuts a stalled model stream off after its grace period; the next engine continues it', async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  const first = await engineOn(store);
+  server.script({ text: ['Once upon ', 'a time'], hangAfterChunks: 4 });
+  const receipt = await first.admit('Talker', { id: 't1', message: parseDeliveredMessage('Tell a story') }, 'dispatch');
+  await server.waitForRequests(1);
+  await new Promise((resolve) => setTimeout(resolve, 400)); // the trailing flush commits the partial
+  const started = Date.now();
+  await first.stop(100);
+  expect(Date.now() - started).toBeLessThan(2_000);
+  expect(store.getSubmission(receipt.submissionId)!.status).toBe('running');
+
+  server.script({ text: 'and they lived happily.' });
+  const second = await engineOn(store);
+  for (const stream of second.openStreams()) void second.runQueue(stream);
+  const reply = await second.read('Talker', 't1', receipt.submissionId);
+  expect(reply.text).toContain('and they lived happily.');
+  const resumed = server.requests[1]!;
+  expect(resumed.messages.map((m) => m.content).join('\n')).toContain('Once upon a time');
+  expect(resumed.messages.some((m) => m.content.includes('stream_interrupted'))).toBe(true);
+  expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'settled', outcome: 'completed', attemptCount: 2 });
+  await second.stop();
+  await adapter.close();
+});
