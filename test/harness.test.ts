@@ -119,3 +119,27 @@ test('a concurrent harness operation is refused with SessionBusyError', async ()
   await handle.read(await handle.dispatch('go'));
   expect(busyType).toBe('session_busy');
 });
+
+test('harness.compact() summarizes the scratch conversation; later prompts see the summary', async () => {
+  function Compacting() {
+    useModel('anthropic/claude-haiku-4-5');
+    useAgentStart(async ({ harness }) => {
+      await harness.prompt('x'.repeat(40_000));
+      await harness.prompt('y'.repeat(40_000));
+      await harness.compact();
+      await harness.prompt('after');
+    });
+    return 'x';
+  }
+  await ctx.start([Compacting]);
+  ctx.server.script({ text: 'first' }, { text: 'second' }, { text: 'SCRATCH SUMMARY' }, { text: 'third' }, { text: 'main' });
+  const handle = init(Compacting, { id: 'h5' });
+  await handle.read(await handle.dispatch('go'));
+  const summarize = ctx.server.requests[2]!;
+  expect(summarize.messages[0]!.content).toContain('xxxx');
+  const after = ctx.server.requests[3]!;
+  expect(after.messages[0]!.content).toContain('<compaction type="context_summary">');
+  expect(after.messages[0]!.content).toContain('SCRATCH SUMMARY');
+  expect(after.messages.some((m) => m.content.startsWith('xxxx'))).toBe(false);
+  expect(after.messages.at(-1)!.content).toBe('after');
+});
