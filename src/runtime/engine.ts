@@ -30,8 +30,8 @@ import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
 import { Projector, type ConversationStreamChunk } from './projection.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type SubmissionOutcome } from './records.ts';
-import { ResponseRun, RunStopped } from './response-run.ts';
-import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
+import { ResponseRun, RunStopped, RunYield } from './response-run.ts';
+import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 
@@ -42,6 +42,12 @@ export interface AdmissionRequest {
   /** `undefined`: continue or create; a string: continue that incarnation; `null`: create only. */
   uid?: string | null;
   idempotencyKey?: string;
+}
+
+/** What one bounded remote read returns: new batches (when asked for) and the settlement, if any. */
+export interface ReadPoll {
+  batches: Batch[];
+  settled?: { outcome: SubmissionOutcome; error?: SettlementError; reply?: AgentReply };
 }
 
 export interface ReadOptions {
@@ -84,6 +90,11 @@ export interface EngineOptions {
   /** Ask the host to drive this conversation's queue soon (it calls `runQueue`). */
   wake(stream: string): void;
   env: Record<string, unknown>;
+  /**
+   * Wall time one wake may spend on a response before it yields at a turn boundary (Cloudflare's
+   * alarm invocations are time-limited). Unset on Node, where a response runs to completion.
+   */
+  sliceBudgetMs?: number;
 }
 
 export class ConversationEngine {
@@ -91,6 +102,7 @@ export class ConversationEngine {
   readonly registry: AgentRegistry;
   readonly env: Record<string, unknown>;
   private readonly wake: (stream: string) => void;
+  private readonly sliceBudgetMs: number | undefined;
   private readonly lives = new Map<string, LiveConversation>();
   private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<string, ResponseRun>();
@@ -101,6 +113,7 @@ export class ConversationEngine {
     this.registry = options.registry;
     this.env = options.env;
     this.wake = options.wake;
+    this.sliceBudgetMs = options.sliceBudgetMs;
   }
 
   // ── Conversations ────────────────────────────────────────────────────────────────────────
@@ -265,6 +278,49 @@ export class ConversationEngine {
     return { ...live.conv.reply(submissionId), submissionId };
   }
 
+  /**
+   * One bounded wait for a remote reader (the Cloudflare handle reads through this): resolves when
+   * the submission settles, when batches after `afterSeq` exist (if asked for), or after `waitMs`.
+   */
+  async poll(
+    agentName: string,
+    instanceId: string,
+    submissionId: string,
+    options: { afterSeq: number; waitMs: number; batches: boolean },
+  ): Promise<ReadPoll> {
+    const live = this.live(agentName, instanceId);
+    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
+    const ready = () => live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq);
+    if (!ready()) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          if (!ready()) return;
+          finish();
+        };
+        const finish = () => {
+          clearTimeout(timer);
+          live.listeners.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(finish, options.waitMs);
+        live.listeners.add(done);
+      });
+    }
+    const settlement = live.conv.settlements.get(submissionId);
+    return {
+      batches: options.batches ? this.store.readBatches(live.stream, options.afterSeq) : [],
+      ...(settlement === undefined
+        ? {}
+        : {
+            settled: {
+              outcome: settlement.outcome,
+              ...(settlement.error === undefined ? {} : { error: settlement.error }),
+              ...(settlement.outcome === 'completed' ? { reply: { ...live.conv.reply(submissionId), submissionId } } : {}),
+            },
+          }),
+    };
+  }
+
   // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
 
   abort(agentName: string, instanceId: string): boolean {
@@ -306,12 +362,24 @@ export class ConversationEngine {
   }
 
   private async drain(stream: string): Promise<void> {
-    while (!this.stopping) {
-      const head = this.store.openSubmissions(stream).find((row) => row.status !== 'joined');
-      if (head === undefined) return;
-      const progressed = await this.runSubmission(this.liveByStream(stream), head);
-      if (!progressed) return;
+    while (!this.stopping && (await this.runNext(stream))) {
+      // keep going until the queue is empty or cannot progress
     }
+  }
+
+  /**
+   * Runs one attempt of the head submission (the Durable Object runs one per alarm invocation).
+   * Returns false when there is nothing to run or the head cannot progress now.
+   */
+  async runNext(stream: string): Promise<boolean> {
+    if (this.stopping) return false;
+    const head = this.store.openSubmissions(stream).find((row) => row.status !== 'joined');
+    if (head === undefined) return false;
+    return this.runSubmission(this.liveByStream(stream), head);
+  }
+
+  hasOpenWork(stream: string): boolean {
+    return this.store.openSubmissions(stream).length > 0;
   }
 
   /** Runs one attempt of the head submission; false when it cannot progress now. */
@@ -360,13 +428,18 @@ export class ConversationEngine {
       attemptCount: claimed.attemptCount,
       maxAttempts: durability.maxAttempts,
     });
-    const run = new ResponseRun(this, live, claimed, agent);
+    const run = new ResponseRun(this, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
     this.runs.set(live.stream, run);
     try {
       await run.execute();
       this.settle(live, claimed, 'completed', undefined, undefined);
     } catch (error) {
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
+      if (error instanceof RunYield) {
+        // Near the host's wall-time limit: the same attempt continues on the next wake.
+        this.store.markContinuation(claimed.id);
+        return true;
+      }
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
         this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
       } else if (error instanceof SubmissionTimeoutError) {

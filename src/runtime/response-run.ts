@@ -32,6 +32,13 @@ export class RunStopped extends Error {
   }
 }
 
+/** Thrown at a turn boundary when the wake's wall-time slice is used up; the attempt continues. */
+export class RunYield extends Error {
+  constructor() {
+    super('[flue] The response yields at a turn boundary and continues on the next wake.');
+  }
+}
+
 const FINISH_CYCLE_CEILING = 32;
 /** Streamed deltas are committed at most this often: one row per flush, not per token. */
 const DELTA_FLUSH_MS = 150;
@@ -57,11 +64,14 @@ export class ResponseRun {
   private consecutiveErrors = 0;
   private overflowRetried = false;
 
-  constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent) {
+  private readonly sliceDeadline: number | undefined;
+
+  constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent, sliceDeadline?: number) {
     this.engine = engine;
     this.live = live;
     this.row = row;
     this.agent = agent;
+    this.sliceDeadline = sliceDeadline;
   }
 
   get signal(): AbortSignal {
@@ -126,6 +136,7 @@ export class ResponseRun {
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
+    if (this.sliceDeadline !== undefined && Date.now() > this.sliceDeadline) throw new RunYield();
   }
 
   // ── Rendering ─────────────────────────────────────────────────────────────────────────────

@@ -41,6 +41,7 @@ const SCHEMA = [
      timeout_ms INTEGER,
      started_at INTEGER,
      abort_requested_at INTEGER,
+     continuation INTEGER NOT NULL DEFAULT 0,
      joined_into TEXT,
      outcome TEXT,
      error TEXT,
@@ -233,7 +234,8 @@ export class SqlStore {
   ): SubmissionRow {
     this.driver.run(
       `UPDATE flue_submissions
-          SET status = 'running', attempt_id = ?, attempt_count = attempt_count + 1,
+          SET status = 'running', attempt_id = ?,
+              attempt_count = attempt_count + (CASE WHEN continuation = 1 THEN 0 ELSE 1 END), continuation = 0,
               started_at = coalesce(started_at, ?), max_attempts = ?, timeout_ms = ?
         WHERE id = ? AND status IN ('queued', 'running')`,
       attempt.attemptId,
@@ -243,6 +245,11 @@ export class SqlStore {
       id,
     );
     return this.getSubmission(id)!;
+  }
+
+  /** A response that yielded at a turn boundary continues in the same attempt (no attempt spent). */
+  markContinuation(id: string): void {
+    this.driver.run(`UPDATE flue_submissions SET continuation = 1 WHERE id = ? AND status = 'running'`, id);
   }
 
   /** Puts a submission whose input never landed back at the head of its queue. */

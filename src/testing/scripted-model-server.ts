@@ -7,7 +7,6 @@
  * processes through `@flue/runtime/testing`.
  */
 
-import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -124,7 +123,18 @@ export interface ScriptedModelServer {
 export interface ScriptedModelServerOptions {
   /** Default 0: a random free port. */
   port?: number;
+  /** Answers requests when no step is queued (e.g. an echo for a demo) instead of an HTTP 500. */
+  fallback?: ScriptStep;
 }
+
+/**
+ * Lanes let code that cannot reach this process's memory (a Worker in workerd) script the server
+ * over HTTP: a request whose `model` has a lane takes its steps from that lane's queue.
+ *   POST   /__scripted/lanes/<model>            body { steps: ScriptedResponse[] }  (append)
+ *   GET    /__scripted/lanes/<model>/requests   recorded requests of the lane
+ *   DELETE /__scripted/lanes/<model>            drop the lane's queue and recordings
+ */
+export const LANE_ROUTE = '/__scripted/lanes/';
 
 export const NO_STEP_QUEUED_MESSAGE = 'scripted model: no step queued';
 
@@ -152,6 +162,7 @@ export async function startScriptedModelServer(
 ): Promise<ScriptedModelServer> {
   const queue: ScriptStep[] = [];
   const requests: RecordedRequest[] = [];
+  const lanes = new Map<string, { queue: ScriptStep[]; requests: RecordedRequest[] }>();
   let waiters: Waiter[] = [];
   let toolCallCounter = 0;
   let responseCounter = 0;
@@ -166,16 +177,35 @@ export async function startScriptedModelServer(
     for (const waiter of ready) waiter.resolve(requests.slice());
   };
 
+  const laneRoute = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
+    const [name = '', tail] = decodeURIComponent(path.slice(LANE_ROUTE.length).split('?')[0]!).split('/requests');
+    let lane = lanes.get(name);
+    if (req.method === 'DELETE') {
+      lanes.delete(name);
+      sendJson(res, 200, { ok: true });
+    } else if (req.method === 'GET' && tail !== undefined) {
+      sendJson(res, 200, lane?.requests ?? []);
+    } else if (req.method === 'POST') {
+      const { steps } = JSON.parse(await readBody(req)) as { steps: ScriptedResponse[] };
+      if (lane === undefined) lanes.set(name, (lane = { queue: [], requests: [] }));
+      lane.queue.push(...steps);
+      sendJson(res, 200, { ok: true, pending: lane.queue.length });
+    } else {
+      sendJson(res, 404, { error: { message: `scripted model: no lane route for ${req.method} ${path}` } });
+    }
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = req.url ?? '/';
+    if (path.startsWith(LANE_ROUTE)) return laneRoute(req, res, path);
     const api = routeOf(req.method, path);
     if (api === undefined) {
       sendJson(res, 404, { error: { message: `scripted model: no route for ${req.method} ${path}` } });
       return;
     }
-    // Taken before the body is read, so concurrent requests get steps in arrival order (a body
-    // that fails to parse therefore still uses up its step).
-    const step = queue.shift();
+    // Without lanes the step is taken before the body is read, so concurrent requests get steps
+    // in arrival order (a body that fails to parse therefore still uses up its step).
+    let step = lanes.size === 0 ? queue.shift() : undefined;
     let body: unknown;
     try {
       body = JSON.parse(await readBody(req));
@@ -185,6 +215,12 @@ export async function startScriptedModelServer(
     }
     const recorded = normalizeRequest(api, path, body, req);
     record(recorded);
+    if (lanes.size > 0) {
+      const lane = lanes.get(String((body as { model?: unknown } | null)?.model));
+      lane?.requests.push(recorded);
+      step = lane === undefined ? queue.shift() : lane.queue.shift();
+    }
+    step ??= options.fallback;
     if (step === undefined) {
       sendJson(res, 500, errorBody(api, 500, `${NO_STEP_QUEUED_MESSAGE} (request #${requests.length} to ${path})`));
       return;
@@ -218,6 +254,8 @@ export async function startScriptedModelServer(
     await sendFrames(res, frames, response, lifetime.signal);
   };
 
+  // Imported on use, so this entry also loads where no HTTP server exists (workerd imports the provider).
+  const { createServer } = await import('node:http');
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: { message: `scripted model: ${describe(error)}` } });

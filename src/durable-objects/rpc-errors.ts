@@ -1,0 +1,75 @@
+/**
+ * Errors across the Worker → Durable Object RPC boundary. RPC keeps only an error's name and
+ * message, so the object returns envelopes and the Worker rebuilds the same typed class, with its
+ * `type`, `details` and `meta` (errors.md §3: admission errors reject with the class the HTTP
+ * route would render).
+ */
+import {
+  AgentInstanceExistsError,
+  AgentInstanceNotFoundError,
+  FlueError,
+  InvalidRequestError,
+  RuntimeUnavailableError,
+  type RuntimeState,
+  SubmissionConflictError,
+} from '../runtime/errors.ts';
+
+export interface ErrorShape {
+  name: string;
+  message: string;
+  type?: string;
+  details?: string;
+  dev?: string;
+  meta?: Record<string, unknown>;
+}
+
+export type RpcEnvelope<T> = { ok: true; value: T } | { ok: false; error: ErrorShape };
+
+export function toErrorShape(error: unknown): ErrorShape {
+  if (error instanceof FlueError) {
+    return {
+      name: error.name,
+      message: error.message,
+      type: error.type,
+      details: error.details,
+      ...(error.dev ? { dev: error.dev } : {}),
+      ...(error.meta === undefined ? {} : { meta: error.meta }),
+    };
+  }
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  return { name: 'Error', message: String(error) };
+}
+
+const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
+  invalid_request: (shape) => new InvalidRequestError(shape.message, shape.details, shape.meta),
+  agent_instance_not_found: () => new AgentInstanceNotFoundError(''),
+  agent_instance_exists: (shape) => new AgentInstanceExistsError('', String(shape.meta?.uid ?? '')),
+  submission_conflict: (shape) => new SubmissionConflictError(String(shape.meta?.submissionId ?? '')),
+  runtime_unavailable: (shape) => new RuntimeUnavailableError((shape.meta?.state as RuntimeState) ?? 'failed'),
+};
+
+export function fromErrorShape(shape: ErrorShape): Error {
+  if (shape.type === undefined) {
+    const error = new Error(shape.message);
+    error.name = shape.name;
+    return error;
+  }
+  const rebuild = REBUILD[shape.type];
+  const error = rebuild ? rebuild(shape) : new FlueError(shape.type, { message: shape.message });
+  // The object's words win: constructors above only restore the class and its fixed fields.
+  Object.assign(error, { message: shape.message, details: shape.details ?? '', dev: shape.dev ?? '', meta: shape.meta, name: shape.name });
+  return error;
+}
+
+export async function envelope<T>(work: () => T | Promise<T>): Promise<RpcEnvelope<T>> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (error) {
+    return { ok: false, error: toErrorShape(error) };
+  }
+}
+
+export function unwrap<T>(result: RpcEnvelope<T>): T {
+  if (result.ok) return result.value;
+  throw fromErrorShape(result.error);
+}

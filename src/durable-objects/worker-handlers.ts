@@ -1,0 +1,43 @@
+/**
+ * The Worker's default export: `fetch` from the app, every other handler from `src/cloudflare.ts`
+ * (cloudflare.md §7). A typed error escaping the app renders with its own status and envelope.
+ */
+import { FlueHttpError } from '../runtime/errors.ts';
+
+interface Fetchable {
+  fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
+}
+
+export function createFlueWorkerHandlers(options: {
+  app: unknown;
+  cloudflare?: Record<string, unknown>;
+  generatedExports: readonly string[];
+}): Record<string, unknown> {
+  const app = options.app as Fetchable | undefined;
+  if (typeof app !== 'object' || app === null || typeof app.fetch !== 'function') {
+    throw new Error('[flue] app.ts default export must be a Hono app or an object with a fetch(request, env, ctx) method.');
+  }
+  const handlers = options.cloudflare?.default;
+  if (handlers !== undefined && (typeof handlers !== 'object' || handlers === null || Array.isArray(handlers))) {
+    throw new Error('[flue] cloudflare.ts default export must be an object containing non-HTTP Worker handlers.');
+  }
+  if (handlers !== undefined && 'fetch' in handlers) {
+    throw new Error('[flue] cloudflare.ts default export must not define fetch. Use app.ts for custom HTTP handling.');
+  }
+  for (const name of Object.keys(options.cloudflare ?? {})) {
+    if (options.generatedExports.includes(name)) {
+      throw new Error(`[flue] cloudflare.ts export "${name}" conflicts with a Flue-generated Worker export. Rename the authored export.`);
+    }
+  }
+  return {
+    ...(handlers as Record<string, unknown> | undefined),
+    async fetch(request: Request, env: unknown, ctx: unknown): Promise<Response> {
+      try {
+        return await app.fetch(request, env, ctx);
+      } catch (error) {
+        if (error instanceof FlueHttpError) return error.getResponse();
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/** Agents the workerd tests drive. Each uses its own scripted-model lane (its model id). */
+import * as v from 'valibot';
+import { defineTool, useModel, usePersistentState, useTool } from '@flue/runtime';
+
+export const ECHO_LANE = 'echo';
+export const PROVISION_LANE = 'provision';
+
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Look something up.',
+  input: v.object({ key: v.string() }),
+  async run({ data }) {
+    return { output: { key: data.key, value: `value-of-${data.key}` } };
+  },
+});
+
+export function Echo() {
+  useModel(`scripted/${ECHO_LANE}`);
+  useTool(lookup);
+  return 'Answer briefly.';
+}
+
+/** Side effects of durable steps, counted per isolate (each step records the isolate's run). */
+export const stepRuns: string[] = [];
+
+const provision = defineTool({
+  name: 'provision',
+  description: 'Provision a workspace in three steps.',
+  input: v.object({ customer: v.string() }),
+  durable: true,
+  async run({ data, step }) {
+    const tenant = await step.do('tenant', () => {
+      stepRuns.push('tenant');
+      return `tenant-${data.customer}`;
+    });
+    const seeded = await step.do('seed', async () => {
+      stepRuns.push('seed');
+      // Slow enough for a test to reset the object while this step runs.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return 3;
+    });
+    return { output: { tenant, seeded } };
+  },
+});
+
+export function Provisioner() {
+  useModel(`scripted/${PROVISION_LANE}`);
+  const [count, setCount] = usePersistentState('provisioned', 0);
+  useTool(provision);
+  useTool({
+    name: 'count_up',
+    description: 'Count one more provisioned workspace.',
+    async run() {
+      setCount((previous) => previous + 1);
+      return `count is now ${count + 1}`;
+    },
+  });
+  return 'Provision workspaces.';
+}

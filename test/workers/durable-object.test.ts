@@ -1,0 +1,77 @@
+import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { afterEach, expect, test } from 'vitest';
+import { dispatch, init } from '@flue/runtime';
+import { ECHO_LANE, Echo } from './agents.ts';
+import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import './worker.ts';
+
+type AgentStub = DurableObjectStub;
+const echoStub = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id) as AgentStub;
+
+afterEach(async () => resetLane(ECHO_LANE));
+
+function rows(stub: AgentStub, sql: string) {
+  return runInDurableObject(stub, (_instance, state) => state.storage.sql.exec(sql).toArray());
+}
+
+test('admission writes the submission and arms the alarm; the alarm runs the response; an idle object keeps no alarm', async () => {
+  await scriptLane(ECHO_LANE, { text: ['Hel', 'lo'], chunkDelayMs: 150 });
+  const receipt = await dispatch(Echo, { id: 'd1', message: 'hi' });
+  expect(receipt.submissionId).toMatch(/^sub_/);
+  const stub = echoStub('d1');
+  const submissions = await rows(stub, 'SELECT id, status FROM flue_submissions');
+  expect(submissions).toHaveLength(1);
+  expect(submissions[0]!.id).toBe(receipt.submissionId);
+  // While the alarm pass runs, its backstop alarm is armed.
+  expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
+
+  const reply = await init(Echo, { id: 'd1' }).read(receipt);
+  expect(reply.text).toBe('Hello');
+  await until(async () => ((await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())) === null ? true : undefined));
+  expect(await rows(stub, `SELECT status, outcome FROM flue_submissions`)).toEqual([{ status: 'settled', outcome: 'completed' }]);
+});
+
+test('a dispatch while busy joins the live response at its next turn boundary', async () => {
+  await scriptLane(
+    ECHO_LANE,
+    { toolCalls: [{ name: 'lookup', arguments: { key: 'a' } }], chunkDelayMs: 200 },
+    { text: 'Both answered.' },
+  );
+  const handle = init(Echo, { id: 'd2' });
+  const first = await handle.dispatch('first question');
+  await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
+  const second = await handle.dispatch('second question');
+  const [a, b] = await Promise.all([handle.read(first), handle.read(second)]);
+  expect(a.text).toBe('Both answered.');
+  expect(b.text).toBe('Both answered.');
+  const requests = await laneRequests(ECHO_LANE);
+  expect(requests).toHaveLength(2);
+  const contents = requests[1]!.messages.map((m) => m.content);
+  expect(contents.indexOf('second question')).toBeGreaterThan(contents.findIndex((c) => c.includes('value-of-a')));
+  const joined = await rows(echoStub('d2'), `SELECT id, joined_into FROM flue_submissions ORDER BY ord`);
+  expect(joined[1]!.joined_into).toBe(first.submissionId);
+});
+
+test('admission errors cross the RPC boundary as the same typed classes', async () => {
+  await scriptLane(ECHO_LANE, { text: 'ok' });
+  const created = await dispatch(Echo, { id: 'd3', message: 'hi', uid: null });
+  let error: unknown;
+  try {
+    await dispatch(Echo, { id: 'd3', message: 'again', uid: null });
+  } catch (caught) {
+    error = caught;
+  }
+  expect((error as { type?: string }).type).toBe('agent_instance_exists');
+  expect((error as { uid?: string }).uid).toBe(created.uid);
+  expect((error as { status?: number }).status).toBe(409);
+  await init(Echo, { id: 'd3' }).read(created);
+  await expect(init(Echo, { id: 'never-contacted' }).read('sub_x')).rejects.toMatchObject({ type: 'agent_instance_not_found' });
+});
+
+test('runDurableObjectAlarm is a no-op once the queue is empty', async () => {
+  await scriptLane(ECHO_LANE, { text: 'done' });
+  const receipt = await dispatch(Echo, { id: 'd4', message: 'hi' });
+  await init(Echo, { id: 'd4' }).read(receipt);
+  await until(async () => ((await runInDurableObject(echoStub('d4'), (_i, state) => state.storage.getAlarm())) === null ? true : undefined));
+  expect(await runDurableObjectAlarm(echoStub('d4'))).toBe(false);
+});

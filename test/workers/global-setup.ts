@@ -1,0 +1,23 @@
+/**
+ * Runs in Node before the workerd tests: the scripted model server they all share. Tests script it
+ * through its control routes (the Worker cannot reach this process's memory).
+ */
+import type { TestProject } from 'vitest/node';
+import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
+
+let server: ScriptedModelServer | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  server = await startScriptedModelServer();
+  project.provide('scriptedModelUrl', server.url);
+}
+
+export async function teardown(): Promise<void> {
+  await server?.close();
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    scriptedModelUrl: string;
+  }
+}

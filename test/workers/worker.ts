@@ -1,0 +1,30 @@
+/**
+ * The workerd test entry: the same three calls the generated entry makes (build-and-cli.md §3.2),
+ * with the scripted model provider instead of pi-ai's built-ins.
+ */
+import { env } from 'cloudflare:workers';
+import { setProvider } from '@flue/runtime';
+import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers } from '@flue/runtime/cloudflare';
+import { scriptedProvider } from '@flue/runtime/testing';
+import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
+import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner } from './agents.ts';
+
+const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE], api: 'openai-completions' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6'], api: 'anthropic-messages' }));
+
+const agents = [
+  { identity: 'Echo', agent: Echo, className: 'FlueEchoAgent', bindingName: 'FLUE_ECHO_AGENT' },
+  { identity: 'Provisioner', agent: Provisioner, className: 'FlueProvisionerAgent', bindingName: 'FLUE_PROVISIONER_AGENT' },
+  { identity: 'ReleaseManager', agent: ReleaseManager, className: 'FlueReleaseManagerAgent', bindingName: 'FLUE_RELEASE_MANAGER_AGENT' },
+];
+configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
+
+export const FlueEchoAgent = createFlueAgentClass(agents[0]!);
+export const FlueProvisionerAgent = createFlueAgentClass(agents[1]!);
+export const FlueReleaseManagerAgent = createFlueAgentClass(agents[2]!);
+
+export default createFlueWorkerHandlers({
+  app: { fetch: () => new Response('flue-workers test worker') },
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent'],
+});
