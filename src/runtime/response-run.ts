@@ -65,6 +65,7 @@ export class ResponseRun {
   private overflowRetried = false;
 
   private readonly sliceDeadline: number | undefined;
+  private progressed = false;
 
   constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent, sliceDeadline?: number) {
     this.engine = engine;
@@ -115,11 +116,13 @@ export class ResponseRun {
       }
       if (tail.pendingToolCalls !== undefined) {
         await this.runToolBatch();
+        this.progressed = true;
         continue;
       }
       if ((await this.joinQueued()) > 0) continue;
       if (tail.unread) {
         await this.turn();
+        this.progressed = true;
         continue;
       }
       await maybeCompactAfterTurn(this);
@@ -136,7 +139,8 @@ export class ResponseRun {
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
-    if (this.sliceDeadline !== undefined && Date.now() > this.sliceDeadline) throw new RunYield();
+    // Yield only after this wake moved the response forward, so every wake makes progress.
+    if (this.sliceDeadline !== undefined && this.progressed && Date.now() > this.sliceDeadline) throw new RunYield();
   }
 
   // ── Rendering ─────────────────────────────────────────────────────────────────────────────

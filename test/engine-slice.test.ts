@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import * as v from 'valibot';
+import { useModel, useTool } from '@flue/runtime';
+import { sqlite } from '@flue/runtime/node';
+import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
+import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
+import { ConversationEngine } from '../src/runtime/engine.ts';
+import { AgentRegistry } from '../src/runtime/identity.ts';
+import { registerProviders } from '../src/runtime/model-registry.ts';
+import { SqlStore } from '../src/runtime/sql-store.ts';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  registerProviders([scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'] })]);
+});
+afterAll(async () => server.close());
+
+function Stepper() {
+  useModel('scripted/model');
+  useTool({ name: 'tick', description: 'Tick.', input: v.object({}), run: () => 'tock' });
+  return 'Tick three times.';
+}
+
+test('a response that outlives its wall-time slice yields at a turn boundary and continues without spending an attempt', async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  const registry = new AgentRegistry();
+  registry.register(Stepper);
+  let wakes = 0;
+  // A zero budget yields at every turn boundary, as a Durable Object alarm does after ~10 minutes.
+  const engine = new ConversationEngine({ store, registry, env: {}, wake: () => wakes++, sliceBudgetMs: 0 });
+  server.script(
+    { toolCalls: [{ name: 'tick', arguments: {} }] },
+    { toolCalls: [{ name: 'tick', arguments: {} }] },
+    { text: 'Ticked twice.' },
+  );
+  const receipt = await engine.admit('Stepper', { id: 's1', message: parseDeliveredMessage('go') }, 'dispatch');
+  const stream = 'agents/Stepper/s1';
+  let passes = 0;
+  while (engine.hasOpenWork(stream)) {
+    expect(await engine.runNext(stream)).toBe(true);
+    if (++passes > 20) throw new Error('did not settle');
+  }
+  expect(passes).toBeGreaterThan(3);
+  const reply = await engine.read('Stepper', 's1', receipt.submissionId);
+  expect(reply.text).toBe('Ticked twice.');
+  expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
+  expect(server.requests).toHaveLength(3);
+  await adapter.close();
+});
