@@ -41,7 +41,7 @@ export class RunYield extends Error {
 
 const FINISH_CYCLE_CEILING = 32;
 /** Streamed deltas are committed at most this often: one row per flush, not per token. */
-const DELTA_FLUSH_MS = 150;
+const DELTA_FLUSH_MS = 250;
 
 export class ResponseRun {
   readonly engine: ConversationEngine;

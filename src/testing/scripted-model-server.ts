@@ -90,6 +90,8 @@ export interface RecordedTool {
 
 export interface RecordedRequest {
   api: ScriptedWireApi;
+  /** `Date.now()` when the request arrived (before its body was read). */
+  receivedAt: number;
   /** Request path including any query string, e.g. `/v1/messages?beta=true`. */
   path: string;
   /** The parsed JSON body as sent; `any` because tests poke at raw provider payloads. */
@@ -198,6 +200,7 @@ export async function startScriptedModelServer(
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = req.url ?? '/';
     if (path.startsWith(LANE_ROUTE)) return laneRoute(req, res, path);
+    const receivedAt = Date.now();
     const api = routeOf(req.method, path);
     if (api === undefined) {
       sendJson(res, 404, { error: { message: `scripted model: no route for ${req.method} ${path}` } });
@@ -213,7 +216,7 @@ export async function startScriptedModelServer(
       sendJson(res, 400, errorBody(api, 400, `scripted model: request body is not JSON: ${describe(error)}`));
       return;
     }
-    const recorded = normalizeRequest(api, path, body, req);
+    const recorded = normalizeRequest(api, path, body, req, receivedAt);
     record(recorded);
     if (lanes.size > 0) {
       const lane = lanes.get(String((body as { model?: unknown } | null)?.model));
@@ -352,6 +355,7 @@ function normalizeRequest(
   path: string,
   body: unknown,
   req: IncomingMessage,
+  receivedAt: number,
 ): RecordedRequest {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
@@ -359,7 +363,7 @@ function normalizeRequest(
   }
   const raw = isRecord(body) ? body : {};
   const normalized = api === 'openai-completions' ? normalizeOpenAI(raw) : normalizeAnthropic(raw);
-  return { api, path, body, headers, ...normalized };
+  return { api, path, receivedAt, body, headers, ...normalized };
 }
 
 type Normalized = Pick<RecordedRequest, 'system' | 'tools' | 'messages'>;

@@ -31,7 +31,7 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     const { server, s } = t;
     server.script(
       // Frames: message_start, content_block_start, then one text delta every 100 ms; the stream
-      // holds after "time " and never finishes. Deltas are committed at most every 150 ms, and
+      // holds after "time " and never finishes. Deltas are committed at most every 250 ms, and
       // the first delta (>= 200 ms after the request) always commits a batch.
       { text: ['Once ', 'upon ', 'a ', 'time ', 'there ', 'was'], chunkDelayMs: 100, hangAfterChunks: 6 },
       { text: 'a fox who outlived a crash.' },
