@@ -9,6 +9,7 @@ import type { AdmissionRequest, ReadOptions, ReadPoll } from '../runtime/engine.
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
 import { Projector } from '../runtime/projection.ts';
+import { useScriptedModels } from '../testing/scripted-provider.ts';
 import { type FlueRuntime, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, DispatchReceipt } from '../runtime/types.ts';
@@ -66,6 +67,8 @@ export function configureFlueWorker(options: {
   }
   configureModelAuthEnv(options.env as Record<string, string | undefined>);
   if (options.providers !== undefined) registerDefaultProviders(options.providers);
+  const scripted = options.env.FLUE_SCRIPTED_MODEL_URL;
+  if (typeof scripted === 'string' && scripted !== '') useScriptedModels(scripted);
   current = { env: options.env, registry, entries };
   configureRuntime(createWorkerRuntime(current));
 }

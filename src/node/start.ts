@@ -6,9 +6,10 @@
 import type { Provider } from '@earendil-works/pi-ai';
 import { ConversationEngine } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
-import { configureModelAuthEnv, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
+import { configureModelAuthEnv, redirectModels, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
+import { useScriptedModels } from '../testing/scripted-provider.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
 export interface StartAgentConfig {
@@ -51,6 +52,7 @@ export async function start(options: StartOptions): Promise<Flue> {
     const { builtinProviders } = await import('@earendil-works/pi-ai/providers/all');
     registerDefaultProviders(() => builtinProviders());
   } else registerProviders(options.providers);
+  if (env.FLUE_SCRIPTED_MODEL_URL) useScriptedModels(env.FLUE_SCRIPTED_MODEL_URL);
 
   const adapter = options.db ?? sqlite();
   let engine: ConversationEngine;
@@ -87,6 +89,7 @@ export async function start(options: StartOptions): Promise<Flue> {
     stopped ??= (async () => {
       await engine.stop();
       clearRuntime(runtime);
+      redirectModels(undefined);
       await adapter.close();
     })();
     return stopped;

@@ -105,8 +105,19 @@ export function parseModelSpecifier(spec: string): ModelSpecifier {
 const LISTED_MODEL_IDS = 8;
 
 /** Resolves a specifier against the live registry; throws plain `[flue]` Errors (spec §1). */
+/**
+ * When set, every specifier resolves through it instead of the registry: local development and
+ * end-to-end tests point all models at a scripted model server this way (FLUE_SCRIPTED_MODEL_URL).
+ */
+let redirect: ((providerId: string, modelId: string) => Model<Api>) | undefined;
+
+export function redirectModels(resolve: ((providerId: string, modelId: string) => Model<Api>) | undefined): void {
+  redirect = resolve;
+}
+
 export function resolveModel(spec: string): Model<Api> {
   const { provider: providerId, modelId } = parseModelSpecifier(spec);
+  if (redirect !== undefined && modelId !== '') return redirect(providerId, modelId);
   const registry = getModels();
   const provider = registry.getProvider(providerId);
   if (provider === undefined) {

@@ -2,14 +2,13 @@
  * `@flue/runtime/testing`: drive the runtime against scripted models over real provider wire
  * formats.
  *
- * The server half imports node:http, so this entry is for Node test processes. Code that runs
- * inside workerd must import only `./scripted-provider.ts` (no node:* imports) and reach a
- * server started by the Node side, e.g. in vitest globalSetup.
+ * The server half loads node:http only when a server is started, so this entry also imports
+ * inside workerd, where code scripts a server started by the Node side (lanes, LANE_ROUTE).
  */
 
-export { scriptedProvider } from './scripted-provider.ts';
+export { scriptedProvider, useScriptedModels } from './scripted-provider.ts';
 export type { ScriptedApi, ScriptedProviderOptions } from './scripted-provider.ts';
-export { NO_STEP_QUEUED_MESSAGE, startScriptedModelServer } from './scripted-model-server.ts';
+export { LANE_ROUTE, NO_STEP_QUEUED_MESSAGE, startScriptedModelServer } from './scripted-model-server.ts';
 export type {
   RecordedMessage,
   RecordedRequest,

@@ -6,7 +6,8 @@
  */
 
 import { createProvider } from '@earendil-works/pi-ai';
-import type { Model, Provider, ProviderAuth } from '@earendil-works/pi-ai';
+import type { Api, Model, Provider, ProviderAuth } from '@earendil-works/pi-ai';
+import { redirectModels, setProvider } from '../runtime/model-registry.ts';
 // The non-lazy API modules on purpose: bundling the `.lazy` variants next to `createModels()`
 // can fail at load time with `ModelsImpl is not a constructor` (toolchain.md, "Later finding").
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
@@ -96,4 +97,23 @@ function buildModel(
     },
   };
   return model;
+}
+
+/**
+ * Points every model specifier of this process (or isolate) at a scripted model server: each
+ * `provider/model` the agents use resolves to a scripted model of that name, spoken to over the
+ * Anthropic Messages wire format. The hosts call this when `FLUE_SCRIPTED_MODEL_URL` is set, so
+ * an app runs offline in development and end-to-end tests without changing its code.
+ */
+export function useScriptedModels(baseUrl: string): void {
+  const seen = new Map<string, Set<string>>();
+  redirectModels((providerId, modelId) => {
+    let ids = seen.get(providerId);
+    if (ids === undefined) seen.set(providerId, (ids = new Set()));
+    if (!ids.has(modelId)) {
+      ids.add(modelId);
+      setProvider(scriptedProvider({ baseUrl, id: providerId, models: [...ids], api: 'anthropic-messages' }));
+    }
+    return buildModel(modelId, providerId, 'anthropic-messages', baseUrl.replace(/\/+$/, ''), { baseUrl }) as Model<Api>;
+  });
 }
