@@ -1,0 +1,146 @@
+/**
+ * Build diagnostics for the `'use agent'` scan (build-and-cli.md §1.2). The CLI prints these
+ * without a stack, so each message alone must say what is wrong, where, and how to fix it.
+ */
+
+export interface AgentLocation {
+  /** Path of the agent module, as the scan saw it. */
+  file?: string;
+  /** The name the agent is exported under (`default` for a default export). */
+  exportName?: string;
+}
+
+export interface IdentityOccurrence extends AgentLocation {
+  identity: string;
+}
+
+export class FlueBuildError extends Error {
+  readonly file: string | undefined;
+  readonly exportName: string | undefined;
+
+  constructor(name: string, message: string, location: AgentLocation = {}, cause?: unknown) {
+    super(`[flue] ${message}`, cause === undefined ? undefined : { cause });
+    // Set explicitly rather than from `new.target.name`, which a minified CLI bundle would mangle.
+    this.name = name;
+    this.file = location.file;
+    this.exportName = location.exportName;
+    // A scanner stack tells the user nothing; keep `err.stack` as printable as the message.
+    this.stack = `${name}: ${this.message}`;
+  }
+}
+
+export class NoAgentExportsError extends FlueBuildError {
+  constructor(file: string) {
+    super(
+      'NoAgentExportsError',
+      `${file} is marked 'use agent' but exports no agent. An agent is an exported function whose ` +
+        'exported name starts with an uppercase letter (e.g. `export function Triage() {}`); ' +
+        'classes, re-exports and non-function values do not count. Export an agent or remove the directive.',
+      { file },
+    );
+  }
+}
+
+export class AnonymousAgentExportError extends FlueBuildError {
+  constructor(file: string) {
+    super(
+      'AnonymousAgentExportError',
+      `The default export of ${file} is an anonymous function, so the agent has no identity. ` +
+        'Name it (`export default function Triage() {}`) or export a named function.',
+      { file, exportName: 'default' },
+    );
+  }
+}
+
+export class DuplicateAgentExportError extends FlueBuildError {
+  readonly exportNames: string[];
+
+  constructor(file: string, localName: string, exportNames: string[]) {
+    super(
+      'DuplicateAgentExportError',
+      `${file} exports the function ${localName} under several agent names ` +
+        `(${exportNames.join(', ')}). One function is one agent: export it once.`,
+      { file, exportName: exportNames[0] },
+    );
+    this.exportNames = exportNames;
+  }
+}
+
+export class InvalidAgentNameStaticError extends FlueBuildError {
+  constructor(file: string, exportName: string, localName: string, problem: string) {
+    super(
+      'InvalidAgentNameStaticError',
+      `${localName}.agentName in ${file} (agent export ${exportName}) is not statically readable: ` +
+        `${problem}. Assign a string literal once at module top level, e.g. ` +
+        `\`${localName}.agentName = 'issue-triage'\`.`,
+      { file, exportName },
+    );
+  }
+}
+
+export class InvalidAgentIdentityError extends FlueBuildError {
+  readonly identity: string;
+
+  constructor(file: string, exportName: string, identity: string, source: string, pattern: RegExp) {
+    super(
+      'InvalidAgentIdentityError',
+      `Invalid agent identity ${JSON.stringify(identity)} (${source}) for export ${exportName} in ` +
+        `${file}: it must match ${pattern} (PascalCase or kebab-case, starting with a letter).`,
+      { file, exportName },
+    );
+    this.identity = identity;
+  }
+}
+
+export class DuplicateAgentIdentityError extends FlueBuildError {
+  readonly identity: string;
+
+  constructor(identity: string, occurrences: AgentLocation[]) {
+    super(
+      'DuplicateAgentIdentityError',
+      `Two agents share the identity ${JSON.stringify(identity)}: ${describeAll(occurrences)}. ` +
+        'Identities key Durable Object storage and must be unique; rename one or set a distinct `agentName`.',
+      occurrences[0] ?? {},
+    );
+    this.identity = identity;
+  }
+}
+
+export class AgentIdentifierCollisionError extends FlueBuildError {
+  readonly generatedName: string;
+
+  constructor(kind: 'class' | 'binding', generatedName: string, occurrences: IdentityOccurrence[]) {
+    const what = kind === 'class' ? 'Durable Object class name' : 'Durable Object binding name';
+    const list = occurrences.map((o) => `${JSON.stringify(o.identity)}${where(o)}`).join(' and ');
+    super(
+      'AgentIdentifierCollisionError',
+      `Agent identities ${list} both map to the ${what} ${generatedName}. ` +
+        'Rename one of them (or set a distinct `agentName`).',
+      occurrences[0] ?? {},
+    );
+    this.generatedName = generatedName;
+  }
+}
+
+export class AgentModuleParseError extends FlueBuildError {
+  constructor(file: string, detail: string, cause?: unknown) {
+    super(
+      'AgentModuleParseError',
+      `Cannot parse ${file}, which mentions 'use agent': ${detail}`,
+      { file },
+      cause,
+    );
+  }
+}
+
+function where(location: AgentLocation): string {
+  if (location.file === undefined) return '';
+  return location.exportName === undefined
+    ? ` (${location.file})`
+    : ` (export ${location.exportName} in ${location.file})`;
+}
+
+function describeAll(occurrences: AgentLocation[]): string {
+  const described = occurrences.map((o) => where(o).slice(2, -1)).filter((s) => s !== '');
+  return described.length > 0 ? described.join(' and ') : 'the same identity is listed twice';
+}

@@ -1,0 +1,726 @@
+/**
+ * The `'use agent'` scan (build-and-cli.md §1): which modules are agent modules, which of their
+ * exports are agents, and each agent's durable identity, class and binding names.
+ *
+ * Pipeline per file: a raw-text pre-filter (`use agent` substring), one non-bundling esbuild
+ * transform (TS → JS; also the parse check), the directive prologue read by acorn from the
+ * original text, then exports and `agentName` statics read by acorn from esbuild's output.
+ *
+ * Why the prologue is not read from esbuild's output: esbuild normalizes strings
+ * (`'use\x20agent'` prints as `"use agent"`) and hoists a string statement to the top once the
+ * TS before it is erased (`import type …; 'use agent'`, `type T = …; 'use agent'`,
+ * `'use agent'!;`, `'use agent' as string;` all print as a leading `"use agent";`). The prologue
+ * is plain JavaScript in TS files too, so acorn reads it from the original text, statement by
+ * statement, and stops before any TS syntax.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { transform, type Loader, type Message } from 'esbuild';
+import {
+  Parser,
+  parse,
+  tokTypes,
+  type AnyNode,
+  type Expression,
+  type Options,
+  type Pattern,
+  type Program,
+  type Token,
+  type TokenType,
+} from 'acorn';
+import {
+  AgentModuleParseError,
+  AnonymousAgentExportError,
+  DuplicateAgentExportError,
+  InvalidAgentIdentityError,
+  InvalidAgentNameStaticError,
+  NoAgentExportsError,
+} from './build-errors.ts';
+import { AGENT_IDENTITY_PATTERN, bindingName, checkIdentityCollisions, className } from './names.ts';
+import type { ScannedAgent, ScannedModule, ScanResult } from './scan-types.ts';
+
+export interface ScanAgentsOptions {
+  /** Project root; the default scan covers `<root>/src`. */
+  root: string;
+  /**
+   * Files to scan instead of the default tree walk (absolute or relative to `root`), e.g. the
+   * config `agents` glob's matches. Taken as given: no exclusions apply.
+   */
+  files?: string[];
+}
+
+const SCANNED_EXTENSIONS = new Set(['.ts', '.mts', '.js', '.mjs']);
+const EXCLUDED_DIRECTORIES = new Set(['node_modules', 'dist', '.wrangler']);
+const READ_CONCURRENCY = 16;
+
+/** Scans the project and checks identities across all agent modules. */
+export async function scanAgents(options: ScanAgentsOptions): Promise<ScanResult> {
+  const root = path.resolve(options.root);
+  const listed = options.files
+    ? options.files.map((file) => path.resolve(root, file))
+    : await listSourceFiles(path.join(root, 'src'));
+  // Code-unit order, not locale order: the result must not depend on the machine.
+  const files = [...new Set(listed)].sort(compareCodeUnits);
+
+  const outcomes = await mapLimit(files, READ_CONCURRENCY, async (file) =>
+    scanModule(file, await readFile(file, 'utf8')),
+  );
+
+  const modules: ScannedModule[] = [];
+  // Report the first failure in path order so the same tree always fails the same way.
+  for (const outcome of outcomes) {
+    if (outcome.status === 'rejected') throw outcome.reason;
+    if (outcome.value !== undefined) modules.push(outcome.value);
+  }
+  checkIdentityCollisions(
+    modules.flatMap((module) =>
+      module.agents.map((agent) => ({ identity: agent.identity, file: module.file, exportName: agent.exportName })),
+    ),
+  );
+  return { modules };
+}
+
+/**
+ * Scans one module. Returns `undefined` when the module is not an agent module; throws a build
+ * error when it is marked but malformed, or when it mentions `use agent` and does not parse.
+ */
+export async function scanModule(file: string, source: string): Promise<ScannedModule | undefined> {
+  // The only raw-text test: a cheap filter so most files never reach esbuild.
+  if (!source.includes('use agent')) return undefined;
+  const absolute = path.resolve(file);
+
+  const output = await transformToJs(absolute, source);
+  if (!readDirectivePrologue(source).some(isUseAgentDirective)) return undefined;
+
+  let program: Program;
+  try {
+    program = parse(output, { ecmaVersion: 'latest', sourceType: 'module' });
+  } catch (error) {
+    throw new AgentModuleParseError(absolute, `esbuild's output does not parse: ${describe(error)}`, error);
+  }
+  return { file: absolute, agents: findAgents(absolute, program) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// esbuild pass
+
+async function transformToJs(file: string, source: string): Promise<string> {
+  try {
+    const result = await transform(source, {
+      loader: loaderFor(file),
+      sourcefile: file,
+      // No `format`: esbuild then keeps module syntax as written. With `format: 'esm'` it rewrites
+      // `export default () => {}` to `var <Basename>_default = () => {}`, which cannot be told
+      // apart from a user's own function of that name.
+      target: 'es2022', // the bundle's target (§3.3); also lowers decorators, which acorn lacks
+      logLevel: 'silent',
+    });
+    return result.code;
+  } catch (error) {
+    throw new AgentModuleParseError(file, describeEsbuildFailure(error), error);
+  }
+}
+
+function loaderFor(file: string): Loader {
+  switch (path.extname(file).toLowerCase()) {
+    case '.js':
+    case '.mjs':
+    case '.cjs':
+      return 'js';
+    case '.jsx':
+      return 'jsx';
+    case '.tsx':
+      return 'tsx';
+    default:
+      return 'ts';
+  }
+}
+
+function describeEsbuildFailure(error: unknown): string {
+  const errors = (error as { errors?: Message[] } | undefined)?.errors;
+  const first = Array.isArray(errors) ? errors[0] : undefined;
+  if (first === undefined) return describe(error);
+  const at = first.location ? `${first.location.line}:${first.location.column + 1}: ` : '';
+  return `${at}${first.text}`;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Directive prologue (original text)
+
+/** The acorn internals the prologue reader drives; stable across acorn 8 (plugins use them). */
+interface StatementParser {
+  type: TokenType;
+  start: number;
+  end: number;
+  nextToken(): void;
+  parseStatement(context: null, topLevel: boolean, exports: Record<string, unknown>): AnyNode;
+}
+
+// ECMAScript LineTerminator (acorn's own `lineBreak` set); only ever tested on the gap between
+// two tokens, to apply the automatic-semicolon rule.
+const LINE_TERMINATOR = /\r\n?|[\n\u2028\u2029]/;
+
+/**
+ * Raw source text of each directive in the prologue: the leading statements that consist of
+ * exactly one string literal. A shebang, comments and any directive may precede one another.
+ * acorn parses one statement at a time, so ASI and continuations (`'x'\n.length`,
+ * `'x' as T`) follow the language, and it never reads past the first non-string statement,
+ * where TS syntax may begin.
+ */
+export function readDirectivePrologue(source: string): string[] {
+  const tokens: Token[] = [];
+  const options: Options = {
+    ecmaVersion: 'latest',
+    sourceType: 'module',
+    allowHashBang: true,
+    onToken: tokens,
+  };
+  const directives: string[] = [];
+  let parser: StatementParser;
+  try {
+    // The constructor is `protected` in acorn's typings; `Parser.parse` would read the whole file.
+    const Construct = Parser as unknown as new (options: Options, input: string) => StatementParser;
+    parser = new Construct(options, source);
+    parser.nextToken();
+  } catch {
+    return directives; // the first token is not JavaScript (e.g. a decorator): no prologue
+  }
+
+  while (parser.type === tokTypes.string) {
+    const literalStart = parser.start;
+    const literalEnd = parser.end;
+    const consumedBefore = tokens.length;
+    let statement: AnyNode;
+    try {
+      statement = parser.parseStatement(null, true, Object.create(null) as Record<string, unknown>);
+    } catch (error) {
+      // acorn stopped at syntax it does not know (TS, decorators) right after this string.
+      // The string still ends its statement if `;` closed it, or if a line break lies between it
+      // and the unreadable token (ASI); anything else means the string began a longer expression.
+      const after = tokens.slice(consumedBefore + 1);
+      const failedAt = (error as { pos?: number }).pos;
+      const closedBySemicolon = after.length > 0 && after[0]!.type === tokTypes.semi;
+      const closedByLineBreak =
+        after.length === 0 &&
+        typeof failedAt === 'number' &&
+        LINE_TERMINATOR.test(source.slice(literalEnd, failedAt));
+      if (closedBySemicolon || closedByLineBreak) directives.push(source.slice(literalStart, literalEnd));
+      break;
+    }
+    const isDirective =
+      statement.type === 'ExpressionStatement' &&
+      statement.expression.type === 'Literal' &&
+      typeof statement.expression.value === 'string' &&
+      statement.expression.start === literalStart &&
+      statement.expression.end === literalEnd;
+    if (!isDirective) break;
+    directives.push(source.slice(literalStart, literalEnd));
+  }
+  return directives;
+}
+
+/** Raw text must be exactly `use agent` between matching quotes; escapes do not count. */
+function isUseAgentDirective(raw: string): boolean {
+  return raw === "'use agent'" || raw === '"use agent"';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exports (esbuild's output)
+
+type Binding =
+  | { kind: 'function'; functionName: string }
+  | { kind: 'import' | 'class' | 'value' };
+
+interface AgentCandidate {
+  exportName: string;
+  /** Module-scope binding exported; undefined for `export default (function Name() {})`. */
+  localName: string | undefined;
+  /** Identity unless an `agentName` static overrides it. */
+  defaultIdentity: string;
+  defaultIdentitySource: string;
+  position: number;
+}
+
+function findAgents(file: string, program: Program): ScannedAgent[] {
+  const bindings = collectTopLevelBindings(program);
+  const candidates: AgentCandidate[] = [];
+
+  const consider = (exportName: string, localName: string, position: number): void => {
+    const binding = bindings.get(localName);
+    // Imports are re-exports (an agent registers where it is defined); classes and other values
+    // are not syntactically functions.
+    if (binding === undefined || binding.kind !== 'function') return;
+    if (exportName === 'default') {
+      // A default export is an agent when the function's own name is capitalized.
+      if (!startsUppercase(binding.functionName)) return;
+      candidates.push({
+        exportName,
+        localName,
+        defaultIdentity: binding.functionName,
+        defaultIdentitySource: 'function name',
+        position,
+      });
+    } else if (startsUppercase(exportName)) {
+      candidates.push({ exportName, localName, defaultIdentity: exportName, defaultIdentitySource: 'export name', position });
+    }
+  };
+
+  for (const statement of program.body) {
+    if (statement.type === 'ExportNamedDeclaration') {
+      if (statement.source) continue; // `export { X } from '…'`
+      const declaration = statement.declaration;
+      if (declaration?.type === 'FunctionDeclaration') {
+        consider(declaration.id.name, declaration.id.name, declaration.start);
+      } else if (declaration?.type === 'VariableDeclaration') {
+        for (const declarator of declaration.declarations) {
+          if (declarator.id.type === 'Identifier') consider(declarator.id.name, declarator.id.name, declarator.start);
+        }
+      } else if (declaration == null) {
+        for (const specifier of statement.specifiers) {
+          consider(moduleExportName(specifier.exported), moduleExportName(specifier.local), specifier.start);
+        }
+      }
+    } else if (statement.type === 'ExportDefaultDeclaration') {
+      const declaration = statement.declaration;
+      if (
+        declaration.type === 'FunctionDeclaration' ||
+        declaration.type === 'FunctionExpression' ||
+        declaration.type === 'ArrowFunctionExpression'
+      ) {
+        const id = declaration.type === 'ArrowFunctionExpression' ? null : declaration.id;
+        if (id == null) throw new AnonymousAgentExportError(file);
+        if (declaration.type === 'FunctionDeclaration') {
+          consider('default', id.name, statement.start);
+        } else if (startsUppercase(id.name)) {
+          // `export default (function Triage() {})`: a named expression with no module binding.
+          candidates.push({
+            exportName: 'default',
+            localName: undefined,
+            defaultIdentity: id.name,
+            defaultIdentitySource: 'function name',
+            position: statement.start,
+          });
+        }
+      } else if (declaration.type === 'Identifier') {
+        consider('default', declaration.name, statement.start);
+      }
+    }
+    // `export *` and `export * as ns` are re-exports: never agents.
+  }
+
+  candidates.sort((a, b) => a.position - b.position);
+  rejectDuplicateExports(file, candidates);
+
+  const agentLocals = new Set(candidates.flatMap((c) => (c.localName === undefined ? [] : [c.localName])));
+  const writes = findAgentNameWrites(program, agentLocals);
+
+  const agents = candidates.map((candidate): ScannedAgent => {
+    const identity = resolveIdentity(file, candidate, writes.get(candidate.localName ?? '') ?? []);
+    return {
+      exportName: candidate.exportName,
+      identity,
+      className: className(identity),
+      bindingName: bindingName(identity),
+    };
+  });
+  if (agents.length === 0) throw new NoAgentExportsError(file);
+  checkIdentityCollisions(agents.map((agent) => ({ identity: agent.identity, file, exportName: agent.exportName })));
+  return agents;
+}
+
+function rejectDuplicateExports(file: string, candidates: AgentCandidate[]): void {
+  const byLocal = new Map<string, string[]>();
+  for (const candidate of candidates) {
+    if (candidate.localName === undefined) continue;
+    const names = byLocal.get(candidate.localName) ?? [];
+    names.push(candidate.exportName);
+    byLocal.set(candidate.localName, names);
+  }
+  for (const [localName, exportNames] of byLocal) {
+    if (exportNames.length > 1) throw new DuplicateAgentExportError(file, localName, exportNames);
+  }
+}
+
+function resolveIdentity(file: string, candidate: AgentCandidate, writes: AgentNameWrite[]): string {
+  const localName = candidate.localName ?? candidate.defaultIdentity;
+  const invalid = writes.find((write) => write.problem !== undefined);
+  if (invalid !== undefined) {
+    throw new InvalidAgentNameStaticError(file, candidate.exportName, localName, invalid.problem!);
+  }
+  if (writes.length > 1) {
+    throw new InvalidAgentNameStaticError(file, candidate.exportName, localName, 'it is assigned more than once');
+  }
+  const literal = writes[0]?.value;
+  const identity = literal ?? candidate.defaultIdentity;
+  if (!AGENT_IDENTITY_PATTERN.test(identity)) {
+    const source = literal !== undefined ? 'agentName static' : candidate.defaultIdentitySource;
+    throw new InvalidAgentIdentityError(file, candidate.exportName, identity, source, AGENT_IDENTITY_PATTERN);
+  }
+  return identity;
+}
+
+/** Module-scope bindings of esbuild's output, with what each one holds. */
+function collectTopLevelBindings(program: Program): Map<string, Binding> {
+  const bindings = new Map<string, Binding>();
+  for (const item of program.body) {
+    const statement =
+      (item.type === 'ExportNamedDeclaration' || item.type === 'ExportDefaultDeclaration') && item.declaration
+        ? item.declaration
+        : item;
+    switch (statement.type) {
+      case 'ImportDeclaration':
+        for (const specifier of statement.specifiers) bindings.set(specifier.local.name, { kind: 'import' });
+        break;
+      case 'FunctionDeclaration':
+        if (statement.id) bindings.set(statement.id.name, { kind: 'function', functionName: statement.id.name });
+        break;
+      case 'ClassDeclaration':
+        if (statement.id) bindings.set(statement.id.name, { kind: 'class' });
+        break;
+      case 'VariableDeclaration':
+        for (const declarator of statement.declarations) {
+          const init = declarator.init;
+          if (declarator.id.type === 'Identifier' && init && isFunctionExpression(init)) {
+            // The runtime `name` of the value: a named function expression keeps its own name,
+            // an anonymous one takes the binding's name.
+            const own = init.type === 'FunctionExpression' ? init.id?.name : undefined;
+            bindings.set(declarator.id.name, { kind: 'function', functionName: own ?? declarator.id.name });
+          } else {
+            for (const name of boundNames(declarator.id)) bindings.set(name, { kind: 'value' });
+          }
+        }
+        break;
+    }
+  }
+  return bindings;
+}
+
+function isFunctionExpression(node: Expression): boolean {
+  return node.type === 'ArrowFunctionExpression' || node.type === 'FunctionExpression';
+}
+
+function moduleExportName(node: { type: string; name?: string; value?: unknown }): string {
+  return node.type === 'Identifier' ? node.name! : String(node.value);
+}
+
+function startsUppercase(name: string): boolean {
+  const first = name.charCodeAt(0);
+  return first >= 65 && first <= 90; // ASCII A–Z only (§1.2)
+}
+
+// ---------------------------------------------------------------------------------------------
+// `agentName` statics (esbuild's output)
+
+interface AgentNameWrite {
+  /** The literal value of the one statically readable form. */
+  value?: string;
+  /** Why this write is not statically readable. */
+  problem?: string;
+}
+
+/**
+ * Every write to `<agent>.agentName` in the module, keyed by the agent's local name. Only
+ * `X.agentName = '<literal>'` as a whole module-level statement is readable; esbuild has already
+ * removed TS wrappers (`(X as any).agentName`, `X!.agentName`). References shadowed by a local
+ * binding of the same name are not the agent and are ignored.
+ */
+function findAgentNameWrites(program: Program, agentLocals: Set<string>): Map<string, AgentNameWrite[]> {
+  const writes = new Map<string, AgentNameWrite[]>();
+  if (agentLocals.size === 0) return writes;
+
+  const topLevelAssignments = new Set<AnyNode>();
+  for (const statement of program.body) {
+    if (statement.type === 'ExpressionStatement' && statement.expression.type === 'AssignmentExpression') {
+      topLevelAssignments.add(statement.expression);
+    }
+  }
+
+  const record = (name: string, write: AgentNameWrite): void => {
+    const list = writes.get(name) ?? [];
+    list.push(write);
+    writes.set(name, list);
+  };
+  // The agent a member expression's object names, when that member is `.agentName`.
+  const targetOf = (node: AnyNode, scopes: Set<string>[]): string | undefined => {
+    if (node.type !== 'MemberExpression' || node.object.type !== 'Identifier') return undefined;
+    const name = node.object.name;
+    if (!agentLocals.has(name) || isShadowed(name, scopes)) return undefined;
+    const key = node.computed ? staticString(node.property as Expression) : (node.property as { name?: string }).name;
+    return key === 'agentName' ? name : undefined;
+  };
+  const agentArgument = (node: AnyNode | undefined, scopes: Set<string>[]): string | undefined =>
+    node?.type === 'Identifier' && agentLocals.has(node.name) && !isShadowed(node.name, scopes) ? node.name : undefined;
+
+  const visit = (node: AnyNode, scopes: Set<string>[]): void => {
+    const inner = scopeIntroducedBy(node);
+    const current = inner === undefined ? scopes : [...scopes, inner];
+
+    switch (node.type) {
+      case 'AssignmentExpression': {
+        const target = targetOf(node.left, current);
+        if (target !== undefined) {
+          const literal = staticString(node.right);
+          if (node.operator !== '=') {
+            record(target, { problem: `it is updated with \`${node.operator}\`` });
+          } else if (!topLevelAssignments.has(node)) {
+            record(target, { problem: 'it is assigned inside a function, block, condition or larger expression' });
+          } else if (literal === undefined) {
+            record(target, { problem: 'the assigned value is not a string literal' });
+          } else {
+            record(target, { value: literal });
+          }
+        } else {
+          for (const member of patternMembers(node.left)) {
+            const name = targetOf(member, current);
+            if (name !== undefined) record(name, { problem: 'it is assigned by destructuring' });
+          }
+        }
+        break;
+      }
+      case 'UpdateExpression':
+      case 'UnaryExpression': {
+        const name = targetOf(node.argument, current);
+        if (name !== undefined && (node.type === 'UpdateExpression' || node.operator === 'delete')) {
+          record(name, { problem: `it is changed with \`${node.operator}\`` });
+        }
+        break;
+      }
+      case 'ForInStatement':
+      case 'ForOfStatement': {
+        const name = targetOf(node.left, current);
+        if (name !== undefined) record(name, { problem: 'it is a loop variable' });
+        break;
+      }
+      case 'CallExpression': {
+        const name = agentArgument(node.arguments[0], current);
+        if (name !== undefined && setsAgentNameReflectively(node)) {
+          record(name, { problem: 'it is set through Object/Reflect property helpers' });
+        }
+        break;
+      }
+    }
+    for (const child of childNodes(node)) visit(child, current);
+  };
+  visit(program, []);
+  return writes;
+}
+
+/** `Object.assign(X, { agentName })`, `Object.defineProperty(X, 'agentName', …)` and kin. */
+function setsAgentNameReflectively(call: AnyNode & { type: 'CallExpression' }): boolean {
+  const callee = call.callee;
+  if (callee.type !== 'MemberExpression' || callee.object.type !== 'Identifier' || callee.computed) return false;
+  const receiver = callee.object.name;
+  const method = (callee.property as { name?: string }).name;
+  const rest = call.arguments.slice(1);
+  const hasAgentNameKey = (node: AnyNode | undefined): boolean =>
+    node?.type === 'ObjectExpression' &&
+    node.properties.some(
+      (property) =>
+        property.type === 'Property' &&
+        (property.computed ? staticString(property.key as Expression) : propertyKeyName(property.key)) === 'agentName',
+    );
+  if (receiver === 'Object' && (method === 'assign' || method === 'defineProperties')) {
+    return rest.some((argument) => hasAgentNameKey(argument));
+  }
+  if ((receiver === 'Object' || receiver === 'Reflect') && (method === 'defineProperty' || method === 'set')) {
+    return rest[0] !== undefined && rest[0].type !== 'SpreadElement' && staticString(rest[0]) === 'agentName';
+  }
+  return false;
+}
+
+function propertyKeyName(key: AnyNode): string | undefined {
+  if (key.type === 'Identifier') return key.name;
+  if (key.type === 'Literal' && typeof key.value === 'string') return key.value;
+  return undefined;
+}
+
+/** A string known without running code: a string literal or a template with no substitutions. */
+function staticString(node: Expression | AnyNode): string | undefined {
+  if (node.type === 'Literal' && typeof node.value === 'string') return node.value;
+  if (node.type === 'TemplateLiteral' && node.expressions.length === 0) {
+    return node.quasis[0]?.value.cooked ?? undefined;
+  }
+  return undefined;
+}
+
+/** Member-expression targets inside a destructuring pattern. */
+function patternMembers(node: AnyNode): AnyNode[] {
+  switch (node.type) {
+    case 'MemberExpression':
+      return [node];
+    case 'ObjectPattern':
+      return node.properties.flatMap((p) => patternMembers(p.type === 'RestElement' ? p.argument : p.value));
+    case 'ArrayPattern':
+      return node.elements.flatMap((e) => (e ? patternMembers(e) : []));
+    case 'AssignmentPattern':
+      return patternMembers(node.left);
+    case 'RestElement':
+      return patternMembers(node.argument);
+    default:
+      return [];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scopes: only precise enough to tell a module binding from a local of the same name.
+
+function isShadowed(name: string, scopes: Set<string>[]): boolean {
+  return scopes.some((scope) => scope.has(name));
+}
+
+/** Names a node declares for its own body, or undefined when it opens no scope. */
+function scopeIntroducedBy(node: AnyNode): Set<string> | undefined {
+  switch (node.type) {
+    case 'FunctionDeclaration':
+    case 'FunctionExpression':
+    case 'ArrowFunctionExpression': {
+      const names = new Set<string>();
+      if (node.type === 'FunctionExpression' && node.id) names.add(node.id.name);
+      for (const param of node.params) for (const name of boundNames(param)) names.add(name);
+      if (node.body.type === 'BlockStatement') {
+        for (const name of varNames(node.body)) names.add(name);
+      }
+      return names;
+    }
+    case 'BlockStatement':
+    case 'StaticBlock':
+      return lexicalNames(node.body);
+    case 'SwitchStatement':
+      return lexicalNames(node.cases.flatMap((c) => c.consequent));
+    case 'ForStatement':
+    case 'ForInStatement':
+    case 'ForOfStatement': {
+      const head = node.type === 'ForStatement' ? node.init : node.left;
+      return head?.type === 'VariableDeclaration' && head.kind !== 'var' ? lexicalNames([head]) : undefined;
+    }
+    case 'CatchClause':
+      return node.param ? new Set(boundNames(node.param)) : undefined;
+    case 'ClassExpression':
+      return node.id ? new Set([node.id.name]) : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** let/const/class/function declared directly in a statement list. */
+function lexicalNames(statements: AnyNode[]): Set<string> {
+  const names = new Set<string>();
+  for (const statement of statements) {
+    if (statement.type === 'VariableDeclaration' && statement.kind !== 'var') {
+      for (const declarator of statement.declarations) for (const name of boundNames(declarator.id)) names.add(name);
+    } else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id) {
+      names.add(statement.id.name);
+    }
+  }
+  return names;
+}
+
+/** `var` names hoisted to a function body (not descending into nested functions). */
+function varNames(node: AnyNode): string[] {
+  const names: string[] = [];
+  const walk = (current: AnyNode): void => {
+    if (current.type === 'VariableDeclaration' && current.kind === 'var') {
+      for (const declarator of current.declarations) names.push(...boundNames(declarator.id));
+    }
+    for (const child of childNodes(current)) {
+      if (child.type !== 'FunctionDeclaration' && child.type !== 'FunctionExpression' && child.type !== 'ArrowFunctionExpression') {
+        walk(child);
+      }
+    }
+  };
+  walk(node);
+  return names;
+}
+
+function boundNames(pattern: Pattern | AnyNode): string[] {
+  switch (pattern.type) {
+    case 'Identifier':
+      return [pattern.name];
+    case 'ObjectPattern':
+      return pattern.properties.flatMap((p) => boundNames(p.type === 'RestElement' ? p.argument : p.value));
+    case 'ArrayPattern':
+      return pattern.elements.flatMap((e) => (e ? boundNames(e) : []));
+    case 'AssignmentPattern':
+      return boundNames(pattern.left);
+    case 'RestElement':
+      return boundNames(pattern.argument);
+    default:
+      return [];
+  }
+}
+
+/** Child AST nodes in source order (acorn has no walker; acorn-walk would be another dependency). */
+function childNodes(node: AnyNode): AnyNode[] {
+  const children: AnyNode[] = [];
+  for (const key of Object.keys(node)) {
+    if (key === 'loc' || key === 'range') continue;
+    const value = (node as unknown as Record<string, unknown>)[key];
+    if (Array.isArray(value)) {
+      for (const item of value) if (isNode(item)) children.push(item);
+    } else if (isNode(value)) {
+      children.push(value);
+    }
+  }
+  return children;
+}
+
+function isNode(value: unknown): value is AnyNode {
+  return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+/** `src/**` files with scanned extensions, skipping build output, dependencies and dot-dirs. */
+async function listSourceFiles(directory: string): Promise<string[]> {
+  let entries;
+  try {
+    entries = await readdir(directory, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const files: string[] = [];
+  for (const entry of entries) {
+    const full = path.join(directory, entry.name);
+    if (entry.isDirectory()) {
+      if (EXCLUDED_DIRECTORIES.has(entry.name) || entry.name.startsWith('.')) continue;
+      files.push(...(await listSourceFiles(full)));
+    } else if (entry.isFile() && isScannedFile(entry.name)) {
+      files.push(full);
+    }
+  }
+  return files;
+}
+
+function isScannedFile(name: string): boolean {
+  // Declaration files hold no runtime code, so they can never define an agent.
+  if (/\.d\.m?ts$/.test(name)) return false;
+  return SCANNED_EXTENSIONS.has(path.extname(name));
+}
+
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Like `Promise.allSettled(items.map(fn))`, at most `limit` at a time (no EMFILE on big trees). */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
+  const results: PromiseSettledResult<R>[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        results[index] = { status: 'fulfilled', value: await fn(items[index]!) };
+      } catch (reason) {
+        results[index] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
