@@ -40,8 +40,13 @@ export class RunYield extends Error {
 }
 
 const FINISH_CYCLE_CEILING = 32;
-/** Streamed deltas are committed at most this often: one row per flush, not per token. */
-const DELTA_FLUSH_MS = 250;
+/**
+ * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
+ * doubling intervals up to 2 s. Short replies cost one or two rows; a long stream about one row
+ * every two seconds, and a crash loses at most that much text.
+ */
+const DELTA_FLUSH_FIRST_MS = 250;
+const DELTA_FLUSH_MAX_MS = 2_000;
 
 export class ResponseRun {
   readonly engine: ConversationEngine;
@@ -432,6 +437,7 @@ export class ResponseRun {
     let started = false;
     let pending: ConversationRecord[] = [];
     let lastFlush = Date.now();
+    let interval = DELTA_FLUSH_FIRST_MS;
     // A trailing flush bounds how long received text stays uncommitted when the stream stalls.
     let trailing: ReturnType<typeof setTimeout> | undefined;
     const flush = (extra: ConversationRecord[] = []) => {
@@ -442,6 +448,7 @@ export class ResponseRun {
       started = true;
       pending = [];
       lastFlush = Date.now();
+      interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
       this.engine.commit(this.live, records);
     };
     const stream = getModels().streamSimple(model, context, {
@@ -457,8 +464,8 @@ export class ResponseRun {
         if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
         else pending.push({ type: 'assistant_delta', stepId, kind, block: event.contentIndex, delta: event.delta });
         const elapsed = Date.now() - lastFlush;
-        if (elapsed >= DELTA_FLUSH_MS) flush();
-        else trailing ??= setTimeout(() => flush(), DELTA_FLUSH_MS - elapsed);
+        if (elapsed >= interval) flush();
+        else trailing ??= setTimeout(() => flush(), interval - elapsed);
       }
     } finally {
       if (trailing !== undefined) clearTimeout(trailing);

@@ -48,7 +48,8 @@ const SCHEMA = [
      settled_at INTEGER
    )`,
   // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
-  `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE status != 'settled'`,
+  // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
+  `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
   `CREATE TABLE IF NOT EXISTS flue_state (
      stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
    ) WITHOUT ROWID`,
@@ -199,7 +200,7 @@ export class SqlStore {
 
   listStreamsWithOpenWork(): string[] {
     return this.driver
-      .query(`SELECT DISTINCT stream FROM flue_submissions WHERE status != 'settled'`)
+      .query(`SELECT DISTINCT stream FROM flue_submissions WHERE settled_at IS NULL`)
       .map((row) => String(row.stream));
   }
 
@@ -224,7 +225,7 @@ export class SqlStore {
   /** Unsettled submissions of one conversation in admission order. */
   openSubmissions(stream: string): SubmissionRow[] {
     return this.driver
-      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND status != 'settled' ORDER BY ord`, stream)
+      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, stream)
       .map(toSubmission);
   }
 
@@ -273,7 +274,7 @@ export class SqlStore {
     const before = this.getSubmission(id);
     if (before === undefined || before.status === 'settled') return false;
     this.driver.run(
-      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND status != 'settled'`,
+      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL`,
       outcome,
       error,
       now,
@@ -286,7 +287,7 @@ export class SqlStore {
   requestAbort(stream: string, now: number): number {
     const open = this.openSubmissions(stream);
     this.driver.run(
-      `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND status != 'settled'`,
+      `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND settled_at IS NULL`,
       now,
       stream,
     );
