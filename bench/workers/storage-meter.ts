@@ -1,0 +1,131 @@
+/**
+ * Counts what a Durable Object writes, by wrapping its storage API (not by estimating).
+ *
+ * `meterStorage(ctx)` must run before the object's base constructor reads `ctx.storage`: a
+ * subclass constructor may run statements before `super()` as long as they do not touch `this`.
+ * It shadows the `storage` accessor of that one `DurableObjectState` with a proxy, so every later
+ * `ctx.storage` / `this.ctx.storage` in the base (the SQL driver, alarms, the Cloudflare context
+ * handed to tools) goes through the meter. Nothing else in the isolate is touched.
+ *
+ * SQL: every `sql.exec()` cursor is wrapped; when it is consumed (`toArray()` / `one()` /
+ * iteration to the end) its `rowsWritten` / `rowsRead` are added. Those are workerd's own per-statement
+ * counters, the ones Cloudflare bills (index entries included). Alarm and KV calls are counted per
+ * call: Cloudflare bills "each setAlarm()" as one row written (Durable Objects pricing page).
+ */
+
+export interface WriteRecord {
+  /** The statement, whitespace-collapsed and cut to 80 characters. */
+  sql: string;
+  rowsWritten: number;
+  /** For `INSERT INTO flue_batches`: the record types of the appended batch. */
+  recordTypes?: string[];
+}
+
+export interface MeterSnapshot {
+  sqlStatements: number;
+  sqlRowsWritten: number;
+  sqlRowsRead: number;
+  /** Statements whose cursor was never consumed (their rows could not be read back); expect 0. */
+  unconsumed: number;
+  setAlarm: number;
+  deleteAlarm: number;
+  kvWrites: number;
+  /** Every statement that wrote at least one row, in order. */
+  writes: WriteRecord[];
+}
+
+export interface StorageMeter {
+  snapshot(): MeterSnapshot;
+  reset(): void;
+}
+
+const KV_WRITES = new Set(['put', 'delete', 'deleteAll']);
+
+export function meterStorage(ctx: DurableObjectState): StorageMeter {
+  const storage = ctx.storage;
+  const sql = storage.sql;
+  let state = fresh();
+  const open = new Set<SqlStorageCursor<Record<string, SqlStorageValue>>>();
+
+  function fresh() {
+    return { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0, writes: [] as WriteRecord[] };
+  }
+
+  const settle = (cursor: SqlStorageCursor<Record<string, SqlStorageValue>>, query: string, bindings: unknown[]) => {
+    if (!open.delete(cursor)) return;
+    state.sqlRowsRead += cursor.rowsRead;
+    const written = cursor.rowsWritten;
+    if (written === 0) return;
+    state.sqlRowsWritten += written;
+    const record: WriteRecord = { sql: query.replace(/\s+/g, ' ').trim().slice(0, 80), rowsWritten: written };
+    if (/^\s*INSERT INTO flue_batches/i.test(query) && typeof bindings[2] === 'string') {
+      record.recordTypes = (JSON.parse(bindings[2]) as { type: string }[]).map((r) => r.type);
+    }
+    state.writes.push(record);
+  };
+
+  const exec = (query: string, ...bindings: unknown[]) => {
+    const cursor = sql.exec(query, ...bindings);
+    state.sqlStatements++;
+    open.add(cursor);
+    return new Proxy(cursor, {
+      get(target, key) {
+        if (key === 'toArray' || key === 'one') {
+          return () => {
+            try {
+              return target[key]();
+            } finally {
+              settle(target, query, bindings);
+            }
+          };
+        }
+        if (key === 'next') {
+          return () => {
+            const step = target.next();
+            if (step.done) settle(target, query, bindings);
+            return step;
+          };
+        }
+        if (key === Symbol.iterator) {
+          return function* () {
+            yield* target;
+            settle(target, query, bindings);
+          };
+        }
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  };
+
+  const meteredSql = new Proxy(sql, {
+    get(target, key) {
+      if (key === 'exec') return exec;
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+
+  const meteredStorage = new Proxy(storage, {
+    get(target, key) {
+      if (key === 'sql') return meteredSql;
+      const value = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      if (key === 'setAlarm') return (...args: unknown[]) => (state.setAlarm++, value.apply(target, args));
+      if (key === 'deleteAlarm') return (...args: unknown[]) => (state.deleteAlarm++, value.apply(target, args));
+      if (typeof key === 'string' && KV_WRITES.has(key)) return (...args: unknown[]) => (state.kvWrites++, value.apply(target, args));
+      return value.bind(target);
+    },
+  });
+
+  Object.defineProperty(ctx, 'storage', { value: meteredStorage, configurable: true, enumerable: true });
+  if (ctx.storage !== meteredStorage) throw new Error('bench: could not shadow ctx.storage');
+
+  return {
+    snapshot: () => ({ ...state, writes: [...state.writes], unconsumed: open.size }),
+    reset: () => {
+      state = fresh();
+      open.clear();
+    },
+  };
+}

@@ -1,0 +1,267 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { type BuildResult, build } from './build.ts';
+import { packageRoot } from './package-root.ts';
+import { offlineEnv, removeDir, tempProject, templateCopy, wranglerJsonc, writeFiles } from './test-project.ts';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+function project(files: Record<string, string>): string {
+  const dir = tempProject('build', files);
+  dirs.push(dir);
+  return dir;
+}
+
+const MINIMAL_APP = "export default { fetch() { return new Response('ok'); } };\n";
+const read = (dir: string, rel: string) => readFileSync(path.join(dir, rel), 'utf8');
+
+describe('build() of templates/cloudflare', () => {
+  let dir: string;
+  let result: BuildResult;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    dir = templateCopy('template-build');
+    dirs.push(dir);
+    result = await build({ root: dir, log: (line) => lines.push(line) });
+  }, 60_000);
+
+  it('writes the outputs of §3.1', () => {
+    for (const rel of ['dist/worker.js', 'dist/worker.js.map', 'dist/entry.generated.mjs', 'dist/flue-manifest.json', '.flue.wrangler.json']) {
+      expect(existsSync(path.join(dir, rel)), rel).toBe(true);
+    }
+    expect(JSON.parse(read(dir, '.wrangler/deploy/config.json'))).toEqual({ configPath: '../../.flue.wrangler.json' });
+    expect(read(dir, 'dist/entry.generated.mjs')).toBe(result.entrySource);
+    expect(result.bundleBytes).toBe(statSync(path.join(dir, 'dist/worker.js')).size);
+    expect(result.gzipBytes).toBeGreaterThan(0);
+    expect(result.gzipBytes).toBeLessThan(result.bundleBytes);
+  });
+
+  it('writes the manifest', () => {
+    const manifest = {
+      agents: [{ identity: 'Hello', exportName: 'Hello', file: 'src/agents/hello.ts', className: 'FlueHelloAgent', bindingName: 'FLUE_HELLO_AGENT' }],
+      cloudflareExports: [],
+    };
+    expect(result.manifest).toEqual(manifest);
+    expect(JSON.parse(read(dir, 'dist/flue-manifest.json'))).toEqual(manifest);
+  });
+
+  it('generates the entry of §3.2 with the user modules by absolute path', () => {
+    expect(result.entrySource).toContain(`import userApp from '${path.join(dir, 'src/app.ts')}';`);
+    expect(result.entrySource).toContain(`export * from '${path.join(dir, 'src/cloudflare.ts')}';`);
+    expect(result.entrySource).toContain("export const FlueHelloAgent = createFlueAgentClass(agents[0], Reflect.get(m0, 'cloudflare'));");
+  });
+
+  it('merges the wrangler config: $schema dropped, main/no_bundle, generated binding', () => {
+    const config = JSON.parse(read(dir, '.flue.wrangler.json'));
+    expect(config.$schema).toBeUndefined();
+    expect(config).toMatchObject({
+      name: 'my-flue-app',
+      main: 'dist/worker.js',
+      no_bundle: true,
+      durable_objects: { bindings: [{ name: 'FLUE_HELLO_AGENT', class_name: 'FlueHelloAgent' }] },
+      migrations: [{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent'] }],
+      triggers: { crons: ['0 9 * * *'] },
+    });
+    expect(read(dir, '.flue.wrangler.json')).toBe(result.wranglerConfig);
+  });
+
+  it('bundles one ESM Worker: identity binding appended, cloudflare:* external, no Node runtime', () => {
+    const js = read(dir, 'dist/worker.js');
+    expect(js).toMatch(/__flueBindAgentModule|__flue_bind__/);
+    expect(js).toContain('identity: "Hello"');
+    expect(js).toMatch(/from "cloudflare:workers"/);
+    expect(js).not.toContain('node:sqlite');
+    expect(js).toMatch(/export \{[^}]*FlueHelloAgent/);
+  });
+
+  it('logs progress: scanning, agents found, bundling, size', () => {
+    expect(lines[0]).toBe('[flue] Scanning src/ for agents');
+    expect(lines).toContain('[flue] Found 1 agent: Hello (src/agents/hello.ts)');
+    expect(lines).toContain('[flue] Bundling dist/worker.js');
+    expect(lines.at(-1)).toMatch(/^\[flue\] dist\/worker\.js {2}\d+\.\d\d KiB {2}\(gzip \d+\.\d\d KiB\)$/);
+  });
+
+  it('rewrites .flue.wrangler.json only when its bytes change', async () => {
+    const file = path.join(dir, '.flue.wrangler.json');
+    const before = statSync(file).mtimeMs;
+    await new Promise((r) => setTimeout(r, 20));
+    const again = await build({ root: dir });
+    expect(again.wranglerConfigChanged).toBe(false);
+    expect(statSync(file).mtimeMs).toBe(before);
+  }, 60_000);
+
+  it('fails without touching dist/ when the bundle breaks', async () => {
+    const worker = read(dir, 'dist/worker.js');
+    const app = read(dir, 'src/app.ts');
+    writeFileSync(path.join(dir, 'src/app.ts'), `import './missing.ts';\n${app}`);
+    try {
+      await expect(build({ root: dir })).rejects.toThrow(/^\[flue\] Bundling failed:\n {2}src\/app\.ts:1:8: Could not resolve "\.\/missing\.ts"/);
+      expect(read(dir, 'dist/worker.js')).toBe(worker);
+    } finally {
+      writeFileSync(path.join(dir, 'src/app.ts'), app);
+    }
+  }, 60_000);
+
+  it('`flue deploy --dry-run` succeeds offline', () => {
+    const res = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'deploy', '--dry-run'], {
+      cwd: dir,
+      env: offlineEnv(),
+      encoding: 'utf8',
+      timeout: 90_000,
+    });
+    expect(res.stderr).toContain('--dry-run: exiting now.');
+    expect(res.stderr).toMatch(/env\.FLUE_HELLO_AGENT \(FlueHelloAgent\)\s+Durable Object/);
+    expect(res.stdout).toBe('');
+    expect(res.status).toBe(0);
+  }, 120_000);
+});
+
+describe('build() failures before bundling', () => {
+  it('requires src/app.ts', async () => {
+    const dir = project({ 'wrangler.jsonc': wranglerJsonc([]) });
+    await expect(build({ root: dir })).rejects.toThrow('[flue] No app entry found. Create src/app.ts');
+    expect(existsSync(path.join(dir, 'dist'))).toBe(false);
+  });
+
+  it('rejects src/db.ts on Cloudflare', async () => {
+    const dir = project({ 'src/app.ts': MINIMAL_APP, 'src/db.ts': 'export default {};\n', 'wrangler.jsonc': wranglerJsonc([]) });
+    await expect(build({ root: dir })).rejects.toThrow('[flue] Custom persistence (db.ts) is not supported on the Cloudflare target.');
+  });
+
+  it('rejects wrangler.toml alone', async () => {
+    const dir = project({ 'src/app.ts': MINIMAL_APP, 'wrangler.toml': 'name = "x"\n' });
+    await expect(build({ root: dir })).rejects.toThrow('[flue] wrangler.toml is not supported; use wrangler.jsonc.');
+  });
+
+  it('runs the migration check against the scanned agents', async () => {
+    const dir = project({
+      'src/app.ts': MINIMAL_APP,
+      'src/agents/a.ts': "'use agent';\nexport function Alpha() { return 'a'; }\n",
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    await expect(build({ root: dir })).rejects.toThrow(
+      'Durable Object class "FlueAlphaAgent" (agent "Alpha") is not introduced by the migrations in wrangler.jsonc. Append this entry to "migrations":\n  { "tag": "v2", "new_sqlite_classes": ["FlueAlphaAgent"] }',
+    );
+    expect(existsSync(path.join(dir, 'dist'))).toBe(false);
+    expect(existsSync(path.join(dir, '.flue.wrangler.json'))).toBe(false);
+  });
+
+  it('propagates scanner errors', async () => {
+    const dir = project({
+      'src/app.ts': MINIMAL_APP,
+      'src/agents/a.ts': "'use agent';\nexport const helper = 1;\n",
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    await expect(build({ root: dir })).rejects.toThrow(/^\[flue\] .*a\.ts is marked 'use agent' but exports no agent/);
+  });
+});
+
+describe('build() of small projects', () => {
+  // `providers: ['faux']` keeps these bundles small.
+  const config = "export default { providers: ['faux'] };\n";
+
+  it('builds an app without agents or cloudflare.ts', async () => {
+    const dir = project({ 'flue.config.ts': config, 'src/app.ts': MINIMAL_APP, 'wrangler.jsonc': wranglerJsonc([]) });
+    const result = await build({ root: dir });
+    expect(result.manifest).toEqual({ agents: [], cloudflareExports: [] });
+    expect(result.entrySource).toContain("import { fauxProvider } from '@earendil-works/pi-ai/providers/faux';");
+    expect(JSON.parse(read(dir, '.flue.wrangler.json')).durable_objects).toBeUndefined();
+  }, 60_000);
+
+  it('lists cloudflare.ts named exports, imports .md as text, applies wrangler define, warns on stale classes', async () => {
+    const dir = project({
+      'flue.config.ts': config,
+      'src/app.ts': "import { Greeter } from './agents/greeter.ts';\nexport default { fetch() { return new Response(String(Greeter)); } };\n",
+      'src/agents/greeter.ts': "'use agent';\nimport prompt from '../prompts/greeter.md';\nexport function Greeter() { return prompt + BUILD_ID; }\nGreeter.agentName = 'greeter-bot';\n",
+      'src/prompts/greeter.md': 'You greet people *warmly*.\n',
+      'src/cloudflare.ts':
+        "export class Counter {}\nexport const VERSION = '1';\nexport default { scheduled() {} };\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueGreeterBotAgent', 'FlueGoneAgent', 'Counter'], {
+        define: { BUILD_ID: '"build-42"' },
+        durable_objects: { bindings: [{ name: 'COUNTER', class_name: 'Counter' }] },
+        env: { staging: { vars: { STAGE: 'staging' } } },
+      }),
+    });
+    const lines: string[] = [];
+    const result = await build({ root: dir, minify: true, log: (l) => lines.push(l) });
+    expect(result.manifest).toEqual({
+      agents: [{ identity: 'greeter-bot', exportName: 'Greeter', file: 'src/agents/greeter.ts', className: 'FlueGreeterBotAgent', bindingName: 'FLUE_GREETER_BOT_AGENT' }],
+      cloudflareExports: ['Counter', 'VERSION'],
+    });
+    const js = read(dir, 'dist/worker.js');
+    expect(js).toContain('You greet people *warmly*.');
+    expect(js).toContain('build-42');
+    expect(js).toMatch(/identity:\s*"greeter-bot"/); // survives minification
+    expect(result.warnings).toHaveLength(1);
+    expect(lines).toContain(`[flue] warning: ${result.warnings[0]}`);
+    expect(result.warnings[0]).toContain('"FlueGoneAgent", which no agent generates any more');
+    const merged = JSON.parse(read(dir, '.flue.wrangler.json'));
+    expect(merged.durable_objects.bindings).toEqual([
+      { name: 'COUNTER', class_name: 'Counter' },
+      { name: 'FLUE_GREETER_BOT_AGENT', class_name: 'FlueGreeterBotAgent' },
+    ]);
+    expect(merged.env.staging.durable_objects.bindings).toEqual([{ name: 'FLUE_GREETER_BOT_AGENT', class_name: 'FlueGreeterBotAgent' }]);
+  }, 60_000);
+
+  it('fails on @flue/runtime/node in the Worker graph, naming the import chain', async () => {
+    const dir = project({
+      'flue.config.ts': config,
+      'src/app.ts': "import { store } from './lib/store.ts';\nexport default { fetch() { return new Response(String(store)); } };\n",
+      'src/lib/store.ts': "import { sqlite } from '@flue/runtime/node';\nexport const store = sqlite;\n",
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    await expect(build({ root: dir })).rejects.toThrow(
+      '[flue] The Worker imports @flue/runtime/node (start, sqlite, local), which only runs on Node. Import chain:\n' +
+        '  dist/entry.generated.mjs\n  → src/app.ts\n  → src/lib/store.ts\n  → @flue/runtime/node',
+    );
+    expect(existsSync(path.join(dir, 'dist'))).toBe(false);
+  }, 60_000);
+
+  it('fails on node:sqlite in the Worker graph', async () => {
+    const dir = project({
+      'flue.config.ts': config,
+      'src/app.ts': "import { DatabaseSync } from 'node:sqlite';\nexport default { fetch() { return new Response(String(DatabaseSync)); } };\n",
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    await expect(build({ root: dir })).rejects.toThrow('Import chain:\n  dist/entry.generated.mjs\n  → src/app.ts\n  → node:sqlite');
+  }, 60_000);
+
+  it('rejects .md import queries and SKILL.md imports', async () => {
+    const dir = project({
+      'flue.config.ts': config,
+      'src/app.ts': "import text from './a.md?raw';\nexport default { fetch() { return new Response(text); } };\n",
+      'src/a.md': 'x',
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    await expect(build({ root: dir })).rejects.toThrow("Import queries are not supported on .md imports (\"./a.md?raw\"). Use a plain import: import text from './a.md'.");
+    writeFiles(dir, {
+      'src/app.ts': "import skill from './skills/review/SKILL.md';\nexport default { fetch() { return new Response(String(skill)); } };\n",
+      'src/skills/review/SKILL.md': '---\nname: review\n---\n',
+    });
+    await expect(build({ root: dir })).rejects.toThrow('SKILL.md imports (skill packaging) are not supported by this build yet.');
+  }, 60_000);
+
+  it('narrows the scan with the config agents glob', async () => {
+    const dir = project({
+      'flue.config.ts': "export default { providers: ['faux'], agents: 'agents/**/*.ts' };\n",
+      'src/app.ts': MINIMAL_APP,
+      'src/agents/a.ts': "'use agent';\nexport function Alpha() { return 'a'; }\n",
+      'src/other/b.ts': "'use agent';\nexport function Beta() { return 'b'; }\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueAlphaAgent']),
+    });
+    const result = await build({ root: dir });
+    expect(result.manifest.agents.map((a) => a.identity)).toEqual(['Alpha']);
+  }, 60_000);
+
+  it('leaves no staging files behind', async () => {
+    const dir = project({ 'flue.config.ts': config, 'src/app.ts': MINIMAL_APP, 'wrangler.jsonc': wranglerJsonc([]) });
+    await build({ root: dir });
+    renameSync(path.join(dir, 'dist'), path.join(dir, 'dist-old'));
+    await build({ root: dir });
+    const tmp = path.join(dir, '.wrangler', 'tmp');
+    expect(existsSync(tmp) ? readdirSync(tmp) : []).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,176 @@
+/**
+ * `flue dev [--port <n>] [-- <wrangler dev args>]` (build-and-cli.md §5.4): build, run
+ * `wrangler dev` on the generated config, rebuild on change, restart wrangler only when the
+ * generated config's bytes changed.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { type FSWatcher, watch } from 'node:fs';
+import path from 'node:path';
+import { createBuilder } from './build.ts';
+import { CONFIG_FILES } from './config.ts';
+import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
+import { offlineWranglerEnv, spawnWrangler } from './wrangler-bin.ts';
+
+export interface DevOptions {
+  root: string;
+  port?: string;
+  wranglerArgs?: readonly string[];
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+  /** Called once wrangler reports its URL (tests). */
+  onReady?: (url: string) => void;
+}
+
+const WATCHED_ROOT_FILES = new Set<string>(['wrangler.jsonc', 'wrangler.json', 'wrangler.toml', ...CONFIG_FILES]);
+const DEBOUNCE_MS = 120;
+const STOP_GRACE_MS = 5_000;
+
+/** Resolves to the exit code: 130 on SIGINT, 143 on SIGTERM, 1 if the first build fails. */
+export async function devCommand(options: DevOptions): Promise<number> {
+  const root = path.resolve(options.root);
+  const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text));
+  const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text));
+  const builder = createBuilder({ root, log: (line) => stderr(`${line}\n`) });
+
+  try {
+    await builder.build();
+  } catch (error) {
+    stderr(`${describe(error)}\n`);
+    await builder.dispose();
+    return 1;
+  }
+
+  const wranglerArgs = [
+    'dev',
+    '--config',
+    GENERATED_CONFIG_FILE,
+    '--ip',
+    '127.0.0.1',
+    ...(options.port === undefined ? [] : ['--port', options.port]),
+    ...(options.wranglerArgs ?? []),
+  ];
+
+  return await new Promise<number>((resolve) => {
+    let child: ChildProcess | undefined;
+    let stopping = false;
+    let restarting = false;
+    let lastUrl: string | undefined;
+    const watchers: FSWatcher[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    let rebuilding = false;
+    let pending = false;
+    let lastError: string | undefined;
+
+    const start = () => {
+      const proc = spawnWrangler(root, wranglerArgs, { env: offlineWranglerEnv(root), stdio: ['ignore', 'pipe', 'pipe'] });
+      child = proc;
+      let buffered = '';
+      proc.stdout?.on('data', (data: Buffer) => {
+        const text = data.toString('utf8');
+        stderr(text);
+        buffered = (buffered + text).slice(-4096);
+        const match = /Ready on (https?:\/\/[^\s\u001b]+)/.exec(buffered.replace(/\u001b\[[0-9;]*m/g, ''));
+        if (match !== null) {
+          buffered = '';
+          if (match[1] !== lastUrl) {
+            lastUrl = match[1]!;
+            stdout(`${lastUrl}\n`);
+          }
+          options.onReady?.(match[1]!);
+        }
+      });
+      proc.stderr?.on('data', (data: Buffer) => stderr(data.toString('utf8')));
+      proc.on('exit', (code, signal) => {
+        if (child === proc) child = undefined;
+        if (stopping || restarting) return;
+        stderr(`[flue] wrangler dev exited (${signal ?? `code ${code}`}).\n`);
+        finish(code === null || code === 0 ? 1 : code);
+      });
+    };
+
+    const stopChild = (signal: NodeJS.Signals) =>
+      new Promise<void>((done) => {
+        const proc = child;
+        if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return done();
+        const kill = setTimeout(() => proc.kill('SIGKILL'), STOP_GRACE_MS);
+        proc.once('exit', () => {
+          clearTimeout(kill);
+          done();
+        });
+        proc.kill(signal);
+      });
+
+    const rebuild = async () => {
+      if (rebuilding) {
+        pending = true;
+        return;
+      }
+      rebuilding = true;
+      try {
+        do {
+          pending = false;
+          try {
+            const result = await builder.build();
+            if (result.wranglerConfigChanged && !stopping) {
+              stderr(`[flue] ${GENERATED_CONFIG_FILE} changed; restarting wrangler dev\n`);
+              restarting = true;
+              await stopChild('SIGTERM');
+              restarting = false;
+              if (!stopping) start();
+            }
+            lastError = undefined;
+          } catch (error) {
+            // The same failure reported by a burst of file events is printed once.
+            const text = describe(error);
+            if (text !== lastError) stderr(`${text}\n[flue] Keeping the last good build.\n`);
+            lastError = text;
+          }
+        } while (pending && !stopping);
+      } finally {
+        rebuilding = false;
+      }
+    };
+
+    const schedule = () => {
+      if (stopping) return;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = undefined;
+        void rebuild();
+      }, DEBOUNCE_MS);
+    };
+
+    watchers.push(watch(path.join(root, 'src'), { recursive: true }, schedule));
+    watchers.push(
+      watch(root, (_event, filename) => {
+        if (filename !== null && WATCHED_ROOT_FILES.has(String(filename))) schedule();
+      }),
+    );
+    for (const w of watchers) w.on('error', (error) => stderr(`[flue] watcher: ${error.message}\n`));
+
+    const finish = (code: number) => {
+      if (stopping) return;
+      stopping = true;
+      if (timer !== undefined) clearTimeout(timer);
+      for (const w of watchers) w.close();
+      process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigterm);
+      void (async () => {
+        await stopChild('SIGINT');
+        await builder.dispose().catch(() => {});
+        resolve(code);
+      })();
+    };
+    const onSigint = () => finish(130);
+    const onSigterm = () => finish(143);
+    process.on('SIGINT', onSigint);
+    process.on('SIGTERM', onSigterm);
+
+    start();
+  });
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message.startsWith('[flue]') ? error.message : (error.stack ?? error.message);
+  return String(error);
+}

@@ -1,0 +1,390 @@
+/**
+ * `flue run <path> --message <text>` (build-and-cli.md §5.6, node-target.md §5): one turn of one
+ * agent in this Node process. The module is bundled with esbuild (packages external) and
+ * imported; `@flue/runtime` resolves to the same files the CLI imports, so the agent module and
+ * the bootstrap share one runtime instance.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseEnv } from 'node:util';
+import * as esbuild from 'esbuild';
+import type { AgentInstanceHandle, AgentReply, ConversationStreamChunk, DispatchReceipt } from '@flue/runtime';
+import type { PersistenceAdapter } from '@flue/runtime/node';
+import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
+import { NODE_CONDITIONS, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
+
+/** Copy of the runtime's pattern (src/build imports no runtime code statically). */
+const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
+const SHUTDOWN_GRACE_MS = 5_000;
+
+export interface RunCommandOptions {
+  /** Module path, resolved from `cwd`. */
+  path: string;
+  message: string;
+  name?: string;
+  id?: string;
+  /** Parsed `--data`. */
+  data?: unknown;
+  uid?: string;
+  createOnly?: boolean;
+  /** `--env <path>` */
+  envFile?: string;
+  json?: boolean;
+  /** Project root; default `process.cwd()`. */
+  cwd?: string;
+  /** Where stdout/stderr text goes; defaults to the process streams. */
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+}
+
+class SetupError extends Error {}
+
+interface FoundAgent {
+  exportName: string;
+  identity: string;
+  fn: Function;
+}
+
+/** Runs the command; resolves to the process exit code (0, 1, 130, 143). */
+export async function runCommand(options: RunCommandOptions): Promise<number> {
+  const root = path.resolve(options.cwd ?? process.cwd());
+  const realStdoutWrite = process.stdout.write;
+  // User-code stdout logging goes to stderr; only the final payload uses stdout.
+  const redirected = ((chunk: unknown, ...rest: unknown[]) =>
+    (process.stderr.write as (...args: unknown[]) => boolean).call(process.stderr, chunk, ...rest)) as typeof process.stdout.write;
+  const payload = options.stdout ?? ((text: string) => void process.stdout.write(text));
+  const stdout = (text: string) => {
+    process.stdout.write = realStdoutWrite;
+    try {
+      payload(text);
+    } finally {
+      process.stdout.write = redirected;
+    }
+  };
+  const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text));
+  const restoreEnv = loadEnv(root, options.envFile);
+  process.stdout.write = redirected;
+
+  let signalCode: number | undefined;
+  let handle: AgentInstanceHandle | undefined;
+  let forceTimer: NodeJS.Timeout | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    const code = signal === 'SIGINT' ? 130 : 143;
+    if (signalCode !== undefined || handle === undefined) {
+      // A second signal, or one before the run exists: stop now.
+      restoreEnv();
+      process.exit(signalCode ?? code);
+    }
+    signalCode = code;
+    stderr(`\n[flue] ${signal}: aborting the run…\n`);
+    handle.abort().catch(() => {});
+    forceTimer = setTimeout(() => process.exit(code), SHUTDOWN_GRACE_MS);
+    forceTimer.unref();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  let stopRuntime: (() => Promise<void>) | undefined;
+  const emitError = (message: string, error?: unknown) => {
+    if (options.json === true) stdout(`${JSON.stringify({ outcome: 'error', error: errorFields(message, error) })}\n`);
+    else stderr(`${message}\n`);
+  };
+
+  try {
+    let agent: FoundAgent;
+    let db: PersistenceAdapter;
+    try {
+      if (options.envFile !== undefined && !existsSync(path.resolve(root, options.envFile))) {
+        throw new SetupError(`[flue] --env file not found: ${options.envFile}`);
+      }
+      const loaded = await loadRunModules(root, options.path);
+      agent = pickAgent(loaded.namespace, options.path, options.name);
+      db = await resolveDb(root, loaded.dbNamespace, loaded.dbFile);
+    } catch (error) {
+      emitError(messageOf(error), error);
+      return 1;
+    }
+
+    const { start } = await import('@flue/runtime/node');
+    const { init } = await import('@flue/runtime');
+    let receipt: DispatchReceipt;
+    try {
+      const flue = await start({ agents: [{ agent: agent.fn as never, name: agent.identity }], db });
+      stopRuntime = () => flue.stop();
+      handle = init(agent.fn as never, {
+        ...(options.id === undefined ? {} : { id: options.id }),
+        ...(options.uid !== undefined ? { uid: options.uid } : options.createOnly === true ? { uid: null } : {}),
+      });
+      if (options.id === undefined) stderr(`[flue] New conversation ${handle.id} (continue it with --id ${handle.id})\n`);
+      receipt = await handle.dispatch(options.data === undefined ? options.message : { message: options.message, initialData: options.data });
+    } catch (error) {
+      emitError(messageOf(error), error);
+      return signalCode ?? 1;
+    }
+
+    const printer = new StreamPrinter(stderr);
+    const base = { id: handle.id, agent: agent.identity, submissionId: receipt.submissionId };
+    let reply: AgentReply;
+    try {
+      reply = await handle.read(receipt, { onEvent: (chunk) => printer.print(chunk) });
+    } catch (error) {
+      printer.end();
+      const outcome = (error as { outcome?: unknown }).outcome;
+      if (outcome === 'failed' || outcome === 'aborted') {
+        const cause = (error as { cause?: unknown }).cause;
+        const message = typeof (cause as { message?: unknown })?.message === 'string' ? (cause as { message: string }).message : messageOf(error);
+        if (options.json === true) {
+          stdout(`${JSON.stringify({ ...base, outcome, uid: receipt.uid, error: errorFields(message, cause) })}\n`);
+        } else stderr(outcome === 'aborted' ? '[flue] The run was aborted.\n' : `[flue] The run failed: ${message}\n`);
+        return signalCode ?? (outcome === 'aborted' ? 130 : 1);
+      }
+      emitError(messageOf(error), error);
+      return signalCode ?? 1;
+    }
+    printer.end();
+    if (options.json === true) {
+      stdout(`${JSON.stringify({ ...base, outcome: 'completed', message: reply.text, uid: reply.uid ?? receipt.uid })}\n`);
+    } else if (reply.text !== '') stdout(reply.text.endsWith('\n') ? reply.text : `${reply.text}\n`);
+    return signalCode ?? 0;
+  } finally {
+    if (stopRuntime !== undefined) {
+      const timeout = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
+      await Promise.race([stopRuntime().catch(() => {}), timeout]);
+    }
+    if (forceTimer !== undefined) clearTimeout(forceTimer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.stdout.write = realStdoutWrite;
+    restoreEnv();
+  }
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message.startsWith('[flue]') || error instanceof SetupError ? error.message : `[flue] ${error.message}`;
+  return `[flue] ${String(error)}`;
+}
+
+/** `{ message }` plus `type/details/dev` when the error is a Flue error (has a string `type`). */
+function errorFields(message: string, error: unknown): Record<string, string> {
+  const fields: Record<string, string> = { message };
+  const e = error as { type?: unknown; details?: unknown; dev?: unknown } | undefined;
+  if (e !== undefined && e !== null && typeof e.type === 'string') {
+    fields['type'] = e.type;
+    if (typeof e.details === 'string' && e.details !== '') fields['details'] = e.details;
+    if (typeof e.dev === 'string' && e.dev !== '') fields['dev'] = e.dev;
+  }
+  return fields;
+}
+
+// ── .env (shell wins, restored on exit) ─────────────────────────────────────────────────────────
+
+export function loadEnv(root: string, envFile: string | undefined): () => void {
+  const file = path.resolve(root, envFile ?? '.env');
+  if (!existsSync(file)) return () => {};
+  const parsed = parseEnv(readFileSync(file, 'utf8')) as Record<string, string>;
+  const added: string[] = [];
+  for (const [key, value] of Object.entries(parsed)) {
+    if (process.env[key] !== undefined) continue;
+    process.env[key] = value;
+    added.push(key);
+  }
+  let restored = false;
+  return () => {
+    if (restored) return;
+    restored = true;
+    for (const key of added) delete process.env[key];
+  };
+}
+
+// ── Loading the module ──────────────────────────────────────────────────────────────────────────
+
+interface LoadedModules {
+  namespace: Record<string, unknown>;
+  dbNamespace: Record<string, unknown> | undefined;
+  dbFile: string | undefined;
+}
+
+export async function loadRunModules(root: string, modulePath: string): Promise<LoadedModules> {
+  const file = path.resolve(root, modulePath);
+  if (!existsSync(file)) throw new SetupError(`[flue] Module not found: ${modulePath}`);
+  const config = await loadConfig(root);
+  const dbFile = resolveEntry(root, 'db', config);
+  const entryPoints = dbFile === undefined || dbFile === file ? [file] : [file, dbFile];
+  const outdir = path.join(root, 'node_modules', '.cache', 'flue', 'run');
+
+  let result: esbuild.BuildResult<{ metafile: true }>;
+  try {
+    result = await esbuild.build({
+      entryPoints,
+      absWorkingDir: root,
+      outdir,
+      entryNames: '[name]-[hash]',
+      chunkNames: 'chunks/[name]-[hash]',
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node22',
+      packages: 'external',
+      keepNames: true,
+      metafile: true,
+      logLevel: 'silent',
+      loader: { '.md': 'text' },
+      plugins: [flueRuntimePlugin({ conditions: NODE_CONDITIONS, external: true }), markdownPlugin(), cloudflareImportsPlugin()],
+    });
+  } catch (error) {
+    throw new SetupError(`[flue] Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);
+  }
+
+  for (const entry of entryPoints) {
+    const rel = path.relative(root, entry).split(path.sep).join('/');
+    const chain = importChain(result.metafile, [rel], (_, imported) => imported.startsWith('cloudflare:'));
+    if (chain !== undefined) {
+      throw new SetupError(
+        `[flue] ${rel} imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
+          chain.map((step, i) => `${i === 0 ? '  ' : '  → '}${step}`).join('\n') +
+          '\nRun it on the Workers runtime with `flue dev`, or use `import type` if you only need its types.',
+      );
+    }
+  }
+
+  const outputFor = (entry: string) => {
+    const rel = path.relative(root, entry).split(path.sep).join('/');
+    const out = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
+    if (out === undefined) throw new SetupError(`[flue] esbuild produced no output for ${rel}.`);
+    return pathToFileURL(path.resolve(root, out)).href;
+  };
+  const namespace = (await import(outputFor(file))) as Record<string, unknown>;
+  const dbNamespace =
+    dbFile === undefined ? undefined : dbFile === file ? namespace : ((await import(outputFor(dbFile))) as Record<string, unknown>);
+  return { namespace, dbNamespace, dbFile };
+}
+
+/** `cloudflare:*` stays external here so the metafile can name the import chain afterwards. */
+function cloudflareImportsPlugin(): esbuild.Plugin {
+  return {
+    name: 'flue-run-cloudflare-imports',
+    setup(build) {
+      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
+    },
+  };
+}
+
+function isClass(fn: Function): boolean {
+  return /^class[\s{]/.test(Function.prototype.toString.call(fn));
+}
+
+/** The export-shape rule (build-and-cli.md §1.2) applied to a loaded module's namespace. */
+export function findAgents(namespace: Record<string, unknown>): FoundAgent[] {
+  const found: FoundAgent[] = [];
+  const seen = new Set<Function>();
+  const entries = Object.entries(namespace).sort(([a], [b]) => (a === 'default' ? 1 : b === 'default' ? -1 : 0));
+  for (const [exportName, value] of entries) {
+    if (typeof value !== 'function' || isClass(value) || seen.has(value)) continue;
+    const fnName = exportName === 'default' ? value.name : exportName;
+    if (!/^[A-Z]/.test(fnName)) continue;
+    const agentName = (value as { agentName?: unknown }).agentName;
+    seen.add(value);
+    found.push({ exportName, identity: typeof agentName === 'string' ? agentName : fnName, fn: value });
+  }
+  return found;
+}
+
+export function pickAgent(namespace: Record<string, unknown>, modulePath: string, name: string | undefined): FoundAgent {
+  const agents = findAgents(namespace);
+  if (agents.length === 0) {
+    throw new SetupError(
+      `[flue] ${modulePath} defines no agent. An agent is an exported function whose name starts with an uppercase letter.`,
+    );
+  }
+  const names = agents.map((a) => a.identity);
+  let selected: FoundAgent | undefined;
+  if (name !== undefined) {
+    selected = agents.find((a) => a.identity === name);
+    if (selected === undefined) throw new SetupError(`[flue] --name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
+  } else if (agents.length > 1) {
+    throw new SetupError(`[flue] ${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`);
+  } else selected = agents[0]!;
+  if (!AGENT_IDENTITY_PATTERN.test(selected.identity)) {
+    throw new SetupError(
+      `[flue] Agent identity "${selected.identity}" (export ${selected.exportName} of ${modulePath}) must match ${AGENT_IDENTITY_PATTERN}.`,
+    );
+  }
+  return selected;
+}
+
+async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<PersistenceAdapter> {
+  if (dbNamespace !== undefined) {
+    const adapter = dbNamespace['default'] as Partial<PersistenceAdapter> | undefined;
+    const ok =
+      typeof adapter === 'object' &&
+      adapter !== null &&
+      typeof adapter.migrate === 'function' &&
+      typeof adapter.connect === 'function' &&
+      typeof adapter.close === 'function';
+    if (!ok) {
+      const rel = path.relative(root, dbFile!);
+      throw new SetupError(`[flue] ${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
+    }
+    return adapter as PersistenceAdapter;
+  }
+  const { sqlite } = await import('@flue/runtime/node');
+  return sqlite(path.join(root, 'node_modules', '.cache', 'flue', 'run.db'));
+}
+
+// ── Streaming to stderr ─────────────────────────────────────────────────────────────────────────
+
+class StreamPrinter {
+  private atLineStart = true;
+  private readonly toolNames = new Map<string, string>();
+  private readonly write: (text: string) => void;
+
+  constructor(write: (text: string) => void) {
+    this.write = write;
+  }
+
+  private out(text: string): void {
+    if (text === '') return;
+    this.write(text);
+    this.atLineStart = text.endsWith('\n');
+  }
+
+  private line(text: string): void {
+    if (!this.atLineStart) this.out('\n');
+    this.out(`${text}\n`);
+  }
+
+  print(chunk: ConversationStreamChunk): void {
+    switch (chunk.type) {
+      case 'message-delta':
+        if (chunk.kind === 'text') this.out(chunk.delta);
+        break;
+      case 'tool-input':
+        this.toolNames.set(chunk.toolCallId, chunk.toolName);
+        this.line(`  → ${chunk.toolName} ${truncate(JSON.stringify(chunk.input) ?? '')}`);
+        break;
+      case 'tool-output': {
+        const duration = chunk.durationMs === undefined ? '' : ` (${chunk.durationMs} ms)`;
+        this.line(`  ← ${this.toolNames.get(chunk.toolCallId) ?? 'tool'} ok${duration}`);
+        break;
+      }
+      case 'tool-output-error':
+        this.line(`  ← ${this.toolNames.get(chunk.toolCallId) ?? 'tool'} failed: ${truncate(chunk.errorText)}`);
+        break;
+      case 'message-completed':
+        if (!this.atLineStart) this.out('\n');
+        break;
+      default:
+        break;
+    }
+  }
+
+  end(): void {
+    if (!this.atLineStart) this.out('\n');
+  }
+}
+
+function truncate(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

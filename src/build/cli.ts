@@ -1,0 +1,281 @@
+/**
+ * The `flue` CLI (build-and-cli.md §5): `init`, `dev`, `build`, `deploy`, `run`.
+ * Primary payload on stdout; progress, streaming and errors on stderr.
+ * Exit codes: 0 success · 1 failure or usage error · 130 SIGINT · 143 SIGTERM.
+ */
+import { build } from './build.ts';
+import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
+import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
+import { packageVersion } from './package-root.ts';
+import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
+import { spawnWrangler } from './wrangler-bin.ts';
+
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  cwd: string;
+}
+
+const COMMANDS = ['init', 'dev', 'build', 'deploy', 'run'] as const;
+type Command = (typeof COMMANDS)[number];
+
+const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const satisfies OptionSpecs;
+
+const GLOBAL_USAGE = `Usage: flue <command> [options]
+
+Commands:
+  init [directory]        Create a project from a template
+  dev                     Build, run wrangler dev, rebuild on change
+  build                   Build the Worker into dist/ and .flue.wrangler.json
+  deploy                  Build, then wrangler deploy
+  run <path> -m <text>    Send one message to an agent in this Node process
+
+Options:
+  -h, --help              Show help (also: flue <command> --help)
+  -v, --version           Show the version
+`;
+
+const USAGE: Record<Command, string> = {
+  init: `Usage: flue init [directory] [--template <name>] [--force]
+
+Copies a project template into <directory> (default: the current directory).
+Existing files are kept unless --force. Prints each written path on stdout.
+
+Options:
+  --template <name>   Template to copy (default: ${DEFAULT_TEMPLATE})
+  --force             Overwrite existing files
+  -h, --help          Show help
+`,
+  dev: `Usage: flue dev [--port <n>] [-- <wrangler dev args>]
+
+Builds, then runs wrangler dev on ${GENERATED_CONFIG_FILE} (127.0.0.1). Rebuilds when src/,
+the wrangler file or flue.config.* change. Prints the local URL on stdout.
+
+Options:
+  --port <n>          Port for wrangler dev
+  -h, --help          Show help
+`,
+  build: `Usage: flue build [--minify] [--json]
+
+Writes dist/worker.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
+${GENERATED_CONFIG_FILE} and .wrangler/deploy/config.json.
+
+Options:
+  --minify            Minify the Worker bundle
+  --json              Print dist/flue-manifest.json on stdout
+  -h, --help          Show help
+`,
+  deploy: `Usage: flue deploy [--dry-run] [-- <wrangler deploy args>]
+
+Builds, then runs wrangler deploy --config ${GENERATED_CONFIG_FILE}. Exits with wrangler's code.
+
+Options:
+  --dry-run           Pass --dry-run to wrangler (no upload)
+  -h, --help          Show help
+`,
+  run: `Usage: flue run <path> -m|--message <text> [--name <agent>] [--id <id>] [--data <json>]
+                [--uid <uid> | --new] [--env <path>] [--json]
+
+Runs one message through an agent module in this Node process: streamed text and tool
+activity on stderr, the reply on stdout.
+
+Options:
+  -m, --message <text>  The user message (required)
+  --name <agent>        The agent to run when the module defines several
+  --id <id>             Conversation id to create or continue (default: a new one)
+  --data <json>         initialData, used only when this run creates the instance
+  --uid <uid>           Continue only that incarnation
+  --new                 Create only (fails if the id exists)
+  --env <path>          Load this .env file instead of the project's .env
+  --json                Print one JSON result object on stdout
+  -h, --help            Show help
+`,
+};
+
+function defaultIo(): CliIo {
+  return {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    cwd: process.cwd(),
+  };
+}
+
+/** Runs the CLI; resolves to the exit code. */
+export async function main(argv: readonly string[], io: CliIo = defaultIo()): Promise<number> {
+  try {
+    return await dispatchCommand(argv, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`flue: ${error.message}\n${hintFor(error.command)}\n`);
+      return 1;
+    }
+    io.stderr(`${describeError(error)}\n`);
+    return 1;
+  }
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    if (error.message.startsWith('[flue]')) return error.message;
+    return error.stack ?? error.message;
+  }
+  return String(error);
+}
+
+async function dispatchCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined) {
+    io.stderr(GLOBAL_USAGE);
+    return 1;
+  }
+  if (first === '--help' || first === '-h') {
+    if (rest.length > 0) throw new UsageError(`Unexpected argument "${rest[0]}".`);
+    io.stdout(GLOBAL_USAGE);
+    return 0;
+  }
+  if (first === '--version' || first === '-v') {
+    if (rest.length > 0) throw new UsageError(`Unexpected argument "${rest[0]}".`);
+    io.stdout(`${packageVersion()}\n`);
+    return 0;
+  }
+  if (first.startsWith('-')) throw new UsageError(`Unknown option ${first}.`);
+  if (!(COMMANDS as readonly string[]).includes(first)) throw new UsageError(`Unknown command "${first}".`);
+  const command = first as Command;
+  switch (command) {
+    case 'init':
+      return initCommand(rest, io);
+    case 'build':
+      return buildCommand(rest, io);
+    case 'dev':
+      return devCommandCli(rest, io);
+    case 'deploy':
+      return deployCommand(rest, io);
+    case 'run':
+      return runCommandCli(rest, io);
+  }
+}
+
+function wantsHelp(command: Command, values: { help?: boolean }, io: CliIo): boolean {
+  if (values.help !== true) return false;
+  io.stdout(USAGE[command]);
+  return true;
+}
+
+async function initCommand(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    'init',
+    args,
+    { ...HELP_OPTION, template: { type: 'string' }, force: { type: 'boolean' } },
+    { maxPositionals: 1 },
+  );
+  if (wantsHelp('init', values, io)) return 0;
+  if (values.template !== undefined && !availableTemplates().includes(values.template)) {
+    throw new UsageError(`Unknown template "${values.template}". Available templates: ${availableTemplates().join(', ')}.`, 'init');
+  }
+  const result = await initProject({
+    directory: positionals[0] ?? '.',
+    ...(values.template === undefined ? {} : { template: values.template }),
+    force: values.force === true,
+    cwd: io.cwd,
+    onWritten: (p) => io.stdout(`${p}\n`),
+    onNote: (line) => io.stderr(`${line}\n`),
+  });
+  io.stderr(`[flue] ${result.written.length} file${result.written.length === 1 ? '' : 's'} written for "${result.projectName}"` +
+    (result.kept.length > 0 ? `, ${result.kept.length} kept (use --force to overwrite)` : '') + '. Next: npm install, then npm run dev.\n');
+  return 0;
+}
+
+async function buildCommand(args: readonly string[], io: CliIo): Promise<number> {
+  const { values } = parseCommandArgs('build', args, { ...HELP_OPTION, minify: { type: 'boolean' }, json: { type: 'boolean' } }, { maxPositionals: 0 });
+  if (wantsHelp('build', values, io)) return 0;
+  const result = await build({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
+  if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
+  return 0;
+}
+
+function validPort(port: string): boolean {
+  return /^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535;
+}
+
+async function devCommandCli(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, passthrough } = parseCommandArgs('dev', args, { ...HELP_OPTION, port: { type: 'string' } }, { maxPositionals: 0, passthrough: true });
+  if (wantsHelp('dev', values, io)) return 0;
+  if (values.port !== undefined && !validPort(values.port)) throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
+  const { devCommand } = await import('./cli-dev.ts');
+  return devCommand({
+    root: io.cwd,
+    ...(values.port === undefined ? {} : { port: values.port }),
+    wranglerArgs: passthrough,
+    stdout: io.stdout,
+    stderr: io.stderr,
+  });
+}
+
+async function deployCommand(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, passthrough } = parseCommandArgs('deploy', args, { ...HELP_OPTION, 'dry-run': { type: 'boolean' } }, { maxPositionals: 0, passthrough: true });
+  if (wantsHelp('deploy', values, io)) return 0;
+  await build({ root: io.cwd, log: (line) => io.stderr(`${line}\n`) });
+  const wranglerArgs = ['deploy', '--config', GENERATED_CONFIG_FILE, ...(values['dry-run'] === true ? ['--dry-run'] : []), ...passthrough];
+  return await new Promise<number>((resolve, reject) => {
+    const child = spawnWrangler(io.cwd, wranglerArgs, { stdio: ['inherit', 'pipe', 'pipe'] });
+    child.stdout?.on('data', (data: Buffer) => io.stderr(data.toString('utf8')));
+    child.stderr?.on('data', (data: Buffer) => io.stderr(data.toString('utf8')));
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      resolve(code ?? (signal === 'SIGINT' ? 130 : signal === 'SIGTERM' ? 143 : 1));
+    });
+  });
+}
+
+async function runCommandCli(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    'run',
+    args,
+    {
+      ...HELP_OPTION,
+      message: { type: 'string', short: 'm' },
+      name: { type: 'string' },
+      id: { type: 'string' },
+      data: { type: 'string' },
+      uid: { type: 'string' },
+      new: { type: 'boolean' },
+      env: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    { maxPositionals: 1 },
+  );
+  if (wantsHelp('run', values, io)) return 0;
+  const modulePath = positionals[0];
+  if (modulePath === undefined) throw new UsageError('`flue run` requires a module path: flue run <path> --message <text>.', 'run');
+  if (values.message === undefined) throw new UsageError('`flue run` requires --message <text>.', 'run');
+  if (values.uid !== undefined && values.new === true) throw new UsageError('--uid cannot be combined with --new.', 'run');
+  if (values.uid !== undefined && values.data !== undefined) throw new UsageError('--uid cannot be combined with --data (initialData applies only when a run creates the instance).', 'run');
+  let data: unknown;
+  if (values.data !== undefined) {
+    try {
+      data = JSON.parse(values.data);
+    } catch {
+      throw new UsageError(`--data must be valid JSON, e.g. --data '{"issue": 17307}'.`, 'run');
+    }
+  }
+  const { runCommand } = await import('./cli-run.ts');
+  return runCommand({
+    path: modulePath,
+    message: values.message,
+    ...(values.name === undefined ? {} : { name: values.name }),
+    ...(values.id === undefined ? {} : { id: values.id }),
+    ...(values.data === undefined ? {} : { data }),
+    ...(values.uid === undefined ? {} : { uid: values.uid }),
+    createOnly: values.new === true,
+    ...(values.env === undefined ? {} : { envFile: values.env }),
+    json: values.json === true,
+    cwd: io.cwd,
+    stdout: io.stdout,
+    stderr: io.stderr,
+  });
+}

@@ -1,0 +1,103 @@
+/**
+ * `flue dev` end to end: wrangler dev on the generated config, live reload of body edits,
+ * rebuild errors keeping the last good build, restart on config changes, SIGINT → 130.
+ *
+ * The project lives under the OS temp dir with a node_modules symlink to this checkout: wrangler
+ * dev ignores file changes under any `node_modules` path, so node_modules/.cache would hide them.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { packageRoot } from './package-root.ts';
+import { offlineEnv } from './test-project.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'flue-dev-test-'));
+let child: ChildProcess | undefined;
+afterAll(() => {
+  if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function get(url: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    return await res.text();
+  } catch {
+    return undefined;
+  }
+}
+
+it('flue dev builds, serves, reloads, survives a bad edit, restarts on config change, exits 130 on SIGINT', async () => {
+  cpSync(path.join(packageRoot(), 'templates', 'cloudflare'), dir, { recursive: true });
+  symlinkSync(path.join(packageRoot(), 'node_modules'), path.join(dir, 'node_modules'));
+  const port = await freePort();
+  let stdout = '';
+  let stderr = '';
+  child = spawn(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'dev', '--port', String(port)], {
+    cwd: dir,
+    env: offlineEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => void (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => resolve(code)));
+
+  const url = `http://127.0.0.1:${port}`;
+  await until('the URL on stdout', () => (stdout.includes(url) ? true : undefined));
+  expect(stdout).toBe(`${url}\n`);
+  expect(await until('GET /', () => get(`${url}/`))).toContain('Flue is running.');
+
+  // A body edit: incremental rebuild, wrangler reloads the new bundle.
+  const appFile = path.join(dir, 'src/app.ts');
+  writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('Flue is running.', 'Flue was edited.'));
+  await until('the edited response', async () => ((await get(`${url}/`))?.includes('Flue was edited.') ? true : undefined));
+  expect(stderr).toContain('[flue] Bundling dist/worker.js (incremental)');
+
+  // A new agent without its migration: the error is printed, the last good build stays live.
+  writeFileSync(path.join(dir, 'src/agents/support.ts'), "'use agent';\nexport function Support() { return 'Support.'; }\n");
+  await until('the migration error', () => (stderr.includes('[flue] Keeping the last good build.') ? true : undefined));
+  expect(stderr).toContain('"FlueSupportAgent" (agent "Support") is not introduced by the migrations in wrangler.jsonc');
+  expect(await get(`${url}/`)).toContain('Flue was edited.');
+
+  // The migration lands: the generated config changes, wrangler restarts with the new binding.
+  const wranglerFile = path.join(dir, 'wrangler.jsonc');
+  writeFileSync(
+    wranglerFile,
+    readFileSync(wranglerFile, 'utf8').replace(
+      '{ "tag": "v1", "new_sqlite_classes": ["FlueHelloAgent"] }',
+      '{ "tag": "v1", "new_sqlite_classes": ["FlueHelloAgent"] },\n    { "tag": "v2", "new_sqlite_classes": ["FlueSupportAgent"] }',
+    ),
+  );
+  await until('the restart', () => (stderr.includes('[flue] .flue.wrangler.json changed; restarting wrangler dev') ? true : undefined));
+  await until('the restarted server', () => (stderr.split('restarting wrangler dev')[1]?.includes('Ready on') ? true : undefined));
+  expect(stderr).toMatch(/env\.FLUE_SUPPORT_AGENT \(FlueSupportAgent\)\s+Durable Object/);
+  expect(await until('GET / after restart', () => get(`${url}/`))).toContain('Flue was edited.');
+  expect(JSON.parse(readFileSync(path.join(dir, '.flue.wrangler.json'), 'utf8')).durable_objects.bindings).toHaveLength(2);
+
+  child.kill('SIGINT');
+  expect(await exited).toBe(130);
+  expect(await get(`${url}/`)).toBeUndefined();
+}, 120_000);

@@ -1,0 +1,50 @@
+/**
+ * Config `providers` → the pi-ai provider factories the generated entry imports
+ * (build-and-cli.md §3.2, §4). Omitted = all built-ins (`builtinProviders()`).
+ */
+import { FlueBuildError } from './build-errors.ts';
+
+export const PI_AI = '@earendil-works/pi-ai';
+
+export interface ProviderImport {
+  id: string;
+  /** e.g. `@earendil-works/pi-ai/providers/anthropic` */
+  specifier: string;
+  /** e.g. `anthropicProvider` */
+  exportName: string;
+}
+
+/** `cloudflare-ai-gateway` → `cloudflareaigatewayprovider`, compared case-insensitively. */
+function factoryKey(id: string): string {
+  return `${id.replace(/-/g, '')}provider`;
+}
+
+/**
+ * Resolves each id to `@earendil-works/pi-ai/providers/<id>` and its `<camelId>Provider` factory,
+ * by loading the module (from this package's own pi-ai, the copy the runtime uses).
+ */
+export async function resolveProviders(ids: readonly string[], configLabel = 'flue.config'): Promise<ProviderImport[]> {
+  const out: ProviderImport[] = [];
+  for (const id of ids) {
+    const specifier = `${PI_AI}/providers/${id}`;
+    let mod: Record<string, unknown> | undefined;
+    try {
+      mod = (await import(specifier)) as Record<string, unknown>;
+    } catch {
+      mod = undefined;
+    }
+    const exportName =
+      mod === undefined
+        ? undefined
+        : Object.keys(mod).find((name) => name.toLowerCase() === factoryKey(id) && typeof mod[name] === 'function');
+    if (exportName === undefined) {
+      throw new FlueBuildError(
+        'ConfigError',
+        `Invalid config in ${configLabel}:\n  - "providers": unknown provider "${id}" (no ${specifier} module with a provider factory). ` +
+          'Use pi-ai provider ids such as "anthropic", "openai", "google".',
+      );
+    }
+    out.push({ id, specifier, exportName });
+  }
+  return out;
+}
