@@ -1,0 +1,110 @@
+/**
+ * End to end on real workerd: `flue build` of the project template, `wrangler dev` on loopback
+ * (started here, stopped by PID), work sent through a Worker route that calls dispatch() and
+ * through a cron trigger. The model is the scripted server, reached through FLUE_SCRIPTED_MODEL_URL.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
+import { packageRoot } from '../../src/build/package-root.ts';
+import { removeDir, templateCopy } from '../../src/build/test-project.ts';
+
+const offline = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: 'false',
+  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+  XDG_CONFIG_HOME: path.join(packageRoot(), '.xdg'),
+};
+
+let server: ScriptedModelServer;
+let project: string;
+let wrangler: ChildProcess | undefined;
+let base: string;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  project = templateCopy('e2e');
+  const built = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'build'], { cwd: project, env: offline, encoding: 'utf8' });
+  expect(built.status, built.stderr).toBe(0);
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
+  wrangler = spawn(
+    process.execPath,
+    [bin, 'dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port), '--var', `FLUE_SCRIPTED_MODEL_URL:${server.url}`],
+    { cwd: project, env: offline, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
+    const onData = (data: Buffer) => {
+      output += data.toString();
+      if (output.includes('Ready on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    wrangler!.stdout!.on('data', onData);
+    wrangler!.stderr!.on('data', onData);
+    wrangler!.on('exit', (code) => reject(new Error(`wrangler dev exited with ${code}:\n${output}`)));
+  });
+}, 120_000);
+
+afterAll(async () => {
+  if (wrangler?.pid !== undefined) {
+    try {
+      process.kill(-wrangler.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  await server?.close();
+  if (project) removeDir(project);
+});
+
+test('a Worker route dispatches to the agent Durable Object and reads the settled reply', async () => {
+  server.script(
+    { toolCalls: [{ name: 'current_time', arguments: { timeZone: 'UTC' } }] },
+    { text: 'It is a fine day.' },
+  );
+  const response = await fetch(`${base}/hello/e2e-1`, { method: 'POST', body: 'What time is it?' });
+  expect(response.status).toBe(200);
+  const body = (await response.json()) as { reply: string; submissionId: string };
+  expect(body.reply).toBe('It is a fine day.');
+  expect(body.submissionId).toMatch(/^sub_/);
+  const followUp = server.requests.at(-1)!;
+  expect(followUp.body.model).toBe('claude-haiku-4-5');
+  const tool = followUp.messages.find((m) => m.role === 'tool')!;
+  expect(JSON.parse(tool.content)).toMatchObject({ timeZone: 'UTC' });
+});
+
+test('a cron trigger dispatches a signal once per tick; the conversation holds it', async () => {
+  const before = server.requests.length;
+  server.script({ text: 'Good morning!' });
+  const tick = await fetch(`${base}/cdn-cgi/local/scheduled?cron=0+9+*+*+*`);
+  expect(tick.status).toBe(200);
+  // The signal's response runs on the agent's alarm: wait for its model request.
+  await server.waitForRequests(before + 1, 20_000);
+  const cronRequest = server.requests[before]!;
+  const signal = cronRequest.messages.at(-1)!.content;
+  expect(signal).toContain('type="schedule"');
+  expect(signal).toContain('cron="0 9 * * *"');
+
+  server.script({ text: 'You were greeted this morning.' });
+  const response = await fetch(`${base}/hello/daily`, { method: 'POST', body: 'What happened today?' });
+  expect(((await response.json()) as { reply: string }).reply).toBe('You were greeted this morning.');
+  const history = server.requests.at(-1)!.messages.map((m) => m.content);
+  expect(history.some((c) => c.includes('type="schedule"'))).toBe(true);
+  expect(history).toContain('Good morning!');
+});
