@@ -8,7 +8,7 @@ export default defineConfig({
     // The workerd suite runs under vitest.workers.config.ts.
     exclude: ['test/workers/**', 'node_modules/**'],
     environment: 'node',
-    testTimeout: 30_000,
+    testTimeout: 90_000,
     hookTimeout: 30_000,
   },
 });

@@ -96,14 +96,14 @@ describe('attempt budget and deadline across crashes', () => {
     // Attempt 1 dies mid-stream with a second delivery queued behind it.
     const c1 = t.child({ agent: 'FragileAgent', id: 'fragile', dispatch: ['Tell me a story.'], then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await poll('attempt 1 deltas', deltaAfter(-1), 8000);
+    await poll('attempt 1 deltas', deltaAfter(-1), 30_000);
     const second = await dispatchVia(c1, 'Make it short.');
     await c1.kill();
 
     // Attempt 2 (recovery) converges, joins the queued delivery, and dies mid-stream too.
     const mark = Math.max(...inspectDb(s.db, stream).records.map((r) => r.seq));
     const c2 = t.child({ agent: 'FragileAgent', id: 'fragile', then: 'hold' });
-    await poll('attempt 2 deltas', deltaAfter(mark), 8000);
+    await poll('attempt 2 deltas', deltaAfter(mark), 30_000);
     expect(inspectDb(s.db, stream).submissions.map((r) => [r.status, r.attemptCount, r.joinedInto])).toEqual([
       ['running', 2, null],
       ['joined', 0, first.submissionId],
@@ -194,7 +194,7 @@ describe('attempt budget and deadline across crashes', () => {
     const stream = streamOf('DeadlineAgent', 'deadline'); // timeoutMs: 1500
     const c1 = t.child({ agent: 'DeadlineAgent', id: 'deadline', dispatch: ['Tell me a story.'], then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await poll('a committed assistant_delta batch', () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'), 8000);
+    await poll('a committed assistant_delta batch', () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'), 30_000);
     await c1.kill();
     const startedAt = inspectDb(s.db, stream).submissions[0]!.startedAt!;
     const wait = startedAt + 1500 + 50 - Date.now();

@@ -22,7 +22,7 @@ export const NODE_BIN = (() => {
   throw new Error('crash tests need Node 22 (node_modules/.bin/node is missing); run npm install');
 })();
 
-export async function poll<T>(what: string, fn: () => T | undefined | false, timeoutMs = 5000, everyMs = 15): Promise<T> {
+export async function poll<T>(what: string, fn: () => T | undefined | false, timeoutMs = 30_000, everyMs = 15): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = fn();
@@ -95,7 +95,7 @@ export function spawnChild(config: ChildConfig, env: Record<string, string>): Ch
       return alive;
     },
     exited,
-    waitFor(type, match = () => true, timeoutMs = 8000) {
+    waitFor(type, match = () => true, timeoutMs = 30_000) {
       return new Promise((resolveLine, reject) => {
         const check = () => {
           const found = lines.find((line) => line.type === type && match(line as never));
@@ -137,7 +137,7 @@ export async function killAll(): Promise<void> {
 }
 
 /** Waits for a normal end; fails with the child's output if it does not come. */
-export async function waitExit(child: Child, timeoutMs = 8000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+export async function waitExit(child: Child, timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(

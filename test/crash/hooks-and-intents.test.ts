@@ -100,10 +100,10 @@ describe('SIGKILL inside lifecycle hooks', () => {
     const stream = streamOf('HookedAgent', 'joined-hook');
     const c1 = t.child({ agent: 'HookedAgent', id: 'joined-hook', dispatch: ['First question.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'agent-start-marked' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await server.waitForRequests(1, 8000);
+    await server.waitForRequests(1, 30_000);
     const second = await dispatchVia(c1, 'Second question [hold].');
     secondQueued.open();
-    await poll('the joined delivery to reach its hook', () => sideEvents(s.side).some((e) => e.event === 'agent-start' && String(e.body).includes('[hold]')), 8000);
+    await poll('the joined delivery to reach its hook', () => sideEvents(s.side).some((e) => e.event === 'agent-start' && String(e.body).includes('[hold]')), 30_000);
     const beforeKill = inspectDb(s.db, stream);
     expect(beforeKill.submissions.map((r) => [r.id, r.status, r.joinedInto])).toEqual([
       [first.submissionId, 'running', null],
@@ -182,7 +182,7 @@ describe('durable intents across a crash', () => {
     const keyed = { message: 'Tell me a story.', idempotencyKey: 'story-request-1' };
     const c1 = t.child({ agent: 'StoryAgent', id: 'keyed', dispatch: [keyed], then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await poll('a committed assistant_delta batch', () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'), 8000);
+    await poll('a committed assistant_delta batch', () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'), 30_000);
     await c1.kill();
 
     const lines = await t.runToEnd({ agent: 'StoryAgent', id: 'keyed', dispatch: [keyed], read: [first] });

@@ -40,7 +40,7 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     const stream = streamOf('StoryAgent', 'story');
     const c1 = t.child({ agent: 'StoryAgent', id: 'story', dispatch: ['Tell me a story.'], then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await poll('a committed assistant_delta batch', hasDeltaBatch(s.db, stream), 8000);
+    await poll('a committed assistant_delta batch', hasDeltaBatch(s.db, stream), 30_000);
     const second = await dispatchVia(c1, 'And another one.');
     expect(inspectDb(s.db, stream).submissions.map((r) => [r.id, r.status])).toEqual([
       [first.submissionId, 'running'],
@@ -280,7 +280,7 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     );
     const a = (await c1.waitFor('receipt', (l) => l.id === 'alpha')).receipt;
     const b = (await c1.waitFor('receipt', (l) => l.id === 'beta')).receipt;
-    await poll('alpha mid-stream and beta mid-tool', () => hasDeltaBatch(s.db, alpha)() && sideEvents(s.side).some((e) => e.event === 'tool-start'), 8000);
+    await poll('alpha mid-stream and beta mid-tool', () => hasDeltaBatch(s.db, alpha)() && sideEvents(s.side).some((e) => e.event === 'tool-start'), 30_000);
     await c1.kill();
 
     const lines = await t.runToEnd({

@@ -55,7 +55,7 @@ export function useCrashSuite(): CrashSuite {
     },
     async runToEnd(config, env = {}) {
       const c = suite.child({ ...config, then: 'stop' }, env);
-      const exit = await waitExit(c, 10_000);
+      const exit = await waitExit(c, 30_000);
       expect(exit, `child exit; stderr:\n${c.stderr()}`).toEqual({ code: 0, signal: null });
       expect(c.lines.filter((line) => line.type === 'fatal'), c.stderr()).toEqual([]);
       return c.lines;
