@@ -21,7 +21,7 @@ export default defineConfig({
       wrangler: { configPath: here('./wrangler.jsonc') },
       miniflare: {
         bindings: {
-          SCRIPTED_MODEL_URL: inject('benchModelUrl'),
+          SCRIPTED_MODEL_URL: inject('scriptedModelUrl'),
           BENCH_RUNS: process.env.BENCH_RUNS ?? '7',
         },
       },
@@ -29,7 +29,7 @@ export default defineConfig({
   ],
   test: {
     include: ['bench/workers/**/*.bench.ts'],
-    globalSetup: [here('./global-setup.ts')],
+    globalSetup: [here('../../test/workers/global-setup.ts')],
     testTimeout: 20 * 60_000,
     hookTimeout: 60_000,
   },

@@ -1,6 +1,6 @@
 /**
- * Runs in Node before the workerd tests: the scripted model server they all share. Tests script it
- * through its control routes (the Worker cannot reach this process's memory).
+ * Runs in Node before the workerd tests (and the workerd benchmark): the scripted model server they
+ * share. Worker code scripts it over HTTP lanes (the Worker cannot reach this process's memory).
  */
 import type { TestProject } from 'vitest/node';
 import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
