@@ -36,7 +36,7 @@ test('a response that outlives its wall-time slice yields at a turn boundary and
     { toolCalls: [{ name: 'tick', arguments: {} }] },
     { text: 'Ticked twice.' },
   );
-  const receipt = await engine.admit('Stepper', { id: 's1', message: parseDeliveredMessage('go') }, 'dispatch');
+  const { receipt } = await engine.admit('Stepper', { id: 's1', message: parseDeliveredMessage('go') }, 'dispatch');
   const stream = 'agents/Stepper/s1';
   let passes = 0;
   while (engine.hasOpenWork(stream)) {

@@ -38,7 +38,7 @@ test('stop() cuts a stalled model stream off after its grace period; the next en
   const store = new SqlStore(await adapter.connect());
   const first = await engineOn(store);
   server.script({ text: ['Once upon ', 'a time'], hangAfterChunks: 4 });
-  const receipt = await first.admit('Talker', { id: 't1', message: parseDeliveredMessage('Tell a story') }, 'dispatch');
+  const { receipt } = await first.admit('Talker', { id: 't1', message: parseDeliveredMessage('Tell a story') }, 'dispatch');
   await server.waitForRequests(1);
   await new Promise((resolve) => setTimeout(resolve, 400)); // the trailing flush commits the partial
   const started = Date.now();

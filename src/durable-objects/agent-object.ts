@@ -8,7 +8,9 @@ import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine, type AdmissionRequest, type ReadPoll } from '../runtime/engine.ts';
 import { SqlStore, migrate } from '../runtime/sql-store.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
-import type { AgentInstanceInfo, DispatchReceipt } from '../runtime/types.ts';
+import type { AgentInstanceInfo } from '../runtime/types.ts';
+import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
+import type { Admission, StoredAttachment, UpdatesResult } from '../runtime/runtime.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { type RpcEnvelope, envelope } from './rpc-errors.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
@@ -78,7 +80,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   // ── RPC (called by the Worker runtime) ────────────────────────────────────────────────────
 
-  async __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<DispatchReceipt>> {
+  async __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<Admission>> {
     return envelope(() =>
       runInCloudflareContext(this.context(instanceId), () => this.engine.admit(this.entry.identity, { ...request, id: instanceId }, kind)),
     );
@@ -86,6 +88,22 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   async __flueInstanceInfo(instanceId: string): Promise<RpcEnvelope<AgentInstanceInfo | null>> {
     return envelope(() => this.engine.getInstance(this.entry.identity, instanceId));
+  }
+
+  async __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>> {
+    return envelope(() => this.engine.history(this.entry.identity, instanceId));
+  }
+
+  async __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>> {
+    return envelope(() => this.engine.streamHead(this.entry.identity, instanceId));
+  }
+
+  async __flueUpdates(instanceId: string, afterSeq: number, options: { waitMs: number; maxBatches: number }): Promise<RpcEnvelope<UpdatesResult>> {
+    return envelope(() => this.engine.updates(this.entry.identity, instanceId, afterSeq, options));
+  }
+
+  async __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>> {
+    return envelope(() => this.engine.attachment(this.entry.identity, instanceId, attachmentId));
   }
 
   async __flueAbort(instanceId: string): Promise<RpcEnvelope<boolean>> {

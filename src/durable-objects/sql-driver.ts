@@ -4,10 +4,16 @@ import type { SqlDriver, SqlRow, SqlValue } from '../runtime/sql-store.ts';
 export function durableObjectSqlDriver(storage: DurableObjectStorage): SqlDriver {
   const sql = storage.sql;
   return {
-    query: (query: string, ...params: SqlValue[]) => sql.exec(query, ...params).toArray() as SqlRow[],
+    query: (query: string, ...params: SqlValue[]) => sql.exec(query, ...params.map(bindable)).toArray() as SqlRow[],
     run: (query: string, ...params: SqlValue[]) => {
-      sql.exec(query, ...params).toArray();
+      sql.exec(query, ...params.map(bindable)).toArray();
     },
     transaction: <T>(fn: () => T): T => storage.transactionSync(fn),
   };
+}
+
+/** Durable Object SQL binds BLOBs as ArrayBuffer. */
+function bindable(value: SqlValue): string | number | null | ArrayBuffer {
+  if (!(value instanceof Uint8Array)) return value;
+  return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength) as ArrayBuffer;
 }

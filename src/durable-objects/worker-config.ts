@@ -10,9 +10,10 @@ import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
 import { Projector } from '../runtime/projection.ts';
 import { useScriptedModels } from '../testing/scripted-provider.ts';
-import { type FlueRuntime, configureRuntime } from '../runtime/runtime.ts';
+import { type Admission, type FlueRuntime, type StoredAttachment, type UpdatesResult, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
-import type { AgentInstanceInfo, AgentReply, DispatchReceipt } from '../runtime/types.ts';
+import type { AgentInstanceInfo, AgentReply } from '../runtime/types.ts';
+import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 
 export interface FlueAgentEntry {
@@ -24,7 +25,11 @@ export interface FlueAgentEntry {
 
 /** The RPC surface every generated agent object exposes (names are internal). */
 export interface AgentObjectRpc {
-  __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<DispatchReceipt>>;
+  __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<Admission>>;
+  __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>>;
+  __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>>;
+  __flueUpdates(instanceId: string, afterSeq: number, options: { waitMs: number; maxBatches: number }): Promise<RpcEnvelope<UpdatesResult>>;
+  __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>>;
   __flueInstanceInfo(instanceId: string): Promise<RpcEnvelope<AgentInstanceInfo | null>>;
   __flueAbort(instanceId: string): Promise<RpcEnvelope<boolean>>;
   __fluePoll(
@@ -88,6 +93,19 @@ function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
     },
     async getInstance(agentName, instanceId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'getAgentInstance()').__flueInstanceInfo(instanceId));
+    },
+    async history(agentName, instanceId) {
+      return unwrap(await stubFor(config, agentName, instanceId, 'history').__flueHistory(instanceId));
+    },
+    async streamHead(agentName, instanceId) {
+      return unwrap(await stubFor(config, agentName, instanceId, 'stream head').__flueStreamHead(instanceId));
+    },
+    async updates(agentName, instanceId, afterSeq, { waitMs, maxBatches, signal }) {
+      const call = stubFor(config, agentName, instanceId, 'updates').__flueUpdates(instanceId, afterSeq, { waitMs, maxBatches });
+      return unwrap(signal === undefined ? await call : await raceAbort(call, signal));
+    },
+    async attachment(agentName, instanceId, attachmentId) {
+      return unwrap(await stubFor(config, agentName, instanceId, 'attachment').__flueAttachment(instanceId, attachmentId));
     },
     async abort(agentName, instanceId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'handle.abort()').__flueAbort(instanceId));

@@ -79,6 +79,10 @@ export async function start(options: StartOptions): Promise<Flue> {
     read: (agentName, instanceId, submissionId, readOptions) => engine.read(agentName, instanceId, submissionId, readOptions),
     abort: async (agentName, instanceId) => engine.abort(agentName, instanceId),
     getInstance: async (agentName, instanceId) => engine.getInstance(agentName, instanceId),
+    history: async (agentName, instanceId) => engine.history(agentName, instanceId),
+    streamHead: async (agentName, instanceId) => engine.streamHead(agentName, instanceId),
+    updates: (agentName, instanceId, afterSeq, updateOptions) => engine.updates(agentName, instanceId, afterSeq, updateOptions),
+    attachment: async (agentName, instanceId, attachmentId) => engine.attachment(agentName, instanceId, attachmentId),
   };
   configureRuntime(runtime);
   // Recovery: every conversation with unsettled work is driven again, oldest work first.

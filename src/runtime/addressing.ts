@@ -78,7 +78,7 @@ export async function dispatch(agent: Agent, request: AgentDispatchRequest): Pro
       'A string uid only continues an existing instance, so its initialData could never apply. Drop one of them.',
     );
   }
-  return runtime.admit(
+  const admission = await runtime.admit(
     agentName,
     {
       id: request.id,
@@ -89,6 +89,7 @@ export async function dispatch(agent: Agent, request: AgentDispatchRequest): Pro
     },
     'dispatch',
   );
+  return admission.receipt;
 }
 
 export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHandle {

@@ -269,23 +269,16 @@ export class Conversation {
 
   private applyUser(record: RecordOf<'user_message'>): void {
     this.applied.add(record.submissionId);
-    const parts: FlueConversationPart[] = [{ type: 'text', text: record.body, state: 'done' }];
     const content: (TextContent | ImageContent)[] = [{ type: 'text', text: record.body }];
     for (const attachment of record.attachments ?? []) {
-      parts.push({
-        type: 'file',
-        mediaType: attachment.mimeType,
-        id: attachment.id,
-        size: attachment.size,
-        ...(attachment.filename === undefined ? {} : { filename: attachment.filename }),
-      });
-      if (attachment.type === 'image' && attachment.data !== undefined) {
-        content.push({ type: 'image', data: attachment.data, mimeType: attachment.mimeType });
-      } else {
-        content.push({ type: 'text', text: `[document ${attachment.filename ?? attachment.id} omitted: this model API does not accept documents]` });
-      }
+      content.push(
+        attachment.type === 'image'
+          ? // Bytes live in the attachment store; the response loop loads them when it calls the model.
+            { type: 'image', data: `${ATTACHMENT_DATA_PREFIX}${attachment.id}`, mimeType: attachment.mimeType }
+          : { type: 'text', text: `[document ${attachment.filename ?? attachment.id} omitted: this model API does not accept documents]` },
+      );
     }
-    this.push({ id: record.messageId, role: 'user', purpose: 'user', display: 'visible', submissionId: record.submissionId, parts });
+    this.push(userMessageOf(record));
     this.lastDelivery = {
       kind: 'user',
       body: record.body,
@@ -294,7 +287,7 @@ export class Conversation {
         : {
             attachments: record.attachments.map((a) => ({
               type: a.type,
-              data: a.data ?? '',
+              data: `${ATTACHMENT_DATA_PREFIX}${a.id}`,
               mimeType: a.mimeType,
               ...(a.filename === undefined ? {} : { filename: a.filename }),
             })),
@@ -315,24 +308,7 @@ export class Conversation {
         ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
       };
     }
-    const advisory = record.origin === 'framework' ? ADVISORY_SIGNALS[record.signalType] : undefined;
-    const message: FlueConversationMessage = {
-      id: record.messageId,
-      role: 'system',
-      purpose: advisory === undefined ? 'dispatch' : 'advisory',
-      display: advisory ?? 'diagnostic',
-      parts: [{ type: 'text', text: record.body, state: 'done' }],
-    };
-    if (record.submissionId !== undefined) message.submissionId = record.submissionId;
-    if (advisory === undefined || record.attributes !== undefined || record.tagName !== undefined) {
-      message.signal = {
-        ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
-        ...(record.attributes === undefined ? {} : { attributes: record.attributes }),
-      };
-    }
-    if (record.signalType === 'submission_aborted') message.settlement = { outcome: 'aborted' };
-    if (record.signalType === 'submission_interrupted') message.settlement = { outcome: 'failed' };
-    this.push(message);
+    this.push(signalMessageOf(record));
     this.modelEntries.push({
       role: 'user',
       content: renderSignal({ type: record.signalType, body: record.body, attributes: record.attributes, tagName: record.tagName }),
@@ -450,6 +426,46 @@ export class Conversation {
     if (message === undefined) return;
     message.metadata = deepMerge(message.metadata ?? {}, record.metadata);
   }
+}
+
+/** Placeholder image data pointing into the attachment store (see AttachmentRecordRef). */
+export const ATTACHMENT_DATA_PREFIX = 'flue-attachment:';
+
+/** The client message of a delivered user message; a pure function of its record. */
+export function userMessageOf(record: RecordOf<'user_message'>): FlueConversationMessage {
+  const parts: FlueConversationPart[] = [{ type: 'text', text: record.body, state: 'done' }];
+  for (const attachment of record.attachments ?? []) {
+    parts.push({
+      type: 'file',
+      mediaType: attachment.mimeType,
+      id: attachment.id,
+      size: attachment.size,
+      ...(attachment.filename === undefined ? {} : { filename: attachment.filename }),
+    });
+  }
+  return { id: record.messageId, role: 'user', purpose: 'user', display: 'visible', submissionId: record.submissionId, parts };
+}
+
+/** The client message of a signal (delivered, appended or framework-written); pure. */
+export function signalMessageOf(record: RecordOf<'signal'>): FlueConversationMessage {
+  const advisory = record.origin === 'framework' ? ADVISORY_SIGNALS[record.signalType] : undefined;
+  const message: FlueConversationMessage = {
+    id: record.messageId,
+    role: 'system',
+    purpose: advisory === undefined ? 'dispatch' : 'advisory',
+    display: advisory ?? 'diagnostic',
+    parts: [{ type: 'text', text: record.body, state: 'done' }],
+  };
+  if (record.submissionId !== undefined) message.submissionId = record.submissionId;
+  if (advisory === undefined || record.attributes !== undefined || record.tagName !== undefined) {
+    message.signal = {
+      ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
+      ...(record.attributes === undefined ? {} : { attributes: record.attributes }),
+    };
+  }
+  if (record.signalType === 'submission_aborted') message.settlement = { outcome: 'aborted' };
+  if (record.signalType === 'submission_interrupted') message.settlement = { outcome: 'failed' };
+  return message;
 }
 
 function appendDeltaPart(message: FlueConversationMessage, kind: 'text' | 'reasoning', delta: string): void {

@@ -7,7 +7,7 @@
  * engine), so its log fold is kept in memory and advanced as batches are committed.
  */
 import * as v from 'valibot';
-import { Conversation } from './conversation.ts';
+import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { resolveDurability } from './durability-config.ts';
 import {
   AgentInstanceExistsError,
@@ -28,12 +28,14 @@ import { emit } from './events.ts';
 import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
-import { Projector, type ConversationStreamChunk } from './projection.ts';
+import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type SubmissionOutcome } from './records.ts';
 import { ResponseRun, RunStopped, RunYield } from './response-run.ts';
 import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
+import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
+import type { Admission, StoredAttachment, UpdatesResult } from './runtime.ts';
 
 export interface AdmissionRequest {
   id: string;
@@ -154,7 +156,7 @@ export class ConversationEngine {
 
   // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
 
-  async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<DispatchReceipt> {
+  async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<Admission> {
     if (this.stopping) throw new RuntimeUnavailableError('draining');
     const agent = this.registry.get(agentName)!;
     const acceptedAt = new Date().toISOString();
@@ -162,7 +164,9 @@ export class ConversationEngine {
       request.idempotencyKey === undefined
         ? newId('sub')
         : await keyedSubmissionId(agentName, request.id, request.idempotencyKey);
-    const payload: SubmissionPayload = { message: request.message };
+    const attachments = await prepareAttachments(request.message, kind, submissionId);
+    const payload: SubmissionPayload = { message: withoutAttachmentData(request.message) };
+    if (attachments.length > 0) payload.attachments = attachments.map((attachment) => attachment.ref);
     if (request.initialData !== undefined) payload.initialData = request.initialData;
     if (request.idempotencyKey !== undefined) payload.idempotencyKey = request.idempotencyKey;
 
@@ -174,7 +178,7 @@ export class ConversationEngine {
         // A keyed replay converges on the original, even if its own uid condition would now fail.
         if (existing.kind !== kind || !deepEqualJson(existing.payload, payload)) throw new SubmissionConflictError(submissionId);
         this.emitFor(live, submissionId, 'submission_queued', { kind });
-        return { submissionId, acceptedAt: existing.acceptedAt, uid: live.conv.uid!, deduplicated: true };
+        return { receipt: { submissionId, acceptedAt: existing.acceptedAt, uid: live.conv.uid!, deduplicated: true }, head: -1 };
       }
     }
     const created = live.conv.created;
@@ -189,6 +193,7 @@ export class ConversationEngine {
         this.store.append(live.stream, [birth]);
       }
       this.store.insertSubmission({ id: submissionId, stream: live.stream, kind, payload, acceptedAt });
+      for (const attachment of attachments) this.store.putAttachment(live.stream, attachment.ref, attachment.bytes);
     });
     if (birth !== undefined) {
       this.live(agentName, request.id);
@@ -196,7 +201,7 @@ export class ConversationEngine {
     }
     this.emitFor(live, submissionId, 'submission_queued', { kind });
     this.wake(live.stream);
-    return { submissionId, acceptedAt, uid: live.conv.uid! };
+    return { receipt: { submissionId, acceptedAt, uid: live.conv.uid! }, head: live.conv.head };
   }
 
   private birthRecord(agent: Agent, initialData: unknown): ConversationRecord {
@@ -222,8 +227,8 @@ export class ConversationEngine {
   }
 
   /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
-  dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt> {
-    return this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch');
+  async dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt> {
+    return (await this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch')).receipt;
   }
 
   getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
@@ -318,6 +323,71 @@ export class ConversationEngine {
               ...(settlement.outcome === 'completed' ? { reply: { ...live.conv.reply(submissionId), submissionId } } : {}),
             },
           }),
+    };
+  }
+
+  // ── The conversation stream (streaming-protocol.md §5–§9) ───────────────────────────────
+
+  history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
+    const live = this.live(agentName, instanceId);
+    if (live.incarnation === undefined) return null;
+    return live.conv.snapshot(live.incarnation);
+  }
+
+  streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
+    const live = this.live(agentName, instanceId);
+    return live.incarnation === undefined ? null : { head: live.conv.head, incarnation: live.incarnation };
+  }
+
+  async updates(
+    agentName: string,
+    instanceId: string,
+    afterSeq: number,
+    options: { waitMs: number; maxBatches: number; signal?: AbortSignal },
+  ): Promise<UpdatesResult> {
+    const live = this.live(agentName, instanceId);
+    if (live.incarnation === undefined) return { kind: 'not_found' };
+    if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
+    if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
+    const batches = this.store.readBatches(live.stream, afterSeq, options.maxBatches);
+    const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
+    const nextSeq = batches.at(-1)?.seq ?? afterSeq;
+    return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
+  }
+
+  /** The snapshot after one batch: the live fold at the head, a fresh fold otherwise (resets are rare). */
+  private snapshotAfter(live: LiveConversation, seq: number): Omit<FlueConversationSnapshot, 'incarnation'> {
+    if (seq === live.conv.head) return live.conv.snapshot();
+    const fold = new Conversation();
+    for (const batch of this.store.readBatches(live.stream, -1, seq + 1)) fold.apply(batch);
+    return fold.snapshot();
+  }
+
+  private nextAppend(live: LiveConversation, waitMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        live.listeners.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      live.listeners.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
+    const live = this.live(agentName, instanceId);
+    if (live.incarnation === undefined) return undefined;
+    const found = this.store.readAttachment(live.stream, attachmentId);
+    if (found === undefined) return null;
+    return {
+      id: found.ref.id,
+      mimeType: found.ref.mimeType,
+      size: found.ref.size,
+      ...(found.ref.filename === undefined ? {} : { filename: found.ref.filename }),
+      bytes: found.bytes,
     };
   }
 

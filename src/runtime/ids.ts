@@ -64,7 +64,11 @@ export function newId(prefix: IdPrefix): string {
 }
 
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return sha256HexBytes(new TextEncoder().encode(text) as Uint8Array<ArrayBuffer>);
+}
+
+export async function sha256HexBytes(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', bytes);
   let hex = '';
   for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, '0');
   return hex;

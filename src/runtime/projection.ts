@@ -2,7 +2,7 @@
  * Record → chunk projection (streaming-protocol.md §7): the client-visible conversation stream is
  * derived batch by batch from the log. Only the 12 chunk types the official clients accept exist.
  */
-import { Conversation, type FlueConversationMessage, type FlueConversationSnapshot } from './conversation.ts';
+import { Conversation, type FlueConversationMessage, type FlueConversationSnapshot, signalMessageOf, userMessageOf } from './conversation.ts';
 import type { SettlementError } from './errors.ts';
 import type { Batch } from './sql-store.ts';
 
@@ -46,96 +46,101 @@ export type ConversationStreamChunk =
     } & Positioned)
   | { type: 'stream-checkpoint'; incarnation: string };
 
-/** Projects batches in order; it folds its own copy of the conversation for reset snapshots. */
+/**
+ * Projects one batch into chunks. Every record projects on its own except a batch that creates or
+ * compacts the conversation, which becomes one `conversation-reset` carrying the snapshot after
+ * it — so reading from any offset costs work proportional to the batches read.
+ */
+export function projectBatch(
+  batch: Batch,
+  conversationId: string,
+  snapshotAfter: (seq: number) => Omit<FlueConversationSnapshot, 'incarnation'>,
+): ConversationStreamChunk[] {
+  let index = 0;
+  const at = () => ({ conversationId, position: { batch: batch.seq, index: index++ } });
+  if (batch.records.some((r) => r.type === 'conversation_created' || r.type === 'compaction')) {
+    return [{ type: 'conversation-reset', snapshot: snapshotAfter(batch.seq), ...at() }];
+  }
+  const chunks: ConversationStreamChunk[] = [];
+  for (const record of batch.records) {
+    switch (record.type) {
+      case 'user_message':
+        chunks.push({ type: 'message-appended', message: userMessageOf(record), ...at() });
+        break;
+      case 'signal':
+        chunks.push({ type: 'message-appended', message: signalMessageOf(record), ...at() });
+        break;
+      case 'assistant_started':
+        chunks.push({
+          type: 'message-started',
+          messageId: record.messageId,
+          submissionId: record.submissionId,
+          ...(record.metadata === undefined ? {} : { metadata: record.metadata }),
+          timestamp: record.ts,
+          ...at(),
+        });
+        break;
+      case 'assistant_delta':
+        chunks.push({ type: 'message-delta', messageId: record.messageId, kind: record.kind, delta: record.delta, ...at() });
+        break;
+      case 'assistant_completed':
+        for (const block of record.message.content) {
+          if (block.type !== 'toolCall') continue;
+          chunks.push({
+            type: 'tool-input',
+            messageId: record.messageId,
+            toolCallId: block.id,
+            toolName: block.name,
+            input: block.arguments,
+            timestamp: record.ts,
+            ...at(),
+          });
+        }
+        chunks.push({ type: 'message-completed', messageId: record.messageId, timestamp: record.ts, ...at() });
+        break;
+      case 'tool_results':
+        for (const outcome of record.outcomes) {
+          const duration = outcome.durationMs === undefined ? {} : { durationMs: outcome.durationMs };
+          chunks.push(
+            outcome.isError
+              ? { type: 'tool-output-error', toolCallId: outcome.toolCallId, errorText: outcome.content, ...duration, timestamp: record.ts, ...at() }
+              : { type: 'tool-output', toolCallId: outcome.toolCallId, output: outcome.output ?? null, ...duration, timestamp: record.ts, ...at() },
+          );
+        }
+        break;
+      case 'data_write':
+        chunks.push({ type: 'data-part', messageId: record.messageId, name: record.name, data: record.data, ...at() });
+        break;
+      case 'response_metadata':
+        chunks.push({ type: 'message-metadata', messageId: record.messageId, metadata: record.metadata, ...at() });
+        break;
+      case 'submission_settled':
+        chunks.push({
+          type: 'submission-settled',
+          submissionId: record.submissionId,
+          outcome: record.outcome,
+          ...(record.error === undefined ? {} : { error: record.error }),
+          ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
+          timestamp: record.ts,
+          ...at(),
+        });
+        break;
+      default:
+        break;
+    }
+  }
+  return chunks;
+}
+
+/** Projects a stream from its start, folding its own copy of the conversation for resets. */
 export class Projector {
   readonly conversation = new Conversation();
-  /** Step id → response message id, for delta records that only carry their step. */
-  private readonly stepMessage = new Map<string, string>();
 
   project(batch: Batch): ConversationStreamChunk[] {
-    const conv = this.conversation;
-    const resets = batch.records.some((r) => r.type === 'conversation_created' || r.type === 'compaction');
-    const chunks: ConversationStreamChunk[] = [];
-    // Apply first for resets (snapshot after the batch); message-appended needs the folded message.
-    conv.apply(batch);
-    const id = conv.conversationId;
-    let index = 0;
-    const at = () => ({ conversationId: id, position: { batch: batch.seq, index: index++ } });
-    if (resets) {
-      const { incarnation: _omit, ...snapshot } = conv.snapshot();
-      for (const record of batch.records) if (record.type === 'assistant_started') this.stepMessage.set(record.stepId, record.messageId);
-      return [{ type: 'conversation-reset', snapshot, ...at() }];
-    }
-    for (const record of batch.records) {
-      switch (record.type) {
-        case 'user_message':
-        case 'signal': {
-          const message = conv.messages.find((m) => m.id === record.messageId);
-          if (message !== undefined) chunks.push({ type: 'message-appended', message: structuredClone(message), ...at() });
-          break;
-        }
-        case 'assistant_started':
-          this.stepMessage.set(record.stepId, record.messageId);
-          chunks.push({
-            type: 'message-started',
-            messageId: record.messageId,
-            submissionId: record.submissionId,
-            ...(record.metadata === undefined ? {} : { metadata: record.metadata }),
-            timestamp: record.ts,
-            ...at(),
-          });
-          break;
-        case 'assistant_delta': {
-          const messageId = this.stepMessage.get(record.stepId);
-          if (messageId !== undefined) chunks.push({ type: 'message-delta', messageId, kind: record.kind, delta: record.delta, ...at() });
-          break;
-        }
-        case 'assistant_completed':
-          for (const block of record.message.content) {
-            if (block.type !== 'toolCall') continue;
-            chunks.push({
-              type: 'tool-input',
-              messageId: record.messageId,
-              toolCallId: block.id,
-              toolName: block.name,
-              input: block.arguments,
-              timestamp: record.ts,
-              ...at(),
-            });
-          }
-          chunks.push({ type: 'message-completed', messageId: record.messageId, timestamp: record.ts, ...at() });
-          break;
-        case 'tool_results':
-          for (const outcome of record.outcomes) {
-            const duration = outcome.durationMs === undefined ? {} : { durationMs: outcome.durationMs };
-            chunks.push(
-              outcome.isError
-                ? { type: 'tool-output-error', toolCallId: outcome.toolCallId, errorText: outcome.content, ...duration, timestamp: record.ts, ...at() }
-                : { type: 'tool-output', toolCallId: outcome.toolCallId, output: outcome.output ?? null, ...duration, timestamp: record.ts, ...at() },
-            );
-          }
-          break;
-        case 'data_write':
-          chunks.push({ type: 'data-part', messageId: record.messageId, name: record.name, data: record.data, ...at() });
-          break;
-        case 'response_metadata':
-          chunks.push({ type: 'message-metadata', messageId: record.messageId, metadata: record.metadata, ...at() });
-          break;
-        case 'submission_settled':
-          chunks.push({
-            type: 'submission-settled',
-            submissionId: record.submissionId,
-            outcome: record.outcome,
-            ...(record.error === undefined ? {} : { error: record.error }),
-            ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
-            timestamp: record.ts,
-            ...at(),
-          });
-          break;
-        default:
-          break;
-      }
-    }
-    return chunks;
+    this.conversation.apply(batch);
+    return projectBatch(batch, this.conversation.conversationId, () => {
+      const { incarnation: _omit, ...snapshot } = this.conversation.snapshot();
+      return snapshot;
+    });
   }
 }

@@ -15,8 +15,8 @@ export interface AttachmentRecordRef {
   mimeType: string;
   size: number;
   filename?: string;
-  /** Base64 bytes, kept inline until attachments get their own store (HTTP issue). */
-  data?: string;
+  /** Lowercase hex SHA-256 of the bytes, which live in the attachment store. */
+  digest: string;
 }
 
 export type SubmissionOutcome = 'completed' | 'failed' | 'aborted';
@@ -64,7 +64,15 @@ export type ConversationRecord =
       metadata?: Record<string, unknown>;
       ts: string;
     }
-  | { type: 'assistant_delta'; stepId: string; kind: 'text' | 'reasoning'; block: number; delta: string }
+  | {
+      type: 'assistant_delta';
+      stepId: string;
+      /** The response message the delta extends (so a read from any offset can project it alone). */
+      messageId: string;
+      kind: 'text' | 'reasoning';
+      block: number;
+      delta: string;
+    }
   | {
       type: 'assistant_completed';
       stepId: string;

@@ -5,9 +5,10 @@
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
  * "Lifecycle order of one response"; durability.md §6).
  */
-import type { Api, AssistantMessage, Model, ToolCall } from '@earendil-works/pi-ai';
+import type { Api, AssistantMessage, Message, Model, ToolCall } from '@earendil-works/pi-ai';
+import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
-import { deepMerge, isPlainObject } from './conversation.ts';
+import { ATTACHMENT_DATA_PREFIX, deepMerge, isPlainObject } from './conversation.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
@@ -23,7 +24,7 @@ import { type RenderResult, type RenderScope, render } from './render.ts';
 import type { SubmissionRow } from './sql-store.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
-import type { AgentAppendMessage, FlueHarness, FlueLogger } from './types.ts';
+import type { AgentAppendMessage, DeliveredMessage, FlueHarness, FlueLogger } from './types.ts';
 
 /** Thrown when the host drains: the attempt stops at a turn boundary and stays unsettled. */
 export class RunStopped extends Error {
@@ -67,6 +68,7 @@ export class ResponseRun {
   private plannedMessageId = newId('msg');
   private startMetadata: Record<string, unknown> | undefined;
   private consecutiveErrors = 0;
+  private readonly attachmentCache = new Map<string, string>();
   private overflowRetried = false;
 
   private readonly sliceDeadline: number | undefined;
@@ -154,7 +156,7 @@ export class ResponseRun {
     const run = this;
     const scope: RenderScope = {
       instanceId: this.live.instanceId,
-      delivery: this.conv.lastDelivery,
+      delivery: this.deliveryWithAttachments(),
       initialData: this.conv.initialData,
       dataWriterNames: this.dataWriterNames,
       readState: (name) => {
@@ -176,6 +178,20 @@ export class ResponseRun {
       this.model = result.model;
     }
     return result;
+  }
+
+  /** `useDelivery()` shows attachments as delivered: base64 data, loaded from the store. */
+  private deliveryWithAttachments(): DeliveredMessage | undefined {
+    const delivery = this.conv.lastDelivery;
+    if (delivery?.kind !== 'user' || delivery.attachments === undefined) return delivery;
+    return {
+      ...delivery,
+      attachments: delivery.attachments.map((attachment) =>
+        attachment.data.startsWith(ATTACHMENT_DATA_PREFIX)
+          ? { ...attachment, data: this.attachmentBase64(attachment.data.slice(ATTACHMENT_DATA_PREFIX.length)) }
+          : attachment,
+      ),
+    };
   }
 
   private setState(name: string, next: unknown, defaultValue: unknown): void {
@@ -378,7 +394,7 @@ export class ResponseRun {
     const model = resolveModel(this.model!.spec);
     const message = await this.streamStep(model, {
       ...(rendered.instructions === undefined ? {} : { systemPrompt: rendered.instructions }),
-      messages: this.conv.modelContext(),
+      messages: this.hydrateAttachments(this.conv.modelContext()),
       tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
     });
     if (message.stopReason === 'aborted') throw this.abortReason ?? abortError();
@@ -397,6 +413,32 @@ export class ResponseRun {
       return;
     }
     throw new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
+  }
+
+  /** Loads image bytes the fold left as store references, once per attempt. */
+  private hydrateAttachments(messages: Message[]): Message[] {
+    return messages.map((message) => {
+      if (message.role !== 'user' || typeof message.content === 'string') return message;
+      if (!message.content.some((part) => part.type === 'image' && part.data.startsWith(ATTACHMENT_DATA_PREFIX))) return message;
+      return {
+        ...message,
+        content: message.content.map((part) =>
+          part.type === 'image' && part.data.startsWith(ATTACHMENT_DATA_PREFIX)
+            ? { ...part, data: this.attachmentBase64(part.data.slice(ATTACHMENT_DATA_PREFIX.length)) }
+            : part,
+        ),
+      };
+    });
+  }
+
+  private attachmentBase64(id: string): string {
+    let data = this.attachmentCache.get(id);
+    if (data === undefined) {
+      const found = this.engine.store.readAttachment(this.live.stream, id);
+      data = found === undefined ? '' : encodeBase64(found.bytes);
+      this.attachmentCache.set(id, data);
+    }
+    return data;
   }
 
   /** Tool-set changes are narrated at the turn boundary; the first render sets the baseline. */
@@ -462,7 +504,7 @@ export class ResponseRun {
         const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
         const last = pending[pending.length - 1];
         if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
-        else pending.push({ type: 'assistant_delta', stepId, kind, block: event.contentIndex, delta: event.delta });
+        else pending.push({ type: 'assistant_delta', stepId, messageId, kind, block: event.contentIndex, delta: event.delta });
         const elapsed = Date.now() - lastFlush;
         if (elapsed >= interval) flush();
         else trailing ??= setTimeout(() => flush(), interval - elapsed);
@@ -616,18 +658,7 @@ export function inputRecord(row: SubmissionRow, joinedInto?: string): Conversati
       submissionId: row.id,
       ...joined,
       body: message.body,
-      ...(message.attachments === undefined
-        ? {}
-        : {
-            attachments: message.attachments.map((attachment, index) => ({
-              id: `att_${row.kind}_${row.id}_${index}`,
-              type: attachment.type,
-              mimeType: attachment.mimeType,
-              size: Math.floor((attachment.data.replace(/=+$/, '').length * 3) / 4),
-              ...(attachment.filename === undefined ? {} : { filename: attachment.filename }),
-              data: attachment.data,
-            })),
-          }),
+      ...(row.payload.attachments === undefined ? {} : { attachments: row.payload.attachments }),
       ts,
     };
   }

@@ -7,7 +7,7 @@
  * written in the same transaction as the batch that explains them.
  */
 import { ConversationRecordInvariantError, PersistedFormatVersionError } from './errors.ts';
-import type { ConversationRecord, SubmissionOutcome } from './records.ts';
+import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
 
 export type SqlValue = string | number | null | Uint8Array;
 export type SqlRow = Record<string, SqlValue>;
@@ -19,6 +19,16 @@ export interface SqlDriver {
 }
 
 export const FLUE_FORMAT_VERSION = '1';
+
+/** Below Durable Object SQLite's 2 MB value limit. */
+const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
+
+/** BLOBs come back as Uint8Array from node:sqlite and as ArrayBuffer from Durable Objects. */
+function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  throw new TypeError('expected a BLOB value');
+}
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_streams (
@@ -53,6 +63,12 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_state (
      stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
    ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_attachments (
+     stream TEXT NOT NULL, id TEXT NOT NULL, ref TEXT NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stream, id)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_attachment_chunks (
+     stream TEXT NOT NULL, id TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, id, idx)
+   ) WITHOUT ROWID`,
   `CREATE TABLE IF NOT EXISTS flue_steps (
      stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
      PRIMARY KEY (stream, tool_call_id, step)
@@ -79,7 +95,9 @@ export type SubmissionKind = 'dispatch' | 'direct';
 export type SubmissionStatus = 'queued' | 'running' | 'joined' | 'settled';
 
 export interface SubmissionPayload {
+  /** The delivered message; attachment bytes are stored separately (see `attachments`). */
   message: import('./types.ts').DeliveredMessage;
+  attachments?: AttachmentRecordRef[];
   initialData?: unknown;
   /** Present only on keyed submissions; part of the identity compared on replay. */
   idempotencyKey?: string;
@@ -292,6 +310,38 @@ export class SqlStore {
       stream,
     );
     return open.length;
+  }
+
+  // ── Attachments ────────────────────────────────────────────────────────────────────────
+
+  /** Idempotent: an attachment id is written once (ids are deterministic per submission). */
+  putAttachment(stream: string, ref: AttachmentRecordRef, bytes: Uint8Array): void {
+    if (this.driver.query('SELECT id FROM flue_attachments WHERE stream = ? AND id = ?', stream, ref.id).length > 0) return;
+    const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
+    this.driver.run('INSERT INTO flue_attachments (stream, id, ref, chunks) VALUES (?, ?, ?, ?)', stream, ref.id, JSON.stringify(ref), chunks);
+    for (let idx = 0; idx < chunks; idx++) {
+      const part = bytes.subarray(idx * ATTACHMENT_CHUNK_BYTES, (idx + 1) * ATTACHMENT_CHUNK_BYTES);
+      this.driver.run('INSERT INTO flue_attachment_chunks (stream, id, idx, data) VALUES (?, ?, ?, ?)', stream, ref.id, idx, part);
+    }
+  }
+
+  readAttachment(stream: string, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array } | undefined {
+    const row = this.driver.query('SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', stream, id)[0];
+    if (row === undefined) return undefined;
+    const ref = JSON.parse(String(row.ref)) as AttachmentRecordRef;
+    const parts = this.driver
+      .query('SELECT data FROM flue_attachment_chunks WHERE stream = ? AND id = ? ORDER BY idx', stream, id)
+      .map((chunk) => toBytes(chunk.data));
+    if (parts.length !== Number(row.chunks)) {
+      throw new ConversationRecordInvariantError(id, 'attachment', `expected ${row.chunks} chunks, found ${parts.length}`);
+    }
+    const bytes = new Uint8Array(ref.size);
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(part, offset);
+      offset += part.length;
+    }
+    return { ref, bytes };
   }
 
   // ── Persistent state and durable steps ───────────────────────────────────────────────────
