@@ -82,8 +82,8 @@ function median(values: number[]): number {
 }
 
 async function timeTailRead(engine: ConversationEngine, id: string): Promise<number> {
-  const head = (engine.streamHead('Agent', id))!.head;
   const started = performance.now();
+  const head = (engine.streamHead('Agent', id))!.head;
   const result = await engine.updates('Agent', id, head - TAIL, { waitMs: 0, maxBatches: 100 });
   const elapsed = performance.now() - started;
   if (result.kind !== 'ok' || result.nextSeq !== head || result.chunks.length === 0) throw new Error('tail read did not reach the head');
