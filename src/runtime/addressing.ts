@@ -4,6 +4,7 @@
  * the contract gives, before the runtime admits anything.
  */
 import { parseDeliveredMessage } from './delivered-message.ts';
+import { parseAdmissionFields } from './admission-fields.ts';
 import { InvalidRequestError } from './errors.ts';
 import type { Agent } from './identity.ts';
 import { newId } from './ids.ts';
@@ -36,8 +37,6 @@ export interface AgentInstanceHandle {
   abort(): Promise<void>;
 }
 
-const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
-
 function assertAgentFunction(agent: unknown, verb: string): asserts agent is Agent {
   if (typeof agent !== 'function') {
     throw new InvalidRequestError(`${verb} requires an agent function as its first argument.`, `Got ${agent === null ? 'null' : typeof agent}.`);
@@ -64,28 +63,14 @@ export async function dispatch(agent: Agent, request: AgentDispatchRequest): Pro
   }
   assertInstanceId(request.id, 'dispatch()');
   const message = parseDeliveredMessage(request.message);
-  const key = request.idempotencyKey;
-  if (key !== undefined && (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
-    throw new InvalidRequestError('idempotencyKey must be a non-empty string.', `idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
-  }
-  const uid = request.uid;
-  if (uid !== undefined && uid !== null && typeof uid !== 'string') {
-    throw new InvalidRequestError('uid must be a string or null.', 'uid: a string continues that incarnation; null creates only; omit it to continue or create.');
-  }
-  if (typeof uid === 'string' && request.initialData !== undefined) {
-    throw new InvalidRequestError(
-      'initialData cannot be combined with a string uid.',
-      'A string uid only continues an existing instance, so its initialData could never apply. Drop one of them.',
-    );
-  }
+  const fields = parseAdmissionFields(request);
   const admission = await runtime.admit(
     agentName,
     {
       id: request.id,
       message,
-      ...(request.initialData === undefined ? {} : { initialData: structuredClone(request.initialData) }),
-      ...(uid === undefined ? {} : { uid }),
-      ...(key === undefined ? {} : { idempotencyKey: key }),
+      ...fields,
+      ...(fields.initialData === undefined ? {} : { initialData: structuredClone(fields.initialData) }),
     },
     'dispatch',
   );

@@ -125,7 +125,8 @@ export class ConversationEngine {
     let live = this.lives.get(stream);
     if (live === undefined) {
       live = new LiveConversation(stream, agentName, instanceId);
-      this.lives.set(stream, live);
+      // Only conversations that exist are kept: reads of random ids must not grow memory.
+      if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
     for (const batch of this.store.readBatches(stream, live.conv.head)) live.conv.apply(batch);
@@ -196,6 +197,7 @@ export class ConversationEngine {
       for (const attachment of attachments) this.store.putAttachment(live.stream, attachment.ref, attachment.bytes);
     });
     if (birth !== undefined) {
+      this.lives.set(live.stream, live);
       this.live(agentName, request.id);
       live.notify();
     }

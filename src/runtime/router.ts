@@ -7,9 +7,9 @@
 import { Hono, type Context } from 'hono';
 import { stream } from 'hono/streaming';
 import type { StreamingApi } from 'hono/utils/stream';
-import * as v from 'valibot';
 import { formatOffset } from './conversation.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
+import { parseAdmissionFields } from './admission-fields.ts';
 import type { AdmissionRequest } from './engine.ts';
 import {
   AttachmentNotFoundError,
@@ -46,7 +46,6 @@ export const DEFAULT_ROUTER_TIMING: Readonly<RouterTiming> = Object.freeze({ wai
 /** Batches per plain read, long-poll answer and SSE loop step (streaming-protocol.md §6). */
 const MAX_BATCHES = 100;
 
-const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
 
 // `[^/]*` rather than the default `[^/]+`, so an empty id reaches a handler and gets its 400
 // instead of falling through to a 404.
@@ -122,7 +121,7 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
     const found = await runtime.attachment(agentName, id, attachmentId);
     if (found === undefined) throw new StreamNotFoundError(id);
     if (found === null) throw new AttachmentNotFoundError(attachmentId);
-    return c.body(ownBuffer(found.bytes), 200, {
+    return c.body(found.bytes, 200, {
       'content-type': found.mimeType,
       'content-length': String(found.bytes.byteLength),
       'content-disposition': 'inline',
@@ -326,11 +325,6 @@ async function writeRead(out: StreamingApi, read: OkRead): Promise<void> {
   await out.write(sseEvent('control', control));
 }
 
-/** Response bodies need an ArrayBuffer-backed view; copy only the (rare) shared-buffer case. */
-function ownBuffer(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
-  return bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes);
-}
-
 /** A parked long-poll whose client went away: 499, empty body (errors.md §2). */
 function clientClosed(): Response {
   return new Response(null, { status: 499 });
@@ -368,14 +362,6 @@ async function readJsonBody(c: Context): Promise<unknown> {
   }
 }
 
-const keyRule = `idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
-const uidRule = 'uid must be a string (continue that incarnation) or null (create only)';
-
-const siblingsSchema = v.object({
-  uid: v.optional(v.nullable(v.string(uidRule), uidRule)),
-  idempotencyKey: v.optional(v.pipe(v.string(keyRule), v.nonEmpty(keyRule), v.maxLength(MAX_IDEMPOTENCY_KEY_LENGTH, keyRule))),
-});
-
 /**
  * The body is one object: reserved siblings plus the message fields (§4). Checks follow
  * dispatch()'s order — message, key, uid, uid with initialData — so both transports agree.
@@ -385,22 +371,7 @@ function parseAdmission(id: string, body: unknown): AdmissionRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidRequestError('The request body must be a JSON object.', 'POST a DeliveredMessage object, e.g. {"kind":"user","body":"Hi"}.');
   }
-  const { initialData, uid: _uid, idempotencyKey: _key, ...fields } = body as Record<string, unknown>;
+  const { initialData, uid, idempotencyKey, ...fields } = body as Record<string, unknown>;
   const message = parseDeliveredMessage(fields, { allowString: false });
-  const parsed = v.safeParse(siblingsSchema, body);
-  if (!parsed.success) throw new InvalidRequestError('The admission request is malformed.', parsed.issues[0].message);
-  const { uid, idempotencyKey } = parsed.output;
-  if (typeof uid === 'string' && initialData !== undefined) {
-    throw new InvalidRequestError(
-      'initialData cannot be combined with a string uid.',
-      'A string uid only continues an existing instance, so its initialData could never apply. Drop one of them.',
-    );
-  }
-  return {
-    id,
-    message,
-    ...(initialData === undefined ? {} : { initialData }),
-    ...(uid === undefined ? {} : { uid }),
-    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
-  };
+  return { id, message, ...parseAdmissionFields({ uid, idempotencyKey, initialData }) };
 }

@@ -38,7 +38,7 @@ export interface StoredAttachment {
   mimeType: string;
   size: number;
   filename?: string;
-  bytes: Uint8Array;
+  bytes: Uint8Array<ArrayBuffer>;
 }
 
 export interface FlueRuntime {

@@ -325,7 +325,7 @@ export class SqlStore {
     }
   }
 
-  readAttachment(stream: string, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array } | undefined {
+  readAttachment(stream: string, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
     const row = this.driver.query('SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', stream, id)[0];
     if (row === undefined) return undefined;
     const ref = JSON.parse(String(row.ref)) as AttachmentRecordRef;
