@@ -1,24 +1,18 @@
 /**
  * The main job: the example app (examples/cloudflare) on a local Worker through `flue dev`.
  *
- * Without ANTHROPIC_API_KEY a scripted local model plays the assistant (offline): it looks up any
- * "order <id>" it is asked about and otherwise echoes. With the key set, the real model answers.
+ * Without ANTHROPIC_API_KEY a scripted local model plays the assistants (offline): the release
+ * manager publishes "publish pkg@1.2.0" (stable versions wait for approval on the page), the order
+ * assistant looks up "order <id>", anything else is echoed. With the key set, the real model answers.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startScriptedModelServer, type ScriptedResponse } from '@flue/runtime/testing';
+import { startScriptedModelServer } from '@flue/runtime/testing';
+import { demoModel } from '../examples/cloudflare/demo-model.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const example = `${root}examples/cloudflare`;
 const port = process.env.PORT ?? '8787';
-
-function demoModel(request: { messages: { role: string; content: string }[] }): ScriptedResponse {
-  const last = request.messages.at(-1);
-  if (last?.role === 'tool') return { text: `Here is what I found: ${last.content}` };
-  const order = /order\s*#?\s*(\w+)/i.exec(last?.content ?? '');
-  if (order) return { text: 'Let me look that up.', toolCalls: [{ name: 'lookup_order', arguments: { orderId: order[1]! } }] };
-  return { text: `(scripted model) You said: ${last?.content ?? ''}` };
-}
 
 const real = Boolean(process.env.ANTHROPIC_API_KEY);
 const server = real ? undefined : await startScriptedModelServer({ fallback: demoModel });

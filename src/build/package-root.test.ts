@@ -25,7 +25,7 @@ describe('package root and @flue/runtime exports', () => {
 
   it('names the available entries for an unexported subpath', () => {
     expect(() => resolveRuntimeExport('@flue/runtime/internal', ['import'])).toThrow(
-      /^\[flue\] "@flue\/runtime\/internal" is not exported by @flue\/runtime\. Available: @flue\/runtime, @flue\/runtime\/tool, @flue\/runtime\/node/,
+      /^\[flue\] "@flue\/runtime\/internal" is not exported by @flue\/runtime\. Available: @flue\/runtime, @flue\/runtime\/tool, @flue\/runtime\/routing, @flue\/runtime\/node/,
     );
   });
 });

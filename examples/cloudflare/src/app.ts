@@ -1,24 +1,57 @@
 /**
- * The example app's HTTP surface. `POST /orders/:conversationId` sends the body text to the
- * OrderAssistant conversation with that id and answers with the settled reply.
+ * The example app's HTTP surface.
+ *
+ * - `GET /`: a small page to chat with either agent, watch replies stream and decide approvals.
+ * - `/api/agents/release-manager/:id` and `/api/agents/order-assistant/:id`: the conversation
+ *   protocol of each agent (send, history, live updates), served by `createAgentRouter`.
+ * - `POST /api/approvals/:conversationId`: an operator's decision on a pending release, delivered
+ *   to the ReleaseManager conversation as a `tool-approval` signal.
+ * - `POST /orders/:conversationId`: sends the body text to the OrderAssistant conversation with
+ *   that id and answers with the settled reply; `GET /orders/:conversationId` shows the instance.
  */
 import { Hono } from 'hono';
-import { getAgentInstance, init } from '@flue/runtime';
+import { dispatch, getAgentInstance, init } from '@flue/runtime';
+import { createAgentRouter } from '@flue/runtime/routing';
 import { OrderAssistant } from './agents/order-assistant.ts';
+import { ReleaseManager } from './agents/release-manager.ts';
+import { requireOperator } from './shared/auth.ts';
+import { PAGE_HTML } from './ui/page.ts';
 
 const app = new Hono();
 
-app.get('/', (c) =>
-  c.text(
-    [
-      'flue-workers example: the OrderAssistant agent, one Durable Object per conversation.',
-      '',
-      '  curl -X POST http://127.0.0.1:8787/orders/alice -d "Where is my order 7?"',
-      '  curl http://127.0.0.1:8787/orders/alice',
-      '',
-    ].join('\n'),
-  ),
-);
+app.get('/', (c) => c.html(PAGE_HTML));
+
+app.route('/api/agents/release-manager', createAgentRouter(ReleaseManager));
+app.route('/api/agents/order-assistant', createAgentRouter(OrderAssistant));
+
+// Decisions come through this route, not straight from the browser into the conversation:
+// otherwise anyone who can post to the conversation could approve a call. The approval id is the
+// idempotency key, so the first decision wins and a different second one is refused with 409.
+app.post('/api/approvals/:conversationId', async (c) => {
+  const operator = await requireOperator(c.req.raw);
+  const { approvalId, decision } = await c.req
+    .json<{
+      approvalId: string;
+      decision: 'approve' | 'deny';
+    }>()
+    .catch(() => ({ approvalId: undefined, decision: undefined }));
+  if (typeof approvalId !== 'string' || approvalId === '' || (decision !== 'approve' && decision !== 'deny')) {
+    return c.json({ error: 'Send {"approvalId": "<id>", "decision": "approve" | "deny"}.' }, 400);
+  }
+
+  const receipt = await dispatch(ReleaseManager, {
+    id: c.req.param('conversationId'),
+    message: {
+      kind: 'signal',
+      type: 'tool-approval',
+      body: `${operator.name} chose "${decision}" for ${approvalId}.`,
+      attributes: { approvalId, decision, approver: operator.name },
+    },
+    idempotencyKey: `approval:${approvalId}`,
+  });
+
+  return c.json(receipt, 202);
+});
 
 app.post('/orders/:conversationId', async (c) => {
   const text = await c.req.text();

@@ -1,0 +1,262 @@
+/**
+ * The example app's page, driven as a user would in a real browser: `flue build` of a copy of
+ * examples/cloudflare, `wrangler dev` on loopback (started here, stopped by PID), the scripted demo
+ * model (examples/cloudflare/demo-model.ts, the `fallback` of `npm run dev`), and Chromium through
+ * playwright-core. Covers: a streamed reply, a release held for approval, the Approve button, the
+ * approval result and the model's confirmation, a reload from history, and the order assistant.
+ *
+ * Needs Debian's Chromium at /usr/bin/chromium (`.ci/run` installs it). Screenshots go to
+ * test-artifacts/ (ignored by git).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startScriptedModelServer, type RecordedRequest, type ScriptedModelServer } from '@flue/runtime/testing';
+import { demoModel } from '../../examples/cloudflare/demo-model.ts';
+import { packageRoot } from '../../src/build/package-root.ts';
+import { offlineEnv, removeDir, tempProject } from '../../src/build/test-project.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const root = packageRoot();
+const artifacts = path.join(root, 'test-artifacts');
+const STEP_MS = 20_000;
+
+let server: ScriptedModelServer | undefined;
+let project: string | undefined;
+let wrangler: ChildProcess | undefined;
+let wranglerExit: Promise<void> | undefined;
+let browser: Browser | undefined;
+let context: BrowserContext | undefined;
+let base: string;
+const pageErrors: string[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+    probe.on('error', reject);
+  });
+}
+
+/** The example app's sources in a throwaway project inside this checkout (packages resolve). */
+function exampleCopy(): string {
+  const dir = tempProject('page');
+  const example = path.join(root, 'examples', 'cloudflare');
+  cpSync(path.join(example, 'src'), path.join(dir, 'src'), { recursive: true });
+  cpSync(path.join(example, 'wrangler.jsonc'), path.join(dir, 'wrangler.jsonc'));
+  return dir;
+}
+
+async function startWrangler(cwd: string, modelUrl: string): Promise<string> {
+  const port = await freePort();
+  const bin = path.join(root, 'node_modules/wrangler/bin/wrangler.js');
+  const child = spawn(
+    process.execPath,
+    [bin, 'dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port), '--var', `FLUE_SCRIPTED_MODEL_URL:${modelUrl}`],
+    { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  wrangler = child;
+  wranglerExit = new Promise((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start within 60 s:\n${output}`)), 60_000);
+    const onData = (data: Buffer) => {
+      output += data.toString();
+      if (output.includes('Ready on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`wrangler dev exited with ${code}:\n${output}`));
+    });
+  });
+  return `http://127.0.0.1:${port}`;
+}
+
+async function stopWrangler(): Promise<void> {
+  if (wrangler?.pid === undefined || wrangler.exitCode !== null) return;
+  try {
+    process.kill(-wrangler.pid, 'SIGTERM'); // its process group: wrangler and workerd
+  } catch {
+    return; // already gone
+  }
+  const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 10_000));
+  if ((await Promise.race([wranglerExit, timeout])) === 'timeout') {
+    try {
+      process.kill(-wrangler.pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `Chromium is not installed: ${CHROMIUM} is missing, and the page test drives the example app in a real browser. ` +
+        'Install it with `sudo apt-get update && sudo apt-get install -y chromium` (CI does this in .ci/run).',
+    );
+  }
+  server = await startScriptedModelServer({ fallback: demoModel });
+  project = exampleCopy();
+  const built = spawnSync(process.execPath, [path.join(root, 'bin/flue.js'), 'build'], { cwd: project, env: offlineEnv(), encoding: 'utf8' });
+  expect(built.status, `flue build failed:\n${built.stdout}\n${built.stderr}`).toBe(0);
+  base = await startWrangler(project, server.url);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  mkdirSync(artifacts, { recursive: true });
+}, 180_000);
+
+afterAll(async () => {
+  await context?.close().catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  await stopWrangler();
+  await server?.close();
+  if (project) removeDir(project);
+}, 30_000);
+
+async function openPage(url: string): Promise<Page> {
+  const page = await context!.newPage();
+  page.setDefaultTimeout(STEP_MS);
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    // Chromium logs every non-2xx fetch; the page reads a new conversation's history as a 404.
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) pageErrors.push(message.text());
+  });
+  page.on('response', (response) => {
+    const expected = response.status() === 404 && new URL(response.url()).searchParams.get('view') === 'history';
+    if (response.status() >= 400 && !expected) pageErrors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+  });
+  await page.goto(url);
+  return page;
+}
+
+async function sendMessage(page: Page, text: string): Promise<void> {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+}
+
+/** Visible text of the conversation, whitespace-normalized. */
+async function transcript(page: Page): Promise<string> {
+  return (await page.locator('#messages').innerText()).replace(/\s+/g, ' ');
+}
+
+function modelCalls(tool: string): RecordedRequest[] {
+  return server!.requests.filter((r) => r.messages.some((m) => m.toolCalls?.some((c) => c.name === tool)));
+}
+
+test('a user chats with the release manager, sees a release held for approval, approves it and sees the result', async () => {
+  const page = await openPage(`${base}/`);
+
+  // A fresh page opens a new release-manager conversation.
+  await expect(page.locator('h1').innerText()).resolves.toBe('Release manager');
+  const conversationId = (await page.locator('#subtitle').innerText()).trim();
+  expect(conversationId).toMatch(/^conv-[a-z0-9]+$/);
+  expect(page.url()).toBe(`${base}/#/release-manager/${conversationId}`);
+  await page.getByText('No messages yet').waitFor();
+  await expect(page.locator('#connection').innerText()).resolves.toBe('Not started'); // history: 404
+  await expect(page.locator('#suggestions').innerText()).resolves.toContain('publish pkg@1.2.0');
+
+  // 1. A message, and the reply streamed in over the live updates view (no reload).
+  await sendMessage(page, 'Hello there');
+  await page.locator('.msg.user', { hasText: 'Hello there' }).waitFor();
+  const reply = page.locator('.msg.assistant', { hasText: '(scripted model) You said: Hello there' });
+  await reply.waitFor();
+  await page.locator('#connection', { hasText: 'Live' }).waitFor();
+  expect(await page.getByRole('textbox', { name: 'Message' }).inputValue()).toBe('');
+  await page.locator('.typing').waitFor({ state: 'detached' });
+
+  // 2. A stable release: the model calls publish_release, the gate holds it, the card appears.
+  await sendMessage(page, 'publish pkg@1.2.0');
+  const card = page.locator('.approval');
+  await card.waitFor();
+  await expect(page.locator('#approvals h2').innerText()).resolves.toMatch(/^approval needed$/i);
+  const cardText = (await card.innerText()).replace(/\s+/g, ' ');
+  expect(cardText).toContain('Release manager wants to run publish_release with:');
+  expect(cardText).toMatch(/pkg pkg version 1\.2\.0/);
+  const approvalId = await card.getAttribute('data-approval-id');
+  expect(approvalId).toMatch(/^call_/);
+  expect(await transcript(page)).toContain("I'll publish pkg@1.2.0.");
+  await page.locator(`.tool[data-tool-call-id="${approvalId}"] .badge`, { hasText: 'waiting for approval' }).waitFor();
+  expect(modelCalls('publish_release')).toHaveLength(0); // only the request so far: no follow-up turn
+  expect(server!.requests.at(-1)!.messages.at(-1)!.content).toBe('publish pkg@1.2.0');
+  await page.screenshot({ path: path.join(artifacts, 'approvals-pending.png') });
+
+  // 3. Approve: the decision signal, the gate's result, the model's confirmation; the card goes.
+  await card.getByRole('button', { name: 'Approve' }).click();
+  const result = page.locator('.event.result', { hasText: `Demo operator approved publish_release (${approvalId}).` });
+  await result.waitFor();
+  expect((await result.innerText()).replace(/\s+/g, ' ')).toBe(
+    `Approval result Demo operator approved publish_release (${approvalId}). Result: Published pkg@1.2.0: https://www.npmjs.com/package/pkg/v/1.2.0`,
+  );
+  await expect(result.getByRole('link').getAttribute('href')).resolves.toBe('https://www.npmjs.com/package/pkg/v/1.2.0');
+  await page.locator('.event.decision', { hasText: `Demo operator chose "approve" for ${approvalId}.` }).waitFor();
+  await page
+    .locator('.msg.assistant', { hasText: 'Demo operator approved it, so it is done. Published pkg@1.2.0: https://www.npmjs.com/package/pkg/v/1.2.0' })
+    .waitFor();
+  await page.locator('#approvals').waitFor({ state: 'hidden' });
+  await page.locator(`.tool[data-tool-call-id="${approvalId}"] .badge`, { hasText: 'approved by Demo operator' }).waitFor();
+  await page.locator('.typing').waitFor({ state: 'detached' });
+
+  // The model saw the gate's result signal, after the call had been executed.
+  const last = server!.requests.at(-1)!.messages.at(-1)!.content;
+  expect(last).toContain('<signal type="tool-approval-result">');
+  expect(last).toContain(`Demo operator approved publish_release (${approvalId}). Result: Published pkg@1.2.0`);
+
+  await page.screenshot({ path: path.join(artifacts, 'approvals.png'), fullPage: true });
+  const before = await transcript(page);
+
+  // 4. A reload rebuilds the same conversation from history; nothing is pending any more.
+  await page.reload();
+  await page.locator('.event.result').waitFor();
+  await page.locator('#connection', { hasText: 'Live' }).waitFor();
+  expect(await transcript(page)).toBe(before);
+  expect(await page.locator('#approvals').isHidden()).toBe(true);
+  expect(await page.locator('#recent').innerText()).toContain(conversationId);
+
+  expect(pageErrors).toEqual([]);
+  await page.close();
+}, 120_000);
+
+test('a denied release is not published and the model acknowledges it', async () => {
+  const page = await openPage(`${base}/#/release-manager/deny-1`);
+  await page.getByText('No messages yet').waitFor();
+  await sendMessage(page, 'publish @acme/widgets@2.0.0');
+  const card = page.locator('.approval');
+  await card.waitFor();
+  expect((await card.innerText()).replace(/\s+/g, ' ')).toMatch(/pkg @acme\/widgets version 2\.0\.0/);
+  await page.getByRole('textbox', { name: 'Approving as' }).fill('Riley');
+  await card.getByRole('button', { name: 'Deny' }).click();
+  await page.locator('.event.result.bad', { hasText: 'Riley denied publish_release' }).waitFor();
+  await page.locator('.msg.assistant', { hasText: 'Riley denied the release, so I did not publish it.' }).waitFor();
+  await page.locator('#approvals').waitFor({ state: 'hidden' });
+  expect(await transcript(page)).not.toContain('Published @acme/widgets');
+  expect(pageErrors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('the order assistant answers through the same page', async () => {
+  const page = await openPage(`${base}/#/release-manager/orders-1`);
+  await page.getByText('No messages yet').waitFor();
+  await page.getByRole('radio', { name: /Order assistant/ }).click();
+  await expect(page.locator('h1').innerText()).resolves.toBe('Order assistant');
+  expect(page.url()).toBe(`${base}/#/order-assistant/orders-1`);
+  // The suggestion chips send their text.
+  await expect(page.locator('#suggestions').innerText()).resolves.toMatch(/^Try:\s*Where is order 7\?\s*What about order 42\?$/);
+  await page.getByRole('button', { name: 'Where is order 7?' }).click();
+  await page.locator('.msg.user', { hasText: 'Where is order 7?' }).waitFor();
+  await page.locator('.tool', { hasText: 'lookup_order' }).locator('.badge', { hasText: 'done' }).waitFor();
+  await page.locator('.msg.assistant', { hasText: 'Here is what I found: {"status":"shipped","eta":"2026-12-02"}' }).waitFor();
+  expect(await page.locator('.approval').count()).toBe(0);
+  expect(pageErrors).toEqual([]);
+  await page.close();
+}, 60_000);
