@@ -297,7 +297,8 @@ export class ConversationEngine {
   ): Promise<ReadPoll> {
     const live = this.live(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const ready = () => live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq);
+    const ready = () =>
+      this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq);
     if (!ready()) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -314,6 +315,7 @@ export class ConversationEngine {
       });
     }
     const settlement = live.conv.settlements.get(submissionId);
+    if (settlement === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
     return {
       batches: options.batches ? this.store.readBatches(live.stream, options.afterSeq) : [],
       ...(settlement === undefined
@@ -351,6 +353,8 @@ export class ConversationEngine {
     if (live.incarnation === undefined) return { kind: 'not_found' };
     if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
     if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
+    // A reader parked across stop() gets a retryable 503, not a failure of the closed store.
+    if (this.stopping) throw new RuntimeUnavailableError('draining');
     const batches = this.store.readBatches(live.stream, afterSeq, options.maxBatches);
     const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
     const nextSeq = batches.at(-1)?.seq ?? afterSeq;
@@ -594,6 +598,8 @@ export class ConversationEngine {
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     for (const run of this.runs.values()) run.stop();
+    // Wake parked readers so they answer now instead of after the store closes.
+    for (const live of this.lives.values()) live.notify();
     const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
     // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
     // off as an interruption (not an abort), and the next start recovers it.

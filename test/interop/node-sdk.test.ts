@@ -1,0 +1,809 @@
+/**
+ * Interop on the Node host: the unmodified `@flue/sdk` 2.0.3 client (reading through
+ * `@durable-streams/client`) against `createAgentRouter()` mounted in a Hono app, served on
+ * loopback HTTP, on `start()` with the scripted model server. Every exchange the SDK makes is
+ * recorded and checked against streaming-protocol.md (support/wire-tap.ts).
+ */
+import type { MiddlewareHandler } from 'hono';
+import { describe, expect, it } from 'vitest';
+import {
+  FlueApiError,
+  FlueExecutionError,
+  createFlueClient,
+  readSubmissionReply,
+  type ConversationLiveMode,
+  type ConversationStreamChunk,
+} from '@flue/sdk';
+import { useModel } from '@flue/runtime';
+import type { RecordedRequest, ScriptedResponse } from '@flue/runtime/testing';
+import { MOUNT, useNodeHost, type NodeHost } from './support/node-host.ts';
+import { deltaText, eventually, replyMessage, settledIn, sleep, textOf, withTimeout } from './support/observation.ts';
+import {
+  ALL_TEXT,
+  FINAL_TEXT,
+  FIRST_TEXT,
+  REASONING,
+  REPLY_DATA,
+  REPLY_METADATA,
+  REPLY_TEXT,
+  Support,
+  allChunks,
+  expectOrderReply,
+  orderReplySteps,
+  position,
+  stateOf,
+} from './support/order-script.ts';
+import { offsetSeq, protocolViolations } from './support/wire-tap.ts';
+
+const { ctx, host } = useNodeHost();
+
+const MODEL = 'anthropic/claude-haiku-4-5';
+const OFFSET = /^\d{16}_\d{16}$/;
+
+/** The order conversation (support/order-script.ts), one final-text chunk every `delayMs`. */
+function scriptOrderReply(delayMs = 120) {
+  ctx.server.script(...orderReplySteps(delayMs));
+}
+
+async function expectConformant(h: NodeHost) {
+  await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
+  expect(protocolViolations(h.tap.exchanges)).toEqual([]);
+}
+
+// ── send / read ───────────────────────────────────────────────────────────────────────────────
+
+describe('send → read', () => {
+  it('read(admission) resolves with the reply; read(submissionId) re-attaches from the origin; history agrees', async () => {
+    const h = await host(Support);
+    const client = h.client('t-read');
+    scriptOrderReply(0);
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    expect(admission).toEqual({
+      streamUrl: client.url,
+      offset: expect.stringMatching(OFFSET),
+      submissionId: expect.stringMatching(/^sub_/),
+      uid: expect.stringMatching(/^inst_/),
+    });
+    const reply = await withTimeout(client.read(admission), 15_000, 'read(admission)');
+    const expected = {
+      text: REPLY_TEXT,
+      data: REPLY_DATA,
+      metadata: REPLY_METADATA,
+      submissionId: admission.submissionId,
+    };
+    expect(reply).toEqual({ ...expected, uid: admission.uid });
+    expect(await withTimeout(client.read(admission.submissionId), 10_000, 'read(id)')).toEqual(expected);
+    const history = await client.history();
+    expect(history).toMatchObject({ v: 1, conversationId: expect.stringMatching(/^conv_/), offset: expect.stringMatching(OFFSET), incarnation: expect.any(String) });
+    expect(readSubmissionReply(history, admission.submissionId)).toEqual({ text: expected.text, data: expected.data, metadata: expected.metadata });
+    expect(history.messages[0]).toMatchObject({ role: 'user', purpose: 'user', display: 'visible', submissionId: admission.submissionId, parts: [{ type: 'text', text: 'Where is A-1?', state: 'done' }] });
+    expectOrderReply(history, admission.submissionId);
+    expect(history.settlements).toEqual([{ submissionId: admission.submissionId, outcome: 'completed', answeredBySubmissionId: admission.submissionId }]);
+    // The model saw what the SDK sent.
+    expect(ctx.server.requests[0]!.messages.at(-1)).toMatchObject({ role: 'user', content: 'Where is A-1?' });
+    await expectConformant(h);
+  });
+
+  it('the admission offset misses nothing of its submission: the chunks after it are exactly the origin read past it', async () => {
+    const h = await host(Support);
+    const client = h.client('t-offset');
+    scriptOrderReply(0);
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    const fromAdmission: ConversationStreamChunk[] = [];
+    await withTimeout(client.wait(admission, { onEvent: (c) => void fromAdmission.push(c) }), 15_000, 'wait(admission)');
+    const reference = await allChunks(client, admission);
+    expect(reference[0]!.type).toBe('conversation-reset');
+    expect(fromAdmission).toEqual(reference.filter((c) => position(c).batch > offsetSeq(admission.offset)));
+    // Against the model script: every delta once, in order.
+    const replyId = replyMessage((await client.history()).messages, admission.submissionId)!.id;
+    expect(deltaText(fromAdmission, replyId)).toBe(ALL_TEXT);
+    expect(fromAdmission.filter((c) => c.type === 'message-delta' && c.kind === 'reasoning').map((c) => (c as { delta: string }).delta).join('')).toBe(REASONING);
+    expect(fromAdmission.find((c) => c.type === 'tool-input')).toMatchObject({ toolCallId: 'call_order', toolName: 'lookup_order', input: { orderId: 'A-1' }, messageId: replyId });
+    expect(fromAdmission.find((c) => c.type === 'tool-output')).toMatchObject({ toolCallId: 'call_order', output: { orderId: 'A-1', status: 'shipped' } });
+    expect(fromAdmission.at(-1)).toMatchObject({ type: 'submission-settled', submissionId: admission.submissionId, outcome: 'completed' });
+    await expectConformant(h);
+  });
+  it('an odd conversation id round-trips: the admission streamUrl is the client URL, so read(admission) accepts it', async () => {
+    const h = await host(Support);
+    const client = h.client('order #42 / ü?');
+    expect(client.url).toMatch(/\/agents\/support\/order%20%2342%20%2F%20%C3%BC%3F$/);
+    ctx.server.script({ text: 'Odd but fine.' });
+    const admission = await client.send({ message: { kind: 'user', body: 'Hi' } });
+    expect(admission.streamUrl).toBe(client.url);
+    expect((await withTimeout(client.read(admission), 10_000, 'read')).text).toBe('Odd but fine.');
+    const watched = h.observe(client, { live: 'sse' });
+    const seen = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 5_000, 'settlement');
+    expect(seen.conversation).toEqual(stateOf(await client.history()));
+    // A different conversation's admission is refused by the SDK itself (the paths differ).
+    await expect(h.client('order #42').read(admission)).rejects.toThrow(/different conversation/);
+    watched.close();
+    await expectConformant(h);
+  });
+
+  it('an offset beyond the head is a 416 stream_offset_gone with meta; wait() then restarts from the origin', async () => {
+    const h = await host(Support);
+    const client = h.client('t-416');
+    ctx.server.script({ text: 'Done.' });
+    const admission = await client.send({ message: { kind: 'user', body: 'Hi' } });
+    await client.read(admission);
+    const head = (await client.history()).offset;
+    const beyond = `0000000000000000_${String(offsetSeq(head) + 50).padStart(16, '0')}`;
+    await withTimeout(client.wait({ ...admission, offset: beyond }), 10_000, 'wait() from beyond the head');
+    await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
+    const gone = h.tap.exchanges.find((e) => e.status === 416)!;
+    expect(gone.url.searchParams.get('offset')).toBe(beyond);
+    expect(gone.json).toMatchObject({ error: { type: 'stream_offset_gone', meta: { offset: beyond, nextOffset: head } } });
+    const after = h.tap.exchanges.slice(h.tap.exchanges.indexOf(gone) + 1);
+    expect(after[0]!.url.searchParams.get('offset')).toBe('-1');
+  });
+
+  it('a delivery that joins a busy response settles with answeredBySubmissionId; the SDK reads the coalesced reply', async () => {
+    const h = await host(Support);
+    const client = h.client('t-join');
+    ctx.server.script(
+      { text: ['Checking', ' that', ' order.'], chunkDelayMs: 150, toolCalls: [{ id: 'call_order', name: 'lookup_order', arguments: { orderId: 'A-1' } }] },
+      { text: 'Both questions are answered.' },
+    );
+    const host1 = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    await ctx.server.waitForRequests(1);
+    const joined = await client.send({ message: { kind: 'user', body: 'And is it insured?' } });
+    const joinedReply = await withTimeout(client.read(joined), 15_000, 'read(joined)');
+    const hostReply = await client.read(host1);
+    expect(hostReply.text).toBe('Checking that order.\n\nBoth questions are answered.');
+    expect(joinedReply).toEqual({ ...hostReply, submissionId: joined.submissionId, uid: joined.uid });
+    expect(ctx.server.requests).toHaveLength(2);
+    expect(ctx.server.requests[1]!.messages.some((m) => m.role === 'user' && m.content.includes('And is it insured?'))).toBe(true);
+    const history = await client.history();
+    expect(history.settlements).toEqual([
+      expect.objectContaining({ submissionId: host1.submissionId, outcome: 'completed', answeredBySubmissionId: host1.submissionId }),
+      expect.objectContaining({ submissionId: joined.submissionId, outcome: 'completed', answeredBySubmissionId: host1.submissionId }),
+    ]);
+    expect(history.messages.filter((m) => m.role === 'assistant')).toHaveLength(1);
+    const watched = h.observe(client, { live: 'long-poll' });
+    const seen = await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    expect(seen.conversation).toEqual(stateOf(history));
+    expect(readSubmissionReply(seen.conversation!, joined.submissionId)).toEqual(readSubmissionReply(history, joined.submissionId));
+    watched.close();
+    await expectConformant(h);
+  });
+});
+
+describe('a regrown stream (store wiped, same conversation id)', () => {
+  it.each([
+    { live: 'long-poll' as const, how: 'destroy' as const },
+    { live: 'sse' as const, how: 'end' as const },
+  ])('observe({ live: $live }) re-hydrates on the new incarnation instead of mixing generations', async ({ live, how }) => {
+    const h = await host(Support, { timing: { waitMs: 300, heartbeatMs: 1_000 } });
+    const client = h.client(`t-regrow-${live}`);
+    ctx.server.script({ text: 'Old generation.' });
+    await client.read(await client.send({ message: { kind: 'user', body: 'First life' } }));
+    const old = await client.history();
+    const watched = h.observe(client, { live });
+    await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    const following = () => h.http.requests.some((r) => r.path.includes(`live=${live}`) && r.outcome === undefined);
+    await eventually(following, 5_000, `a ${live} connection`);
+    // A dev-server restart on the in-memory store: the client is cut off while the store is wiped
+    // and the conversation regrows past the observer's offset under the same id.
+    h.tap.hold();
+    await ctx.flue!.stop();
+    await ctx.start([Support]);
+    const other = h.inProcessClient(`t-regrow-${live}`);
+    ctx.server.script({ text: 'New one.' }, { text: 'New two.' });
+    await other.read(await other.send({ message: { kind: 'user', body: 'Second life' } }));
+    await other.read(await other.send({ message: { kind: 'user', body: 'Still second life' } }));
+    const regrown = await other.history();
+    expect(regrown.incarnation).not.toBe(old.incarnation);
+    expect(offsetSeq(regrown.offset)).toBeGreaterThan(offsetSeq(old.offset));
+    // Cut what is still open (the old runtime's stop may already have ended it: its store is closed).
+    const isUpdates = (path: string) => path.includes('view=updates');
+    expect(how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates)).toBeLessThanOrEqual(1);
+    const releasedAt = Date.now();
+    h.tap.release();
+    const final = await watched.until((s) => s.conversation?.conversationId === regrown.conversationId && s.conversation.settlements.length === 2, 10_000, 'the new generation');
+    expect(final.conversation).toEqual(stateOf(regrown));
+    // The client learned of the new generation from the checkpoint of an updates read at its old offset.
+    await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
+    const reconnect = h.tap.exchanges.find((e) => e.startedAt >= releasedAt && e.url.searchParams.get('view') === 'updates');
+    expect(reconnect?.url.searchParams.get('offset')).toBe(old.offset);
+    const checkpoint = reconnect?.json !== undefined ? (reconnect.json as { incarnation: string }[])[0] : (JSON.parse(reconnect!.events![0]!.data) as { incarnation: string }[])[0];
+    expect(checkpoint?.incarnation).toBe(regrown.incarnation);
+    // No published state mixed the generations.
+    const oldIds = new Set(old.messages.map((m) => m.id));
+    const newIds = new Set(regrown.messages.map((m) => m.id));
+    for (const s of watched.snapshots) {
+      if (s.conversation === undefined) continue;
+      const ids = s.conversation.conversationId === old.conversationId ? oldIds : newIds;
+      for (const m of s.conversation.messages) expect(ids.has(m.id)).toBe(true);
+    }
+    watched.close();
+  });
+});
+
+// ── observe ───────────────────────────────────────────────────────────────────────────────────
+
+describe.each<ConversationLiveMode>(['long-poll', 'sse'])('observe({ live: %s })', (live) => {
+  it('goes absent → live, sees every chunk in order while the reply streams, and ends equal to history', async () => {
+    const h = await host(Support);
+    const client = h.client(`t-observe-${live}`);
+    const watched = h.observe(client, { live });
+    await watched.until((s) => s.phase === 'absent', 5_000, 'absent');
+    scriptOrderReply();
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    // What @flue/react does after a send into an absent conversation.
+    watched.observation.refresh();
+    const chunks: ConversationStreamChunk[] = [];
+    const waited = client.wait(admission, { onEvent: (c) => void chunks.push(c) });
+    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 20_000, 'settlement');
+    await withTimeout(waited, 5_000, 'wait()');
+    expect(final.phase).toBe('live');
+    expect(final.error).toBeUndefined();
+    const history = await client.history();
+    expect(final.conversation).toEqual(stateOf(history));
+    expectOrderReply(history, admission.submissionId);
+
+    // Live, not batch: the observer published the final text growing, each state a prefix of the next.
+    const texts = watched.snapshots.map((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)));
+    const partial = texts.filter((t) => t.length > FIRST_TEXT.length && t.length < ALL_TEXT.length);
+    expect(partial.length).toBeGreaterThan(0);
+    for (let i = 1; i < texts.length; i++) expect(ALL_TEXT.startsWith(texts[i]!) && texts[i]!.startsWith(texts[i - 1]!)).toBe(true);
+    // The observer's offset moved forward only, ending at the history offset.
+    const offsets = watched.snapshots.map((s) => s.offset).filter((o): o is string => o !== undefined).map(offsetSeq);
+    for (let i = 1; i < offsets.length; i++) expect(offsets[i]!).toBeGreaterThanOrEqual(offsets[i - 1]!);
+    expect(final.offset).toBe(history.offset);
+
+    // The chunks the SDK delivered: strictly increasing positions, the script's text exactly once.
+    for (let i = 1; i < chunks.length; i++) {
+      const [a, b] = [position(chunks[i - 1]!), position(chunks[i]!)];
+      expect(b.batch > a.batch || (b.batch === a.batch && b.index > a.index)).toBe(true);
+    }
+    expect(deltaText(chunks, replyMessage(history.messages, admission.submissionId)!.id)).toBe(ALL_TEXT);
+
+    // The follow used the requested live mode after catching up with a plain read.
+    const updates = h.tap.exchanges.filter((e) => e.url.searchParams.get('view') === 'updates' && e.url.pathname === new URL(client.url).pathname);
+    expect(updates.some((e) => e.url.searchParams.get('live') === live)).toBe(true);
+    watched.close();
+    await expectConformant(h);
+  });
+
+  it('a reader resumed from the offset of an observer stopped mid-response misses nothing and repeats nothing', async () => {
+    const h = await host(Support);
+    const client = h.client(`t-resume-${live}`);
+    scriptOrderReply(150);
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    const first = h.observe(client, { live });
+    const stopped = await first.until((s) => {
+      const text = textOf(replyMessage(s.conversation?.messages, admission.submissionId));
+      return s.phase === 'live' && text.length > FIRST_TEXT.length && settledIn(s, admission.submissionId) === undefined;
+    }, 20_000, 'a partial final text');
+    first.close();
+    expect(stopped.offset).toMatch(OFFSET);
+    const resumed: ConversationStreamChunk[] = [];
+    await withTimeout(client.wait({ ...admission, offset: stopped.offset! }, { onEvent: (c) => void resumed.push(c) }), 20_000, 'resumed wait');
+    const reference = await allChunks(client, admission);
+    const seq = offsetSeq(stopped.offset!);
+    // Exactly the batches after the observer's offset...
+    expect(resumed).toEqual(reference.filter((c) => position(c).batch > seq));
+    // ...and the observer had applied exactly the batches up to it.
+    const replyId = replyMessage(stopped.conversation!.messages, admission.submissionId)!.id;
+    const before = reference.filter((c) => position(c).batch <= seq);
+    expect(textOf(replyMessage(stopped.conversation!.messages, admission.submissionId))).toBe(deltaText(before, replyId));
+    expect(deltaText(resumed, replyId).length).toBeGreaterThan(0);
+    expect(textOf(replyMessage(stopped.conversation!.messages, admission.submissionId)) + deltaText(resumed, replyId)).toBe(ALL_TEXT);
+    await expectConformant(h);
+  });
+});
+
+describe('server-side connection loss while the reply streams', () => {
+  const cases: { live: ConversationLiveMode; how: 'end' | 'destroy' }[] = [
+    { live: 'sse', how: 'end' },
+    { live: 'sse', how: 'destroy' },
+    { live: 'long-poll', how: 'destroy' },
+  ];
+  it.each(cases)('observe({ live: $live }) recovers when the server does $how to its connection: no gap, no duplicate', async ({ live, how }) => {
+    const h = await host(Support);
+    const client = h.client(`t-drop-${live}-${how}`);
+    scriptOrderReply(150);
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    const watched = h.observe(client, { live });
+    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length, 20_000, 'a partial final text');
+    // Let the SSE connection outlive the client's 1 s "short connection" threshold.
+    if (live === 'sse') await sleep(400);
+    const isUpdates = (path: string) => path.includes('view=updates') && path.includes(`live=${live}`);
+    let dropped = 0;
+    for (let attempt = 0; dropped === 0 && attempt < 40; attempt++) {
+      dropped = how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates);
+      if (dropped === 0) await sleep(25);
+    }
+    expect(dropped).toBeGreaterThan(0);
+    const droppedAt = Date.now();
+    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 20_000, 'settlement after the drop');
+    const history = await client.history();
+    expect(final.conversation).toEqual(stateOf(history));
+    expectOrderReply(history, admission.submissionId);
+    const texts = watched.snapshots.map((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)));
+    for (const text of texts) expect(ALL_TEXT.startsWith(text)).toBe(true);
+    // It did reconnect (rather than having finished before the drop).
+    const later = h.http.requests.filter((r) => r.startedAt >= droppedAt && r.path.includes('view='));
+    expect(later.length).toBeGreaterThan(0);
+    if (how === 'end') {
+      // A clean end: the DS client reconnects SSE from the last control offset it saw.
+      const endedExchange = h.tap.exchanges.find((e) => e.url.searchParams.get('live') === 'sse' && e.events?.some((ev) => ev.event === 'control'))!;
+      const lastControl = JSON.parse(endedExchange.events!.filter((ev) => ev.event === 'control').at(-1)!.data) as { streamNextOffset: string };
+      expect(later.some((r) => r.path.includes('live=sse') && r.path.includes(`offset=${lastControl.streamNextOffset}`))).toBe(true);
+    }
+    watched.close();
+    await expectConformant(h);
+  });
+});
+
+describe('compaction', () => {
+  function Chatty() {
+    useModel(MODEL, { compaction: { keepRecentTokens: 20 } });
+    return 'Chat.';
+  }
+  const long = 'word '.repeat(120);
+
+  it.each<ConversationLiveMode>(['sse', 'long-poll'])('a compaction reaches a live %s observer as conversation-reset and it stays equal to history', async (live) => {
+    const h = await host(Chatty, { contextWindow: 2000 });
+    const client = h.client(`t-compact-${live}`);
+    ctx.server.script({ text: 'Hi.' });
+    await client.read(await client.send({ message: { kind: 'user', body: 'Hello' } }));
+    const watched = h.observe(client, { live });
+    await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    // Summarization requests (however many the compaction makes) get a summary; turns get answers.
+    const step = (request: RecordedRequest): ScriptedResponse =>
+      request.system?.startsWith('Chat.') ? { text: 'second answer' } : { text: 'SUMMARY OF THE EARLIER CONVERSATION' };
+    ctx.server.script({ text: long, usage: { input: 1500, output: 100 } }, step, step, step, step);
+    const first = await client.send({ message: { kind: 'user', body: 'tell me a long story' } });
+    expect((await withTimeout(client.read(first), 15_000, 'read(first)')).text).toBe(long);
+    const second = await client.send({ message: { kind: 'user', body: 'and then?' } });
+    expect((await withTimeout(client.read(second), 15_000, 'read(second)')).text).toBe('second answer');
+    // The compaction happened: the last turn's context starts with the summary.
+    expect(ctx.server.requests.at(-1)!.messages[0]!.content).toContain('<compaction type="context_summary">');
+    const final = await watched.until((s) => settledIn(s, second.submissionId) !== undefined, 10_000, 'the second settlement');
+    const history = await client.history();
+    expect(final.conversation).toEqual(stateOf(history));
+    const resets = (await allChunks(client, first)).filter((c) => c.type === 'conversation-reset');
+    // The creation batch, then the compaction.
+    expect(resets.length).toBeGreaterThanOrEqual(2);
+    // ...and the observer's live follow carried the compaction reset.
+    watched.close();
+    await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
+    const liveBodies = h.tap.exchanges
+      .filter((e) => e.url.searchParams.get('live') === live)
+      .map((e) => JSON.stringify(e.json ?? e.events?.map((ev) => ev.data)));
+    expect(liveBodies.some((body) => body.includes('conversation-reset'))).toBe(true);
+    await expectConformant(h);
+  });
+});
+
+// ── abort ─────────────────────────────────────────────────────────────────────────────────────
+
+describe('abort', () => {
+  it('aborts a hanging response: read()/wait() reject with the aborted FlueExecutionError; observer and history show it', async () => {
+    const h = await host(Support);
+    const client = h.client('t-abort');
+    expect(await withTimeout(client.abort(), 5_000, 'abort (never contacted)')).toEqual({ aborted: false });
+    ctx.server.script({ text: ['Working', ' on', ' it', ' now'], hangAfterChunks: 4 });
+    const admission = await client.send({ message: { kind: 'user', body: 'Take your time.' } });
+    const watched = h.observe(client, { live: 'sse' });
+    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)) === 'Working on', 10_000, 'the partial text before the hang');
+    const reading = client.read(admission).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    // Queued behind the hanging model call (it cannot join before a turn boundary).
+    const queued = await client.send({ message: { kind: 'user', body: 'And another thing.' } });
+    expect(await withTimeout(client.abort(), 5_000, 'abort')).toEqual({ aborted: true });
+    await expect(withTimeout(client.read(queued), 10_000, 'read(queued)')).rejects.toMatchObject({
+      name: 'FlueExecutionError',
+      targetId: queued.submissionId,
+      failure: 'aborted',
+    });
+    const error = await withTimeout(reading, 15_000, 'read() after abort');
+    expect(error).toBeInstanceOf(FlueExecutionError);
+    expect(error).toMatchObject({ target: 'agent_submission', targetId: admission.submissionId, failure: 'aborted' });
+    await expect(withTimeout(client.wait(admission), 10_000, 'wait()')).rejects.toMatchObject({ name: 'FlueExecutionError', failure: 'aborted' });
+    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 10_000, 'the aborted settlement');
+    expect(settledIn(final, admission.submissionId)).toMatchObject({ outcome: 'aborted' });
+    const history = await client.history();
+    expect(final.conversation).toEqual(stateOf(history));
+    expect(history.settlements).toEqual([
+      expect.objectContaining({ submissionId: admission.submissionId, outcome: 'aborted' }),
+      expect.objectContaining({ submissionId: queued.submissionId, outcome: 'aborted' }),
+    ]);
+    expect(history.messages.find((m) => m.settlement !== undefined)).toMatchObject({
+      role: 'system',
+      purpose: 'advisory',
+      display: 'diagnostic',
+      submissionId: admission.submissionId,
+      settlement: { outcome: 'aborted' },
+    });
+    expect(await client.abort()).toEqual({ aborted: false });
+
+    // The conversation goes on.
+    ctx.server.script({ text: 'Back again.' });
+    const next = await client.send({ message: { kind: 'user', body: 'Hello?' } });
+    expect((await withTimeout(client.read(next), 10_000, 'read after abort')).text).toBe('Back again.');
+    await watched.until((s) => settledIn(s, next.submissionId)?.outcome === 'completed', 10_000, 'the next settlement');
+    expect(watched.observation.getSnapshot().conversation).toEqual(stateOf(await client.history()));
+    watched.close();
+    await expectConformant(h);
+  });
+});
+
+describe('failure', () => {
+  it('a failed submission: read() rejects with the failed FlueExecutionError carrying the settlement error; observer and history agree', async () => {
+    const h = await host(Support);
+    const client = h.client('t-failed');
+    ctx.server.script({ status: 400, errorBody: 'The model refused the request.' });
+    const admission = await client.send({ message: { kind: 'user', body: 'Break, please.' } });
+    const watched = h.observe(client, { live: 'sse' });
+    const error = await withTimeout(client.read(admission).then(() => undefined, (e: unknown) => e), 15_000, 'read()');
+    expect(error).toBeInstanceOf(FlueExecutionError);
+    expect(error).toMatchObject({ failure: 'failed', targetId: admission.submissionId, error: expect.objectContaining({ message: expect.any(String) }) });
+    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 10_000, 'settlement');
+    const history = await client.history();
+    expect(final.conversation).toEqual(stateOf(history));
+    const settlement = history.settlements.find((x) => x.submissionId === admission.submissionId)!;
+    expect(settlement.outcome).toBe('failed');
+    expect((error as FlueExecutionError).error).toEqual(settlement.error);
+    expect(history.messages.find((m) => m.settlement !== undefined)).toMatchObject({
+      role: 'system',
+      purpose: 'advisory',
+      display: 'diagnostic',
+      submissionId: admission.submissionId,
+      settlement: { outcome: 'failed' },
+    });
+    watched.close();
+    await expectConformant(h);
+  });
+});
+
+describe('signals and long conversations', () => {
+  it('a signal sent through the SDK is a system/dispatch message with its tag and attributes', async () => {
+    const h = await host(Support);
+    const client = h.client('t-signal');
+    ctx.server.script({ text: 'Noted the shipment.' });
+    const admission = await client.send({
+      message: { kind: 'signal', type: 'order_update', body: '{"orderId":"A-1","status":"shipped"}', attributes: { orderId: 'A-1' }, tagName: 'order' },
+    });
+    expect((await client.read(admission)).text).toBe('Noted the shipment.');
+    const watched = h.observe(client, { live: 'long-poll' });
+    const seen = await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    expect(seen.conversation!.messages[0]).toMatchObject({
+      role: 'system',
+      purpose: 'dispatch',
+      display: 'diagnostic',
+      submissionId: admission.submissionId,
+      signal: { tagName: 'order', attributes: { orderId: 'A-1' } },
+      parts: [{ type: 'text', text: '{"orderId":"A-1","status":"shipped"}', state: 'done' }],
+    });
+    expect(seen.conversation).toEqual(stateOf(await client.history()));
+    watched.close();
+    await expectConformant(h);
+  });
+
+  it('read(bare id) of the last submission of a conversation longer than 100 batches pages through plain reads', async () => {
+    const h = await host(Support);
+    const client = h.client('t-long');
+    const last: { id?: string } = {};
+    for (let turn = 0; turn < 40; turn++) {
+      ctx.server.script({ text: `Reply ${turn}.` });
+      const admission = await client.send({ message: { kind: 'user', body: `Turn ${turn}` } });
+      await client.read(admission);
+      last.id = admission.submissionId;
+    }
+    const history = await client.history();
+    expect(offsetSeq(history.offset)).toBeGreaterThan(100);
+    const before = h.tap.exchanges.length;
+    const chunks: ConversationStreamChunk[] = [];
+    const reply = await withTimeout(client.read(last.id!, { onEvent: (c) => void chunks.push(c) }), 10_000, 'read(bare id)');
+    expect(reply.text).toBe('Reply 39.');
+    const reads = h.tap.exchanges.slice(before).filter((e) => e.url.searchParams.get('view') === 'updates');
+    // The first page stops at 100 batches, not up to date; the client continues from its offset.
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    expect(reads[0]!.url.searchParams.get('offset')).toBe('-1');
+    expect(reads[0]!.headers['stream-up-to-date']).toBeUndefined();
+    expect(reads[0]!.headers['stream-next-offset']).toBe(`0000000000000000_${String(99).padStart(16, '0')}`);
+    expect(reads[1]!.url.searchParams.get('offset')).toBe(reads[0]!.headers['stream-next-offset']);
+    expect(reads[1]!.url.searchParams.has('live')).toBe(false);
+    // Every submission's settlement arrived exactly once, in order.
+    const settled = chunks.filter((c) => c.type === 'submission-settled').map((c) => (c as { submissionId: string }).submissionId);
+    expect(settled).toEqual(history.settlements.map((x) => x.submissionId));
+    await expectConformant(h);
+  });
+});
+
+// ── conditions, idempotency, errors ───────────────────────────────────────────────────────────
+
+async function rejection(promise: Promise<unknown>): Promise<FlueApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(FlueApiError);
+  return error as FlueApiError;
+}
+
+describe('conditions and errors as the SDK surfaces them', () => {
+  it('uid conditions: create-only and continue-this-incarnation', async () => {
+    const h = await host(Support);
+    const client = h.client('t-uid');
+    ctx.server.script({ text: 'One.' }, { text: 'Two.' });
+    const created = await client.send({ message: { kind: 'user', body: 'Hi' }, uid: null, initialData: { plan: 'pro' } });
+    await client.read(created);
+    const exists = await rejection(client.send({ message: { kind: 'user', body: 'Hi again' }, uid: null }));
+    expect(exists.status).toBe(409);
+    expect(exists.body).toMatchObject({ error: { type: 'agent_instance_exists', meta: { uid: created.uid } } });
+    const stale = await rejection(client.send({ message: { kind: 'user', body: 'Hi again' }, uid: 'inst_not_this_one' }));
+    expect(stale.status).toBe(404);
+    expect(stale.body).toMatchObject({ error: { type: 'agent_instance_not_found' } });
+    const absent = await rejection(h.client('t-uid-absent').send({ message: { kind: 'user', body: 'Hi' }, uid: created.uid }));
+    expect(absent.status).toBe(404);
+    const mixed = await rejection(client.send({ message: { kind: 'user', body: 'Hi' }, uid: created.uid, initialData: {} }));
+    expect(mixed.status).toBe(400);
+    expect(mixed.body).toMatchObject({ error: { type: 'invalid_request' } });
+    const continued = await client.send({ message: { kind: 'user', body: 'Hi again' }, uid: created.uid });
+    expect(continued.uid).toBe(created.uid);
+    expect((await client.read(continued)).text).toBe('Two.');
+    // Nothing was delivered by the rejected sends.
+    expect((await client.history()).messages.filter((m) => m.role === 'user').map((m) => textOf(m))).toEqual(['Hi', 'Hi again']);
+    await expectConformant(h);
+  });
+
+  it('idempotency: a keyed replay converges (deduplicated, offset -1, readable); another payload is a 409 conflict', async () => {
+    const h = await host(Support);
+    const client = h.client('t-key');
+    ctx.server.script({ text: 'Once only.' });
+    const first = await client.send({ message: { kind: 'user', body: 'Charge me' }, idempotencyKey: 'pay-1' });
+    expect(first.deduplicated).toBeUndefined();
+    const replay = await client.send({ message: { kind: 'user', body: 'Charge me' }, idempotencyKey: 'pay-1' });
+    expect(replay).toEqual({ ...first, offset: '-1', deduplicated: true });
+    expect((await withTimeout(client.read(replay), 10_000, 'read(replay)')).text).toBe('Once only.');
+    expect((await client.read(first)).text).toBe('Once only.');
+    const conflict = await rejection(client.send({ message: { kind: 'user', body: 'Charge me twice' }, idempotencyKey: 'pay-1' }));
+    expect(conflict.status).toBe(409);
+    expect(conflict.body).toMatchObject({ error: { type: 'submission_conflict', meta: { submissionId: first.submissionId } } });
+    expect(ctx.server.requests).toHaveLength(1);
+    expect((await client.history()).messages.filter((m) => m.role === 'user')).toHaveLength(1);
+    await expectConformant(h);
+  });
+
+  it('a never-contacted conversation: history 404, observe absent, read of a bare id rejects with 404', async () => {
+    const h = await host(Support);
+    const client = h.client('t-nobody');
+    const missing = await rejection(client.history());
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ error: { type: 'stream_not_found' } });
+    const watched = h.observe(client, { live: 'sse' });
+    await watched.until((s) => s.phase === 'absent', 5_000, 'absent');
+    const read = await withTimeout(client.read('sub_unknown').then(() => undefined, (e: unknown) => e), 5_000, 'read(bare id)');
+    expect(read).toMatchObject({ status: 404 });
+    // Reading no reply never created the instance.
+    expect((await rejection(client.history())).status).toBe(404);
+  });
+});
+
+// ── the live-mode windows ─────────────────────────────────────────────────────────────────────
+
+describe('idle live modes', () => {
+  it('a long-poll with nothing to read answers within the window with [checkpoint]; the observer stays live', async () => {
+    const h = await host(Support, { timing: { waitMs: 400, heartbeatMs: 150 } });
+    const client = h.client('t-window');
+    ctx.server.script({ text: 'Hi.' });
+    await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
+    const watched = h.observe(client, { live: 'long-poll' });
+    const live = await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    await sleep(1_600);
+    const polls = h.tap.exchanges.filter((e) => e.url.searchParams.get('live') === 'long-poll');
+    expect(polls.length).toBeGreaterThanOrEqual(2);
+    const history = await client.history();
+    for (const poll of polls.slice(0, -1)) {
+      expect(poll.status).toBe(200);
+      expect(poll.answeredAt - poll.startedAt).toBeGreaterThanOrEqual(300);
+      expect(poll.answeredAt - poll.startedAt).toBeLessThan(2_000);
+      expect(poll.headers['stream-up-to-date']).toBe('true');
+      expect(poll.headers['stream-next-offset']).toBe(history.offset);
+      expect(poll.url.searchParams.get('offset')).toBe(history.offset);
+    }
+    await withTimeout(Promise.all(polls.slice(0, -1).map((poll) => poll.done)), 2_000, 'the answered polls\' bodies');
+    for (const poll of polls.slice(0, -1)) expect(poll.json).toEqual([{ type: 'stream-checkpoint', incarnation: history.incarnation }]);
+    const now = watched.observation.getSnapshot();
+    expect(now.phase).toBe('live');
+    expect(now.error).toBeUndefined();
+    expect(now.conversation).toBe(live.conversation);
+    watched.close();
+    await expectConformant(h);
+  });
+
+  it('an idle SSE connection carries a control event every window and heartbeats; the observer stays live', async () => {
+    const h = await host(Support, { timing: { waitMs: 400, heartbeatMs: 150 } });
+    const client = h.client('t-sse-idle');
+    ctx.server.script({ text: 'Hi.' });
+    await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
+    const watched = h.observe(client, { live: 'sse' });
+    await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    await sleep(1_500);
+    const sse = h.tap.exchanges.find((e) => e.url.searchParams.get('live') === 'sse')!;
+    expect(sse).toBeDefined();
+    const controls = sse.events!.filter((e) => e.event === 'control');
+    expect(controls.length).toBeGreaterThanOrEqual(3);
+    const history = await client.history();
+    for (const control of controls) expect(JSON.parse(control.data)).toEqual({ streamNextOffset: history.offset, upToDate: true });
+    expect(sse.heartbeats).toBeGreaterThanOrEqual(3);
+    expect(watched.observation.getSnapshot()).toMatchObject({ phase: 'live', error: undefined });
+    watched.close();
+    await expectConformant(h);
+  });
+
+  it('with the default 30 s window, a parked long-poll answers as soon as a send appends', async () => {
+    const h = await host(Support);
+    const client = h.client('t-parked');
+    ctx.server.script({ text: 'First.' });
+    await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
+    const watched = h.observe(client, { live: 'long-poll' });
+    await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    const parked = () => h.http.requests.find((r) => r.path.includes('live=long-poll') && r.status === undefined && r.outcome === undefined);
+    for (let i = 0; i < 100 && parked() === undefined; i++) await sleep(20);
+    const poll = parked();
+    expect(poll).toBeDefined();
+    ctx.server.script({ text: 'Second.' });
+    const sentAt = Date.now();
+    const next = await client.send({ message: { kind: 'user', body: 'Again' } });
+    await watched.until((s) => settledIn(s, next.submissionId) !== undefined, 10_000, 'the second settlement');
+    expect(poll!.status).toBe(200);
+    expect(poll!.endedAt! - sentAt).toBeLessThan(3_000);
+    expect(watched.observation.getSnapshot().conversation).toEqual(stateOf(await client.history()));
+    watched.close();
+    // Closing the observer leaves its parked long-poll as a client disconnect.
+    await sleep(50);
+    const last = h.http.requests.filter((r) => r.path.includes('live=long-poll')).at(-1)!;
+    expect(last.outcome).toBe('client-closed');
+    // The router noticed at once (not after the 30 s window): 499, empty body.
+    await eventually(() => last.status !== undefined, 2_000, 'the parked handler to return');
+    expect(last.status).toBe(499);
+    await expectConformant(h);
+  });
+});
+
+describe('reconnecting after a long absence', () => {
+  it.each([
+    { live: 'sse' as const, how: 'end' as const },
+    { live: 'long-poll' as const, how: 'destroy' as const },
+  ])('observe({ live: $live }) catches up over more than 100 batches appended while it was cut off', async ({ live, how }) => {
+    const h = await host(Support);
+    const client = h.client(`t-away-${live}`);
+    ctx.server.script({ text: 'Hi.' });
+    await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
+    const watched = h.observe(client, { live });
+    await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    await eventually(() => h.http.requests.some((r) => r.path.includes(`live=${live}`) && r.outcome === undefined), 5_000, `a ${live} connection`);
+    // Past the DS client's 1 s short-connection threshold, so a clean SSE end reconnects at once.
+    if (live === 'sse') await sleep(1_100);
+    const cutAt = (await client.history()).offset;
+    h.tap.hold();
+    const isLive = (path: string) => path.includes(`live=${live}`);
+    expect(how === 'end' ? h.http.endStreaming(isLive) : h.http.destroy(isLive)).toBe(1);
+    const other = h.inProcessClient(`t-away-${live}`);
+    for (let turn = 0; turn < 40; turn++) {
+      ctx.server.script({ text: `Reply ${turn}.` });
+      await other.read(await other.send({ message: { kind: 'user', body: `Turn ${turn}` } }));
+    }
+    const history = await other.history();
+    expect(offsetSeq(history.offset) - offsetSeq(cutAt)).toBeGreaterThan(100);
+    const releasedAt = Date.now();
+    h.tap.release();
+    const final = await watched.until((s) => s.conversation?.settlements.length === 41, 15_000, 'all 41 settlements');
+    expect(final.conversation).toEqual(stateOf(history));
+    await eventually(() => watched.observation.getSnapshot().offset === history.offset, 5_000, 'the head offset');
+    // It resumed from where it was cut off and paged: a first answer not up to date, then more.
+    const resumed = h.tap.exchanges.filter((e) => e.startedAt >= releasedAt && e.url.searchParams.get('view') === 'updates');
+    expect(resumed[0]!.url.searchParams.get('offset')).toBe(cutAt);
+    if (live === 'sse') {
+      // The SSE connection is still open: its recorded events are read as they arrive.
+      const controlsOf = () => resumed[0]!.events!.filter((e) => e.event === 'control').map((e) => JSON.parse(e.data) as { upToDate?: true });
+      await eventually(() => controlsOf().at(-1)?.upToDate === true, 5_000, 'an up-to-date control');
+      const controls = controlsOf();
+      expect(controls.length).toBeGreaterThanOrEqual(2);
+      expect(controls[0]!.upToDate).toBeUndefined();
+      expect(controls.at(-1)!.upToDate).toBe(true);
+    } else {
+      expect(resumed[0]!.headers['stream-up-to-date']).toBeUndefined();
+      expect(resumed[1]!.url.searchParams.get('offset')).toBe(resumed[0]!.headers['stream-next-offset']);
+    }
+    // No state in between went backwards or duplicated a message.
+    for (const s of watched.snapshots) {
+      const ids = (s.conversation?.messages ?? []).map((m) => m.id);
+      expect(new Set(ids).size).toBe(ids.length);
+    }
+    watched.close();
+    await expectConformant(h);
+  });
+});
+
+describe('host auth middleware in front of the mount', () => {
+  const requireToken: MiddlewareHandler = async (c, next) => {
+    if (c.req.header('authorization') !== 'Bearer secret-token') return c.json({ error: { type: 'unauthorized', message: 'Bad token.' } }, 401);
+    await next();
+  };
+
+  it('the SDK sends its token and headers on every request, stream reconnects included', async () => {
+    const h = await host(Support, { middleware: requireToken });
+    const url = `${h.http.url}${MOUNT}/t-auth`;
+    let resolved = 0;
+    const client = createFlueClient({ url, token: 'secret-token', headers: () => ({ 'x-app': `call-${++resolved}` }) });
+    scriptOrderReply(150);
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    const watched = h.observe(client, { live: 'sse' });
+    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length, 15_000, 'partial text');
+    await sleep(1_100);
+    expect(h.http.endStreaming((path) => path.includes('live=sse'))).toBe(1);
+    expect((await withTimeout(client.read(admission), 15_000, 'read')).text).toBe(REPLY_TEXT);
+    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 10_000, 'settlement');
+    expect(final.conversation).toEqual(stateOf(await client.history()));
+    const sse = h.http.requests.filter((r) => r.path.includes('live=sse'));
+    expect(sse.length).toBeGreaterThanOrEqual(2);
+    for (const request of h.http.requests) {
+      expect(request.headers.authorization, request.path).toBe('Bearer secret-token');
+      expect(request.headers['x-app'], request.path).toMatch(/^call-\d+$/);
+    }
+    expect(h.http.requests.every((r) => r.status !== 401)).toBe(true);
+    watched.close();
+  });
+
+  it('a rejected token: send and history throw FlueApiError 401; observe() ends in error after its retries', async () => {
+    const h = await host(Support, { middleware: requireToken });
+    const client = createFlueClient({ url: `${h.http.url}${MOUNT}/t-auth-bad`, token: 'wrong' });
+    const send = await client.send({ message: { kind: 'user', body: 'Hi' } }).then(() => undefined, (e: unknown) => e);
+    expect(send).toBeInstanceOf(FlueApiError);
+    expect(send).toMatchObject({ status: 401 });
+    const watched = h.observe(client, { live: 'sse' });
+    const failed = await watched.until((s) => s.phase === 'error', 10_000, 'the error phase');
+    expect(failed.error).toMatchObject({ status: 401 });
+    expect(h.http.requests.filter((r) => r.path.endsWith('view=history')).length).toBe(3);
+  });
+});
+
+// ── in process, attachments ───────────────────────────────────────────────────────────────────
+
+describe('other ways in', () => {
+  it('the SDK reaches the app in process through its fetch option: send, read, observe over SSE, abort', async () => {
+    const h = await host(Support);
+    const client = h.inProcessClient('t-in-process');
+    scriptOrderReply(50);
+    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+    expect(admission.streamUrl).toBe('http://flue.test/agents/support/t-in-process');
+    const watched = h.observe(client, { live: 'sse' });
+    expect((await withTimeout(client.read(admission), 15_000, 'read')).text).toBe(REPLY_TEXT);
+    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 10_000, 'settlement');
+    expect(final.conversation).toEqual(stateOf(await client.history()));
+    expect(await client.abort()).toEqual({ aborted: false });
+    watched.close();
+  });
+
+  it('an image attachment round-trips: file part with id and size, SDK-filled url, bytes served', async () => {
+    const h = await host(Support);
+    const client = h.client('t-attach');
+    ctx.server.script({ text: 'Nice picture.' });
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+    const admission = await client.send({
+      message: { kind: 'user', body: 'Look', attachments: [{ type: 'image', data: png.toString('base64'), mimeType: 'image/png', filename: 'dot.png' }] },
+    });
+    await client.read(admission);
+    const history = await client.history();
+    const file = history.messages[0]!.parts.find((p) => p.type === 'file');
+    expect(file).toMatchObject({ type: 'file', mediaType: 'image/png', id: expect.any(String), size: png.byteLength, filename: 'dot.png' });
+    const id = (file as { id: string }).id;
+    expect((file as { url?: string }).url).toBe(client.attachmentUrl(id));
+    const bytes = await fetch(client.attachmentUrl(id));
+    expect(bytes.status).toBe(200);
+    expect(bytes.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await bytes.arrayBuffer()).equals(png)).toBe(true);
+    const watched = h.observe(client, { live: 'long-poll' });
+    const seen = await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+    expect(seen.conversation!.messages[0]!.parts.find((p) => p.type === 'file')).toEqual(file);
+    watched.close();
+    await expectConformant(h);
+  });
+});
