@@ -260,3 +260,63 @@ test('the order assistant answers through the same page', async () => {
   expect(pageErrors).toEqual([]);
   await page.close();
 }, 60_000);
+
+/** The seed's approval app over plain HTTP: the router, the approvals route and their rules. */
+test('over HTTP: approve runs execute once, an identical decision is deduplicated, a different one is 409, deny says not to retry', async () => {
+  const agentUrl = (id: string) => `${base}/api/agents/release-manager/${id}`;
+  const history = async (id: string) =>
+    (await (await fetch(agentUrl(id))).json()) as {
+      messages: { role: string; parts: { type: string; text?: string; toolCallId?: string; output?: { status?: string } }[]; signal?: { attributes?: Record<string, string> } }[];
+      settlements: { submissionId: string; outcome: string }[];
+    };
+  const settled = async (id: string, submissionId: string) => {
+    const deadline = Date.now() + STEP_MS;
+    while (Date.now() < deadline) {
+      if ((await history(id)).settlements.some((s) => s.submissionId === submissionId)) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`submission ${submissionId} did not settle`);
+  };
+  const send = async (id: string, body: string) => {
+    const response = await fetch(agentUrl(id), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'user', body }) });
+    expect(response.status).toBe(202);
+    const admission = (await response.json()) as { submissionId: string };
+    await settled(id, admission.submissionId);
+  };
+  const pendingId = async (id: string) => {
+    const parts = (await history(id)).messages.flatMap((m) => m.parts);
+    const pending = parts.find((p) => p.type === 'dynamic-tool' && p.output?.status === 'pending_approval');
+    expect(pending, 'a pending approval request').toBeDefined();
+    return pending!.toolCallId!;
+  };
+  const decide = (id: string, approvalId: string, decision: 'approve' | 'deny') =>
+    fetch(`${base}/api/approvals/${id}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ approvalId, decision }) });
+  const results = async (id: string) =>
+    (await history(id)).messages.filter((m) => m.role === 'system' && m.parts.some((p) => p.text?.includes('publish_release ('))).map((m) => m.parts[0]!.text!);
+
+  await send('http-approve', 'publish pkg@2.0.0');
+  const approvalId = await pendingId('http-approve');
+  const first = await decide('http-approve', approvalId, 'approve');
+  expect(first.status).toBe(202);
+  const receipt = (await first.json()) as { submissionId: string; deduplicated?: boolean };
+  expect(receipt.deduplicated).toBeUndefined();
+  await settled('http-approve', receipt.submissionId);
+  const again = await decide('http-approve', approvalId, 'approve');
+  expect(again.status).toBe(202);
+  expect(await again.json()).toMatchObject({ submissionId: receipt.submissionId, deduplicated: true });
+  const conflict = await decide('http-approve', approvalId, 'deny');
+  expect(conflict.status).toBe(409);
+  expect(((await conflict.json()) as { error: { type: string } }).error.type).toBe('submission_conflict');
+  const approved = await results('http-approve');
+  expect(approved).toHaveLength(1); // execute ran exactly once
+  expect(approved[0]).toContain(`approved publish_release (${approvalId})`);
+
+  await send('http-deny', 'publish pkg@3.0.0');
+  const denyId = await pendingId('http-deny');
+  const denial = await decide('http-deny', denyId, 'deny');
+  expect(denial.status).toBe(202);
+  await settled('http-deny', ((await denial.json()) as { submissionId: string }).submissionId);
+  const denied = await results('http-deny');
+  expect(denied).toHaveLength(1);
+  expect(denied[0]).toContain(`denied publish_release (${denyId}). Do not retry it`);
+});
