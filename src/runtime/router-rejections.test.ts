@@ -103,6 +103,7 @@ describe('POST /:id rejections store nothing', () => {
       [{ kind: 'assistant', body: 'Hi' }, /kind/],
       [{ kind: 'user', body: 42 }, /body/],
       [{ kind: 'user', body: 'Hi', attachments: [{ type: 'document', data: 'AA==', mimeType: 'text/plain' }] }, /application\/pdf/],
+      [{ kind: 'user', body: 'Hi', attachments: [{ type: 'image', data: 'A'.repeat(14 * 1024 * 1024 + 4), mimeType: 'image/png' }] }, /exceeds 14680064/],
       [{ kind: 'signal', type: 'compaction', body: 'x' }, /reserved/],
       [{ kind: 'signal', type: '', body: 'x' }, /type/],
       [{ kind: 'signal', type: 'ok', body: 'x', tagName: '1bad' }, /tagName/],
