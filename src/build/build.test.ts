@@ -42,7 +42,7 @@ describe('build() of templates/cloudflare', () => {
   it('writes the manifest', () => {
     const manifest = {
       agents: [{ identity: 'Hello', exportName: 'Hello', file: 'src/agents/hello.ts', className: 'FlueHelloAgent', bindingName: 'FLUE_HELLO_AGENT' }],
-      cloudflareExports: [],
+      cloudflareExports: ['GreetingWorkflow'],
     };
     expect(result.manifest).toEqual(manifest);
     expect(JSON.parse(read(dir, 'dist/flue-manifest.json'))).toEqual(manifest);

@@ -1,7 +1,8 @@
 /**
  * End to end on real workerd: `flue build` of the project template, `wrangler dev` on loopback
  * (started here, stopped by PID), work sent through a Worker route that calls dispatch() and
- * through a cron trigger. The model is the scripted server, reached through FLUE_SCRIPTED_MODEL_URL.
+ * through a cron trigger, and a Workflow started from a Worker route whose result is read back. The
+ * model is the scripted server, reached through FLUE_SCRIPTED_MODEL_URL.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -107,4 +108,36 @@ test('a cron trigger dispatches a signal once per tick; the conversation holds i
   const history = server.requests.at(-1)!.messages.map((m) => m.content);
   expect(history.some((c) => c.includes('type="schedule"'))).toBe(true);
   expect(history).toContain('Good morning!');
+});
+
+test('a Workflow started from a Worker route runs the agent in its steps; its result is read back', async () => {
+  const before = server.requests.length;
+  server.script({ text: 'Welcome aboard, Ada!' });
+  const started = await fetch(`${base}/greetings`, { method: 'POST', body: 'Ada' });
+  expect(started.status).toBe(202);
+  const { id } = (await started.json()) as { id: string };
+  expect(id).toBeTruthy();
+
+  // Poll the status route until the Workflow settles.
+  type Status = { id: string; status: string; output?: { conversation: string; greeting: string }; error?: unknown };
+  let body: Status | undefined;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    body = (await (await fetch(`${base}/greetings/${id}`)).json()) as Status;
+    if (body.status !== 'queued' && body.status !== 'running' && body.status !== 'waiting') break;
+    if (Date.now() > deadline) throw new Error(`the Workflow did not settle: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  expect(body, JSON.stringify(body)).toMatchObject({ id, status: 'complete', output: { conversation: `greeting-${id}`, greeting: 'Welcome aboard, Ada!' } });
+  // One model request: the message was delivered once, in the agent's conversation.
+  expect(server.requests.length).toBe(before + 1);
+  expect(server.requests[before]!.messages.at(-1)!.content).toBe('Write a one-line greeting for Ada.');
+
+  // The conversation the Workflow used is an ordinary one: a route continues it.
+  server.script({ text: 'I greeted Ada.' });
+  const followUp = await fetch(`${base}/hello/greeting-${id}`, { method: 'POST', body: 'Whom did you greet?' });
+  expect(((await followUp.json()) as { reply: string }).reply).toBe('I greeted Ada.');
+  expect(server.requests.at(-1)!.messages.map((m) => m.content)).toContain('Welcome aboard, Ada!');
+
+  expect((await fetch(`${base}/greetings/no-such-instance`)).status).toBe(404);
 });

@@ -22,7 +22,9 @@ test('admission writes the submission and arms the alarm; the alarm runs the res
   const submissions = await rows(stub, 'SELECT id, status FROM flue_submissions');
   expect(submissions).toHaveLength(1);
   expect(submissions[0]!.id).toBe(receipt.submissionId);
-  // While the alarm pass runs, its backstop alarm is armed.
+  // Once the alarm pass is working (its model request arrived), its backstop alarm is armed. (Between
+  // an alarm firing and the handler re-arming, getAlarm() is briefly null, so wait for the request.)
+  await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
   expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
 
   const reply = await init(Echo, { id: 'd1' }).read(receipt);

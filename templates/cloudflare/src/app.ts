@@ -4,8 +4,12 @@
 import { Hono } from 'hono';
 import { init } from '@flue/runtime';
 import { Hello } from './agents/hello.ts';
+import type { GreetingParams } from './cloudflare.ts';
 
-const app = new Hono();
+// Bindings from wrangler.jsonc that routes use (c.env).
+type Bindings = { GREETING_WORKFLOW: Workflow<GreetingParams> };
+
+const app = new Hono<{ Bindings: Bindings }>();
 
 app.get('/', (c) => c.text('Flue is running. POST /hello/<conversation-id> with a message as the body.\n'));
 
@@ -23,6 +27,26 @@ app.post('/hello/:id', async (c) => {
     // The run failed or was aborted (e.g. no ANTHROPIC_API_KEY in .dev.vars).
     return c.json({ id: hello.id, submissionId: receipt.submissionId, error: (error as Error).message }, 502);
   }
+});
+
+// Starts a GreetingWorkflow (src/cloudflare.ts) for the name in the body; answers with its id.
+app.post('/greetings', async (c) => {
+  const name = (await c.req.text()).trim();
+  if (name === '') return c.json({ error: 'Send a name as the request body.' }, 400);
+  const instance = await c.env.GREETING_WORKFLOW.create({ params: { name } });
+  return c.json({ id: instance.id }, 202);
+});
+
+// The Workflow's status; `output` once it is complete, `error` if it failed.
+app.get('/greetings/:id', async (c) => {
+  let instance: WorkflowInstance;
+  try {
+    instance = await c.env.GREETING_WORKFLOW.get(c.req.param('id'));
+  } catch {
+    return c.json({ error: 'No such greeting.' }, 404);
+  }
+  const { status, output, error } = await instance.status();
+  return c.json({ id: instance.id, status, output, error });
 });
 
 export default app;
