@@ -93,14 +93,20 @@ test('a Worker route dispatches to the agent Durable Object and reads the settle
 test('a cron trigger dispatches a signal once per tick; the conversation holds it', async () => {
   const before = server.requests.length;
   server.script({ text: 'Good morning!' });
-  const tick = await fetch(`${base}/cdn-cgi/local/scheduled?cron=0+9+*+*+*`);
+  // One tick (a fixed scheduled time), fired twice: the keyed dispatch delivers it once.
+  const tickUrl = `${base}/cdn-cgi/local/scheduled?cron=0+9+*+*+*&time=1764493200000`;
+  const tick = await fetch(tickUrl);
   expect(tick.status).toBe(200);
   // The signal's response runs on the agent's alarm: wait for its model request.
   await server.waitForRequests(before + 1, 20_000);
+  expect((await fetch(tickUrl)).status).toBe(200);
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  expect(server.requests.length).toBe(before + 1);
   const cronRequest = server.requests[before]!;
   const signal = cronRequest.messages.at(-1)!.content;
   expect(signal).toContain('type="schedule"');
   expect(signal).toContain('cron="0 9 * * *"');
+  expect(signal).toContain('scheduledAt="2025-11-30T09:00:00.000Z"');
 
   server.script({ text: 'You were greeted this morning.' });
   const response = await fetch(`${base}/hello/daily`, { method: 'POST', body: 'What happened today?' });
