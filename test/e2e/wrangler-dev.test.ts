@@ -4,75 +4,29 @@
  * through a cron trigger, and a Workflow started from a Worker route whose result is read back. The
  * model is the scripted server, reached through FLUE_SCRIPTED_MODEL_URL.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
-import { packageRoot } from '../../src/build/package-root.ts';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
-
-const offline = {
-  ...process.env,
-  WRANGLER_SEND_METRICS: 'false',
-  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
-  XDG_CONFIG_HOME: path.join(packageRoot(), '.xdg'),
-};
+import { buildProject, startWranglerDev, type DevServer } from '../support/wrangler-dev.ts';
 
 let server: ScriptedModelServer;
 let project: string;
-let wrangler: ChildProcess | undefined;
+let dev: DevServer | undefined;
 let base: string;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   server = await startScriptedModelServer();
   project = templateCopy('e2e');
-  const built = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'build'], { cwd: project, env: offline, encoding: 'utf8' });
-  expect(built.status, built.stderr).toBe(0);
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
-  wrangler = spawn(
-    process.execPath,
-    [bin, 'dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port), '--var', `FLUE_SCRIPTED_MODEL_URL:${server.url}`],
-    { cwd: project, env: offline, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
-    const onData = (data: Buffer) => {
-      output += data.toString();
-      if (output.includes('Ready on')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    wrangler!.stdout!.on('data', onData);
-    wrangler!.stderr!.on('data', onData);
-    wrangler!.on('exit', (code) => reject(new Error(`wrangler dev exited with ${code}:\n${output}`)));
-  });
+  buildProject(project);
+  dev = await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url });
+  base = dev.base;
 }, 120_000);
 
 afterAll(async () => {
-  if (wrangler?.pid !== undefined) {
-    try {
-      process.kill(-wrangler.pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
+  await dev?.stop();
   await server?.close();
   if (project) removeDir(project);
-});
+}, 30_000);
 
 test('a Worker route dispatches to the agent Durable Object and reads the settled reply', async () => {
   server.script(

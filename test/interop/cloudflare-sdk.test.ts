@@ -7,15 +7,14 @@
  * FLUE_SCRIPTED_MODEL_URL. The router's live-mode windows are the production 30 s here, so no test
  * waits on an idle window.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FlueApiError, FlueExecutionError, createFlueClient, type ConversationLiveMode, type ConversationStreamChunk, type FlueClient } from '@flue/sdk';
 import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { packageRoot } from '../../src/build/package-root.ts';
-import { offlineEnv, removeDir, tempProject } from '../../src/build/test-project.ts';
+import { removeDir, tempProject } from '../../src/build/test-project.ts';
+import { buildProject, startWranglerDev, type DevServer } from '../support/wrangler-dev.ts';
 import { deltaText, replyMessage, settledIn, textOf, watch, withTimeout, type Watched } from './support/observation.ts';
 import {
   ALL_TEXT,
@@ -37,52 +36,18 @@ const OFFSET = /^\d{16}_\d{16}$/;
 
 let server: ScriptedModelServer;
 let project: string | undefined;
-let wrangler: ChildProcess | undefined;
+let dev: DevServer | undefined;
 let base: string;
 let tap: WireTap;
 const watchers: Watched[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   server = await startScriptedModelServer();
   project = tempProject('interop-cf');
   cpSync(FIXTURE, project, { recursive: true });
-  const env = offlineEnv();
-  const built = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'build'], { cwd: project, env, encoding: 'utf8' });
-  expect(built.status, `${built.stdout}\n${built.stderr}`).toBe(0);
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
-  wrangler = spawn(
-    process.execPath,
-    [bin, 'dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port), '--var', `FLUE_SCRIPTED_MODEL_URL:${server.url}`],
-    { cwd: project, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 90_000);
-    const onData = (data: Buffer) => {
-      output += data.toString();
-      if (output.includes('Ready on')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    wrangler!.stdout!.on('data', onData);
-    wrangler!.stderr!.on('data', onData);
-    wrangler!.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`wrangler dev exited with ${code}:\n${output}`));
-    });
-  });
+  buildProject(project);
+  dev = await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url });
+  base = dev.base;
 }, 150_000);
 
 afterEach(() => {
@@ -91,16 +56,10 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  if (wrangler?.pid !== undefined) {
-    try {
-      process.kill(-wrangler.pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
+  await dev?.stop();
   await server?.close();
   if (project !== undefined) removeDir(project);
-});
+}, 30_000);
 
 function client(id: string): FlueClient {
   tap = wireTap();

@@ -8,16 +8,15 @@
  * Needs Debian's Chromium at /usr/bin/chromium (`.ci/run` installs it). Screenshots go to
  * test-artifacts/ (ignored by git).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startScriptedModelServer, type RecordedRequest, type ScriptedModelServer } from '@flue/runtime/testing';
 import { demoModel } from '../../examples/cloudflare/demo-model.ts';
 import { packageRoot } from '../../src/build/package-root.ts';
-import { offlineEnv, removeDir, tempProject } from '../../src/build/test-project.ts';
+import { removeDir, tempProject } from '../../src/build/test-project.ts';
+import { buildProject, startWranglerDev, type DevServer } from '../support/wrangler-dev.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const root = packageRoot();
@@ -26,22 +25,11 @@ const STEP_MS = 20_000;
 
 let server: ScriptedModelServer | undefined;
 let project: string | undefined;
-let wrangler: ChildProcess | undefined;
-let wranglerExit: Promise<void> | undefined;
+let dev: DevServer | undefined;
 let browser: Browser | undefined;
 let context: BrowserContext | undefined;
 let base: string;
 const pageErrors: string[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-    probe.on('error', reject);
-  });
-}
 
 /** The example app's sources in a throwaway project inside this checkout (packages resolve). */
 function exampleCopy(): string {
@@ -50,53 +38,6 @@ function exampleCopy(): string {
   cpSync(path.join(example, 'src'), path.join(dir, 'src'), { recursive: true });
   cpSync(path.join(example, 'wrangler.jsonc'), path.join(dir, 'wrangler.jsonc'));
   return dir;
-}
-
-async function startWrangler(cwd: string, modelUrl: string): Promise<string> {
-  const port = await freePort();
-  const bin = path.join(root, 'node_modules/wrangler/bin/wrangler.js');
-  const child = spawn(
-    process.execPath,
-    [bin, 'dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port), '--var', `FLUE_SCRIPTED_MODEL_URL:${modelUrl}`],
-    { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  wrangler = child;
-  wranglerExit = new Promise((resolve) => child.once('exit', () => resolve()));
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start within 60 s:\n${output}`)), 60_000);
-    const onData = (data: Buffer) => {
-      output += data.toString();
-      if (output.includes('Ready on')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`wrangler dev exited with ${code}:\n${output}`));
-    });
-  });
-  return `http://127.0.0.1:${port}`;
-}
-
-async function stopWrangler(): Promise<void> {
-  if (wrangler?.pid === undefined || wrangler.exitCode !== null) return;
-  try {
-    process.kill(-wrangler.pid, 'SIGTERM'); // its process group: wrangler and workerd
-  } catch {
-    return; // already gone
-  }
-  const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 10_000));
-  if ((await Promise.race([wranglerExit, timeout])) === 'timeout') {
-    try {
-      process.kill(-wrangler.pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
 }
 
 beforeAll(async () => {
@@ -108,9 +49,9 @@ beforeAll(async () => {
   }
   server = await startScriptedModelServer({ fallback: demoModel });
   project = exampleCopy();
-  const built = spawnSync(process.execPath, [path.join(root, 'bin/flue.js'), 'build'], { cwd: project, env: offlineEnv(), encoding: 'utf8' });
-  expect(built.status, `flue build failed:\n${built.stdout}\n${built.stderr}`).toBe(0);
-  base = await startWrangler(project, server.url);
+  buildProject(project);
+  dev = await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url });
+  base = dev.base;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   mkdirSync(artifacts, { recursive: true });
@@ -119,7 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await context?.close().catch(() => undefined);
   await browser?.close().catch(() => undefined);
-  await stopWrangler();
+  await dev?.stop();
   await server?.close();
   if (project) removeDir(project);
 }, 30_000);

@@ -1,0 +1,74 @@
+/**
+ * Test support: a Flue project built with `flue build` and served by `wrangler dev` on loopback,
+ * offline, stopped by process group. Shared by the end-to-end, interop and page tests.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { packageRoot } from '../../src/build/package-root.ts';
+import { offlineEnv } from '../../src/build/test-project.ts';
+
+export interface DevServer {
+  /** e.g. `http://127.0.0.1:PORT` */
+  base: string;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+    probe.on('error', reject);
+  });
+}
+
+/** `flue build` in `cwd`; throws with its output when it fails. */
+export function buildProject(cwd: string): void {
+  const built = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'build'], { cwd, env: offlineEnv(), encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`flue build failed in ${cwd}:\n${built.stdout}\n${built.stderr}`);
+}
+
+/** `wrangler dev` on the generated config, with `vars` as Worker vars; resolves once it is ready. */
+export async function startWranglerDev(cwd: string, vars: Record<string, string>, readyMs = 90_000): Promise<DevServer> {
+  const port = await freePort();
+  const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
+  const args = ['dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port)];
+  for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
+  const child = spawn(process.execPath, [bin, ...args], { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start within ${readyMs} ms:\n${output}`)), readyMs);
+    const onData = (data: Buffer) => {
+      output += data.toString();
+      if (output.includes('Ready on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`wrangler dev exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    base: `http://127.0.0.1:${port}`,
+    async stop() {
+      if (child.pid === undefined || child.exitCode !== null) return;
+      const signal = (name: NodeJS.Signals) => {
+        try {
+          process.kill(-child.pid!, name); // the process group: wrangler and workerd
+        } catch {
+          // already gone
+        }
+      };
+      signal('SIGTERM');
+      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 10_000));
+      if ((await Promise.race([exited, timeout])) === 'timeout') signal('SIGKILL');
+    },
+  };
+}
