@@ -25,6 +25,7 @@ import {
 import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
 import type { RenderResult } from './render.ts';
 import { runToolCall } from './tool-runner.ts';
+import { type AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type {
   CallHandle,
   FlueHarness,
@@ -52,6 +53,8 @@ export interface HarnessDeps {
   log(toolCallId: string, toolName: string): FlueLogger;
   /** How deep this harness sits in nested harness/task delegation (the root harness is 0). */
   depth: number;
+  /** The agent's environment: its live sandbox and built-in tools, when it declared one. */
+  environment?: AgentSandbox;
 }
 
 export function createHarness(deps: HarnessDeps): FlueHarness {
@@ -99,7 +102,11 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
       }
     },
     get sandbox(): Sandbox {
-      throw new Error('[flue] This agent has no sandbox. Declare one with useSandbox(factory) before using harness.sandbox.');
+      const sandbox = deps.environment?.current;
+      if (sandbox === undefined) {
+        throw new Error('[flue] This agent has no sandbox. Declare one with useSandbox() to use shell and filesystem operations.');
+      }
+      return sandbox;
     },
   };
 }
@@ -120,7 +127,7 @@ async function runPrompt(
   const modelInfo = { provider: model.provider, id: model.id };
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
   const tools = new Map<string, ToolDefinition>();
-  for (const tool of [...render.tools, ...extra]) tools.set(tool.name, tool);
+  for (const tool of [...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
   const result = options.result;
   const wrapped = result !== undefined && !isObjectSchema(result);
   const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
@@ -188,6 +195,11 @@ async function runPrompt(
           }
           const tool = tools.get(call.name);
           if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
+          const builtin = deps.environment?.tools.get(call.name);
+          if (builtin !== undefined) {
+            const outcome = await runBuiltinTool(builtin, call.id, call.arguments, signal);
+            return toolResult(call, outcome.content, outcome.isError);
+          }
           const outcome = await runToolCall(tool, call.argumentsError ? undefined : call.arguments, {
             toolCallId: call.id,
             signal,

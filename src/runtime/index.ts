@@ -11,6 +11,7 @@ export {
   usePersistentState,
   useResponseFinish,
   useResponseStart,
+  useSandbox,
   useTool,
   type StateSetter,
   type UseModelOptions,
@@ -49,3 +50,4 @@ export type { ConversationStreamChunk } from './projection.ts';
 export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './conversation.ts';
 export * from './errors.ts';
 export type * from './types.ts';
+export * from './sandbox/index.ts';

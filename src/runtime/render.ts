@@ -5,6 +5,7 @@
  */
 import type { ToolDefinition } from './define-tool.ts';
 import type { Agent } from './identity.ts';
+import type { SandboxFactory } from './sandbox/types.ts';
 import type {
   AgentAppendMessage,
   CompactionConfig,
@@ -64,11 +65,18 @@ export interface RenderResult {
   readonly instructions: string | undefined;
   readonly model: { spec: string; thinkingLevel?: ThinkingLevel; compaction?: false | CompactionConfig } | undefined;
   readonly tools: readonly ToolDefinition[];
+  /** The `useSandbox()` declaration of this render, if any (its presence may vary by render). */
+  readonly sandbox: SandboxDeclaration | undefined;
   readonly dataWriterNames: readonly string[];
   readonly agentStart: readonly ((ctx: AgentStartContext) => void | Promise<void>)[];
   readonly agentFinish: readonly ((ctx: AgentFinishContext) => void | Promise<void>)[];
   readonly responseStart: readonly ResponseMetadataCallback<ResponseStartContext>[];
   readonly responseFinish: readonly ResponseMetadataCallback<ResponseFinishContext>[];
+}
+
+export interface SandboxDeclaration {
+  factory: SandboxFactory;
+  cwd?: string;
 }
 
 export interface RenderFrame {
@@ -79,6 +87,7 @@ export interface RenderFrame {
   model: RenderResult['model'];
   tools: ToolDefinition[];
   toolNames: Set<string>;
+  sandbox: SandboxDeclaration | undefined;
   stateNames: Set<string>;
   dataWriterNames: string[];
   agentStart: ((ctx: AgentStartContext) => void | Promise<void>)[];
@@ -133,6 +142,7 @@ export function render(
     model: undefined,
     tools: [],
     toolNames: new Set(),
+    sandbox: undefined,
     stateNames: new Set(),
     dataWriterNames: [],
     agentStart: [],
@@ -165,6 +175,7 @@ export function render(
     instructions: parts.length === 0 ? undefined : parts.join('\n\n'),
     model: frame.model,
     tools: frame.tools,
+    sandbox: frame.sandbox,
     dataWriterNames: frame.dataWriterNames,
     agentStart: frame.agentStart,
     agentFinish: frame.agentFinish,

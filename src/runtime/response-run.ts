@@ -15,6 +15,7 @@ import { type LiveConversation, type ConversationEngine, convergeOpenStep } from
 import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
 import { createHarness } from './harness.ts';
+import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
 import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
@@ -69,6 +70,7 @@ export class ResponseRun {
   private startMetadata: Record<string, unknown> | undefined;
   private consecutiveErrors = 0;
   private readonly attachmentCache = new Map<string, string>();
+  private readonly environment: AgentSandbox;
   private overflowRetried = false;
 
   private readonly sliceDeadline: number | undefined;
@@ -80,6 +82,7 @@ export class ResponseRun {
     this.row = row;
     this.agent = agent;
     this.sliceDeadline = sliceDeadline;
+    this.environment = new AgentSandbox(live.instanceId);
   }
 
   get signal(): AbortSignal {
@@ -194,6 +197,13 @@ export class ResponseRun {
     };
   }
 
+  /** Renders, then brings the environment in line with the render (a turn boundary). */
+  private async renderWithEnvironment(): Promise<RenderResult> {
+    const rendered = this.render();
+    await this.environment.follow(rendered.sandbox);
+    return rendered;
+  }
+
   private setState(name: string, next: unknown, defaultValue: unknown): void {
     const current = this.stateWrites.has(name)
       ? this.stateWrites.get(name)
@@ -242,6 +252,7 @@ export class ResponseRun {
       signal: this.signal,
       log: (toolCallId, toolName) => this.logger({ tool: toolName, toolCallId }),
       depth,
+      environment: this.environment,
     });
   }
 
@@ -280,7 +291,7 @@ export class ResponseRun {
 
   /** `useAgentStart` for one delivery: concurrent callbacks, appends grouped in declaration order. */
   private async runAgentStart(submissionId: string): Promise<void> {
-    const hooks = this.render().agentStart;
+    const hooks = (await this.renderWithEnvironment()).agentStart;
     // With no callbacks there is nothing a recovery could repeat, so no marker row is needed.
     if (hooks.length === 0 && this.stateWrites.size === 0) return;
     const appended: AgentAppendMessage[][] = hooks.map(() => []);
@@ -302,7 +313,7 @@ export class ResponseRun {
 
   /** `useAgentFinish` at a would-stop point; true when an append continues the response. */
   private async runAgentFinish(): Promise<boolean> {
-    const hooks = this.render().agentFinish;
+    const hooks = (await this.renderWithEnvironment()).agentFinish;
     if (hooks.length === 0) return false;
     const info = this.conv.response(this.row.id);
     const appended: AgentAppendMessage[] = [];
@@ -387,8 +398,8 @@ export class ResponseRun {
   // ── A model turn ──────────────────────────────────────────────────────────────────────────
 
   private async turn(): Promise<void> {
-    const rendered = this.render();
-    const tools = assembleToolSet({ custom: [...rendered.tools] });
+    const rendered = await this.renderWithEnvironment();
+    const tools = assembleToolSet({ builtin: this.environment.toolDefinitions(), custom: [...rendered.tools] });
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
     this.narrateToolChanges(tools);
     const model = resolveModel(this.model!.spec);
@@ -576,6 +587,11 @@ export class ResponseRun {
   }
 
   private async runOne(call: ToolCall, tool: ToolDefinition | undefined, stepId: string): Promise<ToolOutcomeRecord> {
+    const builtin = tool === undefined ? undefined : this.environment.tools.get(call.name);
+    if (builtin !== undefined) {
+      const outcome = await runBuiltinTool(builtin, call.id, call.arguments, this.signal);
+      return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }) };
+    }
     if (tool === undefined) {
       return { toolCallId: call.id, toolName: call.name, isError: true, content: `Tool "${call.name}" is not available.` };
     }

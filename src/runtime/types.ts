@@ -133,24 +133,8 @@ export interface CallHandle<T> extends Promise<T> {
   abort(reason?: unknown): void;
 }
 
-/** The environment contract; implemented by the sandbox issue. Present here so harness types close. */
-export interface Sandbox {
-  readonly cwd: string;
-  exec(command: string, options?: { signal?: AbortSignal; cwd?: string; timeout?: number }): Promise<{
-    stdout: string;
-    stderr: string;
-    exitCode: number;
-  }>;
-  readFile(path: string): Promise<string>;
-  readFileBuffer(path: string): Promise<Uint8Array>;
-  writeFile(path: string, content: string | Uint8Array): Promise<void>;
-  stat(path: string): Promise<{ isFile: boolean; isDirectory: boolean; size: number }>;
-  readdir(path: string): Promise<string[]>;
-  exists(path: string): Promise<boolean>;
-  mkdir(path: string, options?: { recursive?: boolean }): Promise<void>;
-  rm(path: string, options?: { recursive?: boolean; force?: boolean }): Promise<void>;
-  resolvePath(path: string): string;
-}
+export type { Sandbox } from './sandbox/types.ts';
+import type { Sandbox } from './sandbox/types.ts';
 
 export interface FlueHarness {
   readonly name: string;

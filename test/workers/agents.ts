@@ -1,6 +1,6 @@
 /** Agents the workerd tests drive. Each uses its own scripted-model lane (its model id). */
 import * as v from 'valibot';
-import { defineTool, useModel, usePersistentState, useTool } from '@flue/runtime';
+import { defineTool, useModel, usePersistentState, useSandbox, useTool, virtualSandbox } from '@flue/runtime';
 
 export const ECHO_LANE = 'echo';
 export const PROVISION_LANE = 'provision';
@@ -56,4 +56,15 @@ export function Provisioner() {
     },
   });
   return 'Provision workspaces.';
+}
+
+export const WORKSPACE_LANE = 'workspace';
+
+const workspaceFiles = virtualSandbox({ files: { '/workspace/README.md': '# Workspace\n' } });
+
+/** An agent with the in-memory virtual sandbox and its built-in file and shell tools. */
+export function Workspace() {
+  useModel(`scripted/${WORKSPACE_LANE}`);
+  useSandbox(workspaceFiles);
+  return 'Work in the workspace.';
 }

@@ -1,0 +1,443 @@
+/**
+ * `local(options?)` — the Node-only sandbox on the host machine (sandbox.md §7, §8).
+ *
+ * The sandbox's POSIX view is the host filesystem itself: its `cwd` is the real (symlink-resolved)
+ * absolute path of the root directory, and absolute paths mean host paths. It is implemented as a
+ * `SandboxDriver` wrapped by `sandboxFromDriver`, so path resolution, the writeFile parent guarantee
+ * and the exec abort race come from the shared wrapper.
+ *
+ * Confinement (§8, ours): every file verb — and therefore the built-in `read`/`write`/`edit` tools
+ * and `harness.sandbox` file verbs — refuses a path that resolves, after following symlinks
+ * (including dangling ones and symlinks in parent directories), outside the root, with a
+ * `LocalSandboxPathError` naming the path; nothing outside is read or touched. `exec` refuses a cwd
+ * outside the root. `local({ unrestricted: true })` lifts every path check (trusted CI use).
+ *
+ * NOT a security boundary: `exec` (and so the `bash`, `grep` and `glob` tools) runs a real host shell
+ * with this process's permissions; a command can read, write or delete anything the process can, and
+ * use the network. The path check is also check-then-use: a concurrently running process that swaps a
+ * directory for a symlink can race it. Never use `local()` for untrusted input or multi-tenant work.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants as fsConstants } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as nodePath from 'node:path';
+import { FlueError } from '../runtime/errors.ts';
+import { sandboxFromDriver } from '../runtime/sandbox/from-driver.ts';
+import type {
+  FileStat,
+  MkdirOptions,
+  RmOptions,
+  SandboxDriver,
+  SandboxFactory,
+  ShellResult,
+} from '../runtime/sandbox/types.ts';
+
+const posix = nodePath.posix;
+
+export interface LocalSandboxOptions {
+  /** Sandbox root and default cwd; default `process.cwd()`, resolved absolute (created if missing). */
+  cwd?: string;
+  /** Alias of `cwd` (the root the file verbs are confined to). Conflicting values throw. */
+  root?: string;
+  /**
+   * Added to the default pass-through env (`PATH HOME USER …`, see `LOCAL_DEFAULT_ENV_KEYS`);
+   * `undefined` removes a default. `process.env` is never inherited wholesale.
+   */
+  env?: Record<string, string | undefined>;
+  /** Lift the confinement of file verbs and exec cwd to the root. */
+  unrestricted?: boolean;
+}
+
+/** The only host variables the shell inherits by default (sandbox.md §7). */
+export const LOCAL_DEFAULT_ENV_KEYS = [
+  'PATH', 'HOME', 'USER', 'LOGNAME', 'HOSTNAME', 'SHELL', 'LANG', 'LC_ALL',
+  'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'TMP', 'TEMP',
+] as const;
+
+/** Output captured per exec (stdout + stderr) before the command is killed. */
+export const LOCAL_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+/** Grace between SIGTERM and SIGKILL to the command's process group. */
+const KILL_GRACE_MS = 2000;
+/** After the shell exits, how long to wait for pipes held open by background children. */
+const CLOSE_GRACE_MS = 200;
+const MAX_SYMLINK_HOPS = 40;
+
+/** A file-verb path (or exec cwd) that resolves outside the local sandbox root. */
+export class LocalSandboxPathError extends FlueError {
+  constructor(path: string, root: string, resolved: string) {
+    const via = resolved === path ? '' : ` (it resolves to ${resolved})`;
+    super('sandbox_path_outside_root', {
+      message: `[flue] Access denied: ${path} is outside the sandbox root ${root}${via}. Only paths inside ${root} can be used.`,
+      meta: { path, root, resolved },
+    });
+    this.name = 'LocalSandboxPathError';
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+export function local(options: LocalSandboxOptions = {}): SandboxFactory {
+  if (!isRecord(options as unknown)) throw new TypeError('[flue] local() options must be an object.');
+  const { cwd, root, env, unrestricted } = options;
+  for (const [name, value] of [['cwd', cwd], ['root', root]] as const) {
+    if (value !== undefined && (typeof value !== 'string' || value === '')) {
+      throw new TypeError(`[flue] local() option ${name} must be a non-empty string.`);
+    }
+  }
+  if (cwd !== undefined && root !== undefined && nodePath.resolve(cwd) !== nodePath.resolve(root)) {
+    throw new TypeError('[flue] local() got different cwd and root; pass only one.');
+  }
+  if (env !== undefined && !isRecord(env as unknown)) throw new TypeError('[flue] local() option env must be a record of strings.');
+  for (const [key, value] of Object.entries(env ?? {})) {
+    if (value !== undefined && typeof value !== 'string') {
+      throw new TypeError(`[flue] local() env value for ${key} must be a string or undefined.`);
+    }
+  }
+
+  // Snapshot at construction (§7).
+  const requestedRoot = nodePath.resolve(cwd ?? root ?? process.cwd());
+  const baseEnv: Record<string, string> = {};
+  for (const key of LOCAL_DEFAULT_ENV_KEYS) {
+    const value = process.env[key];
+    if (value !== undefined) baseEnv[key] = value;
+  }
+  for (const [key, value] of Object.entries(env ?? {})) {
+    if (value === undefined) delete baseEnv[key];
+    else baseEnv[key] = value as string;
+  }
+  const confined = unrestricted !== true;
+
+  return {
+    async createSandbox() {
+      await fs.mkdir(requestedRoot, { recursive: true });
+      const realRoot = await fs.realpath(requestedRoot);
+      if (!(await fs.stat(realRoot)).isDirectory()) {
+        throw new Error(`[flue] local() sandbox root ${requestedRoot} is not a directory.`);
+      }
+      const shell = await probeShell(baseEnv.PATH);
+      const driver = createLocalDriver({ root: toPosix(realRoot), baseEnv, confined, shell });
+      return sandboxFromDriver(driver, toPosix(realRoot));
+    },
+  };
+}
+
+// ── Path confinement ──────────────────────────────────────────────────────────────────────────
+
+function toPosix(p: string): string {
+  return process.platform === 'win32' ? p.split(nodePath.sep).join('/') : p;
+}
+
+function isInside(root: string, p: string): boolean {
+  if (root === '/') return p.startsWith('/');
+  return p === root || p.startsWith(`${root}/`);
+}
+
+function errCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined;
+}
+
+/**
+ * Where `abs` really points: every existing component is resolved with `lstat`/`readlink` (so a
+ * dangling symlink still reveals its target), the missing tail is appended lexically.
+ */
+async function resolveReal(abs: string): Promise<string> {
+  const queue = abs.split('/').filter((s) => s !== '' && s !== '.');
+  let current = '/';
+  let hops = 0;
+  let missing = false;
+  while (queue.length > 0) {
+    const segment = queue.shift() as string;
+    if (segment === '.' || segment === '') continue;
+    if (segment === '..') {
+      current = posix.dirname(current);
+      continue;
+    }
+    const candidate = posix.join(current, segment);
+    if (missing) {
+      current = candidate;
+      continue;
+    }
+    let isLink = false;
+    try {
+      isLink = (await fs.lstat(candidate)).isSymbolicLink();
+    } catch (error) {
+      const code = errCode(error);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      missing = true;
+      current = candidate;
+      continue;
+    }
+    if (!isLink) {
+      current = candidate;
+      continue;
+    }
+    if (++hops > MAX_SYMLINK_HOPS) {
+      throw Object.assign(new Error(`ELOOP: too many symbolic links encountered, ${abs}`), { code: 'ELOOP', path: abs });
+    }
+    const target = await fs.readlink(candidate);
+    if (target.startsWith('/')) current = '/';
+    queue.unshift(...target.split('/').filter((s) => s !== '' && s !== '.'));
+  }
+  return current;
+}
+
+interface Guarded {
+  /** The path to operate on: real parent directory + final name (the final link is not followed). */
+  target: string;
+}
+
+interface DriverConfig {
+  root: string;
+  baseEnv: Record<string, string>;
+  confined: boolean;
+  shell: { file: string; args: (command: string) => string[] };
+}
+
+function createLocalDriver(config: DriverConfig): SandboxDriver {
+  const { root, baseEnv, confined, shell } = config;
+
+  /** Refuses `p` unless both its parent and its fully resolved target lie inside the root. */
+  async function guard(p: string): Promise<Guarded> {
+    const abs = posix.resolve('/', p);
+    if (!confined) return { target: abs };
+    // Authoritative check on the real location (another spelling of the root is fine).
+    const full = await resolveReal(abs);
+    if (!isInside(root, full)) throw new LocalSandboxPathError(abs, root, full);
+    if (abs !== '/') {
+      const parent = await resolveReal(posix.dirname(abs));
+      if (isInside(root, parent)) return { target: posix.join(parent, posix.basename(abs)) };
+    }
+    // Only another spelling of the root itself has its parent outside (e.g. /tmp vs /private/tmp).
+    if (full === root) return { target: root };
+    throw new LocalSandboxPathError(abs, root, full);
+  }
+
+  return {
+    async readFile(p) {
+      const { target } = await guard(p);
+      return fs.readFile(target, 'utf8');
+    },
+    async readFileBuffer(p) {
+      const { target } = await guard(p);
+      const buffer = await fs.readFile(target);
+      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    },
+    async writeFile(p, content) {
+      const { target } = await guard(p);
+      await fs.writeFile(target, content);
+    },
+    async stat(p): Promise<FileStat> {
+      const { target } = await guard(p);
+      const link = await fs.lstat(target);
+      const info = link.isSymbolicLink() ? await fs.stat(target) : link;
+      return {
+        isFile: info.isFile(),
+        isDirectory: info.isDirectory(),
+        isSymbolicLink: link.isSymbolicLink(),
+        size: info.size,
+        mtime: info.mtime,
+      };
+    },
+    async readdir(p) {
+      const { target } = await guard(p);
+      return fs.readdir(target);
+    },
+    async exists(p) {
+      try {
+        const { target } = await guard(p);
+        await fs.access(target, fsConstants.F_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async mkdir(p, options?: MkdirOptions) {
+      const { target } = await guard(p);
+      await fs.mkdir(target, { recursive: options?.recursive === true });
+    },
+    async rm(p, options?: RmOptions) {
+      const { target } = await guard(p);
+      await fs.rm(target, { recursive: options?.recursive === true, force: options?.force === true });
+    },
+    async exec(command, options) {
+      const { signal, timeoutMs } = options;
+      let cwd: string;
+      try {
+        cwd = (await guard(options.cwd)).target;
+      } catch (error) {
+        if (error instanceof LocalSandboxPathError) throw error;
+        return { stdout: '', stderr: `[flue] Cannot use working directory ${options.cwd}: ${String(error)}\n`, exitCode: 1 };
+      }
+      try {
+        if (!(await fs.stat(cwd)).isDirectory()) {
+          return { stdout: '', stderr: `[flue] Working directory ${options.cwd} is not a directory.\n`, exitCode: 1 };
+        }
+      } catch {
+        return { stdout: '', stderr: `[flue] Working directory ${options.cwd} does not exist.\n`, exitCode: 1 };
+      }
+      return runProcess(shell.file, shell.args(command), {
+        cwd,
+        env: { ...baseEnv, ...options.env },
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    },
+  };
+}
+
+// ── Processes ─────────────────────────────────────────────────────────────────────────────────
+
+let shellProbe: Promise<DriverConfig['shell']> | undefined;
+
+/** Real `bash` if found (probed once per process), else the platform shell. */
+function probeShell(pathVar: string | undefined): Promise<DriverConfig['shell']> {
+  shellProbe ??= (async () => {
+    if (process.platform === 'win32') {
+      return { file: process.env.ComSpec ?? 'cmd.exe', args: (c: string) => ['/d', '/s', '/c', c] };
+    }
+    const dirs = ['/bin', '/usr/bin', '/usr/local/bin', ...(pathVar ?? '').split(':').filter((d) => d.startsWith('/'))];
+    for (const dir of dirs) {
+      const candidate = posix.join(dir, 'bash');
+      try {
+        await fs.access(candidate, fsConstants.X_OK);
+        return { file: candidate, args: (c: string) => ['-c', c] };
+      } catch {
+        // try the next directory
+      }
+    }
+    return { file: '/bin/sh', args: (c: string) => ['-c', c] };
+  })();
+  return shellProbe;
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13 };
+
+function killGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    if (process.platform === 'win32') child.kill(sig);
+    else process.kill(-child.pid, sig);
+  } catch {
+    // The group is already gone.
+  }
+}
+
+function runProcess(
+  file: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; timeoutMs?: number; signal?: AbortSignal },
+): Promise<ShellResult> {
+  return new Promise<ShellResult>((resolve) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: process.platform !== 'win32', // leads its own process group
+        windowsHide: true,
+      });
+    } catch (error) {
+      resolve({ stdout: '', stderr: `[flue] Failed to start ${file}: ${String(error)}\n`, exitCode: 1 });
+      return;
+    }
+
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let captured = 0;
+    let overflow = false;
+    let timedOut = false;
+    let finished = false;
+    let exitCode: number | null = null;
+    let exitSignal: NodeJS.Signals | null = null;
+    let killTimer: NodeJS.Timeout | undefined;
+    let closeTimer: NodeJS.Timeout | undefined;
+
+    const terminate = (): void => {
+      if (killTimer) return;
+      killGroup(child, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
+      killTimer.unref();
+    };
+
+    const timeoutTimer =
+      options.timeoutMs !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            terminate();
+          }, Math.max(0, options.timeoutMs))
+        : undefined;
+
+    // The wrapper owns the abort race; here abort is only the cancellation primitive.
+    const onAbort = (): void => terminate();
+    if (options.signal?.aborted) terminate();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const collect = (sink: Buffer[]) => (chunk: Buffer) => {
+      if (overflow) return;
+      captured += chunk.length;
+      if (captured > LOCAL_MAX_OUTPUT_BYTES) {
+        overflow = true;
+        sink.push(chunk.subarray(0, chunk.length - (captured - LOCAL_MAX_OUTPUT_BYTES)));
+        terminate();
+        return;
+      }
+      sink.push(chunk);
+    };
+    child.stdout?.on('data', collect(stdout));
+    child.stderr?.on('data', collect(stderr));
+
+    const finish = (spawnError?: Error): void => {
+      if (finished) return;
+      finished = true;
+      if (timeoutTimer) clearTimeout(timeoutTimer);
+      if (closeTimer) clearTimeout(closeTimer);
+      options.signal?.removeEventListener('abort', onAbort);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      const decoder = (chunks: Buffer[]) => new TextDecoder().decode(Buffer.concat(chunks));
+      const out = decoder(stdout);
+      let err = decoder(stderr);
+      let code: number;
+      if (spawnError) {
+        err += `${err && !err.endsWith('\n') ? '\n' : ''}[flue] Failed to start ${file}: ${spawnError.message}\n`;
+        code = 1;
+      } else if (timedOut) {
+        err += `${err && !err.endsWith('\n') ? '\n' : ''}[flue] Command timed out after ${options.timeoutMs} ms and was terminated.\n`;
+        code = 124;
+      } else if (overflow) {
+        err += `${err && !err.endsWith('\n') ? '\n' : ''}[flue] Output exceeded ${LOCAL_MAX_OUTPUT_BYTES} bytes; the command was terminated and its output truncated.\n`;
+        code = 1;
+      } else if (exitCode !== null) {
+        code = exitCode;
+      } else {
+        code = 128 + (exitSignal ? (SIGNAL_NUMBERS[exitSignal] ?? 0) : 0);
+        if (code === 128) code = 1;
+      }
+      resolve({ stdout: out, stderr: err, exitCode: code });
+    };
+
+    child.on('error', (error) => {
+      // Spawn failure (no 'exit' follows) or a failed kill; only the former ends the run.
+      if (child.pid === undefined) finish(error);
+    });
+    child.on('exit', (code, sig) => {
+      exitCode = code;
+      exitSignal = sig;
+      // Background children may hold the pipes open; don't wait for them forever.
+      closeTimer = setTimeout(() => finish(), CLOSE_GRACE_MS);
+      closeTimer.unref();
+    });
+    child.on('close', (code, sig) => {
+      if (exitCode === null && exitSignal === null) {
+        exitCode = code;
+        exitSignal = sig;
+      }
+      finish();
+    });
+  });
+}

@@ -1,0 +1,28 @@
+/** Sandbox-specific typed errors (sandbox.md §2); they extend the runtime's `FlueError`. */
+import { FlueError } from '../errors.ts';
+
+/** An adapter cannot honour a verb or option; thrown before anything changes. */
+export class SandboxOperationUnsupportedError extends FlueError {
+  constructor(operation: string, provider: string, options?: unknown, message?: string) {
+    super('sandbox_operation_unsupported', {
+      message: message ?? `The ${provider} sandbox does not support ${operation}${options === undefined ? '' : ` with options ${JSON.stringify(options)}`}.`,
+      meta: { operation, provider, options },
+    });
+    this.name = 'SandboxOperationUnsupportedError';
+  }
+}
+
+/** The adapter detected that the sandbox itself is gone; in-flight calls reject with this. */
+export class SandboxDiedError extends FlueError {
+  constructor(message = 'The sandbox is no longer running.', cause?: unknown) {
+    super('sandbox_died', { message, cause });
+    this.name = 'SandboxDiedError';
+  }
+}
+
+/** The `AbortError` DOMException the contract demands, carrying the abort reason as `cause`. */
+export function abortError(reason: unknown): Error {
+  const error = new DOMException('The operation was aborted.', 'AbortError');
+  Object.defineProperty(error, 'cause', { value: reason, configurable: true, writable: true });
+  return error as unknown as Error;
+}

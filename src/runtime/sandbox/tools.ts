@@ -1,0 +1,385 @@
+/**
+ * The six built-in model tools over a `Sandbox` (tools.md §10, sandbox.md §3.4/§4). Each factory
+ * returns a plain `AgentTool` whose `execute` throws on failure; the engine turns the throw into an
+ * error tool result. Model arguments are untrusted: every one reaching a shell is single-quoted.
+ */
+import * as v from 'valibot';
+import type { AgentTool, AgentToolResult, Sandbox } from './types.ts';
+
+export const MAX_LINES = 2000;
+export const MAX_CHARS = 51_200;
+export const GREP_MAX_MATCHES = 100;
+export const GREP_MAX_LINE_CHARS = 500;
+export const GLOB_MAX_PATHS = 1000;
+
+/** Single-quotes a value for POSIX shells (`'` → `'\''`). */
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+function text(value: string, details?: unknown): AgentToolResult {
+  return details === undefined ? { content: [{ type: 'text', text: value }] } : { content: [{ type: 'text', text: value }], details };
+}
+
+function checkAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new Error('Operation aborted');
+}
+
+function parseParams<S extends v.GenericSchema>(tool: string, schema: S, params: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, params ?? {});
+  if (result.success) return result.output;
+  const issues = result.issues.map((issue) => {
+    const key = issue.path?.map((p) => String(p.key)).join('.');
+    return key ? `${key}: ${issue.message}` : issue.message;
+  });
+  throw new Error(`Invalid arguments for tool "${tool}": ${issues.join('; ')}`);
+}
+
+const optionalPositiveInt = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)));
+
+// ── Per-path serialization of write/edit (sandbox.md §4) ─────────────────────────────────────
+
+const pathLocks = new WeakMap<Sandbox, Map<string, Promise<unknown>>>();
+
+/** Runs `task` after every earlier mutation of the same resolved path on the same sandbox. */
+async function withPathLock<T>(sandbox: Sandbox, path: string, task: () => Promise<T>): Promise<T> {
+  let locks = pathLocks.get(sandbox);
+  if (!locks) pathLocks.set(sandbox, (locks = new Map()));
+  const key = sandbox.resolvePath(path);
+  const previous = locks.get(key) ?? Promise.resolve();
+  const current = previous.then(task, task);
+  const settled = current.catch(() => {});
+  locks.set(key, settled);
+  try {
+    return await current;
+  } finally {
+    if (locks.get(key) === settled) locks.delete(key);
+  }
+}
+
+// ── read ──────────────────────────────────────────────────────────────────────────────────────
+
+const readSchema = v.object({ path: v.string(), offset: optionalPositiveInt, limit: optionalPositiveInt });
+
+export function createReadTool(sandbox: Sandbox): AgentTool {
+  return {
+    name: 'read',
+    label: 'Read',
+    description:
+      `Read a text file. Output is limited to ${MAX_LINES} lines or ${MAX_CHARS / 1024} KB, whichever comes first; ` +
+      'use offset (1-based line number) and limit (number of lines) to page through larger files.',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: { type: 'string', description: 'Path of the file to read (relative to the working directory or absolute)' },
+        offset: { type: 'integer', minimum: 1, description: 'Line number to start from (1-based)' },
+        limit: { type: 'integer', minimum: 1, description: 'Maximum number of lines to read' },
+      },
+      required: ['path'],
+    },
+    async execute(_id, params, signal) {
+      checkAborted(signal);
+      const { path, offset, limit } = parseParams('read', readSchema, params);
+      const content = await sandbox.readFile(path);
+      checkAborted(signal);
+      return text(formatRead(content, offset, limit));
+    },
+  };
+}
+
+/** Head truncation that never cuts mid-line, except a first line that alone exceeds the budget. */
+export function formatRead(content: string, offset: number | undefined, limit: number | undefined): string {
+  const all = content.split('\n');
+  if (content.endsWith('\n')) all.pop();
+  const total = all.length;
+  const start = (offset ?? 1) - 1;
+  if (offset !== undefined && start >= total && !(total === 0 && start === 0)) {
+    throw new Error(`Offset ${offset} is beyond end of file (${total} lines total)`);
+  }
+  const end = limit === undefined ? total : Math.min(total, start + limit);
+  const selected = all.slice(start, end);
+
+  const first = selected[0];
+  if (first !== undefined && first.length > MAX_CHARS) {
+    return (
+      `${first.slice(0, MAX_CHARS)}\n\n[Line ${start + 1} is ${first.length} characters long; only its first ${MAX_CHARS} are shown. ` +
+      'The rest of this line cannot be reached with offset/limit; use the bash tool (e.g. cut -c or head -c) to read it.]'
+    );
+  }
+  const kept: string[] = [];
+  let chars = 0;
+  for (const line of selected) {
+    const cost = line.length + (kept.length > 0 ? 1 : 0);
+    if (kept.length >= MAX_LINES || chars + cost > MAX_CHARS) break;
+    kept.push(line);
+    chars += cost;
+  }
+  const shownEnd = start + kept.length;
+  let output = kept.join('\n');
+  if (shownEnd < total && (kept.length < selected.length || limit !== undefined)) {
+    output += `\n\n[Showing lines ${start + 1}-${shownEnd} of ${total}. Use offset=${shownEnd + 1} to continue.]`;
+  }
+  return output;
+}
+
+// ── write ─────────────────────────────────────────────────────────────────────────────────────
+
+const writeSchema = v.object({ path: v.string(), content: v.string() });
+
+export function createWriteTool(sandbox: Sandbox): AgentTool {
+  return {
+    name: 'write',
+    label: 'Write',
+    description: 'Write content to a file. Creates the file and any missing parent directories; overwrites an existing file.',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: { type: 'string', description: 'Path of the file to write (relative to the working directory or absolute)' },
+        content: { type: 'string', description: 'The complete new content of the file' },
+      },
+      required: ['path', 'content'],
+    },
+    async execute(_id, params, signal) {
+      checkAborted(signal);
+      const { path, content } = parseParams('write', writeSchema, params);
+      return withPathLock(sandbox, path, async () => {
+        checkAborted(signal);
+        await sandbox.writeFile(path, content);
+        return text(`Successfully wrote ${content.length} bytes to ${path}`);
+      });
+    },
+  };
+}
+
+// ── edit ──────────────────────────────────────────────────────────────────────────────────────
+
+const editSchema = v.object({ path: v.string(), oldText: v.string(), newText: v.string(), replaceAll: v.optional(v.boolean()) });
+
+export function createEditTool(sandbox: Sandbox): AgentTool {
+  return {
+    name: 'edit',
+    label: 'Edit',
+    description:
+      'Edit a file by replacing exact text. oldText must match the file exactly (including whitespace and indentation) ' +
+      'and must be unique unless replaceAll is true. newText is inserted literally.',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: { type: 'string', description: 'Path of the file to edit (relative to the working directory or absolute)' },
+        oldText: { type: 'string', description: 'Exact text to find and replace' },
+        newText: { type: 'string', description: 'Text to replace it with' },
+        replaceAll: { type: 'boolean', description: 'Replace every occurrence instead of requiring a unique match' },
+      },
+      required: ['path', 'oldText', 'newText'],
+    },
+    async execute(_id, params, signal) {
+      checkAborted(signal);
+      const { path, oldText, newText, replaceAll } = parseParams('edit', editSchema, params);
+      if (oldText === '') throw new Error('oldText must not be empty. To create or overwrite a whole file, use the write tool.');
+      return withPathLock(sandbox, path, async () => {
+        checkAborted(signal);
+        if (!(await sandbox.exists(path))) throw new Error(`File not found: ${path}`);
+        const content = await sandbox.readFile(path);
+        const occurrences = content.split(oldText).length - 1;
+        if (occurrences === 0) {
+          throw new Error(
+            `Could not find oldText in ${path}. It must match the file exactly, including whitespace and indentation; read the file again and copy the text exactly.`,
+          );
+        }
+        if (occurrences > 1 && !replaceAll) {
+          throw new Error(
+            `Found ${occurrences} occurrences of oldText in ${path}. Add more surrounding context to oldText to make it unique, or set replaceAll to true to replace all of them.`,
+          );
+        }
+        // split/join and slicing keep newText literal (String.replace would expand `$&`, `$1`, …).
+        const index = content.indexOf(oldText);
+        const updated = replaceAll ? content.split(oldText).join(newText) : content.slice(0, index) + newText + content.slice(index + oldText.length);
+        checkAborted(signal);
+        await sandbox.writeFile(path, updated);
+        return replaceAll
+          ? text(`Replaced ${occurrences} occurrences in ${path}`, { path, occurrences })
+          : text(`Successfully replaced text in ${path}.`, { path, occurrences: 1 });
+      });
+    },
+  };
+}
+
+// ── bash ──────────────────────────────────────────────────────────────────────────────────────
+
+const bashSchema = v.object({ command: v.string(), timeout: v.optional(v.pipe(v.number(), v.minValue(0, 'timeout must be positive'))) });
+
+export function createBashTool(sandbox: Sandbox): AgentTool {
+  return {
+    name: 'bash',
+    label: 'Bash',
+    description:
+      `Run a shell command in the working directory. Returns stdout and stderr combined; output is truncated to the last ` +
+      `${MAX_LINES} lines or ${MAX_CHARS / 1024} KB. Optionally set timeout in seconds.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', description: 'The shell command to run' },
+        timeout: { type: 'number', description: 'Timeout in seconds (optional)' },
+      },
+      required: ['command'],
+    },
+    async execute(_id, params, signal) {
+      checkAborted(signal);
+      const { command, timeout } = parseParams('bash', bashSchema, params);
+      const timeoutMs = timeout !== undefined && timeout > 0 ? Math.ceil(timeout * 1000) : undefined;
+      let result = await sandbox.exec(command, { ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(signal ? { signal } : {}) });
+      if (timeoutMs !== undefined && result.exitCode === 124) {
+        // A recoverable result the model can act on, in one wording whatever the adapter said.
+        result = { ...result, stderr: `[flue] Command timed out after ${timeout} seconds.` };
+      }
+      return text(formatBashOutput(result.stdout, result.stderr, result.exitCode), { exitCode: result.exitCode });
+    },
+  };
+}
+
+/** Tail truncation keeps the end of the output, where errors and results usually are. */
+export function formatBashOutput(stdout: string, stderr: string, exitCode: number): string {
+  const combined = `${stdout}\n${stderr}`.trim();
+  let output = combined;
+  if (combined !== '') {
+    const all = combined.split('\n');
+    const kept: string[] = [];
+    let chars = 0;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const line = all[i]!;
+      const cost = line.length + (kept.length > 0 ? 1 : 0);
+      if (kept.length >= MAX_LINES || chars + cost > MAX_CHARS) {
+        if (kept.length === 0) kept.push(line.slice(line.length - MAX_CHARS));
+        break;
+      }
+      kept.unshift(line);
+      chars += cost;
+    }
+    if (kept.length < all.length || kept[0] !== all[all.length - kept.length]) {
+      const from = all.length - kept.length + 1;
+      output = `${kept.join('\n')}\n\n[Showing lines ${from}-${all.length} of ${all.length}. Earlier output was truncated.]`;
+    }
+  }
+  if (output === '') output = '(no output)';
+  if (exitCode !== 0) output += `\n\nCommand exited with code ${exitCode}`;
+  return output;
+}
+
+// ── grep ──────────────────────────────────────────────────────────────────────────────────────
+
+const rgProbes = new WeakMap<object, Promise<boolean>>();
+
+/** Probed once per underlying exec function; any failure or slowness means plain grep. */
+function hasRipgrep(sandbox: Sandbox): Promise<boolean> {
+  const key = sandbox.exec;
+  let probe = rgProbes.get(key);
+  if (!probe) {
+    const attempt = sandbox.exec('rg --version', { timeoutMs: 10_000 }).then(
+      (r) => r.exitCode === 0,
+      () => false,
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const hostLimit = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), 15_000);
+    });
+    probe = Promise.race([attempt, hostLimit]).finally(() => clearTimeout(timer));
+    rgProbes.set(key, probe);
+  }
+  return probe;
+}
+
+const grepSchema = v.object({ pattern: v.string(), path: v.optional(v.string()), include: v.optional(v.string()), literal: v.optional(v.boolean()) });
+
+export function createGrepTool(sandbox: Sandbox): AgentTool {
+  return {
+    name: 'grep',
+    label: 'Grep',
+    description:
+      `Search file contents for a regular expression (or a literal string with literal: true). Returns matching lines as ` +
+      `path:line:text, at most ${GREP_MAX_MATCHES} lines. Optionally restrict to files matching an include glob like "*.ts".`,
+    parameters: {
+      type: 'object',
+      properties: {
+        pattern: { type: 'string', description: 'Regular expression to search for' },
+        path: { type: 'string', description: 'Directory or file to search (default: the working directory)' },
+        include: { type: 'string', description: 'Only search files whose name matches this glob, e.g. "*.ts"' },
+        literal: { type: 'boolean', description: 'Treat pattern as a literal string instead of a regular expression' },
+      },
+      required: ['pattern'],
+    },
+    async execute(_id, params, signal) {
+      checkAborted(signal);
+      const { pattern, path = '.', include, literal } = parseParams('grep', grepSchema, params);
+      const rg = await raceAbort(hasRipgrep(sandbox), signal);
+      const command = rg
+        ? `rg -n -H --no-heading --color=never${literal ? ' -F' : ''}${include !== undefined ? ` -g ${shellQuote(include)}` : ''} -- ${shellQuote(pattern)} ${shellQuote(path)}`
+        : `grep -rnH ${literal ? '-F' : '-E'}${include !== undefined ? ` --include=${shellQuote(include)}` : ''} -- ${shellQuote(pattern)} ${shellQuote(path)}`;
+      const result = await sandbox.exec(command, signal ? { signal } : {});
+      if (result.exitCode > 1) {
+        throw new Error(`grep failed (exit code ${result.exitCode}): ${result.stderr.trim() || result.stdout.trim() || 'no error output'}`);
+      }
+      const lines = result.stdout.split('\n').filter((line) => line !== '');
+      if (lines.length === 0) return text('No matches found.');
+      const shown = lines.slice(0, GREP_MAX_MATCHES).map((line) => (line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}...` : line));
+      let output = shown.join('\n');
+      if (lines.length > GREP_MAX_MATCHES) output += `\n\n[Showing ${GREP_MAX_MATCHES} of ${lines.length} matches. Narrow your search.]`;
+      return text(output);
+    },
+  };
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error('Operation aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+// ── glob ──────────────────────────────────────────────────────────────────────────────────────
+
+const globSchema = v.object({ pattern: v.string(), path: v.optional(v.string()) });
+
+export function createGlobTool(sandbox: Sandbox): AgentTool {
+  return {
+    name: 'glob',
+    label: 'Glob',
+    description:
+      `Find files whose name matches a glob pattern (e.g. "*.ts"), searching recursively under path ` +
+      `(default: the working directory). Returns up to ${GLOB_MAX_PATHS} paths.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        pattern: { type: 'string', description: 'File name glob, e.g. "*.md" (matched against the file name)' },
+        path: { type: 'string', description: 'Directory to search (default: the working directory)' },
+      },
+      required: ['pattern'],
+    },
+    async execute(_id, params, signal) {
+      checkAborted(signal);
+      const { pattern, path = '.' } = parseParams('glob', globSchema, params);
+      // find has no `--`; a leading `./` keeps a dash-led path from being read as a predicate.
+      const safePath = path.startsWith('-') ? `./${path}` : path;
+      const command = `find ${shellQuote(safePath)} -type f -name ${shellQuote(pattern)} 2>/dev/null | head -${GLOB_MAX_PATHS}`;
+      const result = await sandbox.exec(command, signal ? { signal } : {});
+      const paths = result.stdout.split('\n').filter((line) => line !== '').slice(0, GLOB_MAX_PATHS);
+      if (paths.length === 0) return text('No files found matching pattern.');
+      return text(paths.join('\n'));
+    },
+  };
+}
+
+// ── the default set ──────────────────────────────────────────────────────────────────────────
+
+export function defaultSandboxTools(sandbox: Sandbox): AgentTool[] {
+  return [
+    createReadTool(sandbox),
+    createWriteTool(sandbox),
+    createEditTool(sandbox),
+    createBashTool(sandbox),
+    createGrepTool(sandbox),
+    createGlobTool(sandbox),
+  ];
+}
+

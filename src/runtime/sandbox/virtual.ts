@@ -1,0 +1,88 @@
+/**
+ * `virtualSandbox()` (sandbox.md §5): an in-memory sandbox with no dependencies, identical on
+ * Node and workerd. The engine is a `BashLike` wrapped by `bash()`, so the generic abort, timeout
+ * and path rules apply unchanged. Each `createSandbox` call gets a fresh filesystem (nothing
+ * persists across submissions).
+ *
+ * Shell subset (anything else → exit 2, `<construct>: not supported`):
+ * - Lists `;` `&&` `||` newline, pipelines `|`, `$?`, comments `#`.
+ * - Quoting `'…'`, `"…"` (with `$VAR`/`${VAR}` and `\" \\ \$` escapes), backslash; `~` → $HOME.
+ * - Unquoted `*` `?` `[…]` pathname expansion (no match → the word is kept).
+ * - Redirections `>` `>>` `<` `2>` `2>>` `2>&1` `>&2` `&>` `&>>`; `/dev/null` as sink/source.
+ * - `NAME=value` assignments (alone: shell variable; before a command: that command's env).
+ * - Builtins: cd pwd echo(-n -e) printf export unset test/[ true false exit.
+ * - Commands: cat ls(-l -a -A -1 -R) mkdir(-p) rmdir rm(-r -f) touch cp(-r) mv tee(-a)
+ *   head/tail(-n -c -N, tail -n +N) wc(-l -w -c) grep(-r -n -H -h -i -v -l -c -o -q -s -E -F -w -x
+ *   -e -m --include --exclude) find(PATH -name -iname -path -type f|d -maxdepth -mindepth ! -not)
+ *   sort(-r -n -u -f) uniq(-c -d -u) cut(-d -f -c -s) tr(-d -s) sed(-n -e -i -E; s///gip, p, d;
+ *   addresses N, $, /re/) basename dirname seq env base64(-d).
+ * - Regexes use JavaScript `RegExp` semantics (BRE `\( \) \| \{ \} \+ \?` are translated).
+ * - Not present: `rg`, network, processes, background `&`, subshells, `$(…)`, control flow.
+ *   Unknown commands → stderr `<cmd>: command not found`, exit 127.
+ * - Each exec starts from `cwd` with fresh variables; only the filesystem persists.
+ */
+import { bash } from './bash.ts';
+import { resolvePath } from './paths.ts';
+import { VirtualShell, type VirtualCommand } from './shell.ts';
+import type { BashLike, BashLikeFs, SandboxFactory } from './types.ts';
+import { toText, VirtualFs } from './virtual-fs.ts';
+
+export type { VirtualCommand } from './shell.ts';
+
+export interface VirtualSandboxOptions {
+  /** Default `/workspace` (created). */
+  cwd?: string;
+  /** Seeded files; relative keys resolve against `cwd`. */
+  files?: Record<string, string | Uint8Array>;
+  /** Base environment (HOME defaults to the cwd). */
+  env?: Record<string, string>;
+  /** Trusted host-side commands; they run with host privileges. */
+  commands?: Record<string, VirtualCommand>;
+  limits?: { maxFileBytes?: number; maxTotalBytes?: number; maxOutputBytes?: number };
+}
+
+export function virtualSandbox(options: VirtualSandboxOptions = {}): SandboxFactory {
+  return bash(() => createVirtualBash(options));
+}
+
+/** The BashLike engine on its own (useful for tests and for callers composing their own factory). */
+export function createVirtualBash(options: VirtualSandboxOptions = {}): BashLike {
+  const cwd = resolvePath('/', options.cwd ?? '/workspace');
+  const vfs = new VirtualFs(options.limits);
+  vfs.mkdir(cwd, true);
+  for (const [path, content] of Object.entries(options.files ?? {})) {
+    const target = resolvePath(cwd, path);
+    vfs.mkdir(resolvePath(target, '..'), true);
+    vfs.writeFile(target, content);
+  }
+  const baseEnv: Record<string, string> = { HOME: cwd, PATH: '/usr/bin:/bin', SHELL: '/bin/bash', ...options.env };
+  const maxOutputBytes = options.limits?.maxOutputBytes ?? 8 * 1024 * 1024;
+  const at = (p: string): string => resolvePath(cwd, p);
+
+  // Sync VirtualFs calls wrapped as async so thrown errors become rejections.
+  const fs: BashLikeFs = {
+    readFile: async (p) => toText(vfs.readFile(at(p))),
+    readFileBuffer: async (p) => vfs.readFile(at(p)).slice(),
+    writeFile: async (p, c) => vfs.writeFile(at(p), c),
+    stat: async (p) => vfs.stat(at(p)),
+    readdir: async (p) => vfs.readdir(at(p)),
+    exists: async (p) => vfs.exists(at(p)),
+    mkdir: async (p, o) => vfs.mkdir(at(p), o?.recursive ?? false),
+    rm: async (p, o) => vfs.rm(at(p), o),
+    resolvePath: (base, p) => resolvePath(base, p),
+  };
+  const shell = new VirtualShell(vfs, fs, options.commands ?? {});
+
+  return {
+    fs,
+    getCwd: () => cwd,
+    async exec(command, execOptions = {}) {
+      const signal = execOptions.signal ?? new AbortController().signal;
+      const runCwd = resolvePath(cwd, execOptions.cwd ?? '.');
+      if (vfs.lookup(runCwd)?.kind !== 'dir') {
+        return { stdout: '', stderr: `bash: cd: ${runCwd}: No such file or directory\n`, exitCode: 1 };
+      }
+      return shell.run(command, { cwd: runCwd, env: { ...baseEnv, ...execOptions.env }, signal, maxOutputBytes });
+    },
+  };
+}
