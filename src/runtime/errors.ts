@@ -322,7 +322,7 @@ export class ResultUnavailableError extends Error {
 export class DelegationDepthExceededError extends FlueError {
   constructor(cap: number) {
     super('delegation_depth_exceeded', {
-      message: `Delegation is nested deeper than the cap of ${cap} levels.`,
+      message: `Maximum delegation depth (${cap}) exceeded.`,
     });
     this.name = 'DelegationDepthExceededError';
   }

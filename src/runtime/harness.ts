@@ -25,6 +25,7 @@ import {
 import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
 import type { RenderResult } from './render.ts';
 import { runToolCall } from './tool-runner.ts';
+import { rosterSection, runTask, taskTool } from './subagents.ts';
 import { type AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type {
   CallHandle,
@@ -111,6 +112,12 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
   };
 }
 
+/** The system prompt of a render: its instructions, then the roster of delegates it declares. */
+export function systemPrompt(render: RenderResult): { systemPrompt?: string } {
+  const parts = [...(render.instructions === undefined ? [] : [render.instructions]), ...(render.subagents.length > 0 ? [rosterSection(render.subagents)] : [])];
+  return parts.length === 0 ? {} : { systemPrompt: parts.join('\n\n') };
+}
+
 const RESULT_FOOTER =
   '\n\nWhen you are done, call the `finish` tool with the result; its arguments are validated against the required schema. ' +
   'If you cannot produce the result, call `give_up` with the reason. Do not answer in plain text.';
@@ -127,7 +134,8 @@ async function runPrompt(
   const modelInfo = { provider: model.provider, id: model.id };
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
   const tools = new Map<string, ToolDefinition>();
-  for (const tool of [...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
+  const delegates = render.subagents.length > 0 ? [taskTool] : [];
+  for (const tool of [...delegates, ...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
   const result = options.result;
   const wrapped = result !== undefined && !isObjectSchema(result);
   const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
@@ -163,7 +171,7 @@ async function runPrompt(
     if (signal.aborted) throw signal.reason ?? abortError();
     const final: AssistantMessage = await getModels().completeSimple(
       model,
-      { ...(render.instructions === undefined ? {} : { systemPrompt: render.instructions }), messages: scratch.slice(), tools: piTools },
+      { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
       { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel) },
     );
     usage = addUsage(usage, usageFromPi(final.usage));
@@ -195,6 +203,11 @@ async function runPrompt(
           }
           const tool = tools.get(call.name);
           if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
+          if (tool === taskTool) {
+            const { name: _name, render: _render, ...inherited } = deps;
+            const outcome = await runTask(call.arguments, { subagents: render.subagents, harness: { ...inherited, signal } });
+            return toolResult(call, outcome.content, outcome.isError);
+          }
           const builtin = deps.environment?.tools.get(call.name);
           if (builtin !== undefined) {
             const outcome = await runBuiltinTool(builtin, call.id, call.arguments, signal);

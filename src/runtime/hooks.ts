@@ -7,6 +7,8 @@ import * as v from 'valibot';
 import { validateCompactionConfig } from './compaction.ts';
 import { type UseToolSignature, validateToolDefinition } from './define-tool.ts';
 import { ToolNameConflictError } from './errors.ts';
+import { THINKING_LEVELS } from './model-registry.ts';
+import { type SubagentDefinition, validateSubagent } from './subagents.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
 import {
   type AgentFinishContext,
@@ -26,7 +28,6 @@ import type {
   ThinkingLevel,
 } from './types.ts';
 
-export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 function rootFrame(hook: string): RenderFrame {
   const frame = currentFrame(hook);
@@ -105,6 +106,16 @@ export function useSandbox(factory: SandboxFactory, options?: { cwd?: string }):
     }
   }
   frame.sandbox = declaration;
+}
+
+/** Mounts a delegate the `task` tool can reach; allowed in subagent frames (nesting). */
+export function useSubagent(subagent: SubagentDefinition): void {
+  const frame = currentFrame('useSubagent');
+  const definition = validateSubagent(subagent, 'useSubagent()');
+  if (frame.subagents.some((declared) => declared.name === definition.name)) {
+    throw new Error(`[flue] useSubagent("${definition.name}") was declared twice in one render.`);
+  }
+  frame.subagents.push(definition);
 }
 
 export function useInstruction(text: string): void {

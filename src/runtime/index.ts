@@ -12,6 +12,7 @@ export {
   useResponseFinish,
   useResponseStart,
   useSandbox,
+  useSubagent,
   useTool,
   type StateSetter,
   type UseModelOptions,
@@ -51,3 +52,4 @@ export type { FlueConversationMessage, FlueConversationPart, FlueConversationSet
 export * from './errors.ts';
 export type * from './types.ts';
 export * from './sandbox/index.ts';
+export { GeneralSubagent, defineSubagent, type SubagentDefinition } from './subagents.ts';

@@ -150,6 +150,8 @@ export function resolveModel(spec: string): Model<Api> {
   throw new Error(`[flue] Unknown model ID "${modelId}" for provider "${providerId}". ${listing}`);
 }
 
+export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+
 /**
  * The `reasoning` stream option for a thinking level: omitted for 'off' and for models that do
  * not reason, clamped to what the model supports otherwise (models-and-providers.md §2).

@@ -6,6 +6,7 @@
 import type { ToolDefinition } from './define-tool.ts';
 import type { Agent } from './identity.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
+import type { SubagentDefinition } from './subagents.ts';
 import type {
   AgentAppendMessage,
   CompactionConfig,
@@ -67,6 +68,7 @@ export interface RenderResult {
   readonly tools: readonly ToolDefinition[];
   /** The `useSandbox()` declaration of this render, if any (its presence may vary by render). */
   readonly sandbox: SandboxDeclaration | undefined;
+  readonly subagents: readonly SubagentDefinition[];
   readonly dataWriterNames: readonly string[];
   readonly agentStart: readonly ((ctx: AgentStartContext) => void | Promise<void>)[];
   readonly agentFinish: readonly ((ctx: AgentFinishContext) => void | Promise<void>)[];
@@ -88,6 +90,7 @@ export interface RenderFrame {
   tools: ToolDefinition[];
   toolNames: Set<string>;
   sandbox: SandboxDeclaration | undefined;
+  subagents: SubagentDefinition[];
   stateNames: Set<string>;
   dataWriterNames: string[];
   agentStart: ((ctx: AgentStartContext) => void | Promise<void>)[];
@@ -143,6 +146,7 @@ export function render(
     tools: [],
     toolNames: new Set(),
     sandbox: undefined,
+    subagents: [],
     stateNames: new Set(),
     dataWriterNames: [],
     agentStart: [],
@@ -176,6 +180,7 @@ export function render(
     model: frame.model,
     tools: frame.tools,
     sandbox: frame.sandbox,
+    subagents: frame.subagents,
     dataWriterNames: frame.dataWriterNames,
     agentStart: frame.agentStart,
     agentFinish: frame.agentFinish,

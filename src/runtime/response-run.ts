@@ -14,7 +14,8 @@ import { type ToolDefinition, assembleToolSet, toolParameters } from './define-t
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
 import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
-import { createHarness } from './harness.ts';
+import { type HarnessDeps, createHarness, systemPrompt } from './harness.ts';
+import { type SubagentDefinition, runTask, taskTool } from './subagents.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
@@ -71,6 +72,8 @@ export class ResponseRun {
   private consecutiveErrors = 0;
   private readonly attachmentCache = new Map<string, string>();
   private readonly environment: AgentSandbox;
+  /** The live roster of the latest turn's render (what `task` calls resolve against). */
+  private subagents: readonly SubagentDefinition[] = [];
   private overflowRetried = false;
 
   private readonly sliceDeadline: number | undefined;
@@ -244,16 +247,19 @@ export class ResponseRun {
   }
 
   harness(depth = 0): FlueHarness {
-    return createHarness({
-      name: 'default',
-      render: () => this.render(),
+    return createHarness({ name: 'default', render: () => this.render(), ...this.delegationDeps(depth) });
+  }
+
+  /** What a harness or a delegated task inherits from this response. */
+  private delegationDeps(depth: number): Omit<HarnessDeps, 'name' | 'render'> {
+    return {
       modelSpec: this.model?.spec ?? this.render().model!.spec,
       thinkingLevel: this.model?.thinkingLevel,
       signal: this.signal,
       log: (toolCallId, toolName) => this.logger({ tool: toolName, toolCallId }),
       depth,
       environment: this.environment,
-    });
+    };
   }
 
   // ── Seams ─────────────────────────────────────────────────────────────────────────────────
@@ -399,12 +405,17 @@ export class ResponseRun {
 
   private async turn(): Promise<void> {
     const rendered = await this.renderWithEnvironment();
-    const tools = assembleToolSet({ builtin: this.environment.toolDefinitions(), custom: [...rendered.tools] });
+    this.subagents = rendered.subagents;
+    const tools = assembleToolSet({
+      framework: rendered.subagents.length > 0 ? [taskTool] : [],
+      builtin: this.environment.toolDefinitions(),
+      custom: [...rendered.tools],
+    });
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
     this.narrateToolChanges(tools);
     const model = resolveModel(this.model!.spec);
     const message = await this.streamStep(model, {
-      ...(rendered.instructions === undefined ? {} : { systemPrompt: rendered.instructions }),
+      ...systemPrompt(rendered),
       messages: this.hydrateAttachments(this.conv.modelContext()),
       tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
     });
@@ -587,6 +598,11 @@ export class ResponseRun {
   }
 
   private async runOne(call: ToolCall, tool: ToolDefinition | undefined, stepId: string): Promise<ToolOutcomeRecord> {
+    if (tool === taskTool) {
+      const started = Date.now();
+      const outcome = await runTask(call.arguments, { subagents: this.subagents, harness: this.delegationDeps(0) });
+      return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }), durationMs: Date.now() - started };
+    }
     const builtin = tool === undefined ? undefined : this.environment.tools.get(call.name);
     if (builtin !== undefined) {
       const outcome = await runBuiltinTool(builtin, call.id, call.arguments, this.signal);
