@@ -527,6 +527,7 @@ export class ConversationEngine {
       }
     } finally {
       this.runs.delete(live.stream);
+      await run.dispose();
     }
     return true;
   }

@@ -9,6 +9,7 @@ import { type UseToolSignature, validateToolDefinition } from './define-tool.ts'
 import { ToolNameConflictError } from './errors.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
 import { type SubagentDefinition, validateSubagent } from './subagents.ts';
+import { type McpConnectionDefinition, validateMcpConnectionDefinition } from './mcp/definition.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
 import {
   type AgentFinishContext,
@@ -106,6 +107,19 @@ export function useSandbox(factory: SandboxFactory, options?: { cwd?: string }):
     }
   }
   frame.sandbox = declaration;
+}
+
+/**
+ * Mounts a remote MCP server's tools as `mcp__<server>__<tool>`. Connections are resolved once per
+ * submission attempt, from the first render's declarations; root frames only.
+ */
+export function useMcpConnection(connection: McpConnectionDefinition): void {
+  const frame = rootFrame('useMcpConnection');
+  const definition = validateMcpConnectionDefinition(connection, 'useMcpConnection');
+  if (frame.mcpConnections.some((declared) => declared.name === definition.name)) {
+    throw new Error(`[flue] useMcpConnection("${definition.name}") was declared twice in one render.`);
+  }
+  frame.mcpConnections.push(definition);
 }
 
 /** Mounts a delegate the `task` tool can reach; allowed in subagent frames (nesting). */

@@ -11,6 +11,7 @@ export {
   usePersistentState,
   useResponseFinish,
   useResponseStart,
+  useMcpConnection,
   useSandbox,
   useSubagent,
   useTool,
@@ -53,3 +54,11 @@ export * from './errors.ts';
 export type * from './types.ts';
 export * from './sandbox/index.ts';
 export { GeneralSubagent, defineSubagent, type SubagentDefinition } from './subagents.ts';
+export {
+  createMcpConnection,
+  defineMcpConnection,
+  type McpAuth,
+  type McpConnection,
+  type McpConnectionDefinition,
+  type McpTransport,
+} from './mcp/index.ts';

@@ -7,6 +7,7 @@ import type { ToolDefinition } from './define-tool.ts';
 import type { Agent } from './identity.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
 import type { SubagentDefinition } from './subagents.ts';
+import type { McpConnectionDefinition } from './mcp/definition.ts';
 import type {
   AgentAppendMessage,
   CompactionConfig,
@@ -69,6 +70,8 @@ export interface RenderResult {
   /** The `useSandbox()` declaration of this render, if any (its presence may vary by render). */
   readonly sandbox: SandboxDeclaration | undefined;
   readonly subagents: readonly SubagentDefinition[];
+  /** `useMcpConnection()` declarations; submission-scoped (the first render of an attempt wins). */
+  readonly mcpConnections: readonly McpConnectionDefinition[];
   readonly dataWriterNames: readonly string[];
   readonly agentStart: readonly ((ctx: AgentStartContext) => void | Promise<void>)[];
   readonly agentFinish: readonly ((ctx: AgentFinishContext) => void | Promise<void>)[];
@@ -91,6 +94,7 @@ export interface RenderFrame {
   toolNames: Set<string>;
   sandbox: SandboxDeclaration | undefined;
   subagents: SubagentDefinition[];
+  mcpConnections: McpConnectionDefinition[];
   stateNames: Set<string>;
   dataWriterNames: string[];
   agentStart: ((ctx: AgentStartContext) => void | Promise<void>)[];
@@ -147,6 +151,7 @@ export function render(
     toolNames: new Set(),
     sandbox: undefined,
     subagents: [],
+    mcpConnections: [],
     stateNames: new Set(),
     dataWriterNames: [],
     agentStart: [],
@@ -181,6 +186,7 @@ export function render(
     tools: frame.tools,
     sandbox: frame.sandbox,
     subagents: frame.subagents,
+    mcpConnections: frame.mcpConnections,
     dataWriterNames: frame.dataWriterNames,
     agentStart: frame.agentStart,
     agentFinish: frame.agentFinish,

@@ -16,6 +16,7 @@ import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError,
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, systemPrompt } from './harness.ts';
 import { type SubagentDefinition, runTask, taskTool } from './subagents.ts';
+import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
@@ -72,6 +73,8 @@ export class ResponseRun {
   private consecutiveErrors = 0;
   private readonly attachmentCache = new Map<string, string>();
   private readonly environment: AgentSandbox;
+  /** This attempt's MCP connections, resolved once from the first render that declares any. */
+  private mcp: Promise<ResolvedMcpConnections> | undefined;
   /** The live roster of the latest turn's render (what `task` calls resolve against). */
   private subagents: readonly SubagentDefinition[] = [];
   private overflowRetried = false;
@@ -409,7 +412,7 @@ export class ResponseRun {
     const tools = assembleToolSet({
       framework: rendered.subagents.length > 0 ? [taskTool] : [],
       builtin: this.environment.toolDefinitions(),
-      custom: [...rendered.tools],
+      custom: [...rendered.tools, ...(await this.mcpTools(rendered))],
     });
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
     this.narrateToolChanges(tools);
@@ -461,6 +464,42 @@ export class ResponseRun {
       this.attachmentCache.set(id, data);
     }
     return data;
+  }
+
+  /**
+   * MCP tools are submission-scoped: connected once per attempt. A failing optional server mounts
+   * nothing and is narrated to the model; a failing required one fails the submission.
+   */
+  private async mcpTools(rendered: RenderResult): Promise<ToolDefinition[]> {
+    if (this.mcp === undefined) {
+      if (rendered.mcpConnections.length === 0) return [];
+      this.mcp = resolveMcpConnections(rendered.mcpConnections);
+      const resolved = await this.mcp;
+      if (resolved.failures.length > 0) {
+        const lines = resolved.failures.map((failure) => `MCP server "${failure.name}" is unavailable for this response: ${failure.reason.slice(0, 300)}. Its tools are not mounted.`);
+        this.engine.commit(this.live, [
+          {
+            type: 'signal',
+            messageId: newId('msg'),
+            submissionId: this.row.id,
+            origin: 'framework',
+            signalType: 'resources',
+            body: lines.join('\n'),
+            attributes: { resource: 'mcp' },
+            ts: new Date().toISOString(),
+          },
+        ]);
+        for (const failure of resolved.failures) this.logger({ mcp: failure.name }).warn(`[flue:mcp] optional server "${failure.name}" is unavailable`, { reason: failure.reason });
+      }
+    }
+    return [...(await this.mcp).tools];
+  }
+
+  /** Closes what the attempt opened (MCP clients). */
+  async dispose(): Promise<void> {
+    const mcp = this.mcp;
+    this.mcp = undefined;
+    if (mcp !== undefined) await mcp.then((resolved) => resolved.close(), () => undefined);
   }
 
   /** Tool-set changes are narrated at the turn boundary; the first render sets the baseline. */
