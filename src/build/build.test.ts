@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type BuildResult, build } from './build.ts';
 import { packageRoot } from './package-root.ts';
@@ -229,7 +229,7 @@ describe('build() of small projects', () => {
     await expect(build({ root: dir })).rejects.toThrow('Import chain:\n  dist/entry.generated.mjs\n  → src/app.ts\n  → node:sqlite');
   }, 60_000);
 
-  it('rejects .md import queries and SKILL.md imports', async () => {
+  it('rejects .md import queries and dynamic SKILL.md imports', async () => {
     const dir = project({
       'flue.config.ts': config,
       'src/app.ts': "import text from './a.md?raw';\nexport default { fetch() { return new Response(text); } };\n",
@@ -238,10 +238,68 @@ describe('build() of small projects', () => {
     });
     await expect(build({ root: dir })).rejects.toThrow("Import queries are not supported on .md imports (\"./a.md?raw\"). Use a plain import: import text from './a.md'.");
     writeFiles(dir, {
-      'src/app.ts': "import skill from './skills/review/SKILL.md';\nexport default { fetch() { return new Response(String(skill)); } };\n",
-      'src/skills/review/SKILL.md': '---\nname: review\n---\n',
+      'src/app.ts': "export default { async fetch() { return new Response(String(await import('./skills/review/SKILL.md'))); } };\n",
+      'src/skills/review/SKILL.md': '---\nname: review\ndescription: Review.\n---\n',
     });
-    await expect(build({ root: dir })).rejects.toThrow('SKILL.md imports (skill packaging) are not supported by this build yet.');
+    await expect(build({ root: dir })).rejects.toThrow('use a static SKILL.md import.');
+  }, 60_000);
+
+  it('packages a SKILL.md import: the whole directory, junk skipped with warnings', async () => {
+    const app =
+      "import skill from './skills/review/SKILL.md';\n" +
+      'export default { fetch() { return Response.json(skill); } };\n';
+    const dir = project({
+      'flue.config.ts': config,
+      'src/app.ts': app,
+      'src/skills/review/SKILL.md': '---\nname: review\ndescription: Review a pull request.\n---\n\n# Review\nRead the diff.\n',
+      'src/skills/review/scripts/check.sh': 'echo SKILL_SCRIPT_MARKER\n',
+      'src/skills/review/.DS_Store': 'junk',
+      'src/skills/review/node_modules/x/index.js': 'NOT_PACKAGED_MARKER',
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    writeFileSync(path.join(dir, 'src/skills/review/logo.png'), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]));
+    const lines: string[] = [];
+    const result = await build({ root: dir, log: (line) => lines.push(line) });
+    const bundle = read(dir, 'dist/worker.js');
+    expect(bundle).toContain('SKILL_SCRIPT_MARKER');
+    expect(bundle).toContain('Review a pull request.');
+    expect(bundle).not.toContain('NOT_PACKAGED_MARKER');
+    expect(result.warnings.some((w) => w.includes('.DS_Store'))).toBe(true);
+    expect(result.warnings.some((w) => w.includes('node_modules'))).toBe(true);
+
+    // The module's default export is the SkillReference (evaluated under Node: it has no imports).
+    const { packageSkillDirectory, skillModuleSource } = await import('./plugins.ts');
+    const packaged = await packageSkillDirectory(path.join(dir, 'src/skills/review'));
+    const source = skillModuleSource(packaged.reference);
+    const skill = (await import(`data:text/javascript,${encodeURIComponent(source)}`)).default;
+    expect(Object.isFrozen(skill) && Object.isFrozen(skill.files)).toBe(true);
+    expect(skill).toMatchObject({ __flueSkillReference: true, name: 'review', description: 'Review a pull request.', instructions: '# Review\nRead the diff.\n' });
+    expect(skill.id).toMatch(/^skill:review:[0-9a-f]{16}$/);
+    expect(Object.keys(skill.files)).toEqual(['SKILL.md', 'logo.png', 'scripts/check.sh']);
+    expect(skill.files['logo.png']).toEqual({ kind: 'binary', content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]).toString('base64') });
+    expect(bundle).toContain(skill.id);
+  }, 60_000);
+
+  it('fails a SKILL.md import on sensitive files, symlinks and invalid frontmatter', async () => {
+    const dir = project({
+      'flue.config.ts': config,
+      'src/app.ts': "import skill from './skills/review/SKILL.md';\nexport default { fetch() { return Response.json(skill); } };\n",
+      'src/skills/review/SKILL.md': '---\nname: review\ndescription: Review.\n---\nBody\n',
+      'src/skills/review/.env': 'TOKEN=1',
+      'src/skills/review/keys/server.pem': 'x',
+      'wrangler.jsonc': wranglerJsonc([]),
+    });
+    await expect(build({ root: dir })).rejects.toThrow(/\.env" looks like a secret[\s\S]*server\.pem" looks like a secret/);
+    expect(existsSync(path.join(dir, 'dist'))).toBe(false);
+
+    rmSync(path.join(dir, 'src/skills/review/.env'));
+    rmSync(path.join(dir, 'src/skills/review/keys'), { recursive: true });
+    symlinkSync(path.join(dir, 'src/app.ts'), path.join(dir, 'src/skills/review/link.ts'));
+    await expect(build({ root: dir })).rejects.toThrow('link.ts" is a symlink');
+
+    rmSync(path.join(dir, 'src/skills/review/link.ts'));
+    writeFiles(dir, { 'src/skills/review/SKILL.md': '---\nname: other\n---\nBody\n' });
+    await expect(build({ root: dir })).rejects.toThrow(/`description` is required[\s\S]*must equal the skill's directory name "review"/);
   }, 60_000);
 
   it('narrows the scan with the config agents glob', async () => {

@@ -1,12 +1,16 @@
 /**
  * esbuild plugins shared by the Worker build and `flue run` (build-and-cli.md §1.4, §2.1, §3.3).
  */
-import { readFile } from 'node:fs/promises';
+import { lstat, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Metafile, Plugin } from 'esbuild';
 import { resolveRuntimeExport, runtimeSubpath } from './package-root.ts';
 import type { ScannedModule } from './scan-types.ts';
+import { parseSkillMarkdown } from '../runtime/skills/define-skill.ts';
+import { SkillDefinitionValidationError } from '../runtime/skills/errors.ts';
+import { createSkillReference } from '../runtime/skills/package.ts';
+import type { SkillReference } from '../runtime/skills/define-skill.ts';
 
 export const WORKER_CONDITIONS = ['workerd', 'worker', 'browser', 'import', 'default'] as const;
 export const NODE_CONDITIONS = ['node', 'import', 'default'] as const;
@@ -36,8 +40,9 @@ export function flueRuntimePlugin(options: { conditions: readonly string[]; exte
 
 /**
  * `.md` imports (build-and-cli.md §2.1): `import text from './x.md'` → the file's text.
- * Rejects import queries, legacy import attributes and dynamic imports of `SKILL.md`.
- * Static `SKILL.md` imports (skill packaging) are not implemented by this build yet.
+ * Rejects import queries, legacy import attributes and dynamic imports of `SKILL.md`. A static
+ * `SKILL.md` import packages its whole directory into a generated module whose default export is
+ * the skill's `SkillReference` (see `packageSkillDirectory`).
  */
 export function markdownPlugin(): Plugin {
   return {
@@ -62,13 +67,138 @@ export function markdownPlugin(): Plugin {
         if (isSkill && (args.kind === 'dynamic-import' || args.kind === 'require-call')) {
           return { errors: [{ text: `[flue] Dynamic import of "${args.path}": use a static SKILL.md import.` }] };
         }
-        if (isSkill) {
-          return { errors: [{ text: `[flue] "${args.path}": SKILL.md imports (skill packaging) are not supported by this build yet.` }] };
+        if (isSkill && args.pluginData?.[SKILL_RESOLVE] !== true) {
+          // Default resolution (relative, absolute or package paths), then our namespace.
+          const resolved = await build.resolve(args.path, {
+            kind: args.kind,
+            importer: args.importer,
+            resolveDir: args.resolveDir,
+            namespace: args.namespace,
+            pluginData: { [SKILL_RESOLVE]: true },
+          });
+          if (resolved.errors.length > 0) return { errors: resolved.errors };
+          return { path: resolved.path, namespace: SKILL_NAMESPACE };
         }
         return undefined; // plain .md: default resolution, loaded as text (loader below)
       });
+      build.onLoad({ filter: /.*/, namespace: SKILL_NAMESPACE }, async (args) => {
+        const dir = path.dirname(args.path);
+        let packaged: PackagedSkillDirectory;
+        try {
+          packaged = await packageSkillDirectory(dir);
+        } catch (error) {
+          return { errors: [{ text: (error as Error).message }], watchDirs: [dir], watchFiles: [args.path] };
+        }
+        return {
+          contents: skillModuleSource(packaged.reference),
+          loader: 'js',
+          warnings: packaged.warnings.map((text) => ({ text })),
+          watchFiles: packaged.watchFiles,
+          watchDirs: packaged.watchDirs,
+        };
+      });
     },
   };
+}
+
+const SKILL_NAMESPACE = 'flue-skill';
+const SKILL_RESOLVE = 'flueSkillResolve';
+
+/** Directories skipped with a warning: tooling output and VCS state, never skill content. */
+const EXCLUDED_DIRS = new Set(['.git', '.cache', '.turbo', '.wrangler', 'dist', 'node_modules']);
+/** Directories that hold credentials: packaging one is an error. */
+const SENSITIVE_DIRS = new Set(['.aws', '.gnupg', '.ssh']);
+const SENSITIVE_FILES = new Set(['.netrc', '_netrc', '.npmrc', '.pypirc', 'credentials.json']);
+const SENSITIVE_FILE_PATTERN = /^(?:\.env(?:\..*)?|\.dev\.vars.*|.*\.(?:key|pem|p12|pfx)|secrets?(?:\..*)?)$/;
+const JUNK_FILE_PATTERN = /^(?:\.DS_Store|.*\.swp|.*\.swo|.*~)$/;
+export const SKILL_FILE_WARN_BYTES = 1024 * 1024;
+
+export interface PackagedSkillDirectory {
+  reference: SkillReference;
+  warnings: string[];
+  watchFiles: string[];
+  watchDirs: string[];
+}
+
+/**
+ * Packages a skill directory (build-and-cli.md §2.1): every file, recursively and sorted, keyed by
+ * `/`-separated relative path. Symlinks and credential-like files are errors (all are reported
+ * together); tooling directories and editor junk are skipped with a warning; files over 1 MiB
+ * are packaged with a warning. `SKILL.md` frontmatter is validated (its `name` must equal the
+ * directory name).
+ */
+export async function packageSkillDirectory(dir: string): Promise<PackagedSkillDirectory> {
+  const label = (rel: string) => path.join(path.basename(dir), ...rel.split('/'));
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const files: Record<string, Uint8Array> = {};
+  const watchFiles: string[] = [];
+  const watchDirs: string[] = [dir];
+
+  const walk = async (abs: string, rel: string): Promise<void> => {
+    const entries = (await readdir(abs)).sort();
+    for (const entry of entries) {
+      const entryAbs = path.join(abs, entry);
+      const entryRel = rel === '' ? entry : `${rel}/${entry}`;
+      const stat = await lstat(entryAbs);
+      const lower = entry.toLowerCase();
+      if (stat.isSymbolicLink()) {
+        errors.push(`"${label(entryRel)}" is a symlink. Skill directories are packaged as plain files; replace the link with the file itself.`);
+      } else if (stat.isDirectory()) {
+        if (SENSITIVE_DIRS.has(lower)) {
+          errors.push(`"${label(entryRel)}/" looks like a credentials directory and must not be packaged into the bundle. Move it out of the skill directory.`);
+        } else if (EXCLUDED_DIRS.has(entry)) {
+          warnings.push(`[flue] Skipping "${label(entryRel)}/" while packaging skill "${path.basename(dir)}" (${entry} is never skill content).`);
+        } else {
+          watchDirs.push(entryAbs);
+          await walk(entryAbs, entryRel);
+        }
+      } else if (stat.isFile()) {
+        if (SENSITIVE_FILES.has(lower) || SENSITIVE_FILE_PATTERN.test(lower)) {
+          errors.push(`"${label(entryRel)}" looks like a secret or credential file and must not be packaged into the bundle. Move it out of the skill directory.`);
+        } else if (JUNK_FILE_PATTERN.test(entry)) {
+          warnings.push(`[flue] Skipping "${label(entryRel)}" while packaging skill "${path.basename(dir)}" (editor or OS junk file).`);
+        } else {
+          if (stat.size > SKILL_FILE_WARN_BYTES) {
+            warnings.push(`[flue] "${label(entryRel)}" is ${(stat.size / 1024 / 1024).toFixed(1)} MiB; large skill files grow the Worker bundle.`);
+          }
+          files[entryRel] = new Uint8Array(await readFile(entryAbs));
+          watchFiles.push(entryAbs);
+        }
+      }
+      // Sockets, FIFOs and devices are not files a skill can ship: ignored.
+    }
+  };
+  await walk(dir, '');
+  if (errors.length > 0) {
+    throw new Error(`[flue] Cannot package skill directory ${dir}:\n${errors.map((e) => `  - ${e}`).join('\n')}`);
+  }
+  const skillMd = files['SKILL.md'];
+  if (skillMd === undefined) throw new Error(`[flue] ${path.join(dir, 'SKILL.md')} not found.`);
+  let fields;
+  try {
+    fields = parseSkillMarkdown(new TextDecoder().decode(skillMd), {
+      directoryName: path.basename(dir),
+      source: path.join(dir, 'SKILL.md'),
+    });
+  } catch (error) {
+    if (error instanceof SkillDefinitionValidationError) throw new Error(`[flue] ${error.message}`);
+    throw error;
+  }
+  return { reference: createSkillReference(fields, files), warnings, watchFiles, watchDirs };
+}
+
+/** The generated module for a packaged skill: its frozen `SkillReference` as the default export. */
+export function skillModuleSource(reference: SkillReference): string {
+  return [
+    '// Generated by flue: a packaged skill directory (SKILL.md import).',
+    'const freeze = (value) => {',
+    "  for (const inner of Object.values(value)) if (typeof inner === 'object' && inner !== null) freeze(inner);",
+    '  return Object.freeze(value);',
+    '};',
+    `export default freeze(${JSON.stringify(reference)});`,
+    '',
+  ].join('\n');
 }
 
 /**

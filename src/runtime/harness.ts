@@ -26,6 +26,8 @@ import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
 import type { RenderResult } from './render.ts';
 import { runToolCall } from './tool-runner.ts';
 import { rosterSection, runTask, taskTool } from './subagents.ts';
+import { skillCatalog } from './skills/catalog.ts';
+import { activateSkillTool, hasSkillResources, readSkillResourceTool } from './skills/tools.ts';
 import { type AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type {
   CallHandle,
@@ -112,9 +114,30 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
   };
 }
 
-/** The system prompt of a render: its instructions, then the roster of delegates it declares. */
+/** The skill tools answer in prose: the model reads their text as is, not JSON-quoted. */
+const PROSE_TOOLS = new Set(['activate_skill', 'read_skill_resource']);
+
+export function modelText(tool: ToolDefinition, outcome: { isError: boolean; content: string; output?: unknown }): string {
+  return PROSE_TOOLS.has(tool.name) && !outcome.isError && typeof outcome.output === 'string' ? outcome.output : outcome.content;
+}
+
+/** The framework's own tools for a render: `task` with delegates, the skill tools with skills. */
+export function frameworkTools(render: RenderResult): ToolDefinition[] {
+  return [
+    ...(render.subagents.length > 0 ? [taskTool] : []),
+    ...(render.skills.length > 0 ? [activateSkillTool(render.skills)] : []),
+    ...(hasSkillResources(render.skills) ? [readSkillResourceTool(render.skills)] : []),
+  ];
+}
+
+/** The system prompt of a render: its instructions, the skill catalog, then the roster of delegates. */
 export function systemPrompt(render: RenderResult): { systemPrompt?: string } {
-  const parts = [...(render.instructions === undefined ? [] : [render.instructions]), ...(render.subagents.length > 0 ? [rosterSection(render.subagents)] : [])];
+  const catalog = skillCatalog(render.skills);
+  const parts = [
+    ...(render.instructions === undefined ? [] : [render.instructions]),
+    ...(catalog === undefined ? [] : [catalog]),
+    ...(render.subagents.length > 0 ? [rosterSection(render.subagents)] : []),
+  ];
   return parts.length === 0 ? {} : { systemPrompt: parts.join('\n\n') };
 }
 
@@ -134,8 +157,7 @@ async function runPrompt(
   const modelInfo = { provider: model.provider, id: model.id };
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
   const tools = new Map<string, ToolDefinition>();
-  const delegates = render.subagents.length > 0 ? [taskTool] : [];
-  for (const tool of [...delegates, ...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
+  for (const tool of [...frameworkTools(render), ...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
   const result = options.result;
   const wrapped = result !== undefined && !isObjectSchema(result);
   const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
@@ -219,7 +241,7 @@ async function runPrompt(
             log: deps.log(call.id, call.name),
             ...(tool.harness ? { harness: () => nestedHarness(deps, signal) } : {}),
           });
-          return toolResult(call, outcome.content, outcome.isError);
+          return toolResult(call, modelText(tool, outcome), outcome.isError);
         }),
       );
       scratch.push(...results);

@@ -10,6 +10,8 @@ import { ToolNameConflictError } from './errors.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
 import { type SubagentDefinition, validateSubagent } from './subagents.ts';
 import { type McpConnectionDefinition, validateMcpConnectionDefinition } from './mcp/definition.ts';
+import type { SkillDefinition, SkillReference } from './skills/define-skill.ts';
+import { collectSkills } from './skills/package.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
 import {
   type AgentFinishContext,
@@ -120,6 +122,12 @@ export function useMcpConnection(connection: McpConnectionDefinition): void {
     throw new Error(`[flue] useMcpConnection("${definition.name}") was declared twice in one render.`);
   }
   frame.mcpConnections.push(definition);
+}
+
+/** Mounts a skill (a `defineSkill` value or a `SKILL.md` import); allowed in subagent frames. */
+export function useSkill(skill: SkillDefinition | SkillReference): void {
+  const frame = currentFrame('useSkill');
+  frame.skills = collectSkills([...frame.skills, skill]);
 }
 
 /** Mounts a delegate the `task` tool can reach; allowed in subagent frames (nesting). */

@@ -13,6 +13,7 @@ export {
   useResponseStart,
   useMcpConnection,
   useSandbox,
+  useSkill,
   useSubagent,
   useTool,
   type StateSetter,
@@ -62,3 +63,9 @@ export {
   type McpConnectionDefinition,
   type McpTransport,
 } from './mcp/index.ts';
+export {
+  SkillDefinitionValidationError,
+  defineSkill,
+  type SkillDefinition,
+  type SkillReference,
+} from './skills/index.ts';

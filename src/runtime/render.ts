@@ -8,6 +8,7 @@ import type { Agent } from './identity.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
 import type { SubagentDefinition } from './subagents.ts';
 import type { McpConnectionDefinition } from './mcp/definition.ts';
+import type { SkillReference } from './skills/define-skill.ts';
 import type {
   AgentAppendMessage,
   CompactionConfig,
@@ -70,6 +71,7 @@ export interface RenderResult {
   /** The `useSandbox()` declaration of this render, if any (its presence may vary by render). */
   readonly sandbox: SandboxDeclaration | undefined;
   readonly subagents: readonly SubagentDefinition[];
+  readonly skills: readonly SkillReference[];
   /** `useMcpConnection()` declarations; submission-scoped (the first render of an attempt wins). */
   readonly mcpConnections: readonly McpConnectionDefinition[];
   readonly dataWriterNames: readonly string[];
@@ -94,6 +96,7 @@ export interface RenderFrame {
   toolNames: Set<string>;
   sandbox: SandboxDeclaration | undefined;
   subagents: SubagentDefinition[];
+  skills: SkillReference[];
   mcpConnections: McpConnectionDefinition[];
   stateNames: Set<string>;
   dataWriterNames: string[];
@@ -151,6 +154,7 @@ export function render(
     toolNames: new Set(),
     sandbox: undefined,
     subagents: [],
+    skills: [],
     mcpConnections: [],
     stateNames: new Set(),
     dataWriterNames: [],
@@ -186,6 +190,7 @@ export function render(
     tools: frame.tools,
     sandbox: frame.sandbox,
     subagents: frame.subagents,
+    skills: frame.skills,
     mcpConnections: frame.mcpConnections,
     dataWriterNames: frame.dataWriterNames,
     agentStart: frame.agentStart,

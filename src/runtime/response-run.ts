@@ -14,7 +14,7 @@ import { type ToolDefinition, assembleToolSet, toolParameters } from './define-t
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
 import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
-import { type HarnessDeps, createHarness, systemPrompt } from './harness.ts';
+import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
 import { type SubagentDefinition, runTask, taskTool } from './subagents.ts';
 import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
@@ -410,7 +410,7 @@ export class ResponseRun {
     const rendered = await this.renderWithEnvironment();
     this.subagents = rendered.subagents;
     const tools = assembleToolSet({
-      framework: rendered.subagents.length > 0 ? [taskTool] : [],
+      framework: frameworkTools(rendered),
       builtin: this.environment.toolDefinitions(),
       custom: [...rendered.tools, ...(await this.mcpTools(rendered))],
     });
@@ -680,7 +680,7 @@ export class ResponseRun {
       toolCallId: call.id,
       toolName: call.name,
       isError: outcome.isError,
-      content: outcome.content,
+      content: modelText(tool, outcome),
       durationMs: outcome.durationMs,
     };
     if (!outcome.isError && outcome.output !== undefined) record.output = outcome.output;

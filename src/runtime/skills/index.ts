@@ -1,0 +1,47 @@
+/** Skills (skills-subagents-mcp.md §1, §4): definitions, packaging, catalog and framework tools. */
+export {
+  defineSkill,
+  isValidatedSkillDefinition,
+  parseSkillMarkdown,
+  unsafeSkillPath,
+  validateSkillDefinition,
+  SKILL_COMPATIBILITY_MAX,
+  SKILL_DESCRIPTION_MAX,
+  SKILL_NAME_MAX,
+  SKILL_NAME_PATTERN,
+} from './define-skill.ts';
+export type {
+  PackagedSkillFile,
+  ParseSkillMarkdownOptions,
+  SkillDefinition,
+  SkillFields,
+  SkillReference,
+} from './define-skill.ts';
+export { DuplicateSkillError, SkillDefinitionValidationError, SkillNotRegisteredError } from './errors.ts';
+export {
+  PACKAGED_SKILLS_ROOT,
+  collectSkills,
+  createSkillReference,
+  isSkillReference,
+  packageSkillDefinition,
+  packagedFileBytes,
+  packagedFileText,
+  packagedSkillPath,
+  resolvePackagedSkillFile,
+  skillPackageId,
+  skillResourcePaths,
+  synthesizeSkillMarkdown,
+  validateSkillMount,
+} from './package.ts';
+export { SKILL_CATALOG_HEADING, SKILL_CATALOG_INSTRUCTION, skillCatalog, skillCatalogLine } from './catalog.ts';
+export type { SkillCatalogEntry } from './catalog.ts';
+export {
+  SKILL_RESOURCES_LINE,
+  activateSkillTool,
+  hasSkillResources,
+  readSkillResource,
+  readSkillResourceTool,
+  skillActivationText,
+  skillMissText,
+} from './tools.ts';
+export type { LiveSkills } from './tools.ts';
