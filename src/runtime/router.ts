@@ -13,6 +13,7 @@ import { parseAdmissionFields } from './admission-fields.ts';
 import type { AdmissionRequest } from './engine.ts';
 import {
   AttachmentNotFoundError,
+  FlueHttpError,
   InvalidRequestError,
   MethodNotAllowedError,
   RouteNotFoundError,
@@ -235,8 +236,9 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
           current = next;
         }
       } catch (error) {
-        // Headers are committed: a failure can only end the stream (errors.md §2), but is logged.
-        if (!closed.signal.aborted) defaultLogger(c.req.header('traceparent'))(newId('err'), error);
+        // Headers are committed: a failure can only end the stream (errors.md §2). Expected ones
+        // (a runtime draining or reloading) end it quietly; the client reconnects. Others are logged.
+        if (!closed.signal.aborted && !(error instanceof FlueHttpError)) defaultLogger(c.req.header('traceparent'))(newId('err'), error);
       } finally {
         clearInterval(heartbeat);
         c.req.raw.signal.removeEventListener('abort', close);
