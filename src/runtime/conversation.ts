@@ -12,6 +12,7 @@ import type { ConversationRecord, RecordOf, SubmissionOutcome } from './records.
 import { renderCompactionSummary } from './compaction.ts';
 import type { DeliveredMessage, PromptUsage } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
+import { isPlainObject } from './values.ts';
 
 // ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
 
@@ -509,8 +510,3 @@ export function deepMerge(target: Record<string, unknown>, source: Record<string
   return out;
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}

@@ -7,6 +7,7 @@ import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { ToolNameConflictError } from './errors.ts';
 import type { FlueHarness, FlueLogger } from './types.ts';
+import { isPlainObject, kindOf } from './values.ts';
 
 // ── Schemas ───────────────────────────────────────────────────────────────────────────────────
 
@@ -302,19 +303,7 @@ function isObjectSchema(value: unknown): value is ToolInputSchema {
   return isValibotSchema(value) && OBJECT_SCHEMA_TYPES.has(value.type);
 }
 
-function isPlainObject(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
 
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return 'an array';
-  const type = typeof value;
-  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
-}
 
 /** Like `kindOf`, but shows strings and numbers themselves. */
 function describe(value: unknown): string {

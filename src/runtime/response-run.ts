@@ -8,7 +8,8 @@
 import type { Api, AssistantMessage, Message, Model, ToolCall } from '@earendil-works/pi-ai';
 import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
-import { ATTACHMENT_DATA_PREFIX, deepMerge, isPlainObject } from './conversation.ts';
+import { ATTACHMENT_DATA_PREFIX, deepMerge } from './conversation.ts';
+import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';

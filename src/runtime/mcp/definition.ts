@@ -4,6 +4,7 @@
  * names the offending field.
  */
 import * as v from 'valibot';
+import { isPlainObject, kindOf } from '../values.ts';
 
 export type McpTransport = 'streamable-http' | 'sse';
 export type McpAuth = string | (() => string | Promise<string>);
@@ -134,19 +135,7 @@ export function mcpConnectionUrl(definition: Pick<McpConnectionDefinition, 'url'
   return new URL(definition.url instanceof URL ? definition.url.href : definition.url);
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
 
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return 'an array';
-  const type = typeof value;
-  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
-}
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);

@@ -8,6 +8,7 @@ import { DuplicateSkillError, SkillDefinitionValidationError } from './errors.ts
 import { decodeText, fromBase64, sha256Hex, toBase64, utf8 } from './bytes.ts';
 import { toIssues, unsafeSkillPath, validateSkillDefinition } from './define-skill.ts';
 import type { PackagedSkillFile, SkillDefinition, SkillFields, SkillReference } from './define-skill.ts';
+import { kindOf } from '../values.ts';
 
 /** Where packaged skill files are served (sandbox.md overlay; `read_skill_resource`). */
 export const PACKAGED_SKILLS_ROOT = '/.flue/packaged-skills/';
@@ -229,10 +230,3 @@ export function packagedFileBytes(file: PackagedSkillFile): Uint8Array {
   return file.kind === 'text' ? utf8(file.content) : fromBase64(file.content);
 }
 
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return 'an array';
-  const type = typeof value;
-  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
-}
