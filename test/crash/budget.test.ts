@@ -106,7 +106,15 @@ describe('attempt budget and deadline across crashes', () => {
     // Attempt 2 (recovery) converges, joins the queued delivery, and dies mid-stream too.
     const mark = Math.max(...inspectDb(s.db, stream).records.map((r) => r.seq));
     const c2 = t.child({ agent: 'FragileAgent', id: 'fragile', then: 'hold' });
-    await poll('attempt 2 deltas', deltaAfter(mark), 30_000);
+    await poll('attempt 2 deltas', deltaAfter(mark), 30_000).catch((error: Error) => {
+      // Diagnostics for the intermittent failure: what the recovering child said and stored.
+      const view = inspectDb(s.db, stream);
+      throw new Error(
+        `${error.message}\nchild 2 alive: ${c2.alive}\nchild 2 stdout: ${JSON.stringify(c2.lines)}\nchild 2 stderr:\n${c2.stderr()}\n` +
+          `submissions: ${JSON.stringify(view.submissions)}\nrecords after ${mark}: ${JSON.stringify(view.records.filter((r) => r.seq > mark).map((r) => [r.seq, r.record.type]))}\n` +
+          `model requests: ${server.requests.length}`,
+      );
+    });
     expect(inspectDb(s.db, stream).submissions.map((r) => [r.status, r.attemptCount, r.joinedInto])).toEqual([
       ['running', 2, null],
       ['joined', 0, first.submissionId],
