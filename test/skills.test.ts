@@ -54,3 +54,25 @@ test('defineSkill rejects an invalid definition with field-level issues', () => 
   const paths = ((error as SkillDefinitionValidationError).meta!.issues as { path?: unknown[] }[]).map((issue) => String(issue.path?.[0]));
   expect(paths).toEqual(expect.arrayContaining(['name', 'description', 'instructions']));
 });
+
+test('a skill mounted by a later render is narrated to the model with a resources signal', async () => {
+  const { usePersistentState, useTool } = await import('@flue/runtime');
+  function Unlocking() {
+    useModel('anthropic/claude-haiku-4-5');
+    const [unlocked, setUnlocked] = usePersistentState('unlocked', false);
+    useTool({ name: 'unlock', description: 'Unlock the release skill.', run: () => { setUnlocked(true); return 'unlocked'; } });
+    if (unlocked) useSkill(release);
+    return 'Write things.';
+  }
+  await ctx.start([Unlocking]);
+  ctx.server.script({ toolCalls: [{ name: 'unlock', arguments: {} }] }, { text: 'ok' });
+  const handle = init(Unlocking, { id: 'sk-2' });
+  await handle.read(await handle.dispatch('unlock it'));
+  const signals = ctx.server.requests[1]!.messages.map((m) => m.content).filter((c) => c.includes('type="resources"'));
+  const skill = signals.find((c) => c.includes('resource="skill"'))!;
+  expect(skill).toContain('New skill available:');
+  expect(skill).toContain('- **release-notes** — Write release notes from a changelog.');
+  expect(skill).toContain('All available skills: release-notes');
+  // The skill tools appeared too, narrated as tools.
+  expect(signals.find((c) => c.includes('resource="tool"'))).toContain('activate_skill');
+});

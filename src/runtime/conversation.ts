@@ -13,6 +13,7 @@ import { renderCompactionSummary } from './compaction.ts';
 import type { DeliveredMessage, PromptUsage } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 import { isPlainObject } from './values.ts';
+import type { ResourceSnapshot } from './narration.ts';
 
 // ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
 
@@ -121,8 +122,8 @@ export class Conversation {
   lastDelivery: DeliveredMessage | undefined;
   /** A compaction landed after the last completed step: its usage no longer describes the context. */
   compactedSinceLastStep = false;
-  /** The tool set last narrated to the model (name → digest); undefined before the baseline. */
-  toolSnapshot: Record<string, string> | undefined;
+  /** The resources last narrated to the model; undefined before the baseline. */
+  resourceSnapshot: ResourceSnapshot | undefined;
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
@@ -246,7 +247,7 @@ export class Conversation {
       case 'response_metadata':
         return this.applyMetadata(record);
       case 'resource_snapshot':
-        this.toolSnapshot = record.tools;
+        this.resourceSnapshot = record.resources;
         return;
       case 'compaction':
         this.compaction = { summary: record.summary, firstKept: record.firstKept };

@@ -8,6 +8,7 @@
 import type { AssistantMessage } from '@earendil-works/pi-ai';
 import type { SettlementError } from './errors.ts';
 import type { PromptUsage } from './types.ts';
+import type { ResourceSnapshot } from './narration.ts';
 
 export interface AttachmentRecordRef {
   id: string;
@@ -94,9 +95,9 @@ export type ConversationRecord =
   | { type: 'data_write'; submissionId: string; messageId: string; name: string; data: unknown }
   | { type: 'response_metadata'; submissionId: string; messageId: string; metadata: Record<string, unknown> }
   | {
-      /** The tool set last narrated to the model: name → digest of its description and schema. */
+      /** The tools, skills and subagents last narrated to the model (per kind: name → digest). */
       type: 'resource_snapshot';
-      tools: Record<string, string>;
+      resources: ResourceSnapshot;
     }
   | {
       type: 'compaction';

@@ -16,6 +16,7 @@ import { type LiveConversation, type ConversationEngine, convergeOpenStep } from
 import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
+import { narrate, resourceEntries, snapshotOf } from './narration.ts';
 import { type SubagentDefinition, runTask, taskTool } from './subagents.ts';
 import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
@@ -416,7 +417,7 @@ export class ResponseRun {
       custom: [...rendered.tools, ...(await this.mcpTools(rendered))],
     });
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
-    this.narrateToolChanges(tools);
+    this.narrateResourceChanges(tools, rendered);
     const model = resolveModel(this.model!.spec);
     const message = await this.streamStep(model, {
       ...systemPrompt(rendered),
@@ -503,25 +504,23 @@ export class ResponseRun {
     if (mcp !== undefined) await mcp.then((resolved) => resolved.close(), () => undefined);
   }
 
-  /** Tool-set changes are narrated at the turn boundary; the first render sets the baseline. */
-  private narrateToolChanges(tools: readonly ToolDefinition[]): void {
-    const current = Object.fromEntries(tools.map((tool) => [tool.name, toolDigest(tool)] as const).sort(([a], [b]) => (a < b ? -1 : 1)));
-    const previous = this.conv.toolSnapshot;
+  /** Resource-set changes are narrated at the turn boundary; the first render sets the baseline. */
+  private narrateResourceChanges(tools: readonly ToolDefinition[], rendered: RenderResult): void {
+    const entries = resourceEntries({ tools, skills: rendered.skills, subagents: rendered.subagents });
+    const current = snapshotOf(entries);
+    const previous = this.conv.resourceSnapshot;
     if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(current)) return;
-    const records: ConversationRecord[] = [];
-    const narration = previous === undefined ? undefined : narrateTools(tools, previous);
-    if (narration !== undefined) {
-      records.push({
-        type: 'signal',
-        messageId: newId('msg'),
-        origin: 'framework',
-        signalType: 'resources',
-        body: narration,
-        attributes: { resource: 'tool' },
-        ts: new Date().toISOString(),
-      });
-    }
-    records.push({ type: 'resource_snapshot', tools: current });
+    const ts = new Date().toISOString();
+    const records: ConversationRecord[] = (previous === undefined ? [] : narrate(entries, previous)).map(({ kind, body }) => ({
+      type: 'signal',
+      messageId: newId('msg'),
+      origin: 'framework',
+      signalType: 'resources',
+      body,
+      attributes: { resource: kind },
+      ts,
+    }));
+    records.push({ type: 'resource_snapshot', resources: current });
     this.engine.commit(this.live, records);
   }
 
@@ -692,30 +691,6 @@ export class ResponseRun {
 
 function interruptedOutcome(call: ToolCall): ToolOutcomeRecord {
   return { toolCallId: call.id, toolName: call.name, isError: true, content: INTERRUPTED_TOOL_TEXT };
-}
-
-/** What identifies a tool version for narration: its description and the schema the model sees. */
-function toolDigest(tool: ToolDefinition): string {
-  return JSON.stringify([tool.description, toolParameters(tool)]);
-}
-
-/** The `resources` body of skills-subagents-mcp.md §4 for tools; undefined when nothing changed. */
-function narrateTools(tools: readonly ToolDefinition[], previous: Record<string, string>): string | undefined {
-  const lines: string[] = [];
-  const added = tools.filter((tool) => previous[tool.name] === undefined);
-  if (added.length > 0) {
-    lines.push(added.length === 1 ? 'New tool available:' : 'New tools available:');
-    for (const tool of added) lines.push(`- **${tool.name}** — ${tool.description}`);
-  }
-  const names = new Set(tools.map((tool) => tool.name));
-  for (const name of Object.keys(previous)) if (!names.has(name)) lines.push(`The tool "${name}" is no longer available.`);
-  for (const tool of tools) {
-    const before = previous[tool.name];
-    if (before !== undefined && before !== toolDigest(tool)) lines.push(`The tool "${tool.name}" was updated.`);
-  }
-  if (lines.length === 0) return undefined;
-  lines.push(`All available tools: ${tools.map((tool) => tool.name).join(', ')}`);
-  return lines.join('\n');
 }
 
 /** The canonical input record of a delivery; deterministic ids make re-application detectable. */
