@@ -490,7 +490,7 @@ export class ConversationEngine {
             ...this.interruptedTools(live),
           })
         : new SubmissionInterruptedError({ attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
-      this.settle(live, row, 'failed', toSettlementError(error), applied ? 'exhausted_retry_budget' : 'exhausted_retry_budget');
+      this.settle(live, row, 'failed', toSettlementError(error), 'exhausted_retry_budget');
       return true;
     }
     const claimed = this.store.claimAttempt(row.id, {
@@ -562,9 +562,9 @@ export class ConversationEngine {
         submissionId: row.id,
         origin: 'framework',
         signalType: aborted ? 'submission_aborted' : 'submission_interrupted',
-        body: aborted
-          ? `The submission was aborted.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`
-          : `The submission failed: ${(error?.message ?? 'unknown error').replace(/\.$/, '')}.${interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''}`,
+        body:
+          (aborted ? 'The submission was aborted.' : `The submission failed: ${(error?.message ?? 'unknown error').replace(/\.$/, '')}.`) +
+          (interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''),
         attributes: {
           submissionId: row.id,
           kind: row.kind,
