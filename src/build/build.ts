@@ -81,6 +81,8 @@ export interface BuildResult {
   incremental: boolean;
   bundleBytes: number;
   gzipBytes: number;
+  /** esbuild's metafile of the Worker bundle: which input contributed how many bytes. */
+  metafile: esbuild.Metafile;
 }
 
 /** One-shot build. */
@@ -394,6 +396,7 @@ async function writeOutputs(
     incremental,
     bundleBytes,
     gzipBytes,
+    metafile: result.metafile,
   };
 }
 

@@ -9,7 +9,7 @@ import type { AdmissionRequest, ReadOptions, ReadPoll } from '../runtime/engine.
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
 import { Projector } from '../runtime/projection.ts';
-import { useScriptedModels } from '../testing/scripted-provider.ts';
+import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { type Admission, type FlueRuntime, type StoredAttachment, type UpdatesResult, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
 import type { AgentInstanceInfo, AgentReply } from '../runtime/types.ts';

@@ -9,7 +9,7 @@ import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, redirectModels, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
-import { useScriptedModels } from '../testing/scripted-provider.ts';
+import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
 export interface StartAgentConfig {

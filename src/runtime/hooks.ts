@@ -9,7 +9,6 @@ import { type UseToolSignature, validateToolDefinition } from './define-tool.ts'
 import { ToolNameConflictError } from './errors.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
 import { type SubagentDefinition, validateSubagent } from './subagents.ts';
-import { type McpConnectionDefinition, validateMcpConnectionDefinition } from './mcp/definition.ts';
 import type { SkillDefinition, SkillReference } from './skills/define-skill.ts';
 import { collectSkills } from './skills/package.ts';
 import type { SandboxFactory } from './sandbox/types.ts';
@@ -32,7 +31,8 @@ import type {
 } from './types.ts';
 
 
-function rootFrame(hook: string): RenderFrame {
+/** The frame of the hook being called, which must be the root agent's (not a subagent's). */
+export function rootFrame(hook: string): RenderFrame {
   const frame = currentFrame(hook);
   if (frame.kind === 'subagent') {
     throw new Error(`[flue] ${hook}() cannot be used in a subagent's agent function; declare it on the root agent.`);
@@ -109,19 +109,6 @@ export function useSandbox(factory: SandboxFactory, options?: { cwd?: string }):
     }
   }
   frame.sandbox = declaration;
-}
-
-/**
- * Mounts a remote MCP server's tools as `mcp__<server>__<tool>`. Connections are resolved once per
- * submission attempt, from the first render's declarations; root frames only.
- */
-export function useMcpConnection(connection: McpConnectionDefinition): void {
-  const frame = rootFrame('useMcpConnection');
-  const definition = validateMcpConnectionDefinition(connection, 'useMcpConnection');
-  if (frame.mcpConnections.some((declared) => declared.name === definition.name)) {
-    throw new Error(`[flue] useMcpConnection("${definition.name}") was declared twice in one render.`);
-  }
-  frame.mcpConnections.push(definition);
 }
 
 /** Mounts a skill (a `defineSkill` value or a `SKILL.md` import); allowed in subagent frames. */

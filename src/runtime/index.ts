@@ -11,7 +11,6 @@ export {
   usePersistentState,
   useResponseFinish,
   useResponseStart,
-  useMcpConnection,
   useSandbox,
   useSkill,
   useSubagent,
@@ -19,6 +18,7 @@ export {
   type StateSetter,
   type UseModelOptions,
 } from './hooks.ts';
+export { useMcpConnection } from './mcp/hook.ts';
 export type {
   AgentFinishContext,
   AgentResponseToolCall,

@@ -6,8 +6,9 @@
  * inside workerd, where code scripts a server started by the Node side (lanes, LANE_ROUTE).
  */
 
-export { scriptedProvider, useScriptedModels } from './scripted-provider.ts';
-export type { ScriptedApi, ScriptedProviderOptions } from './scripted-provider.ts';
+export { scriptedProvider } from './scripted-provider.ts';
+export { useScriptedModels } from './scripted-redirect.ts';
+export type { ScriptedApi, ScriptedProviderOptions } from './scripted-model.ts';
 export { LANE_ROUTE, NO_STEP_QUEUED_MESSAGE, startScriptedModelServer } from './scripted-model-server.ts';
 export type {
   RecordedMessage,

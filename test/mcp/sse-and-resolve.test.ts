@@ -83,7 +83,7 @@ describe('resolveMcpConnections', () => {
     const resolved = await resolveMcpConnections([
       { name: 'b', url: b.url, transport: 'sse' },
       { name: 'a', url: a.url },
-    ]);
+    ], createMcpConnection);
     cleanup.push(() => resolved.close());
     expect(resolved.tools.map((t) => t.name)).toEqual(['mcp__b__y', 'mcp__b__z', 'mcp__a__x']);
     expect(resolved.failures).toEqual([]);
@@ -95,7 +95,7 @@ describe('resolveMcpConnections', () => {
     const resolved = await resolveMcpConnections([
       { name: 'flaky', url: await deadUrl(), optional: true },
       { name: 'up', url: up.url },
-    ]);
+    ], createMcpConnection);
     cleanup.push(() => resolved.close());
     expect(resolved.tools.map((t) => t.name)).toEqual(['mcp__up__x']);
     expect(resolved.failures).toHaveLength(1);
@@ -105,7 +105,7 @@ describe('resolveMcpConnections', () => {
 
   it('records an optional server whose discovery fails (allowlist)', async () => {
     const up = await serve({ makeServer: toolServer({ pages: [[simpleTool('x')]] }) });
-    const resolved = await resolveMcpConnections([{ name: 'up', url: up.url, tools: ['nope'], optional: true }]);
+    const resolved = await resolveMcpConnections([{ name: 'up', url: up.url, tools: ['nope'], optional: true }], createMcpConnection);
     expect(resolved.tools).toEqual([]);
     expect(resolved.failures[0]!.reason).toMatch(/"tools" lists "nope"/);
   });

@@ -5,7 +5,6 @@
  * `failures` for the engine to narrate (`resources` signal, `resource="mcp"`).
  */
 import type { ToolDefinition } from '../define-tool.ts';
-import { createMcpConnection } from './connection.ts';
 import type { McpConnection } from './connection.ts';
 import { validateMcpConnectionDefinition } from './definition.ts';
 import type { McpConnectionDefinition } from './definition.ts';
@@ -27,10 +26,18 @@ export interface ResolvedMcpConnections {
 
 export type McpConnect = (definition: McpConnectionDefinition) => Promise<McpConnection>;
 
+let installed: McpConnect | undefined;
+
+/** Called by `useMcpConnection()`: declarations exist only where the client was imported. */
+export function installMcpConnector(connect: McpConnect): void {
+  installed = connect;
+}
+
 export async function resolveMcpConnections(
   definitions: readonly McpConnectionDefinition[],
-  connect: McpConnect = createMcpConnection,
+  connect: McpConnect | undefined = installed,
 ): Promise<ResolvedMcpConnections> {
+  if (connect === undefined) throw new Error('[flue] MCP connections were declared without useMcpConnection().');
   const defs = definitions.map((d) => validateMcpConnectionDefinition(d, 'useMcpConnection'));
   const names = new Set<string>();
   for (const def of defs) {

@@ -1,0 +1,108 @@
+/**
+ * The parts of a scripted provider that do not depend on a wire format: models, placeholder auth,
+ * and a provider over whichever pi-ai API implementation the caller passes.
+ *
+ * No node:* imports: this module also runs inside workerd, where the server runs elsewhere.
+ */
+
+import { createProvider } from '@earendil-works/pi-ai';
+import type { Api, Model, Provider, ProviderAuth } from '@earendil-works/pi-ai';
+
+export type ScriptedApi = 'openai-completions' | 'anthropic-messages';
+
+export interface ScriptedProviderOptions {
+  /** The server's origin, e.g. `http://127.0.0.1:PORT` (no `/v1`; added where the API needs it). */
+  baseUrl: string;
+  /** Provider id. Default `'scripted'`. */
+  id?: string;
+  /** Model ids to expose. Default `['model']`. */
+  models?: string[];
+  /** Wire format. Default `'openai-completions'`. */
+  api?: ScriptedApi;
+  /** Default 128000. */
+  contextWindow?: number;
+  /** Default 8192. */
+  maxTokens?: number;
+  /** Marks the models as reasoning models (changes what pi-ai sends). Default false. */
+  reasoning?: boolean;
+}
+
+const SCRIPTED_API_KEY = 'scripted';
+
+// The server ignores credentials, but pi-ai refuses to call a provider whose auth resolves to
+// nothing, so resolve a fixed placeholder key.
+const keylessAuth: ProviderAuth = {
+  apiKey: {
+    name: 'scripted',
+    resolve: async () => ({ auth: { apiKey: SCRIPTED_API_KEY }, source: 'scripted' }),
+  },
+};
+
+/** The pi-ai API implementations a scripted provider can speak, by wire format. */
+export type ScriptedApiModules = Partial<Record<ScriptedApi, Parameters<typeof createProvider<ScriptedApi>>[0]['api']>>;
+
+/**
+ * A provider over the given API implementation. Callers pass only the API modules they use, so a
+ * Worker bundle that redirects to Anthropic Messages does not carry the OpenAI client.
+ */
+export function createScriptedProvider(options: ScriptedProviderOptions, apis: ScriptedApiModules): Provider {
+  const id = options.id ?? 'scripted';
+  const api = options.api ?? 'openai-completions';
+  const origin = options.baseUrl.replace(/\/+$/, '');
+  // The OpenAI SDK appends `/chat/completions` to the base URL; the Anthropic SDK appends
+  // `/v1/messages` itself.
+  const baseUrl = api === 'openai-completions' ? `${origin}/v1` : origin;
+  const modelIds = options.models ?? ['model'];
+  const models = modelIds.map((modelId) => buildModel(modelId, id, api, baseUrl, options));
+  return createProvider<ScriptedApi>({
+    id,
+    name: id,
+    baseUrl,
+    auth: keylessAuth,
+    models,
+    api: apiModule(apis, api),
+  });
+}
+
+export function buildModel(
+  modelId: string,
+  providerId: string,
+  api: ScriptedApi,
+  baseUrl: string,
+  options: ScriptedProviderOptions,
+): Model<ScriptedApi> {
+  const common = {
+    id: modelId,
+    name: modelId,
+    provider: providerId,
+    baseUrl,
+    input: ['text', 'image'] as Model<ScriptedApi>['input'],
+    reasoning: options.reasoning ?? false,
+    contextWindow: options.contextWindow ?? 128_000,
+    maxTokens: options.maxTokens ?? 8192,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  };
+  if (api === 'anthropic-messages') {
+    const model: Model<'anthropic-messages'> = { ...common, api };
+    return model;
+  }
+  // Without these flags pi-ai sends OpenAI-only fields (store, developer role, reasoning_effort,
+  // max_completion_tokens) that a generic compatible server would not expect.
+  const model: Model<'openai-completions'> = {
+    ...common,
+    api,
+    compat: {
+      supportsStore: false,
+      supportsDeveloperRole: false,
+      supportsReasoningEffort: false,
+      maxTokensField: 'max_tokens',
+    },
+  };
+  return model;
+}
+
+function apiModule(apis: ScriptedApiModules, api: ScriptedApi) {
+  const module = apis[api];
+  if (module === undefined) throw new Error(`[flue] The scripted provider was built without the "${api}" API.`);
+  return module;
+}
