@@ -7,20 +7,9 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BenchRow } from './rows.ts';
 
-export interface BenchRow {
-  figure: string;
-  /** Our figure, formatted with its unit ("14.2 ms", "3 rows"). */
-  ours: string;
-  /** The baseline measured in the same run, formatted with its unit. */
-  baseline: string;
-  /** ours / baseline, or another comparison the target is stated in. */
-  ratio: string;
-  target: string;
-  met: boolean;
-  /** What the baseline is, where the figure does not say (e.g. "floor: pi-ai alone"). */
-  note?: string;
-}
+export { type BenchRow, markdownTable, median } from './rows.ts';
 
 export interface BenchGroup {
   group: string;
@@ -49,18 +38,3 @@ export function loadGroups(): BenchGroup[] {
   return files.sort().map((name) => JSON.parse(readFileSync(join(resultsDir, name), 'utf8')) as BenchGroup);
 }
 
-export function markdownTable(rows: BenchRow[]): string {
-  const lines = ['| figure | ours | baseline | ratio | target | met? |', '| --- | --- | --- | --- | --- | --- |'];
-  for (const row of rows) {
-    const baseline = row.note ? `${row.baseline} (${row.note})` : row.baseline;
-    lines.push(`| ${row.figure} | ${row.ours} | ${baseline} | ${row.ratio} | ${row.target} | ${row.met ? 'yes' : '**no**'} |`);
-  }
-  return lines.join('\n');
-}
-
-export function median(values: number[]): number {
-  if (values.length === 0) throw new Error('median of no values');
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
