@@ -319,7 +319,22 @@ function describe(value: unknown): string {
  * mode (what the model must send, before transforms); constructs JSON Schema cannot express are
  * left out rather than failing the render — the Valibot parse still enforces them.
  */
+const parametersOf = new WeakMap<ToolDefinition, Record<string, unknown>>();
+
+/**
+ * The JSON Schema the model is offered for `tool`. Converted once per definition (definitions are
+ * frozen), since every turn's request and resource snapshot ask for it; treat it as read-only.
+ */
 export function toolParameters(tool: ToolDefinition): Record<string, unknown> {
+  let schema = parametersOf.get(tool);
+  if (schema === undefined) {
+    schema = convertParameters(tool);
+    parametersOf.set(tool, schema);
+  }
+  return schema;
+}
+
+function convertParameters(tool: ToolDefinition): Record<string, unknown> {
   if (tool.parameters !== undefined) return structuredClone(tool.parameters) as Record<string, unknown>;
   if (tool.input === undefined) return { type: 'object', properties: {} };
   const { $schema: _ignored, ...schema } = toJsonSchema(tool.input, {

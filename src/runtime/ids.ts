@@ -13,7 +13,11 @@ const MAX_TIME = 2 ** 48 - 1;
  * advanced — or went backwards — the previous random part is incremented instead of redrawn, so
  * ids from one generator always sort in creation order.
  */
-export function createUlidGenerator(now: () => number = Date.now): () => string {
+export function createUlidGenerator(
+  now: () => number = Date.now,
+  fillRandom: (bytes: Uint8Array<ArrayBuffer>) => unknown = (bytes) => crypto.getRandomValues(bytes),
+): () => string {
+  const randomDigits = randomDigitSource(fillRandom);
   let lastTime = -1;
   // Random part as base32 digit values, most significant first, so increment is a digit carry.
   let lastRandom: number[] = [];
@@ -28,7 +32,9 @@ export function createUlidGenerator(now: () => number = Date.now): () => string 
       lastTime += 1;
       lastRandom = randomDigits();
     }
-    return encodeTime(lastTime) + lastRandom.map((digit) => ALPHABET[digit]).join('');
+    let random = '';
+    for (const digit of lastRandom) random += ALPHABET[digit];
+    return encodeTime(lastTime) + random;
   };
 }
 
@@ -100,10 +106,23 @@ export function deepEqualJson(a: unknown, b: unknown): boolean {
 
 // ── helpers ───────────────────────────────────────────────────────────────────────────────────
 
-function randomDigits(): number[] {
-  // 256 is a multiple of 32, so masking keeps each digit uniform.
-  const bytes = crypto.getRandomValues(new Uint8Array(RANDOM_CHARS));
-  return Array.from(bytes, (byte) => byte & 31);
+/**
+ * Random base32 digits drawn from a block of random bytes: one `fill` call per 256 ids instead of
+ * one per id. Filled on first use, never at module load (workerd forbids randomness in global scope).
+ */
+function randomDigitSource(fill: (bytes: Uint8Array<ArrayBuffer>) => unknown): () => number[] {
+  const pool = new Uint8Array(RANDOM_CHARS * 256);
+  let at = pool.length;
+  return () => {
+    if (at === pool.length) {
+      fill(pool);
+      at = 0;
+    }
+    const digits = new Array<number>(RANDOM_CHARS);
+    // 256 is a multiple of 32, so masking keeps each digit uniform.
+    for (let i = 0; i < RANDOM_CHARS; i++) digits[i] = pool[at++]! & 31;
+    return digits;
+  };
 }
 
 /** Adds one to a base32 digit array in place; false on overflow. */

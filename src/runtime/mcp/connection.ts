@@ -5,10 +5,7 @@
  * `new Function`, which real workerd forbids (toolchain.md §5).
  */
 import * as v from 'valibot';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { McpToolAnnotations, ToolDefinition } from '../define-tool.ts';
@@ -57,11 +54,39 @@ interface ListedTool {
   execution?: { taskSupport?: string };
 }
 
+/**
+ * The SDK is loaded on first connect: it is about 240 modules (zod included), and a Node process
+ * whose agents declare no MCP server should not pay for them at start-up. Worker bundles inline
+ * it either way, and drop it when no agent imports `useMcpConnection`.
+ */
+let sdk: Promise<McpSdk> | undefined;
+type McpSdk = Awaited<ReturnType<typeof importSdk>>;
+
+async function importSdk() {
+  const [client, streamable, sse, cfworker] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/client/sse.js'),
+    import('@modelcontextprotocol/sdk/validation/cfworker'),
+  ]);
+  return {
+    Client: client.Client,
+    StreamableHTTPClientTransport: streamable.StreamableHTTPClientTransport,
+    SSEClientTransport: sse.SSEClientTransport,
+    CfWorkerJsonSchemaValidator: cfworker.CfWorkerJsonSchemaValidator,
+  };
+}
+
 export async function createMcpConnection(definition: McpConnectionDefinition): Promise<McpConnection> {
   const def = validateMcpConnectionDefinition(definition, 'createMcpConnection');
-  const client = new Client(
+  sdk ??= importSdk().catch((error: unknown) => {
+    sdk = undefined;
+    throw error;
+  });
+  const mcp = await sdk;
+  const client = new mcp.Client(
     { ...MCP_CLIENT_INFO },
-    { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+    { jsonSchemaValidator: new mcp.CfWorkerJsonSchemaValidator() },
   );
   const requestOptions: RequestOptions = {};
   if (def.timeoutMs !== undefined) requestOptions.timeout = def.timeoutMs;
@@ -73,9 +98,9 @@ export async function createMcpConnection(definition: McpConnectionDefinition): 
 
   let tools: ToolDefinition[];
   try {
-    await client.connect(createTransport(def), requestOptions);
+    await client.connect(createTransport(mcp, def), requestOptions);
     const listed = await listAllTools(client, def.name, requestOptions);
-    tools = adaptTools(def, listed, client, requestOptions);
+    tools = adaptTools(mcp, def, listed, client, requestOptions);
   } catch (error) {
     await client.close().catch(() => {});
     if (error instanceof McpConnectionError) throw error;
@@ -95,12 +120,12 @@ export async function createMcpConnection(definition: McpConnectionDefinition): 
 
 // ── Transport ─────────────────────────────────────────────────────────────────────────────────
 
-function createTransport(def: Readonly<McpConnectionDefinition>): Transport {
+function createTransport(mcp: McpSdk, def: Readonly<McpConnectionDefinition>): Transport {
   const url = mcpConnectionUrl(def);
   const options = { fetch: authorizedFetch(def), requestInit: mergedRequestInit(def) };
   return def.transport === 'sse'
-    ? new SSEClientTransport(url, options)
-    : new StreamableHTTPClientTransport(url, options);
+    ? new mcp.SSEClientTransport(url, options)
+    : new mcp.StreamableHTTPClientTransport(url, options);
 }
 
 /** `requestInit` with `headers` merged in; same-name `headers` entries win. */
@@ -212,13 +237,14 @@ function selectTools(def: Readonly<McpConnectionDefinition>, listed: ListedTool[
 }
 
 function adaptTools(
+  mcp: McpSdk,
   def: Readonly<McpConnectionDefinition>,
   listed: ListedTool[],
   client: Client,
   options: RequestOptions,
 ): ToolDefinition[] {
   const names = new Set<string>();
-  const validator = new CfWorkerJsonSchemaValidator();
+  const validator = new mcp.CfWorkerJsonSchemaValidator();
   return selectTools(def, listed).map((tool) => {
     const name = mcpToolName(def.name, tool.name);
     if (names.has(name)) {
