@@ -1,15 +1,31 @@
+import path from 'node:path';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
-import { defineConfig } from 'vitest/config';
+import { type Plugin, defineConfig } from 'vitest/config';
+import { packageSkillDirectory, skillModuleSource } from './src/build/plugins.ts';
 
 // Keep wrangler (inside the test plugin) offline and its state inside the project.
 process.env.WRANGLER_SEND_METRICS ??= 'false';
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= 'false';
 process.env.XDG_CONFIG_HOME ??= new URL('./.xdg', import.meta.url).pathname;
 
+/** `SKILL.md` imports packaged exactly as `flue build` packages them (src/build/plugins.ts). */
+function skillMarkdown(): Plugin {
+  return {
+    name: 'flue-skill-md',
+    async load(id) {
+      const file = id.split('?')[0]!;
+      if (path.basename(file) !== 'SKILL.md') return null;
+      const packaged = await packageSkillDirectory(path.dirname(file));
+      return skillModuleSource(packaged.reference);
+    },
+  };
+}
+
 // The Cloudflare host in real workerd: Durable Objects, alarms and RPC. The scripted model server
 // runs in Node (global setup) and the Worker reaches it over loopback.
 export default defineConfig({
   plugins: [
+    skillMarkdown(),
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: './test/workers/wrangler.jsonc' },
       miniflare: { bindings: { SCRIPTED_MODEL_URL: inject('scriptedModelUrl') } },

@@ -49,7 +49,7 @@ test('harness.prompt with a result schema resolves with validated data after a c
   expect((lastReport as { model: unknown }).model).toEqual({ provider: 'anthropic', id: 'claude-haiku-4-5' });
 
   const scratch = ctx.server.requests[1]!;
-  expect(scratch.tools.map((t) => t.name).sort()).toEqual(['finish', 'give_up', 'review_text']);
+  expect(scratch.tools.map((t) => t.name).sort()).toEqual(['finish', 'give_up', 'review_text', 'task']);
   expect(scratch.messages[0]!.content).toContain('Review: clause 7');
   expect(scratch.messages[0]!.content).toContain('call the `finish` tool');
   const retry = ctx.server.requests[2]!;

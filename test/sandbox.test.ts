@@ -55,7 +55,7 @@ test('with useSandbox the model gets the six built-in tools, and they act on the
   const handle = init(Worker, { id: 'sb-1' });
   const reply = await handle.read(await handle.dispatch('Read the notes and write a result.'));
   expect(reply.text).toBe('All set.');
-  expect(ctx.server.requests[0]!.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'read', 'review_contract', 'write']);
+  expect(ctx.server.requests[0]!.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'read', 'review_contract', 'task', 'write']);
   const results = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool');
   expect(results[0]!.content).toContain('line one');
   expect(results[1]!.content).toBe('Successfully wrote 4 bytes to out/result.txt');
@@ -87,7 +87,7 @@ test('without useSandbox there are no built-in tools and harness.sandbox throws'
   ctx.server.script({ toolCalls: [{ name: 'peek', arguments: {} }] }, { text: 'ok' });
   const handle = init(Bare, { id: 'sb-3' });
   await handle.read(await handle.dispatch('peek'));
-  expect(ctx.server.requests[0]!.tools.map((t) => t.name)).toEqual(['peek']);
+  expect(ctx.server.requests[0]!.tools.map((t) => t.name)).toEqual(['task', 'peek']);
   const result = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)!;
   expect(result.isError).toBe(true);
   expect(result.content).toContain('[flue] This agent has no sandbox. Declare one with useSandbox() to use shell and filesystem operations.');

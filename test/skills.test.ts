@@ -34,7 +34,7 @@ test('a skill is listed in the catalog, activated, and its resource read', async
   const first = ctx.server.requests[0]!;
   expect(first.system).toContain('release-notes');
   expect(first.system).toContain('Write release notes from a changelog.');
-  expect(first.tools.map((t) => t.name).sort()).toEqual(['activate_skill', 'read_skill_resource']);
+  expect(first.tools.map((t) => t.name).sort()).toEqual(['activate_skill', 'read_skill_resource', 'task']);
   const activated = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)!;
   expect(activated.content).toContain('Group changes by type. Keep each line short.');
   expect(activated.content.startsWith('"')).toBe(false);

@@ -3,6 +3,7 @@ import * as v from 'valibot';
 import {
   GeneralSubagent,
   defineSubagent,
+  defineTool,
   init,
   useDelivery,
   useModel,
@@ -11,6 +12,8 @@ import {
   useTool,
   virtualSandbox,
 } from '@flue/runtime';
+import { childConversations } from '@flue/runtime/testing';
+import { promptOf } from './support/prompts.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -52,15 +55,55 @@ test('the task tool delegates to a declared subagent and returns only its final 
   expect(parent.system).toContain('- **classifier** — Classifies an issue as bug or feature.');
   expect(parent.system).toContain('- **flue-general**');
   const child = ctx.server.requests[1]!;
-  expect(child.system).toBe('You classify issues.');
+  expect(child.system).toBe(promptOf('You classify issues.'));
   expect(child.messages.map((m) => m.content)).toEqual(['Classify: it crashes on start.']);
-  expect(child.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'label', 'read', 'write']);
+  expect(child.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'label', 'read', 'task', 'write']);
   expect(delegateSaw).toEqual({ kind: 'user', body: 'Classify: it crashes on start.' });
   const childResults = ctx.server.requests[2]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
   expect(childResults[0]).toContain('It crashes on start.');
   expect(childResults[1]).toBe('"labelled bug"');
   const back = ctx.server.requests[3]!.messages.filter((m) => m.role === 'tool');
   expect(back.map((m) => m.content)).toEqual(['It is a bug.']);
+
+  // The child conversation is recorded and retained on the parent: its whole transcript is readable.
+  const children = await childConversations(Triage, 'sub-1');
+  expect(children).toHaveLength(1);
+  const [retained] = children;
+  const taskCallId = ctx.server.requests[3]!.messages.find((m) => m.role === 'tool')!.toolCallId;
+  expect(retained).toMatchObject({ agent: 'classifier', via: 'conversation', toolCallId: taskCallId });
+  expect(retained!.conversationId).toMatch(/^conv_/);
+  const transcript = retained!.snapshot.messages.map((m) => [m.role, m.parts.map((p) => (p.type === 'text' ? p.text : p.type === 'dynamic-tool' ? `${p.toolName}:${p.state}` : p.type))]);
+  expect(transcript).toEqual([
+    ['user', ['Classify: it crashes on start.']],
+    ['assistant', ['read:output-available', 'label:output-available', 'It is a bug.']],
+  ]);
+});
+
+test('task is always offered with a static spec; without subagents the prompt says so and a call is a miss', async () => {
+  function Solo() {
+    useModel('anthropic/claude-haiku-4-5');
+    return 'Work alone.';
+  }
+  await ctx.start([Solo]);
+  ctx.server.script({ toolCalls: [{ name: 'task', arguments: { agent: 'helper', prompt: 'help' } }] }, { text: 'done alone' });
+  const handle = init(Solo, { id: 'solo-1' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('done alone');
+  const first = ctx.server.requests[0]!;
+  expect(first.system).toBe(promptOf('Work alone.'));
+  const task = first.tools.find((t) => t.name === 'task')!;
+  expect(task.description).toContain('"Available Agents" in the system prompt');
+  expect(task.parameters).toMatchObject({ type: 'object', required: ['prompt', 'agent'] });
+  const miss = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)!;
+  expect(miss).toMatchObject({ isError: false, content: 'Subagent "helper" is not declared. Available subagents: (none).' });
+  expect(await childConversations(Solo, 'solo-1')).toEqual([]);
+  // Same spec whatever the roster: the triage agent gets the identical tool.
+  ctx.server.reset();
+  await ctx.flue!.stop();
+  await ctx.start([Triage]);
+  ctx.server.script({ text: 'ok' });
+  const triage = init(Triage, { id: 'solo-2' });
+  await triage.read(await triage.dispatch('hi'));
+  expect(ctx.server.requests[0]!.tools.find((t) => t.name === 'task')).toEqual(task);
 });
 
 test('an unknown subagent is a factual miss, not an error; validation rejects bad definitions', async () => {
@@ -100,4 +143,79 @@ test('delegation deeper than the cap is refused with the exact message', async (
   const refused = ctx.server.requests[4]!.messages.filter((m) => m.role === 'tool').at(-1)!;
   expect(refused.isError).toBe(true);
   expect(refused.content).toBe('Maximum delegation depth (4) exceeded.');
+  // Three nested child conversations, each retained on the one that delegated to it.
+  const children = await childConversations(Top, 'sub-3');
+  expect(children.map((c) => c.agent)).toEqual(['deeper', 'deeper', 'deeper']);
+  expect(children[1]!.parentConversationId).toBe(children[0]!.conversationId);
+  expect(children[2]!.parentConversationId).toBe(children[1]!.conversationId);
+  const finalText = (c: (typeof children)[number]) => c.snapshot.messages.filter((m) => m.role === 'assistant').at(-1)!.parts.at(-1);
+  expect(children.map(finalText)).toMatchObject([
+    { type: 'text', text: 'd1' },
+    { type: 'text', text: 'd2' },
+    { type: 'text', text: 'depth 3 done' },
+  ]);
+});
+
+test('a harness.prompt() conversation delegates through task; the child is retained on the parent conversation', async () => {
+  const consult = defineTool({
+    name: 'consult',
+    description: 'Consult the classifier through a scratch conversation.',
+    input: v.object({}),
+    harness: true,
+    async run({ harness }) {
+      return (await harness.prompt('Ask the classifier about the crash.')).text;
+    },
+  });
+  function Consultant() {
+    useModel('anthropic/claude-haiku-4-5');
+    useTool(consult);
+    useSubagent(classifier);
+    return 'Consult.';
+  }
+  await ctx.start([Consultant]);
+  ctx.server.script(
+    { toolCalls: [{ name: 'consult', arguments: {} }] },
+    { toolCalls: [{ name: 'task', arguments: { agent: 'classifier', prompt: 'Classify the crash.' } }] }, // scratch
+    { text: 'A bug.' }, // the delegate
+    { text: 'The classifier says: a bug.' }, // scratch
+    { text: 'Consulted: a bug.' },
+  );
+  const handle = init(Consultant, { id: 'consult-1' });
+  expect((await handle.read(await handle.dispatch('What is it?'))).text).toBe('Consulted: a bug.');
+  expect(ctx.server.requests[1]!.system).toContain('- **classifier** — Classifies an issue as bug or feature.');
+  expect(ctx.server.requests[3]!.messages.find((m) => m.role === 'tool')).toMatchObject({ content: 'A bug.', isError: false });
+  const children = await childConversations(Consultant, 'consult-1');
+  expect(children).toHaveLength(1);
+  expect(children[0]).toMatchObject({ agent: 'classifier', via: 'harness' });
+  expect(children[0]!.snapshot.messages.map((m) => m.parts[0])).toMatchObject([
+    { type: 'text', text: 'Classify the crash.' },
+    { type: 'text', text: 'A bug.' },
+  ]);
+});
+
+test('aborting while a delegate works settles the task call with the interrupted marker naming its child conversation', async () => {
+  await ctx.start([Triage]);
+  ctx.server.script(
+    { toolCalls: [{ id: 'call_abort_1', name: 'task', arguments: { agent: 'classifier', prompt: 'Take your time.' } }] },
+    { text: ['Thinking', ' hard'], chunkDelayMs: 50, hangAfterChunks: 2 }, // the delegate never finishes
+    { text: 'Starting over.' },
+  );
+  const handle = init(Triage, { id: 'sub-abort' });
+  const first = await handle.dispatch('go');
+  for (let i = 0; ctx.server.requests.length < 2; i++) {
+    if (i > 400) throw new Error('the delegate never called the model');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await handle.abort();
+  await expect(handle.read(first)).rejects.toMatchObject({ outcome: 'aborted' });
+  const [child] = await childConversations(Triage, 'sub-abort');
+  expect(child).toMatchObject({ agent: 'classifier', toolCallId: 'call_abort_1' });
+  await handle.read(await handle.dispatch('again'));
+  const result = ctx.server.requests[2]!.messages.find((m) => m.role === 'tool' && m.toolCallId === 'call_abort_1');
+  expect(result).toMatchObject({ isError: true });
+  expect(JSON.parse(result!.content)).toEqual({
+    type: 'interrupted',
+    message: 'Tool execution was interrupted before completion. The outcome is unknown.',
+    childConversationId: child!.conversationId,
+  });
 });

@@ -8,6 +8,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine, type AdmissionRequest, type ReadPoll } from '../runtime/engine.ts';
 import { SqlStore, migrate } from '../runtime/sql-store.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
+import type { ChildConversation } from '../runtime/task-run.ts';
 import type { AgentInstanceInfo } from '../runtime/types.ts';
 import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import type { Admission, StoredAttachment, UpdatesResult } from '../runtime/runtime.ts';
@@ -92,6 +93,10 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   async __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>> {
     return envelope(() => this.engine.history(this.entry.identity, instanceId));
+  }
+
+  async __flueChildConversations(instanceId: string): Promise<RpcEnvelope<ChildConversation[] | null>> {
+    return envelope(() => this.engine.childConversations(this.entry.identity, instanceId));
   }
 
   async __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>> {

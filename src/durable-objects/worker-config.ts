@@ -12,6 +12,7 @@ import { Projector } from '../runtime/projection.ts';
 import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { type Admission, type FlueRuntime, type StoredAttachment, type UpdatesResult, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
+import type { ChildConversation } from '../runtime/task-run.ts';
 import type { AgentInstanceInfo, AgentReply } from '../runtime/types.ts';
 import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
@@ -27,6 +28,7 @@ export interface FlueAgentEntry {
 export interface AgentObjectRpc {
   __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<Admission>>;
   __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>>;
+  __flueChildConversations(instanceId: string): Promise<RpcEnvelope<ChildConversation[] | null>>;
   __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>>;
   __flueUpdates(instanceId: string, afterSeq: number, options: { waitMs: number; maxBatches: number }): Promise<RpcEnvelope<UpdatesResult>>;
   __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>>;
@@ -96,6 +98,9 @@ function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
     },
     async history(agentName, instanceId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'history').__flueHistory(instanceId));
+    },
+    async childConversations(agentName, instanceId) {
+      return unwrap(await stubFor(config, agentName, instanceId, 'child conversations').__flueChildConversations(instanceId));
     },
     async streamHead(agentName, instanceId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'stream head').__flueStreamHead(instanceId));

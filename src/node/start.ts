@@ -80,6 +80,7 @@ export async function start(options: StartOptions): Promise<Flue> {
     abort: async (agentName, instanceId) => engine.abort(agentName, instanceId),
     getInstance: async (agentName, instanceId) => engine.getInstance(agentName, instanceId),
     history: async (agentName, instanceId) => engine.history(agentName, instanceId),
+    childConversations: async (agentName, instanceId) => engine.childConversations(agentName, instanceId),
     streamHead: async (agentName, instanceId) => engine.streamHead(agentName, instanceId),
     updates: (agentName, instanceId, afterSeq, updateOptions) => engine.updates(agentName, instanceId, afterSeq, updateOptions),
     attachment: async (agentName, instanceId, attachmentId) => engine.attachment(agentName, instanceId, attachmentId),

@@ -2,13 +2,23 @@
  * The agent's environment as the response loop sees it: created once per attempt from the
  * `useSandbox()` factory, re-pointed at the declared `cwd`, and offered to the model as the
  * built-in tools (or the factory's own `tools`). Presence is re-read at every turn boundary.
+ *
+ * The tools see the sandbox through the packaged-skill overlay (sandbox.md §4): reads under
+ * `/.flue/packaged-skills/<skill-id>/` are served from the live skills' bundled files.
+ * `harness.sandbox` gets the sandbox itself.
+ *
+ * The host may hand over the conversation's `SandboxFileStore`; it reaches the factory as a
+ * symbol-keyed `createSandbox` option, which `virtualSandbox()` uses to keep its files durable.
  */
 import * as v from 'valibot';
 import type { ToolDefinition } from './define-tool.ts';
 import type { SandboxDeclaration } from './render.ts';
+import { type CreateSandboxHostOptions, SANDBOX_FILE_STORE, type SandboxFileStore } from './sandbox/file-store.ts';
 import { resolvePath } from './sandbox/paths.ts';
 import { defaultSandboxTools } from './sandbox/tools.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from './sandbox/types.ts';
+import type { SkillReference } from './skills/define-skill.ts';
+import { PACKAGED_SKILLS_ROOT, packagedFileBytes, packagedFileText, resolvePackagedSkillFile } from './skills/package.ts';
 
 export class AgentSandbox {
   private created: Promise<Sandbox> | undefined;
@@ -17,32 +27,56 @@ export class AgentSandbox {
   current: Sandbox | undefined;
   /** Built-in tools by name, for the turn whose tool list they were offered in. */
   readonly tools = new Map<string, AgentTool>();
+  /** The packaged skills of the latest render, served by the overlay. */
+  private skills: readonly SkillReference[] = [];
+  private readonly overlays = new WeakMap<Sandbox, Sandbox>();
+  private scoped: { cwd: string; sandbox: Sandbox } | undefined;
+  private offered: { sandbox: Sandbox; definitions: ToolDefinition[] } | undefined;
 
   private readonly instanceId: string;
+  private readonly fileStore: SandboxFileStore | undefined;
 
-  constructor(instanceId: string) {
+  constructor(instanceId: string, fileStore?: SandboxFileStore) {
     this.instanceId = instanceId;
+    this.fileStore = fileStore;
   }
 
-  /** Follows the render: creates the sandbox on first declaration, drops it when undeclared. */
-  async follow(declaration: SandboxDeclaration | undefined): Promise<void> {
+  /**
+   * Follows the render: creates the sandbox on first declaration, drops it when undeclared.
+   * `skills` (the render's packaged skills) feed the overlay; omitted, the previous ones stay.
+   */
+  async follow(declaration: SandboxDeclaration | undefined, skills?: readonly SkillReference[]): Promise<void> {
+    if (skills !== undefined) this.skills = skills;
     if (declaration === undefined) {
       this.current = undefined;
       return;
     }
     // The factory is submission-scoped: the first declaration of the attempt is the one that runs.
     this.factory ??= declaration.factory;
-    this.created ??= createSandbox(this.factory, this.instanceId);
+    this.created ??= createSandbox(this.factory, this.instanceId, this.fileStore);
     const sandbox = await this.created;
-    this.current = declaration.cwd === undefined ? sandbox : withCwd(sandbox, declaration.cwd);
+    if (declaration.cwd === undefined) this.current = sandbox;
+    else {
+      // One wrapper per cwd, so per-sandbox caches (write locks, the rg probe) hold across turns.
+      if (this.scoped?.cwd !== declaration.cwd) this.scoped = { cwd: declaration.cwd, sandbox: withCwd(sandbox, declaration.cwd) };
+      this.current = this.scoped.sandbox;
+    }
   }
 
-  /** Tool definitions for the model's tool list; execution goes through `tools` by name. */
+  /**
+   * Tool definitions for the model's tool list; execution goes through `tools` by name. Built once
+   * per sandbox, so every turn offers the same definition objects (and their schemas stay cached).
+   */
   toolDefinitions(): ToolDefinition[] {
+    if (this.current === undefined) {
+      this.tools.clear();
+      return [];
+    }
+    if (this.offered?.sandbox === this.current) return this.offered.definitions;
     this.tools.clear();
-    if (this.current === undefined) return [];
-    const tools = this.factory?.tools?.(this.current, { subagents: {} }) ?? defaultSandboxTools(this.current);
-    return tools.map((tool: AgentTool) => {
+    const overlay = this.overlay(this.current);
+    const tools = this.factory?.tools?.(overlay, { subagents: {} }) ?? defaultSandboxTools(overlay);
+    const definitions = tools.map((tool: AgentTool): ToolDefinition => {
       this.tools.set(tool.name, tool);
       return {
         name: tool.name,
@@ -54,12 +88,79 @@ export class AgentSandbox {
         },
       };
     });
+    this.offered = { sandbox: this.current, definitions };
+    return definitions;
+  }
+
+  /** The sandbox as the tools see it; one overlay per sandbox, reading the live skills. */
+  private overlay(sandbox: Sandbox): Sandbox {
+    let overlay = this.overlays.get(sandbox);
+    if (overlay === undefined) {
+      overlay = withPackagedSkills(sandbox, () => this.skills);
+      this.overlays.set(sandbox, overlay);
+    }
+    return overlay;
   }
 }
 
-async function createSandbox(factory: SandboxFactory, id: string): Promise<Sandbox> {
+async function createSandbox(factory: SandboxFactory, id: string, fileStore: SandboxFileStore | undefined): Promise<Sandbox> {
+  const options: CreateSandboxHostOptions = fileStore === undefined ? { id } : { id, [SANDBOX_FILE_STORE]: fileStore };
   const legacy = factory as SandboxFactory & { createSessionEnv?: (options: { id: string }) => Promise<Sandbox> };
-  return typeof factory.createSandbox === 'function' ? factory.createSandbox({ id }) : legacy.createSessionEnv!({ id });
+  return typeof factory.createSandbox === 'function' ? factory.createSandbox(options) : legacy.createSessionEnv!(options);
+}
+
+const PACKAGED_SKILLS_DIR = PACKAGED_SKILLS_ROOT.slice(0, -1);
+
+/**
+ * The packaged-skill overlay (sandbox.md §4, §8): `readFile`/`readFileBuffer` under
+ * `/.flue/packaged-skills/` are served from the bundled skill files (binary as base64 text wrapped
+ * at 76 characters for `readFile`) and never reach the adapter; writes there are refused (the
+ * files are read-only); `exec`, `stat`, `readdir` and `exists` pass through, so the files are
+ * invisible to the shell.
+ */
+export function withPackagedSkills(sandbox: Sandbox, skills: () => readonly SkillReference[]): Sandbox {
+  const packaged = (p: string): string | undefined => {
+    const resolved = sandbox.resolvePath(p);
+    return resolved === PACKAGED_SKILLS_DIR || resolved.startsWith(PACKAGED_SKILLS_ROOT) ? resolved : undefined;
+  };
+  const find = (path: string) => {
+    const found = resolvePackagedSkillFile(skills(), path);
+    if (found === undefined) throw new Error(`[flue] Packaged skill file not found: ${path}`);
+    return found.file;
+  };
+  const readOnly = (path: string): never => {
+    throw new Error(`[flue] Packaged skill files are read-only: ${path}`);
+  };
+  return {
+    get cwd() {
+      return sandbox.cwd;
+    },
+    resolvePath: (p) => sandbox.resolvePath(p),
+    exec: (command, options) => sandbox.exec(command, options),
+    async readFile(p) {
+      const path = packaged(p);
+      return path === undefined ? sandbox.readFile(p) : packagedFileText(find(path));
+    },
+    async readFileBuffer(p) {
+      const path = packaged(p);
+      return path === undefined ? sandbox.readFileBuffer(p) : packagedFileBytes(find(path));
+    },
+    async writeFile(p, content) {
+      const path = packaged(p);
+      return path === undefined ? sandbox.writeFile(p, content) : readOnly(path);
+    },
+    stat: (p) => sandbox.stat(p),
+    readdir: (p) => sandbox.readdir(p),
+    exists: (p) => sandbox.exists(p),
+    async mkdir(p, options) {
+      const path = packaged(p);
+      return path === undefined ? sandbox.mkdir(p, options) : readOnly(path);
+    },
+    async rm(p, options) {
+      const path = packaged(p);
+      return path === undefined ? sandbox.rm(p, options) : readOnly(path);
+    },
+  };
 }
 
 /** The same environment seen from another working directory: relative paths resolve there. */

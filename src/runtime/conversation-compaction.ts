@@ -75,6 +75,10 @@ export async function compactConversation(run: ResponseRun, _reason: 'threshold'
     summary = joinSplitSummary(summary, await summarize(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), true));
   }
   summary = appendFileLists(summary, fileListsFromToolCalls(messages.slice(0, cut.firstKeptIndex)));
+  // The recomposed prompt rebaselines the skill catalog and agent roster to what the model was last
+  // told, in the same batch as the summary: the narration snapshot and the prompt agree again, and
+  // the summarized add/remove signals stop mattering (skills-subagents-mcp.md §4).
+  const narrated = run.conv.resourceSnapshot;
   run.engine.commit(run.live, [
     {
       type: 'compaction',
@@ -84,6 +88,7 @@ export async function compactConversation(run: ResponseRun, _reason: 'threshold'
       usage,
       ts: new Date().toISOString(),
     },
+    ...(narrated === undefined ? [] : [{ type: 'resource_snapshot' as const, baseline: true, snapshot: narrated }]),
   ]);
   return true;
 }

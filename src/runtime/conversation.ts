@@ -8,7 +8,7 @@ import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } f
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from './errors.ts';
 import type { Batch, } from './sql-store.ts';
-import type { ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
+import type { ChildSessionRef, ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
 import { renderCompactionSummary } from './compaction.ts';
 import type { DeliveredMessage, PromptUsage } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
@@ -122,8 +122,13 @@ export class Conversation {
   lastDelivery: DeliveredMessage | undefined;
   /** A compaction landed after the last completed step: its usage no longer describes the context. */
   compactedSinceLastStep = false;
-  /** The resources last narrated to the model; undefined before the baseline. */
+  /** The resources last narrated to the model; undefined before first contact. */
   resourceSnapshot: ResourceSnapshot | undefined;
+  /** What the prompt's skill catalog and agent roster are rendered from (first contact, compaction). */
+  resourceBaseline: ResourceSnapshot | undefined;
+
+  /** Child sessions opened by `task` calls of this conversation (`child_session_retained`). */
+  readonly children: ChildSessionRef[] = [];
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
@@ -160,6 +165,16 @@ export class Conversation {
   compactableEntries(): { index: number; message: Message }[] {
     const from = this.compaction?.firstKept ?? 0;
     return this.modelEntries.slice(from).map((message, i) => ({ index: from + i, message }));
+  }
+
+  /** The text of the last model-visible assistant step: what a delegated task returns. */
+  finalAssistantText(): string {
+    for (let i = this.modelEntries.length - 1; i >= 0; i--) {
+      const entry = this.modelEntries[i]!;
+      if (entry.role !== 'assistant') continue;
+      return entry.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+    }
+    return '';
   }
 
   get previousSummary(): string | undefined {
@@ -247,11 +262,18 @@ export class Conversation {
       case 'response_metadata':
         return this.applyMetadata(record);
       case 'resource_snapshot':
-        this.resourceSnapshot = record.resources;
+        // Records from before the baseline existed carried `resources` (name → digest) only; they
+        // are ignored, so the next turn takes a fresh baseline silently.
+        if (record.snapshot === undefined) return;
+        this.resourceSnapshot = record.snapshot;
+        if (record.baseline) this.resourceBaseline = record.snapshot;
         return;
       case 'compaction':
         this.compaction = { summary: record.summary, firstKept: record.firstKept };
         this.compactedSinceLastStep = true;
+        return;
+      case 'child_session_retained':
+        this.children.push(record.child);
         return;
       case 'submission_settled':
         this.settlements.set(record.submissionId, {

@@ -29,7 +29,8 @@ import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
 import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
-import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type SubmissionOutcome } from './records.ts';
+import { type ConversationRecord, type SubmissionOutcome, interruptedToolText } from './records.ts';
+import { type ChildConversation, childConversationId, childConversations, childStreamKey } from './task-run.ts';
 import { ResponseRun, RunStopped, RunYield } from './response-run.ts';
 import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
@@ -338,6 +339,17 @@ export class ConversationEngine {
     return live.conv.snapshot(live.incarnation);
   }
 
+  /**
+   * The child conversations `task` calls opened under this instance's conversation (recursively),
+   * each with its transcript in the history view's shape; null for a never-contacted instance.
+   * Never served over HTTP (streaming-protocol.md §5): an in-process inspection path.
+   */
+  childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
+    const live = this.live(agentName, instanceId);
+    if (live.incarnation === undefined) return null;
+    return childConversations(this.store, live.conv);
+  }
+
   streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
     const live = this.live(agentName, instanceId);
     return live.incarnation === undefined ? null : { head: live.conv.head, incarnation: live.incarnation };
@@ -553,7 +565,7 @@ export class ConversationEngine {
     const joined = this.store.joinedInto(row.id);
     const records: ConversationRecord[] = [];
     if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
-      const interrupted = restRecords(live, ts);
+      const interrupted = restRecords(live, ts, this.store);
       records.push(...interrupted.records);
       const aborted = outcome === 'aborted';
       records.push({
@@ -626,9 +638,10 @@ export class ConversationEngine {
 
 /**
  * Records that bring an interrupted response to rest: an open stream is closed as aborted and
- * unresolved tool calls get the interrupted marker, so the model sees a coherent transcript.
+ * unresolved tool calls get the interrupted marker (a `task` call's names its child conversation),
+ * so the model sees a coherent transcript.
  */
-export function restRecords(live: LiveConversation, ts: string): { records: ConversationRecord[]; tools: string[] } {
+export function restRecords(live: LiveConversation, ts: string, store: SqlStore): { records: ConversationRecord[]; tools: string[] } {
   const records: ConversationRecord[] = [];
   const tail = live.conv.tail;
   if (tail.openStep !== undefined) records.push(convergeOpenStep(tail.openStep, ts));
@@ -642,7 +655,8 @@ export function restRecords(live: LiveConversation, ts: string): { records: Conv
       submissionId: pending.submissionId,
       outcomes: pending.calls.map((call) => {
         tools.push(call.name);
-        return { toolCallId: call.id, toolName: call.name, isError: true, content: INTERRUPTED_TOOL_TEXT };
+        const child = call.name === 'task' ? childConversationId(store, childStreamKey(live.stream, pending.stepId, call.id)) : undefined;
+        return { toolCallId: call.id, toolName: call.name, isError: true, content: interruptedToolText(child) };
       }),
       ts,
     });

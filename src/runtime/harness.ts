@@ -24,8 +24,9 @@ import {
 } from './errors.ts';
 import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
 import type { RenderResult } from './render.ts';
+import type { PromptCatalogs } from './narration.ts';
 import { runToolCall } from './tool-runner.ts';
-import { rosterSection, runTask, taskTool } from './subagents.ts';
+import { rosterSection, taskTool } from './subagents.ts';
 import { skillCatalog } from './skills/catalog.ts';
 import { activateSkillTool, hasSkillResources, readSkillResourceTool } from './skills/tools.ts';
 import { type AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
@@ -58,6 +59,14 @@ export interface HarnessDeps {
   depth: number;
   /** The agent's environment: its live sandbox and built-in tools, when it declared one. */
   environment?: AgentSandbox;
+  /**
+   * Runs one `task` call of this scratch conversation as a recorded child session retained on the
+   * conversation that owns the harness (task-run.ts).
+   */
+  task(
+    call: ToolCall,
+    site: { harness: string; depth: number; subagents: RenderResult['subagents']; signal: AbortSignal },
+  ): Promise<{ isError: boolean; content: string }>;
 }
 
 export function createHarness(deps: HarnessDeps): FlueHarness {
@@ -121,22 +130,26 @@ export function modelText(tool: ToolDefinition, outcome: { isError: boolean; con
   return PROSE_TOOLS.has(tool.name) && !outcome.isError && typeof outcome.output === 'string' ? outcome.output : outcome.content;
 }
 
-/** The framework's own tools for a render: `task` with delegates, the skill tools with skills. */
+/** The framework's own tools for a render: `task` always (static spec), the skill tools with skills. */
 export function frameworkTools(render: RenderResult): ToolDefinition[] {
   return [
-    ...(render.subagents.length > 0 ? [taskTool] : []),
+    taskTool,
     ...(render.skills.length > 0 ? [activateSkillTool(render.skills)] : []),
     ...(hasSkillResources(render.skills) ? [readSkillResourceTool(render.skills)] : []),
   ];
 }
 
-/** The system prompt of a render: its instructions, the skill catalog, then the roster of delegates. */
-export function systemPrompt(render: RenderResult): { systemPrompt?: string } {
-  const catalog = skillCatalog(render.skills);
+/**
+ * The system prompt of a render: its (live) instructions, the skill catalog, then the roster of
+ * delegates. The catalogs come from `catalogs` — the conversation's frozen baseline in the main
+ * conversation (narration.ts) — and from the render itself in scratch conversations.
+ */
+export function systemPrompt(render: RenderResult, catalogs: PromptCatalogs = render): { systemPrompt?: string } {
+  const catalog = skillCatalog(catalogs.skills);
   const parts = [
     ...(render.instructions === undefined ? [] : [render.instructions]),
     ...(catalog === undefined ? [] : [catalog]),
-    ...(render.subagents.length > 0 ? [rosterSection(render.subagents)] : []),
+    rosterSection(catalogs.subagents),
   ];
   return parts.length === 0 ? {} : { systemPrompt: parts.join('\n\n') };
 }
@@ -226,8 +239,7 @@ async function runPrompt(
           const tool = tools.get(call.name);
           if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
           if (tool === taskTool) {
-            const { name: _name, render: _render, ...inherited } = deps;
-            const outcome = await runTask(call.arguments, { subagents: render.subagents, harness: { ...inherited, signal } });
+            const outcome = await deps.task(call, { harness: deps.name, depth: deps.depth, subagents: render.subagents, signal });
             return toolResult(call, outcome.content, outcome.isError);
           }
           const builtin = deps.environment?.tools.get(call.name);

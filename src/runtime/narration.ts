@@ -1,23 +1,124 @@
 /**
- * Dynamic resources (skills-subagents-mcp.md §4): each render's tools, skills and subagents are
- * compared with the last narrated snapshot, and each kind that changed is announced to the model
- * with one `resources` signal at the turn boundary. The first render sets the baseline silently.
+ * Dynamic resources (skills-subagents-mcp.md §4). Tools, skills and subagents may be declared
+ * conditionally, so the set the model can use changes between renders. The surfaces the model
+ * already read stay frozen: the system prompt's skill catalog and agent roster are rendered from a
+ * durable BASELINE snapshot (taken at first contact, retaken at each compaction). Every turn's
+ * render is instead compared with the durable LAST-NARRATED snapshot, and what changed is
+ * appended as framework signals:
+ *
+ * - `resources` — one per changed kind (`resource="tool|skill|subagent"`), delta lines then the
+ *   kind's full roster;
+ * - `instructions` — the composed instruction document changed (the live prompt carries it);
+ * - `environment` — `useSandbox()` presence flipped; a full snapshot that supersedes that
+ *   boundary's `resources` deltas.
+ *
+ * This module is the pure core: the snapshot shape (stored in `resource_snapshot` records), the
+ * digests, the diff and the signal bodies. The engine decides when to emit (response-run.ts).
  */
 import { type ToolDefinition, toolParameters } from './define-tool.ts';
-import type { SkillReference } from './skills/define-skill.ts';
-import type { SubagentDefinition } from './subagents.ts';
 
 export type ResourceKind = 'tool' | 'skill' | 'subagent';
 
-interface Entry {
+/** One resource as the model sees it named. */
+export interface ResourceEntry {
   name: string;
   description: string;
-  /** What identifies this version of the entry; a change is narrated as an update. */
-  digest: string;
+  /** Tools only: digest of the canonical JSON of the converted input schema. */
+  schema?: string;
 }
 
-/** Last narrated state: per kind, name → digest. */
-export type ResourceSnapshot = Partial<Record<ResourceKind, Record<string, string>>>;
+/** The declared resources of one render, in declaration order (persisted; keep it JSON). */
+export interface ResourceSnapshot {
+  tools: ResourceEntry[];
+  skills: ResourceEntry[];
+  subagents: ResourceEntry[];
+  /** FNV-1a 64 of the composed instruction document (`undefined` digests as `''`). */
+  instructionsDigest: string;
+  /** Whether the render declared a sandbox (`useSandbox()`); its flip is an `environment` signal. */
+  sandbox: boolean;
+}
+
+/** The prompt catalogs a baseline feeds: the `## Available Skills` and `## Available Agents` sections. */
+export interface PromptCatalogs {
+  readonly skills: readonly { readonly name: string; readonly description: string }[];
+  readonly subagents: readonly { readonly name: string; readonly description: string }[];
+}
+
+// ── Digests ─────────────────────────────────────────────────────────────────────────────────
+
+const utf8 = new TextEncoder();
+
+/**
+ * 64-bit FNV-1a over the UTF-8 bytes of `text`, as 16 lowercase hex digits (change detection only).
+ * The hash is kept in four 16-bit limbs (low first) so every step stays in exact small-integer
+ * arithmetic; the prime is 2^40 + 0x1b3.
+ */
+export function fnv1a64(text: string): string {
+  let h0 = 0x2325;
+  let h1 = 0x8422;
+  let h2 = 0x9ce4;
+  let h3 = 0xcbf2;
+  for (const byte of utf8.encode(text)) {
+    h0 ^= byte;
+    const t0 = h0 * 0x1b3;
+    const t1 = h1 * 0x1b3 + (t0 >>> 16);
+    const t2 = h2 * 0x1b3 + h0 * 0x100 + (t1 >>> 16);
+    const t3 = h3 * 0x1b3 + h1 * 0x100 + (t2 >>> 16);
+    h0 = t0 & 0xffff;
+    h1 = t1 & 0xffff;
+    h2 = t2 & 0xffff;
+    h3 = t3 & 0xffff;
+  }
+  return [h3, h2, h1, h0].map((limb) => limb.toString(16).padStart(4, '0')).join('');
+}
+
+/** The instruction document's digest; an agent without one digests as the empty string. */
+export function digestInstructions(instructions: string | undefined): string {
+  return fnv1a64(instructions ?? '');
+}
+
+/** JSON with object keys sorted at every depth, so equal schemas digest equally. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) => {
+    if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return inner;
+    return Object.fromEntries(Object.entries(inner as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+}
+
+/** The snapshot of one render: what the model is offered at this turn boundary. */
+export function resourceSnapshot(render: {
+  tools: readonly ToolDefinition[];
+  skills: readonly { name: string; description: string }[];
+  subagents: readonly { name: string; description: string }[];
+  instructions: string | undefined;
+  sandbox: boolean;
+}): ResourceSnapshot {
+  return {
+    tools: render.tools.map((tool) => ({ name: tool.name, description: tool.description, schema: schemaDigest(tool) })),
+    skills: render.skills.map((skill) => ({ name: skill.name, description: skill.description })),
+    subagents: render.subagents.map((agent) => ({ name: agent.name, description: agent.description })),
+    instructionsDigest: digestInstructions(render.instructions),
+    sandbox: render.sandbox,
+  };
+}
+
+const digests = new WeakMap<ToolDefinition, string>();
+
+/** Tool definitions are frozen, so each one's schema digest is computed once. */
+function schemaDigest(tool: ToolDefinition): string {
+  let digest = digests.get(tool);
+  if (digest === undefined) {
+    digest = fnv1a64(canonicalJson(toolParameters(tool)));
+    digests.set(tool, digest);
+  }
+  return digest;
+}
+
+export function sameSnapshot(a: ResourceSnapshot, b: ResourceSnapshot): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+// ── Signal bodies ───────────────────────────────────────────────────────────────────────────
 
 const NOUN: Record<ResourceKind, [singular: string, plural: string]> = {
   tool: ['tool', 'tools'],
@@ -25,49 +126,91 @@ const NOUN: Record<ResourceKind, [singular: string, plural: string]> = {
   subagent: ['agent', 'agents'],
 };
 
-export function resourceEntries(render: {
-  tools: readonly ToolDefinition[];
-  skills: readonly SkillReference[];
-  subagents: readonly SubagentDefinition[];
-}): Record<ResourceKind, Entry[]> {
-  return {
-    tool: render.tools.map((tool) => ({ name: tool.name, description: tool.description, digest: JSON.stringify([tool.description, toolParameters(tool)]) })),
-    skill: render.skills.map((skill) => ({ name: skill.name, description: skill.description, digest: skill.id })),
-    subagent: render.subagents.map((agent) => ({ name: agent.name, description: agent.description, digest: JSON.stringify([agent.description, agent.model ?? null]) })),
-  };
+const KIND_FIELD = { tool: 'tools', skill: 'skills', subagent: 'subagents' } as const;
+
+/** `- **<name>** — <description>`, without the dash part when there is no description. */
+export function catalogLine(entry: { name: string; description?: string }): string {
+  return entry.description ? `- **${entry.name}** — ${entry.description}` : `- **${entry.name}**`;
 }
 
-export function snapshotOf(entries: Record<ResourceKind, Entry[]>): ResourceSnapshot {
-  const snapshot: ResourceSnapshot = {};
-  for (const kind of Object.keys(entries) as ResourceKind[]) {
-    snapshot[kind] = Object.fromEntries(entries[kind].map((entry) => [entry.name, entry.digest] as const).sort(([a], [b]) => (a < b ? -1 : 1)));
-  }
-  return snapshot;
-}
-
-/** The signal bodies for what changed since `previous`, one per kind, in tool/skill/subagent order. */
-export function narrate(entries: Record<ResourceKind, Entry[]>, previous: ResourceSnapshot): { kind: ResourceKind; body: string }[] {
+/**
+ * The `resources` signal bodies for what changed since `previous`, one per changed kind, in
+ * tool/skill/subagent order. An entry is updated when its description changed, or (tools) its
+ * input-schema digest.
+ */
+export function narrate(previous: ResourceSnapshot, current: ResourceSnapshot): { kind: ResourceKind; body: string }[] {
   const out: { kind: ResourceKind; body: string }[] = [];
   for (const kind of ['tool', 'skill', 'subagent'] as const) {
-    const before = previous[kind] ?? {};
-    const now = entries[kind];
+    const before = new Map(previous[KIND_FIELD[kind]].map((entry) => [entry.name, entry] as const));
+    const now = current[KIND_FIELD[kind]];
     const [one, many] = NOUN[kind];
     const lines: string[] = [];
-    const added = now.filter((entry) => before[entry.name] === undefined);
+    const added = now.filter((entry) => !before.has(entry.name));
     if (added.length > 0) {
       lines.push(added.length === 1 ? `New ${one} available:` : `New ${many} available:`);
-      for (const entry of added) lines.push(entry.description ? `- **${entry.name}** — ${entry.description}` : `- **${entry.name}**`);
+      for (const entry of added) lines.push(catalogLine(entry));
     }
     const names = new Set(now.map((entry) => entry.name));
-    for (const name of Object.keys(before)) if (!names.has(name)) lines.push(`The ${one} "${name}" is no longer available.`);
+    for (const name of before.keys()) if (!names.has(name)) lines.push(`The ${one} "${name}" is no longer available.`);
     for (const entry of now) {
-      const digest = before[entry.name];
-      if (digest === undefined || digest === entry.digest) continue;
-      lines.push(kind === 'tool' ? `The tool "${entry.name}" was updated.` : `The ${one} "${entry.name}" was updated:\n- **${entry.name}** — ${entry.description}`);
+      const old = before.get(entry.name);
+      if (old === undefined || (old.description === entry.description && old.schema === entry.schema)) continue;
+      if (kind === 'tool') lines.push(`The tool "${entry.name}" was updated.`);
+      else lines.push(`The ${one} "${entry.name}" was updated:`, catalogLine(entry));
     }
     if (lines.length === 0) continue;
     lines.push(`All available ${many}: ${now.map((entry) => entry.name).join(', ')}`);
     out.push({ kind, body: lines.join('\n') });
   }
   return out;
+}
+
+/** The whole body of the `instructions` signal: a marker of when the document changed. */
+export const INSTRUCTIONS_UPDATED_BODY = 'System instructions updated.';
+
+/**
+ * The `environment` signal body: a full snapshot, not a delta. A sandbox flip can change what the
+ * model believed about its files without any tool name changing, so everything is restated.
+ */
+export function environmentBody(state: {
+  /** The new sandbox's working directory; undefined when the sandbox went away. */
+  cwd: string | undefined;
+  tools: readonly string[];
+  skills: readonly ResourceEntry[];
+  subagents: readonly ResourceEntry[];
+}): string {
+  const lines = [
+    state.cwd === undefined
+      ? 'There is no sandbox anymore; the shell and filesystem tools are gone.'
+      : `The sandbox changed. Its working directory is now \`${state.cwd}\`.`,
+    'Files, directories and command results from the earlier environment may be gone: re-check anything you learned about them before relying on it.',
+    '',
+    `All available tools: ${state.tools.length > 0 ? state.tools.join(', ') : '(none)'}`,
+  ];
+  for (const [label, entries] of [
+    ['skills', state.skills],
+    ['agents', state.subagents],
+  ] as const) {
+    if (entries.length === 0) lines.push(`All available ${label}: (none)`);
+    else lines.push(`All available ${label}:`, ...entries.map(catalogLine));
+  }
+  return lines.join('\n');
+}
+
+const MCP_REASON_MAX = 300;
+
+function mcpReason(reason: string): string {
+  return reason.length > MCP_REASON_MAX ? `${reason.slice(0, MCP_REASON_MAX)}…` : reason;
+}
+
+/** The `resources` (`resource="mcp"`) body for optional servers that failed this submission. */
+export function mcpUnavailableBody(failures: readonly { name: string; reason: string }[]): string {
+  if (failures.length === 1) {
+    const [failure] = failures as [{ name: string; reason: string }];
+    return `MCP server "${failure.name}" is unavailable for this response: ${mcpReason(failure.reason)}. Its tools are not mounted.`;
+  }
+  return [
+    'These MCP servers are unavailable for this response; their tools are not mounted:',
+    ...failures.map((failure) => `- "${failure.name}" — ${mcpReason(failure.reason)}`),
+  ].join('\n');
 }

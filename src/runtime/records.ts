@@ -31,6 +31,12 @@ export type ConversationRecord =
       conversationId: string;
       uid: string;
       initialData?: unknown;
+      /** Set on a delegated task's child session (its own stream); absent on the root. */
+      kind?: 'task';
+      parentConversationId?: string;
+      /** The delegating `task` tool call. */
+      taskId?: string;
+      agent?: string;
       ts: string;
     }
   | {
@@ -95,9 +101,14 @@ export type ConversationRecord =
   | { type: 'data_write'; submissionId: string; messageId: string; name: string; data: unknown }
   | { type: 'response_metadata'; submissionId: string; messageId: string; metadata: Record<string, unknown> }
   | {
-      /** The tools, skills and subagents last narrated to the model (per kind: name → digest). */
+      /**
+       * The resources (tools, skills, subagents, instruction digest, sandbox presence) last
+       * narrated to the model. `baseline: true` marks the snapshot the system prompt's skill
+       * catalog and agent roster are rendered from: first contact and each compaction.
+       */
       type: 'resource_snapshot';
-      resources: ResourceSnapshot;
+      baseline: boolean;
+      snapshot: ResourceSnapshot;
     }
   | {
       type: 'compaction';
@@ -106,6 +117,15 @@ export type ConversationRecord =
       firstKept: number;
       tokensBefore: number;
       usage?: PromptUsage;
+      ts: string;
+    }
+  | {
+      /**
+       * Written on the delegating conversation when a `task` call opens its child session, in the
+       * same transaction as the child's first batch: where the child's own records are.
+       */
+      type: 'child_session_retained';
+      child: ChildSessionRef;
       ts: string;
     }
   | {
@@ -129,6 +149,21 @@ export interface ToolOutcomeRecord {
   durationMs?: number;
 }
 
+/** A child session retained on its parent (persistence.md §2, `child_session_retained`). */
+export interface ChildSessionRef {
+  type: 'task';
+  conversationId: string;
+  /** The child's stream in the same store (`tasks/<parent stream>/<step>/<toolCallId>`). */
+  stream: string;
+  agent: string;
+  taskId: string;
+  /** The delegating harness's name (`'default'` for the agent's own; the main conversation too). */
+  harness: string;
+  parentToolCallId: string;
+  /** The parent's assistant step that issued the call (main conversation only). */
+  parentAssistantEntryId?: string;
+}
+
 export type RecordOf<T extends ConversationRecord['type']> = Extract<ConversationRecord, { type: T }>;
 
 /** Error text the model sees for an ordinary tool call that a crash interrupted (errors.md §5). */
@@ -136,3 +171,9 @@ export const INTERRUPTED_TOOL_TEXT = JSON.stringify({
   type: 'interrupted',
   message: 'Tool execution was interrupted before completion. The outcome is unknown.',
 });
+
+/** The interrupted marker; for a `task` call it names the child conversation (errors.md §5). */
+export function interruptedToolText(childConversationId?: string): string {
+  if (childConversationId === undefined) return INTERRUPTED_TOOL_TEXT;
+  return JSON.stringify({ ...(JSON.parse(INTERRUPTED_TOOL_TEXT) as object), childConversationId });
+}

@@ -16,8 +16,9 @@ import { type LiveConversation, type ConversationEngine, convergeOpenStep } from
 import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
-import { narrate, resourceEntries, snapshotOf } from './narration.ts';
-import { type SubagentDefinition, runTask, taskTool } from './subagents.ts';
+import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from './narration.ts';
+import { type SubagentDefinition, renderDelegate, taskTool } from './subagents.ts';
+import { runTaskCall } from './task-run.ts';
 import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
@@ -46,6 +47,18 @@ export class RunYield extends Error {
 }
 
 const FINISH_CYCLE_CEILING = 32;
+
+/**
+ * A delegated task's child session (task-run.ts): the same loop over the child's own stream,
+ * inside the parent's attempt (same submission row, deadline and signal), with the delegate's
+ * render, the parent's environment and a model latched from the parent turn's.
+ */
+export interface DelegateSession {
+  subagent: SubagentDefinition;
+  depth: number;
+  environment: AgentSandbox;
+  model: NonNullable<RenderResult['model']>;
+}
 /**
  * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
  * doubling intervals up to 2 s. Short replies cost one or two rows; a long stream about one row
@@ -74,23 +87,31 @@ export class ResponseRun {
   private startMetadata: Record<string, unknown> | undefined;
   private consecutiveErrors = 0;
   private readonly attachmentCache = new Map<string, string>();
-  private readonly environment: AgentSandbox;
+  /** The agent's environment; a delegate shares its parent's. */
+  readonly environment: AgentSandbox;
+  /** Set when this run drives a delegated task's child session. */
+  private readonly delegate: DelegateSession | undefined;
+  /** Delegation depth of this conversation (the main conversation is 0). */
+  readonly depth: number;
   /** This attempt's MCP connections, resolved once from the first render that declares any. */
   private mcp: Promise<ResolvedMcpConnections> | undefined;
   /** The live roster of the latest turn's render (what `task` calls resolve against). */
-  private subagents: readonly SubagentDefinition[] = [];
+  subagents: readonly SubagentDefinition[] = [];
   private overflowRetried = false;
 
   private readonly sliceDeadline: number | undefined;
   private progressed = false;
 
-  constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent, sliceDeadline?: number) {
+  constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent, sliceDeadline?: number, delegate?: DelegateSession) {
     this.engine = engine;
     this.live = live;
     this.row = row;
     this.agent = agent;
     this.sliceDeadline = sliceDeadline;
-    this.environment = new AgentSandbox(live.instanceId);
+    this.delegate = delegate;
+    this.depth = delegate?.depth ?? 0;
+    this.model = delegate?.model;
+    this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, engine.store.sandboxFiles(live.stream));
   }
 
   get signal(): AbortSignal {
@@ -119,11 +140,14 @@ export class ResponseRun {
 
   async execute(): Promise<void> {
     const host = this.row;
-    if (!this.conv.applied.has(host.id)) this.engine.commit(this.live, [inputRecord(host)]);
-    if (this.conv.response(host.id).steps === 0) this.runResponseStart();
-    if (!this.conv.startRuns.has(host.id)) await this.runAgentStart(host.id);
-    for (const joined of this.engine.store.joinedInto(host.id)) {
-      if (!this.conv.startRuns.has(joined.id)) await this.runAgentStart(joined.id);
+    // A delegate's input (the task prompt) is written with its birth; it has no seams of its own.
+    if (this.delegate === undefined) {
+      if (!this.conv.applied.has(host.id)) this.engine.commit(this.live, [inputRecord(host)]);
+      if (this.conv.response(host.id).steps === 0) this.runResponseStart();
+      if (!this.conv.startRuns.has(host.id)) await this.runAgentStart(host.id);
+      for (const joined of this.engine.store.joinedInto(host.id)) {
+        if (!this.conv.startRuns.has(joined.id)) await this.runAgentStart(joined.id);
+      }
     }
     for (;;) {
       this.checkpoint();
@@ -137,17 +161,17 @@ export class ResponseRun {
         this.progressed = true;
         continue;
       }
-      if ((await this.joinQueued()) > 0) continue;
+      if (this.delegate === undefined && (await this.joinQueued()) > 0) continue;
       if (tail.unread) {
         await this.turn();
         this.progressed = true;
         continue;
       }
       await maybeCompactAfterTurn(this);
-      if (await this.runAgentFinish()) continue;
+      if (this.delegate === undefined && (await this.runAgentFinish())) continue;
       break;
     }
-    this.runResponseFinish();
+    if (this.delegate === undefined) this.runResponseFinish();
   }
 
   /** Cooperative checks before each turn and before recovery work (durability.md §5). */
@@ -164,6 +188,7 @@ export class ResponseRun {
   // ── Rendering ─────────────────────────────────────────────────────────────────────────────
 
   render(): RenderResult {
+    if (this.delegate !== undefined) return renderDelegate(this.delegate.subagent, this.conv.lastDelivery);
     const run = this;
     const scope: RenderScope = {
       instanceId: this.live.instanceId,
@@ -208,7 +233,8 @@ export class ResponseRun {
   /** Renders, then brings the environment in line with the render (a turn boundary). */
   private async renderWithEnvironment(): Promise<RenderResult> {
     const rendered = this.render();
-    await this.environment.follow(rendered.sandbox);
+    // A delegate declares no sandbox: it uses its parent's environment as the parent leaves it.
+    if (this.delegate === undefined) await this.environment.follow(rendered.sandbox, rendered.skills);
     return rendered;
   }
 
@@ -251,7 +277,7 @@ export class ResponseRun {
     );
   }
 
-  harness(depth = 0): FlueHarness {
+  harness(depth = this.depth): FlueHarness {
     return createHarness({ name: 'default', render: () => this.render(), ...this.delegationDeps(depth) });
   }
 
@@ -264,6 +290,8 @@ export class ResponseRun {
       log: (toolCallId, toolName) => this.logger({ tool: toolName, toolCallId }),
       depth,
       environment: this.environment,
+      // A harness scratch conversation's `task` calls are recorded children of this conversation.
+      task: (call, site) => runTaskCall(this, call, { ...site, stepId: newId('msg') }),
     };
   }
 
@@ -420,7 +448,8 @@ export class ResponseRun {
     this.narrateResourceChanges(tools, rendered);
     const model = resolveModel(this.model!.spec);
     const message = await this.streamStep(model, {
-      ...systemPrompt(rendered),
+      // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
+      ...systemPrompt(rendered, this.conv.resourceBaseline),
       messages: this.hydrateAttachments(this.conv.modelContext()),
       tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
     });
@@ -478,7 +507,6 @@ export class ResponseRun {
       this.mcp = resolveMcpConnections(rendered.mcpConnections);
       const resolved = await this.mcp;
       if (resolved.failures.length > 0) {
-        const lines = resolved.failures.map((failure) => `MCP server "${failure.name}" is unavailable for this response: ${failure.reason.slice(0, 300)}. Its tools are not mounted.`);
         this.engine.commit(this.live, [
           {
             type: 'signal',
@@ -486,7 +514,7 @@ export class ResponseRun {
             submissionId: this.row.id,
             origin: 'framework',
             signalType: 'resources',
-            body: lines.join('\n'),
+            body: mcpUnavailableBody(resolved.failures),
             attributes: { resource: 'mcp' },
             ts: new Date().toISOString(),
           },
@@ -504,24 +532,49 @@ export class ResponseRun {
     if (mcp !== undefined) await mcp.then((resolved) => resolved.close(), () => undefined);
   }
 
-  /** Resource-set changes are narrated at the turn boundary; the first render sets the baseline. */
+  /**
+   * Dynamic-resource narration at a turn boundary (skills-subagents-mcp.md §4): the render is
+   * compared with the last narrated snapshot. First contact records the baseline silently (the
+   * prompt catalogs are rendered from it). Otherwise an instruction change is marked with an
+   * `instructions` signal, and a sandbox presence flip is restated by one `environment` signal
+   * that supersedes the boundary's `resources` deltas. Signals and the new snapshot commit in one
+   * batch; framework signals never move the `useDelivery()` cursor.
+   */
   private narrateResourceChanges(tools: readonly ToolDefinition[], rendered: RenderResult): void {
-    const entries = resourceEntries({ tools, skills: rendered.skills, subagents: rendered.subagents });
-    const current = snapshotOf(entries);
+    const current = resourceSnapshot({
+      tools,
+      skills: rendered.skills,
+      subagents: rendered.subagents,
+      instructions: rendered.instructions,
+      // The environment as this boundary left it (a delegate shares its parent's).
+      sandbox: this.environment.current !== undefined,
+    });
     const previous = this.conv.resourceSnapshot;
-    if (previous !== undefined && JSON.stringify(previous) === JSON.stringify(current)) return;
+    if (previous === undefined || this.conv.resourceBaseline === undefined) {
+      this.engine.commit(this.live, [{ type: 'resource_snapshot', baseline: true, snapshot: current }]);
+      return;
+    }
+    if (sameSnapshot(previous, current)) return;
+    const signals: { signalType: string; body: string; attributes?: Record<string, string> }[] = [];
+    if (previous.instructionsDigest !== current.instructionsDigest) signals.push({ signalType: 'instructions', body: INSTRUCTIONS_UPDATED_BODY });
+    if (previous.sandbox !== current.sandbox) {
+      signals.push({
+        signalType: 'environment',
+        body: environmentBody({
+          cwd: current.sandbox ? this.environment.current?.cwd : undefined,
+          tools: current.tools.map((tool) => tool.name),
+          skills: current.skills,
+          subagents: current.subagents,
+        }),
+      });
+    } else {
+      for (const { kind, body } of narrate(previous, current)) signals.push({ signalType: 'resources', body, attributes: { resource: kind } });
+    }
     const ts = new Date().toISOString();
-    const records: ConversationRecord[] = (previous === undefined ? [] : narrate(entries, previous)).map(({ kind, body }) => ({
-      type: 'signal',
-      messageId: newId('msg'),
-      origin: 'framework',
-      signalType: 'resources',
-      body,
-      attributes: { resource: kind },
-      ts,
-    }));
-    records.push({ type: 'resource_snapshot', resources: current });
-    this.engine.commit(this.live, records);
+    this.engine.commit(this.live, [
+      ...signals.map((signal): ConversationRecord => ({ type: 'signal', messageId: newId('msg'), submissionId: this.row.id, origin: 'framework', ...signal, ts })),
+      { type: 'resource_snapshot', baseline: false, snapshot: current },
+    ]);
   }
 
   /** Streams one step; deltas are committed in coalesced batches, the step ends in one record. */
@@ -615,8 +668,10 @@ export class ResponseRun {
     const pending = this.conv.tail.pendingToolCalls!;
     const fresh = this.freshSteps.has(pending.stepId);
     const tools = fresh ? this.lastTools : new Map(this.render().tools.map((tool) => [tool.name, tool]));
-    const outcomes = await Promise.all(
+    const settled = await Promise.allSettled(
       pending.calls.map((call) => {
+        // Recovery resumes a delegated task's child session to completion (durability.md §6.2).
+        if (!fresh && call.name === taskTool.name) return this.runTask(call, pending.stepId, true);
         const tool = tools.get(call.name);
         // Recovery re-runs only durable tools; an ordinary call's outcome is unknown (seed).
         if (!fresh && !(tool?.durable === true)) return Promise.resolve(interruptedOutcome(call));
@@ -624,6 +679,10 @@ export class ResponseRun {
       }),
     );
     if (this.signal.aborted) throw this.abortReason ?? abortError();
+    // Stopping or the deadline inside a child leaves the whole batch unresolved for recovery.
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    const outcomes = settled.map((result) => (result as PromiseFulfilledResult<ToolOutcomeRecord>).value);
     this.commitWithState([
       {
         type: 'tool_results',
@@ -636,12 +695,21 @@ export class ResponseRun {
     ]);
   }
 
+  /** A `task` call: its delegate runs (or, recovering, resumes) as a recorded child session. */
+  private async runTask(call: ToolCall, stepId: string, recovering: boolean): Promise<ToolOutcomeRecord> {
+    const started = Date.now();
+    const outcome = await runTaskCall(this, call, {
+      stepId,
+      subagents: recovering ? this.render().subagents : this.subagents,
+      depth: this.depth,
+      signal: this.signal,
+      recovering,
+    });
+    return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }), durationMs: Date.now() - started };
+  }
+
   private async runOne(call: ToolCall, tool: ToolDefinition | undefined, stepId: string): Promise<ToolOutcomeRecord> {
-    if (tool === taskTool) {
-      const started = Date.now();
-      const outcome = await runTask(call.arguments, { subagents: this.subagents, harness: this.delegationDeps(0) });
-      return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }), durationMs: Date.now() - started };
-    }
+    if (tool === taskTool) return this.runTask(call, stepId, false);
     const builtin = tool === undefined ? undefined : this.environment.tools.get(call.name);
     if (builtin !== undefined) {
       const outcome = await runBuiltinTool(builtin, call.id, call.arguments, this.signal);
@@ -663,7 +731,7 @@ export class ResponseRun {
       toolCallId: call.id,
       signal: this.signal,
       log,
-      ...(tool.harness ? { harness: () => this.harness(1) } : {}),
+      ...(tool.harness ? { harness: () => this.harness(this.depth + 1) } : {}),
       ...(tool.durable
         ? {
             step: createToolStep({

@@ -31,6 +31,7 @@ beforeEach(() => {
     abort: unused,
     getInstance: unused,
     history: unused,
+    childConversations: unused,
     streamHead: unused,
     updates,
     attachment: unused,

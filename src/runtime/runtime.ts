@@ -8,6 +8,7 @@ import type { AdmissionRequest, ReadOptions } from './engine.ts';
 import type { AgentRegistry } from './identity.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import type { SubmissionKind } from './sql-store.ts';
+import type { ChildConversation } from './task-run.ts';
 import type { AgentInstanceInfo, AgentReply, DispatchReceipt } from './types.ts';
 
 /** A receipt plus the stream head at admission (`-1` on a deduplicated replay). */
@@ -49,6 +50,11 @@ export interface FlueRuntime {
   getInstance(agentName: string, instanceId: string): Promise<AgentInstanceInfo | null>;
   /** The history view: the reduced root conversation, or null for a never-contacted instance. */
   history(agentName: string, instanceId: string): Promise<FlueConversationSnapshot | null>;
+  /**
+   * The child conversations the instance's `task` calls opened (recursively), each with its
+   * transcript; null for a never-contacted instance. In-process inspection only (never HTTP).
+   */
+  childConversations(agentName: string, instanceId: string): Promise<ChildConversation[] | null>;
   /** Head of the stream (`-1` when empty), or null for a never-contacted instance. */
   streamHead(agentName: string, instanceId: string): Promise<{ head: number; incarnation: string } | null>;
   /**

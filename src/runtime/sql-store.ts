@@ -8,6 +8,7 @@
  */
 import { ConversationRecordInvariantError, PersistedFormatVersionError } from './errors.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
+import { SqlSandboxFiles } from './sql-sandbox-files.ts';
 
 export type SqlValue = string | number | null | Uint8Array;
 export type SqlRow = Record<string, SqlValue>;
@@ -73,6 +74,14 @@ const SCHEMA = [
      stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
      PRIMARY KEY (stream, tool_call_id, step)
    ) WITHOUT ROWID`,
+  // virtualSandbox() files (sql-sandbox-files.ts). Rowid tables: the rows carry file contents.
+  `CREATE TABLE IF NOT EXISTS flue_sandbox_files (
+     stream TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, mode INTEGER NOT NULL, size INTEGER NOT NULL,
+     mtime INTEGER NOT NULL, chunks INTEGER NOT NULL, data BLOB, PRIMARY KEY (stream, path)
+   )`,
+  `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
+     stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
+   )`,
 ];
 
 /** Stamp first, then create, so a crash mid-migration leaves a versioned store (persistence.md §5). */
@@ -381,5 +390,12 @@ export class SqlStore {
       step,
       JSON.stringify(value),
     );
+  }
+
+  // ── Sandbox files ────────────────────────────────────────────────────────────────────────
+
+  /** The conversation's durable `virtualSandbox()` files. */
+  sandboxFiles(stream: string): SqlSandboxFiles {
+    return new SqlSandboxFiles(this.driver, stream);
   }
 }

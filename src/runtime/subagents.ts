@@ -1,16 +1,16 @@
 /**
  * Subagents (skills-subagents-mcp.md §2): `defineSubagent`, `GeneralSubagent`, and the `task`
  * tool that delegates to one. A delegate renders fresh in a subagent frame and runs to completion
- * in a detached conversation of its own that shares the parent's environment; only its final
- * text returns to the parent.
+ * in a child session of its own (recorded as its own stream, see task-run.ts) that shares the
+ * parent's environment; only its final text returns to the parent.
  */
 import * as v from 'valibot';
 import type { ToolDefinition } from './define-tool.ts';
 import { DelegationDepthExceededError } from './errors.ts';
-import { DELEGATION_DEPTH_CAP, createHarness, type HarnessDeps } from './harness.ts';
+import { DELEGATION_DEPTH_CAP } from './harness.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
 import { type RenderResult, render } from './render.ts';
-import type { ThinkingLevel } from './types.ts';
+import type { DeliveredMessage, ThinkingLevel } from './types.ts';
 
 export interface SubagentDefinition {
   name: string;
@@ -58,12 +58,19 @@ export const GeneralSubagent: SubagentDefinition = Object.freeze({
   agent: () => undefined,
 });
 
-/** The system-prompt section naming the delegates the `task` tool can reach. */
-export function rosterSection(subagents: readonly SubagentDefinition[]): string {
+/**
+ * The system prompt's `## Available Agents` section: the one place the roster is rendered. It is
+ * always present (the `task` tool always is); `entries` is the roster to show — the conversation's
+ * frozen baseline in the main conversation. With no entries it says none are declared.
+ */
+export function rosterSection(entries: readonly { readonly name: string; readonly description: string }[]): string {
+  if (entries.length === 0) {
+    return ['## Available Agents', 'No subagents are declared for this agent. Do not call the `task` tool.'].join('\n');
+  }
   return [
     '## Available Agents',
     'Delegate focused work with the `task` tool, naming one of these agents:',
-    ...subagents.map((subagent) => `- **${subagent.name}** — ${subagent.description}`),
+    ...entries.map((entry) => `- **${entry.name}** — ${entry.description}`),
   ].join('\n');
 }
 
@@ -74,7 +81,7 @@ const taskInput = v.object({
   cwd: v.optional(v.string()),
 });
 
-/** The `task` tool as the model sees it (its execution runs through `runTask`). */
+/** The `task` tool as the model sees it: a static spec (its execution runs through task-run.ts). */
 export const taskTool: ToolDefinition = Object.freeze({
   name: 'task',
   description:
@@ -85,53 +92,50 @@ export const taskTool: ToolDefinition = Object.freeze({
   },
 });
 
-export interface TaskContext {
-  /** The live roster of the delegating render. */
-  subagents: readonly SubagentDefinition[];
-  /** The delegating conversation's harness settings (model, signal, environment, depth). */
-  harness: Omit<HarnessDeps, 'name' | 'render'>;
-}
+/** What one `task` call resolves to: an immediate tool result, or a delegate to run. */
+export type TaskResolution =
+  | { kind: 'result'; isError: boolean; content: string; undeclared?: true }
+  | { kind: 'run'; subagent: SubagentDefinition; prompt: string; depth: number };
 
-/** Runs one `task` call; the result text is what the parent model sees. */
-export async function runTask(args: unknown, context: TaskContext): Promise<{ isError: boolean; content: string }> {
+/**
+ * Resolves a `task` call against the live roster of the delegating render. An unknown agent is a
+ * factual miss (not an error); `depth` is the delegating conversation's depth (the main
+ * conversation is 0), and the delegate runs one level deeper, below the cap.
+ */
+export function resolveTask(args: unknown, subagents: readonly SubagentDefinition[], depth: number): TaskResolution {
   const parsed = v.safeParse(taskInput, args ?? {});
   if (!parsed.success) {
-    return { isError: true, content: `Arguments for tool "task" do not match the required schema: ${parsed.issues.map((issue) => issue.message).join('; ')}.` };
+    return { kind: 'result', isError: true, content: `Arguments for tool "task" do not match the required schema: ${parsed.issues.map((issue) => issue.message).join('; ')}.` };
   }
   const { prompt, agent } = parsed.output;
-  const subagent = context.subagents.find((candidate) => candidate.name === agent);
+  const subagent = subagents.find((candidate) => candidate.name === agent);
   if (subagent === undefined) {
-    const names = context.subagents.map((candidate) => candidate.name);
-    return { isError: false, content: `Subagent "${agent}" is not declared. Available subagents: ${names.length ? names.join(', ') : '(none)'}.` };
+    const names = subagents.map((candidate) => candidate.name);
+    return {
+      kind: 'result',
+      isError: false,
+      undeclared: true,
+      content: `Subagent "${agent}" is not declared. Available subagents: ${names.length ? names.join(', ') : '(none)'}.`,
+    };
   }
-  const depth = context.harness.depth + 1;
-  if (depth >= DELEGATION_DEPTH_CAP) return { isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
-  const delegate = createHarness({
-    ...context.harness,
-    name: `task:${subagent.name}`,
-    depth,
-    modelSpec: subagent.model ?? context.harness.modelSpec,
-    thinkingLevel: subagent.thinkingLevel ?? context.harness.thinkingLevel,
-    render: (): RenderResult =>
-      render(subagent.agent, {
-        kind: 'subagent',
-        scope: {
-          delivery: { kind: 'user', body: prompt },
-          readState: () => ({ found: false }),
-          setState: () => {
-            throw new Error('[flue] A subagent has no persistent state.');
-          },
-          writeData: () => {
-            throw new Error('[flue] A subagent cannot write message data.');
-          },
-          dispatch: () => Promise.reject(new Error('[flue] A subagent cannot dispatch messages.')),
-        },
-      }),
+  if (depth + 1 >= DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
+  return { kind: 'run', subagent, prompt, depth: depth + 1 };
+}
+
+/** Renders a delegate fresh in a subagent frame; `useDelivery()` there is the task prompt. */
+export function renderDelegate(subagent: SubagentDefinition, delivery: DeliveredMessage | undefined): RenderResult {
+  return render(subagent.agent, {
+    kind: 'subagent',
+    scope: {
+      delivery,
+      readState: () => ({ found: false }),
+      setState: () => {
+        throw new Error('[flue] A subagent has no persistent state.');
+      },
+      writeData: () => {
+        throw new Error('[flue] A subagent cannot write message data.');
+      },
+      dispatch: () => Promise.reject(new Error('[flue] A subagent cannot dispatch messages.')),
+    },
   });
-  try {
-    const { text } = await delegate.prompt(prompt);
-    return { isError: false, content: text || '(task completed with no text)' };
-  } catch (error) {
-    return { isError: true, content: error instanceof Error ? error.message : String(error) };
-  }
 }

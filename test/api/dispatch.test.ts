@@ -20,6 +20,7 @@ import {
 } from '@flue/runtime';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { MODEL, expectFlueError, expectPlainFlueError, rejection, transcript } from './helpers.ts';
+import { promptOf } from '../support/prompts.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -338,11 +339,11 @@ describe('initialData', () => {
     ctx.server.script({ text: 'a' }, { text: 'b' });
     const created = await dispatch(Seeded, { id: 's2', message: 'hi', initialData: { issue: 7 } });
     await readOf(Seeded, 's2', created.submissionId);
-    expect(ctx.server.requests[0]!.system).toBe('DATA={"issue":7,"label":"none","doubled":14}');
+    expect(ctx.server.requests[0]!.system).toBe(promptOf('DATA={"issue":7,"label":"none","doubled":14}'));
     // On an existing instance initialData is not consulted at all: not validated, not recorded.
     const later = await dispatch(Seeded, { id: 's2', message: 'again', initialData: { issue: 'not-a-number' } });
     await readOf(Seeded, 's2', later.submissionId);
-    expect(ctx.server.requests[1]!.system).toBe('DATA={"issue":7,"label":"none","doubled":14}');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('DATA={"issue":7,"label":"none","doubled":14}'));
   });
 
   it('without a schema, records initialData as sent (and a deep copy of it)', async () => {
@@ -352,7 +353,7 @@ describe('initialData', () => {
     const created = await dispatch(Untyped, { id: 'u1', message: 'hi', initialData: data });
     data.nested.n = 999;
     await readOf(Untyped, 'u1', created.submissionId);
-    expect(ctx.server.requests[0]!.system).toBe('DATA={"tags":["x","y"],"nested":{"n":1}}');
+    expect(ctx.server.requests[0]!.system).toBe(promptOf('DATA={"tags":["x","y"],"nested":{"n":1}}'));
   });
 
   it('without initialData and without a schema, useInitialData() is undefined', async () => {
@@ -360,7 +361,7 @@ describe('initialData', () => {
     ctx.server.script({ text: 'a' });
     const created = await dispatch(Untyped, { id: 'u2', message: 'hi' });
     await readOf(Untyped, 'u2', created.submissionId);
-    expect(ctx.server.requests[0]!.system).toBe('DATA=undefined');
+    expect(ctx.server.requests[0]!.system).toBe(promptOf('DATA=undefined'));
   });
 });
 

@@ -24,6 +24,7 @@ import {
 } from '@flue/runtime';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { MODEL, rejection, sleep, transcript } from './helpers.ts';
+import { promptOf } from '../support/prompts.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -72,10 +73,10 @@ describe('usePersistentState', () => {
     ctx.server.script({ toolCalls: [{ name: 'bump_twice', arguments: {} }] }, { text: 'ok' }, { text: 'still' });
     const { handle, receipt } = await send(Counter, 'c', 'bump');
     await handle.read(receipt);
-    expect(ctx.server.requests[0]!.system).toBe('count=0');
-    expect(ctx.server.requests[1]!.system).toBe('count=2');
+    expect(ctx.server.requests[0]!.system).toBe(promptOf('count=0'));
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('count=2'));
     await handle.read(await handle.dispatch('again'));
-    expect(ctx.server.requests[2]!.system).toBe('count=2');
+    expect(ctx.server.requests[2]!.system).toBe(promptOf('count=2'));
   });
 
   it('an updater sees a value set earlier in the same tool call', async () => {
@@ -83,7 +84,7 @@ describe('usePersistentState', () => {
     ctx.server.script({ toolCalls: [{ name: 'set_then_double', arguments: {} }] }, { text: 'ok' });
     const { handle, receipt } = await send(Counter, 'c2', 'go');
     await handle.read(receipt);
-    expect(ctx.server.requests[1]!.system).toBe('count=10');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('count=10'));
   });
 
   it('two updaters in parallel tool calls of one batch both apply', async () => {
@@ -99,7 +100,7 @@ describe('usePersistentState', () => {
     );
     const { handle, receipt } = await send(Counter, 'c3', 'go');
     await handle.read(receipt);
-    expect(ctx.server.requests[1]!.system).toBe('count=4');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('count=4'));
   });
 
   function Unsettable() {
@@ -133,7 +134,7 @@ describe('usePersistentState', () => {
     const result = ctx.server.requests[1]!.messages.find((m) => m.role === 'tool');
     expect(result?.isError).toBe(true);
     expect(result?.content).toMatch(/undefined/);
-    expect(ctx.server.requests[1]!.system).toBe('value=initial');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('value=initial'));
   });
 
   it('a non-serializable value throws inside the tool', async () => {
@@ -143,7 +144,7 @@ describe('usePersistentState', () => {
     await handle.read(receipt);
     const result = ctx.server.requests[1]!.messages.find((m) => m.role === 'tool');
     expect(result?.isError).toBe(true);
-    expect(ctx.server.requests[1]!.system).toBe('value=initial');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('value=initial'));
   });
 
   it('a write equal to the current (default) value is a no-op: the default is not persisted', async () => {
@@ -167,7 +168,7 @@ describe('usePersistentState', () => {
     const { handle, receipt } = await send(Defaulted, 'd', 'go');
     await handle.read(receipt);
     // Had the write been recorded, 'first-default' would now shadow the changed default.
-    expect(ctx.server.requests[1]!.system).toBe('mode=second-default');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('mode=second-default'));
   });
 
   it('a deep-equal write with another key order is a no-op too', async () => {
@@ -191,7 +192,7 @@ describe('usePersistentState', () => {
     const { handle, receipt } = await send(Ordered, 'd2', 'go');
     await handle.read(receipt);
     // { b: 2, a: 1 } deep-equals the current { a: 1, b: 2 }: nothing may be written.
-    expect(ctx.server.requests[1]!.system).toBe('obj={"changed":1}');
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('obj={"changed":1}'));
   });
 });
 
@@ -448,8 +449,8 @@ describe('joins and useDelivery()', () => {
     const firstReply = await handle.read(first);
 
     expect(ctx.server.requests).toHaveLength(2);
-    expect(ctx.server.requests[0]!.system).toBe('DELIVERY=first');
-    expect(ctx.server.requests[1]!.system).toBe('DELIVERY=second');
+    expect(ctx.server.requests[0]!.system).toBe(promptOf('DELIVERY=first'));
+    expect(ctx.server.requests[1]!.system).toBe(promptOf('DELIVERY=second'));
     expect(transcript(ctx.server.requests[1]!)).toContain('second');
     expect(startSaw).toEqual(['first', 'second']);
     expect(firstReply.text).toBe('working on the first one\n\nanswer for both');

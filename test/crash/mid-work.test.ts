@@ -197,7 +197,7 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
       content: INTERRUPTED_MARKER,
       isError: true,
     });
-    expect(retry.tools.map((tool) => tool.name)).toEqual([]);
+    expect(retry.tools.map((tool) => tool.name)).toEqual(['task']);
     expectSettledExactlyOnce(inspectDb(s.db, stream), [first.submissionId]);
   });
 

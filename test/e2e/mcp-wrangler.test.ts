@@ -50,6 +50,6 @@ test('an agent with useMcpConnection lists and calls a server tool with an outpu
   const response = await fetch(`${dev!.base}/ask/t1`, { method: 'POST', body: 'File a crash issue.' });
   expect(response.status).toBe(200);
   expect(((await response.json()) as { reply: string }).reply).toBe('Filed ISSUE-1.');
-  expect(model.requests[0]!.tools.map((t) => t.name)).toEqual(['mcp__tracker__create_issue']);
+  expect(model.requests[0]!.tools.map((t) => t.name)).toEqual(['task', 'mcp__tracker__create_issue']);
   expect(model.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain('created Crash');
 });

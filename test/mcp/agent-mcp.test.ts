@@ -49,8 +49,29 @@ test('an optional server that is down mounts nothing, is narrated to the model, 
   const handle = init(Resilient, { id: 'mcp-2' });
   expect((await handle.read(await handle.dispatch('hi'))).text).toBe('Still here.');
   const request = ctx.server.requests[0]!;
-  expect(request.tools).toEqual([]);
-  expect(request.messages.map((m) => m.content).join('\n')).toContain('MCP server "flaky" is unavailable for this response');
+  expect(request.tools.filter((t) => t.name.startsWith('mcp__'))).toEqual([]);
+  const signal = request.messages.find((m) => m.content.includes('resource="mcp"'))!.content;
+  expect(signal).toMatch(/^<signal type="resources" resource="mcp">\nMCP server "flaky" is unavailable for this response: \S.*\. Its tools are not mounted\.\n<\/signal>$/);
+});
+
+test('several optional servers down are narrated in one resources signal: a header, then a line per server', async () => {
+  function Degraded() {
+    useModel('anthropic/claude-haiku-4-5');
+    useMcpConnection({ name: 'flaky', url: down, optional: true });
+    useMcpConnection({ name: 'sleepy', url: down, optional: true });
+    return 'Work.';
+  }
+  await ctx.start([Degraded]);
+  ctx.server.script({ text: 'Still here.' });
+  const handle = init(Degraded, { id: 'mcp-4' });
+  expect((await handle.read(await handle.dispatch('hi'))).text).toBe('Still here.');
+  const signals = ctx.server.requests[0]!.messages.filter((m) => m.content.includes('resource="mcp"'));
+  expect(signals).toHaveLength(1);
+  const body = signals[0]!.content.split('\n').slice(1, -1);
+  expect(body).toHaveLength(3);
+  expect(body[0]).toBe('These MCP servers are unavailable for this response; their tools are not mounted:');
+  expect(body[1]).toMatch(/^- "flaky" — \S/);
+  expect(body[2]).toMatch(/^- "sleepy" — \S/);
 });
 
 test('a required server that is down fails the submission before any model call', async () => {

@@ -17,6 +17,7 @@ import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { ReleaseManager } from './approval-gate/src/agents/release-manager.ts';
 import { releases } from './approval-gate/src/shared/releases.ts';
 import { dispatchAndRead, readReceipt, settleIo, signals, toolNames, toolResult } from './helpers.ts';
+import { promptOf } from '../support/prompts.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -99,7 +100,7 @@ describe('approval gate (seed 000, tools.md §15)', () => {
 
     expect(ctx.server.requests).toHaveLength(1);
     const [first] = ctx.server.requests;
-    expect(first!.system).toBe('Prepare releases. Stable releases need operator approval before they publish.');
+    expect(first!.system).toBe(promptOf('Prepare releases. Stable releases need operator approval before they publish.'));
     expect(toolNames(first!)).toContain('publish_release');
     expect(first!.tools.find((t) => t.name === 'publish_release')).toMatchObject({
       description: 'Publish a tagged release to npm. Some calls need operator approval before they run.',

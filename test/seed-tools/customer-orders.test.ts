@@ -8,6 +8,7 @@ import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { CustomerOrders } from './customer-orders/src/agents/customer-orders.ts';
 import { orders } from './customer-orders/src/shared/orders.ts';
 import { dispatchAndRead, readReceipt, toolResult } from './helpers.ts';
+import { promptOf } from '../support/prompts.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -40,14 +41,14 @@ describe('CustomerOrders (seed 000, protecting access)', () => {
 
     expect(orders.calls).toEqual([{ customerId: 'cus_alice', orderId: 'A-1' }]);
     const first = ctx.server.requests[0]!;
-    expect(first.system).toBe('帮助此客户检查他们的订单状态。');
+    expect(first.system).toBe(promptOf('帮助此客户检查他们的订单状态。'));
     // The model is shown only orderId: it has no customer parameter to choose.
     expect(first.tools.find((t) => t.name === 'lookup_customer_order')?.parameters).toMatchObject({
       type: 'object',
       properties: { orderId: { type: 'string' } },
       required: ['orderId'],
     });
-    expect(Object.keys((first.tools[0]!.parameters as { properties: object }).properties)).toEqual(['orderId']);
+    expect(Object.keys((first.tools.find((t) => t.name === 'lookup_customer_order')!.parameters as { properties: object }).properties)).toEqual(['orderId']);
     expect(toolResult(ctx.server.requests[1]!, 'toolu_co1').content).toBe(JSON.stringify('已发货'));
     expect(reply.text).toBe('您的订单 A-1 已发货。');
   });

@@ -8,6 +8,7 @@ import { OrderAssistant } from './order-assistant/src/agents/order-assistant.ts'
 import { orders } from './order-assistant/src/shared/orders.ts';
 import { lookupOrder } from './order-assistant/src/tools/lookup-order.ts';
 import { dispatchAndRead, toolNames, toolResult } from './helpers.ts';
+import { promptOf } from '../support/prompts.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -26,7 +27,7 @@ describe('lookup_order / OrderAssistant (seed 000)', () => {
     expect(reply.text).toBe('你好!请告诉我订单号。');
 
     const [request] = ctx.server.requests;
-    expect(request!.system).toBe('帮助客户检查他们的订单状态。');
+    expect(request!.system).toBe(promptOf('帮助客户检查他们的订单状态。'));
     const tool = request!.tools.find((t) => t.name === 'lookup_order');
     expect(tool).toBeDefined();
     expect(tool!.description).toBe('通过 ID 查询一个订单并返回其当前状态。');

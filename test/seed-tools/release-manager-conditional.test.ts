@@ -12,6 +12,7 @@ import { ReleaseManager } from './conditional/src/agents/release-manager.ts';
 import { approvals } from './conditional/src/shared/approvals.ts';
 import { releases } from './conditional/src/shared/releases.ts';
 import { dispatchAndRead, signals, toolNames, toolResult } from './helpers.ts';
+import { promptOf } from '../support/prompts.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -34,7 +35,7 @@ describe('ReleaseManager with a conditional tool (seed 000)', () => {
     const { reply } = await dispatchAndRead(ReleaseManager, 'rm-1', `批准代码 ${VALID},请发布 flue@2.0.0`);
 
     const [first, second, third] = ctx.server.requests;
-    expect(first!.system).toBe('准备发布。发布在操作员批准后解锁。');
+    expect(first!.system).toBe(promptOf('准备发布。发布在操作员批准后解锁。'));
     expect(toolNames(first!)).toContain('record_approval');
     expect(toolNames(first!)).not.toContain('publish_release');
     expect(signals(first!, 'resources')).toEqual([]);
@@ -161,7 +162,7 @@ describe('ReleaseManager with a conditional tool (seed 000)', () => {
     expect(lines[1]).toBe('New tool available:');
     expect(lines[2]).toBe('- **publish_release** — 将已批准的版本发布到 npm。');
     expect(lines.at(-2)).toMatch(/^All available tools: /);
-    expect(lines.at(-2)!.replace('All available tools: ', '').split(', ').sort()).toEqual(['publish_release', 'record_approval']);
+    expect(lines.at(-2)!.replace('All available tools: ', '').split(', ').sort()).toEqual(['publish_release', 'record_approval', 'task']);
     expect(lines.at(-1)).toBe('</signal>');
   });
 });

@@ -1,6 +1,6 @@
 /** Agents the workerd tests drive. Each uses its own scripted-model lane (its model id). */
 import * as v from 'valibot';
-import { defineTool, useModel, usePersistentState, useSandbox, useTool, virtualSandbox } from '@flue/runtime';
+import { defineSubagent, defineTool, useModel, usePersistentState, useSandbox, useSubagent, useTool, virtualSandbox } from '@flue/runtime';
 
 export const ECHO_LANE = 'echo';
 export const PROVISION_LANE = 'provision';
@@ -14,9 +14,21 @@ const lookup = defineTool({
   },
 });
 
-export function Echo() {
+/** The delegate of the subagent test: its own instructions and the `lookup` tool. */
+const researcher = defineSubagent({
+  name: 'researcher',
+  description: 'Looks keys up and reports.',
+  agent() {
+    useTool(lookup);
+    return 'You research keys.';
+  },
+});
+
+/** Instances whose id starts with `delegate-` also declare the `researcher` subagent. */
+export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
   useTool(lookup);
+  if (props.id.startsWith('delegate-')) useSubagent(researcher);
   return 'Answer briefly.';
 }
 

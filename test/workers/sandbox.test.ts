@@ -16,7 +16,7 @@ test('the virtual sandbox and its built-in tools work inside a Durable Object', 
   const reply = await handle.read(await handle.dispatch('Write a todo.'));
   expect(reply.text).toBe('Written and checked.');
   const requests = await laneRequests(WORKSPACE_LANE);
-  expect(requests[0]!.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'read', 'write']);
+  expect(requests[0]!.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'read', 'task', 'write']);
   const results = requests[2]!.messages.filter((m) => m.role === 'tool');
   expect(results.at(-2)!.content).toContain('ship it');
   expect(results.at(-2)!.content).toContain('notes');

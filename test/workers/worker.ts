@@ -8,12 +8,15 @@ import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers } f
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE], api: 'openai-completions' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6'], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
+// Anthropic wire format: recorded tool results carry their error flag.
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }));
 
 const agents = [
   { identity: 'Echo', agent: Echo, className: 'FlueEchoAgent', bindingName: 'FLUE_ECHO_AGENT' },
@@ -23,6 +26,7 @@ const agents = [
   { identity: 'SlowFlow', agent: SlowFlow, className: 'FlueSlowFlowAgent', bindingName: 'FLUE_SLOW_FLOW_AGENT' },
   { identity: 'Digest', agent: Digest, className: 'FlueDigestAgent', bindingName: 'FLUE_DIGEST_AGENT' },
   { identity: 'Workspace', agent: Workspace, className: 'FlueWorkspaceAgent', bindingName: 'FLUE_WORKSPACE_AGENT' },
+  { identity: 'SandboxLab', agent: SandboxLab, className: 'FlueSandboxLabAgent', bindingName: 'FLUE_SANDBOX_LAB_AGENT' },
 ];
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
 
@@ -33,11 +37,12 @@ export const FlueFlowAgent = createFlueAgentClass(agents[3]!);
 export const FlueSlowFlowAgent = createFlueAgentClass(agents[4]!);
 export const FlueDigestAgent = createFlueAgentClass(agents[5]!);
 export const FlueWorkspaceAgent = createFlueAgentClass(agents[6]!);
+export const FlueSandboxLabAgent = createFlueAgentClass(agents[7]!);
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app: { fetch: () => new Response('flue-workers test worker') },
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent'],
 });

@@ -1,8 +1,10 @@
 /**
  * `virtualSandbox()` (sandbox.md §5): an in-memory sandbox with no dependencies, identical on
  * Node and workerd. The engine is a `BashLike` wrapped by `bash()`, so the generic abort, timeout
- * and path rules apply unchanged. Each `createSandbox` call gets a fresh filesystem (nothing
- * persists across submissions).
+ * and path rules apply unchanged. Without a host store each `createSandbox` call gets a fresh
+ * filesystem. Inside an agent the host passes the conversation's `SandboxFileStore`
+ * (`file-store.ts`): the files then live in the conversation's SQLite and survive messages,
+ * evictions and crashes; the seeded `files` apply only when that store is first created.
  *
  * Shell subset (anything else → exit 2, `<construct>: not supported`):
  * - Lists `;` `&&` `||` newline, pipelines `|`, `$?`, comments `#`.
@@ -22,6 +24,7 @@
  * - Each exec starts from `cwd` with fresh variables; only the filesystem persists.
  */
 import { bash } from './bash.ts';
+import { type CreateSandboxHostOptions, SANDBOX_FILE_STORE, type SandboxFileStore } from './file-store.ts';
 import { resolvePath } from './paths.ts';
 import { VirtualShell, type VirtualCommand } from './shell.ts';
 import type { BashLike, BashLikeFs, SandboxFactory } from './types.ts';
@@ -42,19 +45,33 @@ export interface VirtualSandboxOptions {
 }
 
 export function virtualSandbox(options: VirtualSandboxOptions = {}): SandboxFactory {
-  return bash(() => createVirtualBash(options));
+  return {
+    createSandbox(createOptions) {
+      const store = (createOptions as CreateSandboxHostOptions | undefined)?.[SANDBOX_FILE_STORE];
+      return bash(() => createVirtualBash(options, store)).createSandbox(createOptions);
+    },
+  };
 }
 
-/** The BashLike engine on its own (useful for tests and for callers composing their own factory). */
-export function createVirtualBash(options: VirtualSandboxOptions = {}): BashLike {
+/**
+ * The BashLike engine on its own (useful for tests and for callers composing their own factory).
+ * With `store`, the filesystem is the stored one (created and seeded on first use).
+ */
+export function createVirtualBash(options: VirtualSandboxOptions = {}, store?: SandboxFileStore): BashLike {
   const cwd = resolvePath('/', options.cwd ?? '/workspace');
-  const vfs = new VirtualFs(options.limits);
-  vfs.mkdir(cwd, true);
-  for (const [path, content] of Object.entries(options.files ?? {})) {
-    const target = resolvePath(cwd, path);
-    vfs.mkdir(resolvePath(target, '..'), true);
-    vfs.writeFile(target, content);
+  const vfs = new VirtualFs(options.limits, store);
+  if (!vfs.loadStored()) {
+    vfs.create(() => {
+      vfs.mkdir(cwd, true);
+      for (const [path, content] of Object.entries(options.files ?? {})) {
+        const target = resolvePath(cwd, path);
+        vfs.mkdir(resolvePath(target, '..'), true);
+        vfs.writeFile(target, content);
+      }
+    });
   }
+  // A stored sandbox keeps its tree; a cwd it lacks (say, after a deploy changed it) is created.
+  vfs.mkdir(cwd, true);
   const baseEnv: Record<string, string> = { HOME: cwd, PATH: '/usr/bin:/bin', SHELL: '/bin/bash', ...options.env };
   const maxOutputBytes = options.limits?.maxOutputBytes ?? 8 * 1024 * 1024;
   const at = (p: string): string => resolvePath(cwd, p);

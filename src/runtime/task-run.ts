@@ -1,0 +1,176 @@
+/**
+ * Delegated tasks as recorded child sessions (skills-subagents-mcp.md §2.4; durability.md §6.2).
+ *
+ * Each `task` call runs its delegate in a child session with a stream of its own in the same
+ * store, keyed deterministically by the delegating stream, the step that issued the call and the
+ * call id: `tasks/<parent stream>/<step id>/<tool call id>`. The child is born (its
+ * `conversation_created` and the task prompt) in the same transaction as a
+ * `child_session_retained` record on the parent, then driven by a `ResponseRun` over the child
+ * stream — the same loop as the main conversation — inside the parent's attempt and budget: its
+ * records carry the parent's submission and attempt, and the parent's deadline applies.
+ *
+ * Recovery is the same code: a `task` call left unresolved by a crash opens the child stream that
+ * already exists and continues it from where its log stands (an interrupted stream is converged and
+ * continued, an unfinished tool batch repaired, nested tasks resumed recursively); its real final
+ * text becomes the parent's tool result.
+ */
+import type { ToolCall } from '@earendil-works/pi-ai';
+import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
+import { LiveConversation } from './engine.ts';
+import { SubmissionTimeoutError } from './errors.ts';
+import { newId } from './ids.ts';
+import { type ChildSessionRef, type ConversationRecord, interruptedToolText } from './records.ts';
+import { ResponseRun, RunStopped } from './response-run.ts';
+import type { SqlStore } from './sql-store.ts';
+import { type SubagentDefinition, resolveTask } from './subagents.ts';
+
+export function childStreamKey(parentStream: string, stepId: string, toolCallId: string): string {
+  return `tasks/${parentStream}/${stepId}/${toolCallId}`;
+}
+
+/** The child conversation id of a task call, once its child session exists. */
+export function childConversationId(store: SqlStore, stream: string): string | undefined {
+  const birth = store.firstBatch(stream)?.records[0];
+  return birth?.type === 'conversation_created' ? birth.conversationId : undefined;
+}
+
+/** Where a `task` call was made. */
+export interface TaskSite {
+  /** The step (or, in a harness scratch conversation, a fresh id) that issued the call. */
+  stepId: string;
+  /** The live roster the call resolves against. */
+  subagents: readonly SubagentDefinition[];
+  /** The delegating conversation's delegation depth (the main conversation is 0). */
+  depth: number;
+  signal: AbortSignal;
+  /** Set when a harness scratch conversation made the call: the harness's name. */
+  harness?: string;
+  /** A crash left this call unresolved: continue its child, or settle it as an error. */
+  recovering?: boolean;
+}
+
+/**
+ * Runs (or resumes) one `task` call of `run`'s conversation; the outcome is what the parent model
+ * sees. Stopping, the parent's abort and the parent's deadline propagate (the call stays
+ * unresolved, so recovery resumes it); any other failure of the child is the tool's error result.
+ */
+export async function runTaskCall(run: ResponseRun, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
+  const stream = childStreamKey(run.live.stream, site.stepId, call.id);
+  const resolved = resolveTask(call.arguments, site.subagents, site.depth);
+  if (resolved.kind === 'result') {
+    // A delegate that was running when the crash hit but is no longer declared: an error outcome.
+    const existing = site.recovering && resolved.undeclared ? childConversationId(run.engine.store, stream) : undefined;
+    if (existing !== undefined) return { isError: true, content: interruptedToolText(existing) };
+    return { isError: resolved.isError, content: resolved.content };
+  }
+  const { subagent } = resolved;
+  const child = openChild(run, stream, call, site, subagent, resolved.prompt);
+  const parentModel = run.model!;
+  const delegate = new ResponseRun(run.engine, child, run.row, run.agent, undefined, {
+    subagent,
+    depth: resolved.depth,
+    environment: run.environment,
+    model: {
+      ...parentModel,
+      spec: subagent.model ?? parentModel.spec,
+      thinkingLevel: subagent.thinkingLevel ?? parentModel.thinkingLevel,
+    },
+  });
+  const follow = () => delegate.abort(site.signal.reason);
+  if (site.signal.aborted) follow();
+  else site.signal.addEventListener('abort', follow, { once: true });
+  try {
+    await delegate.execute();
+    return { isError: false, content: child.conv.finalAssistantText() || '(task completed with no text)' };
+  } catch (error) {
+    if (site.signal.aborted || error instanceof RunStopped || error instanceof SubmissionTimeoutError) throw error;
+    return { isError: true, content: error instanceof Error ? error.message : String(error) };
+  } finally {
+    site.signal.removeEventListener('abort', follow);
+    await delegate.dispose();
+  }
+}
+
+/** The child's live fold; a new child is born here, retained on the parent in the same transaction. */
+function openChild(
+  run: ResponseRun,
+  stream: string,
+  call: ToolCall,
+  site: TaskSite,
+  subagent: SubagentDefinition,
+  prompt: string,
+): LiveConversation {
+  const { engine } = run;
+  const child = new LiveConversation(stream, run.live.agentName, run.live.instanceId);
+  for (const batch of engine.store.readBatches(stream, -1)) child.conv.apply(batch);
+  if (child.conv.created) return child;
+  const ts = new Date().toISOString();
+  const conversationId = newId('conv');
+  const records: ConversationRecord[] = [
+    {
+      type: 'conversation_created',
+      conversationId,
+      uid: run.conv.uid ?? '',
+      kind: 'task',
+      parentConversationId: run.conv.conversationId,
+      taskId: call.id,
+      agent: subagent.name,
+      ts,
+    },
+    { type: 'user_message', messageId: newId('msg'), submissionId: run.row.id, body: prompt, ts },
+  ];
+  const ref: ChildSessionRef = {
+    type: 'task',
+    conversationId,
+    stream,
+    agent: subagent.name,
+    taskId: call.id,
+    harness: site.harness ?? 'default',
+    parentToolCallId: call.id,
+    ...(site.harness === undefined ? { parentAssistantEntryId: site.stepId } : {}),
+  };
+  let seq = -1;
+  engine.commit(run.live, [{ type: 'child_session_retained', child: ref, ts }], () => {
+    engine.store.createStream({ stream, agent: run.live.agentName, instanceId: run.live.instanceId, incarnation: newId('inc') });
+    seq = engine.store.append(stream, records);
+  });
+  child.conv.apply({ seq, records });
+  return child;
+}
+
+/** A retained child conversation as inspection shows it. */
+export interface ChildConversation {
+  conversationId: string;
+  /** The conversation whose `task` call opened it (the root's, or another child's). */
+  parentConversationId: string;
+  agent: string;
+  /** The delegating `task` tool call. */
+  toolCallId: string;
+  /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
+  via: 'conversation' | 'harness';
+  /** The child's transcript, in the shape of the history view. */
+  snapshot: FlueConversationSnapshot;
+}
+
+/** Every child conversation retained under `root`, depth first in the order they were opened. */
+export function childConversations(store: SqlStore, root: Conversation): ChildConversation[] {
+  const out: ChildConversation[] = [];
+  const visit = (parent: Conversation) => {
+    for (const ref of parent.children) {
+      const fold = new Conversation();
+      for (const batch of store.readBatches(ref.stream, -1)) fold.apply(batch);
+      const incarnation = store.getStream(ref.stream)?.incarnation;
+      out.push({
+        conversationId: ref.conversationId,
+        parentConversationId: parent.conversationId,
+        agent: ref.agent,
+        toolCallId: ref.parentToolCallId,
+        via: ref.parentAssistantEntryId === undefined ? 'harness' : 'conversation',
+        snapshot: fold.snapshot(incarnation),
+      });
+      visit(fold);
+    }
+  };
+  visit(root);
+  return out;
+}
