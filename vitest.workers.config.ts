@@ -2,6 +2,7 @@ import path from 'node:path';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { type Plugin, defineConfig } from 'vitest/config';
 import { packageSkillDirectory, skillModuleSource } from './src/build/plugins.ts';
+import { SOURCE_CONDITION } from './test/support/source-conditions.ts';
 
 // Keep wrangler (inside the test plugin) offline and its state inside the project.
 process.env.WRANGLER_SEND_METRICS ??= 'false';
@@ -23,6 +24,10 @@ function skillMarkdown(): Plugin {
 
 // The Cloudflare host in real workerd: Durable Objects, alarms and RPC. The scripted model server
 // runs in Node (global setup) and the Worker reaches it over loopback.
+// Importing the module sets NODE_OPTIONS, so Node processes the tests spawn resolve @flue/runtime to
+// its sources; the Worker always does (no "node" condition in workerd).
+void SOURCE_CONDITION;
+
 export default defineConfig({
   plugins: [
     skillMarkdown(),

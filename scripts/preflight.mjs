@@ -10,3 +10,8 @@ if (major < 22 || (major === 22 && minor < 19)) {
   );
   process.exit(1);
 }
+
+// Node imports @flue/runtime from the built dist/node/ (package.json "node" condition): rebuild
+// it when a source is newer, so scripts never run yesterday's engine.
+const { buildNode, isStale } = await import('./build-node.mjs');
+if (isStale()) await buildNode();

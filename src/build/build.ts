@@ -15,7 +15,7 @@ import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
 import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, formatMessage, loadConfig, resolveEntry } from './config.ts';
 import { generateEntry } from './entry.ts';
-import { NODE_CONDITIONS, WORKER_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { WORKER_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
 import { type ProviderImport, resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -292,7 +292,7 @@ function checkWorkerGraph(metafile: esbuild.Metafile, root: string): void {
       .join('\n')
       .replace(/^/, '  dist/entry.generated.mjs\n');
 
-  const nodeEntry = path.relative(root, resolveRuntimeExport('@flue/runtime/node', NODE_CONDITIONS)).split(path.sep).join('/');
+  const nodeEntry = path.relative(root, resolveRuntimeExport('@flue/runtime/node', WORKER_CONDITIONS)).split(path.sep).join('/');
   const viaNode = importChain(metafile, roots, (_, imported) => imported === nodeEntry);
   if (viaNode !== undefined) {
     throw new FlueBuildError(

@@ -12,7 +12,7 @@ import * as esbuild from 'esbuild';
 import type { AgentInstanceHandle, AgentReply, ConversationStreamChunk, DispatchReceipt } from '@flue/runtime';
 import type { PersistenceAdapter } from '@flue/runtime/node';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
-import { NODE_CONDITIONS, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
+import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
 
 /** Copy of the runtime's pattern (src/build imports no runtime code statically). */
 const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
@@ -231,7 +231,7 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
       metafile: true,
       logLevel: 'silent',
       loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: NODE_CONDITIONS, external: true }), markdownPlugin(), cloudflareImportsPlugin()],
+      plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true }), markdownPlugin(), cloudflareImportsPlugin()],
     });
   } catch (error) {
     throw new SetupError(`[flue] Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);

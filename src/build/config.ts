@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
-import { NODE_CONDITIONS, flueRuntimePlugin } from './plugins.ts';
+import { processNodeConditions, flueRuntimePlugin } from './plugins.ts';
 
 export interface FlueConfig {
   app?: string;
@@ -61,7 +61,7 @@ export async function loadConfig(root: string): Promise<ResolvedConfig> {
       platform: 'node',
       target: 'node22',
       packages: 'external',
-      plugins: [flueRuntimePlugin({ conditions: NODE_CONDITIONS, external: true })],
+      plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true })],
       logLevel: 'silent',
     });
   } catch (error) {

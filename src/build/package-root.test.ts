@@ -19,7 +19,10 @@ describe('package root and @flue/runtime exports', () => {
 
   it('resolves through the exports map to this checkout’s files', () => {
     expect(resolveRuntimeExport('@flue/runtime', ['import'])).toBe(path.join(root, 'src/runtime/index.ts'));
-    expect(resolveRuntimeExport('@flue/runtime/node', ['node', 'import'])).toBe(path.join(root, 'src/node/index.ts'));
+    // Plain Node gets the built JavaScript; `flue-source` (tests) and Workers get the sources.
+    expect(resolveRuntimeExport('@flue/runtime/node', ['node', 'import'])).toBe(path.join(root, 'dist/node/node.js'));
+    expect(resolveRuntimeExport('@flue/runtime/node', ['flue-source', 'node', 'import'])).toBe(path.join(root, 'src/node/index.ts'));
+    expect(resolveRuntimeExport('@flue/runtime/node', ['workerd', 'worker', 'browser', 'import', 'default'])).toBe(path.join(root, 'src/node/index.ts'));
     expect(resolveRuntimeExport('@flue/runtime/tool', ['workerd'])).toBe(path.join(root, 'src/runtime/tool-entry.ts'));
   });
 

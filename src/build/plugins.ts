@@ -16,6 +16,21 @@ export const WORKER_CONDITIONS = ['workerd', 'worker', 'browser', 'import', 'def
 export const NODE_CONDITIONS = ['node', 'import', 'default'] as const;
 
 /**
+ * The conditions this Node process resolves packages with: NODE_CONDITIONS plus any
+ * `--conditions` / `-C` flags (tests add `flue-source`). `flue run` bundles agent modules with
+ * `@flue/runtime` left external, so the agent must resolve to the copy the CLI itself imported.
+ */
+export function processNodeConditions(): readonly string[] {
+  const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)];
+  const extra: string[] = [];
+  flags.forEach((flag, i) => {
+    if (flag.startsWith('--conditions=')) extra.push(flag.slice('--conditions='.length));
+    else if ((flag === '--conditions' || flag === '-C') && flags[i + 1] !== undefined) extra.push(flags[i + 1]!);
+  });
+  return [...extra, ...NODE_CONDITIONS];
+}
+
+/**
  * Resolves `@flue/runtime` and `@flue/runtime/*` to this package's files (its `exports` map), so
  * every importer in the graph shares one copy. `external: true` leaves the import in the output as
  * a `file:` URL (for `flue run`, where the CLI process imports the same files).

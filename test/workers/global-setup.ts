@@ -3,7 +3,8 @@
  * share. Worker code scripts it over HTTP lanes (the Worker cannot reach this process's memory).
  */
 import type { TestProject } from 'vitest/node';
-import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
+// The sources, not dist/node/ (test/support/source-conditions.ts): this runs in the vitest process.
+import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.ts';
 
 let server: ScriptedModelServer | undefined;
 
