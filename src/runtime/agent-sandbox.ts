@@ -23,8 +23,8 @@ import { PACKAGED_SKILLS_ROOT, packagedFileBytes, packagedFileText, resolvePacka
 export class AgentSandbox {
   private created: Promise<Sandbox> | undefined;
   private factory: SandboxFactory | undefined;
-  /** The sandbox of the latest turn boundary, or undefined when the latest render declared none. */
-  current: Sandbox | undefined;
+  /** The sandbox of the latest turn boundary (see `current`). */
+  private own: Sandbox | undefined;
   /** Built-in tools by name, for the turn whose tool list they were offered in. */
   readonly tools = new Map<string, AgentTool>();
   /** The packaged skills of the latest render, served by the overlay. */
@@ -32,13 +32,47 @@ export class AgentSandbox {
   private readonly overlays = new WeakMap<Sandbox, Sandbox>();
   private scoped: { cwd: string; sandbox: Sandbox } | undefined;
   private offered: { sandbox: Sandbox; definitions: ToolDefinition[] } | undefined;
+  /** Set on a view made by `at()`: the environment it re-points, and where. */
+  private readonly base: { parent: AgentSandbox; cwd: string } | undefined;
+  private rebased: { from: Sandbox; sandbox: Sandbox } | undefined;
 
   private readonly instanceId: string;
   private readonly fileStore: SandboxFileStore | undefined;
 
-  constructor(instanceId: string, fileStore?: SandboxFileStore) {
+  constructor(instanceId: string, fileStore?: SandboxFileStore, base?: { parent: AgentSandbox; cwd: string }) {
     this.instanceId = instanceId;
     this.fileStore = fileStore;
+    this.base = base;
+  }
+
+  /**
+   * The sandbox of the latest turn boundary, or undefined when the latest render declared none. A
+   * view made by `at()` shows its parent's current sandbox re-pointed at the view's directory.
+   */
+  get current(): Sandbox | undefined {
+    if (this.base === undefined) return this.own;
+    const from = this.base.parent.current;
+    if (from === undefined) return undefined;
+    if (this.rebased?.from !== from) this.rebased = { from, sandbox: withCwd(from, this.base.cwd) };
+    return this.rebased.sandbox;
+  }
+
+  /**
+   * The same environment seen from another working directory (a `task` call's `cwd`): it follows
+   * this environment (presence, swaps, packaged skills, the factory's own tools) and never
+   * follows a render itself. `cwd` should be absolute; a relative one resolves against the
+   * current sandbox's cwd whenever it is (re)applied.
+   */
+  at(cwd: string): AgentSandbox {
+    return new AgentSandbox(this.instanceId, this.fileStore, { parent: this, cwd });
+  }
+
+  private get toolFactory(): SandboxFactory | undefined {
+    return this.base === undefined ? this.factory : this.base.parent.toolFactory;
+  }
+
+  private get liveSkills(): readonly SkillReference[] {
+    return this.base === undefined ? this.skills : this.base.parent.liveSkills;
   }
 
   /**
@@ -46,20 +80,21 @@ export class AgentSandbox {
    * `skills` (the render's packaged skills) feed the overlay; omitted, the previous ones stay.
    */
   async follow(declaration: SandboxDeclaration | undefined, skills?: readonly SkillReference[]): Promise<void> {
+    if (this.base !== undefined) throw new Error('[flue] A re-pointed environment follows its parent, not a render.');
     if (skills !== undefined) this.skills = skills;
     if (declaration === undefined) {
-      this.current = undefined;
+      this.own = undefined;
       return;
     }
     // The factory is submission-scoped: the first declaration of the attempt is the one that runs.
     this.factory ??= declaration.factory;
     this.created ??= createSandbox(this.factory, this.instanceId, this.fileStore);
     const sandbox = await this.created;
-    if (declaration.cwd === undefined) this.current = sandbox;
+    if (declaration.cwd === undefined) this.own = sandbox;
     else {
       // One wrapper per cwd, so per-sandbox caches (write locks, the rg probe) hold across turns.
       if (this.scoped?.cwd !== declaration.cwd) this.scoped = { cwd: declaration.cwd, sandbox: withCwd(sandbox, declaration.cwd) };
-      this.current = this.scoped.sandbox;
+      this.own = this.scoped.sandbox;
     }
   }
 
@@ -68,14 +103,15 @@ export class AgentSandbox {
    * per sandbox, so every turn offers the same definition objects (and their schemas stay cached).
    */
   toolDefinitions(): ToolDefinition[] {
-    if (this.current === undefined) {
+    const current = this.current;
+    if (current === undefined) {
       this.tools.clear();
       return [];
     }
-    if (this.offered?.sandbox === this.current) return this.offered.definitions;
+    if (this.offered?.sandbox === current) return this.offered.definitions;
     this.tools.clear();
-    const overlay = this.overlay(this.current);
-    const tools = this.factory?.tools?.(overlay, { subagents: {} }) ?? defaultSandboxTools(overlay);
+    const overlay = this.overlay(current);
+    const tools = this.toolFactory?.tools?.(overlay, { subagents: {} }) ?? defaultSandboxTools(overlay);
     const definitions = tools.map((tool: AgentTool): ToolDefinition => {
       this.tools.set(tool.name, tool);
       return {
@@ -88,7 +124,7 @@ export class AgentSandbox {
         },
       };
     });
-    this.offered = { sandbox: this.current, definitions };
+    this.offered = { sandbox: current, definitions };
     return definitions;
   }
 
@@ -96,7 +132,7 @@ export class AgentSandbox {
   private overlay(sandbox: Sandbox): Sandbox {
     let overlay = this.overlays.get(sandbox);
     if (overlay === undefined) {
-      overlay = withPackagedSkills(sandbox, () => this.skills);
+      overlay = withPackagedSkills(sandbox, () => this.liveSkills);
       this.overlays.set(sandbox, overlay);
     }
     return overlay;

@@ -8,7 +8,7 @@ import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } f
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from './errors.ts';
 import type { Batch, } from './sql-store.ts';
-import type { ChildSessionRef, ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
+import type { AttachmentRecordRef, ChildSessionRef, ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
 import { renderCompactionSummary } from './compaction.ts';
 import type { DeliveredMessage, PromptUsage } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
@@ -129,6 +129,8 @@ export class Conversation {
 
   /** Child sessions opened by `task` calls of this conversation (`child_session_retained`). */
   readonly children: ChildSessionRef[] = [];
+  /** Every image delivered into this conversation, by id: what a `task` call may forward. */
+  readonly attachments = new Map<string, AttachmentRecordRef>();
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
@@ -293,7 +295,11 @@ export class Conversation {
 
   private applyUser(record: RecordOf<'user_message'>): void {
     this.applied.add(record.submissionId);
-    const content: (TextContent | ImageContent)[] = [{ type: 'text', text: record.body }];
+    const images = (record.attachments ?? []).filter((attachment) => attachment.type === 'image');
+    for (const image of images) this.attachments.set(image.id, image);
+    // The model learns each image's id from a manifest after the text, so it can hand images on
+    // to a delegated task (`task` tool, `attachments: [{ id }]`).
+    const content: (TextContent | ImageContent)[] = [{ type: 'text', text: record.body + attachmentManifest(images) }];
     for (const attachment of record.attachments ?? []) {
       content.push(
         attachment.type === 'image'
@@ -450,6 +456,14 @@ export class Conversation {
     if (message === undefined) return;
     message.metadata = deepMerge(message.metadata ?? {}, record.metadata);
   }
+}
+
+/** The model-facing list of a user message's images: `<attachments>` with one `<image id mimeType />` each. */
+function attachmentManifest(images: readonly AttachmentRecordRef[]): string {
+  if (images.length === 0) return '';
+  const attribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+  const lines = images.map((image) => `<image id="${attribute(image.id)}" mimeType="${attribute(image.mimeType)}" />`);
+  return `\n\n<attachments>\n${lines.join('\n')}\n</attachments>`;
 }
 
 /** Placeholder image data pointing into the attachment store (see AttachmentRecordRef). */

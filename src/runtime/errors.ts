@@ -328,6 +328,17 @@ export class DelegationDepthExceededError extends FlueError {
   }
 }
 
+/** A `task` call named an attachment id the delegating conversation does not hold. */
+export class AttachmentNotAvailableError extends FlueError {
+  constructor(attachmentId: string) {
+    super('attachment_not_available', {
+      message: `Attachment "${attachmentId}" is not available in this conversation.`,
+      meta: { attachmentId },
+    });
+    this.name = 'AttachmentNotAvailableError';
+  }
+}
+
 // ── Persistence errors (errors.md §7) ─────────────────────────────────────────────────────────
 
 export class ConversationRecordInvariantError extends FlueError {

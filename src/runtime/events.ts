@@ -43,6 +43,8 @@ export interface EmitScope {
   agentName: string;
   env: Record<string, unknown>;
   submissionId?: string;
+  /** Further correlation fields (`conversationId`, `session`, `parentSession`, `taskId`, …). */
+  correlation?: Record<string, string>;
 }
 
 /** Emitting never throws and never awaits a subscriber: observers cannot break the engine. */
@@ -50,6 +52,7 @@ export function emit(scope: EmitScope, type: string, payload: Record<string, unk
   if (subscribers.size === 0) return;
   const event = deepFreeze(
     structuredClone({
+      ...scope.correlation,
       ...payload,
       v: 3 as const,
       type,

@@ -159,6 +159,11 @@ export interface ChildSessionRef {
   taskId: string;
   /** The delegating harness's name (`'default'` for the agent's own; the main conversation too). */
   harness: string;
+  /**
+   * The child's session name (`task:<step id>/<tool call id>`): what `session` / `parentSession`
+   * say on its events. Absent on links written before the field existed.
+   */
+  session?: string;
   parentToolCallId: string;
   /** The parent's assistant step that issued the call (main conversation only). */
   parentAssistantEntryId?: string;

@@ -58,6 +58,12 @@ export interface DelegateSession {
   depth: number;
   environment: AgentSandbox;
   model: NonNullable<RenderResult['model']>;
+  /** The child's session name, and the `task` call it runs for (event correlation). */
+  session: string;
+  parentSession: string;
+  taskId: string;
+  /** The stream whose attachment store holds the bytes of forwarded attachments (the root's). */
+  attachmentStream: string;
 }
 /**
  * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
@@ -93,6 +99,10 @@ export class ResponseRun {
   private readonly delegate: DelegateSession | undefined;
   /** Delegation depth of this conversation (the main conversation is 0). */
   readonly depth: number;
+  /** This conversation's session name: `'default'` for the main one, `task:…` for a delegate's. */
+  readonly session: string;
+  /** Where attachment bytes live: the root conversation's stream (a delegate forwards refs). */
+  readonly attachmentStream: string;
   /** This attempt's MCP connections, resolved once from the first render that declares any. */
   private mcp: Promise<ResolvedMcpConnections> | undefined;
   /** The live roster of the latest turn's render (what `task` calls resolve against). */
@@ -110,6 +120,8 @@ export class ResponseRun {
     this.sliceDeadline = sliceDeadline;
     this.delegate = delegate;
     this.depth = delegate?.depth ?? 0;
+    this.session = delegate?.session ?? 'default';
+    this.attachmentStream = delegate?.attachmentStream ?? live.stream;
     this.model = delegate?.model;
     this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, engine.store.sandboxFiles(live.stream));
   }
@@ -188,7 +200,7 @@ export class ResponseRun {
   // ── Rendering ─────────────────────────────────────────────────────────────────────────────
 
   render(): RenderResult {
-    if (this.delegate !== undefined) return renderDelegate(this.delegate.subagent, this.conv.lastDelivery);
+    if (this.delegate !== undefined) return renderDelegate(this.delegate.subagent, this.deliveryWithAttachments());
     const run = this;
     const scope: RenderScope = {
       instanceId: this.live.instanceId,
@@ -271,8 +283,25 @@ export class ResponseRun {
   }
 
   logger(provenance: Record<string, unknown>): FlueLogger {
+    const delegate = this.delegate;
     return createLogger(
-      { instanceId: this.live.instanceId, agentName: this.live.agentName, env: this.engine.env, submissionId: this.row.id },
+      {
+        instanceId: this.live.instanceId,
+        agentName: this.live.agentName,
+        env: this.engine.env,
+        submissionId: this.row.id,
+        // Inside a delegated task, lines say which task and session they come from (events.md §4).
+        ...(delegate === undefined
+          ? {}
+          : {
+              correlation: {
+                conversationId: this.conv.conversationId,
+                session: delegate.session,
+                parentSession: delegate.parentSession,
+                taskId: delegate.taskId,
+              },
+            }),
+      },
       provenance,
     );
   }
@@ -490,7 +519,7 @@ export class ResponseRun {
   private attachmentBase64(id: string): string {
     let data = this.attachmentCache.get(id);
     if (data === undefined) {
-      const found = this.engine.store.readAttachment(this.live.stream, id);
+      const found = this.engine.store.readAttachment(this.attachmentStream, id);
       data = found === undefined ? '' : encodeBase64(found.bytes);
       this.attachmentCache.set(id, data);
     }
@@ -667,7 +696,9 @@ export class ResponseRun {
   private async runToolBatch(): Promise<void> {
     const pending = this.conv.tail.pendingToolCalls!;
     const fresh = this.freshSteps.has(pending.stepId);
-    const tools = fresh ? this.lastTools : new Map(this.render().tools.map((tool) => [tool.name, tool]));
+    // A recovered batch is a turn boundary of this attempt: the environment (which recovered
+    // `task` children share) is brought in line with the render first.
+    const tools = fresh ? this.lastTools : new Map((await this.renderWithEnvironment()).tools.map((tool) => [tool.name, tool]));
     const settled = await Promise.allSettled(
       pending.calls.map((call) => {
         // Recovery resumes a delegated task's child session to completion (durability.md §6.2).

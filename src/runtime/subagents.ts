@@ -78,7 +78,18 @@ const taskInput = v.object({
   prompt: v.string(),
   agent: v.pipe(v.string(), v.minLength(1)),
   description: v.optional(v.string()),
-  cwd: v.optional(v.string()),
+  cwd: v.optional(
+    v.pipe(
+      v.string(),
+      v.description('Working directory for the agent, resolved against yours; it must be an existing directory of the sandbox.'),
+    ),
+  ),
+  attachments: v.optional(
+    v.pipe(
+      v.array(v.object({ id: v.string() })),
+      v.description('Images from this conversation to hand to the agent, by attachment id.'),
+    ),
+  ),
 });
 
 /** The `task` tool as the model sees it: a static spec (its execution runs through task-run.ts). */
@@ -95,7 +106,16 @@ export const taskTool: ToolDefinition = Object.freeze({
 /** What one `task` call resolves to: an immediate tool result, or a delegate to run. */
 export type TaskResolution =
   | { kind: 'result'; isError: boolean; content: string; undeclared?: true }
-  | { kind: 'run'; subagent: SubagentDefinition; prompt: string; depth: number };
+  | {
+      kind: 'run';
+      subagent: SubagentDefinition;
+      prompt: string;
+      depth: number;
+      /** The `cwd` argument as given (resolved against the delegating sandbox by the caller). */
+      cwd?: string;
+      /** Attachment ids to forward, deduplicated in first-mention order. */
+      attachmentIds: string[];
+    };
 
 /**
  * Resolves a `task` call against the live roster of the delegating render. An unknown agent is a
@@ -107,7 +127,7 @@ export function resolveTask(args: unknown, subagents: readonly SubagentDefinitio
   if (!parsed.success) {
     return { kind: 'result', isError: true, content: `Arguments for tool "task" do not match the required schema: ${parsed.issues.map((issue) => issue.message).join('; ')}.` };
   }
-  const { prompt, agent } = parsed.output;
+  const { prompt, agent, cwd, attachments } = parsed.output;
   const subagent = subagents.find((candidate) => candidate.name === agent);
   if (subagent === undefined) {
     const names = subagents.map((candidate) => candidate.name);
@@ -119,7 +139,8 @@ export function resolveTask(args: unknown, subagents: readonly SubagentDefinitio
     };
   }
   if (depth + 1 >= DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
-  return { kind: 'run', subagent, prompt, depth: depth + 1 };
+  const attachmentIds = [...new Set((attachments ?? []).map((attachment) => attachment.id))];
+  return { kind: 'run', subagent, prompt, depth: depth + 1, ...(cwd === undefined ? {} : { cwd }), attachmentIds };
 }
 
 /** Renders a delegate fresh in a subagent frame; `useDelivery()` there is the task prompt. */

@@ -17,9 +17,11 @@
 import type { ToolCall } from '@earendil-works/pi-ai';
 import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { LiveConversation } from './engine.ts';
-import { SubmissionTimeoutError } from './errors.ts';
+import type { AgentSandbox } from './agent-sandbox.ts';
+import { AttachmentNotAvailableError, SubmissionTimeoutError } from './errors.ts';
+import { errorInfo } from './events.ts';
 import { newId } from './ids.ts';
-import { type ChildSessionRef, type ConversationRecord, interruptedToolText } from './records.ts';
+import { type AttachmentRecordRef, type ChildSessionRef, type ConversationRecord, interruptedToolText } from './records.ts';
 import { ResponseRun, RunStopped } from './response-run.ts';
 import type { SqlStore } from './sql-store.ts';
 import { type SubagentDefinition, resolveTask } from './subagents.ts';
@@ -49,46 +51,140 @@ export interface TaskSite {
   recovering?: boolean;
 }
 
+/** The session name of a task call's child (opaque; unique per instance, as step ids are). */
+export function childSessionName(stepId: string, toolCallId: string): string {
+  return `task:${stepId}/${toolCallId}`;
+}
+
 /**
  * Runs (or resumes) one `task` call of `run`'s conversation; the outcome is what the parent model
  * sees. Stopping, the parent's abort and the parent's deadline propagate (the call stays
  * unresolved, so recovery resumes it); any other failure of the child is the tool's error result.
+ *
+ * Before a new child is born the call's `attachments` are resolved against the delegating
+ * conversation and its `cwd` against the delegating sandbox; either failing is the tool's error
+ * result and no child is created. A child that exists (recovery) is continued as it was born.
+ * Every run of a child publishes `task_start` and then exactly one `task` (events.md §5).
  */
 export async function runTaskCall(run: ResponseRun, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
   const stream = childStreamKey(run.live.stream, site.stepId, call.id);
   const resolved = resolveTask(call.arguments, site.subagents, site.depth);
+  const existing = site.recovering ? childConversationId(run.engine.store, stream) : undefined;
   if (resolved.kind === 'result') {
     // A delegate that was running when the crash hit but is no longer declared: an error outcome.
-    const existing = site.recovering && resolved.undeclared ? childConversationId(run.engine.store, stream) : undefined;
-    if (existing !== undefined) return { isError: true, content: interruptedToolText(existing) };
+    if (existing !== undefined && resolved.undeclared) return { isError: true, content: interruptedToolText(existing) };
     return { isError: resolved.isError, content: resolved.content };
   }
   const { subagent } = resolved;
-  const child = openChild(run, stream, call, site, subagent, resolved.prompt);
+  let attachments: AttachmentRecordRef[] = [];
+  let environment = run.environment;
+  let cwd = resolved.cwd;
+  if (resolved.cwd !== undefined) {
+    const placed = await taskEnvironment(run.environment, resolved.cwd, existing === undefined);
+    if ('error' in placed) return { isError: true, content: placed.error };
+    environment = placed.environment;
+    cwd = placed.cwd;
+  }
+  if (existing === undefined) {
+    for (const id of resolved.attachmentIds) {
+      const ref = run.conv.attachments.get(id);
+      if (ref === undefined) return { isError: true, content: new AttachmentNotAvailableError(id).message };
+      attachments.push(ref);
+    }
+  }
+  const session = childSessionName(site.stepId, call.id);
+  const child = openChild(run, stream, call, site, subagent, resolved.prompt, attachments, session);
+  attachments = [...child.conv.attachments.values()];
   const parentModel = run.model!;
   const delegate = new ResponseRun(run.engine, child, run.row, run.agent, undefined, {
     subagent,
     depth: resolved.depth,
-    environment: run.environment,
+    environment,
     model: {
       ...parentModel,
       spec: subagent.model ?? parentModel.spec,
       thinkingLevel: subagent.thinkingLevel ?? parentModel.thinkingLevel,
     },
+    session,
+    parentSession: run.session,
+    taskId: call.id,
+    attachmentStream: run.attachmentStream,
   });
+  const correlation = {
+    parentSession: run.session,
+    session,
+    conversationId: child.conv.conversationId,
+    ...(site.harness === undefined ? {} : { harness: site.harness }),
+  };
+  const started = Date.now();
+  run.engine.emitFor(run.live, run.row.id, 'task_start', {
+    taskId: call.id,
+    prompt: resolved.prompt,
+    agent: subagent.name,
+    ...(cwd === undefined ? {} : { cwd }),
+    ...correlation,
+    toolCallId: call.id,
+    agentInput: {
+      text: resolved.prompt,
+      ...(attachments.length === 0 ? {} : { images: attachments.filter((a) => a.type === 'image').map((a) => ({ mimeType: a.mimeType })) }),
+    },
+  });
+  const finished = (isError: boolean, result: string, error?: unknown) =>
+    run.engine.emitFor(run.live, run.row.id, 'task', {
+      taskId: call.id,
+      agent: subagent.name,
+      isError,
+      result,
+      durationMs: Date.now() - started,
+      ...correlation,
+      ...(error === undefined ? {} : { errorInfo: errorInfo(error) }),
+    });
   const follow = () => delegate.abort(site.signal.reason);
   if (site.signal.aborted) follow();
   else site.signal.addEventListener('abort', follow, { once: true });
   try {
     await delegate.execute();
-    return { isError: false, content: child.conv.finalAssistantText() || '(task completed with no text)' };
+    const content = child.conv.finalAssistantText() || '(task completed with no text)';
+    finished(false, content);
+    return { isError: false, content };
   } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    finished(true, message, error);
     if (site.signal.aborted || error instanceof RunStopped || error instanceof SubmissionTimeoutError) throw error;
-    return { isError: true, content: error instanceof Error ? error.message : String(error) };
+    return { isError: true, content: message };
   } finally {
     site.signal.removeEventListener('abort', follow);
     await delegate.dispose();
   }
+}
+
+/**
+ * Where a task with a `cwd` runs: the delegating environment re-pointed at `cwd`, resolved
+ * against the delegating sandbox's cwd. A new child needs an existing directory the sandbox lets
+ * it use (an adapter with a root, like `local()`, refuses one outside it); without a sandbox a
+ * `cwd` is refused, as there is nothing to point it at. A child being resumed is placed again
+ * without the checks (it was born there), and without a sandbox it continues without one.
+ */
+async function taskEnvironment(
+  parent: AgentSandbox,
+  requested: string,
+  check: boolean,
+): Promise<{ environment: AgentSandbox; cwd: string } | { error: string }> {
+  const sandbox = parent.current;
+  if (sandbox === undefined) {
+    return check ? { error: `The task cwd "${requested}" cannot be used: this agent has no sandbox.` } : { environment: parent, cwd: requested };
+  }
+  const cwd = sandbox.resolvePath(requested);
+  if (check) {
+    let directory: boolean;
+    try {
+      directory = (await sandbox.stat(cwd)).isDirectory;
+    } catch (error) {
+      return { error: `The task cwd "${requested}" cannot be used: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    if (!directory) return { error: `The task cwd "${requested}" cannot be used: ${cwd} is not a directory.` };
+  }
+  return { environment: parent.at(cwd), cwd };
 }
 
 /** The child's live fold; a new child is born here, retained on the parent in the same transaction. */
@@ -99,6 +195,8 @@ function openChild(
   site: TaskSite,
   subagent: SubagentDefinition,
   prompt: string,
+  attachments: AttachmentRecordRef[],
+  session: string,
 ): LiveConversation {
   const { engine } = run;
   const child = new LiveConversation(stream, run.live.agentName, run.live.instanceId);
@@ -117,7 +215,15 @@ function openChild(
       agent: subagent.name,
       ts,
     },
-    { type: 'user_message', messageId: newId('msg'), submissionId: run.row.id, body: prompt, ts },
+    {
+      type: 'user_message',
+      messageId: newId('msg'),
+      submissionId: run.row.id,
+      body: prompt,
+      // References only: the bytes stay where they were delivered (the root's attachment store).
+      ...(attachments.length === 0 ? {} : { attachments }),
+      ts,
+    },
   ];
   const ref: ChildSessionRef = {
     type: 'task',
@@ -126,6 +232,7 @@ function openChild(
     agent: subagent.name,
     taskId: call.id,
     harness: site.harness ?? 'default',
+    session,
     parentToolCallId: call.id,
     ...(site.harness === undefined ? { parentAssistantEntryId: site.stepId } : {}),
   };
@@ -146,6 +253,8 @@ export interface ChildConversation {
   agent: string;
   /** The delegating `task` tool call. */
   toolCallId: string;
+  /** The child's session name, as its events' `session` says (absent on links from before it was recorded). */
+  session?: string;
   /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
   via: 'conversation' | 'harness';
   /** The child's transcript, in the shape of the history view. */
@@ -165,6 +274,7 @@ export function childConversations(store: SqlStore, root: Conversation): ChildCo
         parentConversationId: parent.conversationId,
         agent: ref.agent,
         toolCallId: ref.parentToolCallId,
+        ...(ref.session === undefined ? {} : { session: ref.session }),
         via: ref.parentAssistantEntryId === undefined ? 'harness' : 'conversation',
         snapshot: fold.snapshot(incarnation),
       });

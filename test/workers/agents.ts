@@ -24,11 +24,17 @@ const researcher = defineSubagent({
   },
 });
 
-/** Instances whose id starts with `delegate-` also declare the `researcher` subagent. */
+const delegateFiles = virtualSandbox({ files: { '/workspace/pkg/notes.txt': 'notes of pkg' } });
+
+/**
+ * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
+ * ones also a durable virtual sandbox (for `task` calls with a `cwd`).
+ */
 export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
   useTool(lookup);
   if (props.id.startsWith('delegate-')) useSubagent(researcher);
+  if (props.id.startsWith('delegate-ws')) useSandbox(delegateFiles);
   return 'Answer briefly.';
 }
 
