@@ -15,7 +15,6 @@ import type { ToolDefinition } from './define-tool.ts';
 import type { SandboxDeclaration } from './render.ts';
 import { type CreateSandboxHostOptions, SANDBOX_FILE_STORE, type SandboxFileStore } from './sandbox/file-store.ts';
 import { resolvePath } from './sandbox/paths.ts';
-import { defaultSandboxTools } from './sandbox/tools.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from './sandbox/types.ts';
 import type { SkillReference } from './skills/define-skill.ts';
 import { PACKAGED_SKILLS_ROOT, packagedFileBytes, packagedFileText, resolvePackagedSkillFile } from './skills/package.ts';
@@ -23,6 +22,7 @@ import { PACKAGED_SKILLS_ROOT, packagedFileBytes, packagedFileText, resolvePacka
 export class AgentSandbox {
   private created: Promise<Sandbox> | undefined;
   private factory: SandboxFactory | undefined;
+  private builtins: SandboxDeclaration['builtinTools'] | undefined;
   /** The sandbox of the latest turn boundary (see `current`). */
   private own: Sandbox | undefined;
   /** Built-in tools by name, for the turn whose tool list they were offered in. */
@@ -71,6 +71,10 @@ export class AgentSandbox {
     return this.base === undefined ? this.factory : this.base.parent.toolFactory;
   }
 
+  private get builtinTools(): SandboxDeclaration['builtinTools'] | undefined {
+    return this.base === undefined ? this.builtins : this.base.parent.builtinTools;
+  }
+
   private get liveSkills(): readonly SkillReference[] {
     return this.base === undefined ? this.skills : this.base.parent.liveSkills;
   }
@@ -88,6 +92,7 @@ export class AgentSandbox {
     }
     // The factory is submission-scoped: the first declaration of the attempt is the one that runs.
     this.factory ??= declaration.factory;
+    this.builtins ??= declaration.builtinTools;
     this.created ??= createSandbox(this.factory, this.instanceId, this.fileStore);
     const sandbox = await this.created;
     if (declaration.cwd === undefined) this.own = sandbox;
@@ -111,7 +116,7 @@ export class AgentSandbox {
     if (this.offered?.sandbox === current) return this.offered.definitions;
     this.tools.clear();
     const overlay = this.overlay(current);
-    const tools = this.toolFactory?.tools?.(overlay, { subagents: {} }) ?? defaultSandboxTools(overlay);
+    const tools = this.toolFactory?.tools?.(overlay, { subagents: {} }) ?? this.builtinTools?.(overlay) ?? [];
     const definitions = tools.map((tool: AgentTool): ToolDefinition => {
       this.tools.set(tool.name, tool);
       return {

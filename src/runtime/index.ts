@@ -11,7 +11,6 @@ export {
   usePersistentState,
   useResponseFinish,
   useResponseStart,
-  useSandbox,
   useSkill,
   useSubagent,
   useTool,
@@ -19,6 +18,7 @@ export {
   type UseModelOptions,
 } from './hooks.ts';
 export { useMcpConnection } from './mcp/hook.ts';
+export { useSandbox } from './sandbox/hook.ts';
 export type {
   AgentFinishContext,
   AgentResponseToolCall,

@@ -5,7 +5,7 @@
  */
 import type { ToolDefinition } from './define-tool.ts';
 import type { Agent } from './identity.ts';
-import type { SandboxFactory } from './sandbox/types.ts';
+import type { AgentTool, Sandbox, SandboxFactory } from './sandbox/types.ts';
 import type { SubagentDefinition } from './subagents.ts';
 import type { McpConnectionDefinition } from './mcp/definition.ts';
 import type { SkillReference } from './skills/define-skill.ts';
@@ -84,6 +84,11 @@ export interface RenderResult {
 export interface SandboxDeclaration {
   factory: SandboxFactory;
   cwd?: string;
+  /**
+   * The built-in tools (read, write, edit, bash, grep, glob) unless the factory brings its own.
+   * Carried by the declaration so the engine imports them only where `useSandbox` is imported.
+   */
+  builtinTools: (sandbox: Sandbox) => AgentTool[];
 }
 
 export interface RenderFrame {
