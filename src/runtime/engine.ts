@@ -562,7 +562,7 @@ export class ConversationEngine {
     reason: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed' | undefined,
   ): void {
     const ts = new Date().toISOString();
-    const joined = this.store.joinedInto(row.id);
+    const joined = this.store.joinedInto(row);
     const records: ConversationRecord[] = [];
     if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
       const interrupted = restRecords(live, ts, this.store);

@@ -157,7 +157,7 @@ export class ResponseRun {
       if (!this.conv.applied.has(host.id)) this.engine.commit(this.live, [inputRecord(host)]);
       if (this.conv.response(host.id).steps === 0) this.runResponseStart();
       if (!this.conv.startRuns.has(host.id)) await this.runAgentStart(host.id);
-      for (const joined of this.engine.store.joinedInto(host.id)) {
+      for (const joined of this.engine.store.joinedInto(host)) {
         if (!this.conv.startRuns.has(joined.id)) await this.runAgentStart(joined.id);
       }
     }

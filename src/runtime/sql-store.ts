@@ -289,10 +289,17 @@ export class SqlStore {
     this.driver.run(`UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id = ? AND status = 'queued'`, hostId, id);
   }
 
-  /** Joined deliveries of a host that are still waiting for the host's outcome. */
-  joinedInto(hostId: string): SubmissionRow[] {
+  /**
+   * Joined deliveries of a host that are still waiting for the host's outcome. They are unsettled
+   * rows of the host's conversation, so the open-submissions index finds them without a scan.
+   */
+  joinedInto(host: { id: string; stream: string }): SubmissionRow[] {
     return this.driver
-      .query(`SELECT * FROM flue_submissions WHERE joined_into = ? AND status = 'joined' ORDER BY ord`, hostId)
+      .query(
+        `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
+        host.stream,
+        host.id,
+      )
       .map(toSubmission);
   }
 
