@@ -2,10 +2,9 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { useModel } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
-import { ConversationEngine } from '../src/runtime/engine.ts';
-import { AgentRegistry } from '../src/runtime/identity.ts';
 import { registerProviders } from '../src/runtime/model-registry.ts';
 import { SqlStore } from '../src/runtime/sql-store.ts';
+import { engineOn } from './support/engine.ts';
 import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
 
 let server: ScriptedModelServer;
@@ -20,23 +19,12 @@ function Talker() {
   return 'Talk.';
 }
 
-async function engineOn(store: SqlStore): Promise<ConversationEngine> {
-  const registry = new AgentRegistry();
-  registry.register(Talker);
-  const engine: ConversationEngine = new ConversationEngine({
-    store,
-    registry,
-    env: {},
-    wake: (stream) => setImmediate(() => void engine.runQueue(stream)),
-  });
-  return engine;
-}
 
 test('stop() cuts a stalled model stream off after its grace period; the next engine continues it', async () => {
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  const first = await engineOn(store);
+  const first = await engineOn(store, [Talker]);
   server.script({ text: ['Once upon ', 'a time'], hangAfterChunks: 4 });
   const { receipt } = await first.admit('Talker', { id: 't1', message: parseDeliveredMessage('Tell a story') }, 'dispatch');
   await server.waitForRequests(1);
@@ -47,7 +35,7 @@ test('stop() cuts a stalled model stream off after its grace period; the next en
   expect(store.getSubmission(receipt.submissionId)!.status).toBe('running');
 
   server.script({ text: 'and they lived happily.' });
-  const second = await engineOn(store);
+  const second = await engineOn(store, [Talker]);
   for (const stream of second.openStreams()) void second.runQueue(stream);
   const reply = await second.read('Talker', 't1', receipt.submissionId);
   expect(reply.text).toContain('and they lived happily.');

@@ -7,10 +7,9 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { defineSubagent, useAgentStart, useModel, useSandbox, useSubagent, virtualSandbox } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
-import { ConversationEngine } from '../src/runtime/engine.ts';
-import { AgentRegistry } from '../src/runtime/identity.ts';
 import { registerProviders } from '../src/runtime/model-registry.ts';
 import { SqlStore } from '../src/runtime/sql-store.ts';
+import { engineOn } from './support/engine.ts';
 import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
 
 let server: ScriptedModelServer;
@@ -32,17 +31,6 @@ function Curator() {
   return 'Curate.';
 }
 
-async function engineOn(store: SqlStore): Promise<ConversationEngine> {
-  const registry = new AgentRegistry();
-  registry.register(Curator);
-  const engine: ConversationEngine = new ConversationEngine({
-    store,
-    registry,
-    env: {},
-    wake: (stream) => setImmediate(() => void engine.runQueue(stream)),
-  });
-  return engine;
-}
 
 const pixel = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex');
 
@@ -50,7 +38,7 @@ test('a resumed task child keeps its cwd and its forwarded image', async () => {
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  const first = await engineOn(store);
+  const first = await engineOn(store, [Curator]);
   let imageId = '';
   server.script(
     (request) => {
@@ -74,7 +62,7 @@ test('a resumed task child keeps its cwd and its forwarded image', async () => {
     { text: 'A tiny image, catalogued in /workspace/pkg.' },
     { text: 'Catalogued.' },
   );
-  const second = await engineOn(store);
+  const second = await engineOn(store, [Curator]);
   for (const stream of second.openStreams()) void second.runQueue(stream);
   const reply = await second.read('Curator', 'c1', receipt.submissionId);
   expect(reply.text).toBe('Catalogued.');
