@@ -13,7 +13,7 @@ import {
   virtualSandbox,
 } from '@flue/runtime';
 import { childConversations } from '@flue/runtime/testing';
-import { promptOf } from './support/prompts.ts';
+import { NO_AGENTS_SECTION, promptOf } from './support/prompts.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -77,6 +77,32 @@ test('the task tool delegates to a declared subagent and returns only its final 
     ['user', ['Classify: it crashes on start.']],
     ['assistant', ['read:output-available', 'label:output-available', 'It is a bug.']],
   ]);
+});
+
+test('GeneralSubagent (flue-general) works in the shared sandbox with only the task prompt', async () => {
+  await ctx.start([Triage]);
+  ctx.server.script(
+    { toolCalls: [{ name: 'task', arguments: { agent: 'flue-general', prompt: 'Summarize issue.txt into summary.txt.' } }] },
+    // The general delegate: the built-in tools and the shared sandbox, no instructions of its own.
+    { toolCalls: [{ name: 'read', arguments: { path: 'issue.txt' } }] },
+    { toolCalls: [{ name: 'write', arguments: { path: 'summary.txt', content: 'Crash on start.' } }] },
+    { text: 'Wrote summary.txt.' },
+    { toolCalls: [{ name: 'bash', arguments: { command: 'cat summary.txt' } }] },
+    { text: 'Summary ready.' },
+  );
+  const handle = init(Triage, { id: 'general-1' });
+  expect((await handle.read(await handle.dispatch('Summarize the issue.'))).text).toBe('Summary ready.');
+  expect(GeneralSubagent.name).toBe('flue-general');
+  const child = ctx.server.requests[1]!;
+  expect(child.system).toBe(NO_AGENTS_SECTION);
+  expect(child.messages.map((m) => m.content)).toEqual(['Summarize issue.txt into summary.txt.']);
+  expect(child.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'read', 'task', 'write']);
+  expect(ctx.server.requests[2]!.messages.filter((m) => m.role === 'tool')[0]!.content).toContain('It crashes on start.');
+  // Only the delegate's final text comes back; the file it wrote is in the parent's sandbox.
+  expect(ctx.server.requests[4]!.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['Wrote summary.txt.']);
+  expect(ctx.server.requests[5]!.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain('Crash on start.');
+  const children = await childConversations(Triage, 'general-1');
+  expect(children.map((c) => c.agent)).toEqual(['flue-general']);
 });
 
 test('task is always offered with a static spec; without subagents the prompt says so and a call is a miss', async () => {

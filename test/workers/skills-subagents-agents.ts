@@ -1,0 +1,70 @@
+/**
+ * The agent of the workerd skills/subagents tests (test/workers/skills-subagents.test.ts): what it
+ * mounts follows its instance id, and it talks to its own scripted-model lane over the Anthropic
+ * wire format (so recorded tool results carry their error flag).
+ *
+ * - `skills-*`:  an inline `defineSkill` with a resource file, and the packaged `lab-notes` SKILL.md.
+ * - `depth-*`:   a subagent that declares itself again, for the delegation depth cap.
+ * - `general-*`: `GeneralSubagent` next to a durable virtual sandbox and a tool of the parent's own.
+ * - `review-*`:  the seed's `review_contract` harness tool over a durable virtual sandbox.
+ */
+import {
+  GeneralSubagent,
+  defineSkill,
+  defineSubagent,
+  useModel,
+  useSandbox,
+  useSkill,
+  useSubagent,
+  useTool,
+  virtualSandbox,
+} from '@flue/runtime';
+import { reviewContract } from './review-contract.ts';
+import { labNotes } from './sandbox-agents.ts';
+
+export const STUDIO_PROVIDER = 'studio';
+export const STUDIO_LANE = 'skills-subagents';
+
+export const releaseNotes = defineSkill({
+  name: 'release-notes',
+  description: 'Write release notes from a changelog.',
+  instructions: 'Group changes by type. Keep each line short.',
+  files: { 'templates/notes.md': '# Release {{version}}\n\n## Fixes\n' },
+});
+
+/** Declares itself: every delegate can delegate one level deeper, until the cap refuses. */
+export const deeper: ReturnType<typeof defineSubagent> = defineSubagent({
+  name: 'deeper',
+  description: 'Delegates again.',
+  agent() {
+    useSubagent(deeper);
+    return 'Delegate deeper.';
+  },
+});
+
+export const GENERAL_INSTRUCTIONS = 'Coordinate the work; delegate reading to a helper.';
+
+const generalFiles = virtualSandbox({ files: { '/workspace/brief.txt': 'Ship the importer by Friday.\n' } });
+const reviewFiles = virtualSandbox({ files: { '/workspace/notes.txt': 'line one\n' } });
+
+export function Studio({ id }: { id: string }) {
+  useModel(`${STUDIO_PROVIDER}/${STUDIO_LANE}`);
+  if (id.startsWith('skills-')) {
+    useSkill(releaseNotes);
+    useSkill(labNotes);
+    return 'Write things.';
+  }
+  if (id.startsWith('depth-')) {
+    useSubagent(deeper);
+    return 'Start the chain.';
+  }
+  if (id.startsWith('general-')) {
+    useSandbox(generalFiles);
+    useTool({ name: 'stamp', description: 'Stamp the brief as handled.', run: () => 'stamped' });
+    useSubagent(GeneralSubagent);
+    return GENERAL_INSTRUCTIONS;
+  }
+  useSandbox(reviewFiles);
+  useTool(reviewContract);
+  return 'Review contracts in the workspace.';
+}
