@@ -11,7 +11,7 @@ import { dispatch, init } from '@flue/runtime';
 import type { RecordedRequest, ScriptedResponse } from '@flue/runtime/testing';
 import { AGENT_LANE, BARE_LANE, BenchAgent, MARKER_LANE } from './agents.ts';
 import type { MeterSnapshot } from './storage-meter.ts';
-import { type BenchRow, emitRows } from '../rows.ts';
+import { type BenchRow, emitRows, median } from '../rows.ts';
 import type { MeteredAgentRpc } from './worker.ts';
 import './worker.ts';
 
@@ -233,12 +233,6 @@ const inTurnRows = (meter: MeterSnapshot) => {
 const billedRows = (meter: MeterSnapshot) => meter.sqlRowsWritten + meter.setAlarm + meter.kvWrites;
 
 // ── Statistics and printing ─────────────────────────────────────────────────────────────────
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 const fmt = (value: number | undefined, digits = 1) =>
   value === undefined ? '—' : Number.isInteger(value) ? String(value) : value.toFixed(digits);
