@@ -135,8 +135,12 @@ describe('local() refuses paths outside the root', () => {
     await expect(sandbox.readFile('../outside/secret.txt')).rejects.toThrow(
       `${outside}/secret.txt is outside the sandbox root ${root}`,
     );
+    // The link is named, never its target: that would be a name from outside the root.
     await expect(sandbox.readFile('secret-link')).rejects.toThrow(
-      `${root}/secret-link is outside the sandbox root ${root} (it resolves to ${outside}/secret.txt)`,
+      `${root}/secret-link is outside the sandbox root ${root} (it is a symbolic link pointing out of it).`,
+    );
+    await expect(sandbox.readFile('escape/dir/inner.txt')).rejects.toThrow(
+      `${root}/escape/dir/inner.txt is outside the sandbox root ${root} (through the symbolic link ${root}/escape).`,
     );
     const error = await sandbox.stat('/etc').catch((e: unknown) => e);
     expect(error).toMatchObject({ type: 'sandbox_path_outside_root', meta: { path: '/etc', root } });

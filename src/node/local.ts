@@ -6,14 +6,19 @@
  * `SandboxDriver` wrapped by `sandboxFromDriver`, so path resolution, the writeFile parent guarantee
  * and the exec abort race come from the shared wrapper.
  *
- * Confinement (§8, ours): every file verb — and therefore the built-in `read`/`write`/`edit` tools
- * and `harness.sandbox` file verbs — refuses a path that resolves, after following symlinks
- * (including dangling ones and symlinks in parent directories), outside the root, with a
- * `LocalSandboxPathError` naming the path; nothing outside is read or touched. `exec` refuses a cwd
- * outside the root. `local({ unrestricted: true })` lifts every path check (trusted CI use).
+ * Confinement (§8, ours): every verb that touches the host with a path — readFile, readFileBuffer,
+ * writeFile, stat, readdir, exists, mkdir, rm and exec's cwd — refuses a path that resolves, after
+ * following symlinks (including dangling ones and symlinks in parent directories), outside the root,
+ * with a `LocalSandboxPathError` naming the path; nothing outside is read or touched, and the message
+ * (what a model sees) names no file outside the root; `meta.resolved` keeps the target for the host. The built-in `read`/`write`/`edit` tools go through those verbs,
+ * and `grep`/`glob` put their path (and the directory of a path-shaped name filter) to `stat` before
+ * running, so they are refused the same way. `resolvePath` stays lexical: it touches nothing, and the
+ * runtime uses it to recognise paths that never reach the host (packaged skills). A path with a NUL
+ * byte is a `LocalSandboxInvalidPathError`. `local({ unrestricted: true })` lifts every path check
+ * (trusted CI use).
  *
- * NOT a security boundary: `exec` (and so the `bash`, `grep` and `glob` tools) runs a real host shell
- * with this process's permissions; a command can read, write or delete anything the process can, and
+ * NOT a security boundary: `exec` (and so the `bash` tool) runs a real host shell with this
+ * process's permissions; a command can `cd /`, read, write or delete anything the process can, and
  * use the network. The path check is also check-then-use: a concurrently running process that swaps a
  * directory for a symlink can race it. Never use `local()` for untrusted input or multi-tenant work.
  */
@@ -62,15 +67,34 @@ const KILL_GRACE_MS = 2000;
 const CLOSE_GRACE_MS = 200;
 const MAX_SYMLINK_HOPS = 40;
 
-/** A file-verb path (or exec cwd) that resolves outside the local sandbox root. */
+/**
+ * A file-verb path (or exec cwd) that resolves outside the local sandbox root. `link` is the symlink
+ * inside the root that leads out; the message names it rather than its target, which lies outside
+ * and reaches the model with the message.
+ */
 export class LocalSandboxPathError extends FlueError {
-  constructor(path: string, root: string, resolved: string) {
-    const via = resolved === path ? '' : ` (it resolves to ${resolved})`;
+  constructor(path: string, root: string, resolved: string, link?: string) {
     super('sandbox_path_outside_root', {
-      message: `[flue] Access denied: ${path} is outside the sandbox root ${root}${via}. Only paths inside ${root} can be used.`,
-      meta: { path, root, resolved },
+      message: `[flue] Access denied: ${path} is outside the sandbox root ${root}${throughLink(path, link)}. Only paths inside ${root} can be used.`,
+      meta: { path, root, resolved, ...(link === undefined ? {} : { link }) },
     });
     this.name = 'LocalSandboxPathError';
+  }
+}
+
+function throughLink(path: string, link: string | undefined): string {
+  if (link === undefined) return '';
+  return link === path ? ' (it is a symbolic link pointing out of it)' : ` (through the symbolic link ${link})`;
+}
+
+/** A path no host call can take (a NUL byte would be cut short or rejected by the OS). */
+export class LocalSandboxInvalidPathError extends FlueError {
+  constructor(path: string) {
+    super('sandbox_path_invalid', {
+      message: `[flue] Invalid path ${JSON.stringify(path)}: a sandbox path must not contain NUL bytes.`,
+      meta: { path },
+    });
+    this.name = 'LocalSandboxInvalidPathError';
   }
 }
 
@@ -140,49 +164,62 @@ function errCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined;
 }
 
+interface Resolution {
+  /** Where the path really points. */
+  real: string;
+  /** The last symlink followed that lies inside the root: the one that leads out, if any does. */
+  link?: string;
+}
+
 /**
  * Where `abs` really points: every existing component is resolved with `lstat`/`readlink` (so a
  * dangling symlink still reveals its target), the missing tail is appended lexically.
  */
-async function resolveReal(abs: string): Promise<string> {
+async function resolveReal(abs: string, root: string): Promise<Resolution> {
   const queue = abs.split('/').filter((s) => s !== '' && s !== '.');
   let current = '/';
   let hops = 0;
   let missing = false;
+  let link: string | undefined;
   while (queue.length > 0) {
     const segment = queue.shift() as string;
-    if (segment === '.' || segment === '') continue;
     if (segment === '..') {
       current = posix.dirname(current);
       continue;
     }
     const candidate = posix.join(current, segment);
-    if (missing) {
-      current = candidate;
-      continue;
-    }
-    let isLink = false;
-    try {
-      isLink = (await fs.lstat(candidate)).isSymbolicLink();
-    } catch (error) {
-      const code = errCode(error);
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
-      missing = true;
-      current = candidate;
-      continue;
-    }
-    if (!isLink) {
+    const kind: EntryKind = missing ? 'missing' : await entryKind(candidate);
+    if (kind !== 'symlink') {
+      missing = kind === 'missing';
       current = candidate;
       continue;
     }
     if (++hops > MAX_SYMLINK_HOPS) {
       throw Object.assign(new Error(`ELOOP: too many symbolic links encountered, ${abs}`), { code: 'ELOOP', path: abs });
     }
+    if (isInside(root, candidate)) link = candidate;
     const target = await fs.readlink(candidate);
     if (target.startsWith('/')) current = '/';
     queue.unshift(...target.split('/').filter((s) => s !== '' && s !== '.'));
   }
-  return current;
+  return link === undefined ? { real: current } : { real: current, link };
+}
+
+type EntryKind = 'symlink' | 'other' | 'missing';
+
+/** Missing is an answer (the tail resolves lexically); other failures (EACCES …) propagate. */
+async function entryKind(p: string): Promise<EntryKind> {
+  try {
+    return (await fs.lstat(p)).isSymbolicLink() ? 'symlink' : 'other';
+  } catch (error) {
+    if (isMissing(error)) return 'missing';
+    throw error;
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  const code = errCode(error);
+  return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
 interface Guarded {
@@ -202,18 +239,19 @@ function createLocalDriver(config: DriverConfig): SandboxDriver {
 
   /** Refuses `p` unless both its parent and its fully resolved target lie inside the root. */
   async function guard(p: string): Promise<Guarded> {
+    if (p.includes('\0')) throw new LocalSandboxInvalidPathError(p);
     const abs = posix.resolve('/', p);
     if (!confined) return { target: abs };
     // Authoritative check on the real location (another spelling of the root is fine).
-    const full = await resolveReal(abs);
-    if (!isInside(root, full)) throw new LocalSandboxPathError(abs, root, full);
+    const full = await resolveReal(abs, root);
+    if (!isInside(root, full.real)) throw new LocalSandboxPathError(abs, root, full.real, full.link);
     if (abs !== '/') {
-      const parent = await resolveReal(posix.dirname(abs));
-      if (isInside(root, parent)) return { target: posix.join(parent, posix.basename(abs)) };
+      const parent = await resolveReal(posix.dirname(abs), root);
+      if (isInside(root, parent.real)) return { target: posix.join(parent.real, posix.basename(abs)) };
+      // Only another spelling of the root itself has its parent outside (e.g. /tmp vs /private/tmp).
+      if (full.real !== root) throw new LocalSandboxPathError(abs, root, full.real, parent.link);
     }
-    // Only another spelling of the root itself has its parent outside (e.g. /tmp vs /private/tmp).
-    if (full === root) return { target: root };
-    throw new LocalSandboxPathError(abs, root, full);
+    return { target: root };
   }
 
   return {
@@ -269,7 +307,7 @@ function createLocalDriver(config: DriverConfig): SandboxDriver {
       try {
         cwd = (await guard(options.cwd)).target;
       } catch (error) {
-        if (error instanceof LocalSandboxPathError) throw error;
+        if (error instanceof LocalSandboxPathError || error instanceof LocalSandboxInvalidPathError) throw error;
         return { stdout: '', stderr: `[flue] Cannot use working directory ${options.cwd}: ${String(error)}\n`, exitCode: 1 };
       }
       try {

@@ -26,3 +26,16 @@ export function abortError(reason: unknown): Error {
   Object.defineProperty(error, 'cause', { value: reason, configurable: true, writable: true });
   return error as unknown as Error;
 }
+
+/**
+ * `type` codes with which a confining adapter (`local()`) refuses a path it will not touch. The
+ * search tools probe their paths through `stat` and must surface these, whatever else fails.
+ */
+const PATH_REFUSAL_TYPES: ReadonlySet<string> = new Set(['sandbox_path_outside_root', 'sandbox_path_invalid']);
+
+/** Matched by code, not class: the adapter may come from another copy of the package. */
+export function isSandboxPathRefusal(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const type = (error as { type?: unknown }).type;
+  return typeof type === 'string' && PATH_REFUSAL_TYPES.has(type);
+}

@@ -226,6 +226,50 @@ describe('glob', () => {
   });
 });
 
+describe('grep and glob put their paths to the sandbox first', () => {
+  async function refusing(): Promise<{ sandbox: Sandbox; commands: string[]; statted: string[] }> {
+    const base = await make({ 'a.txt': 'x' });
+    const commands: string[] = [];
+    const statted: string[] = [];
+    const refusal = Object.assign(new Error('refused'), { type: 'sandbox_path_outside_root' });
+    const sandbox: Sandbox = {
+      ...base,
+      exec: async (command) => {
+        commands.push(command);
+        return { stdout: '', stderr: '', exitCode: 1 };
+      },
+      stat: async (p) => {
+        statted.push(base.resolvePath(p));
+        if (base.resolvePath(p).startsWith('/workspace')) return base.stat(p);
+        throw refusal;
+      },
+    };
+    return { sandbox, commands, statted };
+  }
+
+  it('a refusal from stat fails the call before any command runs', async () => {
+    const { sandbox, commands, statted } = await refusing();
+    await expect(call(createGrepTool(sandbox), { pattern: 'x', path: '../etc' })).rejects.toThrow('refused');
+    await expect(call(createGrepTool(sandbox), { pattern: 'x', include: '../../etc/*' })).rejects.toThrow('refused');
+    await expect(call(createGlobTool(sandbox), { pattern: '/etc/*' })).rejects.toThrow('refused');
+    expect(commands).toEqual([]);
+    expect(statted).toEqual(['/etc', '/workspace', '/etc', '/workspace', '/etc']);
+  });
+
+  it('other stat failures are left to the command; `..` reaches it as checked', async () => {
+    const { sandbox, commands } = await refusing();
+    expect(await call(createGlobTool(sandbox), { pattern: '*', path: 'missing/../a.txt' })).toBe('No files found matching pattern.');
+    expect(commands).toEqual([`find 'a.txt' -type f -name '*' 2>/dev/null | head -1000`]);
+  });
+
+  it('refuses NUL bytes in shell-bound arguments', async () => {
+    const { sandbox, commands } = await refusing();
+    await expect(call(createGrepTool(sandbox), { pattern: 'a\0b' })).rejects.toThrow('pattern: must not contain NUL bytes');
+    await expect(call(createGlobTool(sandbox), { pattern: '*', path: 'a\0' })).rejects.toThrow('path: must not contain NUL bytes');
+    expect(commands).toEqual([]);
+  });
+});
+
 describe('shellQuote', () => {
   it('single-quotes and escapes quotes', () => {
     expect(shellQuote("a'b $c")).toBe(`'a'\\''b $c'`);

@@ -1,10 +1,12 @@
 /**
  * The six built-in model tools over a `Sandbox` (tools.md §10, sandbox.md §3.4/§4). Each factory
  * returns a plain `AgentTool` whose `execute` throws on failure; the engine turns the throw into an
- * error tool result. Model arguments are untrusted: every one reaching a shell is single-quoted.
+ * error tool result. Model arguments are untrusted: every one reaching a shell is single-quoted, and
+ * every path a search implies is first put to the sandbox, so a confining adapter can refuse it.
  */
 import * as v from 'valibot';
-import type { AgentTool, AgentToolResult, Sandbox } from './types.ts';
+import { isSandboxPathRefusal } from './errors.ts';
+import type { AgentTool, AgentToolResult, FileStat, Sandbox } from './types.ts';
 
 export const MAX_LINES = 2000;
 export const MAX_CHARS = 51_200;
@@ -36,6 +38,56 @@ function parseParams<S extends v.GenericSchema>(tool: string, schema: S, params:
 }
 
 const optionalPositiveInt = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)));
+/** A NUL cannot travel in a shell argument; refused here rather than failing as "no match". */
+const shellString = v.pipe(v.string(), v.check((s: string) => !s.includes('\0'), 'must not contain NUL bytes'));
+
+// ── Paths the search tools hand to a shell (sandbox.md §8) ───────────────────────────────────
+
+/**
+ * Asks the sandbox about `p` through `stat`, so a confining adapter refuses it exactly as it
+ * refuses `read`. Any other failure (typically "not found") is left for the command to report.
+ */
+async function vetPath(sandbox: Sandbox, p: string): Promise<FileStat | undefined> {
+  try {
+    return await sandbox.stat(p);
+  } catch (error) {
+    if (isSandboxPathRefusal(error)) throw error;
+    return undefined;
+  }
+}
+
+/**
+ * The sandbox resolves `..` lexically, the kernel after following symlinks (`link/..` is the
+ * link target's parent); so a path with `..` reaches the shell in the spelling that was checked.
+ */
+function checkedSpelling(sandbox: Sandbox, p: string): string {
+  if (!p.split('/').includes('..')) return p;
+  const abs = sandbox.resolvePath(p);
+  if (abs === sandbox.cwd) return '.';
+  return abs.startsWith(`${sandbox.cwd}/`) ? abs.slice(sandbox.cwd.length + 1) : abs;
+}
+
+/** The directory a path-shaped glob points into (`../x/*.ts` under `src` → `src/../x`). */
+function globDirectory(searchPath: string, glob: string): string | undefined {
+  const slash = glob.lastIndexOf('/');
+  if (slash === -1) return undefined;
+  const dir = slash === 0 ? '/' : glob.slice(0, slash);
+  return dir.startsWith('/') ? dir : `${searchPath}/${dir}`;
+}
+
+/**
+ * Vets the search path and the directory a name filter points into, and returns the path to run
+ * on. The walk itself follows no symlink (`grep -r`, `rg` and `find` without `-L`): linked entries
+ * are skipped, in-root ones too, since a shell walk cannot ask the sandbox about each entry. A link
+ * named as `path` is vetted like any path and then followed.
+ */
+async function searchTarget(sandbox: Sandbox, path: string, glob: string | undefined): Promise<{ path: string; stat?: FileStat }> {
+  const stat = await vetPath(sandbox, path);
+  const dir = glob === undefined ? undefined : globDirectory(path, glob);
+  if (dir !== undefined) await vetPath(sandbox, dir);
+  const spelled = checkedSpelling(sandbox, path);
+  return stat === undefined ? { path: spelled } : { path: spelled, stat };
+}
 
 // ── Per-path serialization of write/edit (sandbox.md §4) ─────────────────────────────────────
 
@@ -178,7 +230,10 @@ export function createEditTool(sandbox: Sandbox): AgentTool {
       if (oldText === '') throw new Error('oldText must not be empty. To create or overwrite a whole file, use the write tool.');
       return withPathLock(sandbox, path, async () => {
         checkAborted(signal);
-        if (!(await sandbox.exists(path))) throw new Error(`File not found: ${path}`);
+        if (!(await sandbox.exists(path))) {
+          await vetPath(sandbox, path); // a refused path says so rather than "not found"
+          throw new Error(`File not found: ${path}`);
+        }
         const content = await sandbox.readFile(path);
         const occurrences = content.split(oldText).length - 1;
         if (occurrences === 0) {
@@ -288,7 +343,12 @@ function hasRipgrep(sandbox: Sandbox): Promise<boolean> {
   return probe;
 }
 
-const grepSchema = v.object({ pattern: v.string(), path: v.optional(v.string()), include: v.optional(v.string()), literal: v.optional(v.boolean()) });
+const grepSchema = v.object({
+  pattern: shellString,
+  path: v.optional(shellString),
+  include: v.optional(shellString),
+  literal: v.optional(v.boolean()),
+});
 
 export function createGrepTool(sandbox: Sandbox): AgentTool {
   return {
@@ -309,7 +369,9 @@ export function createGrepTool(sandbox: Sandbox): AgentTool {
     },
     async execute(_id, params, signal) {
       checkAborted(signal);
-      const { pattern, path = '.', include, literal } = parseParams('grep', grepSchema, params);
+      const { pattern, path: requested = '.', include, literal } = parseParams('grep', grepSchema, params);
+      const { path } = await searchTarget(sandbox, requested, include);
+      checkAborted(signal);
       const rg = await raceAbort(hasRipgrep(sandbox), signal);
       const command = rg
         ? `rg -n -H --no-heading --color=never${literal ? ' -F' : ''}${include !== undefined ? ` -g ${shellQuote(include)}` : ''} -- ${shellQuote(pattern)} ${shellQuote(path)}`
@@ -339,7 +401,7 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
 
 // ── glob ──────────────────────────────────────────────────────────────────────────────────────
 
-const globSchema = v.object({ pattern: v.string(), path: v.optional(v.string()) });
+const globSchema = v.object({ pattern: shellString, path: v.optional(shellString) });
 
 export function createGlobTool(sandbox: Sandbox): AgentTool {
   return {
@@ -358,7 +420,10 @@ export function createGlobTool(sandbox: Sandbox): AgentTool {
     },
     async execute(_id, params, signal) {
       checkAborted(signal);
-      const { pattern, path = '.' } = parseParams('glob', globSchema, params);
+      const { pattern, path: requested = '.' } = parseParams('glob', globSchema, params);
+      const target = await searchTarget(sandbox, requested, pattern);
+      checkAborted(signal);
+      const path = startDirectory(target.path, target.stat);
       // find has no `--`; a leading `./` keeps a dash-led path from being read as a predicate.
       const safePath = path.startsWith('-') ? `./${path}` : path;
       const command = `find ${shellQuote(safePath)} -type f -name ${shellQuote(pattern)} 2>/dev/null | head -${GLOB_MAX_PATHS}`;
@@ -368,6 +433,11 @@ export function createGlobTool(sandbox: Sandbox): AgentTool {
       return text(paths.join('\n'));
     },
   };
+}
+
+/** `find` does not descend a symlink given as its start; a trailing `/` makes the kernel follow it. */
+function startDirectory(path: string, stat: FileStat | undefined): string {
+  return stat?.isSymbolicLink === true && stat.isDirectory && !path.endsWith('/') ? `${path}/` : path;
 }
 
 // ── the default set ──────────────────────────────────────────────────────────────────────────
