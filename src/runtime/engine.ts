@@ -613,7 +613,10 @@ export class ConversationEngine {
 
   // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────
 
-  /** Stops taking work; running responses stop at their next turn boundary, unsettled. */
+  /**
+   * Stops taking work; running responses stop at their next turn boundary, unsettled. Past
+   * `graceMs` (at once when it is 0) they are cut off as an interruption.
+   */
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     for (const run of this.runs.values()) run.stop();

@@ -652,7 +652,8 @@ export class ResponseRun {
         else pending.push({ type: 'assistant_delta', stepId, messageId, kind, block: event.contentIndex, delta: event.delta });
         const elapsed = Date.now() - lastFlush;
         if (elapsed >= interval) flush();
-        else trailing ??= setTimeout(() => flush(), interval - elapsed);
+        // Once the run is aborted the loop's exit flushes; a timer must not write for a stopped runtime.
+        else trailing ??= setTimeout(() => this.signal.aborted || flush(), interval - elapsed);
         if (firstDelta) {
           firstDelta = false;
           crashProbe()?.({ point: 'model', ...this.probeSite() });

@@ -26,11 +26,18 @@ const MODEL = 'anthropic/claude-haiku-4-5';
 /** What the tool bodies observed, in this process (the harness counts runs on its own). */
 let shipped: string[] = [];
 
+/** When set, lookup announces its start and waits for the test (it ignores its abort signal). */
+let lookupGate: { started(): void; release: Promise<void> } | undefined;
+
 const lookup = defineTool({
   name: 'lookup',
   description: 'Looks a key up in an external system.',
   input: v.object({ key: v.string() }),
   async run({ data }) {
+    if (lookupGate !== undefined) {
+      lookupGate.started();
+      await lookupGate.release;
+    }
     return { output: { key: data.key, value: `value-of-${data.key}` } };
   },
 });
@@ -82,6 +89,7 @@ afterEach(async () => {
 async function open(): Promise<CrashHarness> {
   server.reset();
   shipped = [];
+  lookupGate = undefined;
   lab = await crashHarness({
     agents: [StoryAgent, OpsAgent],
     providers: [scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })],
@@ -252,6 +260,42 @@ describe('crashHarness: every named point, settled exactly once', () => {
     expect(report.toolRuns).toEqual({ provision: 3 });
     expect(report.stepRuns).toEqual({ 'provision/reserve': 1, 'provision/charge': 1, 'provision/ship': 3 });
     expect(server.requests).toHaveLength(2);
+  });
+
+  it('two conversations at once: one dies mid-stream, the other mid-tool; one restart recovers both', async () => {
+    const lab = await open();
+    // Both lanes call the model concurrently, so each step answers by looking at the request.
+    const route = (request: RecordedRequest) => {
+      const ops = request.system?.includes('provision orders') === true;
+      const recovered = request.messages.length > 1;
+      if (ops) return recovered ? { text: 'beta recovered.' } : { toolCalls: [{ id: 'call_beta', name: 'lookup', arguments: { key: 'kb' } }] };
+      return recovered ? { text: 'alpha recovered.' } : { text: ['Alpha ', 'was ', 'saying'], chunkDelayMs: 150, hangAfterChunks: 4 };
+    };
+    server.script(route, route, route, route, SPARE);
+    let release!: () => void;
+    const started = new Promise<void>((resolveStarted) => {
+      lookupGate = { started: resolveStarted, release: new Promise<void>((resolveRelease) => (release = resolveRelease)) };
+    });
+    lab.crashAt({ point: 'model', agent: StoryAgent });
+    const beta = await dispatch(OpsAgent, { id: 'beta', message: 'Beta, look up kb.' });
+    await started; // beta's tool is in flight
+    const alpha = await dispatch(StoryAgent, { id: 'alpha', message: 'Alpha, speak.' });
+    expect(await lab.crashed).toMatchObject({ agent: 'StoryAgent', instanceId: 'alpha' });
+    lookupGate = undefined;
+    release(); // the dead runtime's tool body finishes; nothing it returns is stored
+    await lab.restart();
+
+    const report = await lab.settle();
+    expect(report.submissions.map((s) => [s.id, s.outcome, s.settlements])).toEqual([
+      [beta.submissionId, 'completed', 1],
+      [alpha.submissionId, 'completed', 1],
+    ]);
+    expect(report.toolRuns).toEqual({ lookup: 1 });
+    expect((await init(StoryAgent, { id: 'alpha' }).read(alpha)).text).toContain('alpha recovered.');
+    expect((await init(OpsAgent, { id: 'beta' }).read(beta)).text).toBe('beta recovered.');
+    const betaRetry = server.requests.find((r) => r.system?.includes('provision orders') && r.messages.length > 1)!;
+    expect(toolResult(betaRetry, 'call_beta')).toMatchObject({ content: INTERRUPTED_MARKER, isError: true });
+    expect(server.requests).toHaveLength(4);
   });
 
   it('during settlement: the reply is not asked for again, the submission settles once', async () => {
