@@ -36,11 +36,11 @@ const note = defineTool({
   },
 });
 
-function Helper() {
+function Assistant() {
   useModel('anthropic/claude-haiku-4-5');
   useTool(lookup);
   useTool(note);
-  return 'You help.';
+  return 'You assist.';
 }
 
 function Unlisted() {
@@ -65,7 +65,7 @@ afterEach(async () => {
 async function open(): Promise<CrashHarness> {
   server.reset();
   lab = await crashHarness({
-    agents: [Helper],
+    agents: [Assistant],
     providers: [scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })],
     env: {},
   });
@@ -77,7 +77,7 @@ describe('crashHarness', () => {
     const lab = await open();
     server.script({ text: 'No tools needed.' });
     lab.crashAt({ point: 'tool', name: 'lookup' });
-    await dispatch(Helper, { id: 'h1', message: 'Hi.' });
+    await dispatch(Assistant, { id: 'h1', message: 'Hi.' });
 
     const missed = lab.crashed;
     await expect(missed).rejects.toBeInstanceOf(CrashPointNotReachedError);
@@ -119,11 +119,11 @@ describe('crashHarness', () => {
       { text: 'Done.' },
     );
     lab.crashAt({ point: 'tool', name: 'lookup' });
-    await dispatch(Helper, { id: 'h2', message: 'Look up a and write a note.' });
+    await dispatch(Assistant, { id: 'h2', message: 'Look up a and write a note.' });
     await lab.crashed;
     expect(lab.up).toBe(false);
     expect(configuredRuntime()).toBeUndefined();
-    await expect(dispatch(Helper, { id: 'h2', message: 'Anyone there?' })).rejects.toThrow('needs a configured Flue runtime');
+    await expect(dispatch(Assistant, { id: 'h2', message: 'Anyone there?' })).rejects.toThrow('needs a configured Flue runtime');
     await expect(lab.settle()).rejects.toThrow('the runtime is down after crash 1 at "tool" in tool "lookup"');
     expect(lab.report().submissions.map((s) => [s.outcome, s.settlements])).toEqual([[null, 0]]);
 
@@ -140,7 +140,7 @@ describe('crashHarness', () => {
     const crashed = await open();
     server.script({ text: 'Hello.' });
     crashed.crashAt({ point: 'settlement' });
-    await dispatch(Helper, { id: 'h3', message: 'Hi.' });
+    await dispatch(Assistant, { id: 'h3', message: 'Hi.' });
     await crashed.crashed;
     await crashed.close();
     expect(configuredRuntime()).toBeUndefined();
@@ -153,18 +153,18 @@ describe('crashHarness', () => {
     await up.close();
     expect(configuredRuntime()).toBeUndefined();
     expect(crashProbe()).toBeUndefined();
-    const flue = await start({ agents: [Helper], env: {}, providers: [] });
+    const flue = await start({ agents: [Assistant], env: {}, providers: [] });
     await flue.stop();
   });
 
   it('refuses to open beside another harness or a configured runtime', async () => {
     await open();
-    await expect(crashHarness({ agents: [Helper] })).rejects.toThrow('another crash harness is open in this process');
+    await expect(crashHarness({ agents: [Assistant] })).rejects.toThrow('another crash harness is open in this process');
     await lab!.close();
     lab = undefined;
-    const flue = await start({ agents: [Helper], env: {}, providers: [] });
+    const flue = await start({ agents: [Assistant], env: {}, providers: [] });
     try {
-      await expect(crashHarness({ agents: [Helper] })).rejects.toThrow('a Flue runtime is already configured in this process');
+      await expect(crashHarness({ agents: [Assistant] })).rejects.toThrow('a Flue runtime is already configured in this process');
     } finally {
       await flue.stop();
     }
