@@ -24,6 +24,7 @@ import {
   abortError,
   toSettlementError,
 } from './errors.ts';
+import { crashProbe } from './crash-probe.ts';
 import { emit } from './events.ts';
 import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
@@ -197,6 +198,7 @@ export class ConversationEngine {
       this.store.insertSubmission({ id: submissionId, stream: live.stream, kind, payload, acceptedAt });
       for (const attachment of attachments) this.store.putAttachment(live.stream, attachment.ref, attachment.bytes);
     });
+    crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
     if (birth !== undefined) {
       this.lives.set(live.stream, live);
       this.live(agentName, request.id);
@@ -441,6 +443,9 @@ export class ConversationEngine {
           entry.again = false;
           await this.drain(stream);
         } while (entry.again && !this.stopping);
+      } catch (error) {
+        // Work cut off by a stop (or a simulated crash) while settling stays for the next start.
+        if (!(error instanceof RunStopped)) throw error;
       } finally {
         this.queues.delete(stream);
       }
@@ -597,6 +602,7 @@ export class ConversationEngine {
       });
     }
     const now = Date.now();
+    crashProbe()?.({ point: 'settlement', engine: this, agent: live.agentName, instanceId: live.instanceId, submissionId: row.id, outcome });
     this.commit(live, records, () => {
       for (const settled of [row, ...joined]) this.store.markSettled(settled.id, outcome, error?.message ?? null, now);
     });
@@ -607,7 +613,10 @@ export class ConversationEngine {
 
   // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────
 
-  /** Stops taking work; running responses stop at their next turn boundary, unsettled. */
+  /**
+   * Stops taking work; running responses stop at their next turn boundary, unsettled. Past
+   * `graceMs` (at once when it is 0) they are cut off as an interruption.
+   */
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     for (const run of this.runs.values()) run.stop();
@@ -616,9 +625,12 @@ export class ConversationEngine {
     const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
     // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
     // off as an interruption (not an abort), and the next start recovers it.
-    const timer = setTimeout(() => {
+    const cutOff = () => {
       for (const run of this.runs.values()) run.abort(new RunStopped());
-    }, graceMs);
+    };
+    // No grace (a simulated crash): cut off before anything else of this runtime can run.
+    if (graceMs <= 0) cutOff();
+    const timer = graceMs > 0 ? setTimeout(cutOff, graceMs) : undefined;
     await drained;
     clearTimeout(timer);
   }

@@ -14,6 +14,7 @@ import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
 import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
 import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from './narration.ts';
@@ -641,6 +642,7 @@ export class ResponseRun {
       sessionId: this.conv.conversationId,
       ...reasoningOption(model, this.model?.thinkingLevel),
     });
+    let firstDelta = true;
     try {
       for await (const event of stream) {
         if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
@@ -650,7 +652,12 @@ export class ResponseRun {
         else pending.push({ type: 'assistant_delta', stepId, messageId, kind, block: event.contentIndex, delta: event.delta });
         const elapsed = Date.now() - lastFlush;
         if (elapsed >= interval) flush();
-        else trailing ??= setTimeout(() => flush(), interval - elapsed);
+        // Once the run is aborted the loop's exit flushes; a timer must not write for a stopped runtime.
+        else trailing ??= setTimeout(() => this.signal.aborted || flush(), interval - elapsed);
+        if (firstDelta) {
+          firstDelta = false;
+          crashProbe()?.({ point: 'model', ...this.probeSite() });
+        }
       }
     } finally {
       if (trailing !== undefined) clearTimeout(trailing);
@@ -739,6 +746,11 @@ export class ResponseRun {
     return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }), durationMs: Date.now() - started };
   }
 
+  /** Where this run is, for the crash probe (crash-probe.ts). */
+  private probeSite() {
+    return { engine: this.engine, agent: this.live.agentName, instanceId: this.live.instanceId, submissionId: this.row.id };
+  }
+
   private async runOne(call: ToolCall, tool: ToolDefinition | undefined, stepId: string): Promise<ToolOutcomeRecord> {
     if (tool === taskTool) return this.runTask(call, stepId, false);
     const builtin = tool === undefined ? undefined : this.environment.tools.get(call.name);
@@ -758,18 +770,29 @@ export class ResponseRun {
     // Scoped to the step that issued the call: some providers reuse tool-call ids across responses.
     const memoKey = `${stepId}:${call.id}`;
     const store = this.engine.store;
+    const site = { tool: call.name, toolCallId: call.id };
     const outcome = await runToolCall(tool, call.arguments, {
       toolCallId: call.id,
       signal: this.signal,
       log,
+      onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
       ...(tool.harness ? { harness: () => this.harness(this.depth + 1) } : {}),
       ...(tool.durable
         ? {
             step: createToolStep({
               toolCallId: call.id,
               toolName: call.name,
-              lookup: (name) => store.readStep(stream, memoKey, name),
-              record: (name, value) => store.writeStep(stream, memoKey, name, value),
+              lookup: (name) => {
+                const recorded = store.readStep(stream, memoKey, name);
+                // Nothing recorded: step.do runs the fn now.
+                if (!recorded.found) crashProbe()?.({ point: 'step-run', ...this.probeSite(), ...site, step: name });
+                return recorded;
+              },
+              record: (name, value) => {
+                // The fn finished and its memo is not stored yet: a crash here re-runs it.
+                crashProbe()?.({ point: 'step', ...this.probeSite(), ...site, step: name });
+                store.writeStep(stream, memoKey, name, value);
+              },
               log,
             }),
           }

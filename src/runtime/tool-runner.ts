@@ -25,6 +25,8 @@ export interface ToolCallEnvironment {
   harness?: () => FlueHarness;
   /** Supplied by the engine for `durable: true` tools. */
   step?: ToolStep;
+  /** Called just before `run` (arguments validated); a throw there fails the call like `run`'s. */
+  onRun?: () => void;
 }
 
 export interface ToolOutcome {
@@ -133,7 +135,10 @@ async function executeToolCall(
   }
 
   // 2. Run, raced against the host signal and the tool's deadline.
-  const returned = await raceToolRun((signal) => tool.run(buildContext(tool, data, signal, env) as never), {
+  const returned = await raceToolRun((signal) => {
+    env.onRun?.();
+    return tool.run(buildContext(tool, data, signal, env) as never);
+  }, {
     label,
     signal: env.signal,
     timeoutMs: tool.timeoutMs,

@@ -1,6 +1,6 @@
 /**
  * `@flue/runtime/testing`: drive the runtime against scripted models over real provider wire
- * formats.
+ * formats, and crash it at named points to test recovery (`crashHarness`, Node only).
  *
  * The server half loads node:http only when a server is started, so this entry also imports
  * inside workerd, where code scripts a server started by the Node side (lanes, LANE_ROUTE).
@@ -11,6 +11,21 @@ export { useScriptedModels } from './scripted-redirect.ts';
 export type { ScriptedApi, ScriptedProviderOptions } from './scripted-model.ts';
 export { LANE_ROUTE, NO_STEP_QUEUED_MESSAGE, startScriptedModelServer } from './scripted-model-server.ts';
 export { childConversations, type ChildConversation } from './inspect.ts';
+export {
+  CrashHarnessError,
+  CrashPointNotReachedError,
+  SimulatedCrashError,
+  crashHarness,
+  type CrashHarness,
+  type CrashHarnessOptions,
+  type CrashInfo,
+  type CrashPoint,
+  type CrashPointFilter,
+  type CrashPointName,
+  type CrashReport,
+  type SettleOptions,
+  type SubmissionReport,
+} from './crash-harness.ts';
 export type {
   RecordedMessage,
   RecordedRequest,
