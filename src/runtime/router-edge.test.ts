@@ -13,6 +13,7 @@ import { getAgentInstance, useModel } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { useScriptedRuntime } from '../../test/support/scripted-runtime.ts';
 import { createAgentRouter } from './routing.ts';
+import { requireRuntime } from './runtime.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -159,5 +160,23 @@ describe('unmatched paths under the mount', () => {
     expect((await request(app, '/health')).status).toBe(200);
     expect((await request(app, '/elsewhere')).status).toBe(404);
     expect((await request(app, '/agents/echoes')).headers.get('content-type')).not.toBe('application/json');
+  });
+});
+
+describe('stored attachments', () => {
+  it('serves bytes whose stored mimeType is not a valid header value as application/octet-stream', async () => {
+    await ctx.start([Echo]);
+    ctx.server.script({ text: 'ok' });
+    // Straight to the runtime, as a record stored before admission checked mimeType would be.
+    const { receipt } = await requireRuntime('test').admit(
+      'Echo',
+      { id: 'legacy', message: { kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png\r\nx-evil: 1' }] } },
+      'direct',
+    );
+    const response = await request(mounted(), `${MOUNT}/legacy/attachments/att_direct_${receipt.submissionId}_0`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/octet-stream');
+    expect(response.headers.get('x-evil')).toBeNull();
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(new Uint8Array([0, 0, 0]));
   });
 });

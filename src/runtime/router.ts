@@ -29,7 +29,7 @@ import {
   renderError,
 } from './http-errors.ts';
 import { type Agent, resolveAgentIdentity } from './identity.ts';
-import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText, quoted } from './input-limits.ts';
+import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText, mimeTypeProblem, quoted } from './input-limits.ts';
 import { newId } from './ids.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import { type FlueRuntime, type UpdatesResult, requireRuntime } from './runtime.ts';
@@ -123,7 +123,8 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
     if (found === undefined) throw new StreamNotFoundError(id);
     if (found === null) throw new AttachmentNotFoundError(attachmentId);
     return c.body(found.bytes, 200, {
-      'content-type': found.mimeType,
+      // Admission checks mimeType; one stored before that check may not be a valid header value.
+      'content-type': mimeTypeProblem(found.mimeType) === undefined ? found.mimeType : 'application/octet-stream',
       'content-length': String(found.bytes.byteLength),
       'content-disposition': 'inline',
       'cache-control': 'private, max-age=31536000, immutable',

@@ -4,7 +4,7 @@
  * be below 500 and every error the JSON envelope; each Durable Object touched may hold only the
  * conversation named by its own id, and only when an accepted request addressed it.
  *
- * The seed is printed; replay with FLUE_FUZZ_SEED=<seed> in the environment of the test run.
+ * The seed is printed; replay with FLUE_FUZZ_SEED=<seed> (passed in as a binding by vitest.workers.config.ts).
  */
 import { env, runInDurableObject } from 'cloudflare:test';
 import { Hono } from 'hono';
@@ -25,7 +25,7 @@ afterEach(async () => resetLane(ECHO_LANE));
 const echoNamespace = () => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT;
 
 test('malformed requests get 4xx envelopes in workerd, and only addressed objects hold a conversation', { timeout: 120_000 }, async () => {
-  const seed = fuzzSeed((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.FLUE_FUZZ_SEED);
+  const seed = fuzzSeed((env as unknown as { FLUE_FUZZ_SEED?: string }).FLUE_FUZZ_SEED || undefined);
   console.log(`[router-fuzz:workerd] seed ${seed}`);
   const rng = seededRng(seed);
   // Accepted messages run in the object's alarm; each model call takes one scripted answer.
