@@ -33,7 +33,8 @@ export default defineConfig({
     skillMarkdown(),
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: './test/workers/wrangler.jsonc' },
-      miniflare: { bindings: { SCRIPTED_MODEL_URL: inject('scriptedModelUrl') } },
+      // FLUE_FUZZ_SEED replays a router fuzz run (test/workers/router-fuzz.test.ts).
+      miniflare: { bindings: { SCRIPTED_MODEL_URL: inject('scriptedModelUrl'), FLUE_FUZZ_SEED: process.env.FLUE_FUZZ_SEED ?? '' } },
     })),
   ],
   test: {

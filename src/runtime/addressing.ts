@@ -6,6 +6,7 @@
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { parseAdmissionFields } from './admission-fields.ts';
 import { InvalidRequestError } from './errors.ts';
+import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText } from './input-limits.ts';
 import type { Agent } from './identity.ts';
 import { newId } from './ids.ts';
 import type { ConversationStreamChunk } from './projection.ts';
@@ -43,10 +44,12 @@ function assertAgentFunction(agent: unknown, verb: string): asserts agent is Age
   }
 }
 
+/** Missing or empty is a plain Error (seed 004); present but unstorable is InvalidRequestError. */
 function assertInstanceId(id: unknown, verb: string): asserts id is string {
   if (typeof id !== 'string' || id.trim() === '') {
     throw new Error(`[flue] ${verb} requires a non-empty instance id (a string naming the agent instance).`);
   }
+  assertInstanceIdShape(id);
 }
 
 /** Resolves runtime and identity for one verb call, in the contract's order. */
@@ -111,6 +114,7 @@ export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHand
       if (typeof submissionId !== 'string' || submissionId === '') {
         throw new Error('[flue] handle.read() requires a dispatch receipt or a non-empty submission id.');
       }
+      assertText(submissionId, 'submissionId', MAX_TOKEN_LENGTH, 'The submission id is malformed.');
       const reply = await runtime.read(agentName, id, submissionId, readOptions);
       return typeof readTarget === 'string' ? reply : { ...reply, uid: readTarget.uid };
     },

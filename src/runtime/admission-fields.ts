@@ -5,15 +5,30 @@
  */
 import * as v from 'valibot';
 import { InvalidRequestError } from './errors.ts';
+import { MAX_TOKEN_LENGTH, assertJsonValue, textProblem } from './input-limits.ts';
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
 
 const keyRule = `idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
 const uidRule = 'uid must be a string (continue that incarnation) or null (create only)';
 
+/** Keys and uids are stored and compared as SQLite TEXT, which cuts at a NUL. */
+const wellFormed = (field: string, max: number) =>
+  v.check<string, (issue: v.CheckIssue<string>) => string>(
+    (text) => textProblem(text, max) === undefined,
+    (issue) => `${field} ${textProblem(issue.input, max)}`,
+  );
+
 const fieldsSchema = v.object({
-  idempotencyKey: v.optional(v.pipe(v.string(keyRule), v.nonEmpty(keyRule), v.maxLength(MAX_IDEMPOTENCY_KEY_LENGTH, keyRule))),
-  uid: v.optional(v.nullable(v.string(uidRule))),
+  idempotencyKey: v.optional(
+    v.pipe(
+      v.string(keyRule),
+      v.nonEmpty(keyRule),
+      v.maxLength(MAX_IDEMPOTENCY_KEY_LENGTH, keyRule),
+      wellFormed('idempotencyKey', MAX_IDEMPOTENCY_KEY_LENGTH),
+    ),
+  ),
+  uid: v.optional(v.nullable(v.pipe(v.string(uidRule), wellFormed('uid', MAX_TOKEN_LENGTH)))),
 });
 
 export interface AdmissionFields {
@@ -32,6 +47,8 @@ export function parseAdmissionFields(input: { uid?: unknown; idempotencyKey?: un
       'A string uid only continues an existing instance, so its initialData could never apply. Drop one of them.',
     );
   }
+  // Before anything walks it recursively (structuredClone, the agent's schema, JSON.stringify).
+  if (input.initialData !== undefined) assertJsonValue(input.initialData, 'initialData');
   return {
     ...(input.initialData === undefined ? {} : { initialData: input.initialData }),
     ...(uid === undefined ? {} : { uid }),

@@ -71,7 +71,7 @@ describe('parseDeliveredMessage: user', () => {
       attachments: [
         { type: 'image', data: 'iVBORw0=', mimeType: 'image/png', filename: 'a.png' },
         { ...pdf(), filename: 'b.pdf' },
-        { type: 'image', data: '', mimeType: 'anything/at-all' },
+        { type: 'image', data: 'AAAA', mimeType: 'image/x-custom' },
       ],
     };
     expect(parseDeliveredMessage(message)).toEqual(message);
@@ -110,7 +110,7 @@ describe('parseDeliveredMessage: user', () => {
       parseDeliveredMessage({
         kind: 'user',
         body: '',
-        attachments: [{ type: 'document', data: 'x', mimeType: 'text/plain' }],
+        attachments: [{ type: 'document', data: 'AAAA', mimeType: 'text/plain' }],
       }),
     );
     expect(details).toBe(
@@ -126,7 +126,7 @@ describe('parseDeliveredMessage: user', () => {
     ).toBe('message.attachments[0].data must be a string');
     expect(
       rejection(() =>
-        parseDeliveredMessage({ kind: 'user', body: '', attachments: [{ type: 'image', data: '' }] }),
+        parseDeliveredMessage({ kind: 'user', body: '', attachments: [{ type: 'image', data: 'AAAA' }] }),
       ),
     ).toBe('message.attachments[0].mimeType is required');
     expect(
@@ -212,9 +212,9 @@ describe('parseDeliveredMessage: snapshot', () => {
         kind: 'user',
         body: 'b',
         idempotencyKey: 'k',
-        attachments: [{ type: 'image', data: 'd', mimeType: 'image/png', size: 9 }],
+        attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png', size: 9 }],
       }),
-    ).toEqual({ kind: 'user', body: 'b', attachments: [{ type: 'image', data: 'd', mimeType: 'image/png' }] });
+    ).toEqual({ kind: 'user', body: 'b', attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] });
     const parsed = parseDeliveredMessage({ kind: 'signal', type: 't', body: '', uid: null, extra: 1 });
     expect(Object.keys(parsed)).toEqual(['kind', 'type', 'body']);
   });
@@ -228,16 +228,16 @@ describe('parseDeliveredMessage: snapshot', () => {
     const input = {
       kind: 'user' as const,
       body: 'first',
-      attachments: [{ type: 'image' as const, data: 'd', mimeType: 'image/png', filename: 'a.png' }],
+      attachments: [{ type: 'image' as const, data: 'AAAA', mimeType: 'image/png', filename: 'a.png' }],
     };
     const parsed = parseDeliveredMessage(input);
     input.body = 'changed';
     input.attachments[0]!.filename = 'changed.png';
-    input.attachments.push({ type: 'image', data: 'e', mimeType: 'image/png', filename: 'b.png' });
+    input.attachments.push({ type: 'image', data: 'BBBB', mimeType: 'image/png', filename: 'b.png' });
     expect(parsed).toEqual({
       kind: 'user',
       body: 'first',
-      attachments: [{ type: 'image', data: 'd', mimeType: 'image/png', filename: 'a.png' }],
+      attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png', filename: 'a.png' }],
     });
 
     const signalInput = { kind: 'signal' as const, type: 't', body: '', attributes: { a: '1' } };

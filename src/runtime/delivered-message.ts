@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { InvalidRequestError } from './errors.ts';
+import { MAX_FILENAME_LENGTH, base64Problem, mimeTypeProblem, quoted, textProblem } from './input-limits.ts';
 import type { AgentAppendMessage, DeliveredMessage } from './types.ts';
 
 /** Per attachment, in base64 characters (seed): 14 MiB of text, roughly 10.5 MiB decoded. */
@@ -30,9 +31,25 @@ const RESERVED = new Set(RESERVED_SIGNAL_TYPES);
 
 /** `tagName` is emitted unescaped as the XML tag, so it must be a plain XML name. */
 export const SIGNAL_TAG_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+/** Attribute keys are emitted as XML attribute names, so they follow the same pattern. */
+export const SIGNAL_ATTRIBUTE_KEY_PATTERN = SIGNAL_TAG_NAME_PATTERN;
+export const MAX_SIGNAL_TYPE_LENGTH = 256;
+/** Bound on `tagName` and on each attribute key. */
+export const MAX_SIGNAL_NAME_LENGTH = 128;
+export const MAX_SIGNAL_ATTRIBUTES = 64;
 
 // Messages are predicates: the formatter prefixes them with the failing field's path.
 const mustBeString = 'must be a string';
+
+/** A check whose message is the problem `find` reports (undefined = valid). */
+function refine<T>(find: (input: T) => string | undefined) {
+  return v.check<T, (issue: v.CheckIssue<T>) => string>(
+    (input) => find(input) === undefined,
+    (issue) => find(issue.input) ?? 'is invalid',
+  );
+}
+
+const boundedText = (max: number) => refine<string>((text) => textProblem(text, max));
 
 const attachmentData = v.pipe(
   v.string(mustBeString),
@@ -40,20 +57,30 @@ const attachmentData = v.pipe(
     MAX_ATTACHMENT_BASE64_CHARS,
     `exceeds ${MAX_ATTACHMENT_BASE64_CHARS} base64 characters`,
   ),
+  // An empty attachment has no bytes to store; malformed base64 would fail decoding after admission.
+  v.nonEmpty('must not be empty'),
+  refine<string>(base64Problem),
 );
+
+const mimeType = v.pipe(v.string(mustBeString), refine<string>(mimeTypeProblem));
+
+const filename = v.optional(v.pipe(v.string(mustBeString), boundedText(MAX_FILENAME_LENGTH)));
 
 const imageAttachment = v.object({
   type: v.literal('image'),
   data: attachmentData,
-  mimeType: v.string(mustBeString),
-  filename: v.optional(v.string(mustBeString)),
+  mimeType: v.pipe(
+    mimeType,
+    v.check((type) => /^image\//i.test(type), 'must be an image/* type for an image attachment'),
+  ),
+  filename,
 });
 
 const documentAttachment = v.object({
   type: v.literal('document'),
   data: attachmentData,
   mimeType: v.literal('application/pdf', 'must be "application/pdf" for a document attachment'),
-  filename: v.optional(v.string(mustBeString)),
+  filename,
 });
 
 const attachment = v.pipe(
@@ -73,6 +100,7 @@ const signalEntries = {
   type: v.pipe(
     v.string(mustBeString),
     v.minLength(1, 'must be a non-empty string'),
+    boundedText(MAX_SIGNAL_TYPE_LENGTH),
     v.check(
       (type) => !RESERVED.has(type),
       (issue) =>
@@ -81,11 +109,17 @@ const signalEntries = {
   ),
   body: v.string(`${mustBeString} (JSON-stringify structured data)`),
   attributes: v.optional(
-    v.record(v.string(), v.string(mustBeString), 'must be an object of string values'),
+    v.pipe(
+      // Plain objects only: valibot's record would take an array or a Map as an object.
+      v.custom<Record<string, unknown>>(isPlainObject, 'must be an object of string values'),
+      refine<Record<string, unknown>>(attributeKeysProblem),
+      v.record(v.string(), v.string(mustBeString), 'must be an object of string values'),
+    ),
   ),
   tagName: v.optional(
     v.pipe(
       v.string(mustBeString),
+      boundedText(MAX_SIGNAL_NAME_LENGTH),
       v.regex(
         SIGNAL_TAG_NAME_PATTERN,
         `must be a valid XML name matching ${SIGNAL_TAG_NAME_PATTERN.source}`,
@@ -161,12 +195,17 @@ export interface RenderableSignal {
   tagName?: string;
 }
 
-/** The model-facing text of a signal: `type` first, then attributes in insertion order. */
+/**
+ * The model-facing text of a signal: `type` first, then attributes in insertion order. Names are
+ * emitted unescaped, so a tag or key that is not an XML name (a record stored before admission
+ * checked them) is dropped rather than allowed to forge framework narration.
+ */
 export function renderSignal(signal: RenderableSignal): string {
-  const tag = signal.tagName ?? 'signal';
+  const tag = signal.tagName !== undefined && isXmlName(signal.tagName) ? signal.tagName : 'signal';
   let attributes = ` type="${escapeAttribute(signal.type)}"`;
   for (const [key, value] of Object.entries(signal.attributes ?? {})) {
-    attributes += ` ${key}="${escapeAttribute(value)}"`;
+    if (!isXmlName(key)) continue;
+    attributes += ` ${key}="${escapeAttribute(String(value))}"`;
   }
   return `<${tag}${attributes}>\n${escapeText(signal.body)}\n</${tag}>`;
 }
@@ -187,6 +226,24 @@ function escapeAttribute(text: string): string {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (!isObject(value) || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function isXmlName(name: string): boolean {
+  return name.length <= MAX_SIGNAL_NAME_LENGTH && SIGNAL_TAG_NAME_PATTERN.test(name);
+}
+
+function attributeKeysProblem(attributes: Record<string, unknown>): string | undefined {
+  const keys = Object.keys(attributes);
+  if (keys.length > MAX_SIGNAL_ATTRIBUTES) return `has ${keys.length} entries; at most ${MAX_SIGNAL_ATTRIBUTES} are allowed`;
+  const bad = keys.find((key) => !isXmlName(key));
+  if (bad === undefined) return undefined;
+  return `key ${quoted(bad)} must be a valid XML attribute name matching ${SIGNAL_ATTRIBUTE_KEY_PATTERN.source} of at most ${MAX_SIGNAL_NAME_LENGTH} characters`;
 }
 
 /** Explicit `undefined` optionals count as absent; keep them out of the admitted snapshot. */

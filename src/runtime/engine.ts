@@ -29,6 +29,7 @@ import { emit } from './events.ts';
 import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
+import { assertInstanceIdShape, assertJsonValue } from './input-limits.ts';
 import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
 import { type ConversationRecord, type SubmissionOutcome, interruptedToolText } from './records.ts';
 import { type ChildConversation, childConversationId, childConversations, childStreamKey } from './task-run.ts';
@@ -135,6 +136,15 @@ export class ConversationEngine {
     return live;
   }
 
+  /**
+   * `live()` for an id that came from a caller. Every transport checks ids first; this is the
+   * backstop for any host path that skipped it, since storage would cut a NUL-bearing id short.
+   */
+  private addressed(agentName: string, instanceId: string): LiveConversation {
+    assertInstanceIdShape(instanceId);
+    return this.live(agentName, instanceId);
+  }
+
   private liveByStream(stream: string): LiveConversation {
     const info = this.store.getStream(stream);
     if (info === undefined) throw new Error(`[flue] No conversation stream "${stream}".`);
@@ -161,6 +171,9 @@ export class ConversationEngine {
 
   async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<Admission> {
     if (this.stopping) throw new RuntimeUnavailableError('draining');
+    // Backstops of the transports' checks, before anything decodes, clones or stores the request.
+    assertInstanceIdShape(request.id);
+    if (request.initialData !== undefined) assertJsonValue(request.initialData, 'initialData');
     const agent = this.registry.get(agentName)!;
     const acceptedAt = new Date().toISOString();
     const submissionId =
@@ -237,7 +250,7 @@ export class ConversationEngine {
   }
 
   getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (this.store.getStream(live.stream) === undefined) return null;
     return live.conv.uid === undefined ? { id: instanceId } : { id: instanceId, uid: live.conv.uid };
   }
@@ -247,7 +260,7 @@ export class ConversationEngine {
   async read(agentName: string, instanceId: string, submissionId: string, options: ReadOptions = {}): Promise<AgentReply> {
     const { signal, onEvent } = options;
     if (signal?.aborted) throw signal.reason ?? abortError();
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
     const projector = onEvent === undefined ? undefined : new Projector();
     let projected = -1;
@@ -298,7 +311,7 @@ export class ConversationEngine {
     submissionId: string,
     options: { afterSeq: number; waitMs: number; batches: boolean },
   ): Promise<ReadPoll> {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
     const ready = () =>
       this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq);
@@ -336,7 +349,7 @@ export class ConversationEngine {
   // ── The conversation stream (streaming-protocol.md §5–§9) ───────────────────────────────
 
   history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
     return live.conv.snapshot(live.incarnation);
   }
@@ -347,13 +360,13 @@ export class ConversationEngine {
    * Never served over HTTP (streaming-protocol.md §5): an in-process inspection path.
    */
   childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
     return childConversations(this.store, live.conv);
   }
 
   streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     return live.incarnation === undefined ? null : { head: live.conv.head, incarnation: live.incarnation };
   }
 
@@ -363,7 +376,7 @@ export class ConversationEngine {
     afterSeq: number,
     options: { waitMs: number; maxBatches: number; signal?: AbortSignal },
   ): Promise<UpdatesResult> {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return { kind: 'not_found' };
     if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
     if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
@@ -398,7 +411,7 @@ export class ConversationEngine {
   }
 
   attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return undefined;
     const found = this.store.readAttachment(live.stream, attachmentId);
     if (found === undefined) return null;
@@ -414,7 +427,7 @@ export class ConversationEngine {
   // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
 
   abort(agentName: string, instanceId: string): boolean {
-    const live = this.live(agentName, instanceId);
+    const live = this.addressed(agentName, instanceId);
     const affected = this.store.transaction(() => this.store.requestAbort(live.stream, Date.now()));
     if (affected === 0) return false;
     this.runs.get(live.stream)?.abort(new SubmissionAbortedError());

@@ -29,6 +29,7 @@ import {
   renderError,
 } from './http-errors.ts';
 import { type Agent, resolveAgentIdentity } from './identity.ts';
+import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText, mimeTypeProblem, quoted } from './input-limits.ts';
 import { newId } from './ids.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import { type FlueRuntime, type UpdatesResult, requireRuntime } from './runtime.ts';
@@ -68,8 +69,6 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
   const app = new Hono();
   // Hono's `route()` keeps a sub-app's own onError when it is mounted, so this holds anywhere.
   app.onError((error, c) => renderError(error, { devMode: isDevMode(), traceparent: c.req.header('traceparent') }));
-  // Only reached when the router serves requests on its own; a parent app uses its own notFound.
-  app.notFound(() => renderError(new RouteNotFoundError(), { devMode: isDevMode() }));
 
   app.post(ID, async (c) => {
     const id = instanceId(c);
@@ -99,7 +98,7 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
     const view = singleQuery(c, 'view') ?? 'history';
     if (view === 'history') return historyOf(c, id);
     if (view === 'updates') return updatesOf(c, id);
-    throw new InvalidRequestError(`Unknown view "${view}".`, 'view must be "history" (the default) or "updates".');
+    throw new InvalidRequestError(`Unknown view ${quoted(view)}.`, 'view must be "history" (the default) or "updates".');
   });
 
   app.all(ID, () => {
@@ -117,13 +116,15 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
 
   app.get(ATTACHMENT, async (c) => {
     const id = instanceId(c);
-    const attachmentId = c.req.param('attachmentId');
+    const attachmentId = c.req.param('attachmentId') ?? '';
+    assertText(attachmentId, 'attachmentId', MAX_TOKEN_LENGTH, 'The attachment id is malformed.');
     const { runtime, agentName } = target();
     const found = await runtime.attachment(agentName, id, attachmentId);
     if (found === undefined) throw new StreamNotFoundError(id);
     if (found === null) throw new AttachmentNotFoundError(attachmentId);
     return c.body(found.bytes, 200, {
-      'content-type': found.mimeType,
+      // Admission checks mimeType; one stored before that check may not be a valid header value.
+      'content-type': mimeTypeProblem(found.mimeType) === undefined ? found.mimeType : 'application/octet-stream',
       'content-length': String(found.bytes.byteLength),
       'content-disposition': 'inline',
       'cache-control': 'private, max-age=31536000, immutable',
@@ -134,6 +135,12 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
   });
   app.all(ATTACHMENT, () => {
     throw new MethodNotAllowedError(['GET']);
+  });
+
+  // Anything else under the mount is ours to answer: without this, a mounted router's unmatched
+  // paths would fall through to the parent's notFound and lose the protocol's envelope.
+  app.all('*', () => {
+    throw new RouteNotFoundError();
   });
 
   // ── reads ──────────────────────────────────────────────────────────────────────────────────
@@ -180,11 +187,12 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
         'Pass exactly one offset: "-1" or a value from Stream-Next-Offset.',
       );
     }
-    const offset = offsets[0];
+    const offset = offsets[0]!;
+    assertText(offset, 'offset', MAX_TOKEN_LENGTH, 'The offset query parameter is malformed.');
     const afterSeq = parseOffset(offset);
     const live = singleQuery(c, 'live');
     if (live !== undefined && live !== 'long-poll' && live !== 'sse') {
-      throw new InvalidRequestError(`Unknown live mode "${live}".`, 'live must be "long-poll" or "sse", or absent for a plain read.');
+      throw new InvalidRequestError(`Unknown live mode ${quoted(live)}.`, 'live must be "long-poll" or "sse", or absent for a plain read.');
     }
     const { runtime, agentName } = target();
     const read = (seq: number, wait: number, signal?: AbortSignal) =>
@@ -275,6 +283,8 @@ function instanceId(c: Context): string {
   if (id.trim() === '') {
     throw new InvalidRequestError('The instance id is empty.', 'The URL must name an agent instance: <mount path>/<id>.');
   }
+  // A NUL would otherwise reach storage and address the conversation named by the text before it.
+  assertInstanceIdShape(id);
   return id;
 }
 
@@ -283,6 +293,7 @@ function singleQuery(c: Context, name: string): string | undefined {
   const values = c.req.queries(name);
   if (values === undefined) return undefined;
   if (values.length > 1) throw new InvalidRequestError(`The ${name} query parameter is repeated.`, `Pass ${name} at most once.`);
+  assertText(values[0]!, name, MAX_TOKEN_LENGTH, `The ${name} query parameter is malformed.`);
   return values[0];
 }
 
@@ -291,7 +302,7 @@ function parseOffset(offset: string): number {
   if (offset === '-1') return -1;
   const match = /^\d+_(\d+)$/.exec(offset);
   if (match === null) {
-    throw new InvalidRequestError(`Malformed offset "${offset}".`, 'An offset is "-1" or a value from Stream-Next-Offset, e.g. 0000000000000000_0000000000000003.');
+    throw new InvalidRequestError(`Malformed offset ${quoted(offset)}.`, 'An offset is "-1" or a value from Stream-Next-Offset, e.g. 0000000000000000_0000000000000003.');
   }
   return Number(match[1]);
 }
