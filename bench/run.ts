@@ -20,6 +20,7 @@ const BENCHMARKS: Record<string, { what: string; command: string[]; env?: Record
   original: { what: 'side by side with the original runtime on Node', command: [...node, 'bench/node/side-by-side.ts'] },
   replay: { what: 'replay: tail reads of a long conversation', command: [...node, 'bench/node/replay.ts'] },
   bundle: { what: 'Worker bundle size', command: [...node, 'bench/node/bundle-size.ts'] },
+  load: { what: 'load: 1,000 concurrent dispatches to one conversation on Node', command: [...node, 'bench/node/load.ts'] },
   workers: {
     what: 'the Cloudflare target in workerd',
     command: [...node, 'node_modules/vitest/vitest.mjs', 'run', '-c', 'bench/workers/vitest.config.ts'],

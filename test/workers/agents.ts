@@ -86,3 +86,29 @@ export function Workspace() {
   useSandbox(workspaceFiles);
   return 'Work in the workspace.';
 }
+
+export const LOAD_LANE = 'load';
+
+/**
+ * The load agent's `hold` tool calls: how many started, and how many the test released (in call
+ * order). The Durable Object runs in the test's isolate, so a test can send deliveries while a
+ * response is held mid-turn, then let it reach its turn boundary. The tool polls a counter rather
+ * than awaiting a promise: a promise created in the object's context cannot be resolved from the
+ * test's.
+ */
+export const holds = { started: 0, released: 0 };
+
+/** The load test's agent: `hold` is its only tool. */
+export function Load() {
+  useModel(`scripted/${LOAD_LANE}`);
+  useTool({
+    name: 'hold',
+    description: 'Waits until released.',
+    async run() {
+      const call = holds.started++;
+      while (holds.released <= call) await new Promise((resolve) => setTimeout(resolve, 5));
+      return 'released';
+    },
+  });
+  return 'Answer briefly.';
+}
