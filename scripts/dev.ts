@@ -18,8 +18,13 @@ const real = Boolean(process.env.ANTHROPIC_API_KEY);
 const server = real ? undefined : await startScriptedModelServer({ fallback: demoModel });
 // The key reaches the Worker through wrangler's process-env loading, never on a command line.
 const vars = server ? ['--var', `FLUE_SCRIPTED_MODEL_URL:${server.url}`] : [];
+// The approval route's credential (examples/cloudflare/src/shared/auth.ts). A fixed, public value
+// is fine on loopback; a deployed Worker gets its own with `wrangler secret put OPERATOR_TOKEN`.
+const operatorToken = process.env.OPERATOR_TOKEN || 'dev-operator-token';
+vars.push('--var', `OPERATOR_TOKEN:${operatorToken}`);
 
 console.error(real ? 'Model: anthropic/claude-haiku-4-5 (ANTHROPIC_API_KEY is set)' : `Model: scripted local model at ${server!.url} (set ANTHROPIC_API_KEY for a real one)`);
+console.error(`Operator token for approvals on the page: ${process.env.OPERATOR_TOKEN ? '(OPERATOR_TOKEN from your environment)' : operatorToken}`);
 const child = spawn(process.execPath, [`${root}bin/flue.js`, 'dev', '--port', port, '--', ...vars], {
   cwd: example,
   stdio: 'inherit',

@@ -10,7 +10,7 @@ import type { SettlementError } from './errors.ts';
 import type { Batch, } from './sql-store.ts';
 import type { AttachmentRecordRef, ChildSessionRef, ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
 import { renderCompactionSummary } from './compaction.ts';
-import type { DeliveredMessage, PromptUsage } from './types.ts';
+import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 import { isPlainObject } from './values.ts';
 import type { ResourceSnapshot } from './narration.ts';
@@ -118,8 +118,8 @@ export class Conversation {
   /** Submissions whose `useAgentStart` seam committed. */
   readonly startRuns = new Set<string>();
   readonly tail: ResponseTail = { terminated: false, unread: false };
-  /** The `useDelivery()` cursor: the latest delivered or hook-appended input. */
-  lastDelivery: DeliveredMessage | undefined;
+  /** The `useDelivery()` cursor: the latest delivered or hook-appended input, with its origin. */
+  lastDelivery: Delivery | undefined;
   /** A compaction landed after the last completed step: its usage no longer describes the context. */
   compactedSinceLastStep = false;
   /** The resources last narrated to the model; undefined before first contact. */
@@ -309,7 +309,7 @@ export class Conversation {
       );
     }
     this.push(userMessageOf(record));
-    this.lastDelivery = {
+    this.lastDelivery = withOrigin(recordedOrigin(record.deliveryOrigin), {
       kind: 'user',
       body: record.body,
       ...(record.attachments === undefined
@@ -322,7 +322,7 @@ export class Conversation {
               ...(a.filename === undefined ? {} : { filename: a.filename }),
             })),
           }),
-    };
+    });
     this.modelEntries.push({ role: 'user', content: content.length === 1 ? record.body : content, timestamp: Date.parse(record.ts) });
     this.markUnread();
   }
@@ -330,13 +330,13 @@ export class Conversation {
   private applySignal(record: RecordOf<'signal'>): void {
     if (record.submissionId !== undefined && record.origin === 'delivery') this.applied.add(record.submissionId);
     if (record.origin !== 'framework') {
-      this.lastDelivery = {
+      this.lastDelivery = withOrigin(record.origin === 'append' ? 'agent' : recordedOrigin(record.deliveryOrigin), {
         kind: 'signal',
         type: record.signalType,
         body: record.body,
         ...(record.attributes === undefined ? {} : { attributes: { ...record.attributes } }),
         ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
-      };
+      });
     }
     this.push(signalMessageOf(record));
     this.modelEntries.push({
@@ -464,6 +464,22 @@ function attachmentManifest(images: readonly AttachmentRecordRef[]): string {
   const attribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
   const lines = images.map((image) => `<image id="${attribute(image.id)}" mimeType="${attribute(image.mimeType)}" />`);
   return `\n\n<attachments>\n${lines.join('\n')}\n</attachments>`;
+}
+
+/**
+ * `message` with `origin` as a non-enumerable property: it rides along wherever the message object
+ * goes, while equality checks, spreads and JSON still see only the delivered message.
+ */
+export function withOrigin(origin: DeliveryOrigin, message: DeliveredMessage): Delivery {
+  return Object.defineProperty(message, 'origin', { value: origin, enumerable: false }) as Delivery;
+}
+
+/**
+ * Records written before origins were kept carry none; they count as `'http'`, the least trusted
+ * origin, so code that grants something only to `'app'` deliveries stays closed for them.
+ */
+function recordedOrigin(origin: DeliveryOrigin | undefined): DeliveryOrigin {
+  return origin ?? 'http';
 }
 
 /** Placeholder image data pointing into the attachment store (see AttachmentRecordRef). */

@@ -169,7 +169,8 @@ export class ConversationEngine {
 
   // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
 
-  async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<Admission> {
+  /** `fromAgent` is only ever set by `dispatchFromAgent` below: no caller outside the engine can claim it. */
+  async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind, fromAgent = false): Promise<Admission> {
     if (this.stopping) throw new RuntimeUnavailableError('draining');
     // Backstops of the transports' checks, before anything decodes, clones or stores the request.
     assertInstanceIdShape(request.id);
@@ -179,9 +180,10 @@ export class ConversationEngine {
     const submissionId =
       request.idempotencyKey === undefined
         ? newId('sub')
-        : await keyedSubmissionId(agentName, request.id, request.idempotencyKey);
+        : await keyedSubmissionId(agentName, request.id, request.idempotencyKey, kind);
     const attachments = await prepareAttachments(request.message, kind, submissionId);
     const payload: SubmissionPayload = { message: withoutAttachmentData(request.message) };
+    if (fromAgent) payload.fromAgent = true;
     if (attachments.length > 0) payload.attachments = attachments.map((attachment) => attachment.ref);
     if (request.initialData !== undefined) payload.initialData = request.initialData;
     if (request.idempotencyKey !== undefined) payload.idempotencyKey = request.idempotencyKey;
@@ -246,7 +248,7 @@ export class ConversationEngine {
 
   /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
   async dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt> {
-    return (await this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch')).receipt;
+    return (await this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch', true)).receipt;
   }
 
   getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {

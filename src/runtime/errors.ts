@@ -168,6 +168,24 @@ export class SubmissionConflictError extends FlueHttpError {
   }
 }
 
+/**
+ * A signal posted to a `createAgentRouter()` mount that did not opt in with `{ signals: true }`.
+ * Signals usually carry facts an agent acts on (an approval, a verified customer id), and the
+ * router cannot tell who posted one, so by default only trusted code delivers them.
+ */
+export class SignalNotAcceptedError extends FlueHttpError {
+  constructor() {
+    super('signal_not_accepted', 403, {
+      message: 'This endpoint does not accept signals.',
+      details:
+        'Clients of this router may send user messages only. Deliver signals from your server code with dispatch() after ' +
+        'verifying the caller, or mount the router with createAgentRouter(agent, { signals: true }) if any client that can ' +
+        'reach it may send them.',
+    });
+    this.name = 'SignalNotAcceptedError';
+  }
+}
+
 export type RuntimeState = 'loading' | 'draining' | 'failed';
 
 export class RuntimeUnavailableError extends FlueHttpError {

@@ -23,7 +23,7 @@ import {
 } from './render.ts';
 import type {
   CompactionConfig,
-  DeliveredMessage,
+  Delivery,
   DeliveredMessageInput,
   DispatchReceipt,
   ThinkingLevel,
@@ -134,13 +134,20 @@ export function useInitialData<T = unknown>(): T {
   return frame.scope?.initialData as T;
 }
 
-export function useDelivery(): DeliveredMessage {
+/**
+ * The message being handled, with a non-enumerable `origin` saying who delivered it: `'app'`
+ * (trusted server code), `'http'` (any client of `createAgentRouter()`) or `'agent'` (the agent
+ * itself). Check it before letting a delivery's attributes grant anything.
+ */
+export function useDelivery(): Delivery {
   const frame = currentFrame('useDelivery');
   const delivery = frame.scope?.delivery;
   if (delivery === undefined) {
     throw new Error('[flue] useDelivery() found no delivered message behind this render. It is available while the runtime handles a delivery.');
   }
-  return delivery;
+  if (Object.hasOwn(delivery, 'origin')) return delivery as Delivery;
+  // A scope lent without an origin (a hand-built test scope) gets the least trusted one.
+  return Object.defineProperty({ ...delivery }, 'origin', { value: 'http', enumerable: false }) as Delivery;
 }
 
 export function useDispatchMessage(): (message: DeliveredMessageInput) => Promise<DispatchReceipt> {

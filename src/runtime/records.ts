@@ -7,7 +7,7 @@
  */
 import type { AssistantMessage } from '@earendil-works/pi-ai';
 import type { SettlementError } from './errors.ts';
-import type { PromptUsage } from './types.ts';
+import type { DeliveryOrigin, PromptUsage } from './types.ts';
 import type { ResourceSnapshot } from './narration.ts';
 
 export interface AttachmentRecordRef {
@@ -45,6 +45,8 @@ export type ConversationRecord =
       submissionId: string;
       /** Set when this delivery joined the live response of another submission. */
       joinedInto?: string;
+      /** Who delivered it (`useDelivery().origin`); absent on records written before it was kept. */
+      deliveryOrigin?: DeliveryOrigin;
       body: string;
       attachments?: AttachmentRecordRef[];
       ts: string;
@@ -55,6 +57,8 @@ export type ConversationRecord =
       submissionId?: string;
       joinedInto?: string;
       origin: SignalOrigin;
+      /** Who delivered it, for `origin: 'delivery'` (see the user_message record). */
+      deliveryOrigin?: DeliveryOrigin;
       signalType: string;
       body: string;
       attributes?: Record<string, string>;

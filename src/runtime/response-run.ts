@@ -8,7 +8,7 @@
 import type { Api, AssistantMessage, Message, Model, ToolCall } from '@earendil-works/pi-ai';
 import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
-import { ATTACHMENT_DATA_PREFIX, deepMerge } from './conversation.ts';
+import { ATTACHMENT_DATA_PREFIX, deepMerge, withOrigin } from './conversation.ts';
 import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
@@ -31,7 +31,7 @@ import { type RenderResult, type RenderScope, render } from './render.ts';
 import type { SubmissionRow } from './sql-store.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
-import type { AgentAppendMessage, DeliveredMessage, FlueHarness, FlueLogger } from './types.ts';
+import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
 
 /** Thrown when the host drains: the attempt stops at a turn boundary and stays unsettled. */
 export class RunStopped extends Error {
@@ -230,17 +230,18 @@ export class ResponseRun {
   }
 
   /** `useDelivery()` shows attachments as delivered: base64 data, loaded from the store. */
-  private deliveryWithAttachments(): DeliveredMessage | undefined {
+  private deliveryWithAttachments(): Delivery | undefined {
     const delivery = this.conv.lastDelivery;
     if (delivery?.kind !== 'user' || delivery.attachments === undefined) return delivery;
-    return {
+    // A spread copies only enumerable properties: the origin is carried over explicitly.
+    return withOrigin(delivery.origin, {
       ...delivery,
       attachments: delivery.attachments.map((attachment) =>
         attachment.data.startsWith(ATTACHMENT_DATA_PREFIX)
           ? { ...attachment, data: this.attachmentBase64(attachment.data.slice(ATTACHMENT_DATA_PREFIX.length)) }
           : attachment,
       ),
-    };
+    });
   }
 
   /** Renders, then brings the environment in line with the render (a turn boundary). */
@@ -820,12 +821,14 @@ export function inputRecord(row: SubmissionRow, joinedInto?: string): Conversati
   const message = row.payload.message;
   const ts = new Date().toISOString();
   const joined = joinedInto === undefined ? {} : { joinedInto };
+  const deliveryOrigin = submissionOrigin(row);
   if (message.kind === 'user') {
     return {
       type: 'user_message',
       messageId: `msg_in_${row.id}`,
       submissionId: row.id,
       ...joined,
+      deliveryOrigin,
       body: message.body,
       ...(row.payload.attachments === undefined ? {} : { attachments: row.payload.attachments }),
       ts,
@@ -837,12 +840,19 @@ export function inputRecord(row: SubmissionRow, joinedInto?: string): Conversati
     submissionId: row.id,
     ...joined,
     origin: 'delivery',
+    deliveryOrigin,
     signalType: message.type,
     body: message.body,
     ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
     ...(message.tagName === undefined ? {} : { tagName: message.tagName }),
     ts,
   };
+}
+
+/** The transport the submission was admitted through decides its origin, never the payload's sender. */
+function submissionOrigin(row: SubmissionRow): DeliveryOrigin {
+  if (row.kind === 'direct') return 'http';
+  return row.payload.fromAgent === true ? 'agent' : 'app';
 }
 
 function mergeReturnedMetadata(metadata: Record<string, unknown>, returned: unknown, hook: string): Record<string, unknown> {

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { describe, expect, it, vi } from 'vitest';
 import { AgentRunError, dispatch, getAgentInstance, init, useModel, type Agent } from '@flue/runtime';
 import { useScriptedRuntime } from '../../test/support/scripted-runtime.ts';
-import { createAgentRouter, type Fetchable } from '@flue/runtime/routing';
+import { createAgentRouter, type AgentRouterOptions, type Fetchable } from '@flue/runtime/routing';
 
 const ctx = useScriptedRuntime();
 
@@ -21,8 +21,8 @@ function Support() {
   return 'Be brief.';
 }
 
-function mounted(agent: Agent = Support): Hono {
-  return new Hono().route(MOUNT, createAgentRouter(agent));
+function mounted(agent: Agent = Support, options?: AgentRouterOptions): Hono {
+  return new Hono().route(MOUNT, createAgentRouter(agent, options));
 }
 
 function url(path: string): string {
@@ -141,6 +141,7 @@ describe('POST /:id (admission)', () => {
     const app = mounted();
     ctx.server.script({ text: 'Once.' });
     const first = (await (await send(app, 'k', { kind: 'user', body: 'Hi', idempotencyKey: 'key-1' })).json()) as AdmissionBody;
+    await init(Support, { id: 'k' }).read(first.submissionId);
     const replay = await send(app, 'k', { idempotencyKey: 'key-1', kind: 'user', body: 'Hi' });
     expect(replay.status).toBe(202);
     const body = (await replay.json()) as AdmissionBody;
@@ -149,10 +150,14 @@ describe('POST /:id (admission)', () => {
     const conflict = await send(app, 'k', { kind: 'user', body: 'Other', idempotencyKey: 'key-1' });
     expect(conflict.status).toBe(409);
     expect((await conflict.json()).error).toMatchObject({ type: 'submission_conflict', meta: { submissionId: first.submissionId } });
-    // HTTP and dispatch() are different transports: the same key and payload conflict (delivery.md §3).
-    await expect(dispatch(Support, { id: 'k', message: { kind: 'user', body: 'Hi' }, idempotencyKey: 'key-1' })).rejects.toMatchObject({
-      type: 'submission_conflict',
-    });
+    // Keys posted over HTTP live apart from dispatch()'s: the same key from trusted code is a new
+    // submission, neither a replay of the client's nor a conflict with it.
+    ctx.server.script({ text: 'Twice.' });
+    const trusted = await dispatch(Support, { id: 'k', message: { kind: 'user', body: 'Hi' }, idempotencyKey: 'key-1' });
+    expect(trusted.submissionId).toMatch(/^sub_ik_[0-9a-f]{32}$/);
+    expect(trusted.submissionId).not.toBe(first.submissionId);
+    expect(trusted.deduplicated).toBeUndefined();
+    expect((await init(Support, { id: 'k' }).read(trusted)).text).toBe('Twice.');
   });
 
   it('applies uid conditions and initialData', async () => {
@@ -175,9 +180,9 @@ describe('POST /:id (admission)', () => {
     expect(continued.status).toBe(202);
   });
 
-  it('admits a signal message', async () => {
+  it('admits a signal message where the mount opts in', async () => {
     await ctx.start([Support]);
-    const app = mounted();
+    const app = mounted(Support, { signals: true });
     ctx.server.script({ text: 'Noted.' });
     const response = await send(app, 's', { kind: 'signal', type: 'order_update', body: '{"id":1}', attributes: { orderId: '1' }, tagName: 'order' });
     expect(response.status).toBe(202);

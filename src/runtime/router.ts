@@ -3,6 +3,9 @@
  * conversation wire protocol of streaming-protocol.md that the official `@flue/sdk` and
  * `@flue/react` clients read. A pure factory: the runtime is resolved per request, and storage is
  * keyed by agent identity and instance id, never by where the router is mounted.
+ *
+ * The router cannot know who is calling: its deliveries say `origin: 'http'`, its idempotency keys
+ * live apart from trusted code's, and it refuses signals unless the mount opts in.
  */
 import { Hono, type Context } from 'hono';
 import { stream } from 'hono/streaming';
@@ -17,6 +20,7 @@ import {
   InvalidRequestError,
   MethodNotAllowedError,
   RouteNotFoundError,
+  SignalNotAcceptedError,
   StreamNotFoundError,
   StreamOffsetGoneError,
 } from './errors.ts';
@@ -55,14 +59,28 @@ const ID = '/:id{[^/]*}';
 const ABORT = `${ID}/abort`;
 const ATTACHMENT = `${ID}/attachments/:attachmentId{[^/]*}`;
 
-export function createAgentRouter(agent: Agent): Hono {
-  return buildAgentRouter(agent);
+/** The second argument of `createAgentRouter()`. */
+export interface AgentRouterOptions {
+  /**
+   * Admit `kind: 'signal'` bodies from clients (default `false`: they are refused with 403
+   * `signal_not_accepted`). The router cannot tell who posted a message, and agents often act on
+   * a signal's attributes (an approval, a customer id), so opt in only where every client that can
+   * reach this mount may send any signal. Such deliveries still say `origin: 'http'`.
+   */
+  signals?: boolean;
+}
+
+const ROUTER_OPTION_KEYS = new Set<string>(['signals']);
+
+export function createAgentRouter(agent: Agent, options?: AgentRouterOptions): Hono {
+  return buildAgentRouter(agent, {}, options);
 }
 
 /** `createAgentRouter` with adjustable waiting windows; internal, for tests. */
-export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {}): Hono {
-  // Throws at creation for an anonymous or invalid identity (delivery.md §10).
+export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {}, options?: AgentRouterOptions): Hono {
+  // Throws at creation for an anonymous or invalid identity (delivery.md §10), or bad options.
   const identity = resolveAgentIdentity(agent);
+  const { signals } = routerOptions(options);
   const { waitMs, heartbeatMs } = { ...DEFAULT_ROUTER_TIMING, ...timing };
   const target = () => resolveTarget(agent, identity);
 
@@ -76,6 +94,8 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
       throw new InvalidRequestError('The "wait" query parameter is not supported.', 'Admission answers 202 at once; follow the stream (view=updates) for the outcome.');
     }
     const request = parseAdmission(id, await readJsonBody(c));
+    // After validation, so a malformed signal still gets its 400 explaining what is wrong.
+    if (request.message.kind === 'signal' && !signals) throw new SignalNotAcceptedError();
     const { runtime, agentName } = target();
     const { receipt, head } = await runtime.admit(agentName, request, 'direct');
     const streamUrl = conversationUrl(c.req.url);
@@ -258,6 +278,24 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
 }
 
 // ── helpers ─────────────────────────────────────────────────────────────────────────────────
+
+/** Checked at creation: a misspelt key (`signal: true`) must not silently leave signals refused or allowed. */
+function routerOptions(options: unknown): Required<AgentRouterOptions> {
+  if (options === undefined) return { signals: false };
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new Error('[flue] createAgentRouter() options must be a plain object, e.g. { signals: true }.');
+  }
+  for (const key of Object.keys(options)) {
+    if (!ROUTER_OPTION_KEYS.has(key)) {
+      throw new Error(`[flue] createAgentRouter() got an unknown option "${key}". Known options: ${[...ROUTER_OPTION_KEYS].join(', ')}.`);
+    }
+  }
+  const { signals } = options as AgentRouterOptions;
+  if (signals !== undefined && typeof signals !== 'boolean') {
+    throw new Error(`[flue] createAgentRouter() option "signals" must be a boolean; got ${JSON.stringify(signals)}.`);
+  }
+  return { signals: signals ?? false };
+}
 
 type OkRead = Extract<UpdatesResult, { kind: 'ok' }>;
 

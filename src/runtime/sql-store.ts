@@ -110,6 +110,11 @@ export interface SubmissionPayload {
   initialData?: unknown;
   /** Present only on keyed submissions; part of the identity compared on replay. */
   idempotencyKey?: string;
+  /**
+   * Set on `useDispatchMessage()` deliveries, whose origin is `'agent'`; the kind alone tells
+   * `'app'` from `'http'`. Absent otherwise, so payloads stored before it compare equal on replay.
+   */
+  fromAgent?: true;
 }
 
 export interface SubmissionRow {

@@ -219,6 +219,8 @@ function openChild(
       type: 'user_message',
       messageId: newId('msg'),
       submissionId: run.row.id,
+      // The delegating agent (its model) wrote the prompt, not whoever delivered the parent's message.
+      deliveryOrigin: 'agent',
       body: prompt,
       // References only: the bytes stay where they were delivered (the root's attachment store).
       ...(attachments.length === 0 ? {} : { attachments }),

@@ -32,6 +32,22 @@ export type DeliveredMessage =
 
 export type DeliveredMessageInput = string | DeliveredMessage;
 
+/**
+ * Who handed a delivery to the runtime, as `useDelivery().origin` reports it:
+ * - `'app'`: trusted server code — `dispatch()`, `init().dispatch()`, the Workflow and cron helpers;
+ * - `'http'`: a client of `createAgentRouter()`, whoever it is (the router carries no auth);
+ * - `'agent'`: the agent itself — `useDispatchMessage()`, a hook's `append`, a delegated task's prompt.
+ * Stored with the submission, so a recovered or replayed delivery keeps it.
+ */
+export type DeliveryOrigin = 'app' | 'http' | 'agent';
+
+/**
+ * What `useDelivery()` returns: the delivered message plus its `origin`. `origin` is a
+ * non-enumerable property, so the value still compares, spreads and serializes as the plain
+ * message it was delivered as.
+ */
+export type Delivery = DeliveredMessage & { readonly origin: DeliveryOrigin };
+
 /** What `useAgentStart`/`useAgentFinish` may append: a signal, validated like a delivered one. */
 export interface AgentAppendMessage {
   kind: 'signal';

@@ -461,8 +461,20 @@ describe('failure', () => {
 });
 
 describe('signals and long conversations', () => {
-  it('a signal sent through the SDK is a system/dispatch message with its tag and attributes', async () => {
+  it('a signal sent through the SDK to a mount that did not opt in is refused: FlueApiError 403 signal_not_accepted', async () => {
     const h = await host(Support);
+    const client = h.client('t-signal-refused');
+    const refused = await rejection(client.send({ message: { kind: 'signal', type: 'order_update', body: 'shipped' } }));
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error: { type: 'signal_not_accepted' } });
+    expect(ctx.server.requests).toHaveLength(0);
+    await expect(rejection(client.history())).resolves.toMatchObject({ status: 404 });
+    await expectConformant(h);
+  });
+
+  it('a signal sent through the SDK is a system/dispatch message with its tag and attributes', async () => {
+    // The mount opts in: without it the router refuses client signals (above).
+    const h = await host(Support, { router: { signals: true } });
     const client = h.client('t-signal');
     ctx.server.script({ text: 'Noted the shipment.' });
     const admission = await client.send({

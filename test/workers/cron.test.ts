@@ -58,6 +58,7 @@ test('a cron tick delivers its signal once even when fired twice; the agent sees
     body: 'Summarize what happened since the last digest.',
     attributes: { cron, scheduledAt: '2026-11-30T09:00:00.000Z' },
   });
+  expect(digestDeliveries.at(-1)!.origin).toBe('app'); // the Worker's own scheduled handler delivered it
   const requests = await laneRequests(DIGEST_LANE);
   expect(requests).toHaveLength(1);
   expect(requests[0]!.system).toContain('scheduled for 2026-11-30T09:00:00.000Z by "0 9 * * *"');

@@ -5,7 +5,7 @@
  */
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from 'cloudflare:workers';
 import * as v from 'valibot';
-import { defineTool, init, useDelivery, useModel, useTool, type DeliveredMessage, type DispatchReceipt } from '@flue/runtime';
+import { defineTool, init, useDelivery, useModel, useTool, type Delivery, type DispatchReceipt } from '@flue/runtime';
 import { dispatchScheduled, runAgentStep } from '@flue/runtime/workflows';
 
 export const WF_PROVIDER = 'scripted-wf';
@@ -50,7 +50,7 @@ export function SlowFlow() {
 }
 
 /** Every delivery the Digest agent rendered for, as `useDelivery()` returned it. */
-export const digestDeliveries: DeliveredMessage[] = [];
+export const digestDeliveries: Delivery[] = [];
 
 export function Digest() {
   useModel(`${WF_PROVIDER}/${DIGEST_LANE}`);

@@ -3,9 +3,11 @@
  *
  * - `GET /`: a small page to chat with either agent, watch replies stream and decide approvals.
  * - `/api/agents/release-manager/:id` and `/api/agents/order-assistant/:id`: the conversation
- *   protocol of each agent (send, history, live updates), served by `createAgentRouter`.
+ *   protocol of each agent (send, history, live updates), served by `createAgentRouter`. Open to
+ *   anyone who can reach the app, so they accept user messages only: the routers refuse signals.
  * - `POST /api/approvals/:conversationId`: an operator's decision on a pending release, delivered
- *   to the ReleaseManager conversation as a `tool-approval` signal.
+ *   to the ReleaseManager conversation as a `tool-approval` signal. Requires the operator token
+ *   (`Authorization: Bearer <OPERATOR_TOKEN>`, see shared/auth.ts).
  * - `POST /orders/:conversationId`: sends the body text to the OrderAssistant conversation with
  *   that id and answers with the settled reply; `GET /orders/:conversationId` shows the instance.
  */
@@ -14,21 +16,24 @@ import { dispatch, getAgentInstance, init } from '@flue/runtime';
 import { createAgentRouter } from '@flue/runtime/routing';
 import { OrderAssistant } from './agents/order-assistant.ts';
 import { ReleaseManager } from './agents/release-manager.ts';
-import { requireOperator } from './shared/auth.ts';
+import { type OperatorEnv, requireOperator } from './shared/auth.ts';
 import { PAGE_HTML } from './ui/page.ts';
 
-const app = new Hono();
+const app = new Hono<{ Bindings: OperatorEnv }>();
 
 app.get('/', (c) => c.html(PAGE_HTML));
 
+// Without `{ signals: true }`: a browser may chat, but a `tool-approval` signal posted here is
+// refused with 403, so the approval route below is the only way a decision gets in.
 app.route('/api/agents/release-manager', createAgentRouter(ReleaseManager));
 app.route('/api/agents/order-assistant', createAgentRouter(OrderAssistant));
 
 // Decisions come through this route, not straight from the browser into the conversation:
 // otherwise anyone who can post to the conversation could approve a call. The approval id is the
-// idempotency key, so the first decision wins and a different second one is refused with 409.
+// idempotency key, so the first decision wins and a different second one is refused with 409;
+// keys posted to the routers above live in another namespace and cannot take it first.
 app.post('/api/approvals/:conversationId', async (c) => {
-  const operator = await requireOperator(c.req.raw);
+  const operator = await requireOperator(c.req.raw, c.env);
   const { approvalId, decision } = await c.req
     .json<{
       approvalId: string;

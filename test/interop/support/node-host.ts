@@ -7,7 +7,7 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import { afterEach } from 'vitest';
 import { createFlueClient, type AgentConversationObserveOptions, type FlueClient } from '@flue/sdk';
 import type { Agent } from '@flue/runtime';
-import { createAgentRouter } from '@flue/runtime/routing';
+import { createAgentRouter, type AgentRouterOptions } from '@flue/runtime/routing';
 import { buildAgentRouter, type RouterTiming } from '../../../src/runtime/router.ts';
 import { useScriptedRuntime } from '../../support/scripted-runtime.ts';
 import { inProcessFetch, serveFetch, type LoopbackServer } from './loopback.ts';
@@ -51,10 +51,12 @@ export function useNodeHost() {
       contextWindow?: number;
       /** Host middleware in front of the mount (e.g. auth), as an app would compose it. */
       middleware?: MiddlewareHandler;
+      /** The router's options, e.g. `{ signals: true }` where a test sends signals through the SDK. */
+      router?: AgentRouterOptions;
     } = {},
   ): Promise<NodeHost> {
     await ctx.start(options.agents ?? [agent], options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow });
-    const router = options.timing === undefined ? createAgentRouter(agent) : buildAgentRouter(agent, options.timing);
+    const router = options.timing === undefined ? createAgentRouter(agent, options.router) : buildAgentRouter(agent, options.timing, options.router);
     const app = new Hono();
     if (options.middleware !== undefined) app.use(`${MOUNT}/*`, options.middleware);
     app.route(MOUNT, router);

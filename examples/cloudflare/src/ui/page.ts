@@ -183,10 +183,13 @@ export const PAGE_HTML = String.raw`<!doctype html>
     </section>
     <section>
       <h2>Operator</h2>
+      <label class="field">Operator token
+        <input id="operator-token" type="password" placeholder="required to approve or deny" autocomplete="off">
+      </label>
       <label class="field">Approving as
         <input id="operator" type="text" placeholder="Demo operator" autocomplete="off">
       </label>
-      <p class="hint">Demo only: the approval route trusts this name. A real app authenticates its operators.</p>
+      <p class="hint">Decisions need the Worker's OPERATOR_TOKEN (npm run dev prints it). Kept for this tab only.</p>
     </section>
   </aside>
   <main class="chat">
@@ -226,6 +229,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
   };
   const RECENT_KEY = 'flue-example:recent';
   const OPERATOR_KEY = 'flue-example:operator';
+  const TOKEN_KEY = 'flue-example:operator-token';
 
   const $ = (id) => document.getElementById(id);
   const els = {
@@ -233,6 +237,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
     approvals: $('approvals'), error: $('error'), composer: $('composer'), input: $('input'), send: $('send'),
     suggestions: $('suggestions'), openForm: $('open-form'), idInput: $('conversation-id'),
     newConversation: $('new-conversation'), recent: $('recent'), operator: $('operator'),
+    token: $('operator-token'),
   };
 
   const state = {
@@ -618,11 +623,18 @@ export const PAGE_HTML = String.raw`<!doctype html>
   }
 
   async function decide(approvalId, decision) {
+    const token = els.token.value.trim();
+    if (!token) {
+      state.decisions.set(approvalId, { decision, busy: false, sent: false, error: 'Enter the operator token to decide.' });
+      render();
+      els.token.focus();
+      return;
+    }
     const mine = { decision, busy: true, sent: false, error: '' };
     state.decisions.set(approvalId, mine);
     render();
     const gen = state.gen;
-    const headers = { 'content-type': 'application/json' };
+    const headers = { 'content-type': 'application/json', authorization: 'Bearer ' + token };
     const operator = els.operator.value.trim();
     if (operator) headers['x-operator'] = operator;
     try {
@@ -635,6 +647,8 @@ export const PAGE_HTML = String.raw`<!doctype html>
         mine.sent = true;
       } else if (response.status === 409) {
         mine.error = 'This request was already decided differently.';
+      } else if (response.status === 401) {
+        mine.error = 'The operator token was not accepted.';
       } else {
         mine.error = 'The decision was not accepted (' + response.status + '): ' + (await errorDetail(response));
       }
@@ -913,6 +927,11 @@ export const PAGE_HTML = String.raw`<!doctype html>
       if (button.dataset.agent !== state.agent) openConversation(button.dataset.agent, state.id || newConversationId());
     });
   }
+  // The token is a credential: sessionStorage keeps it for this tab only, never across restarts.
+  try { els.token.value = sessionStorage.getItem(TOKEN_KEY) || ''; } catch { /* storage disabled */ }
+  els.token.addEventListener('change', () => {
+    try { sessionStorage.setItem(TOKEN_KEY, els.token.value.trim()); } catch { /* storage disabled */ }
+  });
   els.operator.value = localStorage.getItem(OPERATOR_KEY) || '';
   els.operator.addEventListener('change', () => {
     try { localStorage.setItem(OPERATOR_KEY, els.operator.value.trim()); } catch { /* private mode */ }
