@@ -6,6 +6,7 @@
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { parseAdmissionFields } from './admission-fields.ts';
 import { InvalidRequestError } from './errors.ts';
+import { checkDeliveredMessage } from './limits.ts';
 import type { Agent } from './identity.ts';
 import { newId } from './ids.ts';
 import type { ConversationStreamChunk } from './projection.ts';
@@ -64,6 +65,8 @@ export async function dispatch(agent: Agent, request: AgentDispatchRequest): Pro
   assertInstanceId(request.id, 'dispatch()');
   const message = parseDeliveredMessage(request.message);
   const fields = parseAdmissionFields(request);
+  // Before the runtime sees it: on Cloudflare the next step is an RPC to the object.
+  checkDeliveredMessage(message, fields.initialData);
   const admission = await runtime.admit(
     agentName,
     {

@@ -16,6 +16,7 @@ import {
   FlueHttpError,
   InvalidRequestError,
   MethodNotAllowedError,
+  PayloadTooLargeError,
   RouteNotFoundError,
   StreamNotFoundError,
   StreamOffsetGoneError,
@@ -30,6 +31,7 @@ import {
 } from './http-errors.ts';
 import { type Agent, resolveAgentIdentity } from './identity.ts';
 import { newId } from './ids.ts';
+import { MAX_REQUEST_BODY_BYTES, checkDeliveredMessage } from './limits.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import { type FlueRuntime, type UpdatesResult, requireRuntime } from './runtime.ts';
 
@@ -77,6 +79,7 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
       throw new InvalidRequestError('The "wait" query parameter is not supported.', 'Admission answers 202 at once; follow the stream (view=updates) for the outcome.');
     }
     const request = parseAdmission(id, await readJsonBody(c));
+    checkDeliveredMessage(request.message, request.initialData);
     const { runtime, agentName } = target();
     const { receipt, head } = await runtime.admit(agentName, request, 'direct');
     const streamUrl = conversationUrl(c.req.url);
@@ -351,7 +354,7 @@ const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
  * our envelope's `invalid_json`/415 split (§4), so the body is read here.
  */
 async function readJsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text();
+  const text = await readBodyText(c.req.raw);
   if (text === '') {
     throw new InvalidRequestError('The request body is missing.', 'POST a DeliveredMessage object as JSON, e.g. {"kind":"user","body":"Hi"}.');
   }
@@ -376,4 +379,34 @@ function parseAdmission(id: string, body: unknown): AdmissionRequest {
   const { initialData, uid, idempotencyKey, ...fields } = body as Record<string, unknown>;
   const message = parseDeliveredMessage(fields, { allowString: false });
   return { id, message, ...parseAdmissionFields({ uid, idempotencyKey, initialData }) };
+}
+
+/**
+ * The body as text, refused with 413 as soon as it is known to exceed the limit: from
+ * Content-Length when sent, else while counting the stream, so an oversized body is never held.
+ */
+async function readBodyText(request: Request): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
+  if (declared > MAX_REQUEST_BODY_BYTES) throw new PayloadTooLargeError('request body', declared, MAX_REQUEST_BODY_BYTES);
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_REQUEST_BODY_BYTES) {
+      void reader.cancel().catch(() => {});
+      throw new PayloadTooLargeError('request body', size, MAX_REQUEST_BODY_BYTES);
+    }
+    parts.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }

@@ -68,7 +68,7 @@ function statementTable(sql: string): string {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function utf8Length(text: string): number {
   return encoder.encode(text).byteLength;
