@@ -96,7 +96,7 @@ describe('large values round-trip', () => {
       expect(JSON.stringify(part.output)).toBe(text);
       const toolTurn = ctx.server.requests[1]!.messages.find((m) => m.role === 'tool')!;
       expect(toolTurn.content).toBe(text);
-    });
+    }, 180_000);
   }
 
   test('a 20 MB user message round-trips to the model and the history view', async () => {
@@ -210,7 +210,7 @@ describe('limits', () => {
     // A small message still fits.
     ctx.server.script({ text: 'three' });
     expect((await handle.read(await handle.dispatch('small'))).text).toBe('three');
-  });
+  }, 180_000);
 
   test('a tool output over 24 MiB and a step value over 24 MiB become tool errors the model sees; nothing oversized is stored', async () => {
     const path = tmpDb();

@@ -8,6 +8,7 @@ import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers } f
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
@@ -19,6 +20,7 @@ setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW
 // Anthropic wire format: recorded tool results carry their error flag.
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE], api: 'anthropic-messages' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: HOARD_PROVIDER, models: [HOARD_LANE], api: 'openai-completions' }));
 
 const agents = [
   { identity: 'Echo', agent: Echo, className: 'FlueEchoAgent', bindingName: 'FLUE_ECHO_AGENT' },
@@ -30,6 +32,7 @@ const agents = [
   { identity: 'Workspace', agent: Workspace, className: 'FlueWorkspaceAgent', bindingName: 'FLUE_WORKSPACE_AGENT' },
   { identity: 'SandboxLab', agent: SandboxLab, className: 'FlueSandboxLabAgent', bindingName: 'FLUE_SANDBOX_LAB_AGENT' },
   { identity: 'Studio', agent: Studio, className: 'FlueStudioAgent', bindingName: 'FLUE_STUDIO_AGENT' },
+  { identity: 'Hoarder', agent: Hoarder, className: 'FlueHoarderAgent', bindingName: 'FLUE_HOARDER_AGENT' },
 ];
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
 
@@ -42,11 +45,12 @@ export const FlueDigestAgent = createFlueAgentClass(agents[5]!);
 export const FlueWorkspaceAgent = createFlueAgentClass(agents[6]!);
 export const FlueSandboxLabAgent = createFlueAgentClass(agents[7]!);
 export const FlueStudioAgent = createFlueAgentClass(agents[8]!);
+export const FlueHoarderAgent = createFlueAgentClass(agents[9]!);
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app: { fetch: () => new Response('flue-workers test worker') },
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueHoarderAgent'],
 });
