@@ -387,9 +387,12 @@ function parseAdmission(id: string, body: unknown): AdmissionRequest {
  */
 async function readBodyText(request: Request): Promise<string> {
   const declared = Number(request.headers.get('content-length') ?? Number.NaN);
-  if (declared > MAX_REQUEST_BODY_BYTES) throw new PayloadTooLargeError('request body', declared, MAX_REQUEST_BODY_BYTES);
   if (request.body === null) return '';
   const reader = request.body.getReader();
+  if (declared > MAX_REQUEST_BODY_BYTES) {
+    await discard(reader, 0);
+    throw new PayloadTooLargeError('request body', declared, MAX_REQUEST_BODY_BYTES);
+  }
   const parts: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -397,7 +400,7 @@ async function readBodyText(request: Request): Promise<string> {
     if (done) break;
     size += value.byteLength;
     if (size > MAX_REQUEST_BODY_BYTES) {
-      void reader.cancel().catch(() => {});
+      await discard(reader, size);
       throw new PayloadTooLargeError('request body', size, MAX_REQUEST_BODY_BYTES);
     }
     parts.push(value);
@@ -409,4 +412,26 @@ async function readBodyText(request: Request): Promise<string> {
     offset += part.byteLength;
   }
   return new TextDecoder().decode(bytes);
+}
+
+/** Past this, a refused upload is cut off instead of drained. */
+const MAX_DISCARDED_BYTES = 4 * MAX_REQUEST_BODY_BYTES;
+
+/**
+ * Drops the rest of a refused body without keeping it. Answering while the client still uploads
+ * breaks proxies in front of the Worker (wrangler dev answers 500 "Network connection lost"), so
+ * a body of plausible size is drained first; an absurd one is cut off.
+ */
+async function discard(reader: ReadableStreamDefaultReader<Uint8Array>, seen: number): Promise<void> {
+  let size = seen;
+  try {
+    while (size <= MAX_DISCARDED_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      size += value.byteLength;
+    }
+    await reader.cancel();
+  } catch {
+    // The client went away: nothing left to drain.
+  }
 }
