@@ -10,6 +10,7 @@
  */
 import { ConversationRecordInvariantError, PersistedFormatVersionError } from './errors.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
+import { utf8Size } from './limits.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
 
 export type SqlValue = string | number | null | Uint8Array;
@@ -56,7 +57,7 @@ export function guardStatement(sql: string, params: readonly SqlValue[]): void {
   if (bound <= MAX_STATEMENT_BYTES) return;
   let exact = 0;
   for (const param of params) {
-    if (typeof param === 'string') exact += param.length * 3 <= MAX_STATEMENT_BYTES ? utf8Length(param) : encoder.encode(param).byteLength;
+    if (typeof param === 'string') exact += utf8Size(param);
     else if (param instanceof Uint8Array) exact += param.byteLength;
     else exact += 8;
   }
@@ -70,9 +71,6 @@ function statementTable(sql: string): string {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function utf8Length(text: string): number {
-  return encoder.encode(text).byteLength;
-}
 
 /** A marker can never be JSON: no JSON text starts with `~`. */
 const SPILL_MARKER = '~spill:';
@@ -284,7 +282,7 @@ export class SqlStore {
 
   /** Batches with sequence greater than `after`, in order. */
   readBatches(stream: string, after: number, limit = 1_000_000): Batch[] {
-    return this.readBatchesSized(stream, after, limit).map(({ batch }) => batch);
+    return this.batchRows(stream, after, limit, Infinity, false).map(({ batch }) => batch);
   }
 
   /**
@@ -292,6 +290,10 @@ export class SqlStore {
    * reach it (always at least one), so one answer stays bounded however large the batches are.
    */
   readBatchesSized(stream: string, after: number, limit = 1_000_000, maxBytes = Infinity): { batch: Batch; bytes: number }[] {
+    return this.batchRows(stream, after, limit, maxBytes, true);
+  }
+
+  private batchRows(stream: string, after: number, limit: number, maxBytes: number, sized: boolean): { batch: Batch; bytes: number }[] {
     const out: { batch: Batch; bytes: number }[] = [];
     let total = 0;
     let cursor = after;
@@ -307,9 +309,9 @@ export class SqlStore {
       );
       for (const row of rows) {
         if (out.length > 0 && total >= maxBytes) break;
-        const text = this.unspill(row.records);
+        const text = this.unspill(row.records, sized);
         const bytes = text.bytes;
-        total += bytes;
+        if (sized) total += bytes;
         cursor = Number(row.seq);
         out.push({ batch: { seq: cursor, records: JSON.parse(text.text) as ConversationRecord[] }, bytes });
       }
@@ -517,7 +519,7 @@ export class SqlStore {
    * anywhere; they are joined before decoding.
    */
   private spill(key: string, text: string): { column: string; bytes: number } {
-    if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Length(text) };
+    if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Size(text) };
     const bytes = encoder.encode(text);
     if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
     const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
@@ -535,9 +537,10 @@ export class SqlStore {
   }
 
   /** The text a column stands for, reassembled from its chunks when it is a marker. */
-  private unspill(column: SqlValue): { text: string; bytes: number } {
+  private unspill(column: SqlValue, sized = false): { text: string; bytes: number } {
     const value = String(column);
-    if (!value.startsWith(SPILL_MARKER)) return { text: value, bytes: value.length * 3 <= SPILL_BYTES ? utf8Length(value) : encoder.encode(value).byteLength };
+    // Sizing an inline value costs an encode, so only callers that count bytes pay for it.
+    if (!value.startsWith(SPILL_MARKER)) return { text: value, bytes: sized ? utf8Size(value) : Number.NaN };
     const rest = value.slice(SPILL_MARKER.length);
     const colon = rest.indexOf(':');
     const chunks = Number(rest.slice(0, colon));
