@@ -202,7 +202,7 @@ function dropUndefined<T extends object>(value: T): T {
   return value;
 }
 
-/** `message.attachments[0].data exceeds …`: the first issue, named by its path. */
+/** `message.attachments[0].type must be …`: the first issue, named by its path. */
 function describeIssue(issue: v.BaseIssue<unknown>, prefix: string): string {
   const path = issuePath(issue, prefix);
   // A missing required key surfaces as an object-schema issue on the key's own path.
