@@ -14,6 +14,7 @@ import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import type { Admission, StoredAttachment, UpdatesResult } from '../runtime/runtime.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { type RpcEnvelope, envelope } from './rpc-errors.ts';
+import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { type AgentObjectRpc, type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
@@ -81,30 +82,37 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   // ── RPC (called by the Worker runtime) ────────────────────────────────────────────────────
 
-  async __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<Admission>> {
-    return envelope(() =>
-      runInCloudflareContext(this.context(instanceId), () => this.engine.admit(this.entry.identity, { ...request, id: instanceId }, kind)),
-    );
+  async __flueAdmit(instanceId: string, packed: Packed<AdmissionRequest>, kind: SubmissionKind): Promise<RpcEnvelope<Admission>> {
+    return envelope(async () => {
+      const request = await unpackValue(packed);
+      return runInCloudflareContext(this.context(instanceId), () =>
+        this.engine.admit(this.entry.identity, { ...request, id: instanceId }, kind),
+      );
+    });
   }
 
   async __flueInstanceInfo(instanceId: string): Promise<RpcEnvelope<AgentInstanceInfo | null>> {
     return envelope(() => this.engine.getInstance(this.entry.identity, instanceId));
   }
 
-  async __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>> {
-    return envelope(() => this.engine.history(this.entry.identity, instanceId));
+  async __flueHistory(instanceId: string): Promise<RpcEnvelope<Packed<FlueConversationSnapshot | null>>> {
+    return envelope(() => packValue(this.engine.history(this.entry.identity, instanceId)));
   }
 
-  async __flueChildConversations(instanceId: string): Promise<RpcEnvelope<ChildConversation[] | null>> {
-    return envelope(() => this.engine.childConversations(this.entry.identity, instanceId));
+  async __flueChildConversations(instanceId: string): Promise<RpcEnvelope<Packed<ChildConversation[] | null>>> {
+    return envelope(() => packValue(this.engine.childConversations(this.entry.identity, instanceId)));
   }
 
   async __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>> {
     return envelope(() => this.engine.streamHead(this.entry.identity, instanceId));
   }
 
-  async __flueUpdates(instanceId: string, afterSeq: number, options: { waitMs: number; maxBatches: number }): Promise<RpcEnvelope<UpdatesResult>> {
-    return envelope(() => this.engine.updates(this.entry.identity, instanceId, afterSeq, options));
+  async __flueUpdates(
+    instanceId: string,
+    afterSeq: number,
+    options: { waitMs: number; maxBatches: number },
+  ): Promise<RpcEnvelope<Packed<UpdatesResult>>> {
+    return envelope(async () => packValue(await this.engine.updates(this.entry.identity, instanceId, afterSeq, options)));
   }
 
   async __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>> {
@@ -119,8 +127,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     instanceId: string,
     submissionId: string,
     options: { afterSeq: number; waitMs: number; batches: boolean },
-  ): Promise<RpcEnvelope<ReadPoll>> {
-    return envelope(() => this.engine.poll(this.entry.identity, instanceId, submissionId, options));
+  ): Promise<RpcEnvelope<Packed<ReadPoll>>> {
+    return envelope(async () => packValue(await this.engine.poll(this.entry.identity, instanceId, submissionId, options)));
   }
 
   // ── The alarm: the only place agent work runs ─────────────────────────────────────────────

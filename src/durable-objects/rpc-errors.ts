@@ -9,6 +9,7 @@ import {
   AgentInstanceNotFoundError,
   FlueError,
   InvalidRequestError,
+  PayloadTooLargeError,
   RuntimeUnavailableError,
   type RuntimeState,
   SubmissionConflictError,
@@ -45,6 +46,8 @@ const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
   agent_instance_not_found: () => new AgentInstanceNotFoundError(''),
   agent_instance_exists: (shape) => new AgentInstanceExistsError('', String(shape.meta?.uid ?? '')),
   submission_conflict: (shape) => new SubmissionConflictError(String(shape.meta?.submissionId ?? '')),
+  payload_too_large: (shape) =>
+    new PayloadTooLargeError(String(shape.meta?.field ?? ''), Number(shape.meta?.size ?? 0), Number(shape.meta?.limit ?? 0)),
   runtime_unavailable: (shape) => new RuntimeUnavailableError((shape.meta?.state as RuntimeState) ?? 'failed'),
 };
 

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { type SqlDriver, type SqlRow, type SqlValue, migrate } from '../runtime/sql-store.ts';
+import { type SqlDriver, type SqlRow, type SqlValue, guardStatement, migrate } from '../runtime/sql-store.ts';
 
 export interface PersistenceAdapter {
   /** Creates or verifies the schema and its format-version stamp. */
@@ -33,10 +33,12 @@ class NodeSqliteDriver implements SqlDriver {
   }
 
   query(sql: string, ...params: SqlValue[]): SqlRow[] {
+    guardStatement(sql, params);
     return this.prepare(sql).all(...params) as SqlRow[];
   }
 
   run(sql: string, ...params: SqlValue[]): void {
+    guardStatement(sql, params);
     this.prepare(sql).run(...params);
   }
 

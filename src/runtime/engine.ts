@@ -38,6 +38,7 @@ import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow 
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
+import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from './limits.ts';
 import type { Admission, StoredAttachment, UpdatesResult } from './runtime.ts';
 
 export interface AdmissionRequest {
@@ -70,6 +71,8 @@ export class LiveConversation {
   /** Committed persistent state (a read cache of the state table). */
   state: Map<string, unknown> | undefined;
   incarnation: string | undefined;
+  /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
+  logBytes = 0;
 
   constructor(stream: string, agentName: string, instanceId: string) {
     this.stream = stream;
@@ -81,6 +84,9 @@ export class LiveConversation {
     for (const listener of [...this.listeners]) listener();
   }
 }
+
+/** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
+export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
 
 /** How long `stop()` lets running responses reach a turn boundary before cutting them off. */
 export const STOP_GRACE_MS = 10_000;
@@ -132,7 +138,10 @@ export class ConversationEngine {
       if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
-    for (const batch of this.store.readBatches(stream, live.conv.head)) live.conv.apply(batch);
+    for (const { batch, bytes } of this.store.readBatchesSized(stream, live.conv.head)) {
+      live.conv.apply(batch);
+      live.logBytes += bytes;
+    }
     return live;
   }
 
@@ -153,12 +162,13 @@ export class ConversationEngine {
 
   /** Appends one batch (plus any writes that must land with it) and advances the fold. */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
-    const seq = this.store.transaction(() => {
-      const appended = this.store.append(live.stream, records);
+    const { seq, bytes } = this.store.transaction(() => {
+      const appended = this.store.appendSized(live.stream, records);
       alsoWrite?.();
       return appended;
     });
     live.conv.apply({ seq, records });
+    live.logBytes += bytes;
     live.notify();
   }
 
@@ -175,6 +185,8 @@ export class ConversationEngine {
     // Backstops of the transports' checks, before anything decodes, clones or stores the request.
     assertInstanceIdShape(request.id);
     if (request.initialData !== undefined) assertJsonValue(request.initialData, 'initialData');
+    // The last line of the size check every transport makes: nothing is stored for an oversized message.
+    const messageBytes = checkDeliveredMessage(request.message, request.initialData);
     const agent = this.registry.get(agentName)!;
     const acceptedAt = new Date().toISOString();
     const submissionId =
@@ -204,6 +216,13 @@ export class ConversationEngine {
     if (typeof request.uid === 'string' && (!created || live.conv.uid !== request.uid)) {
       throw new AgentInstanceNotFoundError(request.id);
     }
+    // A response already running finishes; new work would take the log past what a host can hold.
+    checkSize(
+      'conversation',
+      live.logBytes + messageBytes,
+      MAX_CONVERSATION_BYTES,
+      'The conversation is too large to accept more messages; continue in a new agent instance.',
+    );
     const birth = created ? undefined : this.birthRecord(agent, request.initialData);
     this.store.transaction(() => {
       if (birth !== undefined) {
@@ -332,10 +351,15 @@ export class ConversationEngine {
         live.listeners.add(done);
       });
     }
-    const settlement = live.conv.settlements.get(submissionId);
-    if (settlement === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
+    const found = live.conv.settlements.get(submissionId);
+    if (found === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
+    const batches = options.batches
+      ? this.store.readBatchesSized(live.stream, options.afterSeq, undefined, MAX_ANSWER_BATCH_BYTES).map(({ batch }) => batch)
+      : [];
+    // The settlement travels only with the last batches, so a reader sees every batch before it.
+    const settlement = options.batches && (batches.at(-1)?.seq ?? options.afterSeq) < live.conv.head ? undefined : found;
     return {
-      batches: options.batches ? this.store.readBatches(live.stream, options.afterSeq) : [],
+      batches,
       ...(settlement === undefined
         ? {}
         : {
@@ -384,7 +408,9 @@ export class ConversationEngine {
     if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
     // A reader parked across stop() gets a retryable 503, not a failure of the closed store.
     if (this.stopping) throw new RuntimeUnavailableError('draining');
-    const batches = this.store.readBatches(live.stream, afterSeq, options.maxBatches);
+    const batches = this.store
+      .readBatchesSized(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES)
+      .map(({ batch }) => batch);
     const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
     const nextSeq = batches.at(-1)?.seq ?? afterSeq;
     return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };

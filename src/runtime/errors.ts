@@ -186,6 +186,33 @@ export class SignalNotAcceptedError extends FlueHttpError {
   }
 }
 
+/**
+ * A value over one of the documented size limits (docs/limits.md). Refused before anything is
+ * stored; `meta.field` names what was too large, `size` and `limit` are bytes (base64 characters
+ * for an attachment).
+ */
+export class PayloadTooLargeError extends FlueHttpError {
+  readonly field: string;
+  readonly size: number;
+  readonly limit: number;
+  constructor(field: string, size: number, limit: number, hint = '') {
+    super('payload_too_large', 413, {
+      // Just over a limit must not read as equal to it.
+      message: `${field} is ${mib(size, mib(size) === mib(limit) ? 6 : 2)} MiB, over the ${mib(limit)} MiB limit.`,
+      details: hint || 'See the documented limits (docs/limits.md) and send less.',
+      meta: { field, limit, size },
+    });
+    this.name = 'PayloadTooLargeError';
+    this.field = field;
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+function mib(bytes: number, digits = 2): string {
+  return String(Number((bytes / (1024 * 1024)).toFixed(digits)));
+}
+
 export type RuntimeState = 'loading' | 'draining' | 'failed';
 
 export class RuntimeUnavailableError extends FlueHttpError {

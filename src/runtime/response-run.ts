@@ -29,6 +29,7 @@ import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } fr
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
 import { type RenderResult, type RenderScope, render } from './render.ts';
 import type { SubmissionRow } from './sql-store.ts';
+import { MAX_STATE_VALUE_BYTES, checkSize, jsonSize } from './limits.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
@@ -261,6 +262,7 @@ export class ResponseRun {
     const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
     if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
     const normalized = jsonNormalize(value, `usePersistentState("${name}")`);
+    checkSize(`usePersistentState("${name}") value`, jsonSize(normalized), MAX_STATE_VALUE_BYTES, 'Keep persistent state small; store large data elsewhere, e.g. in a sandbox file.');
     if (deepEqualJson(normalized, current)) return;
     this.stateWrites.set(name, normalized);
   }

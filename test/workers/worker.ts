@@ -9,6 +9,7 @@ import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
 import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
@@ -20,6 +21,7 @@ setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW
 // Anthropic wire format: recorded tool results carry their error flag.
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE], api: 'anthropic-messages' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: HOARD_PROVIDER, models: [HOARD_LANE], api: 'openai-completions' }));
 
 const agents = [
   { identity: 'Echo', agent: Echo, className: 'FlueEchoAgent', bindingName: 'FLUE_ECHO_AGENT' },
@@ -33,6 +35,7 @@ const agents = [
   { identity: 'Studio', agent: Studio, className: 'FlueStudioAgent', bindingName: 'FLUE_STUDIO_AGENT' },
   { identity: 'Load', agent: Load, className: 'FlueLoadAgent', bindingName: 'FLUE_LOAD_AGENT' },
   { identity: 'CustomerOrders', agent: CustomerOrders, className: 'FlueCustomerOrdersAgent', bindingName: 'FLUE_CUSTOMER_ORDERS_AGENT' },
+  { identity: 'Hoarder', agent: Hoarder, className: 'FlueHoarderAgent', bindingName: 'FLUE_HOARDER_AGENT' },
 ];
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
 
@@ -47,11 +50,12 @@ export const FlueSandboxLabAgent = createFlueAgentClass(agents[7]!);
 export const FlueStudioAgent = createFlueAgentClass(agents[8]!);
 export const FlueLoadAgent = createFlueAgentClass(agents[9]!);
 export const FlueCustomerOrdersAgent = createFlueAgentClass(agents[10]!);
+export const FlueHoarderAgent = createFlueAgentClass(agents[11]!);
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app: { fetch: () => new Response('flue-workers test worker') },
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent'],
 });
