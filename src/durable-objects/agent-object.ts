@@ -26,6 +26,12 @@ const SLICE_BUDGET_MS = 10 * 60_000;
 export class FlueAgentDurableObject extends DurableObject<Record<string, unknown>> implements AgentObjectRpc {
   /** Set on each generated subclass. */
   static flueEntry: FlueAgentEntry | undefined;
+  /**
+   * Wall time one alarm may spend on a response before it yields at a turn boundary and continues
+   * in the next alarm. Below the platform's alarm wall-clock limit; an agent module lowers it for
+   * its objects with `extend({ base: (Base) => class extends Base { static override sliceBudgetMs = … } })`.
+   */
+  static sliceBudgetMs = SLICE_BUDGET_MS;
 
   private readonly entry: FlueAgentEntry;
   private engine!: ConversationEngine;
@@ -33,8 +39,13 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
-    const entry = (new.target as typeof FlueAgentDurableObject).flueEntry;
+    const Class = new.target as typeof FlueAgentDurableObject;
+    const entry = Class.flueEntry;
     if (entry === undefined) throw new Error('[flue] FlueAgentDurableObject must be extended by a generated agent class.');
+    const sliceBudgetMs = Class.sliceBudgetMs;
+    if (typeof sliceBudgetMs !== 'number' || !(sliceBudgetMs >= 0)) {
+      throw new Error(`[flue] ${entry.className}.sliceBudgetMs must be a number of milliseconds ≥ 0 (got ${String(sliceBudgetMs)}).`);
+    }
     this.entry = entry;
     void ctx.blockConcurrencyWhile(async () => {
       if (ctx.storage.sql === undefined) {
@@ -50,7 +61,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         registry: workerConfig().registry,
         env,
         wake: () => this.arm(),
-        sliceBudgetMs: SLICE_BUDGET_MS,
+        sliceBudgetMs,
       });
       // After an eviction or a deploy, unsettled work needs a wake even if no alarm survived.
       if (this.store.listStreamsWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {

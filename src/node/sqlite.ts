@@ -59,12 +59,20 @@ class NodeSqliteDriver implements SqlDriver {
   }
 }
 
+/**
+ * How long a statement waits for a lock another connection holds before failing with "database is
+ * locked". Without it, any other connection to the file fails our writes at once: a restarted
+ * process rebuilding the WAL index after a crash, a backup, the sqlite3 shell. The driver is
+ * synchronous, so a wait blocks this process; locks are held for one transaction at a time.
+ */
+const BUSY_TIMEOUT_MS = 5_000;
+
 export function sqlite(path: string = ':memory:'): PersistenceAdapter {
   let db: DatabaseSync | undefined;
   const open = (): DatabaseSync => {
     if (db !== undefined) return db;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    db = new DatabaseSync(path);
+    db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
     if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
     // WAL with NORMAL sync survives a killed process; only power loss could drop the last commits.
     db.exec('PRAGMA synchronous = NORMAL');

@@ -195,8 +195,12 @@ export class ResponseRun {
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
-    // Yield only after this wake moved the response forward, so every wake makes progress.
-    if (this.sliceDeadline !== undefined && this.progressed && Date.now() > this.sliceDeadline) throw new RunYield();
+    // Yield only after this wake moved the response forward, so every wake makes progress, and
+    // never between a model step and its tool calls: the next wake would take calls that never
+    // started for calls a crash cut off, and answer them with the interrupted marker.
+    if (this.sliceDeadline !== undefined && this.progressed && this.conv.tail.pendingToolCalls === undefined && Date.now() > this.sliceDeadline) {
+      throw new RunYield();
+    }
   }
 
   // ── Rendering ─────────────────────────────────────────────────────────────────────────────

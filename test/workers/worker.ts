@@ -4,18 +4,18 @@
  */
 import { env } from 'cloudflare:workers';
 import { setProvider } from '@flue/runtime';
-import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers } from '@flue/runtime/cloudflare';
+import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, extend } from '@flue/runtime/cloudflare';
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
-import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, WORKSPACE_LANE, Workspace } from './agents.ts';
 import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE], api: 'openai-completions' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE], api: 'openai-completions' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6', 'claude-haiku-4-5'], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
 // Anthropic wire format: recorded tool results carry their error flag.
@@ -36,6 +36,7 @@ const agents = [
   { identity: 'Load', agent: Load, className: 'FlueLoadAgent', bindingName: 'FLUE_LOAD_AGENT' },
   { identity: 'CustomerOrders', agent: CustomerOrders, className: 'FlueCustomerOrdersAgent', bindingName: 'FLUE_CUSTOMER_ORDERS_AGENT' },
   { identity: 'Hoarder', agent: Hoarder, className: 'FlueHoarderAgent', bindingName: 'FLUE_HOARDER_AGENT' },
+  { identity: 'Ticker', agent: Ticker, className: 'FlueTickerAgent', bindingName: 'FLUE_TICKER_AGENT' },
 ];
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
 
@@ -51,11 +52,22 @@ export const FlueStudioAgent = createFlueAgentClass(agents[8]!);
 export const FlueLoadAgent = createFlueAgentClass(agents[9]!);
 export const FlueCustomerOrdersAgent = createFlueAgentClass(agents[10]!);
 export const FlueHoarderAgent = createFlueAgentClass(agents[11]!);
+// A module's `cloudflare = extend({ base })` export, as a project lowers the slice budget: here to
+// zero, so every turn boundary of a Ticker response ends its alarm pass.
+export const FlueTickerAgent = createFlueAgentClass(
+  agents[12]!,
+  extend({
+    base: (Base) =>
+      class extends Base {
+        static override sliceBudgetMs = 0;
+      },
+  }),
+);
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app: { fetch: () => new Response('flue-workers test worker') },
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent', 'FlueTickerAgent'],
 });
