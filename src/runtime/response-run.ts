@@ -24,7 +24,7 @@ import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolv
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
-import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
+import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from './model-retry.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
 import { type RenderResult, type RenderScope, render } from './render.ts';
@@ -499,7 +499,7 @@ export class ResponseRun {
       await sleep(retryDelayMs(this.consecutiveErrors), this.signal);
       return;
     }
-    throw new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
+    throw modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
   }
 
   /** Loads image bytes the fold left as store references, once per attempt. */
