@@ -11,6 +11,7 @@ import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/custome
 import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, WORKSPACE_LANE, Workspace } from './agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
+import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
@@ -33,6 +34,9 @@ const agents = [
   { identity: 'Studio', agent: Studio, className: 'FlueStudioAgent', bindingName: 'FLUE_STUDIO_AGENT' },
   { identity: 'Load', agent: Load, className: 'FlueLoadAgent', bindingName: 'FLUE_LOAD_AGENT' },
   { identity: 'CustomerOrders', agent: CustomerOrders, className: 'FlueCustomerOrdersAgent', bindingName: 'FLUE_CUSTOMER_ORDERS_AGENT' },
+  { identity: 'Hasty', agent: Hasty as never, className: 'FlueHastyAgent', bindingName: 'FLUE_HASTY_AGENT' },
+  { identity: 'Unruly', agent: Unruly, className: 'FlueUnrulyAgent', bindingName: 'FLUE_UNRULY_AGENT' },
+  { identity: 'Typo', agent: Typo, className: 'FlueTypoAgent', bindingName: 'FLUE_TYPO_AGENT' },
 ];
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
 
@@ -47,11 +51,14 @@ export const FlueSandboxLabAgent = createFlueAgentClass(agents[7]!);
 export const FlueStudioAgent = createFlueAgentClass(agents[8]!);
 export const FlueLoadAgent = createFlueAgentClass(agents[9]!);
 export const FlueCustomerOrdersAgent = createFlueAgentClass(agents[10]!);
+export const FlueHastyAgent = createFlueAgentClass(agents[11]!);
+export const FlueUnrulyAgent = createFlueAgentClass(agents[12]!);
+export const FlueTypoAgent = createFlueAgentClass(agents[13]!);
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app: { fetch: () => new Response('flue-workers test worker') },
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHastyAgent', 'FlueUnrulyAgent', 'FlueTypoAgent'],
 });
