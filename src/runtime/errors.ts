@@ -361,24 +361,37 @@ export class AttachmentNotAvailableError extends FlueError {
 // They are FlueErrors, not plain Errors, so the reason reaches every caller (dispatch() rejection,
 // settlement `cause`, HTTP envelope) instead of being redacted as an internal error.
 
-export type AgentDefinitionRule = 'synchronous' | 'return_value' | 'durability';
+export type AgentDefinitionRule =
+  | 'synchronous'
+  | 'return_value'
+  | 'durability'
+  /** A hook used against its rules: twice in one render, outside a render, bad arguments. */
+  | 'hook_usage'
+  /** The root agent declared no model with useModel(). */
+  | 'model_required';
 
 /**
  * An agent function or one of its statics breaks the agent contract (seed 004): an async
- * function, a non-string return, an invalid `durability` static. Detected at registration and
- * admission where possible (nothing is stored), otherwise at render.
+ * function, a non-string return, an invalid `durability` static, a hook used against its rules, no
+ * model. Detected at admission where possible (nothing is stored), otherwise at render.
  */
 export class AgentDefinitionError extends FlueError {
   readonly rule: AgentDefinitionRule;
-  constructor(rule: AgentDefinitionRule, message: string, options: { agent?: string; details?: string } = {}) {
+  constructor(rule: AgentDefinitionRule, message: string, options: { agent?: string; details?: string; cause?: unknown } = {}) {
     super('agent_definition_invalid', {
       message,
       details: options.details ?? '',
       meta: { rule, ...(options.agent === undefined ? {} : { agent: options.agent }) },
+      cause: options.cause,
     });
     this.name = 'AgentDefinitionError';
     this.rule = rule;
   }
+}
+
+/** A hook misuse; the message keeps the `[flue] …` prose the hook has always thrown. */
+export function hookUsageError(message: string): AgentDefinitionError {
+  return new AgentDefinitionError('hook_usage', message);
 }
 
 /** The seed's exact words for an async agent function or a returned promise. */

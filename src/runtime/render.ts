@@ -4,7 +4,7 @@
  * every model call (architecture.md, Decision 3).
  */
 import type { ToolDefinition } from './define-tool.ts';
-import { AgentDefinitionError, asyncAgentError } from './errors.ts';
+import { AgentDefinitionError, asyncAgentError, hookUsageError } from './errors.ts';
 import { type Agent, isAsyncFunction } from './identity.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from './sandbox/types.ts';
 import type { SubagentDefinition } from './subagents.ts';
@@ -116,7 +116,7 @@ let current: RenderFrame | undefined;
 
 export function currentFrame(hook: string): RenderFrame {
   if (current === undefined) {
-    throw new Error(
+    throw hookUsageError(
       `[flue] ${hook}() was called outside an agent function. Hooks work only while an agent function renders (synchronously in its body or in a custom hook it calls).`,
     );
   }
@@ -130,7 +130,7 @@ export function isRendering(): boolean {
 /** Setters, writers and dispatchers are effects; a render is a pure read. */
 export function assertNotRendering(what: string): void {
   if (current !== undefined) {
-    throw new Error(`[flue] ${what} cannot be called while an agent function renders. Call it from a tool, an event hook callback, or other async work.`);
+    throw hookUsageError(`[flue] ${what} cannot be called while an agent function renders. Call it from a tool, an event hook callback, or other async work.`);
   }
 }
 
@@ -148,7 +148,7 @@ export function render(
   agent: Agent | (() => string | undefined | void),
   options: { kind?: 'root' | 'subagent'; scope?: RenderScope; props?: { id: string } } = {},
 ): RenderResult {
-  if (current !== undefined) throw new Error('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
+  if (current !== undefined) throw hookUsageError('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
   // Checked before the call, so an async body's hooks never run into a frame that is discarded.
   if (isAsyncFunction(agent)) throw asyncAgentError(agentIdentityOf(agent));
   const kind = options.kind ?? 'root';
@@ -216,7 +216,7 @@ function assertSameDataWriters(previous: readonly string[], now: readonly string
   const added = now.filter((name) => !previous.includes(name));
   const removed = previous.filter((name) => !now.includes(name));
   if (added.length === 0 && removed.length === 0) return;
-  throw new Error(
+  throw hookUsageError(
     `[flue] useDataWriter() names must be identical on every render: message data added ${added.join(', ') || 'nothing'}; removed ${removed.join(', ') || 'nothing'}.`,
   );
 }

@@ -13,7 +13,7 @@ import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
-import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { AgentDefinitionError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
@@ -222,7 +222,9 @@ export class ResponseRun {
     // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
     if (this.model === undefined) {
       if (result.model === undefined) {
-        throw new Error(`[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`);
+        throw new AgentDefinitionError('model_required', `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`, {
+          agent: this.live.agentName,
+        });
       }
       this.model = result.model;
     }

@@ -171,6 +171,21 @@ describe('errors in the render reach read() typed', () => {
   });
 });
 
+describe('hook mistakes and a missing model reach read() typed', () => {
+  it.each<[string, () => unknown, string, RegExp]>([
+    ['useModel() twice', () => (useModel(MODEL), useModel(MODEL)), 'hook_usage', /^\[flue\] useModel\(\) was called twice in one render/],
+    ['no useModel()', () => 'instructions only', 'model_required', /^\[flue\] The agent requires a model\. Call useModel\('provider-id\/model-id'\)/],
+  ])('%s settles with AgentDefinitionError naming the rule', async (_label, body, rule, message) => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const Broken = Object.assign(() => body(), { agentName: 'broken' }) as unknown as Agent;
+    await ctx.start([Broken]);
+    const cause = await settlementErrorOf(Broken, 'k');
+    expect(cause.type).toBe('agent_definition_invalid');
+    expect(cause.meta).toMatchObject({ rule });
+    expect(cause.message).toMatch(message);
+  });
+});
+
 describe('a provider without credentials', () => {
   it('settles with ProviderNotConfiguredError naming the variable to set', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
