@@ -6,6 +6,7 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { expect, test } from 'vitest';
 import { AgentDefinitionError, AgentRunError, dispatch, getAgentInstance, init, type Agent, type SettlementError } from '@flue/runtime';
+import { createAgentRouter } from '@flue/runtime/routing';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import './worker.ts';
 
@@ -21,6 +22,18 @@ test('an async agent: dispatch() rejects with AgentDefinitionError carrying the 
   const stub = (env as unknown as { FLUE_HASTY_AGENT: DurableObjectNamespace }).FLUE_HASTY_AGENT.getByName('h1');
   const rows = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT id FROM flue_submissions').toArray());
   expect(rows).toEqual([]);
+});
+
+test('an async agent over HTTP: 500 with the typed envelope, not internal_error', async () => {
+  const router = createAgentRouter(Hasty as unknown as Agent);
+  const response = await router.fetch(
+    new Request('http://flue.test/h2', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'user', body: 'hi' }) }),
+  );
+  expect(response.status).toBe(500);
+  const body = (await response.json()) as { error: { type: string; message: string; ref: string } };
+  expect(body.error.type).toBe('agent_definition_invalid');
+  expect(body.error.message.startsWith('[flue] Agent functions must be synchronous.')).toBe(true);
+  expect(body.error.ref).toMatch(/^err_/);
 });
 
 test('a bad durability static rejects the dispatch with the reason', async () => {
