@@ -6,7 +6,8 @@
 import * as v from 'valibot';
 import { validateCompactionConfig } from './compaction.ts';
 import { type UseToolSignature, validateToolDefinition } from './define-tool.ts';
-import { ToolNameConflictError, hookUsageError } from './errors.ts';
+import { ToolNameConflictError } from './errors.ts';
+import { hookUsageError } from './definition-errors.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
 import { type SubagentDefinition, validateSubagent } from './subagents.ts';
 import type { SkillDefinition, SkillReference } from './skills/define-skill.ts';

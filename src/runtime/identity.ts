@@ -4,7 +4,7 @@
  */
 import type * as v from 'valibot';
 import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
-import { asyncAgentError } from './errors.ts';
+import { asyncAgentError } from './definition-errors.ts';
 
 /** PascalCase names or kebab-case overrides; no `:`, no leading digit, no empty segments. */
 export const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;

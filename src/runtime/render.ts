@@ -4,7 +4,8 @@
  * every model call (architecture.md, Decision 3).
  */
 import type { ToolDefinition } from './define-tool.ts';
-import { AgentDefinitionError, asyncAgentError, hookUsageError } from './errors.ts';
+import { AgentDefinitionError } from './errors.ts';
+import { asyncAgentError, hookUsageError } from './definition-errors.ts';
 import { type Agent, isAsyncFunction } from './identity.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from './sandbox/types.ts';
 import type { SubagentDefinition } from './subagents.ts';
