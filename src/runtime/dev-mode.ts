@@ -4,10 +4,10 @@
  * records that error's message and stack in its settlement error's `dev` field. Outside dev mode
  * both stay redacted, because settlement errors are streamed to every client of a conversation.
  *
- * Hosts decide it once: `flue dev` passes `FLUE_DEV=1` to the Worker, and Node `start()` (scripts
- * and tests) runs in dev mode unless the environment says `NODE_ENV=production` or `FLUE_DEV=0`.
- * Where no host decided, `NODE_ENV=development` turns it on (read per call, when the platform
- * exposes `process`).
+ * Hosts decide it once: `flue dev` passes `FLUE_DEV=1` to the Worker (a Worker var
+ * `NODE_ENV=development` also counts), and Node `start()` (scripts and tests) runs in dev mode
+ * unless the environment says `NODE_ENV=production` or `FLUE_DEV=0`. Where no host decided,
+ * `NODE_ENV=development` turns it on (read per call, when the platform exposes `process`).
  */
 
 // A global symbol, so two copies of this module in one process agree.
