@@ -5,6 +5,7 @@
  */
 import type { Provider } from '@earendil-works/pi-ai';
 import { AgentRunError } from '../runtime/errors.ts';
+import { devModeFromEnv, isDevMode, setDevMode } from '../runtime/dev-mode.ts';
 import type { AdmissionRequest, ReadOptions, ReadPoll } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
@@ -78,6 +79,9 @@ export function configureFlueWorker(options: {
     entries.set(entry.identity, entry);
   }
   configureModelAuthEnv(options.env as Record<string, string | undefined>);
+  // `flue dev` sets FLUE_DEV=1; a deployed Worker has no such var and stays redacted unless its
+  // NODE_ENV says development (the rule before any host decided).
+  setDevMode(devModeFromEnv(options.env, options.env.NODE_ENV === 'development' || isDevMode()));
   if (options.providers !== undefined) registerDefaultProviders(options.providers);
   const scripted = options.env.FLUE_SCRIPTED_MODEL_URL;
   if (typeof scripted === 'string' && scripted !== '') useScriptedModels(scripted);

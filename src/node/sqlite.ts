@@ -7,12 +7,9 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { type SqlDriver, type SqlRow, type SqlValue, guardStatement, migrate } from '../runtime/sql-store.ts';
 
-export interface PersistenceAdapter {
-  /** Creates or verifies the schema and its format-version stamp. */
-  migrate(): void | Promise<void>;
-  connect(): SqlDriver | Promise<SqlDriver>;
-  close(): void | Promise<void>;
-}
+import type { PersistenceAdapter } from '../runtime/persistence.ts';
+
+export type { PersistenceAdapter };
 
 class NodeSqliteDriver implements SqlDriver {
   private readonly db: DatabaseSync;

@@ -9,10 +9,12 @@
 import * as v from 'valibot';
 import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { resolveDurability } from './durability-config.ts';
+import { isDevMode } from './dev-mode.ts';
 import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
   AgentRunError,
+  FlueError,
   InvalidRequestError,
   RuntimeUnavailableError,
   type SettlementError,
@@ -182,6 +184,8 @@ export class ConversationEngine {
   /** `fromAgent` is only ever set by `dispatchFromAgent` below: no caller outside the engine can claim it. */
   async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind, fromAgent = false): Promise<Admission> {
     if (this.stopping) throw new RuntimeUnavailableError('draining');
+    // A broken agent definition fails the send itself, before anything is stored.
+    this.registry.assertDefinition(agentName);
     // Backstops of the transports' checks, before anything decodes, clones or stores the request.
     assertInstanceIdShape(request.id);
     if (request.initialData !== undefined) assertJsonValue(request.initialData, 'initialData');
@@ -527,7 +531,7 @@ export class ConversationEngine {
     try {
       durability = resolveDurability(agent);
     } catch (error) {
-      this.settle(live, row, 'failed', toSettlementError(error), undefined);
+      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), undefined);
       return true;
     }
     const now = Date.now();
@@ -548,7 +552,7 @@ export class ConversationEngine {
             ...this.interruptedTools(live),
           })
         : new SubmissionInterruptedError({ attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
-      this.settle(live, row, 'failed', toSettlementError(error), 'exhausted_retry_budget');
+      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
       return true;
     }
     const claimed = this.store.claimAttempt(row.id, {
@@ -577,11 +581,12 @@ export class ConversationEngine {
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
         this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
       } else if (error instanceof SubmissionTimeoutError) {
-        this.settle(live, claimed, 'failed', toSettlementError(error), 'exceeded_timeout');
+        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'exceeded_timeout');
       } else {
-        if (!(error instanceof Error && error.message.startsWith('[flue]'))) console.error(`[flue] Submission ${claimed.id} failed:`, error);
-        else console.error(error.message);
-        this.settle(live, claimed, 'failed', toSettlementError(error), 'failed');
+        // A typed error says everything in its message; anything else is logged with its stack.
+        if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
+        else console.error(`[flue] Submission ${claimed.id} failed:`, error);
+        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'failed');
       }
     } finally {
       this.runs.delete(live.stream);

@@ -13,7 +13,7 @@ import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
-import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { AgentDefinitionError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
@@ -24,7 +24,7 @@ import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolv
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
-import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
+import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from './model-retry.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
 import { type RenderResult, type RenderScope, render } from './render.ts';
@@ -227,7 +227,9 @@ export class ResponseRun {
     // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
     if (this.model === undefined) {
       if (result.model === undefined) {
-        throw new Error(`[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`);
+        throw new AgentDefinitionError('model_required', `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`, {
+          agent: this.live.agentName,
+        });
       }
       this.model = result.model;
     }
@@ -505,7 +507,7 @@ export class ResponseRun {
       await sleep(retryDelayMs(this.consecutiveErrors), this.signal);
       return;
     }
-    throw new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
+    throw modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
   }
 
   /** Loads image bytes the fold left as store references, once per attempt. */
