@@ -216,10 +216,11 @@ export interface DbView {
 
 /**
  * A fresh read-only connection per call, so the test never holds a snapshot or a lock while a
- * child writes (WAL readers do not block the writer).
+ * child writes (WAL readers do not block the writer). The busy timeout rides out the moment a
+ * freshly started child rebuilds the WAL index a killed one left behind.
  */
 export function inspectDb(path: string, stream?: string): DbView {
-  const db = new DatabaseSync(path, { readOnly: true });
+  const db = new DatabaseSync(path, { readOnly: true, timeout: 5_000 });
   try {
     const tables = new Set(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all().map((row) => String(row.name)));
     if (!tables.has('flue_submissions')) return { submissions: [], records: [], steps: [], state: {} };
