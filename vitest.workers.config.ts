@@ -29,6 +29,8 @@ function skillMarkdown(): Plugin {
 void SOURCE_CONDITION;
 
 export default defineConfig({
+  // The Worker under test runs the sources too (the plugin appends its workerd conditions).
+  resolve: { conditions: [SOURCE_CONDITION] },
   plugins: [
     skillMarkdown(),
     cloudflareTest(({ inject }) => ({

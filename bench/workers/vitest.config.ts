@@ -16,6 +16,8 @@ process.env.XDG_CONFIG_HOME ??= here('../../.xdg');
 
 export default defineConfig({
   root: here('../..'),
+  // The Worker runs the sources of @flue/runtime, like the workerd tests (vitest.workers.config.ts).
+  resolve: { conditions: ['flue-source'] },
   plugins: [
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: here('./wrangler.jsonc') },
