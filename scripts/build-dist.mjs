@@ -46,11 +46,7 @@ export function isStale() {
 
 export async function buildDist() {
   const esbuild = await import('esbuild');
-  // Chunk names change from build to build; stale ones must not linger into a packed tarball.
-  for (const name of existsSync(outdir) ? readdirSync(outdir) : []) {
-    if (name.endsWith('.js') || name.endsWith('.js.map')) rmSync(path.join(outdir, name));
-  }
-  await esbuild.build({
+  const result = await esbuild.build({
     absWorkingDir: root,
     entryPoints: ENTRIES,
     outdir,
@@ -65,6 +61,7 @@ export async function buildDist() {
     packages: 'external',
     external: ['cloudflare:*'],
     logLevel: 'warning',
+    metafile: true,
     // Inside the bundle a self-import must reach the bundled entry, not a second copy.
     alias: Object.fromEntries(
       Object.entries(ENTRIES)
@@ -72,6 +69,14 @@ export async function buildDist() {
         .map(([name, source]) => [selfName(name), `./${source}`]),
     ),
   });
+  // Chunk names change with their contents; stale ones must not linger into a packed tarball.
+  // Removed only after the new files are written, so a process loading dist/ meanwhile still
+  // finds every file it imports.
+  const written = new Set(Object.keys(result.metafile.outputs).map((file) => path.resolve(root, file)));
+  for (const name of readdirSync(outdir)) {
+    const file = path.join(outdir, name);
+    if ((name.endsWith('.js') || name.endsWith('.js.map')) && !written.has(file)) rmSync(file);
+  }
   mkdirSync(outdir, { recursive: true });
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
 }

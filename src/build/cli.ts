@@ -2,9 +2,11 @@
  * The `flue` CLI (build-and-cli.md §5): `init`, `dev`, `build`, `deploy`, `run`.
  * Primary payload on stdout; progress, streaming and errors on stderr.
  * Exit codes: 0 success · 1 failure or usage error · 130 SIGINT · 143 SIGTERM.
+ *
+ * Commands load their modules when they run: `init` (and help, version) must also work on an
+ * older system Node, which cannot even load the build (it uses Node 22 APIs).
  */
 import path from 'node:path';
-import { build } from './build.ts';
 import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
 import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
 import { packageVersion } from './package-root.ts';
@@ -199,6 +201,7 @@ async function initCommand(args: readonly string[], io: CliIo): Promise<number> 
 async function buildCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values } = parseCommandArgs('build', args, { ...HELP_OPTION, minify: { type: 'boolean' }, json: { type: 'boolean' } }, { maxPositionals: 0 });
   if (wantsHelp('build', values, io)) return 0;
+  const { build } = await import('./build.ts');
   const result = await build({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
   if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
   return 0;
@@ -232,6 +235,7 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
 async function deployCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values, passthrough } = parseCommandArgs('deploy', args, { ...HELP_OPTION, 'dry-run': { type: 'boolean' } }, { maxPositionals: 0, passthrough: true });
   if (wantsHelp('deploy', values, io)) return 0;
+  const { build } = await import('./build.ts');
   await build({ root: io.cwd, log: (line) => io.stderr(`${line}\n`) });
   const wranglerArgs = ['deploy', '--config', GENERATED_CONFIG_FILE, ...(values['dry-run'] === true ? ['--dry-run'] : []), ...passthrough];
   return await new Promise<number>((resolve, reject) => {
