@@ -118,7 +118,13 @@ beforeAll(async () => {
 }, 800_000);
 
 afterAll(async () => {
-  if (dev?.pid !== undefined && dev.exitCode === null) process.kill(-dev.pid, 'SIGKILL');
+  if (dev?.pid !== undefined && dev.exitCode === null && dev.signalCode === null) {
+    try {
+      process.kill(-dev.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   rmSync(workspace, { recursive: true, force: true });
 }, 30_000);
 
