@@ -16,9 +16,19 @@ beforeAll(async () => {
 });
 afterAll(async () => server.close());
 
+let tickRuns = 0;
+
 function Stepper() {
   useModel('scripted/model');
-  useTool({ name: 'tick', description: 'Tick.', input: v.object({}), run: () => 'tock' });
+  useTool({
+    name: 'tick',
+    description: 'Tick.',
+    input: v.object({}),
+    run: () => {
+      tickRuns += 1;
+      return 'tock';
+    },
+  });
   return 'Tick three times.';
 }
 
@@ -48,5 +58,9 @@ test('a response that outlives its wall-time slice yields at a turn boundary and
   expect(reply.text).toBe('Ticked twice.');
   expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
   expect(server.requests).toHaveLength(3);
+  // Each requested call ran once and the model saw its real result: a yield never separates a
+  // model step from its tool calls (a continuation would take them for calls a crash cut off).
+  expect(tickRuns).toBe(2);
+  expect(server.requests[2]!.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['"tock"', '"tock"']);
   await adapter.close();
 });

@@ -228,10 +228,7 @@ test('aborting while a delegate works settles the task call with the interrupted
   );
   const handle = init(Triage, { id: 'sub-abort' });
   const first = await handle.dispatch('go');
-  for (let i = 0; ctx.server.requests.length < 2; i++) {
-    if (i > 400) throw new Error('the delegate never called the model');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await ctx.server.waitForRequests(2, 60_000); // the delegate is streaming
   await handle.abort();
   await expect(handle.read(first)).rejects.toMatchObject({ outcome: 'aborted' });
   const [child] = await childConversations(Triage, 'sub-abort');

@@ -9,7 +9,7 @@ import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { registerProviders } from '../src/runtime/model-registry.ts';
 import { SqlStore } from '../src/runtime/sql-store.ts';
-import { engineOn } from './support/engine.ts';
+import { deltaCommitted, engineOn, until } from './support/engine.ts';
 import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
 
 let server: ScriptedModelServer;
@@ -37,7 +37,8 @@ const pixel = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060
 test('a resumed task child keeps its cwd and its forwarded image', async () => {
   const adapter = sqlite();
   await adapter.migrate();
-  const store = new SqlStore(await adapter.connect());
+  const driver = await adapter.connect();
+  const store = new SqlStore(driver);
   const first = await engineOn(store, [Curator]);
   let imageId = '';
   server.script(
@@ -54,7 +55,7 @@ test('a resumed task child keeps its cwd and its forwarded image', async () => {
   });
   const { receipt } = await first.admit('Curator', { id: 'c1', message }, 'dispatch');
   await server.waitForRequests(2);
-  await new Promise((resolve) => setTimeout(resolve, 400)); // the trailing flush commits the partial
+  await until(() => deltaCommitted(driver)); // the trailing flush committed the child's partial
   await first.stop(100);
 
   server.script(

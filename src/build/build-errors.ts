@@ -122,6 +122,53 @@ export class AgentIdentifierCollisionError extends FlueBuildError {
   }
 }
 
+/**
+ * A module writes `'use agent'` and exports agent-shaped functions, but the string is not in the
+ * directive prologue, so the module would silently not register. Building on would drop its agents
+ * from the Worker (their Durable Object classes vanish), which is never what the author meant.
+ */
+export class MisplacedUseAgentDirectiveError extends FlueBuildError {
+  constructor(file: string, exportNames: string[]) {
+    super(
+      'MisplacedUseAgentDirectiveError',
+      `${file} contains 'use agent', but not as the module's first statement, so ${listNames(exportNames)} ` +
+        `would not be registered as ${exportNames.length === 1 ? 'an agent' : 'agents'}. Move 'use agent'; to the very top of the file, ` +
+        'before every import and other statement (comments may precede it), written exactly as a plain string ' +
+        "('use agent' or \"use agent\", no escapes, parentheses or type casts).",
+      { file, exportName: exportNames[0] },
+    );
+  }
+}
+
+/**
+ * A module under `src/agents/` exports capitalized functions but has no `'use agent'` directive.
+ * The convention puts agents there, so the likely cause is a forgotten directive; without this
+ * error the build succeeds and the agents are simply missing at run time.
+ */
+export class MissingUseAgentDirectiveError extends FlueBuildError {
+  constructor(file: string, exportNames: string[]) {
+    super(
+      'MissingUseAgentDirectiveError',
+      `${file} exports ${listNames(exportNames)} from src/agents/ but does not start with 'use agent', so ` +
+        `${exportNames.length === 1 ? 'it is' : 'they are'} not registered as ${exportNames.length === 1 ? 'an agent' : 'agents'}. ` +
+        "Add 'use agent'; as the first statement of the file. If the module holds no agents, move it out of src/agents/.",
+      { file, exportName: exportNames[0] },
+    );
+  }
+}
+
+/** An agent export is an `async` function: agent functions must render synchronously (seed 004). */
+export class AsyncAgentExportError extends FlueBuildError {
+  constructor(file: string, exportName: string) {
+    super(
+      'AsyncAgentExportError',
+      `Agent functions must be synchronous: export ${exportName} in ${file} is async. An agent function renders ` +
+        'before every model call; remove `async` and move awaited work into a tool run(), useAgentStart() or another callback.',
+      { file, exportName },
+    );
+  }
+}
+
 export class AgentModuleParseError extends FlueBuildError {
   constructor(file: string, detail: string, cause?: unknown) {
     super(
@@ -143,4 +190,9 @@ function where(location: AgentLocation): string {
 function describeAll(occurrences: AgentLocation[]): string {
   const described = occurrences.map((o) => where(o).slice(2, -1)).filter((s) => s !== '');
   return described.length > 0 ? described.join(' and ') : 'the same identity is listed twice';
+}
+
+function listNames(names: string[]): string {
+  const shown = names.slice(0, 5).join(', ');
+  return names.length > 5 ? `${shown}, …` : shown;
 }

@@ -69,6 +69,10 @@ export async function devCommand(options: DevOptions): Promise<number> {
     '--ip',
     '127.0.0.1',
     ...(options.port === undefined ? [] : ['--port', options.port]),
+    // Dev mode: settlement errors of the user's own code carry their message and stack, and
+    // error envelopes their `dev` prose (a deployed Worker has no FLUE_DEV and stays redacted).
+    '--var',
+    'FLUE_DEV:1',
     ...(scripted === undefined ? [] : ['--var', `FLUE_SCRIPTED_MODEL_URL:${scripted.url}`]),
     ...passthrough,
   ];

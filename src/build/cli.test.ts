@@ -8,7 +8,7 @@ import { chooseModel } from './cli-dev.ts';
 import { projectNameFor, targetName } from './cli-init.ts';
 import { main } from './cli.ts';
 import { packageRoot, packageVersion } from './package-root.ts';
-import { removeDir, tempProject } from './test-project.ts';
+import { removeDir, tempProject, wranglerJsonc } from './test-project.ts';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
@@ -89,6 +89,34 @@ describe('global rules', () => {
     expect(parsed.values).toEqual({ id: '007', message: '1e3' });
     const dev = parseCommandArgs('dev', ['--port', '08080', '--', '--inspector-port', '0', '--', 'x'], { port: { type: 'string' } }, { maxPositionals: 0, passthrough: true });
     expect(dev).toEqual({ values: { port: '08080' }, positionals: [], passthrough: ['--inspector-port', '0', '--', 'x'] });
+  });
+
+  it("a module whose 'use agent' is not its first statement fails the build, exit 1, no migration advice", async () => {
+    const dir = project({
+      'src/app.ts': "export default { fetch() { return new Response('ok'); } };\n",
+      'src/agents/hello.ts': "import { useModel } from '@flue/runtime';\n'use agent';\nexport function Hello() { useModel('anthropic/claude-haiku-4-5'); }\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueHelloAgent']),
+    });
+    const r = await cli(['build'], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("contains 'use agent', but not as the module's first statement, so Hello would not be registered as an agent.");
+    expect(r.stderr).not.toContain('deleted_classes');
+    expect(existsSync(path.join(dir, 'dist/worker.js'))).toBe(false);
+  });
+
+  it('an agent that vanished while its class is still migrated fails the build, and deleting is offered last', async () => {
+    const dir = project({
+      'src/app.ts': "export default { fetch() { return new Response('ok'); } };\n",
+      // Outside src/agents/ and without the directive: the scan finds no agent at all.
+      'src/bots/hello.ts': "export function Hello() {}\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueHelloAgent']),
+    });
+    const r = await cli(['build'], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('declare the Durable Object class "FlueHelloAgent" (agent "Hello"), but no agent generates it any more');
+    expect(r.stderr).toContain("keep its data by giving it the old identity: NewName.agentName = 'Hello'");
+    expect(r.stderr).toContain('This permanently destroys every stored conversation of that agent');
+    expect(r.stderr.indexOf("'use agent' must be the very first statement")).toBeLessThan(r.stderr.indexOf('deleted_classes'));
   });
 
   it('build failures print the [flue] message without a stack and exit 1', async () => {

@@ -11,6 +11,9 @@ import {
   FlueBuildError,
   InvalidAgentIdentityError,
   InvalidAgentNameStaticError,
+  MisplacedUseAgentDirectiveError,
+  MissingUseAgentDirectiveError,
+  AsyncAgentExportError,
   NoAgentExportsError,
 } from './build-errors.ts';
 import { readDirectivePrologue, scanAgents, scanModule } from './scan.ts';
@@ -65,25 +68,66 @@ export function Triage(): void { helper(); }
     ]);
   });
 
+  // A module that exports agent-shaped functions and writes 'use agent' as a top-level statement
+  // outside the prologue meant to be an agent module: building on would silently drop its agents.
   it.each([
     ['after an import', `import { x } from './x.ts';\n'use agent';\nexport function Triage() { return x; }\n`],
     ['after a type-only import (erased by esbuild)', `import type { X } from './x.ts';\n'use agent';\nexport function Triage(x?: X) {}\n`],
     ['after a type alias (erased by esbuild)', `type T = string;\n'use agent';\nexport function Triage(t?: T) {}\n`],
     ['after another statement', `const x = 1;\n'use agent';\nexport function Triage() { return x; }\n`],
-    ['inside a function', `export function Triage() {\n  'use agent';\n}\n`],
-    ['with a trailing space', `'use agent ';\nexport function Triage() {}\n`],
     ['with an escape sequence and a mention elsewhere', `'use\\x20agent';\n// use agent\nexport function Triage() {}\n`],
     ['with a unicode escape', `'use\\u0020agent';\n// use agent\nexport function Triage() {}\n`],
-    ['as a template literal', '`use agent`;\nexport function Triage() {}\n'],
     ['parenthesized', `('use agent');\nexport function Triage() {}\n`],
     ['with a TS non-null assertion', `'use agent'!;\nexport function Triage() {}\n`],
     ['with a TS as-expression', `'use agent' as string;\nexport function Triage() {}\n`],
+  ])('MisplacedUseAgentDirectiveError: the directive %s', async (_, source) => {
+    const error = await scanError(source);
+    expect(error).toBeInstanceOf(MisplacedUseAgentDirectiveError);
+    expect(error.message).toBe(
+      `[flue] ${FILE} contains 'use agent', but not as the module's first statement, so Triage would not be registered as an agent. ` +
+        "Move 'use agent'; to the very top of the file, before every import and other statement (comments may precede it), " +
+        'written exactly as a plain string (\'use agent\' or "use agent", no escapes, parentheses or type casts).',
+    );
+  });
+
+  it('a misplaced directive in a module without agent-shaped exports is not an error', async () => {
+    expect(await scanModule(FILE, `import { x } from './x.ts';\n'use agent';\nexport const helper = () => x;\n`)).toBeUndefined();
+  });
+
+  it.each([
+    ['inside a function', `export function Triage() {\n  'use agent';\n}\n`],
+    ['with a trailing space', `'use agent ';\nexport function Triage() {}\n`],
+    ['as a template literal', '`use agent`;\nexport function Triage() {}\n'],
     ['continued on the next line', `'use agent'\n.trim();\nexport function Triage() {}\n`],
     ['continued by a regex-looking division', `'use agent'\n/agent/g.test('x')\nexport function Triage() {}\n`],
     ['only in a comment', `// 'use agent'\nexport function Triage() {}\n`],
     ['only in a string elsewhere', `export const note = 'use agent';\nexport function Triage() {}\n`],
   ])('does not mark a module with the directive %s', async (_, source) => {
     expect(await scanModule(FILE, source)).toBeUndefined();
+  });
+
+  it('MissingUseAgentDirectiveError: a src/agents/ module exporting capitalized functions without the directive', async () => {
+    const source = `import { useModel } from '@flue/runtime';\nexport function Triage() { useModel('anthropic/claude-haiku-4-5'); }\nexport const Helper = () => {};\nexport function lower() {}\n`;
+    // Outside the src/agents/ convention the module is simply not an agent module.
+    expect(await scanModule(FILE, source)).toBeUndefined();
+    let thrown: unknown;
+    try {
+      await scanModule(FILE, source, { agentsDir: true });
+    } catch (caught) {
+      thrown = caught;
+    }
+    expect(thrown).toBeInstanceOf(MissingUseAgentDirectiveError);
+    expect((thrown as Error).message).toBe(
+      `[flue] ${FILE} exports Triage, Helper from src/agents/ but does not start with 'use agent', so they are not registered as agents. ` +
+        "Add 'use agent'; as the first statement of the file. If the module holds no agents, move it out of src/agents/.",
+    );
+    // A directive only inside a function counts as missing, too.
+    await expect(scanModule(FILE, `export function Triage() {\n  'use agent';\n}\n`, { agentsDir: true })).rejects.toBeInstanceOf(
+      MissingUseAgentDirectiveError,
+    );
+    // Lower-case helpers, types and broken files in src/agents/ stay the bundler's business.
+    expect(await scanModule(FILE, `export function helper() {}\nexport type T = string;\n`, { agentsDir: true })).toBeUndefined();
+    expect(await scanModule(FILE, 'export function (((', { agentsDir: true })).toBeUndefined();
   });
 
   it('skips files without the text at all, even if they do not parse', async () => {
@@ -104,7 +148,6 @@ export function Triage(): void { helper(); }
 describe('recognized export forms (build-and-cli.md §1.2)', () => {
   it.each([
     ['export function', `export function Triage(input: string): string { return input; }`],
-    ['export async function', `export async function Triage() {}`],
     ['export const arrow', `export const Triage = (props: { id: string }) => {};`],
     ['export const function expression', `export const Triage = function () {};`],
     ['export const named function expression', `export const Triage = function inner() {};`],
@@ -124,7 +167,6 @@ describe('recognized export forms (build-and-cli.md §1.2)', () => {
 
   it.each([
     ['export default function Name', `export default function Triage() {}`],
-    ['export default async function Name', `export default async function Triage() {}`],
     ['export default <local function>', `function Triage() {}\nexport default Triage;`],
     ['export default <local arrow>', `const Triage = () => {};\nexport default Triage;`],
     ['export default <local> through as', `const Triage = () => {};\nexport default Triage as unknown;`],
@@ -296,6 +338,20 @@ describe('build errors', () => {
   });
 
   it.each([
+    ['export async function', `export async function Triage() {}`, 'Triage'],
+    ['export const async arrow', `export const Triage = async () => {};`, 'Triage'],
+    ['export default async function Name', `export default async function Triage() {}`, 'default'],
+  ])('AsyncAgentExportError: %s', async (_, body, exportName) => {
+    const error = await scanError(`'use agent';\n${body}\n`);
+    expect(error).toBeInstanceOf(AsyncAgentExportError);
+    expect(error.exportName).toBe(exportName);
+    expect(error.message).toBe(
+      `[flue] Agent functions must be synchronous: export ${exportName} in ${FILE} is async. An agent function renders ` +
+        'before every model call; remove `async` and move awaited work into a tool run(), useAgentStart() or another callback.',
+    );
+  });
+
+  it.each([
     ['function', `export default function () {}`],
     ['async function', `export default async function () {}`],
     ['arrow', `export default () => {};`],
@@ -437,6 +493,23 @@ describe('scanAgents over a project tree', () => {
       files: ['src/tools/plain.js', path.join(root, 'src/agents/Beta.mts'), 'src/app.ts', 'src/agents/Beta.mts'],
     });
     expect(result.modules.map((m) => path.relative(root, m.file))).toEqual(['src/agents/Beta.mts', 'src/tools/plain.js']);
+  });
+
+  it('applies the src/agents/ convention on the default walk only', async () => {
+    const project = await mkdtemp(path.join(tmpdir(), 'flue-scan-conv-'));
+    try {
+      await mkdir(path.join(project, 'src/agents'), { recursive: true });
+      await mkdir(path.join(project, 'src/lib'), { recursive: true });
+      await writeFile(path.join(project, 'src/agents/support.ts'), `export function Support() {}\n`);
+      await writeFile(path.join(project, 'src/lib/ui.ts'), `export function Button() {}\n`);
+      await expect(scanAgents({ root: project })).rejects.toBeInstanceOf(MissingUseAgentDirectiveError);
+      // A config `agents` glob names its files itself; outside src/agents/ nothing is assumed.
+      expect(await scanAgents({ root: project, files: ['src/agents/support.ts'] })).toEqual({ modules: [] });
+      await writeFile(path.join(project, 'src/agents/support.ts'), `'use agent';\nexport function Support() {}\n`);
+      expect((await scanAgents({ root: project })).modules).toHaveLength(1);
+    } finally {
+      await rm(project, { recursive: true, force: true });
+    }
   });
 
   it('returns no modules for a project without src/', async () => {

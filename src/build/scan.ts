@@ -31,9 +31,12 @@ import {
 import {
   AgentModuleParseError,
   AnonymousAgentExportError,
+  AsyncAgentExportError,
   DuplicateAgentExportError,
   InvalidAgentIdentityError,
   InvalidAgentNameStaticError,
+  MisplacedUseAgentDirectiveError,
+  MissingUseAgentDirectiveError,
   NoAgentExportsError,
 } from './build-errors.ts';
 import { AGENT_IDENTITY_PATTERN, bindingName, checkIdentityCollisions, className } from './names.ts';
@@ -62,8 +65,11 @@ export async function scanAgents(options: ScanAgentsOptions): Promise<ScanResult
   // Code-unit order, not locale order: the result must not depend on the machine.
   const files = [...new Set(listed)].sort(compareCodeUnits);
 
+  // Only the default walk applies the src/agents/ convention: a config `agents` glob says itself
+  // which files hold agents.
+  const agentsDir = path.join(root, 'src', 'agents') + path.sep;
   const outcomes = await mapLimit(files, READ_CONCURRENCY, async (file) =>
-    scanModule(file, await readFile(file, 'utf8')),
+    scanModule(file, await readFile(file, 'utf8'), { agentsDir: !options.files && file.startsWith(agentsDir) }),
   );
 
   const modules: ScannedModule[] = [];
@@ -80,25 +86,100 @@ export async function scanAgents(options: ScanAgentsOptions): Promise<ScanResult
   return { modules };
 }
 
+export interface ScanModuleOptions {
+  /**
+   * The module sits in `src/agents/`, where agents live by convention: exporting capitalized
+   * functions without the directive is then a build error instead of a silent non-agent module.
+   */
+  agentsDir?: boolean;
+}
+
 /**
  * Scans one module. Returns `undefined` when the module is not an agent module; throws a build
- * error when it is marked but malformed, or when it mentions `use agent` and does not parse.
+ * error when it is marked but malformed, when it mentions `use agent` and does not parse, or when
+ * it looks like an agent module whose directive is misplaced or (in `src/agents/`) missing.
  */
-export async function scanModule(file: string, source: string): Promise<ScannedModule | undefined> {
+export async function scanModule(file: string, source: string, options: ScanModuleOptions = {}): Promise<ScannedModule | undefined> {
   // The only raw-text test: a cheap filter so most files never reach esbuild.
-  if (!source.includes('use agent')) return undefined;
+  const mentioned = source.includes('use agent');
+  if (!mentioned && !options.agentsDir) return undefined;
   const absolute = path.resolve(file);
 
+  if (!mentioned) {
+    // An unmarked module is not ours to reject for syntax: the bundler reports that.
+    let program: Program;
+    try {
+      program = parse(await transformToJs(absolute, source), { ecmaVersion: 'latest', sourceType: 'module' });
+    } catch {
+      return undefined;
+    }
+    const names = exportedAgentShapedNames(program);
+    if (names.length > 0) throw new MissingUseAgentDirectiveError(absolute, names);
+    return undefined;
+  }
+
   const output = await transformToJs(absolute, source);
-  if (!readDirectivePrologue(source).some(isUseAgentDirective)) return undefined;
+  const marked = readDirectivePrologue(source).some(isUseAgentDirective);
 
   let program: Program;
   try {
     program = parse(output, { ecmaVersion: 'latest', sourceType: 'module' });
   } catch (error) {
+    if (!marked) return undefined;
     throw new AgentModuleParseError(absolute, `esbuild's output does not parse: ${describe(error)}`, error);
   }
+  if (!marked) {
+    const names = exportedAgentShapedNames(program);
+    if (names.length > 0) {
+      // A top-level `'use agent'` statement outside the prologue (esbuild prints near-misses such
+      // as casts and parentheses as the plain string) is a directive written in the wrong place.
+      if (program.body.some(isUseAgentStatement)) throw new MisplacedUseAgentDirectiveError(absolute, names);
+      if (options.agentsDir) throw new MissingUseAgentDirectiveError(absolute, names);
+    }
+    return undefined;
+  }
   return { file: absolute, agents: findAgents(absolute, program) };
+}
+
+function isUseAgentStatement(node: AnyNode): boolean {
+  return (
+    node.type === 'ExpressionStatement' &&
+    node.expression.type === 'Literal' &&
+    node.expression.value === 'use agent'
+  );
+}
+
+/**
+ * Exports that would be agents if the module were marked: named exports of functions whose
+ * exported name is capitalized, and a default-exported function with a capitalized name.
+ */
+function exportedAgentShapedNames(program: Program): string[] {
+  const bindings = collectTopLevelBindings(program);
+  const names: string[] = [];
+  const consider = (exportName: string, localName: string): void => {
+    const binding = bindings.get(localName);
+    if (binding?.kind !== 'function') return;
+    const name = exportName === 'default' ? binding.functionName : exportName;
+    if (startsUppercase(name)) names.push(exportName === 'default' ? `default (${name})` : name);
+  };
+  for (const statement of program.body) {
+    if (statement.type === 'ExportNamedDeclaration' && !statement.source) {
+      const declaration = statement.declaration;
+      if (declaration?.type === 'FunctionDeclaration') consider(declaration.id.name, declaration.id.name);
+      else if (declaration?.type === 'VariableDeclaration') {
+        for (const declarator of declaration.declarations) {
+          if (declarator.id.type === 'Identifier') consider(declarator.id.name, declarator.id.name);
+        }
+      } else if (declaration == null) {
+        for (const specifier of statement.specifiers) consider(moduleExportName(specifier.exported), moduleExportName(specifier.local));
+      }
+    } else if (statement.type === 'ExportDefaultDeclaration') {
+      const declaration = statement.declaration;
+      if (declaration.type === 'FunctionDeclaration' && declaration.id) consider('default', declaration.id.name);
+      else if (declaration.type === 'Identifier') consider('default', declaration.name);
+    }
+  }
+  return names;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,7 +313,7 @@ function isUseAgentDirective(raw: string): boolean {
 // Exports (esbuild's output)
 
 type Binding =
-  | { kind: 'function'; functionName: string }
+  | { kind: 'function'; functionName: string; async: boolean }
   | { kind: 'import' | 'class' | 'value' };
 
 interface AgentCandidate {
@@ -243,6 +324,7 @@ interface AgentCandidate {
   defaultIdentity: string;
   defaultIdentitySource: string;
   position: number;
+  async: boolean;
 }
 
 function findAgents(file: string, program: Program): ScannedAgent[] {
@@ -263,9 +345,10 @@ function findAgents(file: string, program: Program): ScannedAgent[] {
         defaultIdentity: binding.functionName,
         defaultIdentitySource: 'function name',
         position,
+        async: binding.async,
       });
     } else if (startsUppercase(exportName)) {
-      candidates.push({ exportName, localName, defaultIdentity: exportName, defaultIdentitySource: 'export name', position });
+      candidates.push({ exportName, localName, defaultIdentity: exportName, defaultIdentitySource: 'export name', position, async: binding.async });
     }
   };
 
@@ -303,6 +386,7 @@ function findAgents(file: string, program: Program): ScannedAgent[] {
             defaultIdentity: id.name,
             defaultIdentitySource: 'function name',
             position: statement.start,
+            async: declaration.async,
           });
         }
       } else if (declaration.type === 'Identifier') {
@@ -314,6 +398,9 @@ function findAgents(file: string, program: Program): ScannedAgent[] {
 
   candidates.sort((a, b) => a.position - b.position);
   rejectDuplicateExports(file, candidates);
+  // The earliest point an async agent can be reported: before anything is deployed.
+  const asyncAgent = candidates.find((candidate) => candidate.async);
+  if (asyncAgent !== undefined) throw new AsyncAgentExportError(file, asyncAgent.exportName);
 
   const agentLocals = new Set(candidates.flatMap((c) => (c.localName === undefined ? [] : [c.localName])));
   const writes = findAgentNameWrites(program, agentLocals);
@@ -376,7 +463,7 @@ function collectTopLevelBindings(program: Program): Map<string, Binding> {
         for (const specifier of statement.specifiers) bindings.set(specifier.local.name, { kind: 'import' });
         break;
       case 'FunctionDeclaration':
-        if (statement.id) bindings.set(statement.id.name, { kind: 'function', functionName: statement.id.name });
+        if (statement.id) bindings.set(statement.id.name, { kind: 'function', functionName: statement.id.name, async: statement.async });
         break;
       case 'ClassDeclaration':
         if (statement.id) bindings.set(statement.id.name, { kind: 'class' });
@@ -388,7 +475,8 @@ function collectTopLevelBindings(program: Program): Map<string, Binding> {
             // The runtime `name` of the value: a named function expression keeps its own name,
             // an anonymous one takes the binding's name.
             const own = init.type === 'FunctionExpression' ? init.id?.name : undefined;
-            bindings.set(declarator.id.name, { kind: 'function', functionName: own ?? declarator.id.name });
+            const async = (init as { async?: boolean }).async === true;
+            bindings.set(declarator.id.name, { kind: 'function', functionName: own ?? declarator.id.name, async });
           } else {
             for (const name of boundNames(declarator.id)) bindings.set(name, { kind: 'value' });
           }

@@ -167,7 +167,8 @@ describe('checkMigrations', () => {
   it('suggests a rename when exactly one stale class and one missing class exist', () => {
     const migrations = [{ tag: 'v1', new_sqlite_classes: ['FlueGreeterAgent'] }];
     expect(() => check(migrations)).toThrow(
-      'If agent "Hello" is FlueGreeterAgent renamed, keep its data with this entry instead:\n' +
+      'If agent "Hello" is FlueGreeterAgent renamed, keep its data without a migration by giving it the old identity ' +
+        '(its agentName static set to the old identity, e.g. "Greeter"), or with this entry instead:\n' +
         '  { "tag": "v2", "renamed_classes": [{ "from": "FlueGreeterAgent", "to": "FlueHelloAgent" }] }',
     );
   });
@@ -191,13 +192,22 @@ describe('checkMigrations', () => {
     expect(() => check(renamedKv)).toThrow('declared under "new_classes"');
   });
 
-  it('warns about stale Flue*Agent classes, suggesting deleted_classes', () => {
-    const warnings = check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueOldAgent', 'Counter'] }]);
-    expect(warnings).toEqual([
-      'wrangler.jsonc migrations still declare "FlueOldAgent", which no agent generates any more. If that agent is gone for good, ' +
-        'append { "tag": "v2", "deleted_classes": ["FlueOldAgent"] } (this deletes its stored data).',
-    ]);
-    // Deleted, or bound by the user's own binding: no warning.
+  it('fails on a stale Flue*Agent class: causes first, renaming keeps data, deleting is last and says what it destroys', () => {
+    // Typically a module lost its 'use agent' directive: building on would deploy a class with no code.
+    expect(() => check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueSupportChatAgent', 'Counter'] }])).toThrow(
+      '[flue] wrangler.jsonc migrations declare the Durable Object class "FlueSupportChatAgent" (agent "SupportChat"), but no agent ' +
+        "generates it any more, so that agent's stored conversations would have no code to run.\n" +
+        "- If the agent still exists, check its module: 'use agent' must be the very first statement, and the agent an exported " +
+        'function with a capitalized name.\n' +
+        "- If you renamed the function, keep its data by giving it the old identity: NewName.agentName = 'SupportChat' " +
+        "(or 'support-chat', whichever spelling the agent had). Nothing is migrated and every conversation stays.\n" +
+        '- Only if the agent is gone for good, append { "tag": "v2", "deleted_classes": ["FlueSupportChatAgent"] } to "migrations". ' +
+        'This permanently destroys every stored conversation of that agent; it cannot be undone.',
+    );
+    expect(() => check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueOldAgent', 'FlueGoneAgent'] }])).toThrow(
+      /declare the Durable Object classes "FlueGoneAgent" \(agent "Gone"\), "FlueOldAgent" \(agent "Old"\).*"deleted_classes": \["FlueGoneAgent", "FlueOldAgent"\]/s,
+    );
+    // Deleted, or bound by the user's own binding: no error.
     expect(check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueOldAgent'] }, { tag: 'v2', deleted_classes: ['FlueOldAgent'] }])).toEqual([]);
     expect(
       check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueRouterAgent'] }], [HELLO], {

@@ -261,8 +261,9 @@ const FLUE_CLASS = /^Flue[A-Za-z0-9]*Agent$/;
 /**
  * Every generated class must be alive and SQLite-backed after the user's migration history:
  * missing → error with a paste-ready entry; `new_classes` → error; a `Flue*Agent` class still alive
- * that no agent generates (and no user binding uses) → warning suggesting `deleted_classes`.
- * Returns the warnings.
+ * that no agent generates (and no user binding uses) → error that names the likely causes first
+ * and `deleted_classes` last, with what it destroys. Returns the warnings (none today; the
+ * signature stays for callers that log them).
  */
 export function checkMigrations(raw: RawWranglerConfig, label: string, agents: readonly GeneratedAgent[]): string[] {
   const migrations = Array.isArray(raw['migrations']) ? raw['migrations'] : [];
@@ -296,15 +297,47 @@ export function checkMigrations(raw: RawWranglerConfig, label: string, agents: r
     for (const a of deletedNotes) message += `\n(${a.className} was deleted by migration "${state.deleted.get(a.className)}"; re-adding it starts with empty storage.)`;
     if (missing.length === 1 && stale.length === 1) {
       const rename = { tag: nextTag, renamed_classes: [{ from: stale[0], to: missing[0]!.className }] };
-      message += `\nIf agent "${missing[0]!.identity}" is ${stale[0]} renamed, keep its data with this entry instead:\n  ${inlineJson(rename)}`;
+      message +=
+        `\nIf agent "${missing[0]!.identity}" is ${stale[0]} renamed, keep its data without a migration by giving it the old ` +
+        `identity (its agentName static set to the old identity, e.g. "${identityOf(stale[0]!)}"), or with this entry instead:\n  ${inlineJson(rename)}`;
     }
     fail(message);
   }
 
-  return stale.map(
-    (cls) =>
-      `${label} migrations still declare "${cls}", which no agent generates any more. If that agent is gone for good, ` +
-      `append ${inlineJson({ tag: nextTag, deleted_classes: [cls] })} (this deletes its stored data).`,
+  if (stale.length > 0) fail(staleClassesMessage(stale, label, nextTag));
+  return [];
+}
+
+/** `SupportChat` → `support-chat`: the other spelling that maps to the same class. */
+function kebab(identity: string): string {
+  return identity.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+}
+
+/** The identity a generated class name came from, in its PascalCase spelling (`FlueOldAgent` → `Old`). */
+function identityOf(cls: string): string {
+  return cls.slice('Flue'.length, -'Agent'.length);
+}
+
+/**
+ * A Flue class the migrations keep alive but no agent generates: its agent vanished from the
+ * scan. Deploying would leave a migrated class with no code (wrangler dev fails on it), and the
+ * usual cause is a module that lost its 'use agent' directive or a renamed function, where the
+ * data should be kept. So this is an error, and deleting is offered last, with its cost.
+ */
+function staleClassesMessage(stale: readonly string[], label: string, nextTag: string): string {
+  const list = stale.map((cls) => `"${cls}" (agent "${identityOf(cls)}")`).join(', ');
+  const one = stale.length === 1;
+  const example = identityOf(stale[0]!);
+  return (
+    `${label} migrations declare the Durable Object ${one ? 'class' : 'classes'} ${list}, but no agent generates ` +
+    `${one ? 'it' : 'them'} any more, so ${one ? "that agent's" : 'those agents\''} stored conversations would have no code to run.\n` +
+    `- If the agent still exists, check its module: 'use agent' must be the very first statement, and the agent an exported ` +
+    'function with a capitalized name.\n' +
+    `- If you renamed the function, keep its data by giving it the old identity: NewName.agentName = '${example}'` +
+    `${kebab(example) === example ? '' : ` (or '${kebab(example)}', whichever spelling the agent had)`}. ` +
+    'Nothing is migrated and every conversation stays.\n' +
+    `- Only if the agent is gone for good, append ${inlineJson({ tag: nextTag, deleted_classes: [...stale] })} to "migrations". ` +
+    `This permanently destroys every stored conversation of ${one ? 'that agent' : 'those agents'}; it cannot be undone.`
   );
 }
 

@@ -14,6 +14,7 @@ import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import type { Admission, StoredAttachment, UpdatesResult } from '../runtime/runtime.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { type RpcEnvelope, envelope } from './rpc-errors.ts';
+import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { type AgentObjectRpc, type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
@@ -25,6 +26,12 @@ const SLICE_BUDGET_MS = 10 * 60_000;
 export class FlueAgentDurableObject extends DurableObject<Record<string, unknown>> implements AgentObjectRpc {
   /** Set on each generated subclass. */
   static flueEntry: FlueAgentEntry | undefined;
+  /**
+   * Wall time one alarm may spend on a response before it yields at a turn boundary and continues
+   * in the next alarm. Below the platform's alarm wall-clock limit; an agent module lowers it for
+   * its objects with `extend({ base: (Base) => class extends Base { static override sliceBudgetMs = … } })`.
+   */
+  static sliceBudgetMs = SLICE_BUDGET_MS;
 
   private readonly entry: FlueAgentEntry;
   private engine!: ConversationEngine;
@@ -32,8 +39,13 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
-    const entry = (new.target as typeof FlueAgentDurableObject).flueEntry;
+    const Class = new.target as typeof FlueAgentDurableObject;
+    const entry = Class.flueEntry;
     if (entry === undefined) throw new Error('[flue] FlueAgentDurableObject must be extended by a generated agent class.');
+    const sliceBudgetMs = Class.sliceBudgetMs;
+    if (typeof sliceBudgetMs !== 'number' || !(sliceBudgetMs >= 0)) {
+      throw new Error(`[flue] ${entry.className}.sliceBudgetMs must be a number of milliseconds ≥ 0 (got ${String(sliceBudgetMs)}).`);
+    }
     this.entry = entry;
     void ctx.blockConcurrencyWhile(async () => {
       if (ctx.storage.sql === undefined) {
@@ -49,7 +61,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         registry: workerConfig().registry,
         env,
         wake: () => this.arm(),
-        sliceBudgetMs: SLICE_BUDGET_MS,
+        sliceBudgetMs,
       });
       // After an eviction or a deploy, unsettled work needs a wake even if no alarm survived.
       if (this.store.listStreamsWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
@@ -81,30 +93,37 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   // ── RPC (called by the Worker runtime) ────────────────────────────────────────────────────
 
-  async __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<Admission>> {
-    return envelope(() =>
-      runInCloudflareContext(this.context(instanceId), () => this.engine.admit(this.entry.identity, { ...request, id: instanceId }, kind)),
-    );
+  async __flueAdmit(instanceId: string, packed: Packed<AdmissionRequest>, kind: SubmissionKind): Promise<RpcEnvelope<Admission>> {
+    return envelope(async () => {
+      const request = await unpackValue(packed);
+      return runInCloudflareContext(this.context(instanceId), () =>
+        this.engine.admit(this.entry.identity, { ...request, id: instanceId }, kind),
+      );
+    });
   }
 
   async __flueInstanceInfo(instanceId: string): Promise<RpcEnvelope<AgentInstanceInfo | null>> {
     return envelope(() => this.engine.getInstance(this.entry.identity, instanceId));
   }
 
-  async __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>> {
-    return envelope(() => this.engine.history(this.entry.identity, instanceId));
+  async __flueHistory(instanceId: string): Promise<RpcEnvelope<Packed<FlueConversationSnapshot | null>>> {
+    return envelope(() => packValue(this.engine.history(this.entry.identity, instanceId)));
   }
 
-  async __flueChildConversations(instanceId: string): Promise<RpcEnvelope<ChildConversation[] | null>> {
-    return envelope(() => this.engine.childConversations(this.entry.identity, instanceId));
+  async __flueChildConversations(instanceId: string): Promise<RpcEnvelope<Packed<ChildConversation[] | null>>> {
+    return envelope(() => packValue(this.engine.childConversations(this.entry.identity, instanceId)));
   }
 
   async __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>> {
     return envelope(() => this.engine.streamHead(this.entry.identity, instanceId));
   }
 
-  async __flueUpdates(instanceId: string, afterSeq: number, options: { waitMs: number; maxBatches: number }): Promise<RpcEnvelope<UpdatesResult>> {
-    return envelope(() => this.engine.updates(this.entry.identity, instanceId, afterSeq, options));
+  async __flueUpdates(
+    instanceId: string,
+    afterSeq: number,
+    options: { waitMs: number; maxBatches: number },
+  ): Promise<RpcEnvelope<Packed<UpdatesResult>>> {
+    return envelope(async () => packValue(await this.engine.updates(this.entry.identity, instanceId, afterSeq, options)));
   }
 
   async __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>> {
@@ -119,8 +138,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     instanceId: string,
     submissionId: string,
     options: { afterSeq: number; waitMs: number; batches: boolean },
-  ): Promise<RpcEnvelope<ReadPoll>> {
-    return envelope(() => this.engine.poll(this.entry.identity, instanceId, submissionId, options));
+  ): Promise<RpcEnvelope<Packed<ReadPoll>>> {
+    return envelope(async () => packValue(await this.engine.poll(this.entry.identity, instanceId, submissionId, options)));
   }
 
   // ── The alarm: the only place agent work runs ─────────────────────────────────────────────

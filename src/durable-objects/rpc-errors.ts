@@ -5,13 +5,20 @@
  * route would render).
  */
 import {
+  AgentDefinitionError,
+  type AgentDefinitionRule,
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
   FlueError,
+  InvalidModelSpecifierError,
   InvalidRequestError,
+  PayloadTooLargeError,
+  ProviderNotConfiguredError,
   RuntimeUnavailableError,
   type RuntimeState,
   SubmissionConflictError,
+  ToolDefinitionError,
+  UnknownModelError,
 } from '../runtime/errors.ts';
 
 export interface ErrorShape {
@@ -45,7 +52,17 @@ const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
   agent_instance_not_found: () => new AgentInstanceNotFoundError(''),
   agent_instance_exists: (shape) => new AgentInstanceExistsError('', String(shape.meta?.uid ?? '')),
   submission_conflict: (shape) => new SubmissionConflictError(String(shape.meta?.submissionId ?? '')),
+  payload_too_large: (shape) =>
+    new PayloadTooLargeError(String(shape.meta?.field ?? ''), Number(shape.meta?.size ?? 0), Number(shape.meta?.limit ?? 0)),
   runtime_unavailable: (shape) => new RuntimeUnavailableError((shape.meta?.state as RuntimeState) ?? 'failed'),
+  // Definition errors reject admission (a broken agent) and must keep their class on the Worker.
+  agent_definition_invalid: (shape) =>
+    new AgentDefinitionError((shape.meta?.rule as AgentDefinitionRule) ?? 'synchronous', shape.message),
+  tool_definition_invalid: (shape) => new ToolDefinitionError(shape.message, { site: 'useTool' }),
+  invalid_model_specifier: (shape) => new InvalidModelSpecifierError(shape.message, String(shape.meta?.specifier ?? '')),
+  unknown_model: (shape) =>
+    new UnknownModelError(shape.message, { specifier: '', provider: '', reason: 'unknown_model' }),
+  provider_not_configured: (shape) => new ProviderNotConfiguredError(String(shape.meta?.provider ?? ''), []),
 };
 
 export function fromErrorShape(shape: ErrorShape): Error {

@@ -1,11 +1,15 @@
 /** Durable Object SQLite as a `SqlDriver`: the same store code as node:sqlite (Decision 1). */
-import type { SqlDriver, SqlRow, SqlValue } from '../runtime/sql-store.ts';
+import { type SqlDriver, type SqlRow, type SqlValue, guardStatement } from '../runtime/sql-store.ts';
 
 export function durableObjectSqlDriver(storage: DurableObjectStorage): SqlDriver {
   const sql = storage.sql;
   return {
-    query: (query: string, ...params: SqlValue[]) => sql.exec(query, ...params.map(bindable)).toArray() as SqlRow[],
+    query: (query: string, ...params: SqlValue[]) => {
+      guardStatement(query, params);
+      return sql.exec(query, ...params.map(bindable)).toArray() as SqlRow[];
+    },
     run: (query: string, ...params: SqlValue[]) => {
+      guardStatement(query, params);
       sql.exec(query, ...params.map(bindable)).toArray();
     },
     transaction: <T>(fn: () => T): T => storage.transactionSync(fn),

@@ -5,6 +5,7 @@
  */
 import type { Provider } from '@earendil-works/pi-ai';
 import { AgentRunError } from '../runtime/errors.ts';
+import { devModeFromEnv, isDevMode, setDevMode } from '../runtime/dev-mode.ts';
 import type { AdmissionRequest, ReadOptions, ReadPoll } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
@@ -16,6 +17,7 @@ import type { ChildConversation } from '../runtime/task-run.ts';
 import type { AgentInstanceInfo, AgentReply } from '../runtime/types.ts';
 import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
+import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 
 export interface FlueAgentEntry {
   identity: string;
@@ -26,11 +28,15 @@ export interface FlueAgentEntry {
 
 /** The RPC surface every generated agent object exposes (names are internal). */
 export interface AgentObjectRpc {
-  __flueAdmit(instanceId: string, request: AdmissionRequest, kind: SubmissionKind): Promise<RpcEnvelope<Admission>>;
-  __flueHistory(instanceId: string): Promise<RpcEnvelope<FlueConversationSnapshot | null>>;
-  __flueChildConversations(instanceId: string): Promise<RpcEnvelope<ChildConversation[] | null>>;
+  __flueAdmit(instanceId: string, request: Packed<AdmissionRequest>, kind: SubmissionKind): Promise<RpcEnvelope<Admission>>;
+  __flueHistory(instanceId: string): Promise<RpcEnvelope<Packed<FlueConversationSnapshot | null>>>;
+  __flueChildConversations(instanceId: string): Promise<RpcEnvelope<Packed<ChildConversation[] | null>>>;
   __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>>;
-  __flueUpdates(instanceId: string, afterSeq: number, options: { waitMs: number; maxBatches: number }): Promise<RpcEnvelope<UpdatesResult>>;
+  __flueUpdates(
+    instanceId: string,
+    afterSeq: number,
+    options: { waitMs: number; maxBatches: number },
+  ): Promise<RpcEnvelope<Packed<UpdatesResult>>>;
   __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>>;
   __flueInstanceInfo(instanceId: string): Promise<RpcEnvelope<AgentInstanceInfo | null>>;
   __flueAbort(instanceId: string): Promise<RpcEnvelope<boolean>>;
@@ -38,7 +44,7 @@ export interface AgentObjectRpc {
     instanceId: string,
     submissionId: string,
     options: { afterSeq: number; waitMs: number; batches: boolean },
-  ): Promise<RpcEnvelope<ReadPoll>>;
+  ): Promise<RpcEnvelope<Packed<ReadPoll>>>;
 }
 
 export interface WorkerConfig {
@@ -73,6 +79,9 @@ export function configureFlueWorker(options: {
     entries.set(entry.identity, entry);
   }
   configureModelAuthEnv(options.env as Record<string, string | undefined>);
+  // `flue dev` sets FLUE_DEV=1; a deployed Worker has no such var and stays redacted unless its
+  // NODE_ENV says development (the rule before any host decided).
+  setDevMode(devModeFromEnv(options.env, options.env.NODE_ENV === 'development' || isDevMode()));
   if (options.providers !== undefined) registerDefaultProviders(options.providers);
   const scripted = options.env.FLUE_SCRIPTED_MODEL_URL;
   if (typeof scripted === 'string' && scripted !== '') useScriptedModels(scripted);
@@ -91,23 +100,23 @@ function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
   return {
     registry: config.registry,
     async admit(agentName, request, kind) {
-      return unwrap(await stubFor(config, agentName, request.id, 'dispatch()').__flueAdmit(request.id, request, kind));
+      return unwrap(await stubFor(config, agentName, request.id, 'dispatch()').__flueAdmit(request.id, packValue(request), kind));
     },
     async getInstance(agentName, instanceId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'getAgentInstance()').__flueInstanceInfo(instanceId));
     },
     async history(agentName, instanceId) {
-      return unwrap(await stubFor(config, agentName, instanceId, 'history').__flueHistory(instanceId));
+      return unpackValue(unwrap(await stubFor(config, agentName, instanceId, 'history').__flueHistory(instanceId)));
     },
     async childConversations(agentName, instanceId) {
-      return unwrap(await stubFor(config, agentName, instanceId, 'child conversations').__flueChildConversations(instanceId));
+      return unpackValue(unwrap(await stubFor(config, agentName, instanceId, 'child conversations').__flueChildConversations(instanceId)));
     },
     async streamHead(agentName, instanceId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'stream head').__flueStreamHead(instanceId));
     },
     async updates(agentName, instanceId, afterSeq, { waitMs, maxBatches, signal }) {
       const call = stubFor(config, agentName, instanceId, 'updates').__flueUpdates(instanceId, afterSeq, { waitMs, maxBatches });
-      return unwrap(signal === undefined ? await call : await raceAbort(call, signal));
+      return unpackValue(unwrap(signal === undefined ? await call : await raceAbort(call, signal)));
     },
     async attachment(agentName, instanceId, attachmentId) {
       return unwrap(await stubFor(config, agentName, instanceId, 'attachment').__flueAttachment(instanceId, attachmentId));
@@ -137,7 +146,8 @@ async function readRemote(
   let failures = 0;
   for (;;) {
     if (signal?.aborted) throw signal.reason;
-    let envelope: RpcEnvelope<ReadPoll>;
+    let envelope: RpcEnvelope<Packed<ReadPoll>>;
+    let result: ReadPoll | undefined;
     try {
       const poll = (failures === 0 ? stub : stubFor(config, agentName, instanceId, 'handle.read()')).__fluePoll(instanceId, submissionId, {
         afterSeq,
@@ -145,6 +155,8 @@ async function readRemote(
         batches: projector !== undefined,
       });
       envelope = signal === undefined ? await poll : await raceAbort(poll, signal);
+      // A large answer is a stream, read inside the try: a reset mid-stream is retried like any.
+      result = envelope.ok ? await unpackValue(envelope.value) : undefined;
       failures = 0;
     } catch (error) {
       // The object was reset or evicted mid-read: reads are re-attachable, so ask again.
@@ -152,7 +164,7 @@ async function readRemote(
       await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** failures)));
       continue;
     }
-    const result = unwrap(envelope);
+    if (result === undefined) throw unwrap(envelope);
     for (const batch of result.batches) {
       afterSeq = batch.seq;
       for (const chunk of projector!.project(batch)) {

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,5 +86,40 @@ test('settled submissions are never rewritten: the first terminal state wins', a
   expect(store.markSettled('sub_1', 'completed', null, 1)).toBe(true);
   expect(store.markSettled('sub_1', 'failed', 'late', 2)).toBe(false);
   expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
+  await adapter.close();
+});
+
+test('a write waits out a lock another process holds instead of failing with "database is locked"', async () => {
+  const path = join(tmp(), 'flue.db');
+  const adapter = sqlite(path);
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  store.createStream({ stream: 's', agent: 'A', instanceId: 'i', incarnation: 'inc_1' });
+  // Another process (a restarted Flue process recovering the WAL, a backup, the sqlite3 shell)
+  // holds the write lock for a moment. Our driver is synchronous, so the holder must live in a
+  // separate process to be able to let go while this one waits.
+  const holder = spawn(
+    process.execPath,
+    [
+      '--no-warnings',
+      '--input-type=module',
+      '-e',
+      `import { DatabaseSync } from 'node:sqlite';
+       const db = new DatabaseSync(${JSON.stringify(path)});
+       db.exec('BEGIN IMMEDIATE');
+       db.exec("INSERT INTO flue_meta (key, value) VALUES ('held', 'yes')");
+       console.log('locked');
+       setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const exited = once(holder, 'exit');
+  await once(holder.stdout, 'data');
+  expect(store.append('s', [{ type: 'agent_start_run', submissionId: 'a' }])).toBe(0);
+  expect(await exited).toEqual([0, null]);
+  expect(store.readBatches('s', -1).map((b) => b.seq)).toEqual([0]);
+  const db = new DatabaseSync(path);
+  expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'held'`).get()).toEqual({ value: 'yes' });
+  db.close();
   await adapter.close();
 });

@@ -5,14 +5,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { type SqlDriver, type SqlRow, type SqlValue, migrate } from '../runtime/sql-store.ts';
+import { type SqlDriver, type SqlRow, type SqlValue, guardStatement, migrate } from '../runtime/sql-store.ts';
 
-export interface PersistenceAdapter {
-  /** Creates or verifies the schema and its format-version stamp. */
-  migrate(): void | Promise<void>;
-  connect(): SqlDriver | Promise<SqlDriver>;
-  close(): void | Promise<void>;
-}
+import type { PersistenceAdapter } from '../runtime/persistence.ts';
+
+export type { PersistenceAdapter };
 
 class NodeSqliteDriver implements SqlDriver {
   private readonly db: DatabaseSync;
@@ -33,10 +30,12 @@ class NodeSqliteDriver implements SqlDriver {
   }
 
   query(sql: string, ...params: SqlValue[]): SqlRow[] {
+    guardStatement(sql, params);
     return this.prepare(sql).all(...params) as SqlRow[];
   }
 
   run(sql: string, ...params: SqlValue[]): void {
+    guardStatement(sql, params);
     this.prepare(sql).run(...params);
   }
 
@@ -57,12 +56,20 @@ class NodeSqliteDriver implements SqlDriver {
   }
 }
 
+/**
+ * How long a statement waits for a lock another connection holds before failing with "database is
+ * locked". Without it, any other connection to the file fails our writes at once: a restarted
+ * process rebuilding the WAL index after a crash, a backup, the sqlite3 shell. The driver is
+ * synchronous, so a wait blocks this process; locks are held for one transaction at a time.
+ */
+const BUSY_TIMEOUT_MS = 5_000;
+
 export function sqlite(path: string = ':memory:'): PersistenceAdapter {
   let db: DatabaseSync | undefined;
   const open = (): DatabaseSync => {
     if (db !== undefined) return db;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    db = new DatabaseSync(path);
+    db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
     if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
     // WAL with NORMAL sync survives a killed process; only power loss could drop the last commits.
     db.exec('PRAGMA synchronous = NORMAL');

@@ -9,6 +9,7 @@ import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, redirectModels, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
+import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
 import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
@@ -47,6 +48,9 @@ export async function start(options: StartOptions): Promise<Flue> {
 
   const env = options.env ?? process.env;
   configureModelAuthEnv(env);
+  // start() serves scripts and tests, where the developer reads the errors; a production
+  // process says so with NODE_ENV=production (in either environment) or FLUE_DEV=0.
+  setDevMode(devModeFromEnv(env, env.NODE_ENV !== 'production' && process.env.NODE_ENV !== 'production'));
   if (options.providers === undefined) {
     // Loaded only when needed: the full built-in catalog is large and slows a cold start.
     const { builtinProviders } = await import('@earendil-works/pi-ai/providers/all');
@@ -95,6 +99,7 @@ export async function start(options: StartOptions): Promise<Flue> {
       await engine.stop();
       clearRuntime(runtime);
       redirectModels(undefined);
+      setDevMode(undefined);
       await adapter.close();
     })();
     return stopped;

@@ -7,6 +7,7 @@ import { parseDeliveredMessage } from './delivered-message.ts';
 import { parseAdmissionFields } from './admission-fields.ts';
 import { InvalidRequestError } from './errors.ts';
 import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText } from './input-limits.ts';
+import { checkDeliveredMessage } from './limits.ts';
 import type { Agent } from './identity.ts';
 import { newId } from './ids.ts';
 import type { ConversationStreamChunk } from './projection.ts';
@@ -67,6 +68,8 @@ export async function dispatch(agent: Agent, request: AgentDispatchRequest): Pro
   assertInstanceId(request.id, 'dispatch()');
   const message = parseDeliveredMessage(request.message);
   const fields = parseAdmissionFields(request);
+  // Before the runtime sees it: on Cloudflare the next step is an RPC to the object.
+  checkDeliveredMessage(message, fields.initialData);
   const admission = await runtime.admit(
     agentName,
     {

@@ -18,7 +18,7 @@ import {
   summaryMaxTokens,
 } from './compaction.ts';
 import { OperationFailedError } from './errors.ts';
-import { getModels, resolveModel } from './model-registry.ts';
+import { getModels, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import type { ResponseRun } from './response-run.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 
@@ -64,7 +64,7 @@ export async function compactConversation(run: ResponseRun, _reason: 'threshold'
     );
     usage = addUsage(usage, usageFromPi(reply.usage));
     if (reply.stopReason === 'error' || reply.stopReason === 'aborted') {
-      throw new OperationFailedError('compact', reply.errorMessage ?? 'summarization did not complete');
+      throw modelErrorFromMessage(reply.errorMessage) ?? new OperationFailedError('compact', reply.errorMessage ?? 'summarization did not complete');
     }
     return reply.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   };

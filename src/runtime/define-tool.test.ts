@@ -8,7 +8,7 @@ import {
   validateToolDefinition,
 } from './define-tool.ts';
 import type { ToolDefinition } from './define-tool.ts';
-import { ToolNameConflictError } from './errors.ts';
+import { ToolDefinitionError, ToolNameConflictError } from './errors.ts';
 
 const base = { name: 'lookup', description: 'Look something up.', run: () => 'ok' };
 
@@ -24,8 +24,10 @@ function expectDefineError(options: Record<string, unknown>, pattern: RegExp | s
   } catch (error) {
     thrown = error;
   }
-  expect(thrown).toBeInstanceOf(Error);
-  expect((thrown as Error).constructor).toBe(Error);
+  // Typed, so a bad useTool() inside a render reaches the caller with its reason.
+  expect(thrown).toBeInstanceOf(ToolDefinitionError);
+  expect((thrown as ToolDefinitionError).type).toBe('tool_definition_invalid');
+  expect((thrown as ToolDefinitionError).meta).toMatchObject({ site: 'defineTool' });
   const message = (thrown as Error).message;
   expect(message.startsWith('[flue] defineTool():')).toBe(true);
   if (typeof pattern === 'string') expect(message).toContain(pattern);

@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
-import { ToolNameConflictError } from './errors.ts';
+import { ToolDefinitionError, ToolNameConflictError } from './errors.ts';
 import type { FlueHarness, FlueLogger } from './types.ts';
 import { isPlainObject, kindOf } from './values.ts';
 
@@ -209,19 +209,21 @@ const validated = new WeakSet<object>();
 
 /**
  * The validation shared by `defineTool` and `useTool` (tools.md §1). Returns a frozen copy that
- * holds only the declared keys; throws `Error('[flue] …')` naming the tool and the field.
+ * holds only the declared keys; throws a `ToolDefinitionError` naming the tool and the field, so
+ * a bad `useTool()` inside a render reaches the submission's caller with its reason.
  */
 export function validateToolDefinition(value: unknown, site: 'defineTool' | 'useTool'): ToolDefinition {
   if (typeof value === 'object' && value !== null && validated.has(value)) return value as ToolDefinition;
   const where = `[flue] ${site}():`;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(`${where} a tool definition must be an object, received ${kindOf(value)}.`);
+    throw new ToolDefinitionError(`${where} a tool definition must be an object, received ${kindOf(value)}.`, { site });
   }
   const raw = value as Record<string, unknown>;
   const tool =
     typeof raw.name === 'string' && raw.name.trim() !== '' ? `tool "${raw.name}"` : 'a tool definition';
+  const toolName = typeof raw.name === 'string' && raw.name.trim() !== '' ? raw.name : undefined;
   const fail = (message: string): never => {
-    throw new Error(`${where} ${tool}: ${message}`);
+    throw new ToolDefinitionError(`${where} ${tool}: ${message}`, { site, ...(toolName === undefined ? {} : { tool: toolName }) });
   };
 
   for (const key of Object.keys(raw)) {

@@ -6,7 +6,7 @@ import {
   parseDeliveredMessage,
   renderSignal,
 } from './delivered-message.ts';
-import { InvalidRequestError } from './errors.ts';
+import { InvalidRequestError, PayloadTooLargeError } from './errors.ts';
 
 /** Runs `fn`, asserts it threw an InvalidRequestError, and returns its details. */
 function rejection(fn: () => unknown): string {
@@ -93,16 +93,25 @@ describe('parseDeliveredMessage: user', () => {
     );
   });
 
-  it('accepts data at the limit and rejects one character over it', () => {
+  it('accepts data at the limit and refuses one character over it as payload_too_large', () => {
     expect(MAX_ATTACHMENT_BASE64_CHARS).toBe(14_680_064);
     const atLimit = 'A'.repeat(MAX_ATTACHMENT_BASE64_CHARS);
     expect(() =>
       parseDeliveredMessage({ kind: 'user', body: '', attachments: [pdf(atLimit)] }),
     ).not.toThrow();
-    const details = rejection(() =>
-      parseDeliveredMessage({ kind: 'user', body: '', attachments: [pdf(), pdf(atLimit + 'A')] }),
-    );
-    expect(details).toBe('message.attachments[1].data exceeds 14680064 base64 characters');
+    let error: unknown;
+    try {
+      parseDeliveredMessage({ kind: 'user', body: '', attachments: [pdf(), pdf(atLimit + 'A')] });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(PayloadTooLargeError);
+    expect(error).toMatchObject({
+      type: 'payload_too_large',
+      status: 413,
+      meta: { field: 'message.attachments[1].data', limit: 14_680_064, size: 14_680_065 },
+    });
+    expect((error as Error).message).toBe('message.attachments[1].data is 14.000001 MiB, over the 14 MiB limit.');
   });
 
   it('rejects a document whose mimeType is not application/pdf', () => {

@@ -4,12 +4,12 @@
  * every transport rejects the same input with the same `details`.
  */
 import * as v from 'valibot';
-import { InvalidRequestError } from './errors.ts';
+import { InvalidRequestError, PayloadTooLargeError } from './errors.ts';
 import { MAX_FILENAME_LENGTH, base64Problem, mimeTypeProblem, quoted, textProblem } from './input-limits.ts';
+import { MAX_ATTACHMENT_BASE64_CHARS } from './limits.ts';
 import type { AgentAppendMessage, DeliveredMessage } from './types.ts';
 
-/** Per attachment, in base64 characters (seed): 14 MiB of text, roughly 10.5 MiB decoded. */
-export const MAX_ATTACHMENT_BASE64_CHARS = 14 * 1024 * 1024;
+export { MAX_ATTACHMENT_BASE64_CHARS };
 
 /**
  * Framework-authored signal types. Recovery and the `useDelivery()` cursor tell framework
@@ -175,7 +175,12 @@ export function parseDeliveredMessage(
   const result = v.safeParse(deliveredMessageSchema, input);
   if (result.success) return result.output as DeliveredMessage;
   const prefix = isObject(input) && input.kind === 'signal' ? 'message.signal' : 'message';
-  throw invalid('The delivered message is malformed.', describeIssue(result.issues[0], prefix));
+  const issue = result.issues[0];
+  // Too large is not malformed: it gets its own 413 (docs/limits.md).
+  if (issue.type === 'max_length' && typeof issue.input === 'string' && isAttachmentData(issue)) {
+    throw new PayloadTooLargeError(issuePath(issue, prefix), issue.input.length, MAX_ATTACHMENT_BASE64_CHARS, 'Send a smaller attachment.');
+  }
+  throw invalid('The delivered message is malformed.', describeIssue(issue, prefix));
 }
 
 /**
@@ -254,15 +259,25 @@ function dropUndefined<T extends object>(value: T): T {
   return value;
 }
 
-/** `message.attachments[0].data exceeds …`: the first issue, named by its path. */
+/** `message.attachments[0].type must be …`: the first issue, named by its path. */
 function describeIssue(issue: v.BaseIssue<unknown>, prefix: string): string {
-  let path = prefix;
-  for (const item of issue.path ?? []) {
-    path += typeof item.key === 'number' ? `[${item.key}]` : `.${String(item.key)}`;
-  }
+  const path = issuePath(issue, prefix);
   // A missing required key surfaces as an object-schema issue on the key's own path.
   if (issue.type === 'object' && issue.input === undefined && (issue.path?.length ?? 0) > 0) {
     return `${path} is required`;
   }
   return `${path} ${issue.message}`;
+}
+
+function issuePath(issue: v.BaseIssue<unknown>, prefix: string): string {
+  let path = prefix;
+  for (const item of issue.path ?? []) {
+    path += typeof item.key === 'number' ? `[${item.key}]` : `.${String(item.key)}`;
+  }
+  return path;
+}
+
+function isAttachmentData(issue: v.BaseIssue<unknown>): boolean {
+  const path = issue.path ?? [];
+  return path.length === 3 && path[0].key === 'attachments' && path[2].key === 'data';
 }

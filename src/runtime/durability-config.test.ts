@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AgentDefinitionError } from './errors.ts';
 import {
   DURABILITY_DEFAULT_MAX_ATTEMPTS,
   DURABILITY_DEFAULT_TIMEOUT_MS,
@@ -61,8 +62,9 @@ describe('resolveDurability', () => {
     } catch (error) {
       thrown = error;
     }
-    expect(thrown).toBeInstanceOf(Error);
-    expect((thrown as Error).constructor).toBe(Error);
+    expect(thrown).toBeInstanceOf(AgentDefinitionError);
+    expect((thrown as AgentDefinitionError).type).toBe('agent_definition_invalid');
+    expect((thrown as AgentDefinitionError).rule).toBe('durability');
     expect((thrown as Error).message).toMatch(
       new RegExp(`^\\[flue\\] Agent "Worker" has an invalid durability static: durability\\.${field} must be a (positive integer|number)`),
     );

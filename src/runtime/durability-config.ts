@@ -3,6 +3,7 @@
  * because it must apply while the function is not running (including after a crash in render).
  */
 import * as v from 'valibot';
+import { AgentDefinitionError } from './errors.ts';
 
 export interface DurabilityConfig {
   /** Total attempts including the first. */
@@ -58,7 +59,11 @@ export function resolveDurability(agent: object): ResolvedDurability {
   } else {
     reason = `durability.${String(key)} ${issue.message} (got ${describe(issue.input)})`;
   }
-  throw new Error(`[flue] Agent ${agentLabel(agent)} has an invalid durability static: ${reason}.`);
+  const label = agentLabel(agent);
+  throw new AgentDefinitionError('durability', `[flue] Agent ${label} has an invalid durability static: ${reason}.`, {
+    ...(label === '(anonymous)' ? {} : { agent: label.slice(1, -1) }),
+    details: 'Fix the static (e.g. Fn.durability = { maxAttempts: 5, timeoutMs: 600_000 }) or remove it to use the defaults.',
+  });
 }
 
 function agentLabel(agent: object): string {

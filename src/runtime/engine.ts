@@ -9,10 +9,12 @@
 import * as v from 'valibot';
 import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { resolveDurability } from './durability-config.ts';
+import { isDevMode } from './dev-mode.ts';
 import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
   AgentRunError,
+  FlueError,
   InvalidRequestError,
   RuntimeUnavailableError,
   type SettlementError,
@@ -38,6 +40,7 @@ import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow 
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
+import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from './limits.ts';
 import type { Admission, StoredAttachment, UpdatesResult } from './runtime.ts';
 
 export interface AdmissionRequest {
@@ -70,6 +73,8 @@ export class LiveConversation {
   /** Committed persistent state (a read cache of the state table). */
   state: Map<string, unknown> | undefined;
   incarnation: string | undefined;
+  /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
+  logBytes = 0;
 
   constructor(stream: string, agentName: string, instanceId: string) {
     this.stream = stream;
@@ -81,6 +86,9 @@ export class LiveConversation {
     for (const listener of [...this.listeners]) listener();
   }
 }
+
+/** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
+export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
 
 /** How long `stop()` lets running responses reach a turn boundary before cutting them off. */
 export const STOP_GRACE_MS = 10_000;
@@ -132,7 +140,10 @@ export class ConversationEngine {
       if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
-    for (const batch of this.store.readBatches(stream, live.conv.head)) live.conv.apply(batch);
+    for (const { batch, bytes } of this.store.readBatchesSized(stream, live.conv.head)) {
+      live.conv.apply(batch);
+      live.logBytes += bytes;
+    }
     return live;
   }
 
@@ -153,12 +164,13 @@ export class ConversationEngine {
 
   /** Appends one batch (plus any writes that must land with it) and advances the fold. */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
-    const seq = this.store.transaction(() => {
-      const appended = this.store.append(live.stream, records);
+    const { seq, bytes } = this.store.transaction(() => {
+      const appended = this.store.appendSized(live.stream, records);
       alsoWrite?.();
       return appended;
     });
     live.conv.apply({ seq, records });
+    live.logBytes += bytes;
     live.notify();
   }
 
@@ -172,9 +184,13 @@ export class ConversationEngine {
   /** `fromAgent` is only ever set by `dispatchFromAgent` below: no caller outside the engine can claim it. */
   async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind, fromAgent = false): Promise<Admission> {
     if (this.stopping) throw new RuntimeUnavailableError('draining');
+    // A broken agent definition fails the send itself, before anything is stored.
+    this.registry.assertDefinition(agentName);
     // Backstops of the transports' checks, before anything decodes, clones or stores the request.
     assertInstanceIdShape(request.id);
     if (request.initialData !== undefined) assertJsonValue(request.initialData, 'initialData');
+    // The last line of the size check every transport makes: nothing is stored for an oversized message.
+    const messageBytes = checkDeliveredMessage(request.message, request.initialData);
     const agent = this.registry.get(agentName)!;
     const acceptedAt = new Date().toISOString();
     const submissionId =
@@ -204,6 +220,13 @@ export class ConversationEngine {
     if (typeof request.uid === 'string' && (!created || live.conv.uid !== request.uid)) {
       throw new AgentInstanceNotFoundError(request.id);
     }
+    // A response already running finishes; new work would take the log past what a host can hold.
+    checkSize(
+      'conversation',
+      live.logBytes + messageBytes,
+      MAX_CONVERSATION_BYTES,
+      'The conversation is too large to accept more messages; continue in a new agent instance.',
+    );
     const birth = created ? undefined : this.birthRecord(agent, request.initialData);
     this.store.transaction(() => {
       if (birth !== undefined) {
@@ -332,10 +355,15 @@ export class ConversationEngine {
         live.listeners.add(done);
       });
     }
-    const settlement = live.conv.settlements.get(submissionId);
-    if (settlement === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
+    const found = live.conv.settlements.get(submissionId);
+    if (found === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
+    const batches = options.batches
+      ? this.store.readBatchesSized(live.stream, options.afterSeq, undefined, MAX_ANSWER_BATCH_BYTES).map(({ batch }) => batch)
+      : [];
+    // The settlement travels only with the last batches, so a reader sees every batch before it.
+    const settlement = options.batches && (batches.at(-1)?.seq ?? options.afterSeq) < live.conv.head ? undefined : found;
     return {
-      batches: options.batches ? this.store.readBatches(live.stream, options.afterSeq) : [],
+      batches,
       ...(settlement === undefined
         ? {}
         : {
@@ -384,7 +412,9 @@ export class ConversationEngine {
     if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
     // A reader parked across stop() gets a retryable 503, not a failure of the closed store.
     if (this.stopping) throw new RuntimeUnavailableError('draining');
-    const batches = this.store.readBatches(live.stream, afterSeq, options.maxBatches);
+    const batches = this.store
+      .readBatchesSized(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES)
+      .map(({ batch }) => batch);
     const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
     const nextSeq = batches.at(-1)?.seq ?? afterSeq;
     return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
@@ -501,7 +531,7 @@ export class ConversationEngine {
     try {
       durability = resolveDurability(agent);
     } catch (error) {
-      this.settle(live, row, 'failed', toSettlementError(error), undefined);
+      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), undefined);
       return true;
     }
     const now = Date.now();
@@ -522,7 +552,7 @@ export class ConversationEngine {
             ...this.interruptedTools(live),
           })
         : new SubmissionInterruptedError({ attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
-      this.settle(live, row, 'failed', toSettlementError(error), 'exhausted_retry_budget');
+      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
       return true;
     }
     const claimed = this.store.claimAttempt(row.id, {
@@ -551,11 +581,12 @@ export class ConversationEngine {
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
         this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
       } else if (error instanceof SubmissionTimeoutError) {
-        this.settle(live, claimed, 'failed', toSettlementError(error), 'exceeded_timeout');
+        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'exceeded_timeout');
       } else {
-        if (!(error instanceof Error && error.message.startsWith('[flue]'))) console.error(`[flue] Submission ${claimed.id} failed:`, error);
-        else console.error(error.message);
-        this.settle(live, claimed, 'failed', toSettlementError(error), 'failed');
+        // A typed error says everything in its message; anything else is logged with its stack.
+        if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
+        else console.error(`[flue] Submission ${claimed.id} failed:`, error);
+        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'failed');
       }
     } finally {
       this.runs.delete(live.stream);

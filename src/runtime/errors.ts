@@ -186,6 +186,33 @@ export class SignalNotAcceptedError extends FlueHttpError {
   }
 }
 
+/**
+ * A value over one of the documented size limits (docs/limits.md). Refused before anything is
+ * stored; `meta.field` names what was too large, `size` and `limit` are bytes (base64 characters
+ * for an attachment).
+ */
+export class PayloadTooLargeError extends FlueHttpError {
+  readonly field: string;
+  readonly size: number;
+  readonly limit: number;
+  constructor(field: string, size: number, limit: number, hint = '') {
+    super('payload_too_large', 413, {
+      // Just over a limit must not read as equal to it.
+      message: `${field} is ${mib(size, mib(size) === mib(limit) ? 6 : 2)} MiB, over the ${mib(limit)} MiB limit.`,
+      details: hint || 'See the documented limits (docs/limits.md) and send less.',
+      meta: { field, limit, size },
+    });
+    this.name = 'PayloadTooLargeError';
+    this.field = field;
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+function mib(bytes: number, digits = 2): string {
+  return String(Number((bytes / (1024 * 1024)).toFixed(digits)));
+}
+
 export type RuntimeState = 'loading' | 'draining' | 'failed';
 
 export class RuntimeUnavailableError extends FlueHttpError {
@@ -357,6 +384,79 @@ export class AttachmentNotAvailableError extends FlueError {
   }
 }
 
+// ── Definition errors (ours): the user's code breaks a contract the runtime can name ─────────
+// They are FlueErrors, not plain Errors, so the reason reaches every caller (dispatch() rejection,
+// settlement `cause`, HTTP envelope) instead of being redacted as an internal error.
+
+export type AgentDefinitionRule =
+  | 'synchronous'
+  | 'return_value'
+  | 'durability'
+  /** A hook used against its rules: twice in one render, outside a render, bad arguments. */
+  | 'hook_usage'
+  /** The root agent declared no model with useModel(). */
+  | 'model_required';
+
+/**
+ * An agent function or one of its statics breaks the agent contract (seed 004): an async
+ * function, a non-string return, an invalid `durability` static, a hook used against its rules, no
+ * model. Detected at admission where possible (nothing is stored), otherwise at render.
+ */
+export class AgentDefinitionError extends FlueError {
+  readonly rule: AgentDefinitionRule;
+  constructor(rule: AgentDefinitionRule, message: string, options: { agent?: string; details?: string; cause?: unknown } = {}) {
+    super('agent_definition_invalid', {
+      message,
+      details: options.details ?? '',
+      meta: { rule, ...(options.agent === undefined ? {} : { agent: options.agent }) },
+      cause: options.cause,
+    });
+    this.name = 'AgentDefinitionError';
+    this.rule = rule;
+  }
+}
+
+/** A tool definition (defineTool() or useTool()) is malformed; `message` names the tool and field. */
+export class ToolDefinitionError extends FlueError {
+  constructor(message: string, meta: { site: 'defineTool' | 'useTool'; tool?: string }) {
+    super('tool_definition_invalid', { message, meta });
+    this.name = 'ToolDefinitionError';
+  }
+}
+
+/** A model specifier that is not `provider-id/model-id`. */
+export class InvalidModelSpecifierError extends FlueError {
+  constructor(message: string, specifier: string) {
+    super('invalid_model_specifier', { message, meta: { specifier } });
+    this.name = 'InvalidModelSpecifierError';
+  }
+}
+
+/** A model specifier naming a provider or model id the registry does not know. */
+export class UnknownModelError extends FlueError {
+  constructor(message: string, meta: { specifier: string; provider: string; modelId?: string; reason: 'unknown_provider' | 'unknown_model' }) {
+    super('unknown_model', { message, meta });
+    this.name = 'UnknownModelError';
+  }
+}
+
+/**
+ * The model's provider has no credentials in the runtime's environment. The message names the
+ * variable to set, because "not configured" alone leaves a newcomer guessing where.
+ */
+export class ProviderNotConfiguredError extends FlueError {
+  constructor(provider: string, envVars: readonly string[]) {
+    const what = envVars.length > 0 ? envVars.join(' or ') : "the provider's API key variable";
+    super('provider_not_configured', {
+      message:
+        `Provider is not configured: ${provider}. Set ${what} (in .dev.vars for flue dev, or the Worker's secrets; ` +
+        'on Node, the environment or start({ env })), or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.',
+      meta: { provider, envVars: [...envVars] },
+    });
+    this.name = 'ProviderNotConfiguredError';
+  }
+}
+
 // ── Persistence errors (errors.md §7) ─────────────────────────────────────────────────────────
 
 export class ConversationRecordInvariantError extends FlueError {
@@ -406,19 +506,41 @@ export class AgentRunError extends Error {
   }
 }
 
-/** Only FlueErrors keep their words; anything else is redacted to a generic entry. */
-export function toSettlementError(error: unknown): SettlementError {
+/**
+ * Only FlueErrors keep their words; anything else is redacted to a generic entry. The shape is
+ * persisted and streamed to every reader of the conversation, so the original message and stack
+ * of the user's own error go into `dev` only when the runtime runs in dev mode (`flue dev`, a
+ * Node `start()` outside production): there the developer is the reader.
+ */
+export function toSettlementError(error: unknown, devMode = false): SettlementError {
   if (error instanceof FlueError) {
     const shape: SettlementError = { name: error.name, message: error.message, type: error.type };
     if (error.details) shape.details = error.details;
+    if (devMode && error.dev) shape.dev = error.dev;
     if (error.meta !== undefined) shape.meta = error.meta;
     return shape;
   }
-  return {
+  const shape: SettlementError = {
     type: 'internal_error',
     message: 'An internal error occurred.',
     details: 'The submission failed on an error the runtime does not expose.',
   };
+  if (devMode) shape.dev = describeForDeveloper(error);
+  return shape;
+}
+
+/** Message and stack of a thrown value, for dev-mode settlement errors. */
+function describeForDeveloper(error: unknown): string {
+  if (error instanceof Error) {
+    const head = `${error.name}: ${error.message}`;
+    // V8 stacks start with the same head line; other hosts may omit it.
+    return error.stack === undefined ? head : error.stack.startsWith(head) ? error.stack : `${head}\n${error.stack}`;
+  }
+  try {
+    return `Thrown value: ${typeof error === 'string' ? error : JSON.stringify(error)}`;
+  } catch {
+    return `Thrown value: ${String(error)}`;
+  }
 }
 
 export function abortError(message = 'The operation was aborted.'): DOMException {

@@ -22,7 +22,7 @@ import {
   abortError,
   formatIssues,
 } from './errors.ts';
-import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
+import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import type { RenderResult } from './render.ts';
 import type { PromptCatalogs } from './narration.ts';
 import { runToolCall } from './tool-runner.ts';
@@ -211,7 +211,7 @@ async function runPrompt(
     );
     usage = addUsage(usage, usageFromPi(final.usage));
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
-    if (final.stopReason === 'error') throw new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
+    if (final.stopReason === 'error') throw modelErrorFromMessage(final.errorMessage) ?? new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
     scratch.push(final);
     const said = final.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
     if (said) assistantText = assistantText ? `${assistantText}\n\n${said}` : said;
@@ -300,7 +300,7 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[]): Promise<vo
     { signal: deps.signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
   );
   if (summary.stopReason === 'aborted') throw deps.signal.reason ?? abortError();
-  if (summary.stopReason === 'error') throw new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
+  if (summary.stopReason === 'error') throw modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
   const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   const kept = scratch.slice(cut.firstKeptIndex);
   scratch.length = 0;

@@ -7,6 +7,7 @@ import * as v from 'valibot';
 import { validateCompactionConfig } from './compaction.ts';
 import { type UseToolSignature, validateToolDefinition } from './define-tool.ts';
 import { ToolNameConflictError } from './errors.ts';
+import { hookUsageError } from './definition-errors.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
 import { type SubagentDefinition, validateSubagent } from './subagents.ts';
 import type { SkillDefinition, SkillReference } from './skills/define-skill.ts';
@@ -34,7 +35,7 @@ import type {
 export function rootFrame(hook: string): RenderFrame {
   const frame = currentFrame(hook);
   if (frame.kind === 'subagent') {
-    throw new Error(`[flue] ${hook}() cannot be used in a subagent's agent function; declare it on the root agent.`);
+    throw hookUsageError(`[flue] ${hook}() cannot be used in a subagent's agent function; declare it on the root agent.`);
   }
   return frame;
 }
@@ -46,23 +47,23 @@ export interface UseModelOptions {
 
 export function useModel(model: string, options?: UseModelOptions): void {
   const frame = rootFrame('useModel');
-  if (frame.model !== undefined) throw new Error('[flue] useModel() was called twice in one render; declare the model once.');
+  if (frame.model !== undefined) throw hookUsageError('[flue] useModel() was called twice in one render; declare the model once.');
   if (typeof model !== 'string' || model.trim() === '') {
-    throw new Error(`[flue] useModel() requires a non-empty model specifier such as 'anthropic/claude-haiku-4-5'.`);
+    throw hookUsageError(`[flue] useModel() requires a non-empty model specifier such as 'anthropic/claude-haiku-4-5'.`);
   }
   const declared: NonNullable<RenderFrame['model']> = { spec: model };
   if (options !== undefined) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-      throw new Error('[flue] useModel() options must be a plain object.');
+      throw hookUsageError('[flue] useModel() options must be a plain object.');
     }
     for (const key of Object.keys(options)) {
       if (key !== 'thinkingLevel' && key !== 'compaction') {
-        throw new Error(`[flue] useModel() got an unknown option "${key}". Known options: thinkingLevel, compaction.`);
+        throw hookUsageError(`[flue] useModel() got an unknown option "${key}". Known options: thinkingLevel, compaction.`);
       }
     }
     if (options.thinkingLevel !== undefined) {
       if (!THINKING_LEVELS.includes(options.thinkingLevel)) {
-        throw new Error(`[flue] useModel() thinkingLevel must be one of ${THINKING_LEVELS.join(', ')}; got ${JSON.stringify(options.thinkingLevel)}.`);
+        throw hookUsageError(`[flue] useModel() thinkingLevel must be one of ${THINKING_LEVELS.join(', ')}; got ${JSON.stringify(options.thinkingLevel)}.`);
       }
       declared.thinkingLevel = options.thinkingLevel;
     }
@@ -92,7 +93,7 @@ export function useSubagent(subagent: SubagentDefinition): void {
   const frame = currentFrame('useSubagent');
   const definition = validateSubagent(subagent, 'useSubagent()');
   if (frame.subagents.some((declared) => declared.name === definition.name)) {
-    throw new Error(`[flue] useSubagent("${definition.name}") was declared twice in one render.`);
+    throw hookUsageError(`[flue] useSubagent("${definition.name}") was declared twice in one render.`);
   }
   frame.subagents.push(definition);
 }
@@ -100,7 +101,7 @@ export function useSubagent(subagent: SubagentDefinition): void {
 export function useInstruction(text: string): void {
   const frame = currentFrame('useInstruction');
   if (typeof text !== 'string' || text.trim() === '') {
-    throw new Error('[flue] useInstruction() requires a non-empty string.');
+    throw hookUsageError('[flue] useInstruction() requires a non-empty string.');
   }
   frame.instructions.push(text);
 }
@@ -111,8 +112,8 @@ export function usePersistentState<T>(name: string, defaultValue: T): [T, StateS
 export function usePersistentState<T = unknown>(name: string): [T | undefined, StateSetter<T | undefined>];
 export function usePersistentState<T>(name: string, defaultValue?: T): [T | undefined, StateSetter<T | undefined>] {
   const frame = rootFrame('usePersistentState');
-  if (typeof name !== 'string' || name === '') throw new Error('[flue] usePersistentState() requires a non-empty state name.');
-  if (frame.stateNames.has(name)) throw new Error(`[flue] usePersistentState("${name}") was declared twice in one render.`);
+  if (typeof name !== 'string' || name === '') throw hookUsageError('[flue] usePersistentState() requires a non-empty state name.');
+  if (frame.stateNames.has(name)) throw hookUsageError(`[flue] usePersistentState("${name}") was declared twice in one render.`);
   frame.stateNames.add(name);
   const scope = frame.scope;
   const read = scope?.readState(name);
@@ -120,7 +121,7 @@ export function usePersistentState<T>(name: string, defaultValue?: T): [T | unde
   const setter: StateSetter<T | undefined> = (next) => {
     assertNotRendering(`The setter of usePersistentState("${name}")`);
     if (scope === undefined) {
-      throw new Error(`[flue] The setter of usePersistentState("${name}") has no durable runtime behind it (bare render).`);
+      throw hookUsageError(`[flue] The setter of usePersistentState("${name}") has no durable runtime behind it (bare render).`);
     }
     // Updaters are resolved by the engine at call time, so two updaters in one turn compose.
     scope.setState(name, next, defaultValue);
@@ -143,7 +144,7 @@ export function useDelivery(): Delivery {
   const frame = currentFrame('useDelivery');
   const delivery = frame.scope?.delivery;
   if (delivery === undefined) {
-    throw new Error('[flue] useDelivery() found no delivered message behind this render. It is available while the runtime handles a delivery.');
+    throw hookUsageError('[flue] useDelivery() found no delivered message behind this render. It is available while the runtime handles a delivery.');
   }
   if (Object.hasOwn(delivery, 'origin')) return delivery as Delivery;
   // A scope lent without an origin (a hand-built test scope) gets the least trusted one.
@@ -155,7 +156,7 @@ export function useDispatchMessage(): (message: DeliveredMessageInput) => Promis
   const scope = frame.scope;
   return async (message) => {
     assertNotRendering('The dispatcher of useDispatchMessage()');
-    if (scope === undefined) throw new Error('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
+    if (scope === undefined) throw hookUsageError('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
     return scope.dispatch(message);
   };
 }
@@ -164,11 +165,11 @@ export function useDataWriter<S extends v.GenericSchema>(name: string, options: 
 export function useDataWriter(name: string): (data: unknown) => void;
 export function useDataWriter(name: string, options?: { schema: v.GenericSchema }): (data: unknown) => void {
   const frame = rootFrame('useDataWriter');
-  if (typeof name !== 'string' || name === '') throw new Error('[flue] useDataWriter() requires a non-empty part name.');
-  if (frame.dataWriterNames.includes(name)) throw new Error(`[flue] useDataWriter("${name}") was declared twice in one render.`);
+  if (typeof name !== 'string' || name === '') throw hookUsageError('[flue] useDataWriter() requires a non-empty part name.');
+  if (frame.dataWriterNames.includes(name)) throw hookUsageError(`[flue] useDataWriter("${name}") was declared twice in one render.`);
   if (options !== undefined) {
     for (const key of Object.keys(options)) {
-      if (key !== 'schema') throw new Error(`[flue] useDataWriter() got an unknown option "${key}". Known options: schema.`);
+      if (key !== 'schema') throw hookUsageError(`[flue] useDataWriter() got an unknown option "${key}". Known options: schema.`);
     }
   }
   frame.dataWriterNames.push(name);
@@ -176,12 +177,12 @@ export function useDataWriter(name: string, options?: { schema: v.GenericSchema 
   const schema = options?.schema;
   return (data) => {
     assertNotRendering(`The writer of useDataWriter("${name}")`);
-    if (scope === undefined) throw new Error(`[flue] The writer of useDataWriter("${name}") has no agent instance behind it (bare render).`);
+    if (scope === undefined) throw hookUsageError(`[flue] The writer of useDataWriter("${name}") has no agent instance behind it (bare render).`);
     let value = data;
     if (schema !== undefined) {
       const parsed = v.safeParse(schema, data);
       if (!parsed.success) {
-        throw new Error(`[flue] useDataWriter("${name}") write does not match its schema: ${parsed.issues.map((i) => i.message).join('; ')}`);
+        throw hookUsageError(`[flue] useDataWriter("${name}") write does not match its schema: ${parsed.issues.map((i) => i.message).join('; ')}`);
       }
       value = parsed.output;
     }
@@ -214,5 +215,5 @@ export function useResponseFinish(run: ResponseMetadataCallback<ResponseFinishCo
 }
 
 function assertFunction(hook: string, value: unknown): void {
-  if (typeof value !== 'function') throw new Error(`[flue] ${hook}() requires a callback function.`);
+  if (typeof value !== 'function') throw hookUsageError(`[flue] ${hook}() requires a callback function.`);
 }

@@ -66,15 +66,8 @@ export function renderError(error: unknown, options: RenderErrorOptions): Respon
   return envelopeResponse(500, body, { 'flue-error-ref': ref });
 }
 
-/**
- * Dev mode shows `dev` prose in envelopes. It is read per render from `NODE_ENV` (when the host
- * exposes `process`, as Node and workerd's nodejs_compat do) because the router is a pure factory
- * with no options; anything other than `development` — including no `process` at all — is off.
- */
-export function isDevMode(): boolean {
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  return env?.NODE_ENV === 'development';
-}
+/** Dev mode shows `dev` prose in envelopes; decided per host (see dev-mode.ts). */
+export { isDevMode } from './dev-mode.ts';
 
 /** The default log line: `[flue] err_… [traceparent=…]` then the original error in full. */
 export function defaultLogger(traceparent?: string | null): ErrorLogger {

@@ -3,7 +3,8 @@
  * Durable Object class, so it must survive minification and never depend on registration order.
  */
 import type * as v from 'valibot';
-import type { DurabilityConfig } from './durability-config.ts';
+import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
+import { asyncAgentError } from './definition-errors.ts';
 
 /** PascalCase names or kebab-case overrides; no `:`, no leading digit, no empty segments. */
 export const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
@@ -115,6 +116,19 @@ export class AgentRegistry {
     return identity;
   }
 
+  /**
+   * The contract checks that need no render: an async function (its promise would only surface
+   * at the first render, after the input was stored) and the `durability` static. Admission runs
+   * them for every delivery, so a broken agent rejects the send itself with a typed error, while
+   * the app's other agents keep working.
+   */
+  assertDefinition(identity: string): void {
+    const fn = this.#byIdentity.get(identity);
+    if (fn === undefined) return;
+    if (isAsyncFunction(fn)) throw asyncAgentError(identity);
+    resolveDurability(fn);
+  }
+
   has(fn: unknown): boolean {
     return this.#byFunction.has(fn as Agent);
   }
@@ -149,4 +163,10 @@ function assertIdentity(value: unknown, source: string): asserts value is string
         '(PascalCase or kebab-case, starting with a letter, no ":").',
     );
   }
+}
+
+/** `async function` and `async () =>` (and async generators): their constructor says so. */
+export function isAsyncFunction(fn: Function): boolean {
+  const name = Object.getPrototypeOf(fn)?.constructor?.name;
+  return name === 'AsyncFunction' || name === 'AsyncGeneratorFunction';
 }

@@ -48,6 +48,9 @@ export {
   type InitOptions,
 } from './addressing.ts';
 export { setProvider } from './model-registry.ts';
+// The provider and persistence contracts the seeds' reference names beside these exports.
+export type { Provider } from '@earendil-works/pi-ai';
+export type { PersistenceAdapter } from './persistence.ts';
 export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './events.ts';
 export type { ConversationStreamChunk } from './projection.ts';
 export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './conversation.ts';

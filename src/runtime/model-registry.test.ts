@@ -1,6 +1,7 @@
 import { describe, expect, it, beforeEach } from 'vitest';
 import { createProvider, envApiKeyAuth, fauxProvider } from '@earendil-works/pi-ai';
 import type { Provider } from '@earendil-works/pi-ai';
+import { InvalidModelSpecifierError } from './errors.ts';
 import {
   configureModelAuthEnv,
   getModels,
@@ -97,13 +98,10 @@ describe('resolveModel', () => {
     expect(message).not.toContain('…');
   });
 
-  it('throws plain Errors', () => {
-    expect(() => resolveModel('x')).toThrow(Error);
-    try {
-      resolveModel('x');
-    } catch (error) {
-      expect(Object.getPrototypeOf(error)).toBe(Error.prototype);
-    }
+  it('throws typed errors, so a failed submission tells its caller why', () => {
+    expect(() => resolveModel('x')).toThrow(InvalidModelSpecifierError);
+    expect(() => resolveModel('x')).toThrow(expect.objectContaining({ type: 'invalid_model_specifier', meta: { specifier: 'x' } }));
+    expect(() => resolveModel('nope/model')).toThrow(expect.objectContaining({ type: 'unknown_model' }));
   });
 });
 

@@ -11,6 +11,7 @@
  */
 import { clampThinkingLevel, createModels } from '@earendil-works/pi-ai';
 import type { ThinkingLevel } from './types.ts';
+import { InvalidModelSpecifierError, ProviderNotConfiguredError, UnknownModelError } from './errors.ts';
 import type { Api, AuthContext, Model, MutableModels, Provider } from '@earendil-works/pi-ai';
 
 type EnvSource = Record<string, string | undefined>;
@@ -97,14 +98,13 @@ const SPEC_FORMAT_HINT =
 export function parseModelSpecifier(spec: string): ModelSpecifier {
   const slash = spec.indexOf('/');
   if (slash <= 0) {
-    throw new Error(`[flue] Invalid model specifier "${spec}". ${SPEC_FORMAT_HINT}`);
+    throw new InvalidModelSpecifierError(`[flue] Invalid model specifier "${spec}". ${SPEC_FORMAT_HINT}`, spec);
   }
   return { provider: spec.slice(0, slash), modelId: spec.slice(slash + 1) };
 }
 
 const LISTED_MODEL_IDS = 8;
 
-/** Resolves a specifier against the live registry; throws plain `[flue]` Errors (spec §1). */
 /**
  * When set, every specifier resolves through it instead of the registry: local development and
  * end-to-end tests point all models at a scripted model server this way (FLUE_SCRIPTED_MODEL_URL).
@@ -115,6 +115,7 @@ export function redirectModels(resolve: ((providerId: string, modelId: string) =
   redirect = resolve;
 }
 
+/** Resolves a specifier against the live registry; throws typed errors naming what is wrong. */
 export function resolveModel(spec: string): Model<Api> {
   const { provider: providerId, modelId } = parseModelSpecifier(spec);
   if (redirect !== undefined && modelId !== '') return redirect(providerId, modelId);
@@ -127,15 +128,17 @@ export function resolveModel(spec: string): Model<Api> {
       .sort();
     const registered =
       ids.length > 0 ? `Registered providers: ${ids.join(', ')}.` : 'No providers are registered.';
-    throw new Error(
+    throw new UnknownModelError(
       `[flue] Unknown provider "${providerId}" in model specifier "${spec}". ${registered} ` +
         `Register it with setProvider(...) or start({ providers }) before agents run.`,
+      { specifier: spec, provider: providerId, reason: 'unknown_provider' },
     );
   }
   if (modelId === '') {
-    throw new Error(
+    throw new InvalidModelSpecifierError(
       `[flue] Invalid model specifier "${spec}". Provider "${providerId}" is registered, but no model ID was given. ` +
         `Use "${providerId}/<model-id>".`,
+      spec,
     );
   }
   const model = registry.getModel(providerId, modelId);
@@ -147,7 +150,12 @@ export function resolveModel(spec: string): Model<Api> {
       ? `Provider "${providerId}" declares no models.`
       : `Declared model IDs: ${declared.slice(0, LISTED_MODEL_IDS).join(', ')}` +
         `${declared.length > LISTED_MODEL_IDS ? ', …' : ''} (${declared.length} total).`;
-  throw new Error(`[flue] Unknown model ID "${modelId}" for provider "${providerId}". ${listing}`);
+  throw new UnknownModelError(`[flue] Unknown model ID "${modelId}" for provider "${providerId}". ${listing}`, {
+    specifier: spec,
+    provider: providerId,
+    modelId,
+    reason: 'unknown_model',
+  });
 }
 
 export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
@@ -164,4 +172,44 @@ export function reasoningOption(
   if (chosen === 'off' || !model.reasoning) return {};
   const clamped = clampThinkingLevel(model, chosen);
   return clamped === 'off' ? {} : { reasoning: clamped as Exclude<ThinkingLevel, 'off'> };
+}
+
+// pi reports a provider without credentials only as this message on an errored assistant turn.
+const NOT_CONFIGURED = /^Provider is not configured: (\S+)$/;
+
+/**
+ * The API key variables pi reads for the common providers (pi-ai's env-api-keys, which is not an
+ * exported entry). A provider missing here is still reported, without naming a variable.
+ */
+const PROVIDER_KEY_VARS: Record<string, string> = {
+  anthropic: 'ANTHROPIC_API_KEY',
+  openai: 'OPENAI_API_KEY',
+  azure: 'AZURE_OPENAI_API_KEY',
+  google: 'GEMINI_API_KEY',
+  'google-vertex': 'GOOGLE_CLOUD_API_KEY',
+  groq: 'GROQ_API_KEY',
+  cerebras: 'CEREBRAS_API_KEY',
+  xai: 'XAI_API_KEY',
+  deepseek: 'DEEPSEEK_API_KEY',
+  mistral: 'MISTRAL_API_KEY',
+  openrouter: 'OPENROUTER_API_KEY',
+  'vercel-ai-gateway': 'AI_GATEWAY_API_KEY',
+  fireworks: 'FIREWORKS_API_KEY',
+  together: 'TOGETHER_API_KEY',
+  huggingface: 'HF_TOKEN',
+  'cloudflare-workers-ai': 'CLOUDFLARE_API_KEY',
+  'cloudflare-ai-gateway': 'CLOUDFLARE_API_KEY',
+};
+
+/**
+ * A model turn's error message turned into the typed error a caller can act on: a provider
+ * without credentials becomes `ProviderNotConfiguredError` naming the variable to set; anything
+ * else is `undefined` (the caller keeps its generic failure).
+ */
+export function modelErrorFromMessage(errorMessage: string | undefined): ProviderNotConfiguredError | undefined {
+  const match = NOT_CONFIGURED.exec(errorMessage?.trim() ?? '');
+  if (match === null) return undefined;
+  const provider = match[1]!;
+  const envVar = PROVIDER_KEY_VARS[provider];
+  return new ProviderNotConfiguredError(provider, envVar === undefined ? [] : [envVar]);
 }

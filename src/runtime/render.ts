@@ -4,7 +4,9 @@
  * every model call (architecture.md, Decision 3).
  */
 import type { ToolDefinition } from './define-tool.ts';
-import type { Agent } from './identity.ts';
+import { AgentDefinitionError } from './errors.ts';
+import { asyncAgentError, hookUsageError } from './definition-errors.ts';
+import { type Agent, isAsyncFunction } from './identity.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from './sandbox/types.ts';
 import type { SubagentDefinition } from './subagents.ts';
 import type { McpConnectionDefinition } from './mcp/definition.ts';
@@ -115,7 +117,7 @@ let current: RenderFrame | undefined;
 
 export function currentFrame(hook: string): RenderFrame {
   if (current === undefined) {
-    throw new Error(
+    throw hookUsageError(
       `[flue] ${hook}() was called outside an agent function. Hooks work only while an agent function renders (synchronously in its body or in a custom hook it calls).`,
     );
   }
@@ -129,7 +131,7 @@ export function isRendering(): boolean {
 /** Setters, writers and dispatchers are effects; a render is a pure read. */
 export function assertNotRendering(what: string): void {
   if (current !== undefined) {
-    throw new Error(`[flue] ${what} cannot be called while an agent function renders. Call it from a tool, an event hook callback, or other async work.`);
+    throw hookUsageError(`[flue] ${what} cannot be called while an agent function renders. Call it from a tool, an event hook callback, or other async work.`);
   }
 }
 
@@ -147,7 +149,9 @@ export function render(
   agent: Agent | (() => string | undefined | void),
   options: { kind?: 'root' | 'subagent'; scope?: RenderScope; props?: { id: string } } = {},
 ): RenderResult {
-  if (current !== undefined) throw new Error('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
+  if (current !== undefined) throw hookUsageError('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
+  // Checked before the call, so an async body's hooks never run into a frame that is discarded.
+  if (isAsyncFunction(agent)) throw asyncAgentError(agentIdentityOf(agent));
   const kind = options.kind ?? 'root';
   const frame: RenderFrame = {
     kind,
@@ -181,10 +185,14 @@ export function render(
   if (returned !== null && typeof returned === 'object' && typeof (returned as { then?: unknown }).then === 'function') {
     // Swallow the stray promise's eventual rejection: the render already failed loudly.
     (returned as Promise<unknown>).then(undefined, () => {});
-    throw new Error('[flue] Agent functions must be synchronous. Move async work into tools, event hook callbacks or resource factories.');
+    throw asyncAgentError(agentIdentityOf(agent));
   }
   if (returned !== undefined && typeof returned !== 'string') {
-    throw new Error(`[flue] An agent returns its instruction string (or nothing). ${agentLabel(agent)} returned ${describe(returned)}.`);
+    throw new AgentDefinitionError(
+      'return_value',
+      `[flue] An agent returns its instruction string (or nothing). ${agentLabel(agent)} returned ${describe(returned)}.`,
+      { ...(agentIdentityOf(agent) === undefined ? {} : { agent: agentIdentityOf(agent) }) },
+    );
   }
   const previous = options.scope?.dataWriterNames;
   if (previous !== undefined) assertSameDataWriters(previous, frame.dataWriterNames);
@@ -209,9 +217,16 @@ function assertSameDataWriters(previous: readonly string[], now: readonly string
   const added = now.filter((name) => !previous.includes(name));
   const removed = previous.filter((name) => !now.includes(name));
   if (added.length === 0 && removed.length === 0) return;
-  throw new Error(
+  throw hookUsageError(
     `[flue] useDataWriter() names must be identical on every render: message data added ${added.join(', ') || 'nothing'}; removed ${removed.join(', ') || 'nothing'}.`,
   );
+}
+
+/** The name an error can quote: `agentName` static, else the function name. */
+function agentIdentityOf(agent: object): string | undefined {
+  const named = agent as { agentName?: unknown; name?: unknown };
+  const name = typeof named.agentName === 'string' ? named.agentName : named.name;
+  return typeof name === 'string' && name !== '' ? name : undefined;
 }
 
 function agentLabel(agent: object): string {

@@ -13,7 +13,7 @@ import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
-import { OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { AgentDefinitionError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
@@ -24,11 +24,12 @@ import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolv
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
-import { getModels, reasoningOption, resolveModel } from './model-registry.ts';
+import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from './model-retry.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
 import { type RenderResult, type RenderScope, render } from './render.ts';
 import type { SubmissionRow } from './sql-store.ts';
+import { MAX_STATE_VALUE_BYTES, checkSize, jsonSize } from './limits.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
@@ -194,8 +195,12 @@ export class ResponseRun {
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
-    // Yield only after this wake moved the response forward, so every wake makes progress.
-    if (this.sliceDeadline !== undefined && this.progressed && Date.now() > this.sliceDeadline) throw new RunYield();
+    // Yield only after this wake moved the response forward, so every wake makes progress, and
+    // never between a model step and its tool calls: the next wake would take calls that never
+    // started for calls a crash cut off, and answer them with the interrupted marker.
+    if (this.sliceDeadline !== undefined && this.progressed && this.conv.tail.pendingToolCalls === undefined && Date.now() > this.sliceDeadline) {
+      throw new RunYield();
+    }
   }
 
   // ── Rendering ─────────────────────────────────────────────────────────────────────────────
@@ -222,7 +227,9 @@ export class ResponseRun {
     // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
     if (this.model === undefined) {
       if (result.model === undefined) {
-        throw new Error(`[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`);
+        throw new AgentDefinitionError('model_required', `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`, {
+          agent: this.live.agentName,
+        });
       }
       this.model = result.model;
     }
@@ -261,6 +268,7 @@ export class ResponseRun {
     const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
     if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
     const normalized = jsonNormalize(value, `usePersistentState("${name}")`);
+    checkSize(`usePersistentState("${name}") value`, jsonSize(normalized), MAX_STATE_VALUE_BYTES, 'Keep persistent state small; store large data elsewhere, e.g. in a sandbox file.');
     if (deepEqualJson(normalized, current)) return;
     this.stateWrites.set(name, normalized);
   }
@@ -499,7 +507,7 @@ export class ResponseRun {
       await sleep(retryDelayMs(this.consecutiveErrors), this.signal);
       return;
     }
-    throw new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
+    throw modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
   }
 
   /** Loads image bytes the fold left as store references, once per attempt. */

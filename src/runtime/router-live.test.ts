@@ -54,6 +54,9 @@ function sleep(ms: number): Promise<void> {
 
 type Chunk = { type: string; position?: { batch: number; index: number }; [key: string]: unknown };
 
+/** A long-poll window no test outlives. */
+const PARK_FOREVER_MS = 3_600_000;
+
 describe('live=long-poll', () => {
   it('parks at the head and answers as soon as an append lands', async () => {
     await ctx.start([Support]);
@@ -65,10 +68,10 @@ describe('live=long-poll', () => {
     });
     await sleep(100);
     expect(settled).toBe(false);
-    const started = Date.now();
     await send(app, 'lp', 'Again', 'Hello again.');
+    // An answer at the end of the window would carry nothing but the checkpoint: the batches after
+    // the head below show the append woke it.
     const response = await parked;
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const chunks = (await response.json()) as Chunk[];
@@ -80,11 +83,10 @@ describe('live=long-poll', () => {
 
   it('answers at once when batches exist after the offset', async () => {
     await ctx.start([Support]);
-    const app = mounted({ waitMs: 10_000 });
+    // A window far beyond the test's timeout: an answer at all shows it did not park.
+    const app = mounted({ waitMs: PARK_FOREVER_MS });
     await converse(app, 'now');
-    const started = Date.now();
     const response = await request(app, '/now?view=updates&offset=-1&live=long-poll');
-    expect(Date.now() - started).toBeLessThan(2_000);
     const chunks = (await response.json()) as Chunk[];
     expect(chunks.map((chunk) => chunk.type).slice(0, 2)).toEqual(['stream-checkpoint', 'conversation-reset']);
     expect(response.headers.get('stream-up-to-date')).toBe('true');
@@ -105,15 +107,14 @@ describe('live=long-poll', () => {
 
   it('answers 499 with an empty body when the client disconnects while parked', async () => {
     await ctx.start([Support]);
-    const app = mounted({ waitMs: 10_000 });
+    // A window far beyond the test's timeout: the answer can only come from noticing the disconnect.
+    const app = mounted({ waitMs: PARK_FOREVER_MS });
     const head = await converse(app, 'gone');
     const client = new AbortController();
     const parked = request(app, `/gone?view=updates&offset=${head}&live=long-poll`, { signal: client.signal });
     await sleep(50);
-    const started = Date.now();
     client.abort();
     const response = await parked;
-    expect(Date.now() - started).toBeLessThan(1_000);
     expect(response.status).toBe(499);
     expect(await response.text()).toBe('');
   });

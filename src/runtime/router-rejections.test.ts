@@ -103,7 +103,6 @@ describe('POST /:id rejections store nothing', () => {
       [{ kind: 'assistant', body: 'Hi' }, /kind/],
       [{ kind: 'user', body: 42 }, /body/],
       [{ kind: 'user', body: 'Hi', attachments: [{ type: 'document', data: 'AA==', mimeType: 'text/plain' }] }, /application\/pdf/],
-      [{ kind: 'user', body: 'Hi', attachments: [{ type: 'image', data: 'A'.repeat(14 * 1024 * 1024 + 4), mimeType: 'image/png' }] }, /exceeds 14680064/],
       [{ kind: 'signal', type: 'compaction', body: 'x' }, /reserved/],
       [{ kind: 'signal', type: '', body: 'x' }, /type/],
       [{ kind: 'signal', type: 'ok', body: 'x', tagName: '1bad' }, /tagName/],
@@ -122,6 +121,15 @@ describe('POST /:id rejections store nothing', () => {
     }
     expect(await getAgentInstance(Support, 'fresh')).toBeNull();
     expect(ctx.server.requests).toHaveLength(0);
+  });
+
+  it('refuses an attachment over 14 MiB of base64 as payload_too_large (413)', async () => {
+    await ctx.start([Support]);
+    const app = mounted();
+    const body = { kind: 'user', body: 'Hi', attachments: [{ type: 'image', data: 'A'.repeat(14 * 1024 * 1024 + 4), mimeType: 'image/png' }] };
+    const error = await expectError(await postJson(app, '/fresh', body), 413, 'payload_too_large');
+    expect(error.meta).toEqual({ field: 'message.attachments[0].data', limit: 14 * 1024 * 1024, size: 14 * 1024 * 1024 + 4 });
+    expect(await getAgentInstance(Support, 'fresh')).toBeNull();
   });
 
   it('rejects ?wait in any form, and an empty or blank id', async () => {

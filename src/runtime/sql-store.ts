@@ -4,10 +4,13 @@
  * same schema and statements serve both hosts (architecture.md, Decision 1).
  *
  * Cost model: an append is one row; persistent state and step memos are one row each and are
- * written in the same transaction as the batch that explains them.
+ * written in the same transaction as the batch that explains them. A value over SPILL_BYTES moves
+ * to `flue_spill` chunks in that same transaction, because Durable Object SQLite refuses a row
+ * over 2 MB (cloudflare.md §5); the row keeps a marker that names the chunks.
  */
 import { ConversationRecordInvariantError, PersistedFormatVersionError } from './errors.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
+import { utf8Size } from './limits.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
 
 export type SqlValue = string | number | null | Uint8Array;
@@ -23,6 +26,54 @@ export const FLUE_FORMAT_VERSION = '1';
 
 /** Below Durable Object SQLite's 2 MB value limit. */
 const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
+
+/** Values whose UTF-8 size exceeds this are stored as chunks of at most this size. */
+export const SPILL_BYTES = 1024 * 1024;
+
+/** What Durable Object SQLite accepts in one row, with headroom; both drivers enforce it. */
+export const MAX_STATEMENT_BYTES = 2_000_000;
+
+/** Thrown by a driver for a statement whose bound values would not fit one platform row. */
+export class RowTooLargeError extends Error {
+  constructor(table: string, bytes: number) {
+    super(
+      `[flue] A statement on ${table} binds ${bytes} bytes, over the ${MAX_STATEMENT_BYTES}-byte row limit of Durable Object SQLite. Large values must be chunked before they are written.`,
+    );
+    this.name = 'RowTooLargeError';
+  }
+}
+
+/**
+ * Refuses statements Durable Object SQLite would refuse, so local runs fail where production
+ * would. Strings count as UTF-8; the length bound avoids encoding anything in the common case.
+ */
+export function guardStatement(sql: string, params: readonly SqlValue[]): void {
+  let bound = 0;
+  for (const param of params) {
+    if (typeof param === 'string') bound += param.length * 3;
+    else if (param instanceof Uint8Array) bound += param.byteLength;
+    else bound += 8;
+  }
+  if (bound <= MAX_STATEMENT_BYTES) return;
+  let exact = 0;
+  for (const param of params) {
+    if (typeof param === 'string') exact += utf8Size(param);
+    else if (param instanceof Uint8Array) exact += param.byteLength;
+    else exact += 8;
+  }
+  if (exact > MAX_STATEMENT_BYTES) throw new RowTooLargeError(statementTable(sql), exact);
+}
+
+function statementTable(sql: string): string {
+  return /\b(?:INTO|UPDATE|FROM)\s+([A-Za-z_][A-Za-z0-9_]*)/i.exec(sql)?.[1] ?? 'an unknown table';
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+
+/** A marker can never be JSON: no JSON text starts with `~`. */
+const SPILL_MARKER = '~spill:';
 
 /** BLOBs come back as Uint8Array from node:sqlite and as ArrayBuffer from Durable Objects. */
 function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
@@ -74,6 +125,10 @@ const SCHEMA = [
      stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
      PRIMARY KEY (stream, tool_call_id, step)
    ) WITHOUT ROWID`,
+  // Chunks of values too large for one row. A rowid table: the rows carry large values.
+  `CREATE TABLE IF NOT EXISTS flue_spill (
+     key TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (key, idx)
+   )`,
   // virtualSandbox() files (sql-sandbox-files.ts). Rowid tables: the rows carry file contents.
   `CREATE TABLE IF NOT EXISTS flue_sandbox_files (
      stream TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, mode INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -136,13 +191,13 @@ export interface SubmissionRow {
   error: string | null;
 }
 
-function toSubmission(row: SqlRow): SubmissionRow {
+function toSubmission(row: SqlRow, payload: string): SubmissionRow {
   return {
     ord: Number(row.ord),
     id: String(row.id),
     stream: String(row.stream),
     kind: row.kind as SubmissionKind,
-    payload: JSON.parse(String(row.payload)) as SubmissionPayload,
+    payload: JSON.parse(payload) as SubmissionPayload,
     acceptedAt: String(row.accepted_at),
     status: row.status as SubmissionStatus,
     attemptId: row.attempt_id === null ? null : String(row.attempt_id),
@@ -155,6 +210,11 @@ function toSubmission(row: SqlRow): SubmissionRow {
     outcome: row.outcome === null ? null : (row.outcome as SubmissionOutcome),
     error: row.error === null ? null : String(row.error),
   };
+}
+
+/** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
+function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (string | number)[]): string {
+  return JSON.stringify([kind, ...parts]);
 }
 
 export interface StreamInfo {
@@ -211,19 +271,58 @@ export class SqlStore {
 
   /** Appends one batch under the next sequence; callers hold the conversation's single writer. */
   append(stream: string, records: readonly ConversationRecord[]): number {
+    return this.appendSized(stream, records).seq;
+  }
+
+  /** `append`, also answering the UTF-8 size of the stored batch (for the conversation's size). */
+  appendSized(stream: string, records: readonly ConversationRecord[]): { seq: number; bytes: number } {
     if (records.length === 0) {
       throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
     }
     const seq = this.head(stream) + 1;
-    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, JSON.stringify(records));
-    return seq;
+    const value = this.spill(spillKey('batch', stream, seq), JSON.stringify(records));
+    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, value.column);
+    return { seq, bytes: value.bytes };
   }
 
   /** Batches with sequence greater than `after`, in order. */
   readBatches(stream: string, after: number, limit = 1_000_000): Batch[] {
-    return this.driver
-      .query('SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?', stream, after, limit)
-      .map((row) => ({ seq: Number(row.seq), records: JSON.parse(String(row.records)) as ConversationRecord[] }));
+    return this.batchRows(stream, after, limit, Infinity, false).map(({ batch }) => batch);
+  }
+
+  /**
+   * Batches with their stored UTF-8 size. With `maxBytes`, reading stops once the batches read
+   * reach it (always at least one), so one answer stays bounded however large the batches are.
+   */
+  readBatchesSized(stream: string, after: number, limit = 1_000_000, maxBytes = Infinity): { batch: Batch; bytes: number }[] {
+    return this.batchRows(stream, after, limit, maxBytes, true);
+  }
+
+  private batchRows(stream: string, after: number, limit: number, maxBytes: number, sized: boolean): { batch: Batch; bytes: number }[] {
+    const out: { batch: Batch; bytes: number }[] = [];
+    let total = 0;
+    let cursor = after;
+    // Pages, so a byte budget does not load batches it will not return.
+    const page = Number.isFinite(maxBytes) ? 16 : limit;
+    while (out.length < limit && total < maxBytes) {
+      const want = Math.min(page, limit - out.length);
+      const rows = this.driver.query(
+        'SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
+        stream,
+        cursor,
+        want,
+      );
+      for (const row of rows) {
+        if (out.length > 0 && total >= maxBytes) break;
+        const text = this.unspill(row.records, sized);
+        const bytes = text.bytes;
+        if (sized) total += bytes;
+        cursor = Number(row.seq);
+        out.push({ batch: { seq: cursor, records: JSON.parse(text.text) as ConversationRecord[] }, bytes });
+      }
+      if (rows.length < want) break;
+    }
+    return out;
   }
 
   firstBatch(stream: string): Batch | undefined {
@@ -240,7 +339,7 @@ export class SqlStore {
 
   getSubmission(id: string): SubmissionRow | undefined {
     const row = this.driver.query('SELECT * FROM flue_submissions WHERE id = ?', id)[0];
-    return row === undefined ? undefined : toSubmission(row);
+    return row === undefined ? undefined : this.toSubmission(row);
   }
 
   insertSubmission(input: { id: string; stream: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
@@ -249,7 +348,7 @@ export class SqlStore {
       input.id,
       input.stream,
       input.kind,
-      JSON.stringify(input.payload),
+      this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
     );
   }
@@ -258,7 +357,7 @@ export class SqlStore {
   openSubmissions(stream: string): SubmissionRow[] {
     return this.driver
       .query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, stream)
-      .map(toSubmission);
+      .map((row) => this.toSubmission(row));
   }
 
   claimAttempt(
@@ -305,7 +404,7 @@ export class SqlStore {
         host.stream,
         host.id,
       )
-      .map(toSubmission);
+      .map((row) => this.toSubmission(row));
   }
 
   /** First terminal state wins: settled rows are never rewritten. */
@@ -370,17 +469,20 @@ export class SqlStore {
   readState(stream: string): Map<string, unknown> {
     const state = new Map<string, unknown>();
     for (const row of this.driver.query('SELECT name, value FROM flue_state WHERE stream = ?', stream)) {
-      state.set(String(row.name), JSON.parse(String(row.value)));
+      state.set(String(row.name), JSON.parse(this.unspill(row.value).text));
     }
     return state;
   }
 
   writeState(stream: string, name: string, value: unknown): void {
+    const key = spillKey('state', stream, name);
+    // An overwrite must not leave the previous value's chunks behind.
+    this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
     this.driver.run(
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
       stream,
       name,
-      JSON.stringify(value),
+      this.spill(key, JSON.stringify(value)).column,
     );
   }
 
@@ -391,17 +493,80 @@ export class SqlStore {
       toolCallId,
       step,
     )[0];
-    return row === undefined ? { found: false } : { found: true, value: JSON.parse(String(row.value)) };
+    return row === undefined ? { found: false } : { found: true, value: JSON.parse(this.unspill(row.value).text) };
   }
 
+  /** First write wins: a recorded step is never rewritten. */
   writeStep(stream: string, toolCallId: string, step: string, value: unknown): void {
-    this.driver.run(
-      'INSERT OR IGNORE INTO flue_steps (stream, tool_call_id, step, value) VALUES (?, ?, ?, ?)',
-      stream,
-      toolCallId,
-      step,
-      JSON.stringify(value),
-    );
+    this.driver.transaction(() => {
+      const exists = this.driver.query(
+        'SELECT 1 AS found FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
+        stream,
+        toolCallId,
+        step,
+      );
+      if (exists.length > 0) return;
+      this.driver.run(
+        'INSERT INTO flue_steps (stream, tool_call_id, step, value) VALUES (?, ?, ?, ?)',
+        stream,
+        toolCallId,
+        step,
+        this.spill(spillKey('step', stream, toolCallId, step), JSON.stringify(value)).column,
+      );
+    });
+  }
+
+  // ── Spilled values ───────────────────────────────────────────────────────────────────────
+
+  /**
+   * The column value for `text`: the text itself when it fits a row, else a marker after the
+   * chunks are written (callers are inside the row's transaction). Chunks split the UTF-8 bytes
+   * anywhere; they are joined before decoding.
+   */
+  private spill(key: string, text: string): { column: string; bytes: number } {
+    if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Size(text) };
+    const bytes = encoder.encode(text);
+    if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
+    const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
+    // Chunks of a write that never committed its row would collide with this one's.
+    this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
+    for (let idx = 0; idx < chunks; idx++) {
+      this.driver.run(
+        'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)',
+        key,
+        idx,
+        bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES),
+      );
+    }
+    return { column: `${SPILL_MARKER}${chunks}:${key}`, bytes: bytes.byteLength };
+  }
+
+  /** The text a column stands for, reassembled from its chunks when it is a marker. */
+  private unspill(column: SqlValue, sized = false): { text: string; bytes: number } {
+    const value = String(column);
+    // Sizing an inline value costs an encode, so only callers that count bytes pay for it.
+    if (!value.startsWith(SPILL_MARKER)) return { text: value, bytes: sized ? utf8Size(value) : Number.NaN };
+    const rest = value.slice(SPILL_MARKER.length);
+    const colon = rest.indexOf(':');
+    const chunks = Number(rest.slice(0, colon));
+    const key = rest.slice(colon + 1);
+    const parts = this.driver.query('SELECT data FROM flue_spill WHERE key = ? ORDER BY idx', key).map((row) => toBytes(row.data));
+    if (parts.length !== chunks) {
+      throw new ConversationRecordInvariantError(key, 'spilled value', `expected ${chunks} chunks, found ${parts.length}`);
+    }
+    let size = 0;
+    for (const part of parts) size += part.byteLength;
+    const bytes = new Uint8Array(size);
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(part, offset);
+      offset += part.byteLength;
+    }
+    return { text: decoder.decode(bytes), bytes: size };
+  }
+
+  private toSubmission(row: SqlRow): SubmissionRow {
+    return toSubmission(row, this.unspill(row.payload).text);
   }
 
   // ── Sandbox files ────────────────────────────────────────────────────────────────────────

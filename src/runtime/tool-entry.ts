@@ -4,6 +4,8 @@ export {
   type McpToolAnnotations,
   type ToolContext,
   type ToolDefinition,
+  type ToolInputSchema,
+  type ToolOutputSchema,
   type ToolInput,
   type ToolOutput,
   type ToolRunEnvelope,

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import {
+  PayloadTooLargeError,
   ToolInputValidationError,
   ToolOutputSerializationError,
   ToolOutputValidationError,
@@ -13,6 +14,7 @@ import {
   abortError,
 } from './errors.ts';
 import type { ValidationIssue } from './errors.ts';
+import { MAX_TOOL_OUTPUT_BYTES, checkSize, utf8Size } from './limits.ts';
 import type { ToolDefinition, ToolOutput, ToolStep } from './define-tool.ts';
 import type { FlueHarness, FlueLogger } from './types.ts';
 
@@ -64,10 +66,18 @@ export async function runToolCall(
   const base = { toolCallId: env.toolCallId, toolName: tool.name };
   try {
     const result = await executeToolCall(tool, args, env);
+    const content = result.output === undefined ? 'null' : JSON.stringify(result.output);
+    // Oversized output becomes an error the model can act on; the output itself is never kept.
+    checkSize(
+      `Tool "${tool.name}" output`,
+      content.length * 3 <= MAX_TOOL_OUTPUT_BYTES ? content.length : utf8Size(content),
+      MAX_TOOL_OUTPUT_BYTES,
+      'Return less: summarize, page through the data, or write it to a sandbox file and return its path.',
+    );
     const outcome: ToolOutcome = {
       ...base,
       isError: false,
-      content: result.output === undefined ? 'null' : JSON.stringify(result.output),
+      content,
       durationMs: Date.now() - started,
     };
     if (result.output !== undefined) outcome.output = result.output;
@@ -77,7 +87,8 @@ export async function runToolCall(
     const outcome: ToolOutcome = {
       ...base,
       isError: true,
-      content: errorText(error),
+      // A size refusal carries what to do about it; the model needs that advice too.
+      content: error instanceof PayloadTooLargeError ? `${error.message} ${error.details}` : errorText(error),
       durationMs: Date.now() - started,
       error,
     };

@@ -265,6 +265,9 @@ export async function startScriptedModelServer(
       else res.destroy();
     });
   });
+  // Clients in this process stop reusing an idle socket first (undici: after 4 s). With the
+  // server's 5 s default, a request sent just as a busy event loop catches up can race the close.
+  server.keepAliveTimeout = 60_000;
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));

@@ -7,7 +7,7 @@
 
 import type { Provider } from '@earendil-works/pi-ai';
 // The non-lazy API modules on purpose: bundling the `.lazy` variants next to `createModels()`
-// can fail at load time with `ModelsImpl is not a constructor` (toolchain.md, "Later finding").
+// can fail at load time with `ModelsImpl is not a constructor` (toolchain.md §7).
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 import * as openaiCompletions from '@earendil-works/pi-ai/api/openai-completions';
 import { type ScriptedProviderOptions, createScriptedProvider } from './scripted-model.ts';

@@ -521,8 +521,8 @@ describe('useDispatchMessage()', () => {
 });
 
 describe('render rules in a live runtime', () => {
+  // An async agent function never gets this far: admission rejects it (definition-errors.test.ts).
   it.each<[string, () => unknown]>([
-    ['an async agent function', async () => useModel(MODEL)],
     ['an agent returning a number', () => (useModel(MODEL), 42)],
     ['an agent without useModel', () => 'no model declared'],
   ])('%s fails the submission before any model call', async (_label, body) => {

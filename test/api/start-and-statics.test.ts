@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  AgentDefinitionError,
   AgentRunError,
   dispatch,
   getAgentInstance,
@@ -225,17 +226,18 @@ describe('durability static', () => {
     ['fractional maxAttempts', { maxAttempts: 1.5 }],
     ['a string value', { timeoutMs: '1000' }],
     ['a non-object', 5],
-  ])('%s fails the submission before any model call', async (_label, durability) => {
-    vi.spyOn(console, 'error').mockImplementation(() => {});
+  ])('%s rejects the dispatch itself, before anything is stored', async (_label, durability) => {
     function Misconfigured() {
       useModel(MODEL);
     }
     Misconfigured.durability = durability as DurabilityConfig;
     await ctx.start([Misconfigured]);
     ctx.server.script({ text: 'should not be used' });
-    const { error, receipt } = await runOnce(Misconfigured, 'd');
-    expect(error).toBeInstanceOf(AgentRunError);
-    expect(error).toMatchObject({ outcome: 'failed', submissionId: receipt.submissionId });
+    const error = await rejection(init(Misconfigured, { id: 'd' }).dispatch('go'));
+    expect(error).toBeInstanceOf(AgentDefinitionError);
+    expect(error).toMatchObject({ type: 'agent_definition_invalid', rule: 'durability' });
+    expect((error as Error).message).toMatch(/^\[flue\] Agent "Misconfigured" has an invalid durability static: /);
+    expect(await getAgentInstance(Misconfigured, 'd')).toBeNull();
     expect(ctx.server.requests).toHaveLength(0);
   });
 

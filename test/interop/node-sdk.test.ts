@@ -310,11 +310,8 @@ describe('server-side connection loss while the reply streams', () => {
     if (live === 'sse') await sleep(400);
     const isUpdates = (path: string) => path.includes('view=updates') && path.includes(`live=${live}`);
     let dropped = 0;
-    for (let attempt = 0; dropped === 0 && attempt < 40; attempt++) {
-      dropped = how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates);
-      if (dropped === 0) await sleep(25);
-    }
-    expect(dropped).toBeGreaterThan(0);
+    // Until the observer's updates connection is open (it may be between two long-polls).
+    await eventually(() => (dropped = how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates)) > 0);
     const droppedAt = Date.now();
     const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 20_000, 'settlement after the drop');
     const history = await client.history();
@@ -607,14 +604,15 @@ describe('idle live modes', () => {
     await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
     const watched = h.observe(client, { live: 'long-poll' });
     const live = await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
-    await sleep(1_600);
-    const polls = h.tap.exchanges.filter((e) => e.url.searchParams.get('live') === 'long-poll');
-    expect(polls.length).toBeGreaterThanOrEqual(2);
+    const longPolls = () => h.tap.exchanges.filter((e) => e.url.searchParams.get('live') === 'long-poll');
+    // Three polls seen: the first two were answered (the observer asks again only after an answer).
+    await eventually(() => longPolls().length >= 3);
+    const polls = longPolls();
     const history = await client.history();
     for (const poll of polls.slice(0, -1)) {
+      // Answered by the server with a checkpoint (not cut by the client), after holding it for the window.
       expect(poll.status).toBe(200);
       expect(poll.answeredAt - poll.startedAt).toBeGreaterThanOrEqual(300);
-      expect(poll.answeredAt - poll.startedAt).toBeLessThan(2_000);
       expect(poll.headers['stream-up-to-date']).toBe('true');
       expect(poll.headers['stream-next-offset']).toBe(history.offset);
       expect(poll.url.searchParams.get('offset')).toBe(history.offset);
@@ -636,11 +634,12 @@ describe('idle live modes', () => {
     await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
     const watched = h.observe(client, { live: 'sse' });
     await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
-    await sleep(1_500);
-    const sse = h.tap.exchanges.find((e) => e.url.searchParams.get('live') === 'sse')!;
-    expect(sse).toBeDefined();
+    const sseOf = () => h.tap.exchanges.find((e) => e.url.searchParams.get('live') === 'sse');
+    // The SSE connection stays open; its events are recorded as they arrive.
+    await eventually(() => sseOf() !== undefined);
+    const sse = sseOf()!;
+    await eventually(() => sse.events!.filter((e) => e.event === 'control').length >= 3 && sse.heartbeats! >= 3);
     const controls = sse.events!.filter((e) => e.event === 'control');
-    expect(controls.length).toBeGreaterThanOrEqual(3);
     const history = await client.history();
     for (const control of controls) expect(JSON.parse(control.data)).toEqual({ streamNextOffset: history.offset, upToDate: true });
     expect(sse.heartbeats).toBeGreaterThanOrEqual(3);
@@ -657,23 +656,26 @@ describe('idle live modes', () => {
     const watched = h.observe(client, { live: 'long-poll' });
     await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
     const parked = () => h.http.requests.find((r) => r.path.includes('live=long-poll') && r.status === undefined && r.outcome === undefined);
-    for (let i = 0; i < 100 && parked() === undefined; i++) await sleep(20);
-    const poll = parked();
-    expect(poll).toBeDefined();
+    await eventually(() => parked() !== undefined);
+    const poll = parked()!;
     ctx.server.script({ text: 'Second.' });
-    const sentAt = Date.now();
     const next = await client.send({ message: { kind: 'user', body: 'Again' } });
     await watched.until((s) => settledIn(s, next.submissionId) !== undefined, 10_000, 'the second settlement');
-    expect(poll!.status).toBe(200);
-    expect(poll!.endedAt! - sentAt).toBeLessThan(3_000);
+    expect(poll.status).toBe(200);
+    // The parked poll itself carried the new submission: the append woke it (an answer at the end
+    // of the 30 s window would carry a bare checkpoint).
+    const answered = h.tap.exchanges.find((e) => e.url.pathname + e.url.search === poll.path)!;
+    expect(answered).toBeDefined();
+    await answered.done;
+    expect(JSON.stringify(answered.json)).toContain(next.submissionId);
     expect(watched.observation.getSnapshot().conversation).toEqual(stateOf(await client.history()));
     watched.close();
     // Closing the observer leaves its parked long-poll as a client disconnect.
-    await sleep(50);
     const last = h.http.requests.filter((r) => r.path.includes('live=long-poll')).at(-1)!;
+    await eventually(() => last.outcome !== undefined);
     expect(last.outcome).toBe('client-closed');
-    // The router noticed at once (not after the 30 s window): 499, empty body.
-    await eventually(() => last.status !== undefined, 2_000, 'the parked handler to return');
+    // The router noticed (an answer at the end of the 30 s window would be a 200): 499, empty body.
+    await eventually(() => last.status !== undefined);
     expect(last.status).toBe(499);
     await expectConformant(h);
   });

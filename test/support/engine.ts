@@ -4,7 +4,7 @@
  */
 import { ConversationEngine } from '../../src/runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../../src/runtime/identity.ts';
-import type { SqlStore } from '../../src/runtime/sql-store.ts';
+import type { SqlDriver, SqlStore } from '../../src/runtime/sql-store.ts';
 
 export function engineOn(store: SqlStore, agents: readonly Agent[]): ConversationEngine {
   const registry = new AgentRegistry();
@@ -16,4 +16,14 @@ export function engineOn(store: SqlStore, agents: readonly Agent[]): Conversatio
     wake: (stream) => setImmediate(() => void engine.runQueue(stream)),
   });
   return engine;
+}
+
+/** Resolves once `probe` holds, checking every 10 ms; the test's timeout is the only bound. */
+export async function until(probe: () => boolean): Promise<void> {
+  while (!probe()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/** Whether any conversation in the store has committed streamed text (an assistant_delta batch). */
+export function deltaCommitted(driver: SqlDriver): boolean {
+  return driver.query(`SELECT 1 FROM flue_batches WHERE records LIKE '%"type":"assistant_delta"%' LIMIT 1`).length > 0;
 }

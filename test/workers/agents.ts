@@ -112,3 +112,26 @@ export function Load() {
   });
   return 'Answer briefly.';
 }
+
+export const TICKER_LANE = 'ticker';
+
+/**
+ * One entry per `tick` call, in call order: the call waits until the test calls its `release`.
+ * Tools run in the test's isolate, so a test can hold an alarm pass inside a tool.
+ */
+export const ticks: { release(): void }[] = [];
+
+/** An agent whose Durable Object (FlueTickerAgent) has a zero slice budget: it yields after every turn. */
+export function Ticker() {
+  useModel(`scripted/${TICKER_LANE}`);
+  useTool({
+    name: 'tick',
+    description: 'Tick once.',
+    input: v.object({}),
+    async run() {
+      await new Promise<void>((release) => ticks.push({ release }));
+      return 'tock';
+    },
+  });
+  return 'Tick when asked.';
+}

@@ -1,14 +1,29 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
-import { init } from '@flue/runtime';
-import { PROVISION_LANE, Provisioner, stepRuns } from './agents.ts';
+import { type DispatchReceipt, getAgentInstance, init } from '@flue/runtime';
+import type { FlueAgentDurableObject } from '@flue/runtime/cloudflare';
+import { parseDeliveredMessage } from '../../src/runtime/delivered-message.ts';
+import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, stepRuns, ticks } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import './worker.ts';
 
-const stubOf = (id: string) =>
-  (env as unknown as { FLUE_PROVISIONER_AGENT: DurableObjectNamespace }).FLUE_PROVISIONER_AGENT.getByName(id);
+const namespace = (binding: string) => (env as unknown as Record<string, DurableObjectNamespace>)[binding]!;
+const stubOf = (id: string) => namespace('FLUE_PROVISIONER_AGENT').getByName(id);
 
-afterEach(async () => resetLane(PROVISION_LANE));
+afterEach(async () => {
+  await Promise.all([PROVISION_LANE, ECHO_LANE, TICKER_LANE].map(resetLane));
+});
+
+/** Resets the object: its next call constructs a fresh instance, as after an eviction or a deploy. */
+async function resetObject(stub: DurableObjectStub): Promise<void> {
+  await runInDurableObject(stub, (_instance, state) => {
+    try {
+      state.abort('test reset');
+    } catch {
+      // abort() throws in the calling context by design
+    }
+  }).catch(() => {});
+}
 
 test('read() survives the object being reset mid-response; durable steps and state survive the reset', async () => {
   stepRuns.length = 0;
@@ -23,13 +38,7 @@ test('read() survives the object being reset mid-response; durable steps and sta
   const reading = handle.read(receipt);
   // Reset the object while the slow `seed` step runs (after `tenant` was recorded).
   await until(() => (stepRuns.includes('seed') ? true : undefined));
-  await runInDurableObject(stubOf('r1'), (_instance, state) => {
-    try {
-      state.abort('test reset');
-    } catch {
-      // abort() throws in the calling context by design
-    }
-  }).catch(() => {});
+  await resetObject(stubOf('r1'));
   // The backstop alarm would fire in 30 s; run it now.
   await until(async () => ((await runDurableObjectAlarm(stubOf('r1'))) ? true : undefined), 20_000);
   const reply = await reading;
@@ -44,4 +53,85 @@ test('read() survives the object being reset mid-response; durable steps and sta
   expect(state).toEqual([{ value: '1' }]);
   const attempts = await runInDurableObject(stubOf('r1'), (_i, s) => s.storage.sql.exec('SELECT attempt_count FROM flue_submissions').toArray());
   expect(attempts).toEqual([{ attempt_count: 2 }]);
+});
+
+test('an object constructed with unsettled work and no alarm arms one: the first call after the reset wakes the conversation', async () => {
+  // Slow enough that the pass the new alarm starts is still running when the test looks.
+  await scriptLane(ECHO_LANE, { text: ['Back ', 'after ', 'the ', 'reset.'], chunkDelayMs: 300 });
+  // A fresh stub per call: a stub that reached the object before its reset stays broken.
+  const stub = () => namespace('FLUE_ECHO_AGENT').getByName('lost-alarm');
+  // Admitted, then its wake undone in the same turn, before the alarm can fire: the state a lost
+  // alarm leaves (an eviction or a deploy between admission and the alarm).
+  const receipt = await runInDurableObject(stub(), async (instance, state): Promise<DispatchReceipt> => {
+    const admitted = await (instance as unknown as FlueAgentDurableObject).__flueAdmit('lost-alarm', { id: 'lost-alarm', message: parseDeliveredMessage('Still there?') }, 'dispatch');
+    await state.storage.deleteAlarm();
+    if (!admitted.ok) throw new Error(admitted.error.message);
+    return admitted.value.receipt;
+  });
+  const stranded = await runInDurableObject(stub(), async (_instance, state) => ({
+    alarm: await state.storage.getAlarm(),
+    submissions: state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),
+  }));
+  expect(stranded).toEqual({ alarm: null, submissions: [{ status: 'queued', attempt_count: 0 }] });
+
+  await resetObject(stub());
+  // Any call constructs the object again; a read-only one is enough.
+  expect(await getAgentInstance(Echo, 'lost-alarm')).not.toBeNull();
+  // The constructor armed an alarm, and the pass it started calls the model. (Between an alarm
+  // firing and its handler arming the backstop, getAlarm() is briefly null: wait for the request.)
+  await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
+  expect(await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+  const reply = await init(Echo, { id: 'lost-alarm' }).read(receipt);
+  expect(reply.text).toBe('Back after the reset.');
+  expect(await laneRequests(ECHO_LANE)).toHaveLength(1);
+  const settled = await runInDurableObject(stub(), (_instance, state) =>
+    state.storage.sql.exec('SELECT status, outcome, attempt_count FROM flue_submissions').toArray(),
+  );
+  expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 1 }]);
+});
+
+test('a response past its slice budget yields after each turn; the yielding pass itself re-arms the alarm for now', async () => {
+  ticks.length = 0;
+  const tick = { toolCalls: [{ name: 'tick', arguments: {} }] };
+  await scriptLane(TICKER_LANE, tick, tick, { text: 'Ticked twice.' });
+  const stub = namespace('FLUE_TICKER_AGENT').getByName('y1');
+  const handle = init(Ticker, { id: 'y1' });
+  const receipt = await handle.dispatch('Tick twice.');
+  const reading = handle.read(receipt);
+  const farAway = () => Date.now() + 60 * 60_000;
+
+  for (const turn of [0, 1]) {
+    // The pass is inside this turn's tool. Move its backstop an hour out, then let the tool finish:
+    // the next pass can only come from the re-arm of the pass that yields.
+    const parked = await until(() => ticks[turn], 20_000);
+    await runInDurableObject(stub, async (_instance, state) => {
+      await state.storage.setAlarm(farAway());
+      // Released from the object's own context: the tool continues where it resolves.
+      parked.release();
+    });
+    // The next pass started (it calls the model again) while the only alarm left was an hour out.
+    await until(async () => ((await laneRequests(TICKER_LANE)).length > turn + 1 ? true : undefined), 20_000);
+    const row = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray());
+    // A continuation of the same attempt, not a retry.
+    expect(row).toMatchObject([{ attempt_count: 1 }]);
+  }
+
+  const reply = await reading;
+  expect(reply.text).toBe('Ticked twice.');
+  // Every turn applied once: two tool runs, three model calls, and the last one saw each turn once.
+  expect(ticks).toHaveLength(2);
+  const requests = await laneRequests(TICKER_LANE);
+  expect(requests).toHaveLength(3);
+  expect(requests[2]!.messages.map((m) => `${m.role}: ${m.role === 'assistant' ? m.toolCalls?.map((c) => c.name).join(',') : m.content}`)).toEqual([
+    'user: Tick twice.',
+    'assistant: tick',
+    'tool: "tock"',
+    'assistant: tick',
+    'tool: "tock"',
+  ]);
+  const settled = await runInDurableObject(stub, (_instance, state) =>
+    state.storage.sql.exec('SELECT status, outcome, attempt_count, continuation FROM flue_submissions').toArray(),
+  );
+  expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 1, continuation: 0 }]);
+  await until(async () => ((await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())) === null ? true : undefined));
 });

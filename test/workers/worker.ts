@@ -4,22 +4,25 @@
  */
 import { env } from 'cloudflare:workers';
 import { setProvider } from '@flue/runtime';
-import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers } from '@flue/runtime/cloudflare';
+import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, extend } from '@flue/runtime/cloudflare';
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
-import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
+import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE], api: 'openai-completions' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE], api: 'openai-completions' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6', 'claude-haiku-4-5'], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
 // Anthropic wire format: recorded tool results carry their error flag.
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE], api: 'anthropic-messages' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: HOARD_PROVIDER, models: [HOARD_LANE], api: 'openai-completions' }));
 
 const agents = [
   { identity: 'Echo', agent: Echo, className: 'FlueEchoAgent', bindingName: 'FLUE_ECHO_AGENT' },
@@ -33,25 +36,46 @@ const agents = [
   { identity: 'Studio', agent: Studio, className: 'FlueStudioAgent', bindingName: 'FLUE_STUDIO_AGENT' },
   { identity: 'Load', agent: Load, className: 'FlueLoadAgent', bindingName: 'FLUE_LOAD_AGENT' },
   { identity: 'CustomerOrders', agent: CustomerOrders, className: 'FlueCustomerOrdersAgent', bindingName: 'FLUE_CUSTOMER_ORDERS_AGENT' },
+  { identity: 'Hoarder', agent: Hoarder, className: 'FlueHoarderAgent', bindingName: 'FLUE_HOARDER_AGENT' },
+  { identity: 'Ticker', agent: Ticker, className: 'FlueTickerAgent', bindingName: 'FLUE_TICKER_AGENT' },
+  { identity: 'Hasty', agent: Hasty as never, className: 'FlueHastyAgent', bindingName: 'FLUE_HASTY_AGENT' },
+  { identity: 'Unruly', agent: Unruly, className: 'FlueUnrulyAgent', bindingName: 'FLUE_UNRULY_AGENT' },
+  { identity: 'Typo', agent: Typo, className: 'FlueTypoAgent', bindingName: 'FLUE_TYPO_AGENT' },
 ];
+const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
 
-export const FlueEchoAgent = createFlueAgentClass(agents[0]!);
-export const FlueProvisionerAgent = createFlueAgentClass(agents[1]!);
-export const FlueReleaseManagerAgent = createFlueAgentClass(agents[2]!);
-export const FlueFlowAgent = createFlueAgentClass(agents[3]!);
-export const FlueSlowFlowAgent = createFlueAgentClass(agents[4]!);
-export const FlueDigestAgent = createFlueAgentClass(agents[5]!);
-export const FlueWorkspaceAgent = createFlueAgentClass(agents[6]!);
-export const FlueSandboxLabAgent = createFlueAgentClass(agents[7]!);
-export const FlueStudioAgent = createFlueAgentClass(agents[8]!);
-export const FlueLoadAgent = createFlueAgentClass(agents[9]!);
-export const FlueCustomerOrdersAgent = createFlueAgentClass(agents[10]!);
+export const FlueEchoAgent = createFlueAgentClass(entry('Echo'));
+export const FlueProvisionerAgent = createFlueAgentClass(entry('Provisioner'));
+export const FlueReleaseManagerAgent = createFlueAgentClass(entry('ReleaseManager'));
+export const FlueFlowAgent = createFlueAgentClass(entry('Flow'));
+export const FlueSlowFlowAgent = createFlueAgentClass(entry('SlowFlow'));
+export const FlueDigestAgent = createFlueAgentClass(entry('Digest'));
+export const FlueWorkspaceAgent = createFlueAgentClass(entry('Workspace'));
+export const FlueSandboxLabAgent = createFlueAgentClass(entry('SandboxLab'));
+export const FlueStudioAgent = createFlueAgentClass(entry('Studio'));
+export const FlueLoadAgent = createFlueAgentClass(entry('Load'));
+export const FlueCustomerOrdersAgent = createFlueAgentClass(entry('CustomerOrders'));
+export const FlueHoarderAgent = createFlueAgentClass(entry('Hoarder'));
+// A module's `cloudflare = extend({ base })` export, as a project lowers the slice budget: here to
+// zero, so every turn boundary of a Ticker response ends its alarm pass.
+export const FlueTickerAgent = createFlueAgentClass(
+  entry('Ticker'),
+  extend({
+    base: (Base) =>
+      class extends Base {
+        static override sliceBudgetMs = 0;
+      },
+  }),
+);
+export const FlueHastyAgent = createFlueAgentClass(entry('Hasty'));
+export const FlueUnrulyAgent = createFlueAgentClass(entry('Unruly'));
+export const FlueTypoAgent = createFlueAgentClass(entry('Typo'));
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app: { fetch: () => new Response('flue-workers test worker') },
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent', 'FlueTickerAgent', 'FlueHastyAgent', 'FlueUnrulyAgent', 'FlueTypoAgent'],
 });

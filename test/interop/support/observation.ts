@@ -85,8 +85,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `check` every 20 ms until it returns true; rejects after `timeoutMs`. */
-export async function eventually(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+/** Polls `check` every 20 ms until it returns true; rejects after `timeoutMs` (default: only the test's timeout bounds it). */
+export async function eventually(check: () => boolean, timeoutMs = Number.POSITIVE_INFINITY, what = 'a condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { PayloadTooLargeError } from '../runtime/errors.ts';
+import { fromErrorShape, toErrorShape } from './rpc-errors.ts';
+import { STREAM_VALUE_BYTES, packValue, unpackValue } from './rpc-values.ts';
+
+describe('values across the RPC boundary', () => {
+  it('passes small values through as themselves', async () => {
+    const value = { batches: [{ seq: 1, records: [] }], text: 'é'.repeat(1000) };
+    expect(packValue(value)).toBe(value);
+    expect(packValue(null)).toBeNull();
+    expect(await unpackValue(packValue(value))).toBe(value);
+  });
+
+  it('streams a value whose JSON is over the threshold and reads it back identically, surrogate pairs included', async () => {
+    // Every slice boundary falls inside some pair unless the sender avoids it.
+    const text = `a${'😀'.repeat(STREAM_VALUE_BYTES / 4 + 10)}`;
+    const value = { rows: [text, 'Zoë "quoted" \\ €'], n: 1 };
+    const packed = packValue(value);
+    expect(packed).not.toBe(value);
+    expect((packed as { flueJsonStream: unknown }).flueJsonStream).toBeInstanceOf(ReadableStream);
+    const back = await unpackValue(packed);
+    expect(JSON.stringify(back)).toBe(JSON.stringify(value));
+  });
+
+  it('rebuilds payload_too_large as the typed class with its status and meta', () => {
+    const rebuilt = fromErrorShape(toErrorShape(new PayloadTooLargeError('conversation', 70 * 1024 * 1024, 64 * 1024 * 1024)));
+    expect(rebuilt).toBeInstanceOf(PayloadTooLargeError);
+    expect(rebuilt).toMatchObject({
+      type: 'payload_too_large',
+      status: 413,
+      message: 'conversation is 70 MiB, over the 64 MiB limit.',
+      meta: { field: 'conversation', size: 70 * 1024 * 1024, limit: 64 * 1024 * 1024 },
+    });
+  });
+});

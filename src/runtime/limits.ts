@@ -1,0 +1,68 @@
+/**
+ * Size limits of the runtime, in one place (docs/limits.md). They follow from the platform:
+ * Durable Object SQLite refuses a value over 2 MB, Workers RPC refuses serialized values over
+ * 32 MiB, and a Worker has 128 MB of memory. Anything larger is refused with
+ * `PayloadTooLargeError` before it is stored, so accepted work is never lost to a size.
+ */
+import { PayloadTooLargeError } from './errors.ts';
+
+export const MiB = 1024 * 1024;
+
+/** A delivered message: the UTF-8 size of its JSON, attachments' base64 and initialData included. */
+export const MAX_MESSAGE_BYTES = 32 * MiB;
+/** Per attachment, in base64 characters (seed 004): roughly 10.5 MiB decoded. */
+export const MAX_ATTACHMENT_BASE64_CHARS = 14 * MiB;
+/** An HTTP admission body: the message plus room for its reserved siblings. */
+export const MAX_REQUEST_BODY_BYTES = MAX_MESSAGE_BYTES + 256 * 1024;
+/** A tool's output as the model sees it (its JSON text). */
+export const MAX_TOOL_OUTPUT_BYTES = 24 * MiB;
+/** One `usePersistentState` value, as JSON. */
+export const MAX_STATE_VALUE_BYTES = 24 * MiB;
+/** One durable `step.do()` value, as JSON. */
+export const MAX_STEP_VALUE_BYTES = 24 * MiB;
+/** A conversation's whole log; a message that would take it past this is refused at admission. */
+export const MAX_CONVERSATION_BYTES = 64 * MiB;
+
+const encoder = new TextEncoder();
+
+/** UTF-8 size of a string, without encoding it when the answer is obviously small. */
+export function utf8Size(text: string): number {
+  if (text.length < 256) return encoder.encode(text).length;
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** UTF-8 size of a value's JSON (`undefined` counts as nothing). */
+export function jsonSize(value: unknown): number {
+  const text = JSON.stringify(value);
+  return text === undefined ? 0 : utf8Size(text);
+}
+
+/** Throws when `size` exceeds `limit`. */
+export function checkSize(field: string, size: number, limit: number, hint?: string): void {
+  if (size > limit) throw new PayloadTooLargeError(field, size, limit, hint);
+}
+
+/** The size a delivered message counts for: its JSON with attachments' base64 and initialData. */
+export function deliveredMessageSize(message: unknown, initialData?: unknown): number {
+  return jsonSize(initialData === undefined ? { message } : { message, initialData });
+}
+
+/** Refuses a delivered message over `MAX_MESSAGE_BYTES`; returns its size. */
+export function checkDeliveredMessage(message: unknown, initialData?: unknown): number {
+  const size = deliveredMessageSize(message, initialData);
+  checkSize('message', size, MAX_MESSAGE_BYTES);
+  return size;
+}

@@ -1,0 +1,241 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { describe, expect, test } from 'vitest';
+import * as v from 'valibot';
+import {
+  type ConversationStreamChunk,
+  PayloadTooLargeError,
+  dispatch,
+  getAgentInstance,
+  init,
+  useModel,
+  usePersistentState,
+  useTool,
+} from '@flue/runtime';
+import { sqlite } from '@flue/runtime/node';
+import { createAgentRouter } from '../src/runtime/routing.ts';
+import { configuredRuntime } from '../src/runtime/runtime.ts';
+import { useScriptedRuntime } from './support/scripted-runtime.ts';
+
+const ctx = useScriptedRuntime();
+const MiB = 1024 * 1024;
+
+/** JSON data of about `bytes` UTF-8 bytes, with quotes, escapes and multi-byte characters. */
+function bigOutput(bytes: number): { rows: string[] } {
+  const row = 'Zoë said "hi" \\ — naïve café 😀 €\n'.repeat(32);
+  const perRow = new TextEncoder().encode(JSON.stringify(row)).byteLength + 1;
+  return { rows: Array.from({ length: Math.ceil(bytes / perRow) }, (_, i) => `${row}${i}`) };
+}
+
+function tmpDb(): string {
+  return join(mkdtempSync(join(tmpdir(), 'flue-large-')), 'flue.db');
+}
+
+function count(path: string, sql: string): number {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return Number((db.prepare(sql).get() as { n: number }).n);
+  } finally {
+    db.close();
+  }
+}
+
+let dumpBytes = 0;
+function Dumper() {
+  useModel('scripted/model');
+  useTool({ name: 'dump', description: 'Dump data.', input: v.object({}), run: () => ({ output: bigOutput(dumpBytes) }) });
+  useTool({ name: 'huge', description: 'Too much.', input: v.object({}), run: () => 'x'.repeat(25 * MiB) });
+  useTool({
+    name: 'memo',
+    description: 'A large durable step.',
+    input: v.object({}),
+    durable: true,
+    run: async ({ step }) => ({ output: ((await step.do('big', () => 'y'.repeat(25 * MiB))) as string).length }),
+  });
+  return 'Dump.';
+}
+
+let seenBlob: unknown;
+function Keeper() {
+  useModel('scripted/model');
+  const [blob, setBlob] = usePersistentState<unknown>('blob', null);
+  seenBlob = blob;
+  useTool({ name: 'save', description: 'Save.', input: v.object({}), run: () => (setBlob(bigOutput(3 * MiB)), 'saved') });
+  useTool({ name: 'oversave', description: 'Save too much.', input: v.object({}), run: () => (setBlob('z'.repeat(25 * MiB)), 'saved') });
+  return 'Keep.';
+}
+
+function Echo() {
+  useModel('scripted/model');
+  return 'Echo.';
+}
+
+function toolOutputs(chunks: ConversationStreamChunk[]): unknown[] {
+  return chunks.filter((chunk) => chunk.type === 'tool-output').map((chunk) => (chunk as { output: unknown }).output);
+}
+
+describe('large values round-trip', () => {
+  for (const size of [5, 20]) {
+    test(`a tool returning ${size} MB of JSON reaches the reader, the history view and the model byte-identically`, async () => {
+      await ctx.start([Dumper], { db: sqlite(tmpDb()) });
+      dumpBytes = size * 1_000_000;
+      const expected = bigOutput(dumpBytes);
+      const text = JSON.stringify(expected);
+      expect(text.length).toBeGreaterThan(size * 1_000_000 * 0.8);
+      ctx.server.script({ toolCalls: [{ name: 'dump', arguments: {} }] }, { text: 'Dumped.' });
+      const handle = init(Dumper, { id: `dump-${size}` });
+      const chunks: ConversationStreamChunk[] = [];
+      const reply = await handle.read(await handle.dispatch('dump it'), { onEvent: (chunk) => chunks.push(chunk) });
+      expect(reply.text).toBe('Dumped.');
+      const [streamed] = toolOutputs(chunks);
+      expect(JSON.stringify(streamed)).toBe(text);
+      const history = (await configuredRuntime()!.history('Dumper', `dump-${size}`))!;
+      const part = history.messages.flatMap((m) => m.parts).find((p) => p.type === 'dynamic-tool') as { output: unknown };
+      expect(JSON.stringify(part.output)).toBe(text);
+      const toolTurn = ctx.server.requests[1]!.messages.find((m) => m.role === 'tool')!;
+      expect(toolTurn.content).toBe(text);
+    }, 180_000);
+  }
+
+  test('a 20 MB user message round-trips to the model and the history view', async () => {
+    await ctx.start([Echo]);
+    const body = 'Grüße "aus" Köln 😀\n'.repeat(1_000_000).slice(0, 20_000_000);
+    ctx.server.script({ text: 'Read it.' });
+    const handle = init(Echo, { id: 'long' });
+    expect((await handle.read(await handle.dispatch(body))).text).toBe('Read it.');
+    expect(ctx.server.requests[0]!.messages.at(-1)!.content).toBe(body);
+    const history = (await configuredRuntime()!.history('Echo', 'long'))!;
+    expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
+  });
+
+  test('3 MB of persistent state persists across a restart', async () => {
+    const path = tmpDb();
+    await ctx.start([Keeper], { db: sqlite(path) });
+    ctx.server.script({ toolCalls: [{ name: 'save', arguments: {} }] }, { text: 'Saved.' });
+    const handle = init(Keeper, { id: 'keep' });
+    await handle.read(await handle.dispatch('save'));
+    await ctx.flue!.stop();
+    ctx.flue = undefined;
+    seenBlob = undefined;
+    await ctx.start([Keeper], { db: sqlite(path) });
+    ctx.server.script({ text: 'Still here.' });
+    await handle.read(await handle.dispatch('again'));
+    expect(JSON.stringify(seenBlob)).toBe(JSON.stringify(bigOutput(3 * MiB)));
+    expect(count(path, 'SELECT count(*) AS n FROM flue_spill')).toBeGreaterThan(0);
+  });
+});
+
+describe('limits', () => {
+  async function refused(promise: Promise<unknown>, field: string | RegExp): Promise<PayloadTooLargeError> {
+    const error = await promise.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(PayloadTooLargeError);
+    const typed = error as PayloadTooLargeError;
+    expect(typed.type).toBe('payload_too_large');
+    expect(typed.status).toBe(413);
+    expect(typed.meta!.field).toMatch(field);
+    expect(typed.meta!.size).toBeGreaterThan(typed.meta!.limit as number);
+    return typed;
+  }
+
+  test('a message over 32 MiB and an attachment over 14 MiB of base64 are refused before anything is stored', async () => {
+    const path = tmpDb();
+    await ctx.start([Echo], { db: sqlite(path) });
+    const message = await refused(dispatch(Echo, { id: 'm', message: 'x'.repeat(32 * MiB) }), 'message');
+    expect(message.message).toMatch(/^message is 32(\.\d+)? MiB, over the 32 MiB limit\.$/);
+    await refused(
+      dispatch(Echo, { id: 'm', message: { kind: 'user', body: 'hi', initialData: undefined } as never, initialData: 'x'.repeat(32 * MiB) }),
+      'message',
+    );
+    await refused(
+      dispatch(Echo, {
+        id: 'm',
+        message: { kind: 'user', body: '', attachments: [{ type: 'image', data: 'A'.repeat(14 * MiB + 4), mimeType: 'image/png' }] },
+      }),
+      'message.attachments[0].data',
+    );
+    expect(await getAgentInstance(Echo, 'm')).toBeNull();
+    expect(count(path, 'SELECT count(*) AS n FROM flue_submissions')).toBe(0);
+    expect(count(path, 'SELECT count(*) AS n FROM flue_streams')).toBe(0);
+    expect(ctx.server.requests).toHaveLength(0);
+  });
+
+  test('HTTP refuses an oversized body with 413 without holding it, and an oversized message in a body under the cap', async () => {
+    const path = tmpDb();
+    await ctx.start([Echo], { db: sqlite(path) });
+    const app = createAgentRouter(Echo);
+    const post = (body: BodyInit, headers: Record<string, string> = {}) =>
+      app.request('/h', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, duplex: 'half' } as RequestInit);
+
+    const declared = await post('{}', { 'content-length': String(40 * MiB) });
+    expect(declared.status).toBe(413);
+    expect(((await declared.json()) as { error: { type: string; meta: { field: string } } }).error).toMatchObject({
+      type: 'payload_too_large',
+      meta: { field: 'request body' },
+    });
+
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled += MiB;
+        controller.enqueue(new Uint8Array(MiB).fill(0x41));
+      },
+    });
+    // Without Content-Length the size is counted while reading; an endless upload is cut off.
+    const streamed = await post(endless);
+    expect(streamed.status).toBe(413);
+    expect(pulled).toBeLessThan(200 * MiB);
+
+    const justOver = JSON.stringify({ kind: 'user', body: 'x'.repeat(32 * MiB) });
+    const message = await post(justOver);
+    expect(message.status).toBe(413);
+    expect(((await message.json()) as { error: { meta: { field: string } } }).error.meta.field).toBe('message');
+    expect(count(path, 'SELECT count(*) AS n FROM flue_submissions')).toBe(0);
+  });
+
+  test('a conversation refuses a message that would take its log past 64 MiB', async () => {
+    const path = tmpDb();
+    await ctx.start([Echo], { db: sqlite(path) });
+    ctx.server.script({ text: 'one' }, { text: 'two' });
+    const handle = init(Echo, { id: 'full' });
+    await handle.read(await handle.dispatch('a'.repeat(31 * MiB)));
+    await handle.read(await handle.dispatch('b'.repeat(31 * MiB)));
+    const submissions = count(path, 'SELECT count(*) AS n FROM flue_submissions');
+    const error = await refused(handle.dispatch('c'.repeat(3 * MiB)), 'conversation');
+    expect(error.meta!.limit).toBe(64 * MiB);
+    expect(count(path, 'SELECT count(*) AS n FROM flue_submissions')).toBe(submissions);
+    // A small message still fits.
+    ctx.server.script({ text: 'three' });
+    expect((await handle.read(await handle.dispatch('small'))).text).toBe('three');
+  }, 180_000);
+
+  test('a tool output over 24 MiB and a step value over 24 MiB become tool errors the model sees; nothing oversized is stored', async () => {
+    const path = tmpDb();
+    await ctx.start([Dumper], { db: sqlite(path) });
+    ctx.server.script(
+      { toolCalls: [{ name: 'huge', arguments: {} }, { name: 'memo', arguments: {} }] },
+      { text: 'Understood.' },
+    );
+    const handle = init(Dumper, { id: 'huge' });
+    expect((await handle.read(await handle.dispatch('go'))).text).toBe('Understood.');
+    const tools = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool');
+    expect(tools[0]!.content).toMatch(/^Tool "huge" output is 25(\.\d+)? MiB, over the 24 MiB limit\. Return less: .*sandbox file/);
+    expect(tools[1]!.content).toMatch(/Tool "memo" step "big" value is 25(\.\d+)? MiB, over the 24 MiB limit/);
+    expect(count(path, 'SELECT count(*) AS n FROM flue_steps')).toBe(0);
+    expect(count(path, 'SELECT count(*) AS n FROM flue_spill')).toBe(0);
+  });
+
+  test('a persistent state value over 24 MiB is refused by its setter', async () => {
+    await ctx.start([Keeper]);
+    ctx.server.script({ toolCalls: [{ name: 'oversave', arguments: {} }] }, { text: 'Could not.' });
+    const handle = init(Keeper, { id: 'over' });
+    expect((await handle.read(await handle.dispatch('save'))).text).toBe('Could not.');
+    expect(ctx.server.requests[1]!.messages.find((m) => m.role === 'tool')!.content).toMatch(
+      /usePersistentState\("blob"\) value is 25(\.\d+)? MiB, over the 24 MiB limit/,
+    );
+  });
+});

@@ -1,0 +1,79 @@
+import { env, runInDurableObject } from 'cloudflare:test';
+import { afterEach, expect, test } from 'vitest';
+import { type ConversationStreamChunk, PayloadTooLargeError, dispatch, init } from '@flue/runtime';
+import { configuredRuntime } from '../../src/runtime/runtime.ts';
+import { HOARD_LANE, Hoarder, bigOutput } from './large-agents.ts';
+import { laneRequests, resetLane, scriptLane } from './lanes.ts';
+import './worker.ts';
+
+const MiB = 1024 * 1024;
+const stub = (id: string) =>
+  (env as unknown as { FLUE_HOARDER_AGENT: DurableObjectNamespace }).FLUE_HOARDER_AGENT.getByName(id) as DurableObjectStub;
+
+function rows(id: string, sql: string) {
+  return runInDurableObject(stub(id), (_instance, state) => state.storage.sql.exec(sql).toArray());
+}
+
+afterEach(async () => resetLane(HOARD_LANE));
+
+for (const size of [5, 20]) {
+  test(`a tool returning ${size} MB of JSON round-trips through Durable Object SQLite and RPC byte-identically`, async () => {
+    const bytes = size * 1_000_000;
+    const text = JSON.stringify(bigOutput(bytes));
+    await scriptLane(HOARD_LANE, { toolCalls: [{ name: 'dump', arguments: { bytes } }] }, { text: 'Dumped.' });
+    const id = `dump-${size}`;
+    const handle = init(Hoarder, { id });
+    const chunks: ConversationStreamChunk[] = [];
+    const reply = await handle.read(await handle.dispatch('dump it'), { onEvent: (chunk) => chunks.push(chunk) });
+    expect(reply.text).toBe('Dumped.');
+    const streamed = chunks.find((chunk) => chunk.type === 'tool-output') as { output: unknown };
+    expect(JSON.stringify(streamed.output)).toBe(text);
+    const history = (await configuredRuntime()!.history('Hoarder', id))!;
+    const part = history.messages.flatMap((m) => m.parts).find((p) => p.type === 'dynamic-tool') as { output: unknown };
+    expect(JSON.stringify(part.output)).toBe(text);
+    const requests = await laneRequests(HOARD_LANE);
+    expect(requests[1]!.messages.find((m) => m.role === 'tool')!.content).toBe(text);
+    expect((await rows(id, 'SELECT count(*) AS n FROM flue_spill'))[0]!.n).toBeGreaterThan(size);
+    expect(await rows(id, 'SELECT outcome FROM flue_submissions')).toEqual([{ outcome: 'completed' }]);
+  }, 180_000);
+}
+
+test('a 20 MB user message round-trips; one over 32 MiB is refused before the object is contacted', async () => {
+  const body = 'Grüße "aus" Köln 😀\n'.repeat(1_000_000).slice(0, 20_000_000);
+  await scriptLane(HOARD_LANE, { text: 'Read it.' });
+  const handle = init(Hoarder, { id: 'long' });
+  expect((await handle.read(await handle.dispatch(body))).text).toBe('Read it.');
+  expect((await laneRequests(HOARD_LANE))[0]!.messages.at(-1)!.content).toBe(body);
+  const history = (await configuredRuntime()!.history('Hoarder', 'long'))!;
+  expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
+
+  const error = await dispatch(Hoarder, { id: 'too-long', message: 'x'.repeat(33 * MiB) }).catch((caught: unknown) => caught);
+  expect(error).toBeInstanceOf(PayloadTooLargeError);
+  expect(error).toMatchObject({ type: 'payload_too_large', status: 413, meta: { field: 'message', limit: 32 * MiB } });
+  expect(await rows('too-long', 'SELECT count(*) AS n FROM flue_submissions')).toEqual([{ n: 0 }]);
+}, 180_000);
+
+test('3 MB of persistent state is written in chunks and read back by a later render', async () => {
+  const bytes = 3 * MiB;
+  await scriptLane(HOARD_LANE, { toolCalls: [{ name: 'save', arguments: { bytes } }] }, { text: 'Saved.' }, { text: 'Still here.' });
+  const handle = init(Hoarder, { id: 'keep' });
+  await handle.read(await handle.dispatch('save'));
+  await handle.read(await handle.dispatch('again'));
+  const requests = await laneRequests(HOARD_LANE);
+  expect(requests[2]!.system).toContain(`Stored state: ${JSON.stringify(bigOutput(bytes)).length} characters.`);
+  expect((await rows('keep', 'SELECT count(*) AS n FROM flue_spill'))[0]!.n).toBeGreaterThan(0);
+});
+
+test('the row guard is on in the Durable Object driver', async () => {
+  const { durableObjectSqlDriver } = await import('../../src/durable-objects/sql-driver.ts');
+  await dispatch(Hoarder, { id: 'guard', message: 'hi' }).catch(() => undefined);
+  const message = await runInDurableObject(stub('guard'), (_instance, state) => {
+    try {
+      durableObjectSqlDriver(state.storage).run('INSERT INTO flue_meta (key, value) VALUES (?, ?)', 'k', 'v'.repeat(2_000_001));
+      return 'no error';
+    } catch (error) {
+      return (error as Error).message;
+    }
+  });
+  expect(message).toMatch(/flue_meta.*row limit/);
+});
