@@ -63,7 +63,8 @@ it('answers every malformed request with a 4xx envelope and writes only the addr
   const app = new Hono();
   app.get('/health', (c) => c.text('ok'));
   // Short waits: long-poll and SSE answers must not hold the run up.
-  app.route(MOUNT, buildAgentRouter(Echo, { waitMs: 20, heartbeatMs: 10 }));
+  // Signals opted in, so generated signals reach their validation (the default refusal has its own tests).
+  app.route(MOUNT, buildAgentRouter(Echo, { waitMs: 20, heartbeatMs: 10 }, { signals: true }));
 
   const problems: string[] = [];
   const addressed = new Set<string>();

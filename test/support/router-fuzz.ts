@@ -38,6 +38,7 @@ export const ENVELOPE_TYPES: ReadonlySet<string> = new Set([
   'agent_instance_not_found',
   'agent_instance_exists',
   'submission_conflict',
+  'signal_not_accepted',
 ]);
 
 export interface FuzzRequest {

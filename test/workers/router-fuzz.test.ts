@@ -32,7 +32,8 @@ test('malformed requests get 4xx envelopes in workerd, and only addressed object
   await scriptLane(ECHO_LANE, ...Array.from({ length: 80 }, () => ({ text: 'ok' })));
 
   const app = new Hono();
-  app.route(MOUNT, buildAgentRouter(Echo, { waitMs: 20, heartbeatMs: 10 }));
+  // Signals opted in, so generated signals reach their validation (the default refusal has its own tests).
+  app.route(MOUNT, buildAgentRouter(Echo, { waitMs: 20, heartbeatMs: 10 }, { signals: true }));
 
   const problems: string[] = [];
   const touched = new Set<string>();
