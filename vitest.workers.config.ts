@@ -2,7 +2,7 @@ import path from 'node:path';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { type Plugin, defineConfig } from 'vitest/config';
 import { packageSkillDirectory, skillModuleSource } from './src/build/plugins.ts';
-import { SOURCE_CONDITION } from './test/support/source-conditions.ts';
+import { SOURCE_CONDITION, sourceResolve } from './test/support/source-conditions.ts';
 
 // Keep wrangler (inside the test plugin) offline and its state inside the project.
 process.env.WRANGLER_SEND_METRICS ??= 'false';
@@ -29,6 +29,10 @@ function skillMarkdown(): Plugin {
 void SOURCE_CONDITION;
 
 export default defineConfig({
+  // The Worker under test runs the sources too: `flue-source` ahead of the conditions the plugin
+  // adds for workerd, and ahead of vite's defaults in the ssr environment (where vitest resolves).
+  resolve: { conditions: [SOURCE_CONDITION] },
+  ssr: sourceResolve.ssr,
   plugins: [
     skillMarkdown(),
     cloudflareTest(({ inject }) => ({

@@ -11,7 +11,7 @@ if (major < 22 || (major === 22 && minor < 19)) {
   process.exit(1);
 }
 
-// Node imports @flue/runtime from the built dist/node/ (package.json "node" condition): rebuild
-// it when a source is newer, so scripts never run yesterday's engine.
-const { buildNode, isStale } = await import('./build-node.mjs');
-if (isStale()) await buildNode();
+// Node imports @flue/runtime from the built dist/ (package.json "import" condition): rebuild it
+// when a source is newer, so scripts never run yesterday's engine.
+const { buildDist, isStale } = await import('./build-dist.mjs');
+if (isStale()) await buildDist();

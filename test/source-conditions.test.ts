@@ -4,7 +4,7 @@ import { expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-it('tests import the TypeScript sources of @flue/runtime, not dist/node/', async () => {
+it('tests import the TypeScript sources of @flue/runtime, not dist/', async () => {
   expect(import.meta.resolve('@flue/runtime')).toMatch(/\/src\/runtime\/index\.ts$/);
   expect(import.meta.resolve('@flue/runtime/node')).toMatch(/\/src\/node\/index\.ts$/);
 });
@@ -18,12 +18,12 @@ it('processes spawned by tests resolve the sources too; plain Node resolves the 
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '' },
   });
-  expect(plain.stdout.trim()).toMatch(/\/dist\/node\/node\.js$/);
+  expect(plain.stdout.trim()).toMatch(/\/dist\/node\.js$/);
 });
 
-it('the built dist/node/ runs the Node example end to end (what `npm run example` and users load)', async () => {
-  const { buildNode, isStale } = await import('../scripts/build-node.mjs');
-  if (isStale()) await buildNode();
+it('the built dist/ runs the Node example end to end (what `npm run example` and users load)', async () => {
+  const { buildDist, isStale } = await import('../scripts/build-dist.mjs');
+  if (isStale()) await buildDist();
   const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', 'examples/node/order-assistant.ts'], {
     cwd: root,
     encoding: 'utf8',

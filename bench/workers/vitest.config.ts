@@ -6,6 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
+import { SOURCE_CONDITION, sourceResolve } from '../../test/support/source-conditions.ts';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -16,6 +17,9 @@ process.env.XDG_CONFIG_HOME ??= here('../../.xdg');
 
 export default defineConfig({
   root: here('../..'),
+  // The Worker runs the sources of @flue/runtime, like the workerd tests (vitest.workers.config.ts).
+  resolve: { conditions: [SOURCE_CONDITION] },
+  ssr: sourceResolve.ssr,
   plugins: [
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: here('./wrangler.jsonc') },

@@ -15,7 +15,7 @@ import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
 import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, formatMessage, loadConfig, resolveEntry } from './config.ts';
 import { generateEntry } from './entry.ts';
-import { WORKER_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
 import { type ProviderImport, resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -274,7 +274,7 @@ export function workerBuildOptions(options: {
     loader: { '.md': 'text' },
     define: options.define ?? {},
     alias: options.alias ?? {},
-    plugins: [flueRuntimePlugin({ conditions: WORKER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(options.scan.modules)],
+    plugins: [flueRuntimePlugin({ conditions: workerRuntimeConditions() }), markdownPlugin(), agentBindingPlugin(options.scan.modules)],
   };
 }
 
@@ -292,7 +292,7 @@ function checkWorkerGraph(metafile: esbuild.Metafile, root: string): void {
       .join('\n')
       .replace(/^/, '  dist/entry.generated.mjs\n');
 
-  const nodeEntry = path.relative(root, resolveRuntimeExport('@flue/runtime/node', WORKER_CONDITIONS)).split(path.sep).join('/');
+  const nodeEntry = path.relative(root, resolveRuntimeExport('@flue/runtime/node', workerRuntimeConditions())).split(path.sep).join('/');
   const viaNode = importChain(metafile, roots, (_, imported) => imported === nodeEntry);
   if (viaNode !== undefined) {
     throw new FlueBuildError(
@@ -309,9 +309,12 @@ function checkWorkerGraph(metafile: esbuild.Metafile, root: string): void {
     );
   }
   const copies = new Set<string>();
+  // An installed package is itself at node_modules/@flue/runtime (the project's alias): only
+  // another directory counts as a second copy.
+  const self = relative(root, packageRoot());
   for (const input of Object.keys(metafile.inputs)) {
-    const match = /^(.*node_modules\/@flue\/runtime)\//.exec(input);
-    if (match !== null) copies.add(match[1]!);
+    const match = /^(.*node_modules\/(?:@flue\/runtime|flue-workers))\//.exec(input);
+    if (match !== null && match[1] !== self) copies.add(match[1]!);
   }
   if (copies.size > 0) {
     throw new FlueBuildError(

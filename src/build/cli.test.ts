@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { parseCommandArgs } from './cli-args.ts';
+import { chooseModel } from './cli-dev.ts';
 import { projectNameFor, targetName } from './cli-init.ts';
 import { main } from './cli.ts';
 import { packageRoot, packageVersion } from './package-root.ts';
@@ -138,9 +139,16 @@ describe('flue init', () => {
     'src/agents/hello.ts',
     'src/app.ts',
     'src/cloudflare.ts',
+    'test/global-setup.ts',
+    'test/hello.test.ts',
+    'test/scripted-model.ts',
     'tsconfig.json',
+    'vitest.config.ts',
     'wrangler.jsonc',
   ];
+  // From a checkout, init packs it into vendor/ (test/e2e/flue-init.test.ts covers that path);
+  // these tests name the dependency instead.
+  const RUNTIME = ['--runtime', 'npm:flue-workers@^0.2.0'];
 
   it('derives the project name from the directory', () => {
     expect(projectNameFor('/x/My Cool_App!')).toBe('my-cool-app');
@@ -153,7 +161,7 @@ describe('flue init', () => {
 
   it('copies the template into a new directory, one written path per line on stdout', async () => {
     const cwd = project();
-    const r = await cli(['init', 'Support Desk'], cwd);
+    const r = await cli(['init', 'Support Desk', ...RUNTIME], cwd);
     expect(r.code).toBe(0);
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(TEMPLATE_FILES.map((f) => `Support Desk/${f}`).sort());
     const dir = path.join(cwd, 'Support Desk');
@@ -161,27 +169,29 @@ describe('flue init', () => {
     expect(readFileSync(path.join(dir, '.gitignore'), 'utf8')).toContain('.flue.wrangler.json');
     expect(JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'))).toMatchObject({
       name: 'support-desk',
-      scripts: { dev: 'flue dev', build: 'flue build', deploy: 'flue deploy' },
-      dependencies: { '@flue/runtime': '*' },
+      scripts: { dev: 'flue dev', build: 'flue build', deploy: 'flue deploy', test: 'flue build && vitest run' },
+      dependencies: { '@flue/runtime': 'npm:flue-workers@^0.2.0' },
+      devDependencies: { node: '22.23.3' },
     });
     const wrangler = readFileSync(path.join(dir, 'wrangler.jsonc'), 'utf8');
     expect(wrangler).toContain('"name": "support-desk"');
     expect(wrangler).toContain('"compatibility_date": "2026-08-01"');
     expect(wrangler).toContain('{ "tag": "v1", "new_sqlite_classes": ["FlueHelloAgent"] }');
     expect(readFileSync(path.join(dir, 'README.md'), 'utf8')).toMatch(/^# support-desk\n/);
-    expect(r.stderr).toContain('10 files written for "support-desk"');
+    expect(r.stderr).toContain('14 files written for "support-desk"');
+    expect(r.stderr).toContain('[flue] Next: cd "Support Desk" && npm install && npm run dev\n');
   });
 
   it('initializes the current directory by default and keeps existing files unless --force', async () => {
     const cwd = project({ 'README.md': 'mine\n', 'src/app.ts': '// mine\n' });
-    const r = await cli(['init'], cwd);
+    const r = await cli(['init', ...RUNTIME], cwd);
     expect(r.code).toBe(0);
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(TEMPLATE_FILES.filter((f) => f !== 'README.md' && f !== 'src/app.ts').sort());
     expect(r.stderr).toContain('kept existing README.md\n');
     expect(r.stderr).toContain('kept existing src/app.ts\n');
     expect(readFileSync(path.join(cwd, 'README.md'), 'utf8')).toBe('mine\n');
 
-    const forced = await cli(['init', '.', '--force', '--template', 'cloudflare'], cwd);
+    const forced = await cli(['init', '.', '--force', '--template', 'cloudflare', ...RUNTIME], cwd);
     expect(forced.code).toBe(0);
     expect(forced.stdout.split('\n').filter(Boolean).sort()).toEqual([...TEMPLATE_FILES].sort());
     expect(forced.stderr).not.toContain('kept existing');
@@ -190,8 +200,39 @@ describe('flue init', () => {
 
   it('refuses a target that is a file', async () => {
     const cwd = project({ taken: 'x' });
-    const r = await cli(['init', 'taken'], cwd);
+    const r = await cli(['init', 'taken', ...RUNTIME], cwd);
     expect(r).toMatchObject({ code: 1, stderr: '[flue] taken exists and is not a directory.\n' });
+  });
+});
+
+describe('flue dev: which model', () => {
+  const agent = { 'src/agents/a.ts': "'use agent';\nexport function A() { useModel('openai/gpt-5'); return 'x'; }\n" };
+
+  it('serves the scripted model without a provider key, and names the key of the provider in use', () => {
+    const choice = chooseModel(project({ ...agent, '.dev.vars': 'ANTHROPIC_API_KEY=\nOPERATOR_TOKEN=t\n' }), 'auto', {});
+    expect(choice).toEqual({
+      scripted: true,
+      notice: '[flue] Model: scripted, offline (it echoes your message). For a real model put OPENAI_API_KEY=… in .dev.vars, or pass --real-model.',
+    });
+    expect(chooseModel(project(), 'auto', {}).notice).toContain('put ANTHROPIC_API_KEY=… in .dev.vars');
+  });
+
+  it('uses the real model when .dev.vars (else .env) has a key; the flags force either way', () => {
+    const withKey = project({ '.dev.vars': 'ANTHROPIC_API_KEY=sk-test\n' });
+    expect(chooseModel(withKey, 'auto', {})).toMatchObject({ scripted: false, notice: expect.stringContaining('real (ANTHROPIC_API_KEY)') });
+    expect(chooseModel(withKey, 'scripted', {}).scripted).toBe(true);
+    expect(chooseModel(project({ '.env': 'OPENAI_API_KEY=sk-test\n' }), 'auto', {}).scripted).toBe(false);
+    // wrangler reads .env only when there is no .dev.vars
+    expect(chooseModel(project({ '.dev.vars': 'X=1\n', '.env': 'OPENAI_API_KEY=sk-test\n' }), 'auto', {}).scripted).toBe(true);
+    expect(chooseModel(project(), 'real', {})).toMatchObject({ scripted: false, notice: expect.stringContaining('no provider key is set') });
+    // The process environment reaches the Worker only when wrangler is told to include it.
+    expect(chooseModel(project(), 'auto', { ANTHROPIC_API_KEY: 'sk' }).scripted).toBe(true);
+    expect(chooseModel(project(), 'auto', { ANTHROPIC_API_KEY: 'sk', CLOUDFLARE_INCLUDE_PROCESS_ENV: 'true' }).scripted).toBe(false);
+  });
+
+  it('--scripted and --real-model exclude each other', async () => {
+    const r = await cli(['dev', '--scripted', '--real-model']);
+    expect(r).toMatchObject({ code: 1, stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue dev --help` for usage.\n' });
   });
 });
 

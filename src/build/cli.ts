@@ -2,8 +2,11 @@
  * The `flue` CLI (build-and-cli.md §5): `init`, `dev`, `build`, `deploy`, `run`.
  * Primary payload on stdout; progress, streaming and errors on stderr.
  * Exit codes: 0 success · 1 failure or usage error · 130 SIGINT · 143 SIGTERM.
+ *
+ * Commands load their modules when they run: `init` (and help, version) must also work on an
+ * older system Node, which cannot even load the build (it uses Node 22 APIs).
  */
-import { build } from './build.ts';
+import path from 'node:path';
 import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
 import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
 import { packageVersion } from './package-root.ts';
@@ -36,23 +39,30 @@ Options:
 `;
 
 const USAGE: Record<Command, string> = {
-  init: `Usage: flue init [directory] [--template <name>] [--force]
+  init: `Usage: flue init [directory] [--template <name>] [--force] [--runtime <spec>]
 
 Copies a project template into <directory> (default: the current directory).
 Existing files are kept unless --force. Prints each written path on stdout.
+The project depends on "@flue/runtime": "npm:flue-workers@^<version>"; run from a checkout
+of flue-workers, init packs the checkout into <directory>/vendor/ and depends on that.
 
 Options:
   --template <name>   Template to copy (default: ${DEFAULT_TEMPLATE})
   --force             Overwrite existing files
+  --runtime <spec>    The @flue/runtime dependency to write instead (an npm spec)
   -h, --help          Show help
 `,
-  dev: `Usage: flue dev [--port <n>] [-- <wrangler dev args>]
+  dev: `Usage: flue dev [--port <n>] [--scripted | --real-model] [-- <wrangler dev args>]
 
 Builds, then runs wrangler dev on ${GENERATED_CONFIG_FILE} (127.0.0.1). Rebuilds when src/,
 the wrangler file or flue.config.* change. Prints the local URL on stdout.
+Without a provider key (e.g. ANTHROPIC_API_KEY) in .dev.vars, every model is a scripted
+local one that echoes, so the app runs offline.
 
 Options:
   --port <n>          Port for wrangler dev
+  --scripted          Serve the scripted local model even when a provider key is set
+  --real-model        Call the real provider even without a key in .dev.vars
   -h, --help          Show help
 `,
   build: `Usage: flue build [--minify] [--json]
@@ -165,7 +175,7 @@ async function initCommand(args: readonly string[], io: CliIo): Promise<number> 
   const { values, positionals } = parseCommandArgs(
     'init',
     args,
-    { ...HELP_OPTION, template: { type: 'string' }, force: { type: 'boolean' } },
+    { ...HELP_OPTION, template: { type: 'string' }, force: { type: 'boolean' }, runtime: { type: 'string' } },
     { maxPositionals: 1 },
   );
   if (wantsHelp('init', values, io)) return 0;
@@ -176,18 +186,22 @@ async function initCommand(args: readonly string[], io: CliIo): Promise<number> 
     directory: positionals[0] ?? '.',
     ...(values.template === undefined ? {} : { template: values.template }),
     force: values.force === true,
+    ...(values.runtime === undefined ? {} : { runtime: values.runtime }),
     cwd: io.cwd,
     onWritten: (p) => io.stdout(`${p}\n`),
     onNote: (line) => io.stderr(`${line}\n`),
   });
   io.stderr(`[flue] ${result.written.length} file${result.written.length === 1 ? '' : 's'} written for "${result.projectName}"` +
-    (result.kept.length > 0 ? `, ${result.kept.length} kept (use --force to overwrite)` : '') + '. Next: npm install, then npm run dev.\n');
+    (result.kept.length > 0 ? `, ${result.kept.length} kept (use --force to overwrite)` : '') + '.\n');
+  const where = path.relative(io.cwd, result.directory);
+  io.stderr(`[flue] Next: ${where === '' ? '' : `cd ${where.includes(' ') ? JSON.stringify(where) : where} && `}npm install && npm run dev\n`);
   return 0;
 }
 
 async function buildCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values } = parseCommandArgs('build', args, { ...HELP_OPTION, minify: { type: 'boolean' }, json: { type: 'boolean' } }, { maxPositionals: 0 });
   if (wantsHelp('build', values, io)) return 0;
+  const { build } = await import('./build.ts');
   const result = await build({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
   if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
   return 0;
@@ -198,12 +212,19 @@ function validPort(port: string): boolean {
 }
 
 async function devCommandCli(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, passthrough } = parseCommandArgs('dev', args, { ...HELP_OPTION, port: { type: 'string' } }, { maxPositionals: 0, passthrough: true });
+  const { values, passthrough } = parseCommandArgs(
+    'dev',
+    args,
+    { ...HELP_OPTION, port: { type: 'string' }, scripted: { type: 'boolean' }, 'real-model': { type: 'boolean' } },
+    { maxPositionals: 0, passthrough: true },
+  );
   if (wantsHelp('dev', values, io)) return 0;
   if (values.port !== undefined && !validPort(values.port)) throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
+  if (values.scripted === true && values['real-model'] === true) throw new UsageError('--scripted cannot be combined with --real-model.', 'dev');
   const { devCommand } = await import('./cli-dev.ts');
   return devCommand({
     root: io.cwd,
+    model: values.scripted === true ? 'scripted' : values['real-model'] === true ? 'real' : 'auto',
     ...(values.port === undefined ? {} : { port: values.port }),
     wranglerArgs: passthrough,
     stdout: io.stdout,
@@ -214,6 +235,7 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
 async function deployCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values, passthrough } = parseCommandArgs('deploy', args, { ...HELP_OPTION, 'dry-run': { type: 'boolean' } }, { maxPositionals: 0, passthrough: true });
   if (wantsHelp('deploy', values, io)) return 0;
+  const { build } = await import('./build.ts');
   await build({ root: io.cwd, log: (line) => io.stderr(`${line}\n`) });
   const wranglerArgs = ['deploy', '--config', GENERATED_CONFIG_FILE, ...(values['dry-run'] === true ? ['--dry-run'] : []), ...passthrough];
   return await new Promise<number>((resolve, reject) => {

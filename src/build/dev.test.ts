@@ -56,7 +56,9 @@ it('flue dev builds, serves, reloads, survives a bad edit, restarts on config ch
   const port = await freePort();
   let stdout = '';
   let stderr = '';
-  child = spawn(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'dev', '--port', String(port)], {
+  // --real-model: without it, a project with no provider key is served by the scripted model
+  // (test/e2e/flue-init.test.ts covers that default); here the real provider path is under test.
+  child = spawn(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'dev', '--port', String(port), '--real-model'], {
     cwd: dir,
     env: offlineEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -71,6 +73,7 @@ it('flue dev builds, serves, reloads, survives a bad edit, restarts on config ch
   expect(await until('GET /', () => get(`${url}/`))).toContain('Flue is running.');
   // Dev mode reaches the Worker as a var.
   expect(stderr).toMatch(/FLUE_DEV/);
+  expect(stderr).toContain('[flue] Model: real (--real-model), but no provider key is set: put ANTHROPIC_API_KEY=… in .dev.vars.\n');
 
   // A newcomer without ANTHROPIC_API_KEY: the failed run names the variable to set.
   const sent = await fetch(`${url}/hello/first`, { method: 'POST', body: 'hi', signal: AbortSignal.timeout(20_000) });

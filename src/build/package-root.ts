@@ -9,7 +9,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The specifier projects import (`"@flue/runtime": "npm:flue-workers@…"` in their package.json). */
 export const PACKAGE_NAME = '@flue/runtime';
+/** The name this package is published under, as its own package.json says. */
+export const PUBLISHED_NAME = 'flue-workers';
 
 interface PackageJson {
   name?: string;
@@ -19,7 +22,10 @@ interface PackageJson {
 
 let cachedRoot: string | undefined;
 
-/** The directory of the nearest `package.json` named `@flue/runtime` above this file. */
+/**
+ * The directory of the nearest `package.json` named `flue-workers` above this file: the checkout,
+ * or the installed package (which a project's alias places at node_modules/@flue/runtime).
+ */
 export function packageRoot(): string {
   if (cachedRoot !== undefined) return cachedRoot;
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -27,10 +33,10 @@ export function packageRoot(): string {
     const file = path.join(dir, 'package.json');
     if (existsSync(file)) {
       const json = JSON.parse(readFileSync(file, 'utf8')) as PackageJson;
-      if (json.name === PACKAGE_NAME) return (cachedRoot = dir);
+      if (json.name === PUBLISHED_NAME) return (cachedRoot = dir);
     }
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`[flue] Could not locate the ${PACKAGE_NAME} package root from ${fileURLToPath(import.meta.url)}.`);
+    if (parent === dir) throw new Error(`[flue] Could not locate the ${PUBLISHED_NAME} package root from ${fileURLToPath(import.meta.url)}.`);
     dir = parent;
   }
 }

@@ -15,19 +15,33 @@ import type { SkillReference } from '../runtime/skills/define-skill.ts';
 export const WORKER_CONDITIONS = ['workerd', 'worker', 'browser', 'import', 'default'] as const;
 export const NODE_CONDITIONS = ['node', 'import', 'default'] as const;
 
-/**
- * The conditions this Node process resolves packages with: NODE_CONDITIONS plus any
- * `--conditions` / `-C` flags (tests add `flue-source`). `flue run` bundles agent modules with
- * `@flue/runtime` left external, so the agent must resolve to the copy the CLI itself imported.
- */
-export function processNodeConditions(): readonly string[] {
+/** The `--conditions` / `-C` flags of this Node process (tests add `flue-source`). */
+function processConditionFlags(): string[] {
   const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)];
   const extra: string[] = [];
   flags.forEach((flag, i) => {
     if (flag.startsWith('--conditions=')) extra.push(flag.slice('--conditions='.length));
     else if ((flag === '--conditions' || flag === '-C') && flags[i + 1] !== undefined) extra.push(flags[i + 1]!);
   });
-  return [...extra, ...NODE_CONDITIONS];
+  return extra;
+}
+
+/**
+ * The conditions this Node process resolves packages with: NODE_CONDITIONS plus any
+ * `--conditions` / `-C` flags (tests add `flue-source`). `flue run` bundles agent modules with
+ * `@flue/runtime` left external, so the agent must resolve to the copy the CLI itself imported.
+ */
+export function processNodeConditions(): readonly string[] {
+  return [...processConditionFlags(), ...NODE_CONDITIONS];
+}
+
+/**
+ * The conditions a Worker build resolves `@flue/runtime` with: WORKER_CONDITIONS (the built
+ * dist/*.js) plus the process's own flags, so this repository's tests bundle src/ (`flue-source`)
+ * and can never pass against a stale build.
+ */
+export function workerRuntimeConditions(): readonly string[] {
+  return [...processConditionFlags(), ...WORKER_CONDITIONS];
 }
 
 /**

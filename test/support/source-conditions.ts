@@ -1,6 +1,6 @@
 /**
- * Tests run the TypeScript sources of @flue/runtime, never the built dist/node/ that plain Node
- * imports (package.json: "flue-source" comes before "node"). Applied by every vitest config: to
+ * Tests run the TypeScript sources of @flue/runtime, never the built dist/ that plain Node and
+ * Worker builds import (package.json: "flue-source" comes before "types" and "import"). Applied by every vitest config: to
  * Vite's resolver, and through NODE_OPTIONS to the Node processes tests spawn (crash children,
  * end-to-end fixtures), so a test can never pass against a stale build.
  */

@@ -3,7 +3,7 @@
  * share. Worker code scripts it over HTTP lanes (the Worker cannot reach this process's memory).
  */
 import type { TestProject } from 'vitest/node';
-// The sources, not dist/node/ (test/support/source-conditions.ts): this runs in the vitest process.
+// The sources, not dist/ (test/support/source-conditions.ts): this runs in the vitest process.
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/testing/index.ts';
 
 let server: ScriptedModelServer | undefined;

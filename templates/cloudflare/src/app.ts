@@ -3,6 +3,7 @@
  */
 import { Hono } from 'hono';
 import { init } from '@flue/runtime';
+import { createAgentRouter } from '@flue/runtime/routing';
 import { Hello } from './agents/hello.ts';
 import type { GreetingParams } from './cloudflare.ts';
 
@@ -24,10 +25,16 @@ app.post('/hello/:id', async (c) => {
     const reply = await hello.read(receipt);
     return c.json({ id: hello.id, submissionId: receipt.submissionId, reply: reply.text });
   } catch (error) {
-    // The run failed or was aborted (e.g. no ANTHROPIC_API_KEY in .dev.vars).
+    // The run failed or was aborted (e.g. `flue dev --real-model` without ANTHROPIC_API_KEY in .dev.vars).
     return c.json({ id: hello.id, submissionId: receipt.submissionId, error: (error as Error).message }, 502);
   }
 });
+
+// The Flue HTTP protocol for Hello's conversations: `POST /api/agents/hello/<id>` admits a message
+// (JSON `{"kind":"user","body":"…"}`), `GET /api/agents/hello/<id>` returns the history, and
+// `?view=updates&offset=-1` the live updates (add `&live=sse` to keep streaming). It has no
+// authentication: put your own check in front of it before you deploy it publicly.
+app.route('/api/agents/hello', createAgentRouter(Hello));
 
 // Starts a GreetingWorkflow (src/cloudflare.ts) for the name in the body; answers with its id.
 app.post('/greetings', async (c) => {

@@ -1,0 +1,197 @@
+/**
+ * A user's first hour, end to end, outside this repository and on the machine's own Node: `flue
+ * init` from this checkout (which packs it into the new project's vendor/), `npm install` from the
+ * tarball, the project's own `npm test` in workerd, `npm run dev` answering offline with its
+ * updates view streaming, `flue deploy --dry-run`, and `tsc --noEmit`.
+ *
+ * The project's npm scripts run under the node@22 it pins; everything else here (npm itself, the
+ * `flue init` call) runs under whatever `node` the machine has first on PATH outside node_modules,
+ * Node 20 on the machines this was written for. One install serves every step.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+const workspace = mkdtempSync(path.join(os.tmpdir(), 'flue-init-e2e-'));
+const app = path.join(workspace, 'my-app');
+
+/** PATH without this checkout's node_modules/.bin (npm test puts its node@22 there). */
+const machinePath = (process.env.PATH ?? '')
+  .split(path.delimiter)
+  .filter((dir) => dir !== '' && !dir.split(path.sep).includes('node_modules'))
+  .join(path.delimiter);
+
+/** The first `node` on that PATH: the machine's own. */
+function machineNode(): string {
+  for (const dir of machinePath.split(path.delimiter)) {
+    const file = path.join(dir, 'node');
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      continue;
+    }
+  }
+  throw new Error(`no node on PATH outside node_modules (${machinePath})`);
+}
+
+/**
+ * The environment of a user's shell: no npm-run variables from our own `npm test` (npm would read
+ * them as configuration), no `--conditions=flue-source` (the installed package has no sources),
+ * wrangler offline.
+ */
+function userEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^npm_/i.test(key) || key === 'INIT_CWD' || key === 'NODE_OPTIONS' || key === 'NODE' || key.startsWith('VITEST') || key === 'TEST') continue;
+    env[key] = value;
+  }
+  return {
+    ...env,
+    PATH: machinePath,
+    WRANGLER_SEND_METRICS: 'false',
+    CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+    XDG_CONFIG_HOME: path.join(app, '.xdg'),
+    NO_COLOR: '1',
+  };
+}
+
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => void (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => void (output += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+/** Fails with the command's output, which is what one needs to see when a step breaks. */
+function expectSuccess(result: Run, what: string): void {
+  if (result.code !== 0) throw new Error(`${what} exited with ${result.code}:\n${result.output.slice(-6000)}`);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+let dev: ChildProcess | undefined;
+
+beforeAll(async () => {
+  // On an older Node, bin/flue.js runs the built CLI (dist/cli.js): it must be today's.
+  const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
+  if (isStale()) await buildDist();
+  const version = await run(machineNode(), ['--version'], workspace, 10_000);
+  console.info(`[e2e] machine node ${version.output.trim()} at ${machineNode()}`);
+  const init = await run(machineNode(), [path.join(repo, 'bin', 'flue.js'), 'init', 'my-app'], workspace, 180_000);
+  expectSuccess(init, 'flue init');
+  expect(init.output).toContain('my-app/vendor/flue-workers-');
+  const manifest = JSON.parse(readFileSync(path.join(app, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  expect(manifest.dependencies['@flue/runtime']).toMatch(/^file:\.\/vendor\/flue-workers-\d+\.\d+\.\d+\.tgz$/);
+  expectSuccess(await run('npm', ['install', '--no-audit', '--no-fund'], app, 600_000), 'npm install');
+  // The package users get: built JavaScript and declarations, no TypeScript sources.
+  const installed = path.join(app, 'node_modules', '@flue', 'runtime');
+  expect(existsSync(path.join(installed, 'dist', 'index.js'))).toBe(true);
+  expect(existsSync(path.join(installed, 'dist', 'types', 'runtime', 'index.d.ts'))).toBe(true);
+  expect(existsSync(path.join(installed, 'src'))).toBe(false);
+}, 800_000);
+
+afterAll(async () => {
+  if (dev?.pid !== undefined && dev.exitCode === null && dev.signalCode === null) {
+    try {
+      process.kill(-dev.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(workspace, { recursive: true, force: true });
+}, 30_000);
+
+test("the project's own npm test passes: its agent in workerd against the scripted model", async () => {
+  const result = await run('npm', ['test'], app, 300_000);
+  expectSuccess(result, 'npm test');
+  expect(result.output).toMatch(/Tests\s+3 passed/);
+}, 320_000);
+
+test('npm run dev serves the Worker offline: a POST gets the scripted reply and the updates view streams it', async () => {
+  const port = await freePort();
+  // Its own process group, so the whole tree (npm, flue, wrangler, workerd) stops together.
+  dev = spawn('npm', ['run', 'dev', '--', '--port', String(port)], { cwd: app, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  dev.stdout!.on('data', (d: Buffer) => void (output += d.toString()));
+  dev.stderr!.on('data', (d: Buffer) => void (output += d.toString()));
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  while (!output.includes(`${base}\n`)) {
+    if (dev.exitCode !== null || Date.now() > deadline) throw new Error(`npm run dev did not come up:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  expect(output).toContain('[flue] Model: scripted, offline (it echoes your message). For a real model put ANTHROPIC_API_KEY=… in .dev.vars');
+
+  const response = await fetch(`${base}/hello/first`, { method: 'POST', body: 'Hello from the e2e test' });
+  expect(response.status).toBe(200);
+  expect(await response.json()).toMatchObject({ id: 'first', reply: '(scripted model) You said: Hello from the e2e test' });
+
+  // The live view (server-sent events) replays the conversation and stays open.
+  const controller = new AbortController();
+  const updates = await fetch(`${base}/api/agents/hello/first?view=updates&offset=-1&live=sse`, { signal: controller.signal });
+  expect(updates.status).toBe(200);
+  expect(updates.headers.get('content-type')).toContain('text/event-stream');
+  const reader = updates.body!.getReader();
+  let streamed = '';
+  const streamDeadline = Date.now() + 20_000;
+  while (!streamed.includes('(scripted model) You said: Hello from the e2e test') && Date.now() < streamDeadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    streamed += new TextDecoder().decode(value);
+  }
+  controller.abort();
+  expect(streamed).toContain('"text":"Hello from the e2e test"');
+  expect(streamed).toContain('(scripted model) You said: Hello from the e2e test');
+
+  const exited = new Promise<void>((resolve) => dev!.on('exit', () => resolve()));
+  process.kill(-dev.pid!, 'SIGINT');
+  await exited;
+}, 180_000);
+
+test('flue deploy --dry-run bundles the Worker', async () => {
+  const result = await run('npx', ['flue', 'deploy', '--dry-run'], app, 180_000);
+  expectSuccess(result, 'flue deploy --dry-run');
+  expect(result.output).toContain('--dry-run: exiting now.');
+  expect(result.output).toMatch(/env\.FLUE_HELLO_AGENT \(FlueHelloAgent\)\s+Durable Object/);
+}, 200_000);
+
+test("tsc --noEmit passes with the template's strict config; with skipLibCheck off, no error is in the project or in our declarations", async () => {
+  const tsconfig = readFileSync(path.join(app, 'tsconfig.json'), 'utf8');
+  expect(tsconfig).toContain('"strict": true');
+  expectSuccess(await run('npx', ['tsc', '--noEmit'], app, 120_000), 'tsc --noEmit');
+
+  // With every .d.ts checked, third-party declarations clash with each other (the Workers
+  // globals of @cloudflare/workers-types against @types/node, which pi-ai's provider SDK types
+  // pull in) or carry their own errors; none of that may come from the project or this package.
+  const strictLibs = await run('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false', '--pretty', 'false'], app, 120_000);
+  const files = [...new Set(strictLibs.output.split('\n').map((line) => /^([^\s(]+)\(\d+,\d+\): error/.exec(line)?.[1]).filter((f) => f !== undefined))];
+  const ours = files.filter((file) => !file.startsWith('node_modules/') || file.startsWith('node_modules/@flue/runtime/'));
+  expect(ours).toEqual([]);
+}, 260_000);
