@@ -21,6 +21,7 @@ const ENTRIES = {
   routing: 'src/runtime/routing.ts',
   node: 'src/node/index.ts',
   testing: 'src/testing/index.ts',
+  'channels/github': 'src/runtime/channels/github.ts',
 };
 
 function newestSource(dir) {
