@@ -3,6 +3,7 @@ import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { type Plugin, defineConfig } from 'vitest/config';
 import { packageSkillDirectory, skillModuleSource } from './src/build/plugins.ts';
 import { SOURCE_CONDITION, sourceResolve } from './test/support/source-conditions.ts';
+import { WEBHOOK_SECRET } from './test/support/github-webhook.ts';
 
 // Keep wrangler (inside the test plugin) offline and its state inside the project.
 process.env.WRANGLER_SEND_METRICS ??= 'false';
@@ -37,8 +38,9 @@ export default defineConfig({
     skillMarkdown(),
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: './test/workers/wrangler.jsonc' },
+      // GITHUB_WEBHOOK_SECRET: the secret the test app's GitHub channel reads (test/workers/channel-app.ts).
       // FLUE_FUZZ_SEED replays a router fuzz run (test/workers/router-fuzz.test.ts).
-      miniflare: { bindings: { SCRIPTED_MODEL_URL: inject('scriptedModelUrl'), FLUE_FUZZ_SEED: process.env.FLUE_FUZZ_SEED ?? '' } },
+      miniflare: { bindings: { SCRIPTED_MODEL_URL: inject('scriptedModelUrl'), FLUE_FUZZ_SEED: process.env.FLUE_FUZZ_SEED ?? '', GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET } },
     })),
   ],
   test: {

@@ -25,6 +25,7 @@ const ENTRIES = {
   testing: 'src/testing/index.ts',
   cloudflare: 'src/durable-objects/index.ts',
   workflows: 'src/workflows/index.ts',
+  'channels/github': 'src/runtime/channels/github.ts',
   cli: 'src/build/cli.ts',
 };
 

@@ -72,3 +72,13 @@ export {
   type SkillDefinition,
   type SkillReference,
 } from './skills/index.ts';
+export {
+  ChannelRefusedError,
+  createChannelRouter,
+  type ChannelAdmission,
+  type ChannelDeliveries,
+  type ChannelDelivery,
+  type ChannelRequest,
+  type ChannelRouteDefinition,
+  type ChannelVerifiedEvent,
+} from './channel-router.ts';

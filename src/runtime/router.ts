@@ -13,13 +13,13 @@ import type { StreamingApi } from 'hono/utils/stream';
 import { formatOffset } from './conversation.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { parseAdmissionFields } from './admission-fields.ts';
+import { readBoundedBody } from './bounded-body.ts';
 import type { AdmissionRequest } from './engine.ts';
 import {
   AttachmentNotFoundError,
   FlueHttpError,
   InvalidRequestError,
   MethodNotAllowedError,
-  PayloadTooLargeError,
   RouteNotFoundError,
   SignalNotAcceptedError,
   StreamNotFoundError,
@@ -403,7 +403,7 @@ const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
  * our envelope's `invalid_json`/415 split (§4), so the body is read here.
  */
 async function readJsonBody(c: Context): Promise<unknown> {
-  const text = await readBodyText(c.req.raw);
+  const text = new TextDecoder().decode(await readBoundedBody(c.req.raw, MAX_REQUEST_BODY_BYTES));
   if (text === '') {
     throw new InvalidRequestError('The request body is missing.', 'POST a DeliveredMessage object as JSON, e.g. {"kind":"user","body":"Hi"}.');
   }
@@ -428,59 +428,4 @@ function parseAdmission(id: string, body: unknown): AdmissionRequest {
   const { initialData, uid, idempotencyKey, ...fields } = body as Record<string, unknown>;
   const message = parseDeliveredMessage(fields, { allowString: false });
   return { id, message, ...parseAdmissionFields({ uid, idempotencyKey, initialData }) };
-}
-
-/**
- * The body as text, refused with 413 as soon as it is known to exceed the limit: from
- * Content-Length when sent, else while counting the stream, so an oversized body is never held.
- */
-async function readBodyText(request: Request): Promise<string> {
-  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
-  if (request.body === null) return '';
-  const reader = request.body.getReader();
-  if (declared > MAX_REQUEST_BODY_BYTES) {
-    await discard(reader, 0);
-    throw new PayloadTooLargeError('request body', declared, MAX_REQUEST_BODY_BYTES);
-  }
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_REQUEST_BODY_BYTES) {
-      await discard(reader, size);
-      throw new PayloadTooLargeError('request body', size, MAX_REQUEST_BODY_BYTES);
-    }
-    parts.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
-}
-
-/** Past this, a refused upload is cut off instead of drained. */
-const MAX_DISCARDED_BYTES = 4 * MAX_REQUEST_BODY_BYTES;
-
-/**
- * Drops the rest of a refused body without keeping it. Answering while the client still uploads
- * breaks proxies in front of the Worker (wrangler dev answers 500 "Network connection lost"), so
- * a body of plausible size is drained first; an absurd one is cut off.
- */
-async function discard(reader: ReadableStreamDefaultReader<Uint8Array>, seen: number): Promise<void> {
-  let size = seen;
-  try {
-    while (size <= MAX_DISCARDED_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      size += value.byteLength;
-    }
-    await reader.cancel();
-  } catch {
-    // The client went away: nothing left to drain.
-  }
 }

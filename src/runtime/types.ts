@@ -34,7 +34,8 @@ export type DeliveredMessageInput = string | DeliveredMessage;
 
 /**
  * Who handed a delivery to the runtime, as `useDelivery().origin` reports it:
- * - `'app'`: trusted server code — `dispatch()`, `init().dispatch()`, the Workflow and cron helpers;
+ * - `'app'`: trusted server code — `dispatch()`, `init().dispatch()`, the Workflow and cron helpers,
+ *   and channel routes, which verify a webhook's sender before dispatching;
  * - `'http'`: a client of `createAgentRouter()`, whoever it is (the router carries no auth);
  * - `'agent'`: the agent itself — `useDispatchMessage()`, a hook's `append`, a delegated task's prompt.
  * Stored with the submission, so a recovered or replayed delivery keeps it.

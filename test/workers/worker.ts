@@ -13,6 +13,7 @@ import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
+import { app } from './channel-app.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
@@ -75,7 +76,7 @@ export const FlueTypoAgent = createFlueAgentClass(entry('Typo'));
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
-  app: { fetch: () => new Response('flue-workers test worker') },
+  app,
   cloudflare: { default: { scheduled } },
   generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent', 'FlueTickerAgent', 'FlueHastyAgent', 'FlueUnrulyAgent', 'FlueTypoAgent'],
 });
