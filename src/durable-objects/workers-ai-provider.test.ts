@@ -85,6 +85,21 @@ describe('cloudflareBindingProvider', () => {
     });
   });
 
+  it('a busy model is retried like other transient provider errors; an invalid input is not', async () => {
+    const answer = (text: string) => async () => {
+      throw new Error(text);
+    };
+    const busy = await cloudflareBindingProvider({ binding: binding(answer('AiError: 3040: Capacity temporarily exceeded, please try again.')).ai })
+      .streamSimple(model(), context())
+      .result();
+    const invalid = await cloudflareBindingProvider({ binding: binding(answer('AiError: 3010: Invalid or incomplete input for the model')).ai })
+      .streamSimple(model(), context())
+      .result();
+    expect(isRetryableModelError(busy)).toBe(true);
+    expect(isRetryableModelError(invalid)).toBe(false);
+    expect(modelErrorFromMessage(busy.errorMessage)).toMatchObject({ meta: { reason: 'run_failed' } });
+  });
+
   it('a stream that goes quiet past streamIdleTimeoutMs ends as a retryable interruption', async () => {
     const { ai } = binding(async () => new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) }));
     const message = await cloudflareBindingProvider({ binding: ai, streamIdleTimeoutMs: 20 }).streamSimple(model(), context()).result();
@@ -97,6 +112,17 @@ describe('cloudflareBindingProvider', () => {
     const { ai } = binding(async () => 'just a string');
     const message = await cloudflareBindingProvider({ binding: ai }).streamSimple(model(), context()).result();
     expect(modelErrorFromMessage(message.errorMessage)).toMatchObject({ meta: { reason: 'invalid_response' } });
+  });
+
+  it('reads tool calls nested under `function` with object arguments (the llama-4-scout result schema)', async () => {
+    const { ai } = binding(async () => ({
+      response: '',
+      tool_calls: [{ id: 'chatcmpl-tool-1', type: 'function', function: { name: 'forecast', arguments: { city: 'Lima' } } }],
+      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    }));
+    const message = await cloudflareBindingProvider({ binding: ai }).streamSimple(model(), context()).result();
+    expect(message.stopReason).toBe('toolUse');
+    expect(message.content).toEqual([{ type: 'toolCall', id: 'chatcmpl-tool-1', name: 'forecast', arguments: { city: 'Lima' } }]);
   });
 
   it('streamed OpenAI-style tool call pieces are joined by index', async () => {

@@ -191,9 +191,14 @@ function streamWorkersAI(
  * overflow compaction (413) and retry (idle stream).
  */
 function bindingErrorMessage(reason: CloudflareAIBindingErrorReason, binding: string, model: string, detail: string): string {
-  const extra = reason === 'request_too_large' ? ` ${REQUEST_TOO_LARGE_MARKER}` : reason === 'stream_idle' ? ` ${RETRYABLE_INTERRUPTION_MARKER}` : '';
+  const retryable = reason === 'stream_idle' || (reason === 'run_failed' && CAPACITY.test(detail));
+  const extra = reason === 'request_too_large' ? ` ${REQUEST_TOO_LARGE_MARKER}` : retryable ? ` ${RETRYABLE_INTERRUPTION_MARKER}` : '';
   return `Workers AI binding "${binding}" failed for model "${model}": ${detail}${extra} (cloudflare_ai_binding_error:${reason}:${binding})`;
 }
+
+// Workers AI reports a busy model as "capacity temporarily exceeded", which the generic transient
+// pattern does not catch; rate limits and 5xx statuses it already does.
+const CAPACITY = /capacity|temporarily/i;
 
 class StreamIdleError extends Error {}
 
