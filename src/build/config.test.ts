@@ -89,6 +89,12 @@ describe('resolveProviders', () => {
     ]);
   });
 
+  it('accepts "cloudflare" (the Workers AI binding provider) without importing a pi-ai module for it', async () => {
+    expect(await resolveProviders(['cloudflare', 'anthropic'])).toEqual([
+      { id: 'anthropic', specifier: '@earendil-works/pi-ai/providers/anthropic', exportName: 'anthropicProvider' },
+    ]);
+  });
+
   it('rejects unknown ids', async () => {
     await expect(resolveProviders(['no-such-provider'], 'flue.config.ts')).rejects.toThrow(
       '[flue] Invalid config in flue.config.ts:\n  - "providers": unknown provider "no-such-provider"',

@@ -26,6 +26,9 @@ function factoryKey(id: string): string {
 export async function resolveProviders(ids: readonly string[], configLabel = 'flue.config'): Promise<ProviderImport[]> {
   const out: ProviderImport[] = [];
   for (const id of ids) {
+    // The Workers AI binding provider is not a pi-ai module: the Worker registers it itself when
+    // it has an `AI` binding (configureFlueWorker), so listing it only keeps it from being an error.
+    if (id === 'cloudflare') continue;
     const specifier = `${PI_AI}/providers/${id}`;
     let mod: Record<string, unknown> | undefined;
     try {

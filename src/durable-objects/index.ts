@@ -8,3 +8,9 @@ export {
   type CloudflareContext,
   type DurableObjectIdentity,
 } from './context.ts';
+export {
+  cloudflareBindingProvider,
+  type CloudflareBindingProviderOptions,
+  type WorkersAIBinding,
+} from './workers-ai-provider.ts';
+export { CloudflareAIBindingError, type CloudflareAIBindingErrorReason } from '../runtime/errors.ts';

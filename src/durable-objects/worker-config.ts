@@ -11,6 +11,7 @@ import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
 import { Projector } from '../runtime/projection.ts';
 import { useScriptedModels } from '../testing/scripted-redirect.ts';
+import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';
 import { type Admission, type FlueRuntime, type StoredAttachment, type UpdatesResult, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
 import type { ChildConversation } from '../runtime/task-run.ts';
@@ -83,6 +84,12 @@ export function configureFlueWorker(options: {
   // NODE_ENV says development (the rule before any host decided).
   setDevMode(devModeFromEnv(options.env, options.env.NODE_ENV === 'development' || isDevMode()));
   if (options.providers !== undefined) registerDefaultProviders(options.providers);
+  setWorkersAIBindingSource((name) => options.env[name]);
+  // `cloudflare/...` models need no key where the Worker has Workers AI; a provider the app
+  // registered under `cloudflare` wins, and FLUE_WORKERS_AI=off leaves the id unregistered.
+  if (options.env.AI !== undefined && options.env.FLUE_WORKERS_AI !== 'off') {
+    registerDefaultProviders(() => [cloudflareBindingProvider({ binding: options.env.AI as never })]);
+  }
   const scripted = options.env.FLUE_SCRIPTED_MODEL_URL;
   if (typeof scripted === 'string' && scripted !== '') useScriptedModels(scripted);
   current = { env: options.env, registry, entries };

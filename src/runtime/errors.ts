@@ -457,6 +457,20 @@ export class ProviderNotConfiguredError extends FlueError {
   }
 }
 
+/** Why a Workers AI binding call failed (`CloudflareAIBindingError.meta.reason`). */
+export type CloudflareAIBindingErrorReason = 'binding_missing' | 'run_failed' | 'request_too_large' | 'invalid_response' | 'stream_idle';
+
+/**
+ * A `cloudflare/...` model call that the Workers AI binding could not serve: the binding is
+ * missing from the Worker's env, `run()` threw, or its result was not a text-generation response.
+ */
+export class CloudflareAIBindingError extends FlueError {
+  constructor(reason: CloudflareAIBindingErrorReason, message: string, meta: { binding: string; model?: string }) {
+    super('cloudflare_ai_binding_error', { message, meta: { reason, ...meta } });
+    this.name = 'CloudflareAIBindingError';
+  }
+}
+
 // ── Persistence errors (errors.md §7) ─────────────────────────────────────────────────────────
 
 export class ConversationRecordInvariantError extends FlueError {

@@ -11,7 +11,13 @@
  */
 import { clampThinkingLevel, createModels } from '@earendil-works/pi-ai';
 import type { ThinkingLevel } from './types.ts';
-import { InvalidModelSpecifierError, ProviderNotConfiguredError, UnknownModelError } from './errors.ts';
+import {
+  CloudflareAIBindingError,
+  type CloudflareAIBindingErrorReason,
+  InvalidModelSpecifierError,
+  ProviderNotConfiguredError,
+  UnknownModelError,
+} from './errors.ts';
 import type { Api, AuthContext, Model, MutableModels, Provider } from '@earendil-works/pi-ai';
 
 type EnvSource = Record<string, string | undefined>;
@@ -82,6 +88,16 @@ export function registerProviders(providers: readonly Provider[]): void {
   for (const provider of providers) registry.setProvider(provider);
 }
 
+const WORKERS_AI_PROVIDER = 'cloudflare';
+
+/** Providers whose catalog lives elsewhere: any model id resolves through their template. */
+const dynamicModels = new WeakMap<Provider, (modelId: string) => Model<Api>>();
+
+export function withDynamicModels<P extends Provider>(provider: P, template: (modelId: string) => Model<Api>): P {
+  dynamicModels.set(provider, template);
+  return provider;
+}
+
 export interface ModelSpecifier {
   provider: string;
   modelId: string;
@@ -121,6 +137,16 @@ export function resolveModel(spec: string): Model<Api> {
   if (redirect !== undefined && modelId !== '') return redirect(providerId, modelId);
   const registry = getModels();
   const provider = registry.getProvider(providerId);
+  if (provider === undefined && providerId === WORKERS_AI_PROVIDER) {
+    // Registered automatically only where the Worker has the binding, so its absence is the cause.
+    throw new CloudflareAIBindingError(
+      'binding_missing',
+      `[flue] Model "${spec}" needs the Workers AI binding, but no "cloudflare" provider is registered. ` +
+        `On Cloudflare it is registered when the Worker has an "AI" binding: add "ai": { "binding": "AI" } to ` +
+        `wrangler.jsonc (and leave FLUE_WORKERS_AI unset), or register one with setProvider(cloudflareBindingProvider({ binding })).`,
+      { binding: 'AI', model: modelId },
+    );
+  }
   if (provider === undefined) {
     const ids = registry
       .getProviders()
@@ -143,6 +169,8 @@ export function resolveModel(spec: string): Model<Api> {
   }
   const model = registry.getModel(providerId, modelId);
   if (model !== undefined) return model;
+  const template = dynamicModels.get(provider!);
+  if (template !== undefined) return template(modelId);
 
   const declared = registry.getModels(providerId).map((m) => m.id);
   const listing =
@@ -173,6 +201,9 @@ export function reasoningOption(
   const clamped = clampThinkingLevel(model, chosen);
   return clamped === 'off' ? {} : { reasoning: clamped as Exclude<ThinkingLevel, 'off'> };
 }
+
+// The marker the Workers AI binding provider ends its error text with: reason and binding name.
+const WORKERS_AI_FAILURE = /\(cloudflare_ai_binding_error:(\w+):([^)]*)\)\s*$/;
 
 // pi reports a provider without credentials only as this message on an errored assistant turn.
 const NOT_CONFIGURED = /^Provider is not configured: (\S+)$/;
@@ -206,7 +237,18 @@ const PROVIDER_KEY_VARS: Record<string, string> = {
  * without credentials becomes `ProviderNotConfiguredError` naming the variable to set; anything
  * else is `undefined` (the caller keeps its generic failure).
  */
-export function modelErrorFromMessage(errorMessage: string | undefined): ProviderNotConfiguredError | undefined {
+export function modelErrorFromMessage(
+  errorMessage: string | undefined,
+): ProviderNotConfiguredError | CloudflareAIBindingError | undefined {
+  const binding = WORKERS_AI_FAILURE.exec(errorMessage ?? '');
+  if (binding !== null) {
+    const model = /failed for model "([^"]*)"/.exec(errorMessage!)?.[1];
+    const message = errorMessage!.slice(0, binding.index).trimEnd();
+    return new CloudflareAIBindingError(binding[1] as CloudflareAIBindingErrorReason, message, {
+      binding: binding[2]!,
+      ...(model !== undefined ? { model } : {}),
+    });
+  }
   const match = NOT_CONFIGURED.exec(errorMessage?.trim() ?? '');
   if (match === null) return undefined;
   const provider = match[1]!;

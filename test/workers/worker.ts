@@ -14,6 +14,7 @@ import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sa
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import { app } from './channel-app.ts';
+import { Forecaster } from './workers-ai-agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
@@ -42,6 +43,7 @@ const agents = [
   { identity: 'Hasty', agent: Hasty as never, className: 'FlueHastyAgent', bindingName: 'FLUE_HASTY_AGENT' },
   { identity: 'Unruly', agent: Unruly, className: 'FlueUnrulyAgent', bindingName: 'FLUE_UNRULY_AGENT' },
   { identity: 'Typo', agent: Typo, className: 'FlueTypoAgent', bindingName: 'FLUE_TYPO_AGENT' },
+  { identity: 'Forecaster', agent: Forecaster, className: 'FlueForecasterAgent', bindingName: 'FLUE_FORECASTER_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
@@ -72,11 +74,14 @@ export const FlueTickerAgent = createFlueAgentClass(
 export const FlueHastyAgent = createFlueAgentClass(entry('Hasty'));
 export const FlueUnrulyAgent = createFlueAgentClass(entry('Unruly'));
 export const FlueTypoAgent = createFlueAgentClass(entry('Typo'));
+export const FlueForecasterAgent = createFlueAgentClass(entry('Forecaster'));
+// The `AI` service binding's target (wrangler.jsonc "services").
+export { FakeWorkersAI } from './fake-workers-ai.ts';
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.
 export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 
 export default createFlueWorkerHandlers({
   app,
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent', 'FlueTickerAgent', 'FlueHastyAgent', 'FlueUnrulyAgent', 'FlueTypoAgent'],
+  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent', 'FlueTickerAgent', 'FlueHastyAgent', 'FlueUnrulyAgent', 'FlueTypoAgent', 'FlueForecasterAgent'],
 });
