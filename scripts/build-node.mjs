@@ -21,6 +21,7 @@ const ENTRIES = {
   routing: 'src/runtime/routing.ts',
   node: 'src/node/index.ts',
   testing: 'src/testing/index.ts',
+  otel: 'src/otel/index.ts',
 };
 
 function newestSource(dir) {
