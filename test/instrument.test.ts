@@ -200,3 +200,62 @@ test('a failing submission reaches interceptors as a rejection of next()', async
   const modelEnd = log.find((entry) => (entry as unknown[])[2] === 'model') as [string, string, string, { stopReason: string }];
   expect(modelEnd[3].stopReason).toBe('error');
 });
+
+const ask = defineTool({
+  name: 'ask',
+  description: 'Asks a helper model.',
+  input: v.object({ question: v.string() }),
+  harness: true,
+  async run({ harness, data }) {
+    const { text } = await harness.prompt(data.question);
+    return text;
+  },
+});
+
+function Asker() {
+  useModel('anthropic/claude-haiku-4-5');
+  useTool(ask);
+  useTool(add);
+  return 'Ask for help.';
+}
+
+test('harness prompts are wrapped too: their model and tool calls carry the harness name, inside the calling tool', async () => {
+  await ctx.start([Asker]);
+  const log: unknown[] = [];
+  install({ interceptor: recorder('a', log) });
+  ctx.server.script(
+    { toolCalls: [{ id: 'call_ask', name: 'ask', arguments: { question: 'What is 2 + 3?' } }] },
+    // The harness scratch conversation.
+    { toolCalls: [{ id: 'call_inner_add', name: 'add', arguments: { a: 2, b: 3 } }] },
+    { text: '5' },
+    { text: 'The helper says 5.' },
+  );
+  const handle = init(Asker, { id: 'ask-1' });
+  const receipt = await handle.dispatch('Ask the helper.');
+  expect((await handle.read(receipt)).text).toBe('The helper says 5.');
+  const trail = log.map((entry) => {
+    const [, phase, op, context] = entry as [string, string, { type: string; toolName?: string } | string, { harness?: string } | unknown];
+    if (phase !== 'start') return `end:${op as string}`;
+    const start = op as { type: string; toolName?: string };
+    const where = (context as { harness?: string }).harness === undefined ? '' : '@harness';
+    return `start:${start.type}${start.toolName ? `(${start.toolName})` : ''}${where}`;
+  });
+  expect(trail).toEqual([
+    'start:agent',
+    'start:model',
+    'end:model',
+    'start:tool(ask)',
+    'start:model@harness',
+    'end:model',
+    'start:tool(add)@harness',
+    'end:tool',
+    'start:model@harness',
+    'end:model',
+    'end:tool',
+    'start:model',
+    'end:model',
+    'end:agent',
+  ]);
+  const harnessModel = log.find((entry) => (entry as unknown[])[1] === 'start' && ((entry as unknown[])[3] as { harness?: string }).harness !== undefined) as unknown[];
+  expect(harnessModel[3]).toMatchObject({ harness: 'default', instanceId: 'ask-1', submissionId: receipt.submissionId });
+});
