@@ -99,7 +99,8 @@ test('several instrumentations nest in registration order; uninstalling removes 
   await ctx.start([Calculator]);
   const log: unknown[] = [];
   const dispose = vi.fn();
-  const instrumentation = { interceptor: recorder('outer', log), dispose };
+  const observed: string[] = [];
+  const instrumentation = { interceptor: recorder('outer', log), dispose, observe: (event: { type: string }) => void observed.push(event.type) };
   const uninstallOuter = install(instrumentation);
   expect(instrument(instrumentation)).toBe(uninstallOuter);
   install({ interceptor: recorder('inner', log) });
@@ -110,11 +111,15 @@ test('several instrumentations nest in registration order; uninstalling removes 
   });
   expect(agentEntries.map((entry) => `${(entry as string[])[0]}:${(entry as string[])[1]}`)).toEqual(['outer:start', 'inner:start', 'inner:end', 'outer:end']);
 
+  expect(observed).toContain('submission_settled');
+
   await uninstallOuter();
   await uninstallOuter();
   expect(dispose).toHaveBeenCalledTimes(1);
   log.length = 0;
+  observed.length = 0;
   await addition('calc-3');
+  expect(observed).toEqual([]);
   expect(log.length).toBeGreaterThan(0);
   expect(log.every((entry) => (entry as string[])[0] === 'inner')).toBe(true);
 });
