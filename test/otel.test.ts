@@ -1,111 +1,11 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import * as v from 'valibot';
-import {
-  type Attributes,
-  type AttributeValue,
-  type Context,
-  type ContextManager,
-  type Span,
-  type SpanContext,
-  type SpanOptions,
-  type SpanStatus,
-  type Tracer,
-  type TracerProvider,
-  ROOT_CONTEXT,
-  SpanStatusCode,
-  context as otelContext,
-  trace,
-} from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { type Context, type ContextManager, type TracerProvider, ROOT_CONTEXT, SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import { defineTool, init, instrument, useModel, useTool } from '@flue/runtime';
 import { otelInstrumentation } from '@flue/runtime/otel';
+import { RecordingTracer, spansNamed as byName } from './support/recording-tracer.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
-
-// ── A tiny in-memory tracer: records every span with its parent ───────────────────────────────
-
-interface Recorded {
-  name: string;
-  spanId: string;
-  traceId: string;
-  parentSpanId: string | undefined;
-  attributes: Record<string, AttributeValue | undefined>;
-  status: SpanStatus;
-  exceptions: unknown[];
-  ended: boolean;
-}
-
-class RecordingSpan implements Span {
-  readonly record: Recorded;
-  private readonly context: SpanContext;
-  constructor(record: Recorded, context: SpanContext) {
-    this.record = record;
-    this.context = context;
-  }
-  spanContext() {
-    return this.context;
-  }
-  setAttribute(key: string, value: AttributeValue) {
-    this.record.attributes[key] = value;
-    return this;
-  }
-  setAttributes(attributes: Attributes) {
-    Object.assign(this.record.attributes, attributes);
-    return this;
-  }
-  addEvent() {
-    return this;
-  }
-  addLink() {
-    return this;
-  }
-  addLinks() {
-    return this;
-  }
-  setStatus(status: SpanStatus) {
-    this.record.status = status;
-    return this;
-  }
-  updateName(name: string) {
-    this.record.name = name;
-    return this;
-  }
-  end() {
-    this.record.ended = true;
-  }
-  isRecording() {
-    return !this.record.ended;
-  }
-  recordException(exception: unknown) {
-    this.record.exceptions.push(exception);
-  }
-}
-
-class RecordingTracer implements Tracer {
-  readonly spans: Recorded[] = [];
-  startSpan(name: string, options: SpanOptions = {}, context: Context = otelContext.active()): Span {
-    const parent = trace.getSpan(context)?.spanContext();
-    const record: Recorded = {
-      name,
-      spanId: randomBytes(8).toString('hex'),
-      traceId: parent?.traceId ?? randomBytes(16).toString('hex'),
-      parentSpanId: parent?.spanId,
-      attributes: { ...options.attributes },
-      status: { code: SpanStatusCode.UNSET },
-      exceptions: [],
-      ended: false,
-    };
-    this.spans.push(record);
-    return new RecordingSpan(record, { traceId: record.traceId, spanId: record.spanId, traceFlags: 1 });
-  }
-  startActiveSpan<F extends (span: Span) => unknown>(name: string, ...rest: unknown[]): ReturnType<F> {
-    const fn = rest.at(-1) as F;
-    const options = (typeof rest[0] === 'object' ? rest[0] : {}) as SpanOptions;
-    const parent = (rest.length === 3 ? rest[1] : otelContext.active()) as Context;
-    const span = this.startSpan(name, options, parent);
-    return otelContext.with(trace.setSpan(parent, span), () => fn(span)) as ReturnType<F>;
-  }
-}
 
 /** Context propagation across awaits, as an SDK's AsyncLocalStorage context manager provides. */
 class AsyncLocalContextManager implements ContextManager {
@@ -165,10 +65,6 @@ function Shop() {
   useModel('anthropic/claude-haiku-4-5');
   useTool(lookup);
   return 'Answer order questions.';
-}
-
-function byName(spans: Recorded[], name: string) {
-  return spans.filter((span) => span.name === name);
 }
 
 async function orderQuestion(id: string, orderId: string) {
