@@ -106,7 +106,7 @@ export function instrument(instrumentation: FlueInstrumentation): () => Promise<
     if (holder !== undefined) {
       if (!isDevMode()) throw new InstrumentationAlreadyInstalledError(key);
       // Hot reload: the module ran again; the previous copy goes away.
-      void holder.uninstall();
+      holder.uninstall().catch((error: unknown) => console.error('[flue:instrument] Disposing the replaced instrumentation failed:', error));
     }
   }
   const unsubscribe = subscriber === undefined ? undefined : observe(subscriber);
