@@ -26,6 +26,7 @@ const ENTRIES = {
   cloudflare: 'src/durable-objects/index.ts',
   workflows: 'src/workflows/index.ts',
   'channels/github': 'src/runtime/channels/github.ts',
+  otel: 'src/otel/index.ts',
   cli: 'src/build/cli.ts',
 };
 

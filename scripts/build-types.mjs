@@ -25,7 +25,7 @@ const COMMON = [
   '--customConditions', 'flue-source', '--pretty', 'false', '--ignoreConfig',
 ];
 const PASSES = [
-  { lib: 'ES2023,DOM,DOM.Iterable', types: 'node', entries: ['src/runtime/index.ts', 'src/runtime/tool-entry.ts', 'src/runtime/routing.ts', 'src/node/index.ts', 'src/testing/index.ts', 'src/runtime/channels/github.ts'] },
+  { lib: 'ES2023,DOM,DOM.Iterable', types: 'node', entries: ['src/runtime/index.ts', 'src/runtime/tool-entry.ts', 'src/runtime/routing.ts', 'src/node/index.ts', 'src/testing/index.ts', 'src/runtime/channels/github.ts', 'src/otel/index.ts'] },
   { lib: 'ES2023', types: '@cloudflare/workers-types', entries: ['src/durable-objects/index.ts', 'src/workflows/index.ts'] },
 ];
 

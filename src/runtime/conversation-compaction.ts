@@ -18,6 +18,8 @@ import {
   summaryMaxTokens,
 } from './compaction.ts';
 import { OperationFailedError } from './errors.ts';
+import { intercept } from './instrumentation.ts';
+import { newId } from './ids.ts';
 import { getModels, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import type { ResponseRun } from './response-run.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
@@ -53,14 +55,19 @@ export async function compactConversation(run: ResponseRun, _reason: 'threshold'
   let usage = emptyUsage();
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
     const request = buildSummaryRequest({ messages: part, ...(previousSummary === undefined ? {} : { previousSummary }), ...(prefix ? { splitTurn: true } : {}) });
-    const reply = await getModels().completeSimple(
-      summarizer,
-      { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
-      {
-        signal: run.signal,
-        maxTokens: Math.max(256, summaryMaxTokens(settings.reserveTokens, prefix)),
-        ...(summarizer.reasoning ? { reasoning: 'high' as const } : {}),
-      },
+    const turnId = newId('msg');
+    const reply = await intercept(
+      () => [{ type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id }, { ...run.executionContext(), turnId }],
+      () =>
+        getModels().completeSimple(
+          summarizer,
+          { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
+          {
+            signal: run.signal,
+            maxTokens: Math.max(256, summaryMaxTokens(settings.reserveTokens, prefix)),
+            ...(summarizer.reasoning ? { reasoning: 'high' as const } : {}),
+          },
+        ),
     );
     usage = addUsage(usage, usageFromPi(reply.usage));
     if (reply.stopReason === 'error' || reply.stopReason === 'aborted') {

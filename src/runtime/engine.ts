@@ -28,6 +28,7 @@ import {
 } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { emit } from './events.ts';
+import { type FlueAttemptResult, intercept } from './instrumentation.ts';
 import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
@@ -569,7 +570,22 @@ export class ConversationEngine {
     const run = new ResponseRun(this, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
     this.runs.set(live.stream, run);
     try {
-      await run.execute();
+      // Installed interceptors see the attempt; a pause resolves for them and is rethrown here.
+      let paused: unknown;
+      await intercept(
+        () => [{ type: 'agent', operationId: claimed.id, operationKind: 'prompt' }, run.executionContext()],
+        async (): Promise<FlueAttemptResult> => {
+          try {
+            await run.execute();
+            return { outcome: 'completed' };
+          } catch (error) {
+            if (!(error instanceof RunStopped || error instanceof RunYield || run.abortReason instanceof RunStopped)) throw error;
+            paused = error;
+            return { outcome: 'continued' };
+          }
+        },
+      );
+      if (paused !== undefined) throw paused;
       this.settle(live, claimed, 'completed', undefined, undefined);
     } catch (error) {
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up

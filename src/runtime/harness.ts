@@ -26,6 +26,8 @@ import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from 
 import type { RenderResult } from './render.ts';
 import type { PromptCatalogs } from './narration.ts';
 import { runToolCall } from './tool-runner.ts';
+import { type FlueExecutionContext, intercept } from './instrumentation.ts';
+import { newId } from './ids.ts';
 import { rosterSection, taskTool } from './subagents.ts';
 import { skillCatalog } from './skills/catalog.ts';
 import { activateSkillTool, hasSkillResources, readSkillResourceTool } from './skills/tools.ts';
@@ -52,6 +54,8 @@ export interface HarnessDeps {
   render(): RenderResult;
   modelSpec: string;
   thinkingLevel: ThinkingLevel | undefined;
+  /** Where the owning response runs, for interceptors (instrumentation.ts). */
+  executionContext?: () => FlueExecutionContext;
   /** The owning submission's abort signal. */
   signal: AbortSignal;
   log(toolCallId: string, toolName: string): FlueLogger;
@@ -204,10 +208,15 @@ async function runPrompt(
   let followUps = 0;
   for (;;) {
     if (signal.aborted) throw signal.reason ?? abortError();
-    const final: AssistantMessage = await getModels().completeSimple(
-      model,
-      { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
-      { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel) },
+    const turnId = newId('msg');
+    const final: AssistantMessage = await intercept(
+      () => [{ type: 'model', turnId, purpose: 'agent', provider: model.provider, model: model.id }, { ...harnessContext(deps), turnId }],
+      () =>
+        getModels().completeSimple(
+          model,
+          { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
+          { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel) },
+        ),
     );
     usage = addUsage(usage, usageFromPi(final.usage));
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
@@ -238,22 +247,22 @@ async function runPrompt(
           }
           const tool = tools.get(call.name);
           if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
-          if (tool === taskTool) {
-            const outcome = await deps.task(call, { harness: deps.name, depth: deps.depth, subagents: render.subagents, signal });
-            return toolResult(call, outcome.content, outcome.isError);
-          }
-          const builtin = deps.environment?.tools.get(call.name);
-          if (builtin !== undefined) {
-            const outcome = await runBuiltinTool(builtin, call.id, call.arguments, signal);
-            return toolResult(call, outcome.content, outcome.isError);
-          }
-          const outcome = await runToolCall(tool, call.argumentsError ? undefined : call.arguments, {
-            toolCallId: call.id,
-            signal,
-            log: deps.log(call.id, call.name),
-            ...(tool.harness ? { harness: () => nestedHarness(deps, signal) } : {}),
-          });
-          return toolResult(call, modelText(tool, outcome), outcome.isError);
+          const outcome = await intercept(
+            () => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, { ...harnessContext(deps), turnId }],
+            async (): Promise<{ isError: boolean; content: string }> => {
+              if (tool === taskTool) return deps.task(call, { harness: deps.name, depth: deps.depth, subagents: render.subagents, signal });
+              const builtin = deps.environment?.tools.get(call.name);
+              if (builtin !== undefined) return runBuiltinTool(builtin, call.id, call.arguments, signal);
+              const ran = await runToolCall(tool, call.argumentsError ? undefined : call.arguments, {
+                toolCallId: call.id,
+                signal,
+                log: deps.log(call.id, call.name),
+                ...(tool.harness ? { harness: () => nestedHarness(deps, signal) } : {}),
+              });
+              return { ...ran, content: modelText(tool, ran) };
+            },
+          );
+          return toolResult(call, outcome.content, outcome.isError);
         }),
       );
       scratch.push(...results);
@@ -269,6 +278,10 @@ async function runPrompt(
     followUps++;
     scratch.push({ role: 'user', content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.', timestamp: Date.now() });
   }
+}
+
+function harnessContext(deps: HarnessDeps): FlueExecutionContext {
+  return { ...deps.executionContext?.(), harness: deps.name };
 }
 
 function nestedHarness(deps: HarnessDeps, signal: AbortSignal): ReturnType<typeof createHarness> {

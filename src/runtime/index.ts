@@ -52,6 +52,16 @@ export { setProvider } from './model-registry.ts';
 export type { Provider } from '@earendil-works/pi-ai';
 export type { PersistenceAdapter } from './persistence.ts';
 export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './events.ts';
+export {
+  InstrumentationAlreadyInstalledError,
+  instrument,
+  type FlueAttemptResult,
+  type FlueExecutionContext,
+  type FlueExecutionInterceptor,
+  type FlueExecutionOperation,
+  type FlueInstrumentation,
+  type FlueToolCallResult,
+} from './instrumentation.ts';
 export type { ConversationStreamChunk } from './projection.ts';
 export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './conversation.ts';
 export * from './errors.ts';

@@ -16,6 +16,7 @@ import { type LiveConversation, type ConversationEngine, convergeOpenStep } from
 import { AgentDefinitionError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
+import { type FlueExecutionContext, intercept } from './instrumentation.ts';
 import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
 import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from './narration.ts';
 import { type SubagentDefinition, renderDelegate, taskTool } from './subagents.ts';
@@ -326,6 +327,7 @@ export class ResponseRun {
       modelSpec: this.model?.spec ?? this.render().model!.spec,
       thinkingLevel: this.model?.thinkingLevel,
       signal: this.signal,
+      executionContext: () => this.executionContext(),
       log: (toolCallId, toolName) => this.logger({ tool: toolName, toolCallId }),
       depth,
       environment: this.environment,
@@ -619,6 +621,16 @@ export class ResponseRun {
   /** Streams one step; deltas are committed in coalesced batches, the step ends in one record. */
   async streamStep(model: Model<Api>, context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1]): Promise<AssistantMessage> {
     const stepId = newId('msg');
+    return intercept(
+      () => [
+        { type: 'model', turnId: stepId, purpose: 'agent', provider: model.provider, model: model.id },
+        { ...this.executionContext(), turnId: stepId },
+      ],
+      () => this.streamInto(stepId, model, context),
+    );
+  }
+
+  private async streamInto(stepId: string, model: Model<Api>, context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1]): Promise<AssistantMessage> {
     const messageId = this.responseMessageId;
     const startedRecord: ConversationRecord = {
       type: 'assistant_started',
@@ -718,11 +730,11 @@ export class ResponseRun {
     const settled = await Promise.allSettled(
       pending.calls.map((call) => {
         // Recovery resumes a delegated task's child session to completion (durability.md §6.2).
-        if (!fresh && call.name === taskTool.name) return this.runTask(call, pending.stepId, true);
+        if (!fresh && call.name === taskTool.name) return this.intercepted(call, pending.stepId, () => this.runTask(call, pending.stepId, true));
         const tool = tools.get(call.name);
         // Recovery re-runs only durable tools; an ordinary call's outcome is unknown (seed).
         if (!fresh && !(tool?.durable === true)) return Promise.resolve(interruptedOutcome(call));
-        return this.runOne(call, tool, pending.stepId);
+        return this.intercepted(call, pending.stepId, () => this.runOne(call, tool, pending.stepId));
       }),
     );
     if (this.signal.aborted) throw this.abortReason ?? abortError();
@@ -753,6 +765,24 @@ export class ResponseRun {
       recovering,
     });
     return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }), durationMs: Date.now() - started };
+  }
+
+  /** One tool execution inside the installed interceptors. */
+  private intercepted(call: ToolCall, stepId: string, work: () => Promise<ToolOutcomeRecord>): Promise<ToolOutcomeRecord> {
+    return intercept(() => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, { ...this.executionContext(), turnId: stepId }], work);
+  }
+
+  /** What interceptors are told about where an operation runs (the ids `observe()` events carry). */
+  executionContext(): FlueExecutionContext {
+    const delegate = this.delegate;
+    return {
+      instanceId: this.live.instanceId,
+      agentName: this.live.agentName,
+      submissionId: this.row.id,
+      conversationId: this.conv.conversationId,
+      session: this.session,
+      ...(delegate === undefined ? {} : { taskId: delegate.taskId }),
+    };
   }
 
   /** Where this run is, for the crash probe (crash-probe.ts). */
