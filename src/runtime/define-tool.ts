@@ -75,9 +75,9 @@ export interface McpToolAnnotations {
  * A validated, frozen tool definition. The defaults describe "any tool", so heterogeneous tool
  * lists type as `ToolDefinition[]` (`run` is a method, hence bivariant in its context).
  *
- * `parameters` is never accepted by `defineTool`/`useTool`; adapters whose arguments arrive as
- * JSON Schema (MCP server tools) set it on the definitions they build, and it wins over `input`
- * in `toolParameters`.
+ * `parameters` is never accepted from user options; adapters whose arguments arrive as JSON
+ * Schema (MCP server tools) set it on the definitions they build (which `useTool` mounts as they
+ * are, see `adoptToolDefinition`), and it wins over `input` in `toolParameters`.
  */
 export interface ToolDefinition<
   I extends ToolInputSchema | undefined = ToolInputSchema | undefined,
@@ -206,6 +206,16 @@ const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', '
 // Definitions this module produced; re-validating them on every render (useTool) would only
 // allocate a new identity for the same tool.
 const validated = new WeakSet<object>();
+
+/**
+ * Marks a definition built by a runtime adapter (MCP server tools, whose arguments arrive as JSON
+ * Schema in `parameters`) as already valid, so `useTool()` mounts it as it is.
+ */
+export function adoptToolDefinition(definition: ToolDefinition): ToolDefinition {
+  if (!Object.isFrozen(definition)) throw new Error('[flue] An adopted tool definition must be frozen.');
+  validated.add(definition);
+  return definition;
+}
 
 /**
  * The validation shared by `defineTool` and `useTool` (tools.md §1). Returns a frozen copy that

@@ -43,6 +43,7 @@ import type {
 } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 
+/** The deepest level a delegate (or a harness conversation) runs at; the main conversation is 0. */
 export const DELEGATION_DEPTH_CAP = 4;
 const MAX_RESULT_FOLLOW_UPS = 32;
 
@@ -272,7 +273,7 @@ async function runPrompt(
 }
 
 function nestedHarness(deps: HarnessDeps, signal: AbortSignal): ReturnType<typeof createHarness> {
-  if (deps.depth + 1 >= DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+  if (deps.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
   return createHarness({ ...deps, signal, depth: deps.depth + 1 });
 }
 

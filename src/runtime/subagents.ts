@@ -120,7 +120,7 @@ export type TaskResolution =
 /**
  * Resolves a `task` call against the live roster of the delegating render. An unknown agent is a
  * factual miss (not an error); `depth` is the delegating conversation's depth (the main
- * conversation is 0), and the delegate runs one level deeper, below the cap.
+ * conversation is 0), and the delegate runs one level deeper: delegates run at depths 1 to the cap.
  */
 export function resolveTask(args: unknown, subagents: readonly SubagentDefinition[], depth: number): TaskResolution {
   const parsed = v.safeParse(taskInput, args ?? {});
@@ -138,7 +138,7 @@ export function resolveTask(args: unknown, subagents: readonly SubagentDefinitio
       content: `Subagent "${agent}" is not declared. Available subagents: ${names.length ? names.join(', ') : '(none)'}.`,
     };
   }
-  if (depth + 1 >= DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
+  if (depth + 1 > DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
   const attachmentIds = [...new Set((attachments ?? []).map((attachment) => attachment.id))];
   return { kind: 'run', subagent, prompt, depth: depth + 1, ...(cwd === undefined ? {} : { cwd }), attachmentIds };
 }

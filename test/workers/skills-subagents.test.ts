@@ -5,7 +5,7 @@
  *
  * - a skill listed in the catalog, activated (`activate_skill`) and its resource read
  *   (`read_skill_resource`) by the path the activation listed;
- * - the delegation depth cap: a chain of delegates refused at the fifth conversation with the
+ * - the delegation depth cap: delegates run at depths 1 to 4, and the fifth nested task gets the
  *   `delegation_depth_exceeded` message as the task tool's error result;
  * - `GeneralSubagent` (`flue-general`): a blank delegate with the shared sandbox and the parent's model;
  * - the seed's `review_contract` harness tool (harness.sandbox + harness.prompt), verbatim.
@@ -95,15 +95,17 @@ test('a skill is listed in the catalog, activated with activate_skill, and its r
   expect(read.system).toBe(first!.system);
 });
 
-test('delegation deeper than the cap is refused: the fifth conversation gets delegation_depth_exceeded as the task error result', async () => {
+test('delegation deeper than the cap is refused: the depth-4 delegate task call gets delegation_depth_exceeded as its error result', async () => {
   const call = (id: string) => ({ toolCalls: [{ id, name: 'task', arguments: { agent: 'deeper', prompt: `go deeper (${id})` } }] });
   await scriptLane(
     LANE,
     call('call_d1'), // depth 0 (main) delegates
     call('call_d2'), // depth 1 delegates
     call('call_d3'), // depth 2 delegates
-    call('call_d4'), // depth 3 delegates: refused, the cap is 4 conversations deep
-    { text: 'depth 3 done' },
+    call('call_d4'), // depth 3 delegates
+    call('call_d5'), // depth 4 delegates: refused, delegates run at most 4 levels below the main conversation
+    { text: 'depth 4 done' },
+    { text: 'd3' },
     { text: 'd2' },
     { text: 'd1' },
     { text: 'top done' },
@@ -112,36 +114,39 @@ test('delegation deeper than the cap is refused: the fifth conversation gets del
   expect((await handle.read(await handle.dispatch('Go as deep as you can.'))).text).toBe('top done');
 
   const requests = await laneRequests(LANE);
-  expect(requests).toHaveLength(8);
+  expect(requests).toHaveLength(10);
   expect(requests[0]!.system).toContain('Start the chain.');
-  for (const level of [1, 2, 3]) {
+  for (const level of [1, 2, 3, 4]) {
     expect(requests[level]!.system).toBe('Delegate deeper.\n\n## Available Agents\nDelegate focused work with the `task` tool, naming one of these agents:\n- **deeper** — Delegates again.');
     expect(requests[level]!.messages.map((m) => m.content)).toEqual([`go deeper (call_d${level})`]);
   }
-  // The depth-3 delegate's task call never ran: its error result is the cap's message.
-  const refused = resultOf(requests[4]!, 'call_d4')!;
+  // The depth-4 delegate's task call never ran: its error result is the cap's message.
+  const refused = resultOf(requests[5]!, 'call_d5')!;
   const expected = new DelegationDepthExceededError(4);
   expect(expected.type).toBe('delegation_depth_exceeded');
   expect(refused).toMatchObject({ isError: true, content: expected.message });
   expect(refused.content).toBe('Maximum delegation depth (4) exceeded.');
   // Each level got its delegate's final text back, as a normal result.
-  expect(resultOf(requests[5]!, 'call_d3')).toMatchObject({ isError: false, content: 'depth 3 done' });
-  expect(resultOf(requests[6]!, 'call_d2')).toMatchObject({ isError: false, content: 'd2' });
-  expect(resultOf(requests[7]!, 'call_d1')).toMatchObject({ isError: false, content: 'd1' });
-  expect(toolResults(requests[7]!)).toHaveLength(1);
+  expect(resultOf(requests[6]!, 'call_d4')).toMatchObject({ isError: false, content: 'depth 4 done' });
+  expect(resultOf(requests[7]!, 'call_d3')).toMatchObject({ isError: false, content: 'd3' });
+  expect(resultOf(requests[8]!, 'call_d2')).toMatchObject({ isError: false, content: 'd2' });
+  expect(resultOf(requests[9]!, 'call_d1')).toMatchObject({ isError: false, content: 'd1' });
+  expect(toolResults(requests[9]!)).toHaveLength(1);
 
-  // Three nested child conversations, each retained on the one that delegated to it; no fourth.
+  // Four nested child conversations, each retained on the one that delegated to it; no fifth.
   const children = await childConversations(Studio, 'depth-1');
   expect(children.map((c) => [c.agent, c.toolCallId])).toEqual([
     ['deeper', 'call_d1'],
     ['deeper', 'call_d2'],
     ['deeper', 'call_d3'],
+    ['deeper', 'call_d4'],
   ]);
   expect(children[1]!.parentConversationId).toBe(children[0]!.conversationId);
   expect(children[2]!.parentConversationId).toBe(children[1]!.conversationId);
-  const deepest = children[2]!.snapshot.messages.at(-1)!.parts;
-  expect(deepest.find((p) => p.type === 'dynamic-tool')).toMatchObject({ toolName: 'task', toolCallId: 'call_d4', state: 'output-error' });
-  expect(deepest.at(-1)).toMatchObject({ type: 'text', text: 'depth 3 done' });
+  expect(children[3]!.parentConversationId).toBe(children[2]!.conversationId);
+  const deepest = children[3]!.snapshot.messages.at(-1)!.parts;
+  expect(deepest.find((p) => p.type === 'dynamic-tool')).toMatchObject({ toolName: 'task', toolCallId: 'call_d5', state: 'output-error' });
+  expect(deepest.at(-1)).toMatchObject({ type: 'text', text: 'depth 4 done' });
 });
 
 test('GeneralSubagent (flue-general) is a blank delegate: shared sandbox, the parent model, none of the parent instructions or tools', async () => {
