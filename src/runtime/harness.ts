@@ -13,7 +13,7 @@ import {
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from './compaction.ts';
-import { type ToolDefinition, toolParameters } from './define-tool.ts';
+import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import {
   DelegationDepthExceededError,
   OperationFailedError,
@@ -170,8 +170,13 @@ async function runPrompt(
   const model = resolveModel(options.model ?? deps.modelSpec);
   const modelInfo = { provider: model.provider, id: model.id };
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
-  const tools = new Map<string, ToolDefinition>();
-  for (const tool of [...frameworkTools(render), ...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
+  const assembled = assembleToolSet({
+    framework: frameworkTools(render),
+    builtin: deps.environment?.toolDefinitions() ?? [],
+    custom: [...render.tools, ...extra],
+    harnessPrompt: true,
+  });
+  const tools = new Map(assembled.map((tool) => [tool.name, tool]));
   const result = options.result;
   const wrapped = result !== undefined && !isObjectSchema(result);
   const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
