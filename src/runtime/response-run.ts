@@ -21,7 +21,9 @@ import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate
 import { type SubagentDefinition, renderDelegate, taskTool } from './subagents.ts';
 import { runTaskCall } from './task-run.ts';
 import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
+import { type WorkspaceContext, discoverWorkspace, withWorkspaceContext } from './workspace-context.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
+import type { Sandbox } from './sandbox/types.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
 import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
@@ -107,6 +109,7 @@ export class ResponseRun {
   readonly attachmentStream: string;
   /** This attempt's MCP connections, resolved once from the first render that declares any. */
   private mcp: Promise<ResolvedMcpConnections> | undefined;
+  private workspace: { sandbox: Sandbox; context: Promise<WorkspaceContext> } | undefined;
   /** The live roster of the latest turn's render (what `task` calls resolve against). */
   subagents: readonly SubagentDefinition[] = [];
   private overflowRetried = false;
@@ -256,7 +259,11 @@ export class ResponseRun {
     const rendered = this.render();
     // A delegate declares no sandbox: it uses its parent's environment as the parent leaves it.
     if (this.delegate === undefined) await this.environment.follow(rendered.sandbox, rendered.skills);
-    return rendered;
+    const sandbox = this.environment.current;
+    if (sandbox === undefined) return rendered;
+    // Discovered once per sandbox an attempt sees (a delegate's is the one at its own cwd).
+    if (this.workspace?.sandbox !== sandbox) this.workspace = { sandbox, context: discoverWorkspace(sandbox) };
+    return withWorkspaceContext(rendered, await this.workspace.context);
   }
 
   private setState(name: string, next: unknown, defaultValue: unknown): void {
