@@ -11,7 +11,7 @@
  * - the seed's `review_contract` harness tool (harness.sandbox + harness.prompt), verbatim.
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { DelegationDepthExceededError, GeneralSubagent, init } from '@flue/runtime';
+import { AgentRunError, DelegationDepthExceededError, GeneralSubagent, init } from '@flue/runtime';
 import { type RecordedMessage, type RecordedRequest, childConversations } from '@flue/runtime/testing';
 import { labNotes } from './sandbox-agents.ts';
 import { GENERAL_INSTRUCTIONS, STUDIO_LANE, Studio } from './skills-subagents-agents.ts';
@@ -217,4 +217,49 @@ test("the seed's review_contract runs as written: it stages the contract through
   expect(JSON.parse(review.content)).toEqual({ riskLevel: 'high', summary: 'Unlimited liability.' });
   expect(mainAfter!.messages.map((m) => m.content).join('\n')).not.toContain('审查 contract.md');
   expect(resultOf(last!, 'call_cat')).toMatchObject({ isError: false, content: 'Clause 9: unlimited liability.' });
+});
+
+test('workspace context on workerd: AGENTS.md and .agents/skills from the sandbox cwd, and from a task cwd for the delegate', async () => {
+  await scriptLane(
+    LANE,
+    { toolCalls: [{ id: 'call_ws_act', name: 'activate_skill', arguments: { name: 'changelog' } }] },
+    { toolCalls: [{ id: 'call_ws_task', name: 'task', arguments: { agent: 'flue-general', prompt: 'Check the vendored package.', cwd: 'pkg' } }] },
+    { toolCalls: [{ id: 'call_ws_vendor', name: 'activate_skill', arguments: { name: 'vendor-check' } }] }, // the delegate
+    { text: 'Matches upstream.' },
+    { text: 'Changelog updated; vendored package checked.' },
+  );
+  const handle = init(Studio, { id: 'workspace-1' });
+  expect((await handle.read(await handle.dispatch('Update the changelog and check pkg.'))).text).toBe('Changelog updated; vendored package checked.');
+
+  const requests = await laneRequests(LANE);
+  expect(requests).toHaveLength(5);
+  const [main, mainAfter, delegate, delegateAfter] = requests;
+  expect(main!.system).toContain('Maintain the repository.\n\n## Workspace Instructions\n\n');
+  expect(main!.system).toContain('Instructions from /repo/AGENTS.md:\n\nRun the linter before you finish.');
+  expect(main!.system).toContain('- **changelog** — Update the changelog.');
+  expect(main!.system).not.toContain('vendor-check');
+  expect(resultOf(mainAfter!, 'call_ws_act')!.content).toContain('<skill_instructions>\nAdd one line per change.');
+
+  expect(delegate!.system).toContain('Instructions from /repo/pkg/AGENTS.md:\n\nThis package is vendored: read only.');
+  expect(delegate!.system).not.toContain('Run the linter');
+  expect(delegate!.system).toContain('- **vendor-check** — Check the vendored package.');
+  expect(delegate!.system).not.toContain('**changelog**');
+  expect(resultOf(delegateAfter!, 'call_ws_vendor')).toMatchObject({ isError: false });
+  expect(resultOf(delegateAfter!, 'call_ws_vendor')!.content).toContain('<skill_instructions>\nCompare against upstream.');
+});
+
+test('reserved names on workerd: "flue-general" is GeneralSubagent only; finish and give_up are ordinary tool names outside harness prompts', async () => {
+  expect(GeneralSubagent.name).toBe('flue-general');
+  const impostor = init(Studio, { id: 'impostor-1' });
+  const failed = await impostor.read(await impostor.dispatch('Delegate.')).catch((error: unknown) => error);
+  expect(failed).toBeInstanceOf(AgentRunError);
+  expect((failed as Error).message).toContain('useSubagent(): the name "flue-general" is reserved for GeneralSubagent');
+  expect(await laneRequests(LANE)).toHaveLength(0);
+
+  await scriptLane(LANE, { toolCalls: [{ id: 'call_fin', name: 'finish', arguments: {} }] }, { text: 'Closed.' });
+  const finisher = init(Studio, { id: 'finisher-1' });
+  expect((await finisher.read(await finisher.dispatch('Close it.'))).text).toBe('Closed.');
+  const requests = await laneRequests(LANE);
+  expect(requests[0]!.tools.map((t) => t.name)).toEqual(['task', 'finish', 'give_up']);
+  expect(resultOf(requests[1]!, 'call_fin')).toMatchObject({ isError: false, content: JSON.stringify('ticket finished') });
 });
