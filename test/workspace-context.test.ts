@@ -5,7 +5,8 @@
  * side is test/workers/workspace-context.test.ts.
  */
 import { afterEach, expect, test, vi } from 'vitest';
-import { AgentRunError, GeneralSubagent, defineSkill, init, useModel, useSandbox, useSkill, useSubagent, virtualSandbox } from '@flue/runtime';
+import * as v from 'valibot';
+import { AgentRunError, GeneralSubagent, defineSkill, defineTool, init, useTool, useModel, useSandbox, useSkill, useSubagent, virtualSandbox } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -131,4 +132,29 @@ test('a workspace skill named like a declared one fails the submission before an
   expect((failed as AgentRunError).cause).toMatchObject({ type: 'skill_definition_validation' });
   expect((failed as Error).message).toContain('skill "release-notes" is mounted twice');
   expect(ctx.server.requests).toHaveLength(0);
+});
+
+test('a harness prompt sees the workspace context of the turn that called its tool', async () => {
+  const consult = defineTool({
+    name: 'consult',
+    description: 'Ask a scratch conversation.',
+    input: v.object({}),
+    harness: true,
+    async run({ harness }) {
+      return (await harness.prompt('What do the maintainers ask?')).text;
+    },
+  });
+  function Consultant() {
+    useModel('anthropic/claude-haiku-4-5');
+    useSandbox(virtualSandbox({ files: repo }), { cwd: '/repo' });
+    useTool(consult);
+    return 'Consult.';
+  }
+  await ctx.start([Consultant]);
+  ctx.server.script({ toolCalls: [{ name: 'consult', arguments: {} }] }, { text: 'Run npm test.' }, { text: 'They ask for npm test.' });
+  const handle = init(Consultant, { id: 'ws-6' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('They ask for npm test.');
+  const scratch = ctx.server.requests[1]!;
+  expect(scratch.system).toContain('Instructions from /repo/AGENTS.md:\n\nRun `npm test` before you say you are done.');
+  expect(scratch.system).toContain('- **release-notes** — Write release notes from the changelog.');
 });

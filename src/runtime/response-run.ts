@@ -109,7 +109,7 @@ export class ResponseRun {
   readonly attachmentStream: string;
   /** This attempt's MCP connections, resolved once from the first render that declares any. */
   private mcp: Promise<ResolvedMcpConnections> | undefined;
-  private workspace: { sandbox: Sandbox; context: Promise<WorkspaceContext> } | undefined;
+  private workspace: { sandbox: Sandbox; context: Promise<WorkspaceContext>; resolved?: WorkspaceContext } | undefined;
   /** The live roster of the latest turn's render (what `task` calls resolve against). */
   subagents: readonly SubagentDefinition[] = [];
   private overflowRetried = false;
@@ -262,8 +262,20 @@ export class ResponseRun {
     const sandbox = this.environment.current;
     if (sandbox === undefined) return rendered;
     // Discovered once per sandbox an attempt sees (a delegate's is the one at its own cwd).
-    if (this.workspace?.sandbox !== sandbox) this.workspace = { sandbox, context: discoverWorkspace(sandbox) };
+    if (this.workspace?.sandbox !== sandbox) {
+      const workspace: NonNullable<ResponseRun['workspace']> = { sandbox, context: discoverWorkspace(sandbox) };
+      this.workspace = workspace;
+      void workspace.context.then((context) => (workspace.resolved = context), () => {});
+    }
     return withWorkspaceContext(rendered, await this.workspace.context);
+  }
+
+  /** A harness prompt sees the workspace context its turn saw (it cannot wait for discovery). */
+  private renderForHarness(): RenderResult {
+    const rendered = this.render();
+    const workspace = this.workspace;
+    if (workspace?.resolved === undefined || workspace.sandbox !== this.environment.current) return rendered;
+    return withWorkspaceContext(rendered, workspace.resolved);
   }
 
   private setState(name: string, next: unknown, defaultValue: unknown): void {
@@ -324,7 +336,7 @@ export class ResponseRun {
   }
 
   harness(depth = this.depth): FlueHarness {
-    return createHarness({ name: 'default', render: () => this.render(), ...this.delegationDeps(depth) });
+    return createHarness({ name: 'default', render: () => this.renderForHarness(), ...this.delegationDeps(depth) });
   }
 
   /** What a harness or a delegated task inherits from this response. */

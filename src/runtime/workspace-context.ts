@@ -52,7 +52,13 @@ async function instructionSection(sandbox: Sandbox): Promise<string | undefined>
  */
 async function workspaceSkills(sandbox: Sandbox): Promise<SkillReference[]> {
   if (!(await isDirectory(sandbox, WORKSPACE_SKILLS_DIR))) return [];
-  const entries = [...(await sandbox.readdir(WORKSPACE_SKILLS_DIR))].sort(compareCodeUnits);
+  let entries: string[];
+  try {
+    entries = [...(await sandbox.readdir(WORKSPACE_SKILLS_DIR))].sort(compareCodeUnits);
+  } catch (error) {
+    console.warn(`[flue] Skipping workspace skills in ${sandbox.resolvePath(WORKSPACE_SKILLS_DIR)}: ${error instanceof Error ? error.message : String(error)}`);
+    return [];
+  }
   const skills: SkillReference[] = [];
   for (const entry of entries) {
     const directory = `${WORKSPACE_SKILLS_DIR}/${entry}`;
