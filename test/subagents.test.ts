@@ -268,6 +268,51 @@ test('a harness.prompt() conversation counts as a delegation level: its delegate
   expect(children.map((c) => c.agent)).toEqual(['deeper', 'deeper', 'deeper']);
 });
 
+test('a harness tool in a depth-4 delegate cannot open its harness: the tool fails with the cap message', async () => {
+  const probe = defineTool({
+    name: 'probe',
+    description: 'Probe through a scratch conversation.',
+    input: v.object({}),
+    harness: true,
+    async run({ harness }) {
+      return (await harness.prompt('Probe.')).text;
+    },
+  });
+  const deepest: ReturnType<typeof defineSubagent> = defineSubagent({
+    name: 'deeper',
+    description: 'Delegates again.',
+    agent() {
+      useSubagent(deepest);
+      useTool(probe);
+      return 'Delegate deeper.';
+    },
+  });
+  function Chain() {
+    useModel('anthropic/claude-haiku-4-5');
+    useSubagent(deepest);
+    return 'Chain.';
+  }
+  await ctx.start([Chain]);
+  const call = { toolCalls: [{ name: 'task', arguments: { agent: 'deeper', prompt: 'go deeper' } }] };
+  ctx.server.script(
+    call, // main (depth 0)
+    call, // depth 1
+    call, // depth 2
+    call, // depth 3
+    { toolCalls: [{ name: 'probe', arguments: {} }] }, // depth 4: its harness would be depth 5
+    { text: 'depth 4 done' },
+    { text: 'd3' },
+    { text: 'd2' },
+    { text: 'd1' },
+    { text: 'top done' },
+  );
+  const handle = init(Chain, { id: 'depth-tool-harness' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('top done');
+  const refused = ctx.server.requests[5]!.messages.filter((m) => m.role === 'tool').at(-1)!;
+  expect(refused).toMatchObject({ isError: true, content: 'Maximum delegation depth (4) exceeded.' });
+  expect(ctx.server.requests).toHaveLength(10);
+});
+
 test('aborting while a delegate works settles the task call with the interrupted marker naming its child conversation', async () => {
   await ctx.start([Triage]);
   ctx.server.script(

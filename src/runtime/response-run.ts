@@ -13,10 +13,10 @@ import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
-import { AgentDefinitionError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { AgentDefinitionError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
-import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
+import { DELEGATION_DEPTH_CAP, type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
 import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from './narration.ts';
 import { type SubagentDefinition, renderDelegate, taskTool } from './subagents.ts';
 import { runTaskCall } from './task-run.ts';
@@ -337,6 +337,12 @@ export class ResponseRun {
 
   harness(depth = this.depth): FlueHarness {
     return createHarness({ name: 'default', render: () => this.renderForHarness(), ...this.delegationDeps(depth) });
+  }
+
+  /** A `harness: true` tool's harness: one delegation level below this conversation, within the cap. */
+  private toolHarness(): FlueHarness {
+    if (this.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+    return this.harness(this.depth + 1);
   }
 
   /** What a harness or a delegated task inherits from this response. */
@@ -804,7 +810,7 @@ export class ResponseRun {
       signal: this.signal,
       log,
       onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
-      ...(tool.harness ? { harness: () => this.harness(this.depth + 1) } : {}),
+      ...(tool.harness ? { harness: () => this.toolHarness() } : {}),
       ...(tool.durable
         ? {
             step: createToolStep({
