@@ -162,23 +162,26 @@ test('delegation deeper than the cap is refused with the exact message', async (
   }
   await ctx.start([Top]);
   const call = { toolCalls: [{ name: 'task', arguments: { agent: 'deeper', prompt: 'go deeper' } }] };
-  ctx.server.script(call, call, call, call, { text: 'depth 3 done' }, { text: 'd2' }, { text: 'd1' }, { text: 'top done' });
+  // Delegates run at depths 1 to 4; the depth-4 delegate's task call (a fifth level) is refused.
+  ctx.server.script(call, call, call, call, call, { text: 'depth 4 done' }, { text: 'd3' }, { text: 'd2' }, { text: 'd1' }, { text: 'top done' });
   const handle = init(Top, { id: 'sub-3' });
   const reply = await handle.read(await handle.dispatch('go'));
   expect(reply.text).toBe('top done');
-  const refused = ctx.server.requests[4]!.messages.filter((m) => m.role === 'tool').at(-1)!;
+  const refused = ctx.server.requests[5]!.messages.filter((m) => m.role === 'tool').at(-1)!;
   expect(refused.isError).toBe(true);
   expect(refused.content).toBe('Maximum delegation depth (4) exceeded.');
-  // Three nested child conversations, each retained on the one that delegated to it.
+  // Four nested child conversations, each retained on the one that delegated to it.
   const children = await childConversations(Top, 'sub-3');
-  expect(children.map((c) => c.agent)).toEqual(['deeper', 'deeper', 'deeper']);
+  expect(children.map((c) => c.agent)).toEqual(['deeper', 'deeper', 'deeper', 'deeper']);
   expect(children[1]!.parentConversationId).toBe(children[0]!.conversationId);
   expect(children[2]!.parentConversationId).toBe(children[1]!.conversationId);
+  expect(children[3]!.parentConversationId).toBe(children[2]!.conversationId);
   const finalText = (c: (typeof children)[number]) => c.snapshot.messages.filter((m) => m.role === 'assistant').at(-1)!.parts.at(-1);
   expect(children.map(finalText)).toMatchObject([
     { type: 'text', text: 'd1' },
     { type: 'text', text: 'd2' },
-    { type: 'text', text: 'depth 3 done' },
+    { type: 'text', text: 'd3' },
+    { type: 'text', text: 'depth 4 done' },
   ]);
 });
 
@@ -217,6 +220,97 @@ test('a harness.prompt() conversation delegates through task; the child is retai
     { type: 'text', text: 'Classify the crash.' },
     { type: 'text', text: 'A bug.' },
   ]);
+});
+
+test('a harness.prompt() conversation counts as a delegation level: its delegates reach depth 4 and the next task is refused', async () => {
+  const deeper: ReturnType<typeof defineSubagent> = defineSubagent({
+    name: 'deeper',
+    description: 'Delegates again.',
+    agent() {
+      useSubagent(deeper);
+      return 'Delegate deeper.';
+    },
+  });
+  const probe = defineTool({
+    name: 'probe',
+    description: 'Probe through a scratch conversation.',
+    input: v.object({}),
+    harness: true,
+    async run({ harness }) {
+      return (await harness.prompt('Start the chain.')).text;
+    },
+  });
+  function Prober() {
+    useModel('anthropic/claude-haiku-4-5');
+    useTool(probe);
+    useSubagent(deeper);
+    return 'Probe.';
+  }
+  await ctx.start([Prober]);
+  const call = { toolCalls: [{ name: 'task', arguments: { agent: 'deeper', prompt: 'go deeper' } }] };
+  ctx.server.script(
+    { toolCalls: [{ name: 'probe', arguments: {} }] },
+    call, // the harness conversation (depth 1) delegates
+    call, // depth 2
+    call, // depth 3
+    call, // depth 4: refused
+    { text: 'depth 4 done' },
+    { text: 'd3' },
+    { text: 'd2' },
+    { text: 'harness done' },
+    { text: 'top done' },
+  );
+  const handle = init(Prober, { id: 'depth-harness' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('top done');
+  const refused = ctx.server.requests[5]!.messages.filter((m) => m.role === 'tool').at(-1)!;
+  expect(refused).toMatchObject({ isError: true, content: 'Maximum delegation depth (4) exceeded.' });
+  const children = await childConversations(Prober, 'depth-harness');
+  expect(children.map((c) => c.agent)).toEqual(['deeper', 'deeper', 'deeper']);
+});
+
+test('a harness tool in a depth-4 delegate cannot open its harness: the tool fails with the cap message', async () => {
+  const probe = defineTool({
+    name: 'probe',
+    description: 'Probe through a scratch conversation.',
+    input: v.object({}),
+    harness: true,
+    async run({ harness }) {
+      return (await harness.prompt('Probe.')).text;
+    },
+  });
+  const deepest: ReturnType<typeof defineSubagent> = defineSubagent({
+    name: 'deeper',
+    description: 'Delegates again.',
+    agent() {
+      useSubagent(deepest);
+      useTool(probe);
+      return 'Delegate deeper.';
+    },
+  });
+  function Chain() {
+    useModel('anthropic/claude-haiku-4-5');
+    useSubagent(deepest);
+    return 'Chain.';
+  }
+  await ctx.start([Chain]);
+  const call = { toolCalls: [{ name: 'task', arguments: { agent: 'deeper', prompt: 'go deeper' } }] };
+  ctx.server.script(
+    call, // main (depth 0)
+    call, // depth 1
+    call, // depth 2
+    call, // depth 3
+    { toolCalls: [{ name: 'probe', arguments: {} }] }, // depth 4: its harness would be depth 5
+    { text: 'depth 4 done' },
+    { text: 'd3' },
+    { text: 'd2' },
+    { text: 'd1' },
+    { text: 'top done' },
+  );
+  const handle = init(Chain, { id: 'depth-tool-harness' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('top done');
+  const refused = ctx.server.requests[5]!.messages.filter((m) => m.role === 'tool').at(-1)!;
+  expect(refused).toMatchObject({ isError: true, content: 'Maximum delegation depth (4) exceeded.' });
+  expect(ctx.server.requests).toHaveLength(10);
 });
 
 test('aborting while a delegate works settles the task call with the interrupted marker naming its child conversation', async () => {

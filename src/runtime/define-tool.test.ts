@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as v from 'valibot';
 import {
+  HARNESS_RESERVED_TOOL_NAMES,
   RESERVED_TOOL_NAMES,
   assembleToolSet,
   defineTool,
@@ -256,7 +257,8 @@ describe('assembleToolSet', () => {
   });
 
   it('lists the reserved names', () => {
-    expect(RESERVED_TOOL_NAMES).toEqual(['task', 'activate_skill', 'read_skill_resource', 'finish', 'give_up']);
+    expect(RESERVED_TOOL_NAMES).toEqual(['task', 'activate_skill', 'read_skill_resource']);
+    expect(HARNESS_RESERVED_TOOL_NAMES).toEqual(['finish', 'give_up']);
   });
 
   it('rejects reserved names in the custom and builtin groups', () => {
@@ -272,6 +274,15 @@ describe('assembleToolSet', () => {
         expect((thrown as ToolNameConflictError).type).toBe('tool_name_conflict');
         expect((thrown as Error).message).toBe(`Tool name "${name}" is reserved by the framework.`);
       }
+    }
+  });
+
+  it('reserves finish and give_up inside harness prompts only', () => {
+    for (const name of HARNESS_RESERVED_TOOL_NAMES) {
+      expect(assembleToolSet({ custom: [tool(name)] }).map((t) => t.name)).toEqual([name]);
+      expect(() => assembleToolSet({ custom: [tool(name)], harnessPrompt: true })).toThrow(
+        new ToolNameConflictError(`Tool name "${name}" is reserved by the framework inside harness prompts.`),
+      );
     }
   });
 

@@ -75,9 +75,9 @@ export interface McpToolAnnotations {
  * A validated, frozen tool definition. The defaults describe "any tool", so heterogeneous tool
  * lists type as `ToolDefinition[]` (`run` is a method, hence bivariant in its context).
  *
- * `parameters` is never accepted by `defineTool`/`useTool`; adapters whose arguments arrive as
- * JSON Schema (MCP server tools) set it on the definitions they build, and it wins over `input`
- * in `toolParameters`.
+ * `parameters` is never accepted from user options; adapters whose arguments arrive as JSON
+ * Schema (MCP server tools) set it on the definitions they build (which `useTool` mounts as they
+ * are, see `adoptToolDefinition`), and it wins over `input` in `toolParameters`.
  */
 export interface ToolDefinition<
   I extends ToolInputSchema | undefined = ToolInputSchema | undefined,
@@ -206,6 +206,16 @@ const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', '
 // Definitions this module produced; re-validating them on every render (useTool) would only
 // allocate a new identity for the same tool.
 const validated = new WeakSet<object>();
+
+/**
+ * Marks a definition built by a runtime adapter (MCP server tools, whose arguments arrive as JSON
+ * Schema in `parameters`) as already valid, so `useTool()` mounts it as it is.
+ */
+export function adoptToolDefinition(definition: ToolDefinition): ToolDefinition {
+  if (!Object.isFrozen(definition)) throw new Error('[flue] An adopted tool definition must be frozen.');
+  validated.add(definition);
+  return definition;
+}
 
 /**
  * The validation shared by `defineTool` and `useTool` (tools.md §1). Returns a frozen copy that
@@ -348,24 +358,24 @@ function convertParameters(tool: ToolDefinition): Record<string, unknown> {
 
 // ── Tool-set assembly (tools.md §11) ──────────────────────────────────────────────────────────
 
-export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze([
-  'task',
-  'activate_skill',
-  'read_skill_resource',
-  'finish',
-  'give_up',
-]);
+/** The framework's own tools, reserved in every conversation. */
+export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze(['task', 'activate_skill', 'read_skill_resource']);
+
+/** The result tools of `harness.prompt()`, reserved inside harness prompts only. */
+export const HARNESS_RESERVED_TOOL_NAMES: readonly string[] = Object.freeze(['finish', 'give_up']);
 
 /**
  * The groups of one render's tool set, in assembly order. `framework` and `result` are the
  * runtime's own tools and may use reserved names; `builtin` (sandbox/adapter tools) and `custom`
- * (`useTool` + MCP) are user groups and may not.
+ * (`useTool` + MCP) are user groups and may not. `harnessPrompt` marks a harness prompt's set,
+ * where `finish`/`give_up` are reserved too.
  */
 export interface ToolSetGroups {
   framework?: readonly ToolDefinition[];
   builtin?: readonly ToolDefinition[];
   custom?: readonly ToolDefinition[];
   result?: readonly ToolDefinition[];
+  harnessPrompt?: boolean;
 }
 
 /** Flattens the groups in order; throws `ToolNameConflictError` before any model call. */
@@ -382,6 +392,9 @@ export function assembleToolSet(groups: ToolSetGroups): ToolDefinition[] {
     for (const tool of group ?? []) {
       if (userGroup && RESERVED_TOOL_NAMES.includes(tool.name)) {
         throw new ToolNameConflictError(`Tool name "${tool.name}" is reserved by the framework.`);
+      }
+      if (userGroup && groups.harnessPrompt && HARNESS_RESERVED_TOOL_NAMES.includes(tool.name)) {
+        throw new ToolNameConflictError(`Tool name "${tool.name}" is reserved by the framework inside harness prompts.`);
       }
       if (seen.has(tool.name)) throw new ToolNameConflictError(`Duplicate tool name "${tool.name}".`);
       seen.add(tool.name);

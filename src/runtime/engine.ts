@@ -20,7 +20,6 @@ import {
   type SettlementError,
   SubmissionAbortedError,
   SubmissionConflictError,
-  SubmissionInterruptedError,
   SubmissionRetryExhaustedError,
   SubmissionTimeoutError,
   abortError,
@@ -552,7 +551,7 @@ export class ConversationEngine {
             maxAttempts: durability.maxAttempts,
             ...this.interruptedTools(live),
           })
-        : new SubmissionInterruptedError({ attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
+        : new SubmissionRetryExhaustedError({ phase: 'retry_exhausted_before_input', attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
       this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
       return true;
     }

@@ -232,20 +232,22 @@ export class RuntimeUnavailableError extends FlueHttpError {
 
 // ── Submission settlement errors (errors.md §4) ───────────────────────────────────────────────
 
+/**
+ * Attempts used up without a completed response. When none of them got as far as applying the
+ * delivered input, `meta.phase` is `retry_exhausted_before_input` (the model never saw it).
+ */
 export class SubmissionRetryExhaustedError extends FlueError {
-  constructor(meta: { attemptCount: number; maxAttempts: number; interruptedTools?: { name: string; id: string }[] }) {
+  constructor(
+    meta:
+      | { attemptCount: number; maxAttempts: number; interruptedTools?: { name: string; id: string }[] }
+      | { phase: 'retry_exhausted_before_input'; attemptCount: number; maxAttempts: number },
+  ) {
     super('submission_retry_exhausted', {
-      message: `The submission was interrupted ${meta.attemptCount} times and reached its attempt budget (${meta.maxAttempts}).`,
+      message:
+        'phase' in meta
+          ? `Every attempt (${meta.attemptCount} of ${meta.maxAttempts}) was interrupted before the delivered input was applied.`
+          : `The submission was interrupted ${meta.attemptCount} times and reached its attempt budget (${meta.maxAttempts}).`,
       meta,
-    });
-  }
-}
-
-export class SubmissionInterruptedError extends FlueError {
-  constructor(meta: { attemptCount: number; maxAttempts: number }) {
-    super('submission_interrupted', {
-      message: 'Every attempt was interrupted before the delivered input was applied.',
-      meta: { phase: 'retry_exhausted_before_input', ...meta },
     });
   }
 }

@@ -13,7 +13,7 @@ import {
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from './compaction.ts';
-import { type ToolDefinition, toolParameters } from './define-tool.ts';
+import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import {
   DelegationDepthExceededError,
   OperationFailedError,
@@ -45,6 +45,7 @@ import type {
 } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 
+/** The deepest level a delegate (or a harness conversation) runs at; the main conversation is 0. */
 export const DELEGATION_DEPTH_CAP = 4;
 const MAX_RESULT_FOLLOW_UPS = 32;
 
@@ -173,8 +174,13 @@ async function runPrompt(
   const model = resolveModel(options.model ?? deps.modelSpec);
   const modelInfo = { provider: model.provider, id: model.id };
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
-  const tools = new Map<string, ToolDefinition>();
-  for (const tool of [...frameworkTools(render), ...(deps.environment?.toolDefinitions() ?? []), ...render.tools, ...extra]) tools.set(tool.name, tool);
+  const assembled = assembleToolSet({
+    framework: frameworkTools(render),
+    builtin: deps.environment?.toolDefinitions() ?? [],
+    custom: [...render.tools, ...extra],
+    harnessPrompt: true,
+  });
+  const tools = new Map(assembled.map((tool) => [tool.name, tool]));
   const result = options.result;
   const wrapped = result !== undefined && !isObjectSchema(result);
   const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
@@ -285,7 +291,7 @@ function harnessContext(deps: HarnessDeps): FlueExecutionContext {
 }
 
 function nestedHarness(deps: HarnessDeps, signal: AbortSignal): ReturnType<typeof createHarness> {
-  if (deps.depth + 1 >= DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+  if (deps.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
   return createHarness({ ...deps, signal, depth: deps.depth + 1 });
 }
 

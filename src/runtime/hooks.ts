@@ -91,7 +91,13 @@ export function useSkill(skill: SkillDefinition | SkillReference): void {
 /** Mounts a delegate the `task` tool can reach; allowed in subagent frames (nesting). */
 export function useSubagent(subagent: SubagentDefinition): void {
   const frame = currentFrame('useSubagent');
-  const definition = validateSubagent(subagent, 'useSubagent()');
+  let definition: SubagentDefinition;
+  try {
+    definition = validateSubagent(subagent, 'useSubagent()');
+  } catch (error) {
+    // Typed, so the caller of the failed submission sees the reason rather than an internal error.
+    throw hookUsageError((error as Error).message);
+  }
   if (frame.subagents.some((declared) => declared.name === definition.name)) {
     throw hookUsageError(`[flue] useSubagent("${definition.name}") was declared twice in one render.`);
   }

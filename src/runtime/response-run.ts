@@ -13,16 +13,18 @@ import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
-import { AgentDefinitionError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
+import { AgentDefinitionError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
 import { crashProbe } from './crash-probe.ts';
 import { createLogger } from './events.ts';
 import { type FlueExecutionContext, intercept } from './instrumentation.ts';
-import { type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
+import { DELEGATION_DEPTH_CAP, type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
 import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from './narration.ts';
 import { type SubagentDefinition, renderDelegate, taskTool } from './subagents.ts';
 import { runTaskCall } from './task-run.ts';
 import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
+import { type WorkspaceContext, discoverWorkspace, withWorkspaceContext } from './workspace-context.ts';
 import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
+import type { Sandbox } from './sandbox/types.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
 import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
@@ -108,6 +110,7 @@ export class ResponseRun {
   readonly attachmentStream: string;
   /** This attempt's MCP connections, resolved once from the first render that declares any. */
   private mcp: Promise<ResolvedMcpConnections> | undefined;
+  private workspace: { sandbox: Sandbox; context: Promise<WorkspaceContext>; resolved?: WorkspaceContext } | undefined;
   /** The live roster of the latest turn's render (what `task` calls resolve against). */
   subagents: readonly SubagentDefinition[] = [];
   private overflowRetried = false;
@@ -257,7 +260,23 @@ export class ResponseRun {
     const rendered = this.render();
     // A delegate declares no sandbox: it uses its parent's environment as the parent leaves it.
     if (this.delegate === undefined) await this.environment.follow(rendered.sandbox, rendered.skills);
-    return rendered;
+    const sandbox = this.environment.current;
+    if (sandbox === undefined) return rendered;
+    // Discovered once per sandbox an attempt sees (a delegate's is the one at its own cwd).
+    if (this.workspace?.sandbox !== sandbox) {
+      const workspace: NonNullable<ResponseRun['workspace']> = { sandbox, context: discoverWorkspace(sandbox) };
+      this.workspace = workspace;
+      void workspace.context.then((context) => (workspace.resolved = context), () => {});
+    }
+    return withWorkspaceContext(rendered, await this.workspace.context);
+  }
+
+  /** A harness prompt sees the workspace context its turn saw (it cannot wait for discovery). */
+  private renderForHarness(): RenderResult {
+    const rendered = this.render();
+    const workspace = this.workspace;
+    if (workspace?.resolved === undefined || workspace.sandbox !== this.environment.current) return rendered;
+    return withWorkspaceContext(rendered, workspace.resolved);
   }
 
   private setState(name: string, next: unknown, defaultValue: unknown): void {
@@ -318,7 +337,13 @@ export class ResponseRun {
   }
 
   harness(depth = this.depth): FlueHarness {
-    return createHarness({ name: 'default', render: () => this.render(), ...this.delegationDeps(depth) });
+    return createHarness({ name: 'default', render: () => this.renderForHarness(), ...this.delegationDeps(depth) });
+  }
+
+  /** A `harness: true` tool's harness: one delegation level below this conversation, within the cap. */
+  private toolHarness(): FlueHarness {
+    if (this.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+    return this.harness(this.depth + 1);
   }
 
   /** What a harness or a delegated task inherits from this response. */
@@ -815,7 +840,7 @@ export class ResponseRun {
       signal: this.signal,
       log,
       onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
-      ...(tool.harness ? { harness: () => this.harness(this.depth + 1) } : {}),
+      ...(tool.harness ? { harness: () => this.toolHarness() } : {}),
       ...(tool.durable
         ? {
             step: createToolStep({

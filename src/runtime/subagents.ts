@@ -33,6 +33,9 @@ export function validateSubagent(value: unknown, site: string): SubagentDefiniti
   }
   const label = typeof def.name === 'string' && def.name ? `subagent "${def.name}"` : 'a subagent';
   if (typeof def.name !== 'string' || def.name.trim() === '') throw new Error(`[flue] ${site}: name must be a non-empty string.`);
+  if (def.name === GENERAL_SUBAGENT_NAME && value !== GeneralSubagent) {
+    throw new Error(`[flue] ${site}: the name "${GENERAL_SUBAGENT_NAME}" is reserved for GeneralSubagent; give this subagent another name (or declare useSubagent(GeneralSubagent)).`);
+  }
   if (typeof def.description !== 'string' || def.description.trim() === '') {
     throw new Error(`[flue] ${site}: ${label} needs a non-empty description (the model decides when to delegate from it).`);
   }
@@ -50,9 +53,12 @@ export function defineSubagent(definition: SubagentDefinition): SubagentDefiniti
   return validateSubagent(definition, 'defineSubagent()');
 }
 
+/** The framework-reserved name `GeneralSubagent` registers under. */
+export const GENERAL_SUBAGENT_NAME = 'flue-general';
+
 /** A blank general-purpose delegate: the shared environment and the parent's model, nothing else. */
 export const GeneralSubagent: SubagentDefinition = Object.freeze({
-  name: 'flue-general',
+  name: GENERAL_SUBAGENT_NAME,
   description:
     'A general-purpose agent with a fresh context and the workspace tools. Give it complete, self-contained instructions: it sees none of this conversation.',
   agent: () => undefined,
@@ -120,7 +126,7 @@ export type TaskResolution =
 /**
  * Resolves a `task` call against the live roster of the delegating render. An unknown agent is a
  * factual miss (not an error); `depth` is the delegating conversation's depth (the main
- * conversation is 0), and the delegate runs one level deeper, below the cap.
+ * conversation is 0), and the delegate runs one level deeper: delegates run at depths 1 to the cap.
  */
 export function resolveTask(args: unknown, subagents: readonly SubagentDefinition[], depth: number): TaskResolution {
   const parsed = v.safeParse(taskInput, args ?? {});
@@ -138,7 +144,7 @@ export function resolveTask(args: unknown, subagents: readonly SubagentDefinitio
       content: `Subagent "${agent}" is not declared. Available subagents: ${names.length ? names.join(', ') : '(none)'}.`,
     };
   }
-  if (depth + 1 >= DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
+  if (depth + 1 > DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
   const attachmentIds = [...new Set((attachments ?? []).map((attachment) => attachment.id))];
   return { kind: 'run', subagent, prompt, depth: depth + 1, ...(cwd === undefined ? {} : { cwd }), attachmentIds };
 }

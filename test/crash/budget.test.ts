@@ -50,7 +50,7 @@ describe('attempt budget and deadline across crashes', () => {
     expect(view.submissions[0]!.attemptCount).toBe(2);
   });
 
-  it('every attempt dies before the input is applied: settles failed (SubmissionInterruptedError), the lane stays usable', async () => {
+  it('every attempt dies before the input is applied: settles failed (SubmissionRetryExhaustedError, phase retry_exhausted_before_input), the lane stays usable', async () => {
     const { server, s } = t;
     server.script({ text: 'I am here now.' }, { text: 'spare step (unexpected extra model call)' });
     const stream = streamOf('FragileAgent', 'never-applied'); // maxAttempts: 2
@@ -72,7 +72,8 @@ describe('attempt budget and deadline across crashes', () => {
     expectSettledExactlyOnce(view, [first.submissionId], 'failed');
     expectSettledExactlyOnce(view, [third.submissionId], 'completed');
     expect(settledRecords(view).get(first.submissionId)![0]!.record.error).toMatchObject({
-      type: 'submission_interrupted',
+      type: 'submission_retry_exhausted',
+      message: 'Every attempt (2 of 2) was interrupted before the delivered input was applied.',
       meta: { phase: 'retry_exhausted_before_input', attemptCount: 2, maxAttempts: 2 },
     });
     // Never applied: no input record, no advisory, and the model never saw it.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { AgentRunError, defineMcpConnection, init, useMcpConnection, useModel } from '@flue/runtime';
+import { AgentRunError, createMcpConnection, defineMcpConnection, init, useMcpConnection, useModel, useTool } from '@flue/runtime';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { deadUrl, simpleTool, startMcpTestServer, toolServer, type TestServer } from './mcp-test-server.ts';
 
@@ -36,6 +36,26 @@ test('useMcpConnection mounts the server tools; the model calls them; auth is re
   expect(offered.description).toContain('Create an issue.');
   expect(ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain('created: Crash on start');
   expect(mcp.requests.some((r) => r.headers.authorization === 'Bearer first-token')).toBe(true);
+});
+
+test('createMcpConnection() tools are plain tool definitions: useTool() mounts them and the model calls them', async () => {
+  const connection = await createMcpConnection({ name: 'tracker', url: mcp.url, auth: () => 'second-token' });
+  try {
+    function Filer() {
+      useModel('anthropic/claude-haiku-4-5');
+      for (const tool of connection.tools) useTool(tool);
+      return 'File issues.';
+    }
+    await ctx.start([Filer]);
+    ctx.server.script({ toolCalls: [{ name: 'mcp__tracker__create_issue', arguments: { title: 'Mounted by hand' } }] }, { text: 'Filed.' });
+    const handle = init(Filer, { id: 'mcp-usetool' });
+    expect((await handle.read(await handle.dispatch('File it.'))).text).toBe('Filed.');
+    const offered = ctx.server.requests[0]!.tools.find((t) => t.name === 'mcp__tracker__create_issue')!;
+    expect(offered.parameters).toMatchObject({ type: 'object', properties: { title: { type: 'string' } }, required: ['title'] });
+    expect(ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)).toMatchObject({ content: JSON.stringify('created: Mounted by hand'), isError: false });
+  } finally {
+    await connection.close();
+  }
 });
 
 test('an optional server that is down mounts nothing, is narrated to the model, and the agent still runs', async () => {

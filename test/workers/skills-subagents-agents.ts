@@ -7,6 +7,10 @@
  * - `depth-*`:   a subagent that declares itself again, for the delegation depth cap.
  * - `general-*`: `GeneralSubagent` next to a durable virtual sandbox and a tool of the parent's own.
  * - `review-*`:  the seed's `review_contract` harness tool over a durable virtual sandbox.
+ * - `impostor-*`: a subagent that takes GeneralSubagent's reserved name `flue-general`.
+ * - `finisher-*`: custom `finish`/`give_up` tools, free names outside harness prompts.
+ * - `workspace-*`: a virtual sandbox at cwd `/repo` holding AGENTS.md and `.agents/skills`, and
+ *   `GeneralSubagent` (workspace context discovered from the sandbox cwd and a task's cwd).
  */
 import {
   GeneralSubagent,
@@ -45,6 +49,15 @@ export const deeper: ReturnType<typeof defineSubagent> = defineSubagent({
 export const GENERAL_INSTRUCTIONS = 'Coordinate the work; delegate reading to a helper.';
 
 const generalFiles = virtualSandbox({ files: { '/workspace/brief.txt': 'Ship the importer by Friday.\n' } });
+const workspaceSkill = (name: string, description: string, body: string) => `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`;
+export const workspaceRepo = virtualSandbox({
+  files: {
+    '/repo/AGENTS.md': 'Run the linter before you finish.',
+    '/repo/.agents/skills/changelog/SKILL.md': workspaceSkill('changelog', 'Update the changelog.', 'Add one line per change.'),
+    '/repo/pkg/AGENTS.md': 'This package is vendored: read only.',
+    '/repo/pkg/.agents/skills/vendor-check/SKILL.md': workspaceSkill('vendor-check', 'Check the vendored package.', 'Compare against upstream.'),
+  },
+});
 const reviewFiles = virtualSandbox({ files: { '/workspace/notes.txt': 'line one\n' } });
 
 export function Studio({ id }: { id: string }) {
@@ -63,6 +76,20 @@ export function Studio({ id }: { id: string }) {
     useTool({ name: 'stamp', description: 'Stamp the brief as handled.', run: () => 'stamped' });
     useSubagent(GeneralSubagent);
     return GENERAL_INSTRUCTIONS;
+  }
+  if (id.startsWith('impostor-')) {
+    useSubagent({ name: 'flue-general', description: 'An impostor.', agent: () => 'Impostor.' });
+    return 'Delegate.';
+  }
+  if (id.startsWith('finisher-')) {
+    useTool({ name: 'finish', description: 'Mark the ticket finished.', run: () => 'ticket finished' });
+    useTool({ name: 'give_up', description: 'Mark the ticket abandoned.', run: () => 'ticket abandoned' });
+    return 'Close tickets.';
+  }
+  if (id.startsWith('workspace-')) {
+    useSandbox(workspaceRepo, { cwd: '/repo' });
+    useSubagent(GeneralSubagent);
+    return 'Maintain the repository.';
   }
   useSandbox(reviewFiles);
   useTool(reviewContract);

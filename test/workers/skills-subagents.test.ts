@@ -5,13 +5,13 @@
  *
  * - a skill listed in the catalog, activated (`activate_skill`) and its resource read
  *   (`read_skill_resource`) by the path the activation listed;
- * - the delegation depth cap: a chain of delegates refused at the fifth conversation with the
+ * - the delegation depth cap: delegates run at depths 1 to 4, and the fifth nested task gets the
  *   `delegation_depth_exceeded` message as the task tool's error result;
  * - `GeneralSubagent` (`flue-general`): a blank delegate with the shared sandbox and the parent's model;
  * - the seed's `review_contract` harness tool (harness.sandbox + harness.prompt), verbatim.
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { DelegationDepthExceededError, GeneralSubagent, init } from '@flue/runtime';
+import { AgentRunError, DelegationDepthExceededError, GeneralSubagent, init } from '@flue/runtime';
 import { type RecordedMessage, type RecordedRequest, childConversations } from '@flue/runtime/testing';
 import { labNotes } from './sandbox-agents.ts';
 import { GENERAL_INSTRUCTIONS, STUDIO_LANE, Studio } from './skills-subagents-agents.ts';
@@ -95,15 +95,17 @@ test('a skill is listed in the catalog, activated with activate_skill, and its r
   expect(read.system).toBe(first!.system);
 });
 
-test('delegation deeper than the cap is refused: the fifth conversation gets delegation_depth_exceeded as the task error result', async () => {
+test('delegation deeper than the cap is refused: the depth-4 delegate task call gets delegation_depth_exceeded as its error result', async () => {
   const call = (id: string) => ({ toolCalls: [{ id, name: 'task', arguments: { agent: 'deeper', prompt: `go deeper (${id})` } }] });
   await scriptLane(
     LANE,
     call('call_d1'), // depth 0 (main) delegates
     call('call_d2'), // depth 1 delegates
     call('call_d3'), // depth 2 delegates
-    call('call_d4'), // depth 3 delegates: refused, the cap is 4 conversations deep
-    { text: 'depth 3 done' },
+    call('call_d4'), // depth 3 delegates
+    call('call_d5'), // depth 4 delegates: refused, delegates run at most 4 levels below the main conversation
+    { text: 'depth 4 done' },
+    { text: 'd3' },
     { text: 'd2' },
     { text: 'd1' },
     { text: 'top done' },
@@ -112,36 +114,39 @@ test('delegation deeper than the cap is refused: the fifth conversation gets del
   expect((await handle.read(await handle.dispatch('Go as deep as you can.'))).text).toBe('top done');
 
   const requests = await laneRequests(LANE);
-  expect(requests).toHaveLength(8);
+  expect(requests).toHaveLength(10);
   expect(requests[0]!.system).toContain('Start the chain.');
-  for (const level of [1, 2, 3]) {
+  for (const level of [1, 2, 3, 4]) {
     expect(requests[level]!.system).toBe('Delegate deeper.\n\n## Available Agents\nDelegate focused work with the `task` tool, naming one of these agents:\n- **deeper** — Delegates again.');
     expect(requests[level]!.messages.map((m) => m.content)).toEqual([`go deeper (call_d${level})`]);
   }
-  // The depth-3 delegate's task call never ran: its error result is the cap's message.
-  const refused = resultOf(requests[4]!, 'call_d4')!;
+  // The depth-4 delegate's task call never ran: its error result is the cap's message.
+  const refused = resultOf(requests[5]!, 'call_d5')!;
   const expected = new DelegationDepthExceededError(4);
   expect(expected.type).toBe('delegation_depth_exceeded');
   expect(refused).toMatchObject({ isError: true, content: expected.message });
   expect(refused.content).toBe('Maximum delegation depth (4) exceeded.');
   // Each level got its delegate's final text back, as a normal result.
-  expect(resultOf(requests[5]!, 'call_d3')).toMatchObject({ isError: false, content: 'depth 3 done' });
-  expect(resultOf(requests[6]!, 'call_d2')).toMatchObject({ isError: false, content: 'd2' });
-  expect(resultOf(requests[7]!, 'call_d1')).toMatchObject({ isError: false, content: 'd1' });
-  expect(toolResults(requests[7]!)).toHaveLength(1);
+  expect(resultOf(requests[6]!, 'call_d4')).toMatchObject({ isError: false, content: 'depth 4 done' });
+  expect(resultOf(requests[7]!, 'call_d3')).toMatchObject({ isError: false, content: 'd3' });
+  expect(resultOf(requests[8]!, 'call_d2')).toMatchObject({ isError: false, content: 'd2' });
+  expect(resultOf(requests[9]!, 'call_d1')).toMatchObject({ isError: false, content: 'd1' });
+  expect(toolResults(requests[9]!)).toHaveLength(1);
 
-  // Three nested child conversations, each retained on the one that delegated to it; no fourth.
+  // Four nested child conversations, each retained on the one that delegated to it; no fifth.
   const children = await childConversations(Studio, 'depth-1');
   expect(children.map((c) => [c.agent, c.toolCallId])).toEqual([
     ['deeper', 'call_d1'],
     ['deeper', 'call_d2'],
     ['deeper', 'call_d3'],
+    ['deeper', 'call_d4'],
   ]);
   expect(children[1]!.parentConversationId).toBe(children[0]!.conversationId);
   expect(children[2]!.parentConversationId).toBe(children[1]!.conversationId);
-  const deepest = children[2]!.snapshot.messages.at(-1)!.parts;
-  expect(deepest.find((p) => p.type === 'dynamic-tool')).toMatchObject({ toolName: 'task', toolCallId: 'call_d4', state: 'output-error' });
-  expect(deepest.at(-1)).toMatchObject({ type: 'text', text: 'depth 3 done' });
+  expect(children[3]!.parentConversationId).toBe(children[2]!.conversationId);
+  const deepest = children[3]!.snapshot.messages.at(-1)!.parts;
+  expect(deepest.find((p) => p.type === 'dynamic-tool')).toMatchObject({ toolName: 'task', toolCallId: 'call_d5', state: 'output-error' });
+  expect(deepest.at(-1)).toMatchObject({ type: 'text', text: 'depth 4 done' });
 });
 
 test('GeneralSubagent (flue-general) is a blank delegate: shared sandbox, the parent model, none of the parent instructions or tools', async () => {
@@ -212,4 +217,49 @@ test("the seed's review_contract runs as written: it stages the contract through
   expect(JSON.parse(review.content)).toEqual({ riskLevel: 'high', summary: 'Unlimited liability.' });
   expect(mainAfter!.messages.map((m) => m.content).join('\n')).not.toContain('审查 contract.md');
   expect(resultOf(last!, 'call_cat')).toMatchObject({ isError: false, content: 'Clause 9: unlimited liability.' });
+});
+
+test('workspace context on workerd: AGENTS.md and .agents/skills from the sandbox cwd, and from a task cwd for the delegate', async () => {
+  await scriptLane(
+    LANE,
+    { toolCalls: [{ id: 'call_ws_act', name: 'activate_skill', arguments: { name: 'changelog' } }] },
+    { toolCalls: [{ id: 'call_ws_task', name: 'task', arguments: { agent: 'flue-general', prompt: 'Check the vendored package.', cwd: 'pkg' } }] },
+    { toolCalls: [{ id: 'call_ws_vendor', name: 'activate_skill', arguments: { name: 'vendor-check' } }] }, // the delegate
+    { text: 'Matches upstream.' },
+    { text: 'Changelog updated; vendored package checked.' },
+  );
+  const handle = init(Studio, { id: 'workspace-1' });
+  expect((await handle.read(await handle.dispatch('Update the changelog and check pkg.'))).text).toBe('Changelog updated; vendored package checked.');
+
+  const requests = await laneRequests(LANE);
+  expect(requests).toHaveLength(5);
+  const [main, mainAfter, delegate, delegateAfter] = requests;
+  expect(main!.system).toContain('Maintain the repository.\n\n## Workspace Instructions\n\n');
+  expect(main!.system).toContain('Instructions from /repo/AGENTS.md:\n\nRun the linter before you finish.');
+  expect(main!.system).toContain('- **changelog** — Update the changelog.');
+  expect(main!.system).not.toContain('vendor-check');
+  expect(resultOf(mainAfter!, 'call_ws_act')!.content).toContain('<skill_instructions>\nAdd one line per change.');
+
+  expect(delegate!.system).toContain('Instructions from /repo/pkg/AGENTS.md:\n\nThis package is vendored: read only.');
+  expect(delegate!.system).not.toContain('Run the linter');
+  expect(delegate!.system).toContain('- **vendor-check** — Check the vendored package.');
+  expect(delegate!.system).not.toContain('**changelog**');
+  expect(resultOf(delegateAfter!, 'call_ws_vendor')).toMatchObject({ isError: false });
+  expect(resultOf(delegateAfter!, 'call_ws_vendor')!.content).toContain('<skill_instructions>\nCompare against upstream.');
+});
+
+test('reserved names on workerd: "flue-general" is GeneralSubagent only; finish and give_up are ordinary tool names outside harness prompts', async () => {
+  expect(GeneralSubagent.name).toBe('flue-general');
+  const impostor = init(Studio, { id: 'impostor-1' });
+  const failed = await impostor.read(await impostor.dispatch('Delegate.')).catch((error: unknown) => error);
+  expect(failed).toBeInstanceOf(AgentRunError);
+  expect((failed as Error).message).toContain('useSubagent(): the name "flue-general" is reserved for GeneralSubagent');
+  expect(await laneRequests(LANE)).toHaveLength(0);
+
+  await scriptLane(LANE, { toolCalls: [{ id: 'call_fin', name: 'finish', arguments: {} }] }, { text: 'Closed.' });
+  const finisher = init(Studio, { id: 'finisher-1' });
+  expect((await finisher.read(await finisher.dispatch('Close it.'))).text).toBe('Closed.');
+  const requests = await laneRequests(LANE);
+  expect(requests[0]!.tools.map((t) => t.name)).toEqual(['task', 'finish', 'give_up']);
+  expect(resultOf(requests[1]!, 'call_fin')).toMatchObject({ isError: false, content: JSON.stringify('ticket finished') });
 });
