@@ -352,6 +352,20 @@ export class SessionBusyError extends FlueError {
   }
 }
 
+/** A harness was used after the tool call (or hook) it was handed to had settled. */
+export class HarnessClosedError extends FlueError {
+  constructor(operation: 'prompt' | 'compact', cause?: unknown) {
+    super('harness_closed', {
+      message: `harness.${operation}() was called after the harness closed.`,
+      details:
+        'A harness lives only as long as the tool call it was handed to: it closes when the call returns, fails, times out or is aborted. Call it only inside that run(), and await its operations there.',
+      meta: { operation },
+      ...(cause === undefined ? {} : { cause }),
+    });
+    this.name = 'HarnessClosedError';
+  }
+}
+
 /** Not a FlueError (seed): the model gave up or never called `finish`. */
 export class ResultUnavailableError extends Error {
   readonly reason: string;
@@ -543,8 +557,11 @@ function describeForDeveloper(error: unknown): string {
   }
 }
 
-export function abortError(message = 'The operation was aborted.'): DOMException {
-  return new DOMException(message, 'AbortError');
+export function abortError(message = 'The operation was aborted.', cause?: unknown): DOMException {
+  const error = new DOMException(message, 'AbortError');
+  // Set by hand: not every runtime's DOMException constructor takes an options bag.
+  if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, writable: true, configurable: true });
+  return error;
 }
 
 export function isAbortError(error: unknown): boolean {

@@ -316,8 +316,9 @@ export class ResponseRun {
     );
   }
 
-  harness(depth = this.depth): FlueHarness {
-    return createHarness({ name: 'default', render: () => this.render(), ...this.delegationDeps(depth) });
+  /** A harness over this response; `scope` (a tool call's, by default the response's) closes it. */
+  harness(depth = this.depth, scope: AbortSignal = this.signal): FlueHarness {
+    return createHarness({ name: 'default', render: () => this.render(), ...this.delegationDeps(depth), signal: scope });
   }
 
   /** What a harness or a delegated task inherits from this response. */
@@ -785,7 +786,7 @@ export class ResponseRun {
       signal: this.signal,
       log,
       onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
-      ...(tool.harness ? { harness: () => this.harness(this.depth + 1) } : {}),
+      ...(tool.harness ? { harness: (scope: AbortSignal) => this.harness(this.depth + 1, scope) } : {}),
       ...(tool.durable
         ? {
             step: createToolStep({
