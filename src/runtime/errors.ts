@@ -216,14 +216,13 @@ function mib(bytes: number, digits = 2): string {
 export type RuntimeState = 'loading' | 'draining' | 'failed';
 
 export class RuntimeUnavailableError extends FlueHttpError {
-  constructor(state: RuntimeState) {
+  constructor(state: RuntimeState, options: { details?: string; meta?: Record<string, unknown> } = {}) {
     super('runtime_unavailable', 503, {
       message: 'The Flue runtime is not accepting work right now.',
       details:
-        state === 'draining'
-          ? 'The runtime is shutting down. Retry against a running instance.'
-          : `The runtime is ${state}. Retry shortly.`,
-      meta: { state },
+        options.details ??
+        (state === 'draining' ? 'The runtime is shutting down. Retry against a running instance.' : `The runtime is ${state}. Retry shortly.`),
+      meta: { state, ...options.meta },
       headers: { 'retry-after': '1' },
     });
     this.name = 'RuntimeUnavailableError';

@@ -34,7 +34,7 @@ import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
 
-/** Thrown when the host drains: the attempt stops at a turn boundary and stays unsettled. */
+/** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */
 export class RunStopped extends Error {
   constructor() {
     super('[flue] The runtime is stopping; the submission continues on the next start.');
@@ -82,7 +82,6 @@ export class ResponseRun {
   readonly agent: Agent;
   private readonly controller = new AbortController();
   abortReason: unknown;
-  private stopped = false;
   /** Pending `usePersistentState` writes; they commit with the next tool batch or hook seam. */
   private readonly stateWrites = new Map<string, unknown>();
   /** Model, thinking level and compaction as latched by the first render of this attempt. */
@@ -138,10 +137,6 @@ export class ResponseRun {
     this.controller.abort(reason);
   }
 
-  stop(): void {
-    this.stopped = true;
-  }
-
   get conv() {
     return this.live.conv;
   }
@@ -191,7 +186,6 @@ export class ResponseRun {
   /** Cooperative checks before each turn and before recovery work (durability.md §5). */
   private checkpoint(): void {
     if (this.controller.signal.aborted) throw this.abortReason ?? abortError();
-    if (this.stopped || this.engine.isStopping) throw new RunStopped();
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
@@ -462,6 +456,8 @@ export class ResponseRun {
   // ── Joins at turn boundaries (delivery.md §5) ─────────────────────────────────────────────
 
   private async joinQueued(): Promise<number> {
+    // A drain finishes the response in progress; queued deliveries wait for the next start.
+    if (this.engine.isStopping) return 0;
     const open = this.engine.store.openSubmissions(this.live.stream);
     let joined = 0;
     for (const row of open) {
