@@ -7,6 +7,7 @@
  * - `depth-*`:   a subagent that declares itself again, for the delegation depth cap.
  * - `general-*`: `GeneralSubagent` next to a durable virtual sandbox and a tool of the parent's own.
  * - `review-*`:  the seed's `review_contract` harness tool over a durable virtual sandbox.
+ * - `scope-*`:   the harness-scope probes (harness-scope-agents.ts), on a lane of their own.
  */
 import {
   GeneralSubagent,
@@ -20,6 +21,7 @@ import {
   virtualSandbox,
 } from '@flue/runtime';
 import { reviewContract } from './review-contract.ts';
+import { HARNESS_SCOPE_LANE, scopeTools } from './harness-scope-agents.ts';
 import { labNotes } from './sandbox-agents.ts';
 
 export const STUDIO_PROVIDER = 'studio';
@@ -48,6 +50,11 @@ const generalFiles = virtualSandbox({ files: { '/workspace/brief.txt': 'Ship the
 const reviewFiles = virtualSandbox({ files: { '/workspace/notes.txt': 'line one\n' } });
 
 export function Studio({ id }: { id: string }) {
+  if (id.startsWith('scope-')) {
+    useModel(`${STUDIO_PROVIDER}/${HARNESS_SCOPE_LANE}`);
+    for (const tool of scopeTools) useTool(tool);
+    return 'Probe the harness.';
+  }
   useModel(`${STUDIO_PROVIDER}/${STUDIO_LANE}`);
   if (id.startsWith('skills-')) {
     useSkill(releaseNotes);
