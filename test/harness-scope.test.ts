@@ -7,7 +7,7 @@
  */
 import { expect, test } from 'vitest';
 import * as v from 'valibot';
-import { type FlueHarness, HarnessClosedError, ToolTimeoutError, defineTool, init, useModel, useTool } from '@flue/runtime';
+import { type FlueHarness, HarnessClosedError, ToolTimeoutError, defineTool, init, useAgentStart, useModel, useTool } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -184,4 +184,22 @@ test('aborting harness.prompt() rejects with an AbortError DOMException whose ca
     if (reason !== undefined) expect((error as Error).cause).toBe(reason);
     else expect((signalReason as DOMException).name).toBe('AbortError');
   }
+});
+
+test("a hook's harness closes when its callback ends: a tool that uses it later gets HarnessClosedError", async () => {
+  function Greeter() {
+    useModel('anthropic/claude-haiku-4-5');
+    useAgentStart(({ harness }) => {
+      stashed = harness;
+    });
+    useTool(reuse);
+    return 'Greet.';
+  }
+  await ctx.start([Greeter]);
+  later.prompt = undefined;
+  ctx.server.script({ toolCalls: [{ name: 'reuse', arguments: {} }] }, { text: 'Hello.' });
+  const handle = init(Greeter, { id: 'scope-hook' });
+  expect((await handle.read(await handle.dispatch('Hi'))).text).toBe('Hello.');
+  expect(later.prompt).toBeInstanceOf(HarnessClosedError);
+  expect(ctx.server.requests).toHaveLength(2);
 });

@@ -418,6 +418,8 @@ export class ResponseRun {
   private seamContext(sink: AgentAppendMessage[], provenance: Record<string, unknown>) {
     let open = true;
     let harness: FlueHarness | undefined;
+    // Like a tool's, a hook's harness is scoped to its callback: it closes when the callback ends.
+    let scope: AbortController | undefined;
     const run = this;
     const context = {
       append(message: AgentAppendMessage) {
@@ -425,7 +427,14 @@ export class ResponseRun {
         sink.push(parseAppendMessage(message));
       },
       get harness() {
-        harness ??= run.harness();
+        if (harness === undefined) {
+          scope = new AbortController();
+          const signal = run.signal;
+          const follow = () => scope!.abort(signal.reason);
+          if (signal.aborted) follow();
+          else signal.addEventListener('abort', follow, { once: true });
+          harness = run.harness(run.depth, scope.signal);
+        }
         return harness;
       },
       log: this.logger(provenance),
@@ -435,6 +444,7 @@ export class ResponseRun {
       context,
       close() {
         open = false;
+        scope?.abort(abortError('The hook callback finished; its harness is closed.'));
       },
     };
   }
