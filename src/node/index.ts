@@ -1,4 +1,4 @@
 /** `@flue/runtime/node`: the Node target. */
-export { start, type Flue, type StartAgentConfig, type StartAgentEntry, type StartOptions } from './start.ts';
+export { start, type Flue, type StartAgentConfig, type StartAgentEntry, type StartOptions, type StopOptions } from './start.ts';
 export { sqlite, type PersistenceAdapter } from './sqlite.ts';
 export { local, LocalSandboxInvalidPathError, LocalSandboxPathError, LOCAL_DEFAULT_ENV_KEYS, LOCAL_MAX_OUTPUT_BYTES, type LocalSandboxOptions } from './local.ts';

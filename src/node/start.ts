@@ -4,7 +4,7 @@
  * what a generated server does at boot, without HTTP.
  */
 import type { Provider } from '@earendil-works/pi-ai';
-import { ConversationEngine } from '../runtime/engine.ts';
+import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, redirectModels, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
@@ -27,8 +27,21 @@ export interface StartOptions {
   providers?: readonly Provider[];
 }
 
+export interface StopOptions {
+  /**
+   * How long running responses may take to settle before they are cut off (recovered on the next
+   * start). Default 10 000 ms; 0 cuts off at once.
+   */
+  graceMs?: number;
+}
+
 export interface Flue {
-  stop(): Promise<void>;
+  /**
+   * Drains, then closes persistence: refuses new work, lets running responses settle (for up to
+   * `graceMs`), and settles every waiting `read()` — with its reply, or with a retryable
+   * `RuntimeUnavailableError` when the work continues on the next start.
+   */
+  stop(options?: StopOptions): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -94,9 +107,15 @@ export async function start(options: StartOptions): Promise<Flue> {
   for (const stream of engine.openStreams()) void engine.runQueue(stream);
 
   let stopped: Promise<void> | undefined;
-  const stop = () => {
+  const stop = (stopOptions?: StopOptions) => {
+    const graceMs = stopOptions?.graceMs ?? STOP_GRACE_MS;
+    if (typeof graceMs !== 'number' || !(graceMs >= 0) || !Number.isFinite(graceMs)) {
+      return Promise.reject(
+        new TypeError(`[flue] stop() options.graceMs must be a non-negative, finite number of milliseconds; got ${String(graceMs)}.`),
+      );
+    }
     stopped ??= (async () => {
-      await engine.stop();
+      await engine.stop(graceMs);
       clearRuntime(runtime);
       redirectModels(undefined);
       setDevMode(undefined);
@@ -104,5 +123,5 @@ export async function start(options: StartOptions): Promise<Flue> {
     })();
     return stopped;
   };
-  return { stop, [Symbol.asyncDispose]: stop };
+  return { stop, [Symbol.asyncDispose]: () => stop() };
 }

@@ -90,7 +90,7 @@ export class LiveConversation {
 /** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
 export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
 
-/** How long `stop()` lets running responses reach a turn boundary before cutting them off. */
+/** How long `stop()` lets running responses run to settlement before cutting them off. */
 export const STOP_GRACE_MS = 10_000;
 
 export function streamKey(agentName: string, instanceId: string): string {
@@ -120,6 +120,8 @@ export class ConversationEngine {
   private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<string, ResponseRun>();
   private stopping = false;
+  /** Set once draining is over: readers still waiting will not see a settlement in this process. */
+  private readsClosed = false;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -305,9 +307,13 @@ export class ConversationEngine {
     await new Promise<void>((resolve, reject) => {
       const check = () => {
         pump();
-        if (!live.conv.settlements.has(submissionId)) return;
-        cleanup();
-        resolve();
+        if (live.conv.settlements.has(submissionId)) {
+          cleanup();
+          resolve();
+        } else if (this.readsClosed) {
+          cleanup();
+          reject(stoppedBeforeSettlement(submissionId));
+        }
       };
       const onAbort = () => {
         cleanup();
@@ -410,8 +416,9 @@ export class ConversationEngine {
     if (live.incarnation === undefined) return { kind: 'not_found' };
     if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
     if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
-    // A reader parked across stop() gets a retryable 503, not a failure of the closed store.
-    if (this.stopping) throw new RuntimeUnavailableError('draining');
+    // Watchers follow a draining response to its end; one parked across the end of the drain gets
+    // a retryable 503, not a failure of the closed store.
+    if (this.readsClosed) throw new RuntimeUnavailableError('draining');
     const batches = this.store
       .readBatchesSized(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES)
       .map(({ batch }) => batch);
@@ -675,25 +682,34 @@ export class ConversationEngine {
   // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Stops taking work; running responses stop at their next turn boundary, unsettled. Past
-   * `graceMs` (at once when it is 0) they are cut off as an interruption.
+   * Drains: new work is refused at once, running responses run on to their settlement, queued
+   * ones wait for the next start. Past `graceMs` (at once when it is 0) what still runs is cut off
+   * as an interruption, recovered on the next start. Either way every `read()` still waiting then
+   * settles: with the reply, or with a retryable `RuntimeUnavailableError`.
    */
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
-    for (const run of this.runs.values()) run.stop();
-    // Wake parked readers so they answer now instead of after the store closes.
+    // Cloudflare's pollers (poll()) answer at once: their Durable Object keeps running the work.
     for (const live of this.lives.values()) live.notify();
     const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
     // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
     // off as an interruption (not an abort), and the next start recovers it.
     const cutOff = () => {
       for (const run of this.runs.values()) run.abort(new RunStopped());
+      this.closeReads();
     };
     // No grace (a simulated crash): cut off before anything else of this runtime can run.
     if (graceMs <= 0) cutOff();
     const timer = graceMs > 0 ? setTimeout(cutOff, graceMs) : undefined;
     await drained;
     clearTimeout(timer);
+    this.closeReads();
+  }
+
+  private closeReads(): void {
+    if (this.readsClosed) return;
+    this.readsClosed = true;
+    for (const live of this.lives.values()) live.notify();
   }
 
   get isStopping(): boolean {
@@ -707,6 +723,14 @@ export class ConversationEngine {
       payload,
     );
   }
+}
+
+/** What a `read()` still waiting when the drain ends rejects with: the submission stays durable. */
+function stoppedBeforeSettlement(submissionId: string): RuntimeUnavailableError {
+  return new RuntimeUnavailableError('draining', {
+    details: `The runtime stopped before submission ${submissionId} settled. It is kept and continues on the next start(): read it again then.`,
+    meta: { submissionId },
+  });
 }
 
 /**

@@ -216,14 +216,13 @@ function mib(bytes: number, digits = 2): string {
 export type RuntimeState = 'loading' | 'draining' | 'failed';
 
 export class RuntimeUnavailableError extends FlueHttpError {
-  constructor(state: RuntimeState) {
+  constructor(state: RuntimeState, options: { details?: string; meta?: Record<string, unknown> } = {}) {
     super('runtime_unavailable', 503, {
       message: 'The Flue runtime is not accepting work right now.',
       details:
-        state === 'draining'
-          ? 'The runtime is shutting down. Retry against a running instance.'
-          : `The runtime is ${state}. Retry shortly.`,
-      meta: { state },
+        options.details ??
+        (state === 'draining' ? 'The runtime is shutting down. Retry against a running instance.' : `The runtime is ${state}. Retry shortly.`),
+      meta: { state, ...options.meta },
       headers: { 'retry-after': '1' },
     });
     this.name = 'RuntimeUnavailableError';
@@ -351,6 +350,20 @@ export class SessionBusyError extends FlueError {
       details: 'Await the running prompt or compaction before starting another.',
     });
     this.name = 'SessionBusyError';
+  }
+}
+
+/** A harness was used after the tool call (or hook) it was handed to had settled. */
+export class HarnessClosedError extends FlueError {
+  constructor(operation: 'prompt' | 'compact', cause?: unknown) {
+    super('harness_closed', {
+      message: `harness.${operation}() was called after the harness closed.`,
+      details:
+        'A harness lives only as long as the tool call it was handed to: it closes when the call returns, fails, times out or is aborted. Call it only inside that run(), and await its operations there.',
+      meta: { operation },
+      ...(cause === undefined ? {} : { cause }),
+    });
+    this.name = 'HarnessClosedError';
   }
 }
 
@@ -559,8 +572,11 @@ function describeForDeveloper(error: unknown): string {
   }
 }
 
-export function abortError(message = 'The operation was aborted.'): DOMException {
-  return new DOMException(message, 'AbortError');
+export function abortError(message = 'The operation was aborted.', cause?: unknown): DOMException {
+  const error = new DOMException(message, 'AbortError');
+  // Set by hand: not every runtime's DOMException constructor takes an options bag.
+  if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, writable: true, configurable: true });
+  return error;
 }
 
 export function isAbortError(error: unknown): boolean {

@@ -16,6 +16,7 @@ import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveComp
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import {
   DelegationDepthExceededError,
+  HarnessClosedError,
   OperationFailedError,
   ResultUnavailableError,
   SessionBusyError,
@@ -57,7 +58,10 @@ export interface HarnessDeps {
   thinkingLevel: ThinkingLevel | undefined;
   /** Where the owning response runs, for interceptors (instrumentation.ts). */
   executionContext?: () => FlueExecutionContext;
-  /** The owning submission's abort signal. */
+  /**
+   * The harness's scope: it aborts when what the harness was handed to (a tool call, a hook, the
+   * response) ends. In-flight operations are aborted with it and later ones are refused.
+   */
   signal: AbortSignal;
   log(toolCallId: string, toolName: string): FlueLogger;
   /** How deep this harness sits in nested harness/task delegation (the root harness is 0). */
@@ -78,31 +82,70 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
   const scratch: Message[] = [];
   let busy = false;
 
-  function begin(): void {
-    if (busy) throw new SessionBusyError();
-    busy = true;
+  /**
+   * Runs one operation under its own signal, which follows the harness's scope and any caller
+   * signal. An abort rejects at once with a standard AbortError whose `cause` is the abort reason,
+   * even if the work is slow to unwind; the scratch conversation stays busy until it has.
+   */
+  function operate<T>(
+    operation: 'prompt' | 'compact',
+    sources: readonly (AbortSignal | undefined)[],
+    run: (signal: AbortSignal) => Promise<T>,
+  ): { promise: Promise<T>; controller: AbortController } {
+    const controller = new AbortController();
+    if (deps.signal.aborted) {
+      return { promise: Promise.reject(new HarnessClosedError(operation, deps.signal.reason)), controller };
+    }
+    const unlink: (() => void)[] = [];
+    for (const source of [deps.signal, ...sources]) {
+      if (source === undefined) continue;
+      if (source.aborted) {
+        controller.abort(source.reason);
+        break;
+      }
+      const follow = () => controller.abort(source.reason);
+      source.addEventListener('abort', follow, { once: true });
+      unlink.push(() => source.removeEventListener('abort', follow));
+    }
+    const promise = new Promise<T>((resolve, reject) => {
+      const signal = controller.signal;
+      const aborted = () => abortError(`harness.${operation}() was aborted.`, signal.reason);
+      const onAbort = () => reject(aborted());
+      const cleanup = () => {
+        signal.removeEventListener('abort', onAbort);
+        for (const remove of unlink) remove();
+      };
+      if (signal.aborted || busy) {
+        cleanup();
+        return reject(signal.aborted ? aborted() : new SessionBusyError());
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      busy = true;
+      // Free the conversation before settling, so a caller can chain the next operation at once.
+      const done = () => {
+        busy = false;
+        cleanup();
+      };
+      run(signal).then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (error: unknown) => {
+          done();
+          reject(signal.aborted ? aborted() : error);
+        },
+      );
+    });
+    return { promise, controller };
   }
 
   function prompt(text: string, options: PromptOptions<v.GenericSchema | undefined> = {}): CallHandle<PromptResponse | PromptResultResponse<unknown>> {
-    const controller = new AbortController();
-    const forward = (source: AbortSignal) => {
-      if (source.aborted) controller.abort(source.reason);
-      else source.addEventListener('abort', () => controller.abort(source.reason), { once: true });
-    };
-    forward(deps.signal);
-    if (options.signal) forward(options.signal);
-    const work = (async () => {
-      begin();
-      try {
-        return await runPrompt(deps, scratch, text, options, controller.signal);
-      } finally {
-        busy = false;
-      }
-    })();
-    return Object.assign(work, {
+    const { promise, controller } = operate('prompt', [options.signal], (signal) => runPrompt(deps, scratch, text, options, signal));
+    return Object.assign(promise, {
       signal: controller.signal,
       abort(reason?: unknown) {
-        controller.abort(reason ?? abortError());
+        controller.abort(reason);
       },
     }) as CallHandle<PromptResponse | PromptResultResponse<unknown>>;
   }
@@ -110,13 +153,8 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
   return {
     name: deps.name,
     prompt: prompt as FlueHarness['prompt'],
-    async compact() {
-      begin();
-      try {
-        await compactScratch(deps, scratch);
-      } finally {
-        busy = false;
-      }
+    compact() {
+      return operate('compact', [], (signal) => compactScratch(deps, scratch, signal)).promise;
     },
     get sandbox(): Sandbox {
       const sandbox = deps.environment?.current;
@@ -263,7 +301,7 @@ async function runPrompt(
                 toolCallId: call.id,
                 signal,
                 log: deps.log(call.id, call.name),
-                ...(tool.harness ? { harness: () => nestedHarness(deps, signal) } : {}),
+                ...(tool.harness ? { harness: (scope: AbortSignal) => nestedHarness(deps, scope) } : {}),
               });
               return { ...ran, content: modelText(tool, ran) };
             },
@@ -307,7 +345,7 @@ function isObjectSchema(schema: v.GenericSchema): boolean {
   return type === 'object' || type === 'strict_object' || type === 'loose_object' || type === 'object_with_rest';
 }
 
-async function compactScratch(deps: HarnessDeps, scratch: Message[]): Promise<void> {
+async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<void> {
   const model = resolveModel(deps.modelSpec);
   const settings = resolveCompactionSettings(undefined, model);
   const cut = findCutPoint(scratch, settings.keepRecentTokens);
@@ -316,9 +354,9 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[]): Promise<vo
   const summary = await getModels().completeSimple(
     model,
     { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
-    { signal: deps.signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
+    { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
   );
-  if (summary.stopReason === 'aborted') throw deps.signal.reason ?? abortError();
+  if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
   if (summary.stopReason === 'error') throw modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
   const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   const kept = scratch.slice(cut.firstKeptIndex);

@@ -37,7 +37,7 @@ import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
 
-/** Thrown when the host drains: the attempt stops at a turn boundary and stays unsettled. */
+/** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */
 export class RunStopped extends Error {
   constructor() {
     super('[flue] The runtime is stopping; the submission continues on the next start.');
@@ -85,7 +85,6 @@ export class ResponseRun {
   readonly agent: Agent;
   private readonly controller = new AbortController();
   abortReason: unknown;
-  private stopped = false;
   /** Pending `usePersistentState` writes; they commit with the next tool batch or hook seam. */
   private readonly stateWrites = new Map<string, unknown>();
   /** Model, thinking level and compaction as latched by the first render of this attempt. */
@@ -142,10 +141,6 @@ export class ResponseRun {
     this.controller.abort(reason);
   }
 
-  stop(): void {
-    this.stopped = true;
-  }
-
   get conv() {
     return this.live.conv;
   }
@@ -195,7 +190,6 @@ export class ResponseRun {
   /** Cooperative checks before each turn and before recovery work (durability.md §5). */
   private checkpoint(): void {
     if (this.controller.signal.aborted) throw this.abortReason ?? abortError();
-    if (this.stopped || this.engine.isStopping) throw new RunStopped();
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
@@ -336,14 +330,15 @@ export class ResponseRun {
     );
   }
 
-  harness(depth = this.depth): FlueHarness {
-    return createHarness({ name: 'default', render: () => this.renderForHarness(), ...this.delegationDeps(depth) });
+  /** A harness over this response; `scope` (a tool call's, by default the response's) closes it. */
+  harness(depth = this.depth, scope: AbortSignal = this.signal): FlueHarness {
+    return createHarness({ name: 'default', render: () => this.renderForHarness(), ...this.delegationDeps(depth), signal: scope });
   }
 
   /** A `harness: true` tool's harness: one delegation level below this conversation, within the cap. */
-  private toolHarness(): FlueHarness {
+  private toolHarness(scope: AbortSignal): FlueHarness {
     if (this.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
-    return this.harness(this.depth + 1);
+    return this.harness(this.depth + 1, scope);
   }
 
   /** What a harness or a delegated task inherits from this response. */
@@ -450,6 +445,8 @@ export class ResponseRun {
   private seamContext(sink: AgentAppendMessage[], provenance: Record<string, unknown>) {
     let open = true;
     let harness: FlueHarness | undefined;
+    // Like a tool's, a hook's harness is scoped to its callback: it closes when the callback ends.
+    let scope: AbortController | undefined;
     const run = this;
     const context = {
       append(message: AgentAppendMessage) {
@@ -457,7 +454,14 @@ export class ResponseRun {
         sink.push(parseAppendMessage(message));
       },
       get harness() {
-        harness ??= run.harness();
+        if (harness === undefined) {
+          scope = new AbortController();
+          const signal = run.signal;
+          const follow = () => scope!.abort(signal.reason);
+          if (signal.aborted) follow();
+          else signal.addEventListener('abort', follow, { once: true });
+          harness = run.harness(run.depth, scope.signal);
+        }
         return harness;
       },
       log: this.logger(provenance),
@@ -467,6 +471,7 @@ export class ResponseRun {
       context,
       close() {
         open = false;
+        scope?.abort(abortError('The hook callback finished; its harness is closed.'));
       },
     };
   }
@@ -488,6 +493,8 @@ export class ResponseRun {
   // ── Joins at turn boundaries (delivery.md §5) ─────────────────────────────────────────────
 
   private async joinQueued(): Promise<number> {
+    // A drain finishes the response in progress; queued deliveries wait for the next start.
+    if (this.engine.isStopping) return 0;
     const open = this.engine.store.openSubmissions(this.live.stream);
     let joined = 0;
     for (const row of open) {
@@ -840,7 +847,7 @@ export class ResponseRun {
       signal: this.signal,
       log,
       onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
-      ...(tool.harness ? { harness: () => this.toolHarness() } : {}),
+      ...(tool.harness ? { harness: (scope: AbortSignal) => this.toolHarness(scope) } : {}),
       ...(tool.durable
         ? {
             step: createToolStep({

@@ -23,8 +23,11 @@ export interface ToolCallEnvironment {
   /** Host abort (submission abort / shutdown). */
   signal: AbortSignal;
   log: FlueLogger;
-  /** Called lazily, and only for `harness: true` tools. */
-  harness?: () => FlueHarness;
+  /**
+   * Called lazily, and only for `harness: true` tools, with the call's scope: a signal that aborts
+   * when the call settles, times out or is aborted, which closes the harness.
+   */
+  harness?: (scope: AbortSignal) => FlueHarness;
   /** Supplied by the engine for `durable: true` tools. */
   step?: ToolStep;
   /** Called just before `run` (arguments validated); a throw there fails the call like `run`'s. */
@@ -145,16 +148,26 @@ async function executeToolCall(
     );
   }
 
-  // 2. Run, raced against the host signal and the tool's deadline.
-  const returned = await raceToolRun((signal) => {
-    env.onRun?.();
-    return tool.run(buildContext(tool, data, signal, env) as never);
-  }, {
-    label,
-    signal: env.signal,
-    timeoutMs: tool.timeoutMs,
-    timeoutError: () => new ToolTimeoutError(tool.name, tool.timeoutMs ?? 0),
-  });
+  // 2. Run, raced against the host signal and the tool's deadline. A harness is scoped to the
+  // call: it closes with the call's own signal (timeout, abort) and at the latest when it settles,
+  // so a run that outlives its call, or a stashed harness, cannot keep spending model calls.
+  const scope = new AbortController();
+  let returned: unknown;
+  try {
+    returned = await raceToolRun((signal) => {
+      if (signal.aborted) scope.abort(signal.reason);
+      else signal.addEventListener('abort', () => scope.abort(signal.reason), { once: true });
+      env.onRun?.();
+      return tool.run(buildContext(tool, data, signal, scope.signal, env) as never);
+    }, {
+      label,
+      signal: env.signal,
+      timeoutMs: tool.timeoutMs,
+      timeoutError: () => new ToolTimeoutError(tool.name, tool.timeoutMs ?? 0),
+    });
+  } finally {
+    scope.abort(abortError(`${label} settled; its harness is closed.`));
+  }
 
   // 3. Envelope.
   const envelope = toEnvelope(tool, returned);
@@ -191,15 +204,16 @@ function buildContext(
   tool: ToolDefinition,
   data: unknown,
   signal: AbortSignal,
+  scope: AbortSignal,
   env: ToolCallEnvironment,
 ): object {
   const ctx: Record<string, unknown> = { toolCallId: env.toolCallId, signal, log: env.log };
   if (tool.input !== undefined) ctx.data = data;
   if (tool.harness === true) {
-    const factory = env.harness as () => FlueHarness;
+    const factory = env.harness as (scope: AbortSignal) => FlueHarness;
     let harness: FlueHarness | undefined;
     // A getter, so the harness is only materialized if the tool touches it.
-    Object.defineProperty(ctx, 'harness', { enumerable: true, get: () => (harness ??= factory()) });
+    Object.defineProperty(ctx, 'harness', { enumerable: true, get: () => (harness ??= factory(scope)) });
   }
   if (tool.durable === true) ctx.step = env.step;
   return Object.freeze(ctx);

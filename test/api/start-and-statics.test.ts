@@ -306,10 +306,10 @@ describe('durability static', () => {
     ctx.server.script({ toolCalls: [{ name: 'wait_for_gate', arguments: {} }] });
     const receipt = await init(Fragile, { id: 'f' }).dispatch('go');
     await inTool;
-    // Shutdown mid-attempt: the attempt stops at its next turn boundary, unsettled.
-    const stopping = first.stop();
+    // Shutdown mid-attempt: stop() drains, and the tool still waiting when the grace period ends
+    // is cut off, leaving the attempt unsettled.
+    await first.stop({ graceMs: 50 });
     release();
-    await stopping;
 
     ctx.server.script({ text: 'second attempt answer' });
     await ctx.start([Fragile], { db: sqlite(path) });

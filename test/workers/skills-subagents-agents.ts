@@ -11,6 +11,7 @@
  * - `finisher-*`: custom `finish`/`give_up` tools, free names outside harness prompts.
  * - `workspace-*`: a virtual sandbox at cwd `/repo` holding AGENTS.md and `.agents/skills`, and
  *   `GeneralSubagent` (workspace context discovered from the sandbox cwd and a task's cwd).
+ * - `scope-*`:   the harness-scope probes (harness-scope-agents.ts), on a lane of their own.
  */
 import {
   GeneralSubagent,
@@ -24,6 +25,7 @@ import {
   virtualSandbox,
 } from '@flue/runtime';
 import { reviewContract } from './review-contract.ts';
+import { HARNESS_SCOPE_LANE, scopeTools } from './harness-scope-agents.ts';
 import { labNotes } from './sandbox-agents.ts';
 
 export const STUDIO_PROVIDER = 'studio';
@@ -61,6 +63,11 @@ export const workspaceRepo = virtualSandbox({
 const reviewFiles = virtualSandbox({ files: { '/workspace/notes.txt': 'line one\n' } });
 
 export function Studio({ id }: { id: string }) {
+  if (id.startsWith('scope-')) {
+    useModel(`${STUDIO_PROVIDER}/${HARNESS_SCOPE_LANE}`);
+    for (const tool of scopeTools) useTool(tool);
+    return 'Probe the harness.';
+  }
   useModel(`${STUDIO_PROVIDER}/${STUDIO_LANE}`);
   if (id.startsWith('skills-')) {
     useSkill(releaseNotes);

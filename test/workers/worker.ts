@@ -12,6 +12,7 @@ import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, TICKER_L
 import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
+import { HARNESS_SCOPE_LANE } from './harness-scope-agents.ts';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import { app } from './channel-app.ts';
 import { Forecaster } from './workers-ai-agents.ts';
@@ -23,7 +24,7 @@ setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['cla
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
 // Anthropic wire format: recorded tool results carry their error flag.
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }));
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE], api: 'anthropic-messages' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE, HARNESS_SCOPE_LANE], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: HOARD_PROVIDER, models: [HOARD_LANE], api: 'openai-completions' }));
 
 const agents = [
