@@ -131,6 +131,8 @@ export class Conversation {
   readonly children: ChildSessionRef[] = [];
   /** Every image delivered into this conversation, by id: what a `task` call may forward. */
   readonly attachments = new Map<string, AttachmentRecordRef>();
+  /** Delivered documents by id, for the model context's document references. */
+  readonly documents = new Map<string, AttachmentRecordRef>();
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
@@ -297,6 +299,7 @@ export class Conversation {
     this.applied.add(record.submissionId);
     const images = (record.attachments ?? []).filter((attachment) => attachment.type === 'image');
     for (const image of images) this.attachments.set(image.id, image);
+    for (const attachment of record.attachments ?? []) if (attachment.type === 'document') this.documents.set(attachment.id, attachment);
     // The model learns each image's id from a manifest after the text, so it can hand images on
     // to a delegated task (`task` tool, `attachments: [{ id }]`).
     const content: (TextContent | ImageContent)[] = [{ type: 'text', text: record.body + attachmentManifest(images) }];
@@ -305,7 +308,8 @@ export class Conversation {
         attachment.type === 'image'
           ? // Bytes live in the attachment store; the response loop loads them when it calls the model.
             { type: 'image', data: `${ATTACHMENT_DATA_PREFIX}${attachment.id}`, mimeType: attachment.mimeType }
-          : { type: 'text', text: `[document ${attachment.filename ?? attachment.id} omitted: this model API does not accept documents]` },
+          : // The response loop turns this into the model API's document block (or a placeholder).
+            { type: 'text', text: `${DOCUMENT_REF_PREFIX}${attachment.id}` },
       );
     }
     this.push(userMessageOf(record));
@@ -484,6 +488,8 @@ function recordedOrigin(origin: DeliveryOrigin | undefined): DeliveryOrigin {
 
 /** Placeholder image data pointing into the attachment store (see AttachmentRecordRef). */
 export const ATTACHMENT_DATA_PREFIX = 'flue-attachment:';
+/** The whole text of a model-context block standing for a delivered document. */
+export const DOCUMENT_REF_PREFIX = 'flue-document:';
 
 /** The client message of a delivered user message; a pure function of its record. */
 export function userMessageOf(record: RecordOf<'user_message'>): FlueConversationMessage {
