@@ -4,7 +4,7 @@
  * the payload, the document hook rewrites it, and a fetch stand-in records the body it would send.
  */
 import { expect, test } from 'vitest';
-import type { Api, Context, Model } from '@earendil-works/pi-ai';
+import { type Api, type Context, type Model, normalizeContext } from '@earendil-works/pi-ai';
 import * as azureResponses from '@earendil-works/pi-ai/api/azure-openai-responses';
 import * as google from '@earendil-works/pi-ai/api/google-generative-ai';
 import * as openaiResponses from '@earendil-works/pi-ai/api/openai-responses';
@@ -28,7 +28,7 @@ function model(api: Api, baseUrl: string): Model<Api> {
 }
 
 async function sentBody(
-  streams: { streamSimple: (model: never, context: Context, options: never) => { result(): Promise<unknown> } },
+  streams: { streamSimple: (model: never, context: never, options: never) => { result(): Promise<unknown> } },
   target: Model<Api>,
 ): Promise<any> {
   const placement = new DocumentPlacement(target);
@@ -47,7 +47,8 @@ async function sentBody(
     return new Response(JSON.stringify({ error: { message: 'recorded' } }), { status: 400, headers: { 'content-type': 'application/json' } });
   };
   const options = { apiKey: 'test-key', maxRetries: 0, fetch, onPayload: placement.onPayload };
-  await streams.streamSimple(target as never, context, options as never).result();
+  // As the model registry does before it hands a context to an API.
+  await streams.streamSimple(target as never, normalizeContext(context) as never, options as never).result();
   return body;
 }
 
