@@ -31,6 +31,7 @@ import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord 
 import { type RenderResult, type RenderScope, render } from './render.ts';
 import type { SubmissionRow } from './sql-store.ts';
 import { MAX_STATE_VALUE_BYTES, checkSize, jsonSize } from './limits.ts';
+import { recordingLogger } from './tool-log.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
@@ -800,6 +801,7 @@ export class ResponseRun {
       return { toolCallId: call.id, toolName: call.name, isError: true, content: error.message };
     }
     const log = this.logger({ tool: call.name, toolCallId: call.id });
+    const recorded = recordingLogger(log);
     const stream = this.live.stream;
     // Scoped to the step that issued the call: some providers reuse tool-call ids across responses.
     const memoKey = `${stepId}:${call.id}`;
@@ -808,7 +810,7 @@ export class ResponseRun {
     const outcome = await runToolCall(tool, call.arguments, {
       toolCallId: call.id,
       signal: this.signal,
-      log,
+      log: recorded.log,
       onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
       ...(tool.harness ? { harness: () => this.harness(this.depth + 1) } : {}),
       ...(tool.durable
@@ -841,6 +843,8 @@ export class ResponseRun {
     };
     if (!outcome.isError && outcome.output !== undefined) record.output = outcome.output;
     if (outcome.terminate === true) record.terminate = true;
+    const lines = recorded.lines();
+    if (lines !== undefined) record.logs = lines;
     return record;
   }
 }
