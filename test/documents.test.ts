@@ -99,3 +99,19 @@ test('other model APIs get a placeholder, and the runtime warns once per API', a
   expect(documentWarnings).toHaveLength(1);
   expect(String(documentWarnings[0]![0])).toContain('"openai-completions"');
 });
+
+function Summarizing() {
+  useModel('anthropic/claude-haiku-4-5', { compaction: { keepRecentTokens: 20 } });
+  return 'Chat.';
+}
+
+test('a compaction summary request names a delivered PDF as [document], never its reference or bytes', async () => {
+  await ctx.start([Summarizing], { contextWindow: 2000 });
+  ctx.server.script({ text: 'word '.repeat(120), usage: { input: 1500, output: 100 } }, { text: 'SUMMARY' });
+  const handle = init(Summarizing, { id: 'doc-compaction' });
+  await handle.read(await handle.dispatch(withDocument('Summarize this')));
+  const summarization = JSON.stringify(ctx.server.requests[1]!.body);
+  expect(summarization).toContain('[document]');
+  expect(summarization).not.toContain('flue-document');
+  expect(summarization).not.toContain(pdf.toString('base64'));
+});

@@ -14,6 +14,7 @@ import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from './
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 import { isPlainObject } from './values.ts';
 import type { ResourceSnapshot } from './narration.ts';
+import { DOCUMENT_REF_PREFIX } from './documents.ts';
 
 // ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
 
@@ -488,8 +489,6 @@ function recordedOrigin(origin: DeliveryOrigin | undefined): DeliveryOrigin {
 
 /** Placeholder image data pointing into the attachment store (see AttachmentRecordRef). */
 export const ATTACHMENT_DATA_PREFIX = 'flue-attachment:';
-/** The whole text of a model-context block standing for a delivered document. */
-export const DOCUMENT_REF_PREFIX = 'flue-document:';
 
 /** The client message of a delivered user message; a pure function of its record. */
 export function userMessageOf(record: RecordOf<'user_message'>): FlueConversationMessage {

@@ -7,6 +7,12 @@
  */
 import type { Api, Model } from '@earendil-works/pi-ai';
 
+/**
+ * The whole text of a conversation-context block standing for a delivered document (its id
+ * follows); the response loop places it for the model's API before each call.
+ */
+export const DOCUMENT_REF_PREFIX = 'flue-document:';
+
 export interface ContextDocument {
   /** Base64 bytes. */
   data: string;

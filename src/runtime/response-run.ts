@@ -8,8 +8,8 @@
 import type { Api, AssistantMessage, Message, Model, ToolCall } from '@earendil-works/pi-ai';
 import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
-import { ATTACHMENT_DATA_PREFIX, DOCUMENT_REF_PREFIX, deepMerge, withOrigin } from './conversation.ts';
-import { DocumentPlacement } from './documents.ts';
+import { ATTACHMENT_DATA_PREFIX, deepMerge, withOrigin } from './conversation.ts';
+import { DOCUMENT_REF_PREFIX, DocumentPlacement } from './documents.ts';
 import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
