@@ -6,6 +6,7 @@
  */
 import type { Message, TextContent, ImageContent, ToolCall, Usage } from '@earendil-works/pi-ai';
 import type { CompactionConfig } from './types.ts';
+import { DOCUMENT_REF_PREFIX } from './documents.ts';
 
 // ── Options ───────────────────────────────────────────────────────────────────────────────────
 
@@ -229,7 +230,7 @@ const TOOL_RESULT_MAX_CHARS = 2000;
 
 function blocksText(content: string | readonly (TextContent | ImageContent)[]): string {
   if (typeof content === 'string') return content;
-  return content.map((block) => (block.type === 'text' ? block.text : '[image]')).join('\n');
+  return content.map((block) => (block.type !== 'text' ? '[image]' : block.text.startsWith(DOCUMENT_REF_PREFIX) ? '[document]' : block.text)).join('\n');
 }
 
 function formatToolCall(call: ToolCall): string {

@@ -14,6 +14,7 @@ import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from './
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 import { isPlainObject } from './values.ts';
 import type { ResourceSnapshot } from './narration.ts';
+import { DOCUMENT_REF_PREFIX } from './documents.ts';
 
 // ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
 
@@ -131,6 +132,8 @@ export class Conversation {
   readonly children: ChildSessionRef[] = [];
   /** Every image delivered into this conversation, by id: what a `task` call may forward. */
   readonly attachments = new Map<string, AttachmentRecordRef>();
+  /** Delivered documents by id, for the model context's document references. */
+  readonly documents = new Map<string, AttachmentRecordRef>();
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
@@ -297,6 +300,7 @@ export class Conversation {
     this.applied.add(record.submissionId);
     const images = (record.attachments ?? []).filter((attachment) => attachment.type === 'image');
     for (const image of images) this.attachments.set(image.id, image);
+    for (const attachment of record.attachments ?? []) if (attachment.type === 'document') this.documents.set(attachment.id, attachment);
     // The model learns each image's id from a manifest after the text, so it can hand images on
     // to a delegated task (`task` tool, `attachments: [{ id }]`).
     const content: (TextContent | ImageContent)[] = [{ type: 'text', text: record.body + attachmentManifest(images) }];
@@ -305,7 +309,8 @@ export class Conversation {
         attachment.type === 'image'
           ? // Bytes live in the attachment store; the response loop loads them when it calls the model.
             { type: 'image', data: `${ATTACHMENT_DATA_PREFIX}${attachment.id}`, mimeType: attachment.mimeType }
-          : { type: 'text', text: `[document ${attachment.filename ?? attachment.id} omitted: this model API does not accept documents]` },
+          : // The response loop turns this into the model API's document block (or a placeholder).
+            { type: 'text', text: `${DOCUMENT_REF_PREFIX}${attachment.id}` },
       );
     }
     this.push(userMessageOf(record));

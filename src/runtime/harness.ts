@@ -14,6 +14,7 @@ import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from './compaction.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
+import { DocumentPlacement } from './documents.ts';
 import {
   DelegationDepthExceededError,
   HarnessClosedError,
@@ -239,12 +240,14 @@ async function runPrompt(
     { type: 'text', text: result === undefined ? text : text + RESULT_FOOTER },
     ...(options.images ?? []).map((image) => ({ type: 'image' as const, data: image.data, mimeType: image.mimeType })),
   ];
-  for (const document of options.documents ?? []) {
+  const documents = new DocumentPlacement(model);
+  for (const [index, document] of (options.documents ?? []).entries()) {
     if (document.mimeType !== 'application/pdf') {
       throw new Error(`[flue] harness.prompt() documents must be application/pdf; got "${document.mimeType}".`);
     }
-    content.push({ type: 'text', text: '[document omitted: this model API does not accept documents]' });
+    content.push(documents.place(`prompt_${scratch.length}_${index}`, () => ({ data: document.data, mimeType: document.mimeType }), undefined));
   }
+  const onPayload = documents.onPayload;
   scratch.push({ role: 'user', content, timestamp: Date.now() });
 
   let usage: PromptUsage = emptyUsage();
@@ -259,7 +262,7 @@ async function runPrompt(
         getModels().completeSimple(
           model,
           { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
-          { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel) },
+          { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel), ...(onPayload === undefined ? {} : { onPayload }) },
         ),
     );
     usage = addUsage(usage, usageFromPi(final.usage));

@@ -5,6 +5,7 @@
 import { Conversation, type FlueConversationMessage, type FlueConversationSnapshot, signalMessageOf, userMessageOf } from './conversation.ts';
 import type { SettlementError } from './errors.ts';
 import type { Batch } from './sql-store.ts';
+import type { ToolLogLine } from './tool-log.ts';
 
 interface Positioned {
   conversationId: string;
@@ -33,8 +34,8 @@ export type ConversationStreamChunk =
       input: unknown;
       timestamp?: string;
     } & Positioned)
-  | ({ type: 'tool-output'; toolCallId: string; output: unknown; durationMs?: number; timestamp?: string } & Positioned)
-  | ({ type: 'tool-output-error'; toolCallId: string; errorText: string; durationMs?: number; timestamp?: string } & Positioned)
+  | ({ type: 'tool-output'; toolCallId: string; output: unknown; durationMs?: number; logs?: ToolLogLine[]; timestamp?: string } & Positioned)
+  | ({ type: 'tool-output-error'; toolCallId: string; errorText: string; durationMs?: number; logs?: ToolLogLine[]; timestamp?: string } & Positioned)
   | ({ type: 'message-completed'; messageId: string; timestamp?: string } & Positioned)
   | ({
       type: 'submission-settled';
@@ -101,10 +102,12 @@ export function projectBatch(
       case 'tool_results':
         for (const outcome of record.outcomes) {
           const duration = outcome.durationMs === undefined ? {} : { durationMs: outcome.durationMs };
+          // The call's log lines ride on its output chunk (tool-log.ts).
+          const logs = outcome.logs === undefined || outcome.logs.length === 0 ? {} : { logs: outcome.logs };
           chunks.push(
             outcome.isError
-              ? { type: 'tool-output-error', toolCallId: outcome.toolCallId, errorText: outcome.content, ...duration, timestamp: record.ts, ...at() }
-              : { type: 'tool-output', toolCallId: outcome.toolCallId, output: outcome.output ?? null, ...duration, timestamp: record.ts, ...at() },
+              ? { type: 'tool-output-error', toolCallId: outcome.toolCallId, errorText: outcome.content, ...duration, ...logs, timestamp: record.ts, ...at() }
+              : { type: 'tool-output', toolCallId: outcome.toolCallId, output: outcome.output ?? null, ...duration, ...logs, timestamp: record.ts, ...at() },
           );
         }
         break;

@@ -5,6 +5,7 @@
  * Records stay small: streamed text is stored as coalesced deltas, and the completed assistant
  * step carries the provider message the model context is rebuilt from.
  */
+import type { ToolLogLine } from './tool-log.ts';
 import type { AssistantMessage } from '@earendil-works/pi-ai';
 import type { SettlementError } from './errors.ts';
 import type { DeliveryOrigin, PromptUsage } from './types.ts';
@@ -151,6 +152,8 @@ export interface ToolOutcomeRecord {
   output?: unknown;
   terminate?: true;
   durationMs?: number;
+  /** The call's `log` lines: stream content only, never model context (tool-log.ts). */
+  logs?: ToolLogLine[];
 }
 
 /** A child session retained on its parent (persistence.md §2, `child_session_retained`). */

@@ -9,6 +9,7 @@ import type { Api, AssistantMessage, Message, Model, ToolCall } from '@earendil-
 import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
 import { ATTACHMENT_DATA_PREFIX, deepMerge, withOrigin } from './conversation.ts';
+import { DOCUMENT_REF_PREFIX, DocumentPlacement } from './documents.ts';
 import { isPlainObject } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
@@ -33,6 +34,7 @@ import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord 
 import { type RenderResult, type RenderScope, render } from './render.ts';
 import type { SubmissionRow } from './sql-store.ts';
 import { MAX_STATE_VALUE_BYTES, checkSize, jsonSize } from './limits.ts';
+import { recordingLogger } from './tool-log.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
@@ -520,12 +522,17 @@ export class ResponseRun {
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
     this.narrateResourceChanges(tools, rendered);
     const model = resolveModel(this.model!.spec);
-    const message = await this.streamStep(model, {
-      // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
-      ...systemPrompt(rendered, this.conv.resourceBaseline),
-      messages: this.hydrateAttachments(this.conv.modelContext()),
-      tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
-    });
+    const documents = new DocumentPlacement(model);
+    const message = await this.streamStep(
+      model,
+      {
+        // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
+        ...systemPrompt(rendered, this.conv.resourceBaseline),
+        messages: this.hydrateAttachments(this.conv.modelContext(), documents),
+        tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
+      },
+      documents.onPayload,
+    );
     if (message.stopReason === 'aborted') throw this.abortReason ?? abortError();
     if (message.stopReason !== 'error') {
       this.consecutiveErrors = 0;
@@ -544,18 +551,32 @@ export class ResponseRun {
     throw modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
   }
 
-  /** Loads image bytes the fold left as store references, once per attempt. */
-  private hydrateAttachments(messages: Message[]): Message[] {
+  /**
+   * Loads image bytes the fold left as store references (once per attempt), and places document
+   * references for the model's API: a native document block, or a placeholder.
+   */
+  private hydrateAttachments(messages: Message[], documents: DocumentPlacement): Message[] {
+    const isRef = (part: { type: string; data?: string; text?: string }) =>
+      (part.type === 'image' && part.data!.startsWith(ATTACHMENT_DATA_PREFIX)) || (part.type === 'text' && part.text!.startsWith(DOCUMENT_REF_PREFIX));
     return messages.map((message) => {
       if (message.role !== 'user' || typeof message.content === 'string') return message;
-      if (!message.content.some((part) => part.type === 'image' && part.data.startsWith(ATTACHMENT_DATA_PREFIX))) return message;
+      if (!message.content.some(isRef)) return message;
       return {
         ...message,
-        content: message.content.map((part) =>
-          part.type === 'image' && part.data.startsWith(ATTACHMENT_DATA_PREFIX)
-            ? { ...part, data: this.attachmentBase64(part.data.slice(ATTACHMENT_DATA_PREFIX.length)) }
-            : part,
-        ),
+        content: message.content.map((part) => {
+          if (part.type === 'image' && part.data.startsWith(ATTACHMENT_DATA_PREFIX)) {
+            return { ...part, data: this.attachmentBase64(part.data.slice(ATTACHMENT_DATA_PREFIX.length)) };
+          }
+          if (part.type !== 'text' || !part.text.startsWith(DOCUMENT_REF_PREFIX)) return part;
+          const id = part.text.slice(DOCUMENT_REF_PREFIX.length);
+          const ref = this.conv.documents.get(id);
+          const name = ref?.filename ?? id;
+          return documents.place(
+            id,
+            () => ({ data: this.attachmentBase64(id), mimeType: ref?.mimeType ?? 'application/pdf', ...(ref?.filename === undefined ? {} : { filename: ref.filename }) }),
+            name,
+          );
+        }),
       };
     });
   }
@@ -651,7 +672,11 @@ export class ResponseRun {
   }
 
   /** Streams one step; deltas are committed in coalesced batches, the step ends in one record. */
-  async streamStep(model: Model<Api>, context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1]): Promise<AssistantMessage> {
+  async streamStep(
+    model: Model<Api>,
+    context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1],
+    onPayload?: (payload: unknown) => unknown,
+  ): Promise<AssistantMessage> {
     const stepId = newId('msg');
     return intercept(
       () => [
@@ -694,6 +719,7 @@ export class ResponseRun {
       signal: this.signal,
       sessionId: this.conv.conversationId,
       ...reasoningOption(model, this.model?.thinkingLevel),
+      ...(onPayload === undefined ? {} : { onPayload }),
     });
     let firstDelta = true;
     try {
@@ -837,6 +863,7 @@ export class ResponseRun {
       return { toolCallId: call.id, toolName: call.name, isError: true, content: error.message };
     }
     const log = this.logger({ tool: call.name, toolCallId: call.id });
+    const recorded = recordingLogger(log);
     const stream = this.live.stream;
     // Scoped to the step that issued the call: some providers reuse tool-call ids across responses.
     const memoKey = `${stepId}:${call.id}`;
@@ -845,7 +872,7 @@ export class ResponseRun {
     const outcome = await runToolCall(tool, call.arguments, {
       toolCallId: call.id,
       signal: this.signal,
-      log,
+      log: recorded.log,
       onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
       ...(tool.harness ? { harness: (scope: AbortSignal) => this.toolHarness(scope) } : {}),
       ...(tool.durable
@@ -878,6 +905,8 @@ export class ResponseRun {
     };
     if (!outcome.isError && outcome.output !== undefined) record.output = outcome.output;
     if (outcome.terminate === true) record.terminate = true;
+    const lines = recorded.lines();
+    if (lines !== undefined) record.logs = lines;
     return record;
   }
 }

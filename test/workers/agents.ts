@@ -9,7 +9,8 @@ const lookup = defineTool({
   name: 'lookup',
   description: 'Look something up.',
   input: v.object({ key: v.string() }),
-  async run({ data }) {
+  async run({ data, log }) {
+    log.info('looked up', { key: data.key });
     return { output: { key: data.key, value: `value-of-${data.key}` } };
   },
 });

@@ -18,8 +18,9 @@ export function Support() {
     name: 'lookup_order',
     description: 'Looks up an order by id.',
     input: v.object({ orderId: v.string() }),
-    async run({ data }) {
+    async run({ data, log }) {
       progress({ step: 'lookup', orderId: data.orderId });
+      log.info('order found', { orderId: data.orderId });
       return { output: { orderId: data.orderId, status: 'shipped' } };
     },
   });
@@ -39,6 +40,8 @@ export const ALL_TEXT = FIRST_TEXT + FINAL_TEXT;
 export const REPLY_TEXT = `${FIRST_TEXT}\n\n${FINAL_TEXT}`;
 export const REPLY_DATA = { progress: [{ step: 'lookup', orderId: 'A-1' }] };
 export const REPLY_METADATA = { channel: 'web' };
+/** The tool's log lines, carried by its `tool-output` chunk (never in the parts or reply data). */
+export const TOOL_LOGS = [{ level: 'info', message: 'order found', attributes: { orderId: 'A-1' }, timestamp: expect.any(String) }];
 
 /** Step 1: reasoning, text and a tool call; step 2: the final text, one chunk every `delayMs`. */
 export function orderReplySteps(delayMs = 120): ScriptedResponse[] {
