@@ -683,11 +683,16 @@ export class ResponseRun {
         { type: 'model', turnId: stepId, purpose: 'agent', provider: model.provider, model: model.id },
         { ...this.executionContext(), turnId: stepId },
       ],
-      () => this.streamInto(stepId, model, context),
+      () => this.streamInto(stepId, model, context, onPayload),
     );
   }
 
-  private async streamInto(stepId: string, model: Model<Api>, context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1]): Promise<AssistantMessage> {
+  private async streamInto(
+    stepId: string,
+    model: Model<Api>,
+    context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1],
+    onPayload?: (payload: unknown) => unknown,
+  ): Promise<AssistantMessage> {
     const messageId = this.responseMessageId;
     const startedRecord: ConversationRecord = {
       type: 'assistant_started',
