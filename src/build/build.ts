@@ -213,7 +213,7 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
 }
 
 /** Config `agents` glob (relative to `src/`), minus the directories the default scan skips. */
-function globAgents(root: string, pattern: string): string[] {
+export function globAgents(root: string, pattern: string): string[] {
   const src = path.join(root, 'src');
   const excluded = (rel: string) =>
     rel.split(/[\\/]/).slice(0, -1).some((part) => part === 'node_modules' || part === 'dist' || part === '.wrangler' || part.startsWith('.'));

@@ -6,6 +6,7 @@
 import { build } from './build.ts';
 import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
 import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
+import { BUILD_TARGETS, type BuildTarget, loadConfig } from './config.ts';
 import { packageVersion } from './package-root.ts';
 import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
 import { spawnWrangler } from './wrangler-bin.ts';
@@ -25,8 +26,8 @@ const GLOBAL_USAGE = `Usage: flue <command> [options]
 
 Commands:
   init [directory]        Create a project from a template
-  dev                     Build, run wrangler dev, rebuild on change
-  build                   Build the Worker into dist/ and .flue.wrangler.json
+  dev                     Build, run wrangler dev (or the Node server), rebuild on change
+  build                   Build the Worker (or, with --target node, the Node server)
   deploy                  Build, then wrangler deploy
   run <path> -m <text>    Send one message to an agent in this Node process
 
@@ -46,22 +47,27 @@ Options:
   --force             Overwrite existing files
   -h, --help          Show help
 `,
-  dev: `Usage: flue dev [--port <n>] [-- <wrangler dev args>]
+  dev: `Usage: flue dev [--target <cloudflare|node>] [--port <n>] [-- <wrangler dev args>]
 
 Builds, then runs wrangler dev on ${GENERATED_CONFIG_FILE} (127.0.0.1). Rebuilds when src/,
 the wrangler file or flue.config.* change. Prints the local URL on stdout.
+With --target node: runs dist/server.mjs instead and rebuilds and restarts it on change.
 
 Options:
-  --port <n>          Port for wrangler dev
+  --target <name>     cloudflare (default) or node; overrides flue.config "target"
+  --port <n>          Port for wrangler dev or the Node server
   -h, --help          Show help
 `,
-  build: `Usage: flue build [--minify] [--json]
+  build: `Usage: flue build [--target <cloudflare|node>] [--minify] [--json]
 
-Writes dist/worker.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
+Cloudflare: writes dist/worker.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
 ${GENERATED_CONFIG_FILE} and .wrangler/deploy/config.json.
+Node: writes dist/server.mjs (+ .map), dist/server.entry.generated.mjs and dist/flue-manifest.json;
+run it with node dist/server.mjs.
 
 Options:
-  --minify            Minify the Worker bundle
+  --target <name>     cloudflare (default) or node; overrides flue.config "target"
+  --minify            Minify the bundle
   --json              Print dist/flue-manifest.json on stdout
   -h, --help          Show help
 `,
@@ -185,9 +191,31 @@ async function initCommand(args: readonly string[], io: CliIo): Promise<number> 
   return 0;
 }
 
+/** `--target` wins over the config's `target`; the default is Cloudflare. */
+async function resolveTarget(command: Command, flag: string | undefined, root: string): Promise<BuildTarget> {
+  if (flag !== undefined) {
+    if (!(BUILD_TARGETS as readonly string[]).includes(flag)) {
+      throw new UsageError(`--target must be one of ${BUILD_TARGETS.join(', ')}; got "${flag}".`, command);
+    }
+    return flag as BuildTarget;
+  }
+  return (await loadConfig(root)).target ?? 'cloudflare';
+}
+
 async function buildCommand(args: readonly string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandArgs('build', args, { ...HELP_OPTION, minify: { type: 'boolean' }, json: { type: 'boolean' } }, { maxPositionals: 0 });
+  const { values } = parseCommandArgs(
+    'build',
+    args,
+    { ...HELP_OPTION, target: { type: 'string' }, minify: { type: 'boolean' }, json: { type: 'boolean' } },
+    { maxPositionals: 0 },
+  );
   if (wantsHelp('build', values, io)) return 0;
+  if ((await resolveTarget('build', values.target, io.cwd)) === 'node') {
+    const { buildNodeServer } = await import('./node-build.ts');
+    const result = await buildNodeServer({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
+    if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
+    return 0;
+  }
   const result = await build({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
   if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
   return 0;
@@ -198,9 +226,19 @@ function validPort(port: string): boolean {
 }
 
 async function devCommandCli(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, passthrough } = parseCommandArgs('dev', args, { ...HELP_OPTION, port: { type: 'string' } }, { maxPositionals: 0, passthrough: true });
+  const { values, passthrough } = parseCommandArgs(
+    'dev',
+    args,
+    { ...HELP_OPTION, target: { type: 'string' }, port: { type: 'string' } },
+    { maxPositionals: 0, passthrough: true },
+  );
   if (wantsHelp('dev', values, io)) return 0;
   if (values.port !== undefined && !validPort(values.port)) throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
+  if ((await resolveTarget('dev', values.target, io.cwd)) === 'node') {
+    if (passthrough.length > 0) throw new UsageError('Arguments after -- go to wrangler; the Node target takes none.', 'dev');
+    const { devNodeCommand } = await import('./cli-dev-node.ts');
+    return devNodeCommand({ root: io.cwd, ...(values.port === undefined ? {} : { port: values.port }), stdout: io.stdout, stderr: io.stderr });
+  }
   const { devCommand } = await import('./cli-dev.ts');
   return devCommand({
     root: io.cwd,
