@@ -56,7 +56,7 @@ export function validateSchedules(value: unknown, file = 'schedules.ts'): { cron
  * Arms one timer per expression. A tick missed while the process was down is not replayed, and
  * ticks never overlap-block each other: a slow callback does not delay the next tick.
  */
-export function startSchedules(value: unknown, options: ScheduleOptions = {}): ScheduleRunner {
+export function startSchedules(value: Schedules, options: ScheduleOptions = {}): ScheduleRunner {
   const entries = validateSchedules(value);
   const onError = options.onError ?? ((tick, error) => console.error(`[flue] Schedule "${tick.cron}" (${new Date(tick.scheduledTime).toISOString()}) failed:`, error));
   const timers = new Set<NodeJS.Timeout>();

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Provider } from '@earendil-works/pi-ai';
 import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
 import { assertFetchable, serveFetchable } from './http-server.ts';
-import { type ScheduleRunner, startSchedules, validateSchedules } from './schedules.ts';
+import { type ScheduleRunner, type Schedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 import { type Flue, type StartAgentEntry, start } from './start.ts';
 
@@ -69,7 +69,7 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
     await flue.stop();
     throw error;
   }
-  const schedules: ScheduleRunner | undefined = options.schedules === undefined ? undefined : startSchedules(options.schedules);
+  const schedules: ScheduleRunner | undefined = options.schedules === undefined ? undefined : startSchedules(options.schedules as Schedules);
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
