@@ -252,6 +252,12 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
 async function deployCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values, passthrough } = parseCommandArgs('deploy', args, { ...HELP_OPTION, 'dry-run': { type: 'boolean' } }, { maxPositionals: 0, passthrough: true });
   if (wantsHelp('deploy', values, io)) return 0;
+  if ((await loadConfig(io.cwd)).target === 'node') {
+    throw new UsageError(
+      "`flue deploy` deploys a Cloudflare Worker, but flue.config sets target 'node'. Build the Node server with `flue build` and run `node dist/server.mjs` on your host.",
+      'deploy',
+    );
+  }
   await build({ root: io.cwd, log: (line) => io.stderr(`${line}\n`) });
   const wranglerArgs = ['deploy', '--config', GENERATED_CONFIG_FILE, ...(values['dry-run'] === true ? ['--dry-run'] : []), ...passthrough];
   return await new Promise<number>((resolve, reject) => {

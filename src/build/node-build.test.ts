@@ -58,6 +58,7 @@ describe('flue build --target node', () => {
       stdout: '',
       stderr: 'flue: --target must be one of cloudflare, node; got "lambda".\nRun `flue build --help` for usage.\n',
     });
+    expect((await cli(['deploy', '--dry-run'], dir)).stderr).toContain("flue: `flue deploy` deploys a Cloudflare Worker, but flue.config sets target 'node'.");
     const bad = project({ 'src/app.ts': APP, 'flue.config.ts': "export default { target: 'lambda' };\n" });
     expect((await cli(['build'], bad)).stderr).toContain('"target" must be one of "cloudflare", "node"; got "lambda"');
   });

@@ -7,6 +7,7 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { InvalidRequestError } from '../runtime/errors.ts';
 import { renderError } from '../runtime/http-errors.ts';
 import { isDevMode } from '../runtime/dev-mode.ts';
 
@@ -77,7 +78,12 @@ async function handle(app: Fetchable, req: IncomingMessage, res: ServerResponse)
 
 function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const host = req.headers.host ?? 'localhost';
-  const url = new URL(req.url ?? '/', `http://${host}`);
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', `http://${host}`);
+  } catch {
+    throw new InvalidRequestError('The request URL or Host header is malformed.', `Host "${host}" with path "${req.url ?? ''}" does not form a URL.`);
+  }
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
