@@ -197,6 +197,13 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
   const wrangler = await readWranglerConfig(root);
   validateWranglerConfig(wrangler.raw, wrangler.label, agents);
   const warnings = checkMigrations(wrangler.raw, wrangler.label, agents);
+  const schedules = resolveEntry(root, 'schedules', config);
+  if (schedules !== undefined) {
+    warnings.push(
+      `${relative(root, schedules)} is loaded by the Node server only; on Cloudflare declare "triggers": { "crons": [...] } in ` +
+        `${wrangler.label} and handle them in the scheduled() handler of src/cloudflare.ts.`,
+    );
+  }
   for (const warning of warnings) log(`[flue] warning: ${warning}`);
 
   const providers =

@@ -6,8 +6,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { build } from './build.ts';
 import { main } from './cli.ts';
-import { removeDir, tempProject } from './test-project.ts';
+import { removeDir, tempProject, wranglerJsonc } from './test-project.ts';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
@@ -78,5 +79,18 @@ describe('flue build --target node', () => {
     expect(c.code).toBe(1);
     expect(c.stderr).toContain('[flue] The Node server imports "cloudflare:workers", which exists only on Cloudflare Workers. Import chain:\n  dist/server.entry.generated.mjs\n  → src/app.ts\n  → cloudflare:workers\n');
     expect(existsSync(path.join(cf, 'dist'))).toBe(false);
+  });
+
+  it('a Cloudflare build warns that schedules.ts is for the Node server only', async () => {
+    const dir = project({
+      'src/agents/helper.ts': AGENT,
+      'src/app.ts': APP,
+      'src/schedules.ts': "export default { '0 9 * * *': () => {} };\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']),
+    });
+    const result = await build({ root: dir });
+    expect(result.warnings).toEqual([
+      'src/schedules.ts is loaded by the Node server only; on Cloudflare declare "triggers": { "crons": [...] } in wrangler.jsonc and handle them in the scheduled() handler of src/cloudflare.ts.',
+    ]);
   });
 });
