@@ -204,4 +204,23 @@ describe('flue build --target node', () => {
       removeDir(dir);
     }
   });
+
+  it('runs schedules.ts: a cron tick dispatches its signal, which the agent answers', async () => {
+    const dir = tempProject('node-server-db');
+    try {
+      const db = path.join(dir, 'flue.db');
+      model.script({ text: 'Summary written.' });
+      const server = await startServer({ FLUE_DB: db, FIXTURE_CRON: '* * * * *' });
+      // The next minute boundary: wait for the conversation the tick creates, then its settlement.
+      await poll('the scheduled conversation', () => inspectDb(db, streamOf('Assistant', 'scheduled')).submissions.length > 0, 75_000, 250);
+      const chunks = await readSse(server, 'scheduled', (cs) => cs.some((c) => c.type === 'submission-settled'));
+      expect(chunks.filter((c) => c.type === 'submission-settled')).toEqual([expect.objectContaining({ outcome: 'completed' })]);
+      const prompt = model.requests[0]!.messages.at(-1)!.content;
+      expect(prompt).toContain('type="schedule"');
+      expect(prompt).toContain('cron="* * * * *"');
+      expect(prompt).toContain('Write the summary.');
+    } finally {
+      removeDir(dir);
+    }
+  }, 100_000);
 });
