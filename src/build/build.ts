@@ -197,6 +197,13 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
   const wrangler = await readWranglerConfig(root);
   validateWranglerConfig(wrangler.raw, wrangler.label, agents);
   const warnings = checkMigrations(wrangler.raw, wrangler.label, agents);
+  const schedules = resolveEntry(root, 'schedules', config);
+  if (schedules !== undefined) {
+    warnings.push(
+      `${relative(root, schedules)} is loaded by the Node server only; on Cloudflare declare "triggers": { "crons": [...] } in ` +
+        `${wrangler.label} and handle them in the scheduled() handler of src/cloudflare.ts.`,
+    );
+  }
   for (const warning of warnings) log(`[flue] warning: ${warning}`);
 
   const providers =
@@ -213,7 +220,7 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
 }
 
 /** Config `agents` glob (relative to `src/`), minus the directories the default scan skips. */
-function globAgents(root: string, pattern: string): string[] {
+export function globAgents(root: string, pattern: string): string[] {
   const src = path.join(root, 'src');
   const excluded = (rel: string) =>
     rel.split(/[\\/]/).slice(0, -1).some((part) => part === 'node_modules' || part === 'dist' || part === '.wrangler' || part.startsWith('.'));

@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
 import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
+import type { BuildTarget } from './config.ts';
 import { packageVersion } from './package-root.ts';
 import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
 import { spawnWrangler } from './wrangler-bin.ts';
@@ -28,8 +29,8 @@ const GLOBAL_USAGE = `Usage: flue <command> [options]
 
 Commands:
   init [directory]        Create a project from a template
-  dev                     Build, run wrangler dev, rebuild on change
-  build                   Build the Worker into dist/ and .flue.wrangler.json
+  dev                     Build, run wrangler dev (or the Node server), rebuild on change
+  build                   Build the Worker (or, with --target node, the Node server)
   deploy                  Build, then wrangler deploy
   run <path> -m <text>    Send one message to an agent in this Node process
 
@@ -52,26 +53,31 @@ Options:
   --runtime <spec>    The @flue/runtime dependency to write instead (an npm spec)
   -h, --help          Show help
 `,
-  dev: `Usage: flue dev [--port <n>] [--scripted | --real-model] [-- <wrangler dev args>]
+  dev: `Usage: flue dev [--target <cloudflare|node>] [--port <n>] [--scripted | --real-model] [-- <wrangler dev args>]
 
 Builds, then runs wrangler dev on ${GENERATED_CONFIG_FILE} (127.0.0.1). Rebuilds when src/,
 the wrangler file or flue.config.* change. Prints the local URL on stdout.
 Without a provider key (e.g. ANTHROPIC_API_KEY) in .dev.vars, every model is a scripted
 local one that echoes, so the app runs offline.
+With --target node: runs dist/server.mjs instead and rebuilds and restarts it on change.
 
 Options:
-  --port <n>          Port for wrangler dev
+  --target <name>     cloudflare (default) or node; overrides flue.config "target"
+  --port <n>          Port for wrangler dev or the Node server
   --scripted          Serve the scripted local model even when a provider key is set
   --real-model        Call the real provider even without a key in .dev.vars
   -h, --help          Show help
 `,
-  build: `Usage: flue build [--minify] [--json]
+  build: `Usage: flue build [--target <cloudflare|node>] [--minify] [--json]
 
-Writes dist/worker.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
+Cloudflare: writes dist/worker.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
 ${GENERATED_CONFIG_FILE} and .wrangler/deploy/config.json.
+Node: writes dist/server.mjs (+ .map), dist/server.entry.generated.mjs and dist/flue-manifest.json;
+run it with node dist/server.mjs.
 
 Options:
-  --minify            Minify the Worker bundle
+  --target <name>     cloudflare (default) or node; overrides flue.config "target"
+  --minify            Minify the bundle
   --json              Print dist/flue-manifest.json on stdout
   -h, --help          Show help
 `,
@@ -198,9 +204,33 @@ async function initCommand(args: readonly string[], io: CliIo): Promise<number> 
   return 0;
 }
 
+/** `--target` wins over the config's `target`; the default is Cloudflare. */
+async function resolveTarget(command: Command, flag: string | undefined, root: string): Promise<BuildTarget> {
+  // Loaded here, not at the top: the config loader brings esbuild, which `flue init` never needs.
+  const { BUILD_TARGETS, loadConfig } = await import('./config.ts');
+  if (flag !== undefined) {
+    if (!(BUILD_TARGETS as readonly string[]).includes(flag)) {
+      throw new UsageError(`--target must be one of ${BUILD_TARGETS.join(', ')}; got "${flag}".`, command);
+    }
+    return flag as BuildTarget;
+  }
+  return (await loadConfig(root)).target ?? 'cloudflare';
+}
+
 async function buildCommand(args: readonly string[], io: CliIo): Promise<number> {
-  const { values } = parseCommandArgs('build', args, { ...HELP_OPTION, minify: { type: 'boolean' }, json: { type: 'boolean' } }, { maxPositionals: 0 });
+  const { values } = parseCommandArgs(
+    'build',
+    args,
+    { ...HELP_OPTION, target: { type: 'string' }, minify: { type: 'boolean' }, json: { type: 'boolean' } },
+    { maxPositionals: 0 },
+  );
   if (wantsHelp('build', values, io)) return 0;
+  if ((await resolveTarget('build', values.target, io.cwd)) === 'node') {
+    const { buildNodeServer } = await import('./node-build.ts');
+    const result = await buildNodeServer({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
+    if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
+    return 0;
+  }
   const { build } = await import('./build.ts');
   const result = await build({ root: io.cwd, minify: values.minify === true, log: (line) => io.stderr(`${line}\n`) });
   if (values.json === true) io.stdout(`${JSON.stringify(result.manifest, null, 2)}\n`);
@@ -215,12 +245,17 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
   const { values, passthrough } = parseCommandArgs(
     'dev',
     args,
-    { ...HELP_OPTION, port: { type: 'string' }, scripted: { type: 'boolean' }, 'real-model': { type: 'boolean' } },
+    { ...HELP_OPTION, target: { type: 'string' }, port: { type: 'string' }, scripted: { type: 'boolean' }, 'real-model': { type: 'boolean' } },
     { maxPositionals: 0, passthrough: true },
   );
   if (wantsHelp('dev', values, io)) return 0;
   if (values.port !== undefined && !validPort(values.port)) throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
   if (values.scripted === true && values['real-model'] === true) throw new UsageError('--scripted cannot be combined with --real-model.', 'dev');
+  if ((await resolveTarget('dev', values.target, io.cwd)) === 'node') {
+    if (passthrough.length > 0) throw new UsageError('Arguments after -- go to wrangler; the Node target takes none.', 'dev');
+    const { devNodeCommand } = await import('./cli-dev-node.ts');
+    return devNodeCommand({ root: io.cwd, ...(values.port === undefined ? {} : { port: values.port }), stdout: io.stdout, stderr: io.stderr });
+  }
   const { devCommand } = await import('./cli-dev.ts');
   return devCommand({
     root: io.cwd,
@@ -235,6 +270,13 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
 async function deployCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { values, passthrough } = parseCommandArgs('deploy', args, { ...HELP_OPTION, 'dry-run': { type: 'boolean' } }, { maxPositionals: 0, passthrough: true });
   if (wantsHelp('deploy', values, io)) return 0;
+  const { loadConfig } = await import('./config.ts');
+  if ((await loadConfig(io.cwd)).target === 'node') {
+    throw new UsageError(
+      "`flue deploy` deploys a Cloudflare Worker, but flue.config sets target 'node'. Build the Node server with `flue build` and run `node dist/server.mjs` on your host.",
+      'deploy',
+    );
+  }
   const { build } = await import('./build.ts');
   await build({ root: io.cwd, log: (line) => io.stderr(`${line}\n`) });
   const wranglerArgs = ['deploy', '--config', GENERATED_CONFIG_FILE, ...(values['dry-run'] === true ? ['--dry-run'] : []), ...passthrough];

@@ -24,7 +24,7 @@ describe('validateConfig', () => {
   it('lists every problem, one per line', () => {
     expect(() => validateConfig({ app: 3, entry: 'x', providers: 'anthropic', agents: '' }, file)).toThrow(
       '[flue] Invalid config in flue.config.ts:\n' +
-        '  - unknown field "entry" (known: app, cloudflare, db, agents, providers)\n' +
+        '  - unknown field "entry" (known: app, cloudflare, db, schedules, agents, providers, target)\n' +
         '  - "app" must be a non-empty string\n' +
         '  - "agents" must be a non-empty string\n' +
         '  - "providers" must be an array of provider ids, e.g. ["anthropic"]',

@@ -15,9 +15,15 @@ export interface FlueConfig {
   app?: string;
   cloudflare?: string;
   db?: string;
+  schedules?: string;
   agents?: string;
   providers?: string[];
+  target?: BuildTarget;
 }
+
+/** Where `flue build` / `flue dev` aim: a Cloudflare Worker (default) or a Node HTTP server. */
+export type BuildTarget = 'cloudflare' | 'node';
+export const BUILD_TARGETS: readonly BuildTarget[] = ['cloudflare', 'node'];
 
 export interface ResolvedConfig {
   /** Absolute path of the config file, if any. */
@@ -26,15 +32,17 @@ export interface ResolvedConfig {
   app?: string;
   cloudflare?: string;
   db?: string;
+  schedules?: string;
   /** Scan glob relative to `src/`. */
   agents?: string;
   providers?: string[];
+  target?: BuildTarget;
 }
 
 export const CONFIG_FILES = ['flue.config.ts', 'flue.config.mts', 'flue.config.js', 'flue.config.mjs'] as const;
 export const SOURCE_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'] as const;
-const CONFIG_FIELDS = ['app', 'cloudflare', 'db', 'agents', 'providers'] as const;
-const PATH_FIELDS = ['app', 'cloudflare', 'db'] as const;
+const CONFIG_FIELDS = ['app', 'cloudflare', 'db', 'schedules', 'agents', 'providers', 'target'] as const;
+const PATH_FIELDS = ['app', 'cloudflare', 'db', 'schedules'] as const;
 
 export function findConfigFile(root: string): string | undefined {
   for (const name of CONFIG_FILES) {
@@ -110,6 +118,10 @@ export function validateConfig(value: unknown, file: string): ResolvedConfig {
       }
     }
   }
+  const target = config['target'];
+  if (target !== undefined && !(BUILD_TARGETS as readonly unknown[]).includes(target)) {
+    problems.push(`"target" must be one of ${BUILD_TARGETS.map((t) => `"${t}"`).join(', ')}; got ${JSON.stringify(target)}`);
+  }
   if (problems.length > 0) {
     throw new FlueBuildError('ConfigError', `Invalid config in ${label}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
@@ -125,11 +137,12 @@ export function validateConfig(value: unknown, file: string): ResolvedConfig {
   }
   if (typeof config['agents'] === 'string') resolved.agents = config['agents'];
   if (Array.isArray(providers)) resolved.providers = [...(providers as string[])];
+  if (target !== undefined) resolved.target = target as BuildTarget;
   return resolved;
 }
 
 /** `src/<name>.{ts,mts,js,mjs}`, first hit, or the configured path. */
-export function resolveEntry(root: string, name: 'app' | 'cloudflare' | 'db', config: ResolvedConfig): string | undefined {
+export function resolveEntry(root: string, name: 'app' | 'cloudflare' | 'db' | 'schedules', config: ResolvedConfig): string | undefined {
   const configured = config[name];
   if (configured !== undefined) return configured;
   for (const ext of SOURCE_EXTENSIONS) {

@@ -13,6 +13,13 @@ import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
 import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
+// Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
+// the symbol gets the registry one, so `flue[Symbol.asyncDispose]()` and transpiled `await using`
+// still find the handle's disposer.
+if (typeof (Symbol as { asyncDispose?: unknown }).asyncDispose !== 'symbol') {
+  Object.defineProperty(Symbol, 'asyncDispose', { value: Symbol.for('Symbol.asyncDispose') });
+}
+
 export interface StartAgentConfig {
   agent: Agent;
   name?: string;

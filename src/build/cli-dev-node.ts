@@ -1,0 +1,151 @@
+/**
+ * `flue dev --target node`: build the Node server, run `dist/server.mjs`, and on every change
+ * under `src/` (or of `flue.config.*`) rebuild and restart it. A restart is a real stop: the old
+ * server drains on SIGTERM and the new one recovers unsettled work from the same database.
+ *
+ * Dev defaults (node-target.md §6): the project's `.env` (shell wins), dev mode on (`FLUE_DEV=1`)
+ * and `node_modules/.cache/flue/dev.db` as the store, so history survives restarts.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type FSWatcher, existsSync, readFileSync, watch } from 'node:fs';
+import path from 'node:path';
+import { parseEnv } from 'node:util';
+import { CONFIG_FILES } from './config.ts';
+import { SERVER_FILE, buildNodeServer } from './node-build.ts';
+
+export interface NodeDevOptions {
+  root: string;
+  port?: string;
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+}
+
+const DEBOUNCE_MS = 120;
+const STOP_GRACE_MS = 10_000;
+
+export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
+  const root = path.resolve(options.root);
+  const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text));
+  const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text));
+  const build = () => buildNodeServer({ root, log: (line) => stderr(`${line}\n`) });
+  try {
+    await build();
+  } catch (error) {
+    stderr(`${describe(error)}\n`);
+    return 1;
+  }
+
+  // Read at every (re)start, so an edited .env applies to the next server.
+  const env = (): NodeJS.ProcessEnv => ({
+    ...projectEnv(root),
+    ...process.env,
+    FLUE_DEV: process.env.FLUE_DEV ?? '1',
+    FLUE_DB: process.env.FLUE_DB ?? path.join(root, 'node_modules', '.cache', 'flue', 'dev.db'),
+    ...(options.port === undefined ? {} : { PORT: options.port }),
+  });
+
+  return await new Promise<number>((resolve) => {
+    let child: ChildProcess | undefined;
+    let stopping = false;
+    let lastUrl: string | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let rebuilding = false;
+    let pending = false;
+    const watchers: FSWatcher[] = [];
+
+    const startServer = () => {
+      const proc = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', SERVER_FILE)], { cwd: root, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+      child = proc;
+      proc.stdout?.on('data', (data: Buffer) => {
+        const text = data.toString('utf8');
+        stderr(text);
+        const match = /Listening on (http:\/\/\S+)/.exec(text);
+        if (match !== null && match[1] !== lastUrl) {
+          lastUrl = match[1]!;
+          stdout(`${lastUrl}\n`);
+        }
+      });
+      proc.stderr?.on('data', (data: Buffer) => stderr(data.toString('utf8')));
+      proc.on('exit', (code, signal) => {
+        if (child === proc) child = undefined;
+        if (!stopping && child === undefined) stderr(`[flue] The server exited (${signal ?? `code ${code}`}); waiting for a change to restart it.\n`);
+      });
+    };
+
+    const stopServer = () =>
+      new Promise<void>((done) => {
+        const proc = child;
+        if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return done();
+        const kill = setTimeout(() => proc.kill('SIGKILL'), STOP_GRACE_MS);
+        proc.once('exit', () => {
+          clearTimeout(kill);
+          done();
+        });
+        proc.kill('SIGTERM');
+      });
+
+    const rebuild = async () => {
+      if (rebuilding) {
+        pending = true;
+        return;
+      }
+      rebuilding = true;
+      try {
+        do {
+          pending = false;
+          try {
+            await build();
+          } catch (error) {
+            stderr(`${describe(error)}\n[flue] Keeping the running server.\n`);
+            continue;
+          }
+          if (stopping) break;
+          stderr('[flue] Rebuilt; restarting the server\n');
+          await stopServer();
+          if (!stopping) startServer();
+        } while (pending && !stopping);
+      } finally {
+        rebuilding = false;
+      }
+    };
+
+    const schedule = () => {
+      if (stopping) return;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = undefined;
+        void rebuild();
+      }, DEBOUNCE_MS);
+    };
+    const rootFiles = new Set<string>([...CONFIG_FILES, '.env']);
+    watchers.push(watch(path.join(root, 'src'), { recursive: true }, schedule));
+    watchers.push(watch(root, (_event, filename) => filename !== null && rootFiles.has(String(filename)) && schedule()));
+    for (const w of watchers) w.on('error', (error) => stderr(`[flue] watcher: ${error.message}\n`));
+
+    const finish = (code: number) => {
+      if (stopping) return;
+      stopping = true;
+      if (timer !== undefined) clearTimeout(timer);
+      for (const w of watchers) w.close();
+      process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigterm);
+      void stopServer().then(() => resolve(code));
+    };
+    const onSigint = () => finish(130);
+    const onSigterm = () => finish(143);
+    process.on('SIGINT', onSigint);
+    process.on('SIGTERM', onSigterm);
+    startServer();
+  });
+}
+
+/** The project's `.env`, if any; the shell's own variables override it. */
+function projectEnv(root: string): Record<string, string> {
+  const file = path.join(root, '.env');
+  return existsSync(file) ? (parseEnv(readFileSync(file, 'utf8')) as Record<string, string>) : {};
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message.startsWith('[flue]') ? error.message : (error.stack ?? error.message);
+  return String(error);
+}

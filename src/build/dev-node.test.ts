@@ -1,0 +1,79 @@
+/**
+ * `flue dev --target node`: builds and runs dist/server.mjs, prints its URL, rebuilds and
+ * restarts it on an edit (keeping the running server when a rebuild fails), and on SIGINT stops
+ * it and exits 130.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { packageRoot } from './package-root.ts';
+import { writeFiles } from './test-project.ts';
+import { freePort } from '../../test/support/wrangler-dev.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'flue-dev-node-test-'));
+let child: ChildProcess | undefined;
+afterAll(() => {
+  if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+async function get(url: string): Promise<string | undefined> {
+  try {
+    return await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).text();
+  } catch {
+    return undefined;
+  }
+}
+
+it('flue dev --target node serves, restarts on change, keeps the server on a bad edit, exits 130 on SIGINT', async () => {
+  writeFiles(dir, {
+    'package.json': '{ "name": "dev-node", "private": true, "type": "module" }\n',
+    'src/agents/helper.ts': "'use agent';\nexport function Helper() { return 'Help.'; }\n",
+    'src/app.ts': "export default { fetch: () => new Response(`version one ${process.env.FLUE_DEV}`) };\n",
+  });
+  symlinkSync(path.join(packageRoot(), 'node_modules'), path.join(dir, 'node_modules'));
+  const port = await freePort();
+  const bin = path.join(packageRoot(), 'node_modules/.bin/node');
+  let stdout = '';
+  let stderr = '';
+  child = spawn(existsSync(bin) ? bin : process.execPath, ['--conditions=flue-source', path.join(packageRoot(), 'bin/flue.js'), 'dev', '--target', 'node', '--port', String(port)], {
+    cwd: dir,
+    // node_modules is a link to this checkout's: keep the dev database inside the project.
+    env: { ...process.env, HOST: '127.0.0.1', FLUE_DB: path.join(dir, '.flue', 'dev.db') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => void (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => resolve(code)));
+
+  const url = `http://127.0.0.1:${port}`;
+  await until(`the URL on stdout (stderr so far:\n${stderr})`, () => (stdout.includes(url) ? true : undefined));
+  expect(stdout).toBe(`${url}\n`);
+  expect(await get(`${url}/`)).toBe('version one 1'); // dev mode on
+  expect(existsSync(path.join(dir, '.flue/dev.db'))).toBe(true);
+
+  const appFile = path.join(dir, 'src/app.ts');
+  writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('version one', 'version two'));
+  await until('the restarted server', async () => ((await get(`${url}/`))?.startsWith('version two') ? true : undefined));
+  expect(stderr).toContain('[flue] Rebuilt; restarting the server');
+
+  writeFileSync(appFile, 'export default {{ broken');
+  await until('the rebuild error', () => (stderr.includes('[flue] Keeping the running server.') ? true : undefined));
+  expect(await get(`${url}/`)).toBe('version two 1');
+
+  child.kill('SIGINT');
+  expect(await exited).toBe(130);
+  expect(await get(`${url}/`)).toBeUndefined();
+}, 120_000);

@@ -1,0 +1,96 @@
+/**
+ * `flue build --target node` through the CLI: what it writes, how the target is chosen, and the
+ * mistakes it reports before writing anything. Serving and recovery are covered end to end in
+ * test/e2e/node-server.test.ts.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { build } from './build.ts';
+import { main } from './cli.ts';
+import { removeDir, tempProject, wranglerJsonc } from './test-project.ts';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+function project(files: Record<string, string>): string {
+  const dir = tempProject('node-build', files);
+  dirs.push(dir);
+  return dir;
+}
+
+async function cli(argv: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, { cwd, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+const AGENT = "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Helper() {\n  useModel('anthropic/claude-haiku-4-5');\n  return 'Help.';\n}\n";
+const APP = "export default { fetch: () => new Response('ok') };\n";
+
+describe('flue build --target node', () => {
+  it('writes dist/server.mjs and a manifest naming the agents, db.ts and schedules.ts', async () => {
+    const dir = project({
+      'src/agents/helper.ts': AGENT,
+      'src/app.ts': APP,
+      'src/db.ts': "import { sqlite } from '@flue/runtime/node';\nexport default sqlite('./data/app.db');\n",
+      'src/schedules.ts': "export default { '*/5 * * * *': () => {} };\n",
+    });
+    const r = await cli(['build', '--target', 'node', '--json'], dir);
+    expect(r.stderr).toContain('[flue] Found 1 agent: Helper (src/agents/helper.ts)');
+    expect(r.code).toBe(0);
+    const manifest = { target: 'node', agents: [{ identity: 'Helper', exportName: 'Helper', file: 'src/agents/helper.ts' }], db: 'src/db.ts', schedules: 'src/schedules.ts' };
+    expect(JSON.parse(r.stdout)).toEqual(manifest);
+    expect(JSON.parse(readFileSync(path.join(dir, 'dist/flue-manifest.json'), 'utf8'))).toEqual(manifest);
+    expect(existsSync(path.join(dir, 'dist/server.mjs'))).toBe(true);
+    expect(existsSync(path.join(dir, '.flue.wrangler.json'))).toBe(false);
+    const entry = readFileSync(path.join(dir, 'dist/server.entry.generated.mjs'), 'utf8');
+    expect(entry).toContain("await runFlueServer({ app: userApp, agents, db: userDb, schedules: userSchedules });");
+  });
+
+  it('takes the target from flue.config.ts; --target overrides it; an unknown target is a usage error', async () => {
+    const dir = project({ 'src/agents/helper.ts': AGENT, 'src/app.ts': APP, 'flue.config.ts': "export default { target: 'node' };\n" });
+    expect((await cli(['build'], dir)).code).toBe(0);
+    expect(existsSync(path.join(dir, 'dist/server.mjs'))).toBe(true);
+    expect(existsSync(path.join(dir, 'dist/worker.js'))).toBe(false);
+
+    expect(await cli(['build', '--target', 'lambda'], dir)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'flue: --target must be one of cloudflare, node; got "lambda".\nRun `flue build --help` for usage.\n',
+    });
+    expect((await cli(['deploy', '--dry-run'], dir)).stderr).toContain("flue: `flue deploy` deploys a Cloudflare Worker, but flue.config sets target 'node'.");
+    const bad = project({ 'src/app.ts': APP, 'flue.config.ts': "export default { target: 'lambda' };\n" });
+    expect((await cli(['build'], bad)).stderr).toContain('"target" must be one of "cloudflare", "node"; got "lambda"');
+  });
+
+  it('fails without writing when there is no agent or a module imports cloudflare:*', async () => {
+    const none = project({ 'src/app.ts': APP });
+    const r = await cli(['build', '--target', 'node'], none);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("[flue] The Node server found no agents. Mark at least one module under src/ with 'use agent'");
+    expect(existsSync(path.join(none, 'dist'))).toBe(false);
+
+    const cf = project({
+      'src/agents/helper.ts': AGENT,
+      'src/app.ts': "import { env } from 'cloudflare:workers';\nexport default { fetch: () => new Response(String(env)) };\n",
+    });
+    const c = await cli(['build', '--target', 'node'], cf);
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain('[flue] The Node server imports "cloudflare:workers", which exists only on Cloudflare Workers. Import chain:\n  dist/server.entry.generated.mjs\n  → src/app.ts\n  → cloudflare:workers\n');
+    expect(existsSync(path.join(cf, 'dist'))).toBe(false);
+  });
+
+  it('a Cloudflare build warns that schedules.ts is for the Node server only', async () => {
+    const dir = project({
+      'src/agents/helper.ts': AGENT,
+      'src/app.ts': APP,
+      'src/schedules.ts': "export default { '0 9 * * *': () => {} };\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']),
+    });
+    const result = await build({ root: dir });
+    expect(result.warnings).toEqual([
+      'src/schedules.ts is loaded by the Node server only; on Cloudflare declare "triggers": { "crons": [...] } in wrangler.jsonc and handle them in the scheduled() handler of src/cloudflare.ts.',
+    ]);
+  });
+});

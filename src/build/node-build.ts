@@ -1,0 +1,211 @@
+/**
+ * `flue build --target node`: config → app entry → agent scan → optional `db.ts` and
+ * `schedules.ts` → generated server entry → one esbuild bundle, `dist/server.mjs`.
+ *
+ * The bundle holds the project, `@flue/runtime` (compiled from its sources, as for the Worker)
+ * and every dependency, so `node dist/server.mjs` needs no install beside it. As with the Worker
+ * build, nothing is written until the bundle exists in memory.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as esbuild from 'esbuild';
+import { globAgents } from './build.ts';
+import { FlueBuildError } from './build-errors.ts';
+import { formatEsbuildError, formatMessage, loadConfig, resolveEntry } from './config.ts';
+import { generateNodeEntry } from './node-entry.ts';
+import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { packageRoot } from './package-root.ts';
+import { resolveProviders } from './providers.ts';
+import { scanAgents } from './scan.ts';
+
+export interface NodeBuildOptions {
+  root: string;
+  minify?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface NodeManifest {
+  target: 'node';
+  agents: { identity: string; exportName: string; file: string }[];
+  /** Project-relative paths of the optional entries the server loads. */
+  db: string | null;
+  schedules: string | null;
+}
+
+export interface NodeBuildResult {
+  root: string;
+  manifest: NodeManifest;
+  entrySource: string;
+  outputs: { server: string; sourcemap: string; entry: string; manifest: string };
+  bundleBytes: number;
+}
+
+/** The server's file name under `dist/`. */
+export const SERVER_FILE = 'server.mjs';
+
+// Resolved from this package's sources, like the Worker build: the bundle never depends on
+// dist/node being fresh.
+const SERVER_CONDITIONS = ['flue-source', ...NODE_CONDITIONS] as const;
+
+export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBuildResult> {
+  const root = path.resolve(options.root);
+  const log = options.log ?? (() => {});
+  const config = await loadConfig(root);
+  const app = resolveEntry(root, 'app', config);
+  if (app === undefined) {
+    throw new FlueBuildError(
+      'NoAppEntryError',
+      'No app entry found. Create src/app.ts whose default export is a Hono app or an object with a fetch(request, env, ctx) method.',
+    );
+  }
+  const cloudflare = resolveEntry(root, 'cloudflare', config);
+  if (cloudflare !== undefined) log(`[flue] Note: ${rel(root, cloudflare)} is a Cloudflare entry; the Node server does not load it.`);
+  const db = resolveEntry(root, 'db', config);
+  const schedules = resolveEntry(root, 'schedules', config);
+
+  log('[flue] Scanning src/ for agents');
+  const files = config.agents === undefined ? undefined : globAgents(root, config.agents);
+  const scan = await scanAgents(files === undefined ? { root } : { root, files });
+  const agents = scan.modules.flatMap((m) => m.agents.map((a) => ({ identity: a.identity, exportName: a.exportName, file: rel(root, m.file) })));
+  if (agents.length === 0) {
+    throw new FlueBuildError(
+      'NoAgentsError',
+      "The Node server found no agents. Mark at least one module under src/ with 'use agent' and export an agent function from it.",
+    );
+  }
+  log(`[flue] Found ${agents.length} agent${agents.length === 1 ? '' : 's'}: ${agents.map((a) => `${a.identity} (${a.file})`).join(', ')}`);
+
+  const providers =
+    config.providers === undefined ? undefined : await resolveProviders(config.providers, config.file === undefined ? 'flue.config' : path.basename(config.file));
+  const entry = generateNodeEntry({
+    app,
+    modules: scan.modules,
+    ...(db === undefined ? {} : { db }),
+    ...(schedules === undefined ? {} : { schedules }),
+    ...(providers === undefined ? {} : { providers }),
+  });
+
+  const dist = path.join(root, 'dist');
+  const outfile = path.join(dist, SERVER_FILE);
+  log(`[flue] Bundling ${path.join('dist', SERVER_FILE)}`);
+  let result: esbuild.BuildResult<{ write: false; metafile: true }>;
+  try {
+    result = await esbuild.build({
+      stdin: { contents: entry, resolveDir: packageRoot(), sourcefile: 'server.entry.generated.mjs', loader: 'js' },
+      absWorkingDir: root,
+      outfile,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node22',
+      conditions: [...SERVER_CONDITIONS],
+      banner: { js: SERVER_BANNER },
+      sourcemap: 'linked',
+      minify: options.minify === true,
+      // Identities come from the scan, but error messages and logs read better with real names.
+      keepNames: true,
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+      loader: { '.md': 'text' },
+      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternal(), quietSqlite()],
+    });
+  } catch (error) {
+    throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
+  }
+  for (const warning of result.warnings) {
+    const file = warning.location?.file ?? '';
+    if (file.startsWith('../') || /(?:^|\/)node_modules\//.test(file)) continue;
+    log(`[flue] warning: esbuild: ${formatMessage(warning).trim()}`);
+  }
+  const chain = importChain(result.metafile, graphRoots(result.metafile), (_, imported) => imported.startsWith('cloudflare:'));
+  if (chain !== undefined) {
+    // The generated entry is virtual (stdin): name it by the file the build writes for inspection.
+    const steps = ['dist/server.entry.generated.mjs', ...(chain[0]?.endsWith('server.entry.generated.mjs') ? chain.slice(1) : chain)];
+    throw new FlueBuildError(
+      'CloudflareOnlyImportError',
+      `The Node server imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
+        steps.map((step, i) => `  ${i === 0 ? '' : '→ '}${step}`).join('\n') +
+        '\nKeep Cloudflare-only code out of modules the Node server loads (use `import type` for types), or build for Cloudflare.',
+    );
+  }
+
+  const js = result.outputFiles.find((f) => f.path === outfile);
+  const map = result.outputFiles.find((f) => f.path === `${outfile}.map`);
+  if (js === undefined || map === undefined) throw new FlueBuildError('BundleError', `esbuild produced no dist/${SERVER_FILE}.`);
+  const manifest: NodeManifest = {
+    target: 'node',
+    agents,
+    db: db === undefined ? null : rel(root, db),
+    schedules: schedules === undefined ? null : rel(root, schedules),
+  };
+  const outputs = {
+    server: outfile,
+    sourcemap: `${outfile}.map`,
+    entry: path.join(dist, 'server.entry.generated.mjs'),
+    manifest: path.join(dist, 'flue-manifest.json'),
+  };
+  await mkdir(dist, { recursive: true });
+  const writes: [string, Uint8Array][] = [
+    [outputs.sourcemap, map.contents],
+    [outputs.entry, Buffer.from(entry)],
+    [outputs.manifest, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`)],
+    [outputs.server, js.contents], // last: a watcher restarting on dist/server.mjs sees a complete build
+  ];
+  for (const [file, data] of writes) {
+    if (existsSync(file) && Buffer.from(data).equals(await readFile(file))) continue;
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, data);
+    await rename(tmp, file);
+  }
+  log(`[flue] dist/${SERVER_FILE}  ${(js.contents.byteLength / 1024).toFixed(2)} KiB`);
+  return { root, manifest, entrySource: entry, outputs, bundleBytes: js.contents.byteLength };
+}
+
+/**
+ * Runs before every bundled module. CommonJS dependencies call require() for Node builtins, which
+ * an ES module lacks; and Node 22 warns that node:sqlite is experimental on every start, which a
+ * server's log does not need (other warnings still print).
+ */
+const SERVER_BANNER = [
+  "import { createRequire as __flueCreateRequire } from 'node:module';",
+  'const require = __flueCreateRequire(import.meta.url);',
+  'const __flueEmitWarning = process.emitWarning;',
+  'process.emitWarning = function (warning, ...args) {',
+  "  const text = typeof warning === 'string' ? warning : warning?.message;",
+  "  if (typeof text === 'string' && text.startsWith('SQLite is an experimental feature')) return;",
+  '  return __flueEmitWarning.call(this, warning, ...args);',
+  '};',
+].join('\n');
+
+/**
+ * An external `import 'node:sqlite'` would be hoisted above the banner and warn before the filter
+ * exists; loading it through process.getBuiltinModule() inside the bundle keeps the order.
+ */
+function quietSqlite(): esbuild.Plugin {
+  return {
+    name: 'flue-node-sqlite',
+    setup(build) {
+      build.onResolve({ filter: /^node:sqlite$/ }, () => ({ path: 'node:sqlite', namespace: 'flue-node-sqlite' }));
+      build.onLoad({ filter: /.*/, namespace: 'flue-node-sqlite' }, () => {
+        const names = Object.keys(process.getBuiltinModule('node:sqlite') as object);
+        return { contents: `export const { ${names.join(', ')} } = process.getBuiltinModule('node:sqlite');\n`, loader: 'js' };
+      });
+    },
+  };
+}
+
+/** `cloudflare:*` stays external so the metafile can name the import chain afterwards. */
+function cloudflareExternal(): esbuild.Plugin {
+  return {
+    name: 'flue-node-cloudflare-imports',
+    setup(build) {
+      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
+    },
+  };
+}
+
+function rel(root: string, file: string): string {
+  return path.relative(root, file).split(path.sep).join('/');
+}

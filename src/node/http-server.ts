@@ -1,0 +1,142 @@
+/**
+ * Serves a Fetchable (`app.ts`'s default export: a Hono app or `{ fetch }`) on `node:http`.
+ * Requests become WHATWG `Request`s whose signal aborts when the client goes away; response
+ * bodies are streamed with backpressure, so the router's SSE and long-poll reads work unbuffered.
+ * On Node the app's `fetch` receives no `env` and `ctx === undefined` (node-target.md §6).
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { InvalidRequestError } from '../runtime/errors.ts';
+import { renderError } from '../runtime/http-errors.ts';
+import { isDevMode } from '../runtime/dev-mode.ts';
+
+export interface Fetchable {
+  fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
+}
+
+export interface HttpServerOptions {
+  port: number;
+  /** Default: all interfaces. */
+  host?: string;
+}
+
+export interface RunningHttpServer {
+  readonly server: Server;
+  /** e.g. `http://127.0.0.1:3000` */
+  readonly url: string;
+  /** Stops accepting connections and closes idle ones; open streams end with the process. */
+  close(): void;
+}
+
+export function assertFetchable(app: unknown, file = 'app.ts'): asserts app is Fetchable {
+  if (typeof app !== 'object' || app === null || typeof (app as Fetchable).fetch !== 'function') {
+    throw new Error(`[flue] ${file} default export must be a Hono app or an object with a fetch(request, env, ctx) method.`);
+  }
+}
+
+export async function serveFetchable(app: Fetchable, options: HttpServerOptions): Promise<RunningHttpServer> {
+  const server = createServer((req, res) => void handle(app, req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? (address.address === '::' ? 'localhost' : `[${address.address}]`) : address.address === '0.0.0.0' ? 'localhost' : address.address;
+  return {
+    server,
+    url: `http://${host}:${address.port}`,
+    close() {
+      server.close();
+      server.closeIdleConnections();
+    },
+  };
+}
+
+async function handle(app: Fetchable, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('The client closed the connection.'));
+  });
+  let response: Response;
+  try {
+    const request = toRequest(req, controller.signal);
+    try {
+      response = await app.fetch(request, undefined, undefined);
+    } catch (error) {
+      response = renderError(error, { devMode: isDevMode(), traceparent: req.headers['traceparent'] as string | undefined });
+    }
+    if (!(response instanceof Response)) throw new Error('[flue] app.ts fetch() must return a Response.');
+  } catch (error) {
+    response = renderError(error, { devMode: isDevMode() });
+  }
+  await writeResponse(response, req, res, controller.signal);
+}
+
+function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
+  const host = req.headers.host ?? 'localhost';
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', `http://${host}`);
+  } catch {
+    throw new InvalidRequestError('The request URL or Host header is malformed.', `Host "${host}" with path "${req.url ?? ''}" does not form a URL.`);
+  }
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else headers.set(name, value);
+  }
+  const method = req.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  return new Request(url, {
+    method,
+    headers,
+    signal,
+    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
+  } as RequestInit);
+}
+
+async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, response.statusText, headers);
+  if (response.body === null || req.method === 'HEAD') {
+    res.end();
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  // Streaming responses (SSE) must reach the client chunk by chunk.
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  const onAbort = () => void reader.cancel(signal.reason).catch(() => {});
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value)) await new Promise<void>((resolve) => {
+        const settle = () => {
+          res.off('drain', settle);
+          res.off('close', settle);
+          resolve();
+        };
+        res.once('drain', settle);
+        res.once('close', settle);
+      });
+      if (res.destroyed) break;
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}

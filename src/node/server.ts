@@ -1,0 +1,122 @@
+/**
+ * The built Node server (`flue build --target node` → `dist/server.mjs`): `start()` with the
+ * project's agents and persistence, `app.ts` served over `node:http`, the cron schedules of
+ * `schedules.ts` armed, and SIGTERM/SIGINT draining before exit. The generated entry calls
+ * `runFlueServer()`; everything it does is also reachable from `start()` for hand-written hosts.
+ */
+import path from 'node:path';
+import type { Provider } from '@earendil-works/pi-ai';
+import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
+import { assertFetchable, serveFetchable } from './http-server.ts';
+import { type ScheduleRunner, type Schedules, startSchedules, validateSchedules } from './schedules.ts';
+import { type PersistenceAdapter, sqlite } from './sqlite.ts';
+import { type Flue, type StartAgentEntry, start } from './start.ts';
+
+export const DEFAULT_PORT = 3000;
+/** Relative to the working directory the server starts in. */
+export const DEFAULT_DB_PATH = path.join('.flue', 'flue.db');
+
+export interface FlueServerOptions {
+  /** `app.ts`'s default export. */
+  app: unknown;
+  agents: readonly StartAgentEntry[];
+  /** `db.ts`'s default export; default `sqlite($FLUE_DB ?? '.flue/flue.db')`. */
+  db?: unknown;
+  /** `schedules.ts`'s default export. */
+  schedules?: unknown;
+  providers?: readonly Provider[];
+  /** Default `process.env` (PORT, HOST, FLUE_DB, FLUE_DEV, provider keys). */
+  env?: Record<string, string | undefined>;
+  /** Exit on SIGTERM/SIGINT after draining (default true). */
+  handleSignals?: boolean;
+  /** Status lines; default stdout. */
+  log?: (line: string) => void;
+}
+
+export interface FlueServer {
+  readonly url: string;
+  /** Stops accepting requests and schedule ticks, then drains the runtime (`Flue.stop()`). */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export async function runFlueServer(options: FlueServerOptions): Promise<FlueServer> {
+  const env = options.env ?? process.env;
+  const log = options.log ?? ((line: string) => void process.stdout.write(`${line}\n`));
+  assertFetchable(options.app);
+  if (options.schedules !== undefined) validateSchedules(options.schedules);
+  const port = parsePort(env.PORT);
+  let db: PersistenceAdapter;
+  let dbLabel: string;
+  if (options.db !== undefined) {
+    db = assertAdapter(options.db);
+    dbLabel = 'db.ts';
+  } else {
+    const file = env.FLUE_DB === undefined || env.FLUE_DB === '' ? DEFAULT_DB_PATH : env.FLUE_DB;
+    db = file === ':memory:' ? sqlite() : sqlite(path.resolve(file));
+    dbLabel = file;
+  }
+
+  const flue: Flue = await start({ agents: options.agents, db, env, ...(options.providers === undefined ? {} : { providers: options.providers }) });
+  // start() defaults to dev mode for scripts and tests; a built server is production unless
+  // FLUE_DEV=1 (which `flue dev --target node` sets) says a developer reads its errors.
+  setDevMode(devModeFromEnv(env, false));
+
+  let http: Awaited<ReturnType<typeof serveFetchable>>;
+  try {
+    http = await serveFetchable(options.app, { port, ...(env.HOST ? { host: env.HOST } : {}) });
+  } catch (error) {
+    await flue.stop();
+    throw error;
+  }
+  const schedules: ScheduleRunner | undefined = options.schedules === undefined ? undefined : startSchedules(options.schedules as Schedules);
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      http.close();
+      await schedules?.stop();
+      await flue.stop();
+    })();
+    return stopping;
+  };
+
+  if (options.handleSignals !== false) {
+    const onSignal = (signal: NodeJS.Signals) => {
+      const code = signal === 'SIGINT' ? 130 : 143;
+      if (stopping !== undefined) process.exit(code); // a second signal: stop waiting
+      log(`[flue] ${signal}: draining (send it again to exit now)`);
+      void stop().then(
+        () => process.exit(code),
+        (error: unknown) => {
+          console.error('[flue] Shutdown failed:', error);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }
+
+  const scheduleCount = options.schedules === undefined ? 0 : Object.keys(options.schedules as object).length;
+  log(`[flue] Listening on ${http.url} (db: ${dbLabel}${scheduleCount > 0 ? `, ${scheduleCount} schedule${scheduleCount === 1 ? '' : 's'}` : ''})`);
+  return { url: http.url, stop, [Symbol.asyncDispose]: stop };
+}
+
+function parsePort(value: string | undefined): number {
+  if (value === undefined || value === '') return DEFAULT_PORT;
+  if (!/^\d+$/.test(value) || Number(value) > 65535) throw new Error(`[flue] PORT must be a port number (0-65535); got "${value}".`);
+  return Number(value);
+}
+
+function assertAdapter(value: unknown): PersistenceAdapter {
+  const adapter = value as Partial<PersistenceAdapter> | null;
+  const ok =
+    typeof adapter === 'object' &&
+    adapter !== null &&
+    typeof adapter.migrate === 'function' &&
+    typeof adapter.connect === 'function' &&
+    typeof adapter.close === 'function';
+  if (!ok) throw new Error("[flue] db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.");
+  return adapter as PersistenceAdapter;
+}
