@@ -13,7 +13,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
-import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, formatMessage, loadConfig, resolveEntry } from './config.ts';
+import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { generateEntry } from './entry.ts';
 import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
@@ -170,13 +170,7 @@ export function createBuilder(options: BuildOptions): Builder {
 
 async function prepare(root: string, log: (line: string) => void): Promise<Prepared> {
   const config = await loadConfig(root);
-  const app = resolveEntry(root, 'app', config);
-  if (app === undefined) {
-    throw new FlueBuildError(
-      'NoAppEntryError',
-      'No app entry found. Create src/app.ts whose default export is a Hono app or an object with a fetch(request, env, ctx) method.',
-    );
-  }
+  const app = requireAppEntry(root, config);
   const db = resolveEntry(root, 'db', config);
   if (db !== undefined) {
     throw new FlueBuildError(

@@ -141,6 +141,18 @@ export function validateConfig(value: unknown, file: string): ResolvedConfig {
   return resolved;
 }
 
+/** The app entry every build target serves; a project without one cannot be built. */
+export function requireAppEntry(root: string, config: ResolvedConfig): string {
+  const app = resolveEntry(root, 'app', config);
+  if (app === undefined) {
+    throw new FlueBuildError(
+      'NoAppEntryError',
+      'No app entry found. Create src/app.ts whose default export is a Hono app or an object with a fetch(request, env, ctx) method.',
+    );
+  }
+  return app;
+}
+
 /** `src/<name>.{ts,mts,js,mjs}`, first hit, or the configured path. */
 export function resolveEntry(root: string, name: 'app' | 'cloudflare' | 'db' | 'schedules', config: ResolvedConfig): string | undefined {
   const configured = config[name];

@@ -12,7 +12,7 @@ import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { globAgents } from './build.ts';
 import { FlueBuildError } from './build-errors.ts';
-import { formatEsbuildError, formatMessage, loadConfig, resolveEntry } from './config.ts';
+import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { generateNodeEntry } from './node-entry.ts';
 import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
@@ -52,13 +52,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   const root = path.resolve(options.root);
   const log = options.log ?? (() => {});
   const config = await loadConfig(root);
-  const app = resolveEntry(root, 'app', config);
-  if (app === undefined) {
-    throw new FlueBuildError(
-      'NoAppEntryError',
-      'No app entry found. Create src/app.ts whose default export is a Hono app or an object with a fetch(request, env, ctx) method.',
-    );
-  }
+  const app = requireAppEntry(root, config);
   const cloudflare = resolveEntry(root, 'cloudflare', config);
   if (cloudflare !== undefined) log(`[flue] Note: ${rel(root, cloudflare)} is a Cloudflare entry; the Node server does not load it.`);
   const db = resolveEntry(root, 'db', config);

@@ -19,6 +19,7 @@ import type { AgentInstanceInfo, AgentReply } from '../runtime/types.ts';
 import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type Packed, packValue, unpackValue } from './rpc-values.ts';
+import { raceAbort } from '../runtime/race-abort.ts';
 
 export interface FlueAgentEntry {
   identity: string;
@@ -189,19 +190,3 @@ async function readRemote(
   }
 }
 
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}

@@ -19,6 +19,7 @@ import { REQUEST_TOO_LARGE_MARKER, RETRYABLE_INTERRUPTION_MARKER } from '../runt
 import type { CloudflareAIBindingErrorReason } from '../runtime/errors.ts';
 import { WorkersAIResponse, sseData } from './workers-ai-response.ts';
 import { workersAIInputs } from './workers-ai-request.ts';
+import { raceAbort } from '../runtime/race-abort.ts';
 
 export const WORKERS_AI_PROVIDER_ID = 'cloudflare';
 export const WORKERS_AI_API = 'cloudflare-workers-ai-binding';
@@ -228,20 +229,3 @@ function guardedRead(
   };
 }
 
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
