@@ -115,6 +115,53 @@ describe('spilled values', () => {
   });
 });
 
+describe('the submission ledger', () => {
+  const ledgerOrder = (store: SqlStore) =>
+    store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
+  const admit = (store: SqlStore, id: string, stream = 's') =>
+    store.insertSubmission({ id, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: id } }, acceptedAt: 'now' });
+
+  it('a new store keys submissions by id and keeps admission order, also once all are settled', async () => {
+    const store = await openStore();
+    const table = String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql);
+    expect(table).toMatch(/WITHOUT ROWID/);
+    admit(store, 'a');
+    store.markSettled('a', 'completed', null, 1);
+    admit(store, 'b');
+    admit(store, 'c', 't');
+    store.markSettled('b', 'completed', null, 2);
+    admit(store, 'd');
+    admit(store, 'e');
+    expect(ledgerOrder(store)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(store.openSubmissions('s').map((row) => row.id)).toEqual(['d', 'e']);
+    expect(store.getSubmission('c')!.stream).toBe('t');
+  });
+
+  it('a store created with the rowid ledger keeps it and its rows', () => {
+    const db = new DatabaseSync(':memory:');
+    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    db.exec(`CREATE TABLE flue_submissions (
+      ord INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+      accepted_at TEXT NOT NULL, status TEXT NOT NULL, attempt_id TEXT, attempt_count INTEGER NOT NULL DEFAULT 0,
+      max_attempts INTEGER, timeout_ms INTEGER, started_at INTEGER, abort_requested_at INTEGER,
+      continuation INTEGER NOT NULL DEFAULT 0, joined_into TEXT, outcome TEXT, error TEXT, settled_at INTEGER)`);
+    db.exec(`CREATE INDEX flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`);
+    db.exec(`INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES ('old', 's', 'dispatch', '{"message":{"kind":"user","body":"old"}}', 'then', 'queued')`);
+    const driver = {
+      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
+      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
+      transaction: <T>(fn: () => T) => fn(),
+    };
+    migrate(driver);
+    const store = new SqlStore(driver);
+    admit(store, 'new');
+    expect(String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql)).not.toMatch(/WITHOUT ROWID/);
+    expect(store.driver.query('SELECT ord FROM flue_submissions ORDER BY ord').map((row) => Number(row.ord))).toEqual([1, 2]);
+    expect(store.openSubmissions('s').map((row) => row.id)).toEqual(['old', 'new']);
+    expect(store.getSubmission('old')!.payload.message).toEqual({ kind: 'user', body: 'old' });
+  });
+});
+
 describe('the row guard', () => {
   it('counts strings as UTF-8 and refuses statements over the platform row limit, naming the table', async () => {
     expect(() => guardStatement('INSERT INTO t (a) VALUES (?)', ['a'.repeat(MAX_STATEMENT_BYTES)])).not.toThrow();

@@ -89,9 +89,13 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_batches (
      stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
    ) WITHOUT ROWID`,
+  // Keyed by id in one b-tree, so an admission writes two entries (the row and its open-queue
+  // entry) where a rowid table with a UNIQUE id wrote three. `ord` is the admission order, assigned
+  // by the store (SqlStore.nextOrd). Stores created before this layout keep their rowid table
+  // (`ord INTEGER PRIMARY KEY`, `id UNIQUE`): every statement below reads and writes both layouts.
   `CREATE TABLE IF NOT EXISTS flue_submissions (
-     ord INTEGER PRIMARY KEY,
-     id TEXT NOT NULL UNIQUE,
+     id TEXT NOT NULL PRIMARY KEY,
+     ord INTEGER NOT NULL,
      stream TEXT NOT NULL,
      kind TEXT NOT NULL,
      payload TEXT NOT NULL,
@@ -108,7 +112,7 @@ const SCHEMA = [
      outcome TEXT,
      error TEXT,
      settled_at INTEGER
-   )`,
+   ) WITHOUT ROWID`,
   // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
   // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
   `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
@@ -344,13 +348,38 @@ export class SqlStore {
 
   insertSubmission(input: { id: string; stream: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
     this.driver.run(
-      `INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, 'queued')`,
+      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, ?, 'queued')`,
       input.id,
+      this.nextOrd(input.stream),
       input.stream,
       input.kind,
       this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
     );
+  }
+
+  /** Whether this store keeps submissions in a rowid table (created before the keyed-by-id layout). */
+  private rowidLedger: boolean | undefined;
+  /** The last `ord` this store handed out. */
+  private lastOrd = 0;
+
+  /**
+   * The admission order of a new submission. A rowid ledger numbers its rows itself (NULL asks it
+   * to). The keyed-by-id ledger has no index over every `ord`, so the next one is found without a
+   * scan: past the clock in microsecond-sized steps (so a later start continues above what an earlier
+   * one handed out), past every `ord` this store handed out, and past the conversation's open
+   * submissions (read through the open-queue index), which is what FIFO order needs.
+   */
+  private nextOrd(stream: string): number | null {
+    if (this.rowidLedger === undefined) {
+      const table = this.driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
+      this.rowidLedger = !/WITHOUT\s+ROWID/i.test(String(table?.sql ?? ''));
+    }
+    if (this.rowidLedger) return null;
+    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, stream)[0];
+    const openMax = open === undefined || open.ord === null ? 0 : Number(open.ord);
+    this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, openMax + 1);
+    return this.lastOrd;
   }
 
   /** Unsettled submissions of one conversation in admission order. */
