@@ -56,8 +56,16 @@ async function reachableFiles(root: string, entries: string[], alias: Record<str
       write: false,
       metafile: true,
       logLevel: 'silent',
-      loader: { '.md': 'text' },
       alias,
+      // Only modules can name a model: text, WASM and other assets stay out (no loader needed).
+      plugins: [
+        {
+          name: 'flue-model-scan-assets',
+          setup(build) {
+            build.onResolve({ filter: /\.[^./\\]+$/ }, (args) => (SOURCE.test(args.path) ? undefined : { path: args.path, external: true }));
+          },
+        },
+      ],
     });
     return Object.keys(result.metafile.inputs)
       .filter((input) => SOURCE.test(input) && !/(?:^|\/)node_modules\//.test(input))
