@@ -5,7 +5,7 @@
  * with its output shown as it goes. Node benchmarks save their rows (results.ts); the workerd one
  * prints them on a marked line (rows.ts) that is saved here.
  *
- *   npm run bench                 # everything, about 6 minutes on 2 cores
+ *   npm run bench                 # everything, about 8 minutes on 2 cores
  *   npm run bench -- replay bundle    # only the named benchmarks
  */
 import { spawn } from 'node:child_process';
@@ -20,6 +20,7 @@ const BENCHMARKS: Record<string, { what: string; command: string[]; env?: Record
   original: { what: 'side by side with the original runtime on Node', command: [...node, 'bench/node/side-by-side.ts'] },
   replay: { what: 'replay: tail reads of a long conversation', command: [...node, 'bench/node/replay.ts'] },
   bundle: { what: 'Worker bundle size', command: [...node, 'bench/node/bundle-size.ts'] },
+  startup: { what: 'Worker startup CPU (wrangler check startup)', command: [...node, 'bench/node/startup.ts'] },
   load: { what: 'load: 1,000 concurrent dispatches to one conversation on Node', command: [...node, 'bench/node/load.ts'] },
   workers: {
     what: 'the Cloudflare target in workerd',

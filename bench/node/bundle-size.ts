@@ -1,23 +1,24 @@
 /**
- * Worker bundle size: the one-agent template built by `flue build` with one provider, next to a
- * Worker that holds nothing but that provider's pi-ai code (issue 7).
+ * Worker bundle size: the one-agent template built by `flue build` without configuration (the
+ * provider comes from the agent's literal model id), next to a Worker that holds nothing but that
+ * provider's pi-ai code.
  *
  *   npm run bench:bundle
  *
  * Both bundles go through the same esbuild settings (`workerBuildOptions`: browser platform,
  * workerd conditions, Node built-ins external), unminified and minified; sizes are gzip level 9
- * of the bundle bytes. The baseline Worker registers the provider, streams one reply and returns
- * its text: the least code a Worker that talks to that model through pi-ai must ship. The
- * difference is what the framework adds: the engine, the router, MCP, valibot, hono.
+ * of the bundle bytes. The baseline Worker (provider-alone.ts) registers the provider, streams one
+ * reply and returns its text: the least code a Worker that talks to that model through pi-ai must
+ * ship. The difference is what the framework adds: the engine, the router, MCP, valibot, hono.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { build } from '../../src/build/build.ts';
-import { packageRoot } from '../../src/build/package-root.ts';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { type BenchRow, saveRows } from '../results.ts';
+import { buildProviderAlone, factoryName } from './provider-alone.ts';
 
 const PROVIDER = process.env.BENCH_PROVIDER ?? 'anthropic';
 const MARGIN_KB = 60; // target: at most 60 KB gzip more than the provider alone
@@ -29,6 +30,8 @@ interface Size {
   gzip: number;
   /** Output bytes per top-level package (node_modules/<pkg> or src/…), largest first. */
   parts: [string, number][];
+  /** Output bytes per input module, largest first. */
+  modules: [string, number][];
 }
 
 /** `node_modules/<pkg>` (however many `../` lead there), or the runtime folder of our own sources. */
@@ -41,21 +44,33 @@ function partOf(input: string): string {
 
 function sizeOf(contents: Uint8Array, metafile: esbuild.Metafile | undefined): Size {
   const parts = new Map<string, number>();
+  const modules = new Map<string, number>();
   for (const output of Object.values(metafile?.outputs ?? {})) {
     for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
       const pkg = partOf(input);
       parts.set(pkg, (parts.get(pkg) ?? 0) + bytesInOutput);
+      const module = input.replace(/^(?:\.\.\/)+/, '').replace(/^.*node_modules\//, '');
+      modules.set(module, (modules.get(module) ?? 0) + bytesInOutput);
     }
   }
-  return { bytes: contents.byteLength, gzip: gzipSync(contents, { level: 9 }).byteLength, parts: [...parts].sort((a, b) => b[1] - a[1]) };
+  const sorted = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1]);
+  return { bytes: contents.byteLength, gzip: gzipSync(contents, { level: 9 }).byteLength, parts: sorted(parts), modules: sorted(modules) };
 }
 
-/** The template, one agent, `providers: [PROVIDER]`, built by the real build. */
+/**
+ * The template as a user gets it: one agent, no flue.config.ts. The build infers the provider from
+ * the agent's `useModel('anthropic/…')`; another BENCH_PROVIDER is written into that call.
+ */
 async function flueBundle(minify: boolean): Promise<Size> {
   const dir = templateCopy('bench-bundle');
   try {
-    writeFileSync(path.join(dir, 'flue.config.ts'), `export default { providers: [${JSON.stringify(PROVIDER)}] };\n`);
+    const agent = path.join(dir, 'src', 'agents', 'hello.ts');
+    if (PROVIDER !== 'anthropic') writeFileSync(agent, readFileSync(agent, 'utf8').replace("'anthropic/claude-haiku-4-5'", `'${PROVIDER}/any-model'`));
     const result = await build({ root: dir, minify, log: () => {} });
+    const included = result.entrySource.match(/providers: \(\) => \[(.*)\]/)?.[1];
+    if (included !== `${factoryName(PROVIDER)}()`) {
+      throw new Error(`the unconfigured template should bundle only ${PROVIDER}, got: ${included}`);
+    }
     return sizeOf(readFileSync(result.outputs.worker), result.metafile);
   } finally {
     removeDir(dir);
@@ -63,34 +78,9 @@ async function flueBundle(minify: boolean): Promise<Size> {
 }
 
 
-/** A Worker with only the provider: register it, stream one reply, return the text. */
+/** A Worker with only the provider (provider-alone.ts). */
 async function providerAlone(minify: boolean): Promise<Size> {
-  const factory = `${PROVIDER.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())}Provider`;
-  const entry = `
-import { createModels } from '@earendil-works/pi-ai';
-import { ${factory} } from '@earendil-works/pi-ai/providers/${PROVIDER}';
-export default {
-  async fetch(request, env) {
-    const models = createModels({ authContext: { env: async (name) => env[name], fileExists: async () => false } });
-    models.setProvider(${factory}());
-    const model = models.getProviders()[0].getModels()[0];
-    const reply = await models.completeSimple(model, { messages: [{ role: 'user', content: await request.text(), timestamp: Date.now() }] });
-    return new Response(reply.content.map((part) => part.type === 'text' ? part.text : '').join(''));
-  },
-};`;
-  const out = await esbuild.build({
-    stdin: { contents: entry, resolveDir: packageRoot(), sourcefile: 'provider-alone.mjs', loader: 'js' },
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    conditions: ['workerd', 'worker', 'browser'],
-    target: 'es2022',
-    external: ['cloudflare:*', 'node:*'],
-    minify,
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-  });
+  const out = await buildProviderAlone(PROVIDER, minify);
   return sizeOf(out.outputFiles[0]!.contents, out.metafile);
 }
 
@@ -100,7 +90,7 @@ for (const minify of [false, true]) {
   const [ours, alone] = [await flueBundle(minify), await providerAlone(minify)];
   const extra = ours.gzip - alone.gzip;
   rows.push({
-    figure: `Worker bundle, template with one agent and ${PROVIDER} only, gzip${minify ? ', minified' : ''}`,
+    figure: `Worker bundle, template with one agent, no config (${PROVIDER} inferred), gzip${minify ? ', minified' : ''}`,
     ours: kib(ours.gzip),
     baseline: kib(alone.gzip),
     note: `${PROVIDER}'s pi-ai code alone`,
@@ -112,6 +102,12 @@ for (const minify of [false, true]) {
   detail.push(`${minify ? 'minified' : 'unminified'}: ours ${kib(ours.bytes)} (${kib(ours.gzip)} gzip), provider alone ${kib(alone.bytes)} (${kib(alone.gzip)} gzip)`);
   detail.push('  largest parts of ours not in the baseline (output bytes before gzip):');
   for (const [part, bytes] of ours.parts.filter(([part]) => !theirs.has(part)).slice(0, 12)) detail.push(`    ${kib(bytes).padStart(8)}  ${part}`);
+  // Run with `node --conditions=flue-source` to see our runtime by source file instead of dist chunk.
+  const theirModules = new Map(alone.modules);
+  detail.push('  largest modules of ours not in the baseline:');
+  for (const [module, bytes] of ours.modules.filter(([module]) => !theirModules.has(module)).slice(0, 25)) {
+    detail.push(`    ${(bytes / 1024).toFixed(1).padStart(6)} KiB  ${module}`);
+  }
 }
 
 const method = 'Node, esbuild with the Worker build settings, gzip -9 of the bundle';

@@ -39,6 +39,19 @@ describe('build() of templates/cloudflare', () => {
     expect(result.gzipBytes).toBeLessThan(result.bundleBytes);
   });
 
+  it('bundles only the provider its literal model id names (anthropic), without warnings', () => {
+    expect(result.entrySource).toContain("import { anthropicProvider } from '@earendil-works/pi-ai/providers/anthropic';");
+    expect(result.entrySource).toContain('configureFlueWorker({ env, agents, providers: () => [anthropicProvider()] });');
+    expect(result.entrySource).not.toContain('providers/all');
+    const piAiProviders = new Set(
+      Object.keys(result.metafile.inputs).flatMap((input) => /pi-ai\/dist\/providers\/(?:data\/)?([a-z0-9-]+)/.exec(input)?.[1] ?? []),
+    );
+    // pi-ai's own index imports its faux provider; every Worker that uses pi-ai has it.
+    expect([...piAiProviders].filter((p) => p !== 'anthropic' && p !== 'faux')).toEqual([]);
+    expect(lines).toContain('[flue] Providers: anthropic (from the model ids in the source)');
+    expect(result.warnings).toEqual([]);
+  });
+
   it('writes the manifest', () => {
     const manifest = {
       agents: [{ identity: 'Hello', exportName: 'Hello', file: 'src/agents/hello.ts', className: 'FlueHelloAgent', bindingName: 'FLUE_HELLO_AGENT' }],
@@ -157,6 +170,38 @@ describe('build() failures before bundling', () => {
     });
     await expect(build({ root: dir })).rejects.toThrow(/^\[flue\] .*a\.ts is marked 'use agent' but exports no agent/);
   });
+});
+
+describe('build() infers providers from model ids', () => {
+  const agent = (body: string) => `'use agent';\nimport { useModel } from '@flue/runtime';\n${body}\n`;
+
+  it('a computed id warns with file:line, the providers included and how to add more', async () => {
+    const dir = project({
+      'src/app.ts': MINIMAL_APP,
+      'src/agents/a.ts': agent("export function A() {\n  useModel('anthropic/claude-haiku-4-5');\n  return '';\n}\nexport function B(props: { model: string }) {\n  useModel(props.model);\n  return '';\n}"),
+      'wrangler.jsonc': wranglerJsonc(['FlueAAgent', 'FlueBAgent']),
+    });
+    const result = await build({ root: dir });
+    expect(result.entrySource).toContain('providers: () => [anthropicProvider()]');
+    expect(result.warnings).toEqual([
+      'model id computed at run time at src/agents/a.ts:8 (useModel(...)): its provider cannot be known at build time. ' +
+        'The Worker includes only "anthropic" (from the literal model ids). Add every provider it may name to flue.config.ts, e.g. ' +
+        "export default { providers: ['anthropic', 'openai'] }.",
+    ]);
+  }, 60_000);
+
+  it('config providers add to the inferred ones and silence the computed-id warning', async () => {
+    const dir = project({
+      'flue.config.ts': "export default { providers: ['faux'] };\n",
+      'src/app.ts': MINIMAL_APP,
+      'src/agents/a.ts': agent("import { helper } from '../lib/models.ts';\nexport function A() {\n  useModel(helper());\n  return '';\n}"),
+      'src/lib/models.ts': "export const helper = () => ({ model: 'openai/gpt-5-mini' }).model;\n",
+      'wrangler.jsonc': wranglerJsonc(['FlueAAgent']),
+    });
+    const result = await build({ root: dir });
+    expect(result.entrySource).toContain('providers: () => [fauxProvider(), openaiProvider()]');
+    expect(result.warnings).toEqual([]);
+  }, 60_000);
 });
 
 describe('build() of small projects', () => {

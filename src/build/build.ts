@@ -17,7 +17,8 @@ import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, formatMessa
 import { generateEntry } from './entry.ts';
 import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
-import { type ProviderImport, resolveProviders } from './providers.ts';
+import { inferModelProviders } from './model-providers.ts';
+import { type ProviderImport, resolveProvider, resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
 import type { ScanResult } from './scan-types.ts';
 import {
@@ -108,7 +109,7 @@ interface Prepared {
   scan: ScanResult;
   wrangler: UserWranglerConfig;
   warnings: string[];
-  providers: ProviderImport[] | undefined;
+  providers: ProviderImport[];
   entry: string;
 }
 
@@ -200,17 +201,63 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
   }
   for (const warning of warnings) log(`[flue] warning: ${warning}`);
 
-  const providers =
-    config.providers === undefined
-      ? undefined
-      : await resolveProviders(config.providers, config.file === undefined ? 'flue.config' : path.basename(config.file));
+  const providers = await buildProviders({ root, config, entries: [app, ...(cloudflare === undefined ? [] : [cloudflare]), ...scan.modules.map((m) => m.file)], alias: userBuildOptions(wrangler).alias, warnings, log });
   const entry = generateEntry({
     app,
     ...(cloudflare === undefined ? {} : { cloudflare }),
     modules: scan.modules,
-    ...(providers === undefined ? {} : { providers }),
+    providers,
   });
   return { config, app, cloudflare, scan, wrangler, warnings, providers, entry };
+}
+
+/**
+ * The providers the Worker imports: those the source names in literal model ids, plus config
+ * `providers`. Shipping every pi-ai provider costs ~10× one provider's code, so none is bundled
+ * unless something can reach it; a model id computed at run time is warned about (its provider may
+ * be missing, which surfaces as the runtime's unknown-provider error) unless the config lists
+ * providers, which then is the app's own statement of what it needs.
+ */
+async function buildProviders(options: {
+  root: string;
+  config: ResolvedConfig;
+  entries: string[];
+  alias: Record<string, string>;
+  warnings: string[];
+  log: (line: string) => void;
+}): Promise<ProviderImport[]> {
+  const { root, config, warnings, log } = options;
+  const label = config.file === undefined ? 'flue.config.ts' : path.basename(config.file);
+  const configured = config.providers === undefined ? [] : await resolveProviders(config.providers, label);
+  const inferred = await inferModelProviders({ root, entries: options.entries, alias: options.alias });
+  const out = [...configured];
+  const warn = (text: string) => {
+    warnings.push(text);
+    log(`[flue] warning: ${text}`);
+  };
+  for (const id of inferred.providers) {
+    if (id === 'cloudflare' || out.some((p) => p.id === id)) continue;
+    const resolved = await resolveProvider(id);
+    if (resolved !== undefined) out.push(resolved);
+    else {
+      // Possibly a provider the app registers itself (setProvider in src/cloudflare.ts): not an error.
+      const site = inferred.sites.get(id)!;
+      warn(`${site.file}:${site.line} names provider "${id}", which is not a pi-ai provider; register it yourself with setProvider(...) or fix the model id.`);
+    }
+  }
+  out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const ids = out.map((p) => p.id);
+  if (config.providers === undefined && inferred.computed.length > 0) {
+    const where = inferred.computed.map((c) => `${c.file}:${c.line} (${c.what})`).join(', ');
+    warn(
+      `model id computed at run time at ${where}: its provider cannot be known at build time. ` +
+        `The Worker includes ${ids.length > 0 ? `only ${ids.map((id) => `"${id}"`).join(', ')}` : 'no pi-ai provider'} ` +
+        `(from the literal model ids). Add every provider it may name to ${label}, e.g. ` +
+        `export default { providers: [${[...ids, 'openai'].filter((v, i, a) => a.indexOf(v) === i).map((id) => `'${id}'`).join(', ')}] }.`,
+    );
+  }
+  log(`[flue] Providers: ${ids.length > 0 ? ids.join(', ') : '(none)'}${config.providers === undefined ? ' (from the model ids in the source)' : ''}`);
+  return out;
 }
 
 /** Config `agents` glob (relative to `src/`), minus the directories the default scan skips. */

@@ -1,6 +1,6 @@
 /**
  * Config `providers` → the pi-ai provider factories the generated entry imports
- * (build-and-cli.md §3.2, §4). Omitted = all built-ins (`builtinProviders()`).
+ * (build-and-cli.md §3.2, §4), added to those the source's literal model ids name (model-providers.ts).
  */
 import { FlueBuildError } from './build-errors.ts';
 
@@ -19,6 +19,19 @@ function factoryKey(id: string): string {
   return `${id.replace(/-/g, '')}provider`;
 }
 
+/** `@earendil-works/pi-ai/providers/<id>` and its factory, or undefined when pi-ai has no such provider. */
+export async function resolveProvider(id: string): Promise<ProviderImport | undefined> {
+  const specifier = `${PI_AI}/providers/${id}`;
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(specifier)) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const exportName = Object.keys(mod).find((name) => name.toLowerCase() === factoryKey(id) && typeof mod[name] === 'function');
+  return exportName === undefined ? undefined : { id, specifier, exportName };
+}
+
 /**
  * Resolves each id to `@earendil-works/pi-ai/providers/<id>` and its `<camelId>Provider` factory,
  * by loading the module (from this package's own pi-ai, the copy the runtime uses).
@@ -29,25 +42,16 @@ export async function resolveProviders(ids: readonly string[], configLabel = 'fl
     // The Workers AI binding provider is not a pi-ai module: the Worker registers it itself when
     // it has an `AI` binding (configureFlueWorker), so listing it only keeps it from being an error.
     if (id === 'cloudflare') continue;
-    const specifier = `${PI_AI}/providers/${id}`;
-    let mod: Record<string, unknown> | undefined;
-    try {
-      mod = (await import(specifier)) as Record<string, unknown>;
-    } catch {
-      mod = undefined;
-    }
-    const exportName =
-      mod === undefined
-        ? undefined
-        : Object.keys(mod).find((name) => name.toLowerCase() === factoryKey(id) && typeof mod[name] === 'function');
-    if (exportName === undefined) {
+    const resolved = await resolveProvider(id);
+    if (resolved === undefined) {
+      const specifier = `${PI_AI}/providers/${id}`;
       throw new FlueBuildError(
         'ConfigError',
         `Invalid config in ${configLabel}:\n  - "providers": unknown provider "${id}" (no ${specifier} module with a provider factory). ` +
           'Use pi-ai provider ids such as "anthropic", "openai", "google".',
       );
     }
-    out.push({ id, specifier, exportName });
+    out.push(resolved);
   }
   return out;
 }

@@ -63,6 +63,8 @@ describe('resolveModel', () => {
     );
     expect(message).toContain('setProvider(');
     expect(message).toContain('start({ providers })');
+    // On Cloudflare the build bundles only the providers literal model ids name: say where to add one.
+    expect(message).toContain('list it in "providers" in flue.config.ts');
   });
 
   it('says so when no providers are registered', () => {

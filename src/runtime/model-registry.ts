@@ -156,7 +156,8 @@ export function resolveModel(spec: string): Model<Api> {
       ids.length > 0 ? `Registered providers: ${ids.join(', ')}.` : 'No providers are registered.';
     throw new UnknownModelError(
       `[flue] Unknown provider "${providerId}" in model specifier "${spec}". ${registered} ` +
-        `Register it with setProvider(...) or start({ providers }) before agents run.`,
+        `Register it with setProvider(...) or start({ providers }) before agents run; on Cloudflare, list it in "providers" in flue.config.ts ` +
+        `(flue build bundles only the providers named by literal model ids).`,
       { specifier: spec, provider: providerId, reason: 'unknown_provider' },
     );
   }
