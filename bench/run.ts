@@ -21,6 +21,10 @@ const BENCHMARKS: Record<string, { what: string; command: string[]; env?: Record
   replay: { what: 'replay: tail reads of a long conversation', command: [...node, 'bench/node/replay.ts'] },
   bundle: { what: 'Worker bundle size', command: [...node, 'bench/node/bundle-size.ts'] },
   load: { what: 'load: 1,000 concurrent dispatches to one conversation on Node', command: [...node, 'bench/node/load.ts'] },
+  wrangler: {
+    what: 'workerd CPU per turn and 200 conversations at once on wrangler dev, vs a bare Worker + Durable Object',
+    command: [...node, 'bench/node/wrangler-cpu.ts'],
+  },
   workers: {
     what: 'the Cloudflare target in workerd',
     command: [...node, 'node_modules/vitest/vitest.mjs', 'run', '-c', 'bench/workers/vitest.config.ts'],
