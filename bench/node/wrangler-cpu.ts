@@ -18,7 +18,8 @@ import { removeDir, templateCopy, writeFiles } from '../../src/build/test-projec
 import { buildProject, startWranglerDev, type DevServer } from '../../test/support/wrangler-dev.ts';
 import { type BenchRow, median, saveRows } from '../results.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
-import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, expectedReply, question } from './side-by-side-script.ts';
+import { AGENT, ROUTE } from './wrangler-cpu-project.ts';
+import { expectedReply, question } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
 const TURNS = 20;
@@ -29,34 +30,6 @@ const WARMUP_TURNS = 3;
 
 const bareDir = fileURLToPath(new URL('../workers/bare-turns/', import.meta.url));
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/** The agent, with the same model, tool and instruction as the bare object's calls. */
-const AGENT = `'use agent';
-import * as v from 'valibot';
-import { useModel, useTool } from '@flue/runtime';
-
-export function Bench() {
-  useModel('anthropic/claude-haiku-4-5');
-  useTool({
-    name: ${JSON.stringify(TOOL_NAME)},
-    description: ${JSON.stringify(TOOL_DESCRIPTION)},
-    input: v.object({ key: v.string() }),
-    // The same output as side-by-side-script.ts's toolOutput(), which the bare object calls.
-    run: ({ data }) => ({ output: { key: data.key, value: 'value-of-' + data.key } }),
-  });
-  return ${JSON.stringify(SYSTEM_PROMPT)};
-}
-`;
-
-/** One HTTP request per turn, like the bare Worker's: dispatch, then read the reply. */
-const ROUTE = `
-import { Bench } from './agents/bench.ts';
-app.post('/turn/:id', async (c) => {
-  const bench = init(Bench, { id: c.req.param('id') });
-  const reply = await bench.read(await bench.dispatch(await c.req.text()));
-  return c.json({ reply: reply.text });
-});
-`;
 
 interface Side {
   name: 'ours' | 'bare';

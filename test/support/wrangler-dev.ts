@@ -34,13 +34,20 @@ export function buildProject(cwd: string): void {
 
 /**
  * `wrangler dev` on the generated config (or `config`, relative to `cwd`), with `vars` as Worker
- * vars; resolves once it is ready.
+ * vars and `extraArgs` appended; resolves once it is ready.
  */
-export async function startWranglerDev(cwd: string, vars: Record<string, string>, readyMs = 90_000, config = '.flue.wrangler.json'): Promise<DevServer> {
+export async function startWranglerDev(
+  cwd: string,
+  vars: Record<string, string>,
+  readyMs = 90_000,
+  config = '.flue.wrangler.json',
+  extraArgs: string[] = [],
+): Promise<DevServer> {
   const port = await freePort();
   const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
   const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port)];
   for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
+  args.push(...extraArgs);
   const child = spawn(process.execPath, [bin, ...args], { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
