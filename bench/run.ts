@@ -22,6 +22,10 @@ const BENCHMARKS: Record<string, { what: string; command: string[]; env?: Record
   bundle: { what: 'Worker bundle size', command: [...node, 'bench/node/bundle-size.ts'] },
   startup: { what: 'Worker startup CPU (wrangler check startup)', command: [...node, 'bench/node/startup.ts'] },
   load: { what: 'load: 1,000 concurrent dispatches to one conversation on Node', command: [...node, 'bench/node/load.ts'] },
+  wrangler: {
+    what: 'workerd CPU per turn and 200 conversations at once on wrangler dev, vs a bare Worker + Durable Object',
+    command: [...node, 'bench/node/wrangler-cpu.ts'],
+  },
   workers: {
     what: 'the Cloudflare target in workerd',
     command: [...node, 'node_modules/vitest/vitest.mjs', 'run', '-c', 'bench/workers/vitest.config.ts'],

@@ -11,6 +11,8 @@ import { offlineEnv } from '../../src/build/test-project.ts';
 export interface DevServer {
   /** e.g. `http://127.0.0.1:PORT` */
   base: string;
+  /** wrangler's process id, also its process group's (workerd runs in that group). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -30,12 +32,22 @@ export function buildProject(cwd: string): void {
   if (built.status !== 0) throw new Error(`flue build failed in ${cwd}:\n${built.stdout}\n${built.stderr}`);
 }
 
-/** `wrangler dev` on the generated config, with `vars` as Worker vars; resolves once it is ready. */
-export async function startWranglerDev(cwd: string, vars: Record<string, string>, readyMs = 90_000): Promise<DevServer> {
+/**
+ * `wrangler dev` on the generated config (or `config`, relative to `cwd`), with `vars` as Worker
+ * vars and `extraArgs` appended; resolves once it is ready.
+ */
+export async function startWranglerDev(
+  cwd: string,
+  vars: Record<string, string>,
+  readyMs = 90_000,
+  config = '.flue.wrangler.json',
+  extraArgs: string[] = [],
+): Promise<DevServer> {
   const port = await freePort();
   const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
-  const args = ['dev', '--config', '.flue.wrangler.json', '--ip', '127.0.0.1', '--port', String(port)];
+  const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port)];
   for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
+  args.push(...extraArgs);
   const child = spawn(process.execPath, [bin, ...args], { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
@@ -57,6 +69,7 @@ export async function startWranglerDev(cwd: string, vars: Record<string, string>
   });
   return {
     base: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
     async stop() {
       if (child.pid === undefined || child.exitCode !== null) return;
       const signal = (name: NodeJS.Signals) => {

@@ -1,0 +1,117 @@
+/**
+ * Where a Flue Worker's CPU goes on `wrangler dev`: a CPU profile of the Worker's isolate, taken
+ * through wrangler's inspector (the DevTools protocol's Profiler), while 200 one-turn
+ * conversations run at once and then one conversation runs 20 turns. Prints self time by function
+ * and by source (our runtime, pi-ai, hono, workerd built-ins), so the figures of wrangler-cpu.ts
+ * point at their cause. Not part of `npm run bench`: run it when a figure needs explaining.
+ *
+ *   npm run bench:wrangler-profile            # the Flue project
+ *   npm run bench:wrangler-profile -- bare    # the bare Worker + Durable Object, for comparison
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { removeDir, templateCopy, writeFiles } from '../../src/build/test-project.ts';
+import { buildProject, freePort, startWranglerDev } from '../../test/support/wrangler-dev.ts';
+import { startSideBySideServer } from './side-by-side-server.ts';
+import { AGENT, ROUTE } from './wrangler-cpu-project.ts';
+import { expectedReply, question } from './side-by-side-script.ts';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const bare = process.argv[2] === 'bare';
+const server = await startSideBySideServer();
+const project = templateCopy('bench-wrangler-profile');
+writeFiles(project, { 'src/agents/bench.ts': AGENT });
+const app = path.join(project, 'src/app.ts');
+writeFileSync(app, readFileSync(app, 'utf8').replace('export default app;', `${ROUTE}\nexport default app;`));
+const wrangler = path.join(project, 'wrangler.jsonc');
+writeFileSync(wrangler, readFileSync(wrangler, 'utf8').replace('["FlueHelloAgent"]', '["FlueHelloAgent", "FlueBenchAgent"]'));
+if (!bare) buildProject(project);
+const inspectorPort = await freePort();
+const inspect = ['--inspector-port', String(inspectorPort)];
+const dev = bare
+  ? await startWranglerDev(fileURLToPath(new URL('../workers/bare-turns/', import.meta.url)), { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc', inspect)
+  : await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url }, 90_000, '.flue.wrangler.json', inspect);
+
+async function turn(conversation: string, key: string): Promise<void> {
+  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
+  const body = (await response.json()) as { reply?: string };
+  if (body.reply !== expectedReply(key)) throw new Error(`turn ${conversation} answered ${JSON.stringify(body).slice(0, 300)}`);
+}
+
+try {
+  for (let t = 1; t <= 3; t++) await turn('warmup', `warmup-${t}`);
+  const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as { webSocketDebuggerUrl: string; title?: string }[];
+  // wrangler's inspector proxy accepts DevTools connections from local origins only.
+  const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl, { headers: { origin: 'http://localhost' } } as unknown as string[]);
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true });
+    socket.addEventListener('error', reject, { once: true });
+  });
+  let nextId = 1;
+  const pending = new Map<number, (result: unknown) => void>();
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result);
+  });
+  const send = (method: string, params: Record<string, unknown> = {}) =>
+    new Promise<unknown>((resolve) => {
+      const id = nextId++;
+      pending.set(id, resolve);
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+  await send('Profiler.enable');
+  await send('Profiler.setSamplingInterval', { interval: 200 });
+  await send('Profiler.start');
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 200 }, (_, c) => turn(`fan-${c}`, `fan-${c}`)));
+  const fanWall = performance.now() - t0;
+  for (let t = 1; t <= 20; t++) await turn('long', `long-${t}`);
+  const { profile } = (await send('Profiler.stop')) as { profile: Profile };
+  socket.close();
+  writeFileSync(path.join(process.cwd(), `bench/.results/wrangler-profile-${bare ? 'bare' : 'ours'}.cpuprofile`), JSON.stringify(profile));
+  console.log(`200 conversations at once: ${fanWall.toFixed(0)} ms wall (profiling on)`);
+
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const source = (url: string, name: string): string => {
+    if (name === '(idle)' || name === '(program)' || name === '(garbage collector)') return name;
+    if (url === '') return '(native / built-in)';
+    if (/pi-ai/.test(url)) return 'pi-ai';
+    if (/hono/.test(url)) return 'hono';
+    if (/valibot|json-schema/.test(url)) return 'valibot / json-schema';
+    return url.replace(/^.*\//, '');
+  };
+  const bySource = new Map<string, number>();
+  const byFunction = new Map<string, number>();
+  for (const [id, ms] of self) {
+    const { url, functionName, lineNumber } = byId.get(id)!.callFrame;
+    const group = source(url, functionName);
+    bySource.set(group, (bySource.get(group) ?? 0) + ms);
+    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\//, '')}:${lineNumber + 1}`;
+    byFunction.set(key, (byFunction.get(key) ?? 0) + ms);
+  }
+  const top = (map: Map<string, number>, n: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, ms]) => `  ${ms.toFixed(0).padStart(7)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${name}`)
+      .join('\n');
+  console.log(`profile: ${total.toFixed(0)} ms sampled\nself time by source:\n${top(bySource, 15)}\nself time by function:\n${top(byFunction, 40)}`);
+} finally {
+  await dev.stop();
+  await server.close();
+  removeDir(project);
+}
