@@ -167,7 +167,8 @@ export class ConversationEngine {
   /** Appends one batch (plus any writes that must land with it) and advances the fold. */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
     const { seq, bytes } = this.store.transaction(() => {
-      const appended = this.store.appendSized(live.stream, records);
+      // The fold is this single writer's view of the log, so its head is the store's.
+      const appended = this.store.appendSized(live.stream, records, live.conv.head);
       alsoWrite?.();
       return appended;
     });

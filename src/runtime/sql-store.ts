@@ -278,12 +278,16 @@ export class SqlStore {
     return this.appendSized(stream, records).seq;
   }
 
-  /** `append`, also answering the UTF-8 size of the stored batch (for the conversation's size). */
-  appendSized(stream: string, records: readonly ConversationRecord[]): { seq: number; bytes: number } {
+  /**
+   * `append`, also answering the UTF-8 size of the stored batch (for the conversation's size).
+   * A writer that keeps the log's fold passes the head it knows, saving a `max(seq)` read per
+   * append; a stale head cannot overwrite anything: the insert then fails on the primary key.
+   */
+  appendSized(stream: string, records: readonly ConversationRecord[], head = this.head(stream)): { seq: number; bytes: number } {
     if (records.length === 0) {
       throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
     }
-    const seq = this.head(stream) + 1;
+    const seq = head + 1;
     const value = this.spill(spillKey('batch', stream, seq), JSON.stringify(records));
     this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, value.column);
     return { seq, bytes: value.bytes };
