@@ -7,11 +7,12 @@
  * and `node_modules/.cache/flue/dev.db` as the store, so history survives restarts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { type FSWatcher, existsSync, readFileSync, watch } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { CONFIG_FILES } from './config.ts';
 import { SERVER_FILE, buildNodeServer } from './node-build.ts';
+import { describeBuildError, watchSources } from './source-watch.ts';
 
 export interface NodeDevOptions {
   root: string;
@@ -20,7 +21,6 @@ export interface NodeDevOptions {
   stderr?: (text: string) => void;
 }
 
-const DEBOUNCE_MS = 120;
 const STOP_GRACE_MS = 10_000;
 
 export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
@@ -31,7 +31,7 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
   try {
     await build();
   } catch (error) {
-    stderr(`${describe(error)}\n`);
+    stderr(`${describeBuildError(error)}\n`);
     return 1;
   }
 
@@ -48,10 +48,6 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
     let child: ChildProcess | undefined;
     let stopping = false;
     let lastUrl: string | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let rebuilding = false;
-    let pending = false;
-    const watchers: FSWatcher[] = [];
 
     const startServer = () => {
       const proc = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', SERVER_FILE)], { cwd: root, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -84,49 +80,28 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
         proc.kill('SIGTERM');
       });
 
-    const rebuild = async () => {
-      if (rebuilding) {
-        pending = true;
-        return;
-      }
-      rebuilding = true;
-      try {
-        do {
-          pending = false;
-          try {
-            await build();
-          } catch (error) {
-            stderr(`${describe(error)}\n[flue] Keeping the running server.\n`);
-            continue;
-          }
-          if (stopping) break;
-          stderr('[flue] Rebuilt; restarting the server\n');
-          await stopServer();
-          if (!stopping) startServer();
-        } while (pending && !stopping);
-      } finally {
-        rebuilding = false;
-      }
-    };
-
-    const schedule = () => {
-      if (stopping) return;
-      if (timer !== undefined) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = undefined;
-        void rebuild();
-      }, DEBOUNCE_MS);
-    };
-    const rootFiles = new Set<string>([...CONFIG_FILES, '.env']);
-    watchers.push(watch(path.join(root, 'src'), { recursive: true }, schedule));
-    watchers.push(watch(root, (_event, filename) => filename !== null && rootFiles.has(String(filename)) && schedule()));
-    for (const w of watchers) w.on('error', (error) => stderr(`[flue] watcher: ${error.message}\n`));
+    const sources = watchSources({
+      root,
+      rootFiles: new Set<string>([...CONFIG_FILES, '.env']),
+      stderr,
+      rebuild: async () => {
+        try {
+          await build();
+        } catch (error) {
+          stderr(`${describeBuildError(error)}\n[flue] Keeping the running server.\n`);
+          return;
+        }
+        if (stopping) return;
+        stderr('[flue] Rebuilt; restarting the server\n');
+        await stopServer();
+        if (!stopping) startServer();
+      },
+    });
 
     const finish = (code: number) => {
       if (stopping) return;
       stopping = true;
-      if (timer !== undefined) clearTimeout(timer);
-      for (const w of watchers) w.close();
+      sources.close();
       process.off('SIGINT', onSigint);
       process.off('SIGTERM', onSigterm);
       void stopServer().then(() => resolve(code));
@@ -145,7 +120,3 @@ function projectEnv(root: string): Record<string, string> {
   return existsSync(file) ? (parseEnv(readFileSync(file, 'utf8')) as Record<string, string>) : {};
 }
 
-function describe(error: unknown): string {
-  if (error instanceof Error) return error.message.startsWith('[flue]') ? error.message : (error.stack ?? error.message);
-  return String(error);
-}

@@ -8,11 +8,12 @@
  * FLUE_SCRIPTED_MODEL_URL), so a new project answers before anyone has an API key.
  */
 import type { ChildProcess } from 'node:child_process';
-import { type FSWatcher, existsSync, readFileSync, readdirSync, watch } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { createBuilder } from './build.ts';
 import { CONFIG_FILES } from './config.ts';
+import { describeBuildError, watchSources } from './source-watch.ts';
 import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
 import { offlineWranglerEnv, spawnWrangler } from './wrangler-bin.ts';
 import type { RecordedRequest, ScriptedModelServer, ScriptedResponse } from '../testing/index.ts';
@@ -32,7 +33,6 @@ export interface DevOptions {
 }
 
 const WATCHED_ROOT_FILES = new Set<string>(['wrangler.jsonc', 'wrangler.json', 'wrangler.toml', ...CONFIG_FILES]);
-const DEBOUNCE_MS = 120;
 const STOP_GRACE_MS = 5_000;
 
 /** Resolves to the exit code: 130 on SIGINT, 143 on SIGTERM, 1 if the first build fails. */
@@ -45,7 +45,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
   try {
     await builder.build();
   } catch (error) {
-    stderr(`${describe(error)}\n`);
+    stderr(`${describeBuildError(error)}\n`);
     await builder.dispose();
     return 1;
   }
@@ -82,10 +82,6 @@ export async function devCommand(options: DevOptions): Promise<number> {
     let stopping = false;
     let restarting = false;
     let lastUrl: string | undefined;
-    const watchers: FSWatcher[] = [];
-    let timer: NodeJS.Timeout | undefined;
-    let rebuilding = false;
-    let pending = false;
     let lastError: string | undefined;
 
     const start = () => {
@@ -127,59 +123,34 @@ export async function devCommand(options: DevOptions): Promise<number> {
         proc.kill(signal);
       });
 
-    const rebuild = async () => {
-      if (rebuilding) {
-        pending = true;
-        return;
-      }
-      rebuilding = true;
-      try {
-        do {
-          pending = false;
-          try {
-            const result = await builder.build();
-            if (result.wranglerConfigChanged && !stopping) {
-              stderr(`[flue] ${GENERATED_CONFIG_FILE} changed; restarting wrangler dev\n`);
-              restarting = true;
-              await stopChild('SIGTERM');
-              restarting = false;
-              if (!stopping) start();
-            }
-            lastError = undefined;
-          } catch (error) {
-            // The same failure reported by a burst of file events is printed once.
-            const text = describe(error);
-            if (text !== lastError) stderr(`${text}\n[flue] Keeping the last good build.\n`);
-            lastError = text;
+    const sources = watchSources({
+      root,
+      rootFiles: WATCHED_ROOT_FILES,
+      stderr,
+      rebuild: async () => {
+        try {
+          const result = await builder.build();
+          if (result.wranglerConfigChanged && !stopping) {
+            stderr(`[flue] ${GENERATED_CONFIG_FILE} changed; restarting wrangler dev\n`);
+            restarting = true;
+            await stopChild('SIGTERM');
+            restarting = false;
+            if (!stopping) start();
           }
-        } while (pending && !stopping);
-      } finally {
-        rebuilding = false;
-      }
-    };
-
-    const schedule = () => {
-      if (stopping) return;
-      if (timer !== undefined) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = undefined;
-        void rebuild();
-      }, DEBOUNCE_MS);
-    };
-
-    watchers.push(watch(path.join(root, 'src'), { recursive: true }, schedule));
-    watchers.push(
-      watch(root, (_event, filename) => {
-        if (filename !== null && WATCHED_ROOT_FILES.has(String(filename))) schedule();
-      }),
-    );
-    for (const w of watchers) w.on('error', (error) => stderr(`[flue] watcher: ${error.message}\n`));
+          lastError = undefined;
+        } catch (error) {
+          // The same failure reported by a burst of file events is printed once.
+          const text = describeBuildError(error);
+          if (text !== lastError) stderr(`${text}\n[flue] Keeping the last good build.\n`);
+          lastError = text;
+        }
+      },
+    });
 
     const finish = (code: number) => {
       if (stopping) return;
       stopping = true;
-      if (timer !== undefined) clearTimeout(timer);
-      for (const w of watchers) w.close();
+      sources.close();
       process.off('SIGINT', onSigint);
       process.off('SIGTERM', onSigterm);
       void (async () => {
@@ -272,7 +243,3 @@ function offlineModel(request: RecordedRequest): ScriptedResponse {
   return { text: `(scripted model) You said: ${last?.content ?? ''}` };
 }
 
-function describe(error: unknown): string {
-  if (error instanceof Error) return error.message.startsWith('[flue]') ? error.message : (error.stack ?? error.message);
-  return String(error);
-}
