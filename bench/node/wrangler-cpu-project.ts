@@ -1,10 +1,19 @@
 /** The Flue project of wrangler-cpu.ts and wrangler-profile.ts: the template plus one agent and a turn route. */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { writeFiles } from '../../src/build/test-project.ts';
 import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME } from './side-by-side-script.ts';
 
-/** The agent, with the same model, tool and instruction as the bare object's calls. */
+/**
+ * The agent, with the same model, tool and instruction as the bare object's calls. Its object's
+ * storage is metered (bench/workers/storage-meter.ts, installed through `extend({ base })`), like
+ * the bare object's and the Agents SDK object's, so `GET /meter` can say how many rows a turn wrote.
+ */
 export const AGENT = `'use agent';
 import * as v from 'valibot';
 import { useModel, useTool } from '@flue/runtime';
+import { extend } from '@flue/runtime/cloudflare';
+import { meterStorage } from '../storage-meter.ts';
 
 export function Bench() {
   useModel('anthropic/claude-haiku-4-5');
@@ -17,15 +26,36 @@ export function Bench() {
   });
   return ${JSON.stringify(SYSTEM_PROMPT)};
 }
+
+export const cloudflare = extend({
+  base: (Base) =>
+    class extends Base {
+      constructor(ctx, env) {
+        meterStorage(ctx);
+        super(ctx, env);
+      }
+    },
+});
 `;
 
 /** One HTTP request per turn, like the bare Worker's: dispatch, then read the reply. */
 export const ROUTE = `
 import { Bench } from './agents/bench.ts';
+import { isolateWrites } from './storage-meter.ts';
 app.post('/turn/:id', async (c) => {
   const bench = init(Bench, { id: c.req.param('id') });
   const reply = await bench.read(await bench.dispatch(await c.req.text()));
   return c.json({ reply: reply.text });
 });
+app.get('/meter', (c) => c.json(isolateWrites()));
 `;
 
+/** Turns a copy of the template into the bench project (to be built by `flue build`). */
+export function writeBenchProject(project: string): void {
+  const meter = readFileSync(new URL('../workers/storage-meter.ts', import.meta.url), 'utf8');
+  writeFiles(project, { 'src/agents/bench.ts': AGENT, 'src/storage-meter.ts': meter });
+  const app = path.join(project, 'src/app.ts');
+  writeFileSync(app, readFileSync(app, 'utf8').replace('export default app;', `${ROUTE}\nexport default app;`));
+  const wrangler = path.join(project, 'wrangler.jsonc');
+  writeFileSync(wrangler, readFileSync(wrangler, 'utf8').replace('["FlueHelloAgent"]', '["FlueHelloAgent", "FlueBenchAgent"]'));
+}

@@ -1,24 +1,27 @@
 /**
- * What a Worker costs in CPU: a built Flue project and a bare Worker + Durable Object, both served
- * by `wrangler dev` (offline), measured by the CPU time of each one's workerd process.
+ * What a Worker costs in CPU: a built Flue project, a bare Worker + Durable Object and the same
+ * agent on the Cloudflare Agents SDK, each served by its own `wrangler dev` (offline), measured by
+ * the CPU time of each one's workerd process.
  *
  *   npm run bench -- wrangler          # BENCH_RUNS (default 2) runs of each scenario
  *
  * (1) turns: conversations of 20 turns (one `lookup` tool call and a 200-chunk reply each); the
- *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1.
- * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU.
+ *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1. The same turns
+ *     also give rows written per turn (a storage meter in every object) and the time from sending
+ *     a turn to the model server receiving its first request. All three sides.
+ * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU. Ours and bare.
+ * (3) burst: 250 concurrent sends to one conversation; wall time and workerd CPU. Ours and bare.
  * See bench/README.md for why process CPU is the honest figure here.
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { removeDir, templateCopy, writeFiles } from '../../src/build/test-project.ts';
+import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { buildProject, startWranglerDev, type DevServer } from '../../test/support/wrangler-dev.ts';
 import { type BenchRow, median, saveRows } from '../results.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
-import { AGENT, ROUTE } from './wrangler-cpu-project.ts';
+import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { expectedReply, question } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
@@ -26,13 +29,17 @@ const TURNS = 20;
 /** Turn i of this many conversations is measured as one interval, to smooth scheduling noise. */
 const CONVERSATIONS_PER_TURN = 3;
 const FANOUT = 200;
+const BURST = 250;
 const WARMUP_TURNS = 3;
 
 const bareDir = fileURLToPath(new URL('../workers/bare-turns/', import.meta.url));
+const agentsDir = fileURLToPath(new URL('../agents-sdk/', import.meta.url));
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
+type SideName = 'ours' | 'bare' | 'agents';
+
 interface Side {
-  name: 'ours' | 'bare';
+  name: SideName;
   dev: DevServer;
   processes: { worker: number; proxy: number[]; wrangler: number[] };
 }
@@ -92,12 +99,29 @@ function processesOf(group: number): { worker: number; proxy: number[]; wrangler
   return { worker, proxy, wrangler };
 }
 
-async function turn(side: Side, conversation: string, key: string): Promise<void> {
+/** One exchange; the reply must be the scripted reply for `key` (or, in a burst, any of `accept`). */
+async function turn(side: Side, conversation: string, key: string, accept?: Set<string>): Promise<void> {
   const response = await fetch(`${side.dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
-  if (response.status !== 200 || body.reply !== expectedReply(key)) {
+  if (response.status !== 200 || !(accept ? accept.has(body.reply ?? '') : body.reply === expectedReply(key))) {
     throw new Error(`${side.name}: turn ${conversation}/${key} answered ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
   }
+}
+
+/** Rows the side's objects have written so far (the storage meter, summed in the Worker's isolate). */
+async function rowsWritten(side: Side): Promise<number> {
+  const meter = (await (await fetch(`${side.dev.base}/meter`)).json()) as { objects: number; billed: number };
+  if (meter.objects === 0) throw new Error(`${side.name}: no metered object in the Worker's isolate`);
+  return meter.billed;
+}
+
+/** Fails unless `work` made exactly `expected` model requests; returns how many it made. */
+async function modelRequests(side: Side, expected: number | undefined, work: () => Promise<void>): Promise<number> {
+  const before = server.requests.length;
+  await work();
+  const made = server.requests.length - before;
+  if (expected !== undefined && made !== expected) throw new Error(`${side.name}: expected ${expected} model requests, the server saw ${made}`);
+  return made;
 }
 
 interface Sample {
@@ -130,77 +154,129 @@ async function measure(side: Side, work: () => Promise<void>): Promise<Sample> {
   };
 }
 
-/** Per turn index: mean workerd CPU per turn over CONVERSATIONS_PER_TURN conversations. */
-async function turnsScenario(side: Side, run: number): Promise<number[]> {
-  const perTurn: number[] = [];
-  const ids = Array.from({ length: CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`);
+interface TurnsSample {
+  /** Per turn index: mean workerd CPU per turn over CONVERSATIONS_PER_TURN conversations. */
+  cpu: number[];
+  /** Rows written per turn over turns 2–20 (turn 1 creates the conversation and its schema). */
+  rows: number;
+  /** Per turn: ms from just before the request is sent to the model server receiving the turn's first request. */
+  firstRequest: number[];
+}
+
+async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
+  const cpu: number[] = [];
+  const firstRequest: number[] = [];
+  let rowsBefore = 0;
+  // The Agents SDK side runs one conversation: its turns cost several times ours, and the run must fit the bench's time.
+  const ids = Array.from({ length: side.name === 'agents' ? 1 : CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`);
   for (let t = 1; t <= TURNS; t++) {
-    const { cpu } = await measure(side, async () => {
-      for (const id of ids) await turn(side, id, `${id}-t${t}`);
+    const sample = await measure(side, async () => {
+      for (const id of ids) {
+        // Turns run one after another, so the first request the server sees next is this turn's.
+        const index = server.requests.length;
+        const sent = Date.now();
+        await modelRequests(side, 2, () => turn(side, id, `${id}-t${t}`));
+        firstRequest.push(server.requests[index]!.receivedAt - sent);
+      }
     });
-    perTurn.push(cpu / ids.length);
+    cpu.push(sample.cpu / ids.length);
+    if (t === 1) rowsBefore = await rowsWritten(side);
   }
-  return perTurn;
+  const rows = (await rowsWritten(side)) - rowsBefore;
+  return { cpu, rows: rows / ((TURNS - 1) * ids.length), firstRequest };
 }
 
 async function fanoutScenario(side: Side, run: number): Promise<Sample> {
   return measure(side, async () => {
-    await Promise.all(Array.from({ length: FANOUT }, (_, c) => turn(side, `fan-${run}-${c}`, `fan-${run}-${c}`)));
+    await modelRequests(side, 2 * FANOUT, async () => {
+      await Promise.all(Array.from({ length: FANOUT }, (_, c) => turn(side, `fan-${run}-${c}`, `fan-${run}-${c}`)));
+    });
   });
+}
+
+/**
+ * BURST concurrent sends to one conversation (which has had one turn). Queued messages join the
+ * next exchange on both sides (ours may also join them into the running response at its next
+ * model call), so each reply is the scripted reply for one of the burst's keys; the model
+ * requests each side made are printed.
+ */
+async function burstScenario(side: Side, run: number): Promise<Sample & { requests: number }> {
+  const id = `burst-${run}`;
+  await turn(side, id, `${id}-first`);
+  const keys = Array.from({ length: BURST }, (_, i) => `${id}-${i}`);
+  const accept = new Set(keys.map(expectedReply));
+  let requests = 0;
+  const sample = await measure(side, async () => {
+    requests = await modelRequests(side, undefined, async () => {
+      await Promise.all(keys.map((key) => turn(side, id, key, accept)));
+    });
+  });
+  if (requests < 2) throw new Error(`${side.name}: the burst made ${requests} model requests`);
+  return { ...sample, requests };
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 const times = (value: number) => `${value.toFixed(2)}×`;
 
+const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], { stdio: 'inherit' });
+if (installed.status !== 0) process.exit(installed.status ?? 1);
+
 const server = await startSideBySideServer();
 const project = templateCopy('bench-wrangler-cpu');
 const sides: Side[] = [];
 try {
-  writeFiles(project, { 'src/agents/bench.ts': AGENT });
-  const app = path.join(project, 'src/app.ts');
-  writeFileSync(app, readFileSync(app, 'utf8').replace('export default app;', `${ROUTE}\nexport default app;`));
-  const wrangler = path.join(project, 'wrangler.jsonc');
-  writeFileSync(wrangler, readFileSync(wrangler, 'utf8').replace('["FlueHelloAgent"]', '["FlueHelloAgent", "FlueBenchAgent"]'));
+  writeBenchProject(project);
   buildProject(project);
-  const ours = await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url });
-  sides.push({ name: 'ours', dev: ours, processes: processesOf(ours.pid) });
-  const bare = await startWranglerDev(bareDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc');
-  sides.push({ name: 'bare', dev: bare, processes: processesOf(bare.pid) });
+  const start = async (name: SideName, dev: Promise<DevServer>) => {
+    const started = await dev;
+    sides.push({ name, dev: started, processes: processesOf(started.pid) });
+  };
+  await start('ours', startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url }));
+  await start('bare', startWranglerDev(bareDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc'));
+  await start('agents', startWranglerDev(agentsDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc'));
+  const side = (name: SideName) => sides.find((s) => s.name === name)!;
+  const pair = [side('ours'), side('bare')];
 
-  // Warm-up: module load, the first pi-ai call and JIT of both paths belong to neither figure.
-  for (const side of sides) {
-    for (let t = 1; t <= WARMUP_TURNS; t++) await turn(side, 'warmup', `warmup-${t}`);
-    await Promise.all(Array.from({ length: 20 }, (_, c) => turn(side, `warm-fan-${c}`, `warm-fan-${c}`)));
+  // Warm-up: module load, the first model call and JIT of every path belong to no figure.
+  for (const s of sides) {
+    for (let t = 1; t <= WARMUP_TURNS; t++) await turn(s, 'warmup', `warmup-${t}`);
+    if (s.name !== 'agents') {
+      await Promise.all(Array.from({ length: 20 }, (_, c) => turn(s, `warm-fan-${c}`, `warm-fan-${c}`)));
+      await burstScenario(s, -1);
+    }
   }
 
-  const turns: Record<string, number[][]> = { ours: [], bare: [] };
+  const turns: Record<string, TurnsSample[]> = { ours: [], bare: [], agents: [] };
   const fan: Record<string, Sample[]> = { ours: [], bare: [] };
-  const requestsBefore = server.requests.length;
-  const ticksBefore = sides.map((side) => [tickCpuMs(side.processes.worker), cpuMs(side.processes.worker)]);
+  const burst: Record<string, (Sample & { requests: number })[]> = { ours: [], bare: [] };
+  const ticksBefore = sides.map((s) => [tickCpuMs(s.processes.worker), cpuMs(s.processes.worker)]);
   for (let run = 0; run < RUNS; run++) {
-    const order = run % 2 === 0 ? sides : [...sides].reverse();
-    for (const side of order) turns[side.name]!.push(await turnsScenario(side, run));
-    for (const side of order) fan[side.name]!.push(await fanoutScenario(side, run));
-  }
-  const exchanges = RUNS * 2 * (TURNS * CONVERSATIONS_PER_TURN + FANOUT);
-  if (server.requests.length - requestsBefore !== exchanges * 2) {
-    throw new Error(`expected ${exchanges * 2} model requests, the server saw ${server.requests.length - requestsBefore}`);
+    const rotate = <T>(list: T[]) => [...list.slice(run % list.length), ...list.slice(0, run % list.length)];
+    for (const s of rotate(sides)) turns[s.name]!.push(await turnsScenario(s, run));
+    for (const s of rotate(pair)) fan[s.name]!.push(await fanoutScenario(s, run));
+    for (const s of rotate(pair)) burst[s.name]!.push(await burstScenario(s, run));
   }
 
-  sides.forEach((side, i) => {
+  sides.forEach((s, i) => {
     const [ticks, ns] = ticksBefore[i]!;
-    console.log(`${side.name}: Worker workerd CPU over all runs: ${(tickCpuMs(side.processes.worker) - ticks!).toFixed(0)} ms by /proc stat, ${(cpuMs(side.processes.worker) - ns!).toFixed(0)} ms by thread schedstat`);
+    console.log(`${s.name}: Worker workerd CPU over all runs: ${(tickCpuMs(s.processes.worker) - ticks!).toFixed(0)} ms by /proc stat, ${(cpuMs(s.processes.worker) - ns!).toFixed(0)} ms by thread schedstat`);
   });
-  const perTurn = (name: string) => median(turns[name]!.map(mean));
-  const late = (name: string) => median(turns[name]!.map((series) => mean(series.slice(15))));
-  const first = (name: string) => median(turns[name]!.map((series) => series[0]!));
-  const fanFigure = (name: string, key: keyof Sample) => median(fan[name]!.map((sample) => sample[key]));
+  const perTurn = (name: string) => median(turns[name]!.map((sample) => mean(sample.cpu)));
+  const late = (name: string) => median(turns[name]!.map((sample) => mean(sample.cpu.slice(15))));
+  const first = (name: string) => median(turns[name]!.map((sample) => sample.cpu[0]!));
+  const rowsPerTurn = (name: string) => median(turns[name]!.map((sample) => sample.rows));
+  // Turn 1 of each conversation creates it; the figure is a follow-up turn's.
+  const firstRequest = (name: string) => median(turns[name]!.flatMap((sample) => sample.firstRequest.slice(name === 'agents' ? 1 : CONVERSATIONS_PER_TURN)));
+  const figure = (samples: Record<string, Sample[]>, name: string, key: keyof Sample) => median(samples[name]!.map((sample) => sample[key]));
 
   const cpuRatio = perTurn('ours') / perTurn('bare');
   const flat = late('ours') / first('ours');
-  const fanWall = fanFigure('ours', 'wall') / fanFigure('bare', 'wall');
-  const fanCpu = fanFigure('ours', 'cpu') / fanFigure('bare', 'cpu');
+  const fanWall = figure(fan, 'ours', 'wall') / figure(fan, 'bare', 'wall');
+  const fanCpu = figure(fan, 'ours', 'cpu') / figure(fan, 'bare', 'cpu');
+  const burstWall = figure(burst, 'ours', 'wall') / figure(burst, 'bare', 'wall');
+  const burstCpu = figure(burst, 'ours', 'cpu') / figure(burst, 'bare', 'cpu');
+  const exchanges = (name: string) => burst[name]!.map((sample) => sample.requests).join(', ');
   const rows: BenchRow[] = [
     { figure: '(1) workerd CPU per turn, 20-turn conversations', ours: ms(perTurn('ours')), baseline: ms(perTurn('bare')), ratio: times(cpuRatio), target: '≤ 1.3×', met: cpuRatio <= 1.3, note: 'bare Worker + DO, pi-ai alone' },
     {
@@ -212,18 +288,47 @@ try {
       met: flat <= 1.2,
       note: `baseline: our own turn 1; bare ${times(late('bare') / first('bare'))}`,
     },
-    { figure: `(2) ${FANOUT} one-turn conversations at once, wall`, ours: ms(fanFigure('ours', 'wall')), baseline: ms(fanFigure('bare', 'wall')), ratio: times(fanWall), target: '≤ 1.5×', met: fanWall <= 1.5 },
-    { figure: `(2) ${FANOUT} one-turn conversations at once, workerd CPU`, ours: ms(fanFigure('ours', 'cpu')), baseline: ms(fanFigure('bare', 'cpu')), ratio: times(fanCpu), target: '≤ 1.5×', met: fanCpu <= 1.5 },
+    { figure: `(2) ${FANOUT} one-turn conversations at once, wall`, ours: ms(figure(fan, 'ours', 'wall')), baseline: ms(figure(fan, 'bare', 'wall')), ratio: times(fanWall), target: '≤ 1.5×', met: fanWall <= 1.5 },
+    { figure: `(2) ${FANOUT} one-turn conversations at once, workerd CPU`, ours: ms(figure(fan, 'ours', 'cpu')), baseline: ms(figure(fan, 'bare', 'cpu')), ratio: times(fanCpu), target: '≤ 1.5×', met: fanCpu <= 1.5 },
+    {
+      figure: `(3) ${BURST} concurrent sends to one conversation, wall`,
+      ours: ms(figure(burst, 'ours', 'wall')),
+      baseline: ms(figure(burst, 'bare', 'wall')),
+      ratio: times(burstWall),
+      target: '≤ 1.5×',
+      met: burstWall <= 1.5,
+      note: `bare DO queue: admit in SQL, join the next exchange; model requests per burst: ours ${exchanges('ours')}, bare ${exchanges('bare')}`,
+    },
+    { figure: `(3) ${BURST} concurrent sends to one conversation, workerd CPU`, ours: ms(figure(burst, 'ours', 'cpu')), baseline: ms(figure(burst, 'bare', 'cpu')), ratio: times(burstCpu), target: '≤ 1.5×', met: burstCpu <= 1.5 },
+  ];
+  const vsAgents = (label: string, ours: number, theirs: number, format: (value: number) => string): BenchRow => ({
+    figure: label,
+    ours: format(ours),
+    baseline: format(theirs),
+    ratio: times(ours / theirs),
+    target: '< 1× (ahead)',
+    met: ours < theirs,
+    note: 'Agents SDK 0.32 + ai-chat 0.12 + AI SDK 7',
+  });
+  const agentsRows: BenchRow[] = [
+    vsAgents('DO rows written per follow-up turn (SQL rows + setAlarm + KV writes)', rowsPerTurn('ours'), rowsPerTurn('agents'), (value) => `${value.toFixed(1)} rows`),
+    vsAgents('workerd CPU per turn, 20-turn conversations', perTurn('ours'), perTurn('agents'), ms),
+    vsAgents('send → first model request, follow-up turn', firstRequest('ours'), firstRequest('agents'), ms),
   ];
   saveRows('wrangler-dev-cpu', `wrangler dev, workerd process CPU from /proc, median of ${RUNS} runs`, rows);
+  saveRows('agents-sdk', `the same one-tool agent on the Cloudflare Agents SDK, wrangler dev, median of ${RUNS} runs`, agentsRows);
   console.log(`\nload average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  for (const name of ['ours', 'bare']) {
-    console.log(`${name}: per-turn CPU series (median over runs, ms): ${Array.from({ length: TURNS }, (_, t) => median(turns[name]!.map((s) => s[t]!)).toFixed(1)).join(' ')}`);
-    console.log(`${name}: fan-out samples: ${fan[name]!.map((s) => `wall ${s.wall.toFixed(0)} ms, workerd ${s.cpu.toFixed(0)} ms, proxy workerd ${s.proxy.toFixed(0)} ms, wrangler node ${s.wrangler.toFixed(0)} ms, bench process (model server + client) ${s.bench.toFixed(0)} ms`).join('; ')}`);
+  for (const s of sides) {
+    const name = s.name;
+    console.log(`${name}: per-turn CPU series (median over runs, ms): ${Array.from({ length: TURNS }, (_, t) => median(turns[name]!.map((sample) => sample.cpu[t]!)).toFixed(1)).join(' ')}`);
+    console.log(`${name}: rows per follow-up turn by run: ${turns[name]!.map((sample) => sample.rows.toFixed(2)).join(', ')}; send → first model request, turn 1: ${median(turns[name]!.flatMap((sample) => sample.firstRequest.slice(0, name === 'agents' ? 1 : CONVERSATIONS_PER_TURN)))} ms, follow-ups: ${firstRequest(name)} ms`);
+    if (name === 'agents') continue;
+    console.log(`${name}: fan-out samples: ${fan[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, proxy workerd ${x.proxy.toFixed(0)} ms, wrangler node ${x.wrangler.toFixed(0)} ms, bench process (model server + client) ${x.bench.toFixed(0)} ms`).join('; ')}`);
+    console.log(`${name}: burst samples: ${burst[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, ${x.requests} model requests`).join('; ')}`);
   }
-  for (const row of rows) console.log(`${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'}`);
+  for (const row of [...rows, ...agentsRows]) console.log(`${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'}`);
 } finally {
-  for (const side of sides) await side.dev.stop();
+  for (const s of sides) await s.dev.stop();
   await server.close();
   removeDir(project);
 }

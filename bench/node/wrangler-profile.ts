@@ -8,13 +8,13 @@
  *   npm run bench:wrangler-profile            # the Flue project
  *   npm run bench:wrangler-profile -- bare    # the bare Worker + Durable Object, for comparison
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { removeDir, templateCopy, writeFiles } from '../../src/build/test-project.ts';
+import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { buildProject, freePort, startWranglerDev } from '../../test/support/wrangler-dev.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
-import { AGENT, ROUTE } from './wrangler-cpu-project.ts';
+import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { expectedReply, question } from './side-by-side-script.ts';
 
 interface ProfileNode {
@@ -31,11 +31,7 @@ interface Profile {
 const bare = process.argv[2] === 'bare';
 const server = await startSideBySideServer();
 const project = templateCopy('bench-wrangler-profile');
-writeFiles(project, { 'src/agents/bench.ts': AGENT });
-const app = path.join(project, 'src/app.ts');
-writeFileSync(app, readFileSync(app, 'utf8').replace('export default app;', `${ROUTE}\nexport default app;`));
-const wrangler = path.join(project, 'wrangler.jsonc');
-writeFileSync(wrangler, readFileSync(wrangler, 'utf8').replace('["FlueHelloAgent"]', '["FlueHelloAgent", "FlueBenchAgent"]'));
+writeBenchProject(project);
 if (!bare) buildProject(project);
 const inspectorPort = await freePort();
 const inspect = ['--inspector-port', String(inspectorPort)];

@@ -35,22 +35,54 @@ export interface MeterSnapshot {
 }
 
 export interface StorageMeter {
-  snapshot(): MeterSnapshot;
+  /** With `settleOpen`, cursors not consumed yet are counted now and no longer reported open. */
+  snapshot(settleOpen?: boolean): MeterSnapshot;
   reset(): void;
 }
 
 const KV_WRITES = new Set(['put', 'delete', 'deleteAll']);
 
+/** Every meter made in this isolate, for `isolateWrites()`. */
+const meters: StorageMeter[] = [];
+
+/** What an isolate's objects wrote, summed over every meter made in it. */
+export interface IsolateWrites {
+  objects: number;
+  sqlRowsWritten: number;
+  setAlarm: number;
+  kvWrites: number;
+  /** SQL rows + `setAlarm` calls + KV writes: rows as billed. */
+  billed: number;
+}
+
+/**
+ * The sum over every metered object in this isolate (`wrangler dev` runs a Worker and its objects
+ * in one isolate), read from the Worker's own fetch handler. Cursors nobody consumed are counted
+ * here too (their statements ran when `exec()` returned), since other SDKs do not always read
+ * the cursors of their writes.
+ */
+export function isolateWrites(): IsolateWrites {
+  const total: IsolateWrites = { objects: meters.length, sqlRowsWritten: 0, setAlarm: 0, kvWrites: 0, billed: 0 };
+  for (const meter of meters) {
+    const { sqlRowsWritten, setAlarm, kvWrites } = meter.snapshot(true);
+    total.sqlRowsWritten += sqlRowsWritten;
+    total.setAlarm += setAlarm;
+    total.kvWrites += kvWrites;
+  }
+  total.billed = total.sqlRowsWritten + total.setAlarm + total.kvWrites;
+  return total;
+}
+
 export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const storage = ctx.storage;
   const sql = storage.sql;
   let state = fresh();
-  const open = new Set<SqlStorageCursor<Record<string, SqlStorageValue>>>();
 
   function fresh() {
     return { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0, writes: [] as WriteRecord[] };
   }
 
+  const open = new Map<SqlStorageCursor<Record<string, SqlStorageValue>>, [string, unknown[]]>();
   const settle = (cursor: SqlStorageCursor<Record<string, SqlStorageValue>>, query: string, bindings: unknown[]) => {
     if (!open.delete(cursor)) return;
     state.sqlRowsRead += cursor.rowsRead;
@@ -67,7 +99,7 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const exec = (query: string, ...bindings: unknown[]) => {
     const cursor = sql.exec(query, ...bindings);
     state.sqlStatements++;
-    open.add(cursor);
+    open.set(cursor, [query, bindings]);
     return new Proxy(cursor, {
       get(target, key) {
         if (key === 'toArray' || key === 'one') {
@@ -106,10 +138,22 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
     },
   });
 
+  // The synchronous KV API (`ctx.storage.kv`) writes rows too.
+  const meteredKv = (kv: object) =>
+    new Proxy(kv, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        if (key === 'put' || key === 'delete') return (...args: unknown[]) => (state.kvWrites++, value.apply(target, args));
+        return value.bind(target);
+      },
+    });
+
   const meteredStorage = new Proxy(storage, {
     get(target, key) {
       if (key === 'sql') return meteredSql;
       const value = Reflect.get(target, key, target);
+      if (key === 'kv' && typeof value === 'object' && value !== null) return meteredKv(value);
       if (typeof value !== 'function') return value;
       if (key === 'setAlarm') return (...args: unknown[]) => (state.setAlarm++, value.apply(target, args));
       if (key === 'deleteAlarm') return (...args: unknown[]) => (state.deleteAlarm++, value.apply(target, args));
@@ -121,11 +165,16 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   Object.defineProperty(ctx, 'storage', { value: meteredStorage, configurable: true, enumerable: true });
   if (ctx.storage !== meteredStorage) throw new Error('bench: could not shadow ctx.storage');
 
-  return {
-    snapshot: () => ({ ...state, writes: [...state.writes], unconsumed: open.size }),
+  const meter: StorageMeter = {
+    snapshot: (settleOpen = false) => {
+      if (settleOpen) for (const [cursor, [query, bindings]] of [...open]) settle(cursor, query, bindings);
+      return { ...state, writes: [...state.writes], unconsumed: open.size };
+    },
     reset: () => {
       state = fresh();
       open.clear();
     },
   };
+  meters.push(meter);
+  return meter;
 }

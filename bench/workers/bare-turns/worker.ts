@@ -4,11 +4,16 @@
  * appends the user message to the object's SQLite, makes the same pi-ai streaming calls as the
  * agent (Anthropic Messages, one `lookup` tool), runs the tool, appends every message it produced,
  * and answers with the reply text. The history is read back from SQLite when the object wakes.
+ *
+ * Messages that arrive while an exchange runs are appended to SQLite at once (admitted) and
+ * answered together by the next exchange, which sees all of them: the least queue that keeps a
+ * conversation in order under concurrent sends, and what Flue does with queued messages.
  */
 import { DurableObject } from 'cloudflare:workers';
 import { createModels, createProvider } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, toolOutput } from '../../node/side-by-side-script.ts';
+import { isolateWrites, meterStorage } from '../storage-meter.ts';
 
 interface Env {
   MODEL_URL: string;
@@ -62,26 +67,63 @@ type Message = Parameters<ReturnType<typeof createModels>['streamSimple']>[1]['m
 
 export class BareConversation extends DurableObject<Env> {
   private messages: Message[] | undefined;
+  /** The exchange being run (or last run); messages admitted meanwhile belong to the next. */
+  private exchangeNo = 0;
+  /** Messages admitted since the running exchange started, and their senders. */
+  private inbox: Message[] = [];
+  private waiting: ((reply: Promise<string>) => void)[] = [];
+  private running = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
+    // Metered like the other sides (rows written per turn); it only counts.
+    meterStorage(ctx);
     super(ctx, env);
-    ctx.storage.sql.exec('CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    ctx.storage.sql.exec('CREATE TABLE IF NOT EXISTS history (seq INTEGER PRIMARY KEY, exchange INTEGER NOT NULL, body TEXT NOT NULL)');
   }
 
-  private append(message: Message): void {
-    this.messages!.push(message);
-    this.ctx.storage.sql.exec('INSERT INTO messages (body) VALUES (?)', JSON.stringify(message));
+  private append(message: Message, exchange = this.exchangeNo): void {
+    this.ctx.storage.sql.exec('INSERT INTO history (exchange, body) VALUES (?, ?)', exchange, JSON.stringify(message));
   }
 
-  /** One exchange: the user message, the model calls and tool runs, the reply text. */
-  async turn(text: string): Promise<string> {
-    this.messages ??= this.ctx.storage.sql
-      .exec<{ body: string }>('SELECT body FROM messages ORDER BY seq')
-      .toArray()
-      .map((row) => JSON.parse(row.body) as Message);
+  /**
+   * Admits the user message (one row, in the order it will be read back), then answers with the
+   * reply of the exchange that saw it.
+   */
+  turn(text: string): Promise<string> {
+    if (this.messages === undefined) {
+      const rows = this.ctx.storage.sql.exec<{ exchange: number; body: string }>('SELECT exchange, body FROM history ORDER BY exchange, seq').toArray();
+      this.messages = rows.map((row) => JSON.parse(row.body) as Message);
+      this.exchangeNo = rows.at(-1)?.exchange ?? 0;
+    }
+    const message: Message = { role: 'user', content: text, timestamp: Date.now() };
+    this.append(message, this.exchangeNo + 1);
+    this.inbox.push(message);
+    const reply = new Promise<string>((resolve) => this.waiting.push((answer) => resolve(answer)));
+    if (!this.running) void this.drain();
+    return reply;
+  }
+
+  /** Runs exchanges while messages wait, each answering every sender admitted before it began. */
+  private async drain(): Promise<void> {
+    this.running = true;
+    while (this.inbox.length > 0) {
+      this.exchangeNo++;
+      this.messages!.push(...this.inbox);
+      const senders = this.waiting;
+      this.inbox = [];
+      this.waiting = [];
+      const reply = this.exchange();
+      reply.catch(() => {});
+      for (const answer of senders) answer(reply);
+      await reply.catch(() => {});
+    }
+    this.running = false;
+  }
+
+  /** One exchange over the history: the model calls and tool runs, the reply text. */
+  private async exchange(): Promise<string> {
     const client = modelsFor(this.env.MODEL_URL);
     const model = client.getModel(PROVIDER, MODEL)!;
-    this.append({ role: 'user', content: text, timestamp: Date.now() });
     for (;;) {
       const stream = client.streamSimple(model, { systemPrompt: SYSTEM_PROMPT, messages: this.messages!, tools });
       let reply = '';
@@ -90,18 +132,21 @@ export class BareConversation extends DurableObject<Env> {
       if (message.stopReason === 'error' || message.stopReason === 'aborted') {
         throw new Error(`bare: model call failed: ${message.errorMessage ?? message.stopReason}`);
       }
+      this.messages!.push(message);
       this.append(message);
       const calls = message.content.filter((part) => part.type === 'toolCall');
       if (calls.length === 0) return reply;
       for (const call of calls) {
-        this.append({
+        const result: Message = {
           role: 'toolResult',
           toolCallId: call.id,
           toolName: call.name,
           content: [{ type: 'text', text: JSON.stringify(toolOutput(String(call.arguments.key))) }],
           isError: false,
           timestamp: Date.now(),
-        });
+        };
+        this.messages!.push(result);
+        this.append(result);
       }
     }
   }
@@ -109,7 +154,9 @@ export class BareConversation extends DurableObject<Env> {
 
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
-    const match = /^\/turn\/([^/]+)$/.exec(new URL(request.url).pathname);
+    const url = new URL(request.url);
+    if (url.pathname === '/meter') return Response.json(isolateWrites());
+    const match = /^\/turn\/([^/]+)$/.exec(url.pathname);
     if (request.method !== 'POST' || match === null) return new Response('not found', { status: 404 });
     const text = await request.text();
     const reply = await env.BARE_CONVERSATION.getByName(match[1]!).turn(text);
