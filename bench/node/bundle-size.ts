@@ -11,14 +11,17 @@
  * reply and returns its text: the least code a Worker that talks to that model through pi-ai must
  * ship. The difference is what the framework adds: the engine, the router, MCP, valibot, hono.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { build } from '../../src/build/build.ts';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { type BenchRow, saveRows } from '../results.ts';
-import { buildProviderAlone, factoryName } from './provider-alone.ts';
+import { buildProviderAlone, factoryName, workerBundleOptions } from './provider-alone.ts';
 
 const PROVIDER = process.env.BENCH_PROVIDER ?? 'anthropic';
 const MARGIN_KB = 60; // target: at most 60 KB gzip more than the provider alone
@@ -84,10 +87,36 @@ async function providerAlone(minify: boolean): Promise<Size> {
   return sizeOf(out.outputFiles[0]!.contents, out.metafile);
 }
 
+/**
+ * The same one-tool chat agent on the Cloudflare Agents SDK (bench/agents-sdk/bundle-entry.ts:
+ * the `AIChatAgent` class and `routeAgentRequest`), through the same esbuild settings.
+ */
+async function agentsSdk(minify: boolean): Promise<Size> {
+  const options = workerBundleOptions(minify);
+  // Its dependencies import Node built-ins without `node:`, which nodejs_compat serves (as wrangler does, leave them external).
+  const external = [...options.external, ...builtinModules];
+  const out = await esbuild.build({ entryPoints: [fileURLToPath(new URL('../agents-sdk/bundle-entry.ts', import.meta.url))], ...options, external });
+  return sizeOf(out.outputFiles[0]!.contents, out.metafile);
+}
+
+const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], { stdio: 'inherit' });
+if (installed.status !== 0) process.exit(installed.status ?? 1);
+
 const rows: BenchRow[] = [];
+const agentsRows: BenchRow[] = [];
 const detail: string[] = [];
 for (const minify of [false, true]) {
-  const [ours, alone] = [await flueBundle(minify), await providerAlone(minify)];
+  const [ours, alone, agents] = [await flueBundle(minify), await providerAlone(minify), await agentsSdk(minify)];
+  agentsRows.push({
+    figure: `Worker bundle, one-tool agent, gzip${minify ? ', minified' : ''}`,
+    ours: kib(ours.gzip),
+    baseline: kib(agents.gzip),
+    note: 'Agents SDK 0.32 + ai-chat 0.12 + AI SDK 7; ours is the whole template (Hono app, Workflow)',
+    ratio: `${(ours.gzip / agents.gzip).toFixed(2)}×`,
+    target: '< 1× (ahead)',
+    met: ours.gzip < agents.gzip,
+  });
+  detail.push(`${minify ? 'minified' : 'unminified'}: Agents SDK ${kib(agents.bytes)} (${kib(agents.gzip)} gzip); largest parts: ${agents.parts.slice(0, 8).map(([part, bytes]) => `${part} ${kib(bytes)}`).join(', ')}`);
   const extra = ours.gzip - alone.gzip;
   rows.push({
     figure: `Worker bundle, template with one agent, no config (${PROVIDER} inferred), gzip${minify ? ', minified' : ''}`,
@@ -112,6 +141,7 @@ for (const minify of [false, true]) {
 
 const method = 'Node, esbuild with the Worker build settings, gzip -9 of the bundle';
 saveRows('bundle-size', method, rows);
+saveRows('agents-sdk-bundle', method, agentsRows);
 console.log(`Bundle size (${method})`);
-for (const row of rows) console.log(`  ${row.figure}: ${row.ours} vs ${row.baseline} → ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'NOT met'}`);
+for (const row of [...rows, ...agentsRows]) console.log(`  ${row.figure}: ${row.ours} vs ${row.baseline} → ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'NOT met'}`);
 console.log(detail.join('\n'));

@@ -24,10 +24,9 @@ export default {
 };`;
 }
 
-/** Bundled with the Worker build's settings (browser platform, workerd conditions). */
-export async function buildProviderAlone(provider: string, minify: boolean) {
-  return esbuild.build({
-    stdin: { contents: providerAloneEntry(provider), resolveDir: packageRoot(), sourcefile: 'provider-alone.mjs', loader: 'js' },
+/** The Worker build's esbuild settings (browser platform, workerd conditions, Node built-ins external). */
+export function workerBundleOptions(minify: boolean) {
+  return {
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -38,5 +37,13 @@ export async function buildProviderAlone(provider: string, minify: boolean) {
     write: false,
     metafile: true,
     logLevel: 'silent',
+  } satisfies esbuild.BuildOptions;
+}
+
+/** Bundled with the Worker build's settings. */
+export async function buildProviderAlone(provider: string, minify: boolean) {
+  return esbuild.build({
+    stdin: { contents: providerAloneEntry(provider), resolveDir: packageRoot(), sourcefile: 'provider-alone.mjs', loader: 'js' },
+    ...workerBundleOptions(minify),
   });
 }
