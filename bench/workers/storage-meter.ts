@@ -73,6 +73,18 @@ export function isolateWrites(): IsolateWrites {
   return total;
 }
 
+/**
+ * The routes of the `wrangler dev` baselines (bench/node/wrangler-cpu.ts): `POST /turn/:id` answers
+ * `{ reply }` from `turn(id, text)`, and `GET /meter` answers `isolateWrites()`.
+ */
+export async function benchRoutes(request: Request, turn: (id: string, text: string) => Promise<string>): Promise<Response> {
+  const url = new URL(request.url);
+  if (url.pathname === '/meter') return Response.json(isolateWrites());
+  const match = /^\/turn\/([^/]+)$/.exec(url.pathname);
+  if (request.method !== 'POST' || match === null) return new Response('not found', { status: 404 });
+  return Response.json({ reply: await turn(match[1]!, await request.text()) });
+}
+
 export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const storage = ctx.storage;
   const sql = storage.sql;

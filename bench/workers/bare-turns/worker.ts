@@ -13,7 +13,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { createModels, createProvider } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, toolOutput } from '../../node/side-by-side-script.ts';
-import { isolateWrites, meterStorage } from '../storage-meter.ts';
+import { benchRoutes, meterStorage } from '../storage-meter.ts';
 
 interface Env {
   MODEL_URL: string;
@@ -153,13 +153,5 @@ export class BareConversation extends DurableObject<Env> {
 }
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname === '/meter') return Response.json(isolateWrites());
-    const match = /^\/turn\/([^/]+)$/.exec(url.pathname);
-    if (request.method !== 'POST' || match === null) return new Response('not found', { status: 404 });
-    const text = await request.text();
-    const reply = await env.BARE_CONVERSATION.getByName(match[1]!).turn(text);
-    return Response.json({ reply });
-  },
+  fetch: (request: Request, env: Env) => benchRoutes(request, (id, text) => env.BARE_CONVERSATION.getByName(id).turn(text)),
 } satisfies ExportedHandler<Env>;
