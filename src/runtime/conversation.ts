@@ -128,7 +128,7 @@ export class Conversation {
   /** What the prompt's skill catalog and agent roster are rendered from (first contact, compaction). */
   resourceBaseline: ResourceSnapshot | undefined;
 
-  /** Child sessions opened by `task` calls of this conversation (`child_session_retained`). */
+  /** Child conversations opened by `task` calls of this conversation (`child_session_retained`). */
   readonly children: ChildConversationRef[] = [];
   /** Every image delivered into this conversation, by id: what a `task` call may forward. */
   readonly attachments = new Map<string, AttachmentRecordRef>();
