@@ -82,7 +82,7 @@ function delegating(): RunContext {
   } as unknown as RunContext;
 }
 
-const call = (args: Record<string, unknown>): ToolCall => ({ type: 'toolCall', id: 'call_1', name: 'task', arguments: args });
+const call = (args: ToolCall['arguments']): ToolCall => ({ type: 'toolCall', id: 'call_1', name: 'task', arguments: args });
 const site = (extra: { recovering?: boolean; subagents?: SubagentDefinition[] } = {}) => ({
   stepId: 'step_1',
   subagents: extra.subagents ?? [helper],
