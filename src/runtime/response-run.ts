@@ -4,6 +4,11 @@
  * applied, run the start seam if it did not commit, close an interrupted stream, repair an
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
  * "Lifecycle order of one response"; durability.md §6).
+ *
+ * The loop and the turn live here; its parts live beside it: the streamed step and its flush
+ * policy (turn-stream.ts), the tool batch (tool-batch.ts, over the `dispatchToolCall` the harness
+ * shares), the hook seams (response-hooks.ts) and delegated tasks (task-run.ts). They see the run
+ * as a `RunContext` (run-context.ts); every write goes through the conversation writer.
  */
 import type { Message } from '@earendil-works/pi-ai';
 import { encodeBase64 } from './attachments.ts';
