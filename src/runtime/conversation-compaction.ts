@@ -21,11 +21,11 @@ import { OperationFailedError } from './errors.ts';
 import { intercept } from './instrumentation.ts';
 import { newId } from './ids.ts';
 import { getModels, resolveModel, modelErrorFromMessage } from './model-registry.ts';
-import type { ResponseRun } from './response-run.ts';
+import type { RunContext } from './run-context.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 
 /** The threshold trigger, checked when a turn loop reaches a would-stop point. */
-export async function maybeCompactAfterTurn(run: ResponseRun): Promise<void> {
+export async function maybeCompactAfterTurn(run: RunContext): Promise<void> {
   const config = run.model?.compaction;
   if (config === false || run.model === undefined || run.conv.compactedSinceLastStep) return;
   const model = resolveModel(run.model.spec);
@@ -42,7 +42,7 @@ export async function maybeCompactAfterTurn(run: ResponseRun): Promise<void> {
   }
 }
 
-export async function compactConversation(run: ResponseRun, _reason: 'threshold' | 'overflow'): Promise<boolean> {
+export async function compactConversation(run: RunContext, _reason: 'threshold' | 'overflow'): Promise<boolean> {
   const spec = run.model!.spec;
   const config = run.model!.compaction || undefined;
   const sessionModel = resolveModel(spec);
@@ -86,7 +86,7 @@ export async function compactConversation(run: ResponseRun, _reason: 'threshold'
   // told, in the same batch as the summary: the narration snapshot and the prompt agree again, and
   // the summarized add/remove signals stop mattering (skills-subagents-mcp.md §4).
   const narrated = run.conv.resourceSnapshot;
-  run.engine.commit(run.live, [
+  run.commit([
     {
       type: 'compaction',
       summary,

@@ -8,7 +8,7 @@ import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } f
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from './errors.ts';
 import type { Batch, } from './sql-store.ts';
-import type { AttachmentRecordRef, ChildSessionRef, ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
+import type { AttachmentRecordRef, ChildConversationRef, ConversationRecord, RecordOf, SubmissionOutcome } from './records.ts';
 import { renderCompactionSummary } from './compaction.ts';
 import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
@@ -128,8 +128,8 @@ export class Conversation {
   /** What the prompt's skill catalog and agent roster are rendered from (first contact, compaction). */
   resourceBaseline: ResourceSnapshot | undefined;
 
-  /** Child sessions opened by `task` calls of this conversation (`child_session_retained`). */
-  readonly children: ChildSessionRef[] = [];
+  /** Child conversations opened by `task` calls of this conversation (`child_session_retained`). */
+  readonly children: ChildConversationRef[] = [];
   /** Every image delivered into this conversation, by id: what a `task` call may forward. */
   readonly attachments = new Map<string, AttachmentRecordRef>();
   /** Delivered documents by id, for the model context's document references. */
@@ -186,11 +186,12 @@ export class Conversation {
     return this.compaction?.summary;
   }
 
-  response(hostId: string): ResponseInfo {
-    let info = this.responses.get(hostId);
+  /** The response of `leaderId`: the submission it answers (with any deliveries that joined it). */
+  response(leaderId: string): ResponseInfo {
+    let info = this.responses.get(leaderId);
     if (info === undefined) {
       info = { steps: 0, finishCycles: 0, data: new Map(), usage: emptyUsage(), toolCalls: [] };
-      this.responses.set(hostId, info);
+      this.responses.set(leaderId, info);
     }
     return info;
   }
@@ -219,8 +220,8 @@ export class Conversation {
     const text = message.parts
       .flatMap((part) => (part.type === 'text' ? [(part as { text: string }).text] : []))
       .join('\n\n');
-    const host = message.submissionId === undefined ? undefined : this.responses.get(message.submissionId);
-    const data = Object.fromEntries(host?.data ?? []);
+    const response = message.submissionId === undefined ? undefined : this.responses.get(message.submissionId);
+    const data = Object.fromEntries(response?.data ?? []);
     return message.metadata === undefined ? { text, data } : { text, data, metadata: message.metadata };
   }
 

@@ -7,11 +7,17 @@
  * process had died at that instruction. The probe also learns which engine reached the point, so
  * it can freeze that engine's store and cut its work off (see src/testing/crash-harness.ts).
  */
-import type { ConversationEngine } from './engine.ts';
+import type { SqlStore } from './sql-store.ts';
+
+/** What a probe may do with the engine whose work reached a point: find its store, stop it. */
+export interface ProbedEngine {
+  readonly store: SqlStore;
+  stop(graceMs?: number): Promise<void>;
+}
 
 interface ProbeSite {
   /** The engine (one per runtime) whose work reached the point. */
-  engine: ConversationEngine;
+  engine: ProbedEngine;
   agent: string;
   instanceId: string;
   submissionId: string;

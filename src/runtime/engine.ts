@@ -1,19 +1,18 @@
 /**
- * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement,
- * abort and reading replies. It is host-neutral: a host supplies the SQL driver and a waker
- * ("run this conversation's queue soon") — an alarm on Cloudflare, a task in the Node process.
+ * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement and
+ * abort; reading replies is the part it inherits (conversation-reader.ts). It is host-neutral: a
+ * host supplies the SQL driver and a waker ("run this conversation's queue soon") — an alarm on
+ * Cloudflare, a task in the Node process.
  *
- * One engine owns every conversation in its store; each conversation has a single writer (the
- * engine), so its log fold is kept in memory and advanced as batches are committed.
+ * One engine owns every conversation in its store. It decides what is written; the conversation
+ * writer (conversation-writer.ts) writes it, and keeps each conversation's log fold in memory.
  */
 import * as v from 'valibot';
-import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { resolveDurability } from './durability-config.ts';
 import { isDevMode } from './dev-mode.ts';
 import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
-  AgentRunError,
   FlueError,
   InvalidRequestError,
   RuntimeUnavailableError,
@@ -22,26 +21,28 @@ import {
   SubmissionConflictError,
   SubmissionRetryExhaustedError,
   SubmissionTimeoutError,
-  abortError,
   toSettlementError,
 } from './errors.ts';
-import { crashProbe } from './crash-probe.ts';
+import { type ProbedEngine, crashProbe } from './crash-probe.ts';
+import { ConversationReader } from './conversation-reader.ts';
+import { ConversationWriter, type LiveConversation } from './conversation-writer.ts';
 import { emit } from './events.ts';
 import { type FlueAttemptResult, intercept } from './instrumentation.ts';
-import { emptyUsage } from './usage.ts';
 import type { Agent, AgentRegistry } from './identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
 import { assertInstanceIdShape, assertJsonValue } from './input-limits.ts';
-import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
-import { type ConversationRecord, type SubmissionOutcome, interruptedToolText } from './records.ts';
-import { type ChildConversation, childConversationId, childConversations, childStreamKey } from './task-run.ts';
-import { ResponseRun, RunStopped, RunYield } from './response-run.ts';
-import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
-import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
+import type { ConversationRecord, SubmissionOutcome } from './records.ts';
+import { restRecords } from './rest-records.ts';
+import { ResponseRun } from './response-run.ts';
+import { RunStopped, RunYield } from './run-signals.ts';
+import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
+import type { DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from './limits.ts';
-import type { Admission, StoredAttachment, UpdatesResult } from './runtime.ts';
+
+export { MAX_ANSWER_BATCH_BYTES, type ReadOptions, type ReadPoll } from './conversation-reader.ts';
+export { LiveConversation, streamKey } from './conversation-writer.ts';
 
 export interface AdmissionRequest {
   id: string;
@@ -52,50 +53,15 @@ export interface AdmissionRequest {
   idempotencyKey?: string;
 }
 
-/** What one bounded remote read returns: new batches (when asked for) and the settlement, if any. */
-export interface ReadPoll {
-  batches: Batch[];
-  settled?: { outcome: SubmissionOutcome; error?: SettlementError; reply?: AgentReply };
+/** A receipt plus the stream head at admission (`-1` on a deduplicated replay). */
+export interface Admission {
+  receipt: DispatchReceipt;
+  /** Sequence of the last batch when the submission was admitted. */
+  head: number;
 }
-
-export interface ReadOptions {
-  onEvent?: (chunk: ConversationStreamChunk) => void;
-  signal?: AbortSignal;
-}
-
-/** One conversation's in-memory side: its log fold and who is waiting on it. */
-export class LiveConversation {
-  readonly stream: string;
-  readonly agentName: string;
-  readonly instanceId: string;
-  readonly conv = new Conversation();
-  readonly listeners = new Set<() => void>();
-  /** Committed persistent state (a read cache of the state table). */
-  state: Map<string, unknown> | undefined;
-  incarnation: string | undefined;
-  /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
-  logBytes = 0;
-
-  constructor(stream: string, agentName: string, instanceId: string) {
-    this.stream = stream;
-    this.agentName = agentName;
-    this.instanceId = instanceId;
-  }
-
-  notify(): void {
-    for (const listener of [...this.listeners]) listener();
-  }
-}
-
-/** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
-export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
 
 /** How long `stop()` lets running responses run to settlement before cutting them off. */
 export const STOP_GRACE_MS = 10_000;
-
-export function streamKey(agentName: string, instanceId: string): string {
-  return `agents/${agentName}/${instanceId}`;
-}
 
 export interface EngineOptions {
   store: SqlStore;
@@ -110,76 +76,20 @@ export interface EngineOptions {
   sliceBudgetMs?: number;
 }
 
-export class ConversationEngine {
-  readonly store: SqlStore;
+export class ConversationEngine extends ConversationReader implements ProbedEngine {
   readonly registry: AgentRegistry;
   readonly env: Record<string, unknown>;
   private readonly wake: (stream: string) => void;
   private readonly sliceBudgetMs: number | undefined;
-  private readonly lives = new Map<string, LiveConversation>();
   private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<string, ResponseRun>();
-  private stopping = false;
-  /** Set once draining is over: readers still waiting will not see a settlement in this process. */
-  private readsClosed = false;
 
   constructor(options: EngineOptions) {
-    this.store = options.store;
+    super(options.store, new ConversationWriter(options.store));
     this.registry = options.registry;
     this.env = options.env;
     this.wake = options.wake;
     this.sliceBudgetMs = options.sliceBudgetMs;
-  }
-
-  // ── Conversations ────────────────────────────────────────────────────────────────────────
-
-  live(agentName: string, instanceId: string): LiveConversation {
-    const stream = streamKey(agentName, instanceId);
-    let live = this.lives.get(stream);
-    if (live === undefined) {
-      live = new LiveConversation(stream, agentName, instanceId);
-      // Only conversations that exist are kept: reads of random ids must not grow memory.
-      if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
-    }
-    if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
-    for (const { batch, bytes } of this.store.readBatchesSized(stream, live.conv.head)) {
-      live.conv.apply(batch);
-      live.logBytes += bytes;
-    }
-    return live;
-  }
-
-  /**
-   * `live()` for an id that came from a caller. Every transport checks ids first; this is the
-   * backstop for any host path that skipped it, since storage would cut a NUL-bearing id short.
-   */
-  private addressed(agentName: string, instanceId: string): LiveConversation {
-    assertInstanceIdShape(instanceId);
-    return this.live(agentName, instanceId);
-  }
-
-  private liveByStream(stream: string): LiveConversation {
-    const info = this.store.getStream(stream);
-    if (info === undefined) throw new Error(`[flue] No conversation stream "${stream}".`);
-    return this.live(info.agent, info.instanceId);
-  }
-
-  /** Appends one batch (plus any writes that must land with it) and advances the fold. */
-  commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
-    const { seq, bytes } = this.store.transaction(() => {
-      // The fold is this single writer's view of the log, so its head is the store's.
-      const appended = this.store.appendSized(live.stream, records, live.conv.head);
-      alsoWrite?.();
-      return appended;
-    });
-    live.conv.apply({ seq, records });
-    live.logBytes += bytes;
-    live.notify();
-  }
-
-  stateOf(live: LiveConversation): Map<string, unknown> {
-    if (live.state === undefined) live.state = this.store.readState(live.stream);
-    return live.state;
   }
 
   // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
@@ -208,7 +118,7 @@ export class ConversationEngine {
     if (request.idempotencyKey !== undefined) payload.idempotencyKey = request.idempotencyKey;
 
     // Everything below is synchronous: checks and writes happen as one step of this single writer.
-    const live = this.live(agentName, request.id);
+    const live = this.writer.live(agentName, request.id);
     if (request.idempotencyKey !== undefined) {
       const existing = this.store.getSubmission(submissionId);
       if (existing !== undefined) {
@@ -231,20 +141,9 @@ export class ConversationEngine {
       'The conversation is too large to accept more messages; continue in a new agent instance.',
     );
     const birth = created ? undefined : this.birthRecord(agent, request.initialData);
-    this.store.transaction(() => {
-      if (birth !== undefined) {
-        this.store.createStream({ stream: live.stream, agent: agentName, instanceId: request.id, incarnation: newId('inc') });
-        this.store.append(live.stream, [birth]);
-      }
-      this.store.insertSubmission({ id: submissionId, stream: live.stream, kind, payload, acceptedAt });
-      for (const attachment of attachments) this.store.putAttachment(live.stream, attachment.ref, attachment.bytes);
-    });
+    this.writer.admit(live, birth, { id: submissionId, kind, payload, acceptedAt }, attachments);
     crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
-    if (birth !== undefined) {
-      this.lives.set(live.stream, live);
-      this.live(agentName, request.id);
-      live.notify();
-    }
+    if (birth !== undefined) this.writer.born(live);
     this.emitFor(live, submissionId, 'submission_queued', { kind });
     this.wake(live.stream);
     return { receipt: { submissionId, acceptedAt, uid: live.conv.uid! }, head: live.conv.head };
@@ -277,198 +176,11 @@ export class ConversationEngine {
     return (await this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch', true)).receipt;
   }
 
-  getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
-    const live = this.addressed(agentName, instanceId);
-    if (this.store.getStream(live.stream) === undefined) return null;
-    return live.conv.uid === undefined ? { id: instanceId } : { id: instanceId, uid: live.conv.uid };
-  }
-
-  // ── Reading replies (delivery.md §6) ──────────────────────────────────────────────────────
-
-  async read(agentName: string, instanceId: string, submissionId: string, options: ReadOptions = {}): Promise<AgentReply> {
-    const { signal, onEvent } = options;
-    if (signal?.aborted) throw signal.reason ?? abortError();
-    const live = this.addressed(agentName, instanceId);
-    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const projector = onEvent === undefined ? undefined : new Projector();
-    let projected = -1;
-    const pump = () => {
-      if (projector === undefined) return;
-      for (const batch of this.store.readBatches(live.stream, projected)) {
-        projected = batch.seq;
-        for (const chunk of projector.project(batch)) {
-          try {
-            onEvent!(chunk);
-          } catch (error) {
-            console.error('[flue] read() onEvent callback threw:', error);
-          }
-        }
-      }
-    };
-    await new Promise<void>((resolve, reject) => {
-      const check = () => {
-        pump();
-        if (live.conv.settlements.has(submissionId)) {
-          cleanup();
-          resolve();
-        } else if (this.readsClosed) {
-          cleanup();
-          reject(stoppedBeforeSettlement(submissionId));
-        }
-      };
-      const onAbort = () => {
-        cleanup();
-        reject(signal?.reason ?? abortError());
-      };
-      const cleanup = () => {
-        live.listeners.delete(check);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      live.listeners.add(check);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      check();
-    });
-    const settlement = live.conv.settlements.get(submissionId)!;
-    if (settlement.outcome !== 'completed') throw new AgentRunError(settlement.outcome, submissionId, settlement.error);
-    return { ...live.conv.reply(submissionId), submissionId };
-  }
-
-  /**
-   * One bounded wait for a remote reader (the Cloudflare handle reads through this): resolves when
-   * the submission settles, when batches after `afterSeq` exist (if asked for), or after `waitMs`.
-   */
-  async poll(
-    agentName: string,
-    instanceId: string,
-    submissionId: string,
-    options: { afterSeq: number; waitMs: number; batches: boolean },
-  ): Promise<ReadPoll> {
-    const live = this.addressed(agentName, instanceId);
-    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const ready = () =>
-      this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq);
-    if (!ready()) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          if (!ready()) return;
-          finish();
-        };
-        const finish = () => {
-          clearTimeout(timer);
-          live.listeners.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(finish, options.waitMs);
-        live.listeners.add(done);
-      });
-    }
-    const found = live.conv.settlements.get(submissionId);
-    if (found === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
-    const batches = options.batches
-      ? this.store.readBatchesSized(live.stream, options.afterSeq, undefined, MAX_ANSWER_BATCH_BYTES).map(({ batch }) => batch)
-      : [];
-    // The settlement travels only with the last batches, so a reader sees every batch before it.
-    const settlement = options.batches && (batches.at(-1)?.seq ?? options.afterSeq) < live.conv.head ? undefined : found;
-    return {
-      batches,
-      ...(settlement === undefined
-        ? {}
-        : {
-            settled: {
-              outcome: settlement.outcome,
-              ...(settlement.error === undefined ? {} : { error: settlement.error }),
-              ...(settlement.outcome === 'completed' ? { reply: { ...live.conv.reply(submissionId), submissionId } } : {}),
-            },
-          }),
-    };
-  }
-
-  // ── The conversation stream (streaming-protocol.md §5–§9) ───────────────────────────────
-
-  history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
-    const live = this.addressed(agentName, instanceId);
-    if (live.incarnation === undefined) return null;
-    return live.conv.snapshot(live.incarnation);
-  }
-
-  /**
-   * The child conversations `task` calls opened under this instance's conversation (recursively),
-   * each with its transcript in the history view's shape; null for a never-contacted instance.
-   * Never served over HTTP (streaming-protocol.md §5): an in-process inspection path.
-   */
-  childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
-    const live = this.addressed(agentName, instanceId);
-    if (live.incarnation === undefined) return null;
-    return childConversations(this.store, live.conv);
-  }
-
-  streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
-    const live = this.addressed(agentName, instanceId);
-    return live.incarnation === undefined ? null : { head: live.conv.head, incarnation: live.incarnation };
-  }
-
-  async updates(
-    agentName: string,
-    instanceId: string,
-    afterSeq: number,
-    options: { waitMs: number; maxBatches: number; signal?: AbortSignal },
-  ): Promise<UpdatesResult> {
-    const live = this.addressed(agentName, instanceId);
-    if (live.incarnation === undefined) return { kind: 'not_found' };
-    if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
-    if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
-    // Watchers follow a draining response to its end; one parked across the end of the drain gets
-    // a retryable 503, not a failure of the closed store.
-    if (this.readsClosed) throw new RuntimeUnavailableError('draining');
-    const batches = this.store
-      .readBatchesSized(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES)
-      .map(({ batch }) => batch);
-    const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
-    const nextSeq = batches.at(-1)?.seq ?? afterSeq;
-    return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
-  }
-
-  /** The snapshot after one batch: the live fold at the head, a fresh fold otherwise (resets are rare). */
-  private snapshotAfter(live: LiveConversation, seq: number): Omit<FlueConversationSnapshot, 'incarnation'> {
-    if (seq === live.conv.head) return live.conv.snapshot();
-    const fold = new Conversation();
-    for (const batch of this.store.readBatches(live.stream, -1, seq + 1)) fold.apply(batch);
-    return fold.snapshot();
-  }
-
-  private nextAppend(live: LiveConversation, waitMs: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        live.listeners.delete(done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, waitMs);
-      live.listeners.add(done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-  }
-
-  attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
-    const live = this.addressed(agentName, instanceId);
-    if (live.incarnation === undefined) return undefined;
-    const found = this.store.readAttachment(live.stream, attachmentId);
-    if (found === undefined) return null;
-    return {
-      id: found.ref.id,
-      mimeType: found.ref.mimeType,
-      size: found.ref.size,
-      ...(found.ref.filename === undefined ? {} : { filename: found.ref.filename }),
-      bytes: found.bytes,
-    };
-  }
-
   // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
 
   abort(agentName: string, instanceId: string): boolean {
     const live = this.addressed(agentName, instanceId);
-    const affected = this.store.transaction(() => this.store.requestAbort(live.stream, Date.now()));
+    const affected = this.writer.requestAbort(live, Date.now());
     if (affected === 0) return false;
     this.runs.get(live.stream)?.abort(new SubmissionAbortedError());
     this.wake(live.stream);
@@ -521,7 +233,7 @@ export class ConversationEngine {
     if (this.stopping) return false;
     const head = this.store.openSubmissions(stream).find((row) => row.status !== 'joined');
     if (head === undefined) return false;
-    return this.runSubmission(this.liveByStream(stream), head);
+    return this.runSubmission(this.writer.liveByStream(stream), head);
   }
 
   hasOpenWork(stream: string): boolean {
@@ -563,7 +275,7 @@ export class ConversationEngine {
       this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
       return true;
     }
-    const claimed = this.store.claimAttempt(row.id, {
+    const claimed = this.writer.claimAttempt(row.id, {
       attemptId: newId('attempt'),
       now,
       maxAttempts: durability.maxAttempts,
@@ -574,7 +286,7 @@ export class ConversationEngine {
       attemptCount: claimed.attemptCount,
       maxAttempts: durability.maxAttempts,
     });
-    const run = new ResponseRun(this, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
+    const run = new ResponseRun(this, this.writer, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
     this.runs.set(live.stream, run);
     try {
       // Installed interceptors see the attempt; a pause resolves for them and is rethrown here.
@@ -598,7 +310,7 @@ export class ConversationEngine {
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
       if (error instanceof RunYield) {
         // Near the host's wall-time limit: the same attempt continues on the next wake.
-        this.store.markContinuation(claimed.id);
+        this.writer.markContinuation(claimed.id);
         return true;
       }
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
@@ -639,7 +351,7 @@ export class ConversationEngine {
     const joined = this.store.joinedInto(row);
     const records: ConversationRecord[] = [];
     if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
-      const interrupted = restRecords(live, ts, this.store);
+      const interrupted = restRecords(live, ts, this.writer);
       records.push(...interrupted.records);
       const aborted = outcome === 'aborted';
       records.push({
@@ -670,11 +382,8 @@ export class ConversationEngine {
         ts,
       });
     }
-    const now = Date.now();
     crashProbe()?.({ point: 'settlement', engine: this, agent: live.agentName, instanceId: live.instanceId, submissionId: row.id, outcome });
-    this.commit(live, records, () => {
-      for (const settled of [row, ...joined]) this.store.markSettled(settled.id, outcome, error?.message ?? null, now);
-    });
+    this.writer.settle(live, records, [row, ...joined], outcome, error?.message ?? null);
     for (const settled of [row, ...joined]) {
       this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
     }
@@ -691,7 +400,7 @@ export class ConversationEngine {
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     // Cloudflare's pollers (poll()) answer at once: their Durable Object keeps running the work.
-    for (const live of this.lives.values()) live.notify();
+    for (const live of this.writer.conversations()) live.notify();
     const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
     // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
     // off as an interruption (not an abort), and the next start recovers it.
@@ -710,11 +419,16 @@ export class ConversationEngine {
   private closeReads(): void {
     if (this.readsClosed) return;
     this.readsClosed = true;
-    for (const live of this.lives.values()) live.notify();
+    for (const live of this.writer.conversations()) live.notify();
   }
 
   get isStopping(): boolean {
     return this.stopping;
+  }
+
+  /** What the crash probe is told reached a point: this engine. */
+  get probed(): ProbedEngine {
+    return this;
   }
 
   emitFor(live: LiveConversation, submissionId: string | undefined, type: string, payload: Record<string, unknown> = {}): void {
@@ -724,67 +438,4 @@ export class ConversationEngine {
       payload,
     );
   }
-}
-
-/** What a `read()` still waiting when the drain ends rejects with: the submission stays durable. */
-function stoppedBeforeSettlement(submissionId: string): RuntimeUnavailableError {
-  return new RuntimeUnavailableError('draining', {
-    details: `The runtime stopped before submission ${submissionId} settled. It is kept and continues on the next start(): read it again then.`,
-    meta: { submissionId },
-  });
-}
-
-/**
- * Records that bring an interrupted response to rest: an open stream is closed as aborted and
- * unresolved tool calls get the interrupted marker (a `task` call's names its child conversation),
- * so the model sees a coherent transcript.
- */
-export function restRecords(live: LiveConversation, ts: string, store: SqlStore): { records: ConversationRecord[]; tools: string[] } {
-  const records: ConversationRecord[] = [];
-  const tail = live.conv.tail;
-  if (tail.openStep !== undefined) records.push(convergeOpenStep(tail.openStep, ts));
-  const pending = tail.pendingToolCalls;
-  const tools: string[] = [];
-  if (pending !== undefined) {
-    records.push({
-      type: 'tool_results',
-      stepId: pending.stepId,
-      messageId: pending.messageId,
-      submissionId: pending.submissionId,
-      outcomes: pending.calls.map((call) => {
-        tools.push(call.name);
-        const child = call.name === 'task' ? childConversationId(store, childStreamKey(live.stream, pending.stepId, call.id)) : undefined;
-        return { toolCallId: call.id, toolName: call.name, isError: true, content: interruptedToolText(child) };
-      }),
-      ts,
-    });
-  }
-  return { records, tools };
-}
-
-/** Closes a stream that never completed, keeping what it said (durability.md §6.1). */
-export function convergeOpenStep(
-  open: NonNullable<Conversation['tail']['openStep']>,
-  ts: string,
-): ConversationRecord {
-  return {
-    type: 'assistant_completed',
-    stepId: open.stepId,
-    messageId: open.messageId,
-    submissionId: open.submissionId,
-    message: {
-      role: 'assistant',
-      content: open.blocks
-        .filter((block) => block !== undefined)
-        .map((block) => (block.kind === 'text' ? { type: 'text', text: block.text } : { type: 'thinking', thinking: block.text })),
-      api: 'openai-completions',
-      provider: 'flue',
-      model: 'interrupted',
-      usage: emptyUsage(),
-      stopReason: 'aborted',
-      errorMessage: 'Stream interrupted before completion.',
-      timestamp: Date.parse(ts),
-    },
-    ts,
-  };
 }

@@ -14,6 +14,8 @@ import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from './compaction.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
+import { dispatchToolCall, frameworkTools } from './tool-dispatch.ts';
+import { systemPrompt } from './system-prompt.ts';
 import { DocumentPlacement } from './documents.ts';
 import {
   DelegationDepthExceededError,
@@ -26,14 +28,10 @@ import {
 } from './errors.ts';
 import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import type { RenderResult } from './render.ts';
-import type { PromptCatalogs } from './narration.ts';
-import { runToolCall } from './tool-runner.ts';
 import { type FlueExecutionContext, intercept } from './instrumentation.ts';
 import { newId } from './ids.ts';
-import { rosterSection, taskTool } from './subagents.ts';
-import { skillCatalog } from './skills/catalog.ts';
-import { activateSkillTool, hasSkillResources, readSkillResourceTool } from './skills/tools.ts';
-import { type AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
+import { DELEGATION_DEPTH_CAP } from './subagents.ts';
+import type { AgentSandbox } from './agent-sandbox.ts';
 import type {
   CallHandle,
   FlueHarness,
@@ -47,8 +45,6 @@ import type {
 } from './types.ts';
 import { addUsage, emptyUsage, usageFromPi } from './usage.ts';
 
-/** The deepest level a delegate (or a harness conversation) runs at; the main conversation is 0. */
-export const DELEGATION_DEPTH_CAP = 4;
 const MAX_RESULT_FOLLOW_UPS = 32;
 
 export interface HarnessDeps {
@@ -70,7 +66,7 @@ export interface HarnessDeps {
   /** The agent's environment: its live sandbox and built-in tools, when it declared one. */
   environment?: AgentSandbox;
   /**
-   * Runs one `task` call of this scratch conversation as a recorded child session retained on the
+   * Runs one `task` call of this scratch conversation as a recorded child conversation retained on the
    * conversation that owns the harness (task-run.ts).
    */
   task(
@@ -165,37 +161,6 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
       return sandbox;
     },
   };
-}
-
-/** The skill tools answer in prose: the model reads their text as is, not JSON-quoted. */
-const PROSE_TOOLS = new Set(['activate_skill', 'read_skill_resource']);
-
-export function modelText(tool: ToolDefinition, outcome: { isError: boolean; content: string; output?: unknown }): string {
-  return PROSE_TOOLS.has(tool.name) && !outcome.isError && typeof outcome.output === 'string' ? outcome.output : outcome.content;
-}
-
-/** The framework's own tools for a render: `task` always (static spec), the skill tools with skills. */
-export function frameworkTools(render: RenderResult): ToolDefinition[] {
-  return [
-    taskTool,
-    ...(render.skills.length > 0 ? [activateSkillTool(render.skills)] : []),
-    ...(hasSkillResources(render.skills) ? [readSkillResourceTool(render.skills)] : []),
-  ];
-}
-
-/**
- * The system prompt of a render: its (live) instructions, the skill catalog, then the roster of
- * delegates. The catalogs come from `catalogs` — the conversation's frozen baseline in the main
- * conversation (narration.ts) — and from the render itself in scratch conversations.
- */
-export function systemPrompt(render: RenderResult, catalogs: PromptCatalogs = render): { systemPrompt?: string } {
-  const catalog = skillCatalog(catalogs.skills);
-  const parts = [
-    ...(render.instructions === undefined ? [] : [render.instructions]),
-    ...(catalog === undefined ? [] : [catalog]),
-    rosterSection(catalogs.subagents),
-  ];
-  return parts.length === 0 ? {} : { systemPrompt: parts.join('\n\n') };
 }
 
 const RESULT_FOOTER =
@@ -294,21 +259,14 @@ async function runPrompt(
           }
           const tool = tools.get(call.name);
           if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
-          const outcome = await intercept(
-            () => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, { ...harnessContext(deps), turnId }],
-            async (): Promise<{ isError: boolean; content: string }> => {
-              if (tool === taskTool) return deps.task(call, { harness: deps.name, depth: deps.depth, subagents: render.subagents, signal });
-              const builtin = deps.environment?.tools.get(call.name);
-              if (builtin !== undefined) return runBuiltinTool(builtin, call.id, call.arguments, signal);
-              const ran = await runToolCall(tool, call.argumentsError ? undefined : call.arguments, {
-                toolCallId: call.id,
-                signal,
-                log: deps.log(call.id, call.name),
-                ...(tool.harness ? { harness: (scope: AbortSignal) => nestedHarness(deps, scope) } : {}),
-              });
-              return { ...ran, content: modelText(tool, ran) };
-            },
-          );
+          const outcome = await dispatchToolCall(call, tool, {
+            signal,
+            context: { ...harnessContext(deps), turnId },
+            ...(deps.environment === undefined ? {} : { environment: deps.environment }),
+            task: (taskCall) => deps.task(taskCall, { harness: deps.name, depth: deps.depth, subagents: render.subagents, signal }),
+            log: (toolCall) => deps.log(toolCall.id, toolCall.name),
+            harness: (scope) => nestedHarness(deps, scope),
+          });
           return toolResult(call, outcome.content, outcome.isError);
         }),
       );

@@ -26,7 +26,7 @@ export interface FlueExecutionContext {
   agentName?: string;
   submissionId?: string;
   conversationId?: string;
-  /** `'default'` for the main conversation, `task:…` inside a delegated task's child session. */
+  /** `'default'` for the main conversation, `task:…` inside a delegated task's child conversation. */
   session?: string;
   /** The harness name when a harness scratch conversation made the call. */
   harness?: string;

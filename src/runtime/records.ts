@@ -32,7 +32,7 @@ export type ConversationRecord =
       conversationId: string;
       uid: string;
       initialData?: unknown;
-      /** Set on a delegated task's child session (its own stream); absent on the root. */
+      /** Set on a delegated task's child conversation (its own stream); absent on the root. */
       kind?: 'task';
       parentConversationId?: string;
       /** The delegating `task` tool call. */
@@ -98,7 +98,7 @@ export type ConversationRecord =
       stepId: string;
       messageId: string;
       submissionId: string;
-      outcomes: ToolOutcomeRecord[];
+      outcomes: ToolOutcome[];
       ts: string;
     }
   | { type: 'agent_start_run'; submissionId: string }
@@ -126,11 +126,11 @@ export type ConversationRecord =
     }
   | {
       /**
-       * Written on the delegating conversation when a `task` call opens its child session, in the
+       * Written on the delegating conversation when a `task` call opens its child conversation, in the
        * same transaction as the child's first batch: where the child's own records are.
        */
       type: 'child_session_retained';
-      child: ChildSessionRef;
+      child: ChildConversationRef;
       ts: string;
     }
   | {
@@ -142,22 +142,31 @@ export type ConversationRecord =
       ts: string;
     };
 
-export interface ToolOutcomeRecord {
+/**
+ * One tool call's outcome: what running it answers, and what the log keeps of it (`aborted` and
+ * `error` are for the caller and observers only; `dispatchToolCall` answers without them).
+ */
+export interface ToolOutcome {
   toolCallId: string;
   toolName: string;
   isError: boolean;
-  /** Model-facing text. */
+  /** Model-facing text: `JSON.stringify(output)` (`null` for no output), or the error message. */
   content: string;
-  /** The tool's returned output value (JSON), when it succeeded. */
+  /** The tool's returned output value (JSON), when it succeeded; absent for void results. */
   output?: unknown;
+  /** Only on success with `terminate: true`. */
   terminate?: true;
   durationMs?: number;
   /** The call's `log` lines: stream content only, never model context (tool-log.ts). */
   logs?: ToolLogLine[];
+  /** The call ended because the host signal aborted: the engine should stop the turn. Never stored. */
+  aborted?: true;
+  /** The thrown or classified error, for observers. Never stored. */
+  error?: unknown;
 }
 
-/** A child session retained on its parent (persistence.md §2, `child_session_retained`). */
-export interface ChildSessionRef {
+/** A child conversation retained on its parent (persistence.md §2, `child_session_retained`). */
+export interface ChildConversationRef {
   type: 'task';
   conversationId: string;
   /** The child's stream in the same store (`tasks/<parent stream>/<step>/<toolCallId>`). */

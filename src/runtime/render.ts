@@ -124,10 +124,6 @@ export function currentFrame(hook: string): RenderFrame {
   return current;
 }
 
-export function isRendering(): boolean {
-  return current !== undefined;
-}
-
 /** Setters, writers and dispatchers are effects; a render is a pure read. */
 export function assertNotRendering(what: string): void {
   if (current !== undefined) {
@@ -238,4 +234,22 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
+}
+
+/** Renders a delegate fresh in a subagent frame; `useDelivery()` there is the task prompt. */
+export function renderDelegate(subagent: SubagentDefinition, delivery: DeliveredMessage | undefined): RenderResult {
+  return render(subagent.agent, {
+    kind: 'subagent',
+    scope: {
+      delivery,
+      readState: () => ({ found: false }),
+      setState: () => {
+        throw new Error('[flue] A subagent has no persistent state.');
+      },
+      writeData: () => {
+        throw new Error('[flue] A subagent cannot write message data.');
+      },
+      dispatch: () => Promise.reject(new Error('[flue] A subagent cannot dispatch messages.')),
+    },
+  });
 }

@@ -4,84 +4,52 @@
  * applied, run the start seam if it did not commit, close an interrupted stream, repair an
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
  * "Lifecycle order of one response"; durability.md §6).
+ *
+ * The loop and the turn live here; its parts live beside it: the streamed step and its flush
+ * policy (turn-stream.ts), the tool batch (tool-batch.ts, over the `dispatchToolCall` the harness
+ * shares), the hook seams (response-hooks.ts) and delegated tasks (task-run.ts). They see the run
+ * as a `RunContext` (run-context.ts); every write goes through the conversation writer.
  */
-import type { Api, AssistantMessage, Message, Model, ToolCall } from '@earendil-works/pi-ai';
+import type { Message } from '@earendil-works/pi-ai';
 import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
-import { ATTACHMENT_DATA_PREFIX, deepMerge, withOrigin } from './conversation.ts';
+import { ATTACHMENT_DATA_PREFIX, withOrigin } from './conversation.ts';
+import { type ConversationWriter, type LiveConversation, inputRecord } from './conversation-writer.ts';
 import { DOCUMENT_REF_PREFIX, DocumentPlacement } from './documents.ts';
-import { isPlainObject } from './values.ts';
-import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
-import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
-import { AgentDefinitionError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError, ToolInputValidationError, abortError } from './errors.ts';
-import { crashProbe } from './crash-probe.ts';
+import { AgentDefinitionError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
-import { type FlueExecutionContext, intercept } from './instrumentation.ts';
-import { DELEGATION_DEPTH_CAP, type HarnessDeps, createHarness, frameworkTools, modelText, systemPrompt } from './harness.ts';
+import type { FlueExecutionContext } from './instrumentation.ts';
+import { type HarnessDeps, createHarness } from './harness.ts';
 import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from './narration.ts';
-import { type SubagentDefinition, renderDelegate, taskTool } from './subagents.ts';
+import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from './subagents.ts';
 import { runTaskCall } from './task-run.ts';
 import { type ResolvedMcpConnections, resolveMcpConnections } from './mcp/resolve.ts';
 import { type WorkspaceContext, discoverWorkspace, withWorkspaceContext } from './workspace-context.ts';
-import { AgentSandbox, runBuiltinTool } from './agent-sandbox.ts';
+import { AgentSandbox } from './agent-sandbox.ts';
 import type { Sandbox } from './sandbox/types.ts';
 import type { Agent } from './identity.ts';
 import { deepEqualJson, newId } from './ids.ts';
-import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from './model-registry.ts';
+import { resolveModel, modelErrorFromMessage } from './model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from './model-retry.ts';
-import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcomeRecord } from './records.ts';
-import { type RenderResult, type RenderScope, render } from './render.ts';
+import type { ConversationRecord } from './records.ts';
+import { type RenderResult, type RenderScope, render, renderDelegate } from './render.ts';
+import { runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
+import type { Delegation, DelegateRun, RunContext, RunEngine } from './run-context.ts';
+import { RunYield } from './run-signals.ts';
 import type { SubmissionRow } from './sql-store.ts';
 import { MAX_STATE_VALUE_BYTES, checkSize, jsonSize } from './limits.ts';
-import { recordingLogger } from './tool-log.ts';
-import { runToolCall } from './tool-runner.ts';
-import { createToolStep } from './tool-step.ts';
-import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
+import { systemPrompt } from './system-prompt.ts';
+import { runToolBatch } from './tool-batch.ts';
+import { frameworkTools } from './tool-dispatch.ts';
+import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
+import type { Delivery, FlueHarness, FlueLogger } from './types.ts';
 
-/** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */
-export class RunStopped extends Error {
-  constructor() {
-    super('[flue] The runtime is stopping; the submission continues on the next start.');
-  }
-}
+export { RunStopped, RunYield } from './run-signals.ts';
 
-/** Thrown at a turn boundary when the wake's wall-time slice is used up; the attempt continues. */
-export class RunYield extends Error {
-  constructor() {
-    super('[flue] The response yields at a turn boundary and continues on the next wake.');
-  }
-}
-
-const FINISH_CYCLE_CEILING = 32;
-
-/**
- * A delegated task's child session (task-run.ts): the same loop over the child's own stream,
- * inside the parent's attempt (same submission row, deadline and signal), with the delegate's
- * render, the parent's environment and a model latched from the parent turn's.
- */
-export interface DelegateSession {
-  subagent: SubagentDefinition;
-  depth: number;
-  environment: AgentSandbox;
-  model: NonNullable<RenderResult['model']>;
-  /** The child's session name, and the `task` call it runs for (event correlation). */
-  session: string;
-  parentSession: string;
-  taskId: string;
-  /** The stream whose attachment store holds the bytes of forwarded attachments (the root's). */
-  attachmentStream: string;
-}
-/**
- * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
- * doubling intervals up to 2 s. Short replies cost one or two rows; a long stream about one row
- * every two seconds, and a crash loses at most that much text.
- */
-const DELTA_FLUSH_FIRST_MS = 250;
-const DELTA_FLUSH_MAX_MS = 2_000;
-
-export class ResponseRun {
-  readonly engine: ConversationEngine;
+export class ResponseRun implements RunContext {
+  readonly engine: RunEngine;
+  readonly writer: ConversationWriter;
   readonly live: LiveConversation;
   readonly row: SubmissionRow;
   readonly agent: Agent;
@@ -92,17 +60,16 @@ export class ResponseRun {
   /** Model, thinking level and compaction as latched by the first render of this attempt. */
   model: RenderResult['model'];
   private dataWriterNames: readonly string[] | undefined;
-  /** Steps this attempt completed: their tool calls run fresh; others are recovered. */
-  private readonly freshSteps = new Set<string>();
-  private lastTools = new Map<string, ToolDefinition>();
+  readonly freshSteps = new Set<string>();
+  lastTools = new Map<string, ToolDefinition>();
   private plannedMessageId = newId('msg');
-  private startMetadata: Record<string, unknown> | undefined;
+  startMetadata: Record<string, unknown> | undefined;
   private consecutiveErrors = 0;
   private readonly attachmentCache = new Map<string, string>();
   /** The agent's environment; a delegate shares its parent's. */
   readonly environment: AgentSandbox;
-  /** Set when this run drives a delegated task's child session. */
-  private readonly delegate: DelegateSession | undefined;
+  /** Set when this run drives a delegated task's child conversation. */
+  private readonly delegate: Delegation | undefined;
   /** Delegation depth of this conversation (the main conversation is 0). */
   readonly depth: number;
   /** This conversation's session name: `'default'` for the main one, `task:…` for a delegate's. */
@@ -119,8 +86,17 @@ export class ResponseRun {
   private readonly sliceDeadline: number | undefined;
   private progressed = false;
 
-  constructor(engine: ConversationEngine, live: LiveConversation, row: SubmissionRow, agent: Agent, sliceDeadline?: number, delegate?: DelegateSession) {
+  constructor(
+    engine: RunEngine,
+    writer: ConversationWriter,
+    live: LiveConversation,
+    row: SubmissionRow,
+    agent: Agent,
+    sliceDeadline?: number,
+    delegate?: Delegation,
+  ) {
     this.engine = engine;
+    this.writer = writer;
     this.live = live;
     this.row = row;
     this.agent = agent;
@@ -130,7 +106,7 @@ export class ResponseRun {
     this.session = delegate?.session ?? 'default';
     this.attachmentStream = delegate?.attachmentStream ?? live.stream;
     this.model = delegate?.model;
-    this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, engine.store.sandboxFiles(live.stream));
+    this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, writer.sandboxFiles(live));
   }
 
   get signal(): AbortSignal {
@@ -154,25 +130,25 @@ export class ResponseRun {
   // ── The response ──────────────────────────────────────────────────────────────────────────
 
   async execute(): Promise<void> {
-    const host = this.row;
+    const leader = this.row;
     // A delegate's input (the task prompt) is written with its birth; it has no seams of its own.
     if (this.delegate === undefined) {
-      if (!this.conv.applied.has(host.id)) this.engine.commit(this.live, [inputRecord(host)]);
-      if (this.conv.response(host.id).steps === 0) this.runResponseStart();
-      if (!this.conv.startRuns.has(host.id)) await this.runAgentStart(host.id);
-      for (const joined of this.engine.store.joinedInto(host)) {
-        if (!this.conv.startRuns.has(joined.id)) await this.runAgentStart(joined.id);
+      if (!this.conv.applied.has(leader.id)) this.commit([inputRecord(leader)]);
+      if (this.conv.response(leader.id).steps === 0) runResponseStart(this);
+      if (!this.conv.startRuns.has(leader.id)) await runAgentStart(this, leader.id);
+      for (const joined of this.writer.joinedInto(leader)) {
+        if (!this.conv.startRuns.has(joined.id)) await runAgentStart(this, joined.id);
       }
     }
     for (;;) {
       this.checkpoint();
       const tail = this.conv.tail;
       if (tail.openStep !== undefined) {
-        this.convergeInterruptedStream();
+        convergeInterruptedStream(this);
         continue;
       }
       if (tail.pendingToolCalls !== undefined) {
-        await this.runToolBatch();
+        await runToolBatch(this);
         this.progressed = true;
         continue;
       }
@@ -183,10 +159,10 @@ export class ResponseRun {
         continue;
       }
       await maybeCompactAfterTurn(this);
-      if (this.delegate === undefined && (await this.runAgentFinish())) continue;
+      if (this.delegate === undefined && (await runAgentFinish(this))) continue;
       break;
     }
-    if (this.delegate === undefined) this.runResponseFinish();
+    if (this.delegate === undefined) runResponseFinish(this);
   }
 
   /** Cooperative checks before each turn and before recovery work (durability.md §5). */
@@ -215,7 +191,7 @@ export class ResponseRun {
       dataWriterNames: this.dataWriterNames,
       readState: (name) => {
         if (run.stateWrites.has(name)) return { found: true, value: run.stateWrites.get(name) };
-        const committed = run.engine.stateOf(run.live);
+        const committed = run.writer.stateOf(run.live);
         return committed.has(name) ? { found: true, value: committed.get(name) } : { found: false };
       },
       setState: (name, next, defaultValue) => run.setState(name, next, defaultValue),
@@ -252,7 +228,7 @@ export class ResponseRun {
   }
 
   /** Renders, then brings the environment in line with the render (a turn boundary). */
-  private async renderWithEnvironment(): Promise<RenderResult> {
+  async renderWithEnvironment(): Promise<RenderResult> {
     const rendered = this.render();
     // A delegate declares no sandbox: it uses its parent's environment as the parent leaves it.
     if (this.delegate === undefined) await this.environment.follow(rendered.sandbox, rendered.skills);
@@ -278,8 +254,8 @@ export class ResponseRun {
   private setState(name: string, next: unknown, defaultValue: unknown): void {
     const current = this.stateWrites.has(name)
       ? this.stateWrites.get(name)
-      : this.engine.stateOf(this.live).has(name)
-        ? this.engine.stateOf(this.live).get(name)
+      : this.writer.stateOf(this.live).has(name)
+        ? this.writer.stateOf(this.live).get(name)
         : defaultValue;
     const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
     if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
@@ -289,21 +265,25 @@ export class ResponseRun {
     this.stateWrites.set(name, normalized);
   }
 
+  get hasStateWrites(): boolean {
+    return this.stateWrites.size > 0;
+  }
+
+  commit(records: ConversationRecord[]): void {
+    this.writer.commit(this.live, records);
+  }
+
   /** Commits a batch together with the pending state writes it explains. */
-  private commitWithState(records: ConversationRecord[]): void {
+  commitWithState(records: ConversationRecord[]): void {
     const writes = [...this.stateWrites];
     this.stateWrites.clear();
-    const state = this.engine.stateOf(this.live);
-    this.engine.commit(this.live, records, () => {
-      for (const [name, value] of writes) this.engine.store.writeState(this.live.stream, name, value);
-    });
-    for (const [name, value] of writes) state.set(name, value);
+    this.writer.commitWithState(this.live, records, writes);
   }
 
   private writeData(name: string, data: unknown): void {
     if (data === undefined) throw new Error(`[flue] useDataWriter("${name}") cannot write undefined.`);
     const normalized = jsonNormalize(data, `useDataWriter("${name}")`);
-    this.engine.commit(this.live, [
+    this.commit([
       { type: 'data_write', submissionId: this.row.id, messageId: this.responseMessageId, name, data: normalized },
     ]);
   }
@@ -338,7 +318,7 @@ export class ResponseRun {
   }
 
   /** A `harness: true` tool's harness: one delegation level below this conversation, within the cap. */
-  private toolHarness(scope: AbortSignal): FlueHarness {
+  toolHarness(scope: AbortSignal): FlueHarness {
     if (this.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
     return this.harness(this.depth + 1, scope);
   }
@@ -358,152 +338,19 @@ export class ResponseRun {
     };
   }
 
-  // ── Seams ─────────────────────────────────────────────────────────────────────────────────
-
-  private runResponseStart(): void {
-    const hooks = this.render().responseStart;
-    let metadata: Record<string, unknown> = {};
-    hooks.forEach((hook, index) => {
-      const returned = hook({ metadata: structuredClone(metadata), log: this.logger({ hook: 'useResponseStart', hookIndex: index }) });
-      metadata = mergeReturnedMetadata(metadata, returned, 'useResponseStart');
-    });
-    this.startMetadata = Object.keys(metadata).length > 0 ? metadata : undefined;
-  }
-
-  private runResponseFinish(): void {
-    const hooks = this.render().responseFinish;
-    if (hooks.length === 0) return;
-    const info = this.conv.response(this.row.id);
-    const message = this.conv.messages.find((m) => m.id === this.responseMessageId);
-    let metadata: Record<string, unknown> = message?.metadata ?? {};
-    let contributed: Record<string, unknown> = {};
-    hooks.forEach((hook, index) => {
-      const returned = hook({
-        metadata: structuredClone(metadata),
-        response: { usage: structuredClone(info.usage), toolCalls: structuredClone(info.toolCalls) },
-        log: this.logger({ hook: 'useResponseFinish', hookIndex: index }),
-      });
-      metadata = mergeReturnedMetadata(metadata, returned, 'useResponseFinish');
-      contributed = mergeReturnedMetadata(contributed, returned, 'useResponseFinish');
-    });
-    if (Object.keys(contributed).length > 0) {
-      this.commitWithState([{ type: 'response_metadata', submissionId: this.row.id, messageId: this.responseMessageId, metadata: contributed }]);
-    }
-  }
-
-  /** `useAgentStart` for one delivery: concurrent callbacks, appends grouped in declaration order. */
-  private async runAgentStart(submissionId: string): Promise<void> {
-    const hooks = (await this.renderWithEnvironment()).agentStart;
-    // With no callbacks there is nothing a recovery could repeat, so no marker row is needed.
-    if (hooks.length === 0 && this.stateWrites.size === 0) return;
-    const appended: AgentAppendMessage[][] = hooks.map(() => []);
-    await Promise.all(
-      hooks.map(async (hook, index) => {
-        const seam = this.seamContext(appended[index]!, { hook: 'useAgentStart', hookIndex: index });
-        try {
-          await hook(seam.context);
-        } finally {
-          seam.close();
-        }
-      }),
-    );
-    this.commitWithState([
-      ...appended.flat().map((message) => this.appendedRecord(message, submissionId)),
-      { type: 'agent_start_run', submissionId },
-    ]);
-  }
-
-  /** `useAgentFinish` at a would-stop point; true when an append continues the response. */
-  private async runAgentFinish(): Promise<boolean> {
-    const hooks = (await this.renderWithEnvironment()).agentFinish;
-    if (hooks.length === 0) return false;
-    const info = this.conv.response(this.row.id);
-    const appended: AgentAppendMessage[] = [];
-    for (const [index, hook] of hooks.entries()) {
-      const seam = this.seamContext(appended, { hook: 'useAgentFinish', hookIndex: index });
-      try {
-        await hook({
-          ...seam.context,
-          response: { toolCalls: structuredClone(info.toolCalls), usage: structuredClone(info.usage) },
-        });
-      } finally {
-        seam.close();
-      }
-    }
-    if (appended.length === 0) {
-      if (this.stateWrites.size > 0) this.commitWithState([{ type: 'agent_finish_cycle', submissionId: this.row.id }]);
-      return false;
-    }
-    if (info.finishCycles >= FINISH_CYCLE_CEILING) {
-      throw new Error(`[flue] useAgentFinish() continued this response more than ${FINISH_CYCLE_CEILING} times; the ceiling is ${FINISH_CYCLE_CEILING} continuation cycles per response.`);
-    }
-    this.commitWithState([
-      ...appended.map((message) => this.appendedRecord(message, this.row.id)),
-      { type: 'agent_finish_cycle', submissionId: this.row.id },
-    ]);
-    return true;
-  }
-
-  private seamContext(sink: AgentAppendMessage[], provenance: Record<string, unknown>) {
-    let open = true;
-    let harness: FlueHarness | undefined;
-    // Like a tool's, a hook's harness is scoped to its callback: it closes when the callback ends.
-    let scope: AbortController | undefined;
-    const run = this;
-    const context = {
-      append(message: AgentAppendMessage) {
-        if (!open) throw new Error('[flue] append() was called after its hook callback finished; it is valid only during the callback.');
-        sink.push(parseAppendMessage(message));
-      },
-      get harness() {
-        if (harness === undefined) {
-          scope = new AbortController();
-          const signal = run.signal;
-          const follow = () => scope!.abort(signal.reason);
-          if (signal.aborted) follow();
-          else signal.addEventListener('abort', follow, { once: true });
-          harness = run.harness(run.depth, scope.signal);
-        }
-        return harness;
-      },
-      log: this.logger(provenance),
-      signal: this.signal,
-    };
-    return {
-      context,
-      close() {
-        open = false;
-        scope?.abort(abortError('The hook callback finished; its harness is closed.'));
-      },
-    };
-  }
-
-  private appendedRecord(message: AgentAppendMessage, submissionId: string): ConversationRecord {
-    return {
-      type: 'signal',
-      messageId: newId('msg'),
-      submissionId,
-      origin: 'append',
-      signalType: message.type,
-      body: message.body,
-      ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
-      ...(message.tagName === undefined ? {} : { tagName: message.tagName }),
-      ts: new Date().toISOString(),
-    };
-  }
 
   // ── Joins at turn boundaries (delivery.md §5) ─────────────────────────────────────────────
 
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.engine.isStopping) return 0;
-    const open = this.engine.store.openSubmissions(this.live.stream);
+    const open = this.writer.openSubmissions(this.live);
     let joined = 0;
     for (const row of open) {
       if (row.id === this.row.id || row.status === 'joined') continue;
       if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
-      this.engine.commit(this.live, [inputRecord(row, this.row.id)], () => this.engine.store.markJoined(row.id, this.row.id));
-      await this.runAgentStart(row.id);
+      this.writer.join(this.live, row, this.row.id);
+      await runAgentStart(this, row.id);
       joined++;
     }
     return joined;
@@ -523,7 +370,8 @@ export class ResponseRun {
     this.narrateResourceChanges(tools, rendered);
     const model = resolveModel(this.model!.spec);
     const documents = new DocumentPlacement(model);
-    const message = await this.streamStep(
+    const message = await streamStep(
+      this,
       model,
       {
         // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
@@ -584,8 +432,8 @@ export class ResponseRun {
   private attachmentBase64(id: string): string {
     let data = this.attachmentCache.get(id);
     if (data === undefined) {
-      const found = this.engine.store.readAttachment(this.attachmentStream, id);
-      data = found === undefined ? '' : encodeBase64(found.bytes);
+      const found = this.writer.attachmentBytes(this.attachmentStream, id);
+      data = found === undefined ? '' : encodeBase64(found);
       this.attachmentCache.set(id, data);
     }
     return data;
@@ -601,7 +449,7 @@ export class ResponseRun {
       this.mcp = resolveMcpConnections(rendered.mcpConnections);
       const resolved = await this.mcp;
       if (resolved.failures.length > 0) {
-        this.engine.commit(this.live, [
+        this.commit([
           {
             type: 'signal',
             messageId: newId('msg'),
@@ -645,7 +493,7 @@ export class ResponseRun {
     });
     const previous = this.conv.resourceSnapshot;
     if (previous === undefined || this.conv.resourceBaseline === undefined) {
-      this.engine.commit(this.live, [{ type: 'resource_snapshot', baseline: true, snapshot: current }]);
+      this.commit([{ type: 'resource_snapshot', baseline: true, snapshot: current }]);
       return;
     }
     if (sameSnapshot(previous, current)) return;
@@ -665,174 +513,10 @@ export class ResponseRun {
       for (const { kind, body } of narrate(previous, current)) signals.push({ signalType: 'resources', body, attributes: { resource: kind } });
     }
     const ts = new Date().toISOString();
-    this.engine.commit(this.live, [
+    this.commit([
       ...signals.map((signal): ConversationRecord => ({ type: 'signal', messageId: newId('msg'), submissionId: this.row.id, origin: 'framework', ...signal, ts })),
       { type: 'resource_snapshot', baseline: false, snapshot: current },
     ]);
-  }
-
-  /** Streams one step; deltas are committed in coalesced batches, the step ends in one record. */
-  async streamStep(
-    model: Model<Api>,
-    context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1],
-    onPayload?: (payload: unknown) => unknown,
-  ): Promise<AssistantMessage> {
-    const stepId = newId('msg');
-    return intercept(
-      () => [
-        { type: 'model', turnId: stepId, purpose: 'agent', provider: model.provider, model: model.id },
-        { ...this.executionContext(), turnId: stepId },
-      ],
-      () => this.streamInto(stepId, model, context, onPayload),
-    );
-  }
-
-  private async streamInto(
-    stepId: string,
-    model: Model<Api>,
-    context: Parameters<ReturnType<typeof getModels>['streamSimple']>[1],
-    onPayload?: (payload: unknown) => unknown,
-  ): Promise<AssistantMessage> {
-    const messageId = this.responseMessageId;
-    const startedRecord: ConversationRecord = {
-      type: 'assistant_started',
-      messageId,
-      stepId,
-      submissionId: this.row.id,
-      attemptId: this.row.attemptId ?? '',
-      ...(this.startMetadata === undefined || this.conv.response(this.row.id).steps > 0 ? {} : { metadata: this.startMetadata }),
-      ts: new Date().toISOString(),
-    };
-    let started = false;
-    let pending: ConversationRecord[] = [];
-    let lastFlush = Date.now();
-    let interval = DELTA_FLUSH_FIRST_MS;
-    // A trailing flush bounds how long received text stays uncommitted when the stream stalls.
-    let trailing: ReturnType<typeof setTimeout> | undefined;
-    const flush = (extra: ConversationRecord[] = []) => {
-      if (trailing !== undefined) clearTimeout(trailing);
-      trailing = undefined;
-      if (pending.length === 0 && extra.length === 0) return;
-      const records = [...(started ? [] : [startedRecord]), ...pending, ...extra];
-      started = true;
-      pending = [];
-      lastFlush = Date.now();
-      interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
-      this.engine.commit(this.live, records);
-    };
-    const stream = getModels().streamSimple(model, context, {
-      signal: this.signal,
-      sessionId: this.conv.conversationId,
-      ...reasoningOption(model, this.model?.thinkingLevel),
-      ...(onPayload === undefined ? {} : { onPayload }),
-    });
-    let firstDelta = true;
-    try {
-      for await (const event of stream) {
-        if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
-        const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
-        const last = pending[pending.length - 1];
-        if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
-        else pending.push({ type: 'assistant_delta', stepId, messageId, kind, block: event.contentIndex, delta: event.delta });
-        const elapsed = Date.now() - lastFlush;
-        if (elapsed >= interval) flush();
-        // Once the run is aborted the loop's exit flushes; a timer must not write for a stopped runtime.
-        else trailing ??= setTimeout(() => this.signal.aborted || flush(), interval - elapsed);
-        if (firstDelta) {
-          firstDelta = false;
-          crashProbe()?.({ point: 'model', ...this.probeSite() });
-        }
-      }
-    } finally {
-      if (trailing !== undefined) clearTimeout(trailing);
-    }
-    const final = await stream.result();
-    if (final.stopReason === 'aborted' && this.abortReason instanceof RunStopped) {
-      // A shutdown cut the stream: leave the step open, so the next start converges and continues it.
-      flush();
-      throw this.abortReason;
-    }
-    this.freshSteps.add(stepId);
-    flush([{ type: 'assistant_completed', stepId, messageId, submissionId: this.row.id, message: final, ts: new Date().toISOString() }]);
-    return final;
-  }
-
-  /** A stream that a crash cut off: close it, and tell the model it was interrupted. */
-  private convergeInterruptedStream(): void {
-    const open = this.conv.tail.openStep!;
-    const ts = new Date().toISOString();
-    const said = open.blocks.some((block) => block !== undefined && block.text.length > 0);
-    const records: ConversationRecord[] = [convergeOpenStep(open, ts)];
-    if (said) {
-      for (const signalType of ['stream_interrupted', 'stream_continued'] as const) {
-        records.push({
-          type: 'signal',
-          messageId: `msg_${signalType}_${open.stepId}`,
-          submissionId: this.row.id,
-          origin: 'framework',
-          signalType,
-          body:
-            signalType === 'stream_interrupted'
-              ? 'Your previous response was interrupted before it completed.'
-              : 'Continue from where the interrupted response stopped.',
-          ts,
-        });
-      }
-    }
-    this.engine.commit(this.live, records);
-  }
-
-  // ── Tool batches ──────────────────────────────────────────────────────────────────────────
-
-  private async runToolBatch(): Promise<void> {
-    const pending = this.conv.tail.pendingToolCalls!;
-    const fresh = this.freshSteps.has(pending.stepId);
-    // A recovered batch is a turn boundary of this attempt: the environment (which recovered
-    // `task` children share) is brought in line with the render first.
-    const tools = fresh ? this.lastTools : new Map((await this.renderWithEnvironment()).tools.map((tool) => [tool.name, tool]));
-    const settled = await Promise.allSettled(
-      pending.calls.map((call) => {
-        // Recovery resumes a delegated task's child session to completion (durability.md §6.2).
-        if (!fresh && call.name === taskTool.name) return this.intercepted(call, pending.stepId, () => this.runTask(call, pending.stepId, true));
-        const tool = tools.get(call.name);
-        // Recovery re-runs only durable tools; an ordinary call's outcome is unknown (seed).
-        if (!fresh && !(tool?.durable === true)) return Promise.resolve(interruptedOutcome(call));
-        return this.intercepted(call, pending.stepId, () => this.runOne(call, tool, pending.stepId));
-      }),
-    );
-    if (this.signal.aborted) throw this.abortReason ?? abortError();
-    // Stopping or the deadline inside a child leaves the whole batch unresolved for recovery.
-    const failed = settled.find((result) => result.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
-    const outcomes = settled.map((result) => (result as PromiseFulfilledResult<ToolOutcomeRecord>).value);
-    this.commitWithState([
-      {
-        type: 'tool_results',
-        stepId: pending.stepId,
-        messageId: pending.messageId,
-        submissionId: pending.submissionId,
-        outcomes,
-        ts: new Date().toISOString(),
-      },
-    ]);
-  }
-
-  /** A `task` call: its delegate runs (or, recovering, resumes) as a recorded child session. */
-  private async runTask(call: ToolCall, stepId: string, recovering: boolean): Promise<ToolOutcomeRecord> {
-    const started = Date.now();
-    const outcome = await runTaskCall(this, call, {
-      stepId,
-      subagents: recovering ? this.render().subagents : this.subagents,
-      depth: this.depth,
-      signal: this.signal,
-      recovering,
-    });
-    return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }), durationMs: Date.now() - started };
-  }
-
-  /** One tool execution inside the installed interceptors. */
-  private intercepted(call: ToolCall, stepId: string, work: () => Promise<ToolOutcomeRecord>): Promise<ToolOutcomeRecord> {
-    return intercept(() => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, { ...this.executionContext(), turnId: stepId }], work);
   }
 
   /** What interceptors are told about where an operation runs (the ids `observe()` events carry). */
@@ -849,123 +533,14 @@ export class ResponseRun {
   }
 
   /** Where this run is, for the crash probe (crash-probe.ts). */
-  private probeSite() {
-    return { engine: this.engine, agent: this.live.agentName, instanceId: this.live.instanceId, submissionId: this.row.id };
+  probeSite() {
+    return { engine: this.engine.probed, agent: this.live.agentName, instanceId: this.live.instanceId, submissionId: this.row.id };
   }
 
-  private async runOne(call: ToolCall, tool: ToolDefinition | undefined, stepId: string): Promise<ToolOutcomeRecord> {
-    if (tool === taskTool) return this.runTask(call, stepId, false);
-    const builtin = tool === undefined ? undefined : this.environment.tools.get(call.name);
-    if (builtin !== undefined) {
-      const outcome = await runBuiltinTool(builtin, call.id, call.arguments, this.signal);
-      return { toolCallId: call.id, toolName: call.name, ...outcome, ...(outcome.isError ? {} : { output: outcome.content }) };
-    }
-    if (tool === undefined) {
-      return { toolCallId: call.id, toolName: call.name, isError: true, content: `Tool "${call.name}" is not available.` };
-    }
-    if (call.argumentsError !== undefined) {
-      const error = new ToolInputValidationError(call.name, [{ message: `the arguments are not valid JSON (${call.argumentsError})` }]);
-      return { toolCallId: call.id, toolName: call.name, isError: true, content: error.message };
-    }
-    const log = this.logger({ tool: call.name, toolCallId: call.id });
-    const recorded = recordingLogger(log);
-    const stream = this.live.stream;
-    // Scoped to the step that issued the call: some providers reuse tool-call ids across responses.
-    const memoKey = `${stepId}:${call.id}`;
-    const store = this.engine.store;
-    const site = { tool: call.name, toolCallId: call.id };
-    const outcome = await runToolCall(tool, call.arguments, {
-      toolCallId: call.id,
-      signal: this.signal,
-      log: recorded.log,
-      onRun: () => crashProbe()?.({ point: 'tool', ...this.probeSite(), ...site }),
-      ...(tool.harness ? { harness: (scope: AbortSignal) => this.toolHarness(scope) } : {}),
-      ...(tool.durable
-        ? {
-            step: createToolStep({
-              toolCallId: call.id,
-              toolName: call.name,
-              lookup: (name) => {
-                const recorded = store.readStep(stream, memoKey, name);
-                // Nothing recorded: step.do runs the fn now.
-                if (!recorded.found) crashProbe()?.({ point: 'step-run', ...this.probeSite(), ...site, step: name });
-                return recorded;
-              },
-              record: (name, value) => {
-                // The fn finished and its memo is not stored yet: a crash here re-runs it.
-                crashProbe()?.({ point: 'step', ...this.probeSite(), ...site, step: name });
-                store.writeStep(stream, memoKey, name, value);
-              },
-              log,
-            }),
-          }
-        : {}),
-    });
-    const record: ToolOutcomeRecord = {
-      toolCallId: call.id,
-      toolName: call.name,
-      isError: outcome.isError,
-      content: modelText(tool, outcome),
-      durationMs: outcome.durationMs,
-    };
-    if (!outcome.isError && outcome.output !== undefined) record.output = outcome.output;
-    if (outcome.terminate === true) record.terminate = true;
-    const lines = recorded.lines();
-    if (lines !== undefined) record.logs = lines;
-    return record;
+  /** A delegate's loop over a child conversation, inside this attempt (task-run.ts). */
+  delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun {
+    return new ResponseRun(this.engine, this.writer, child, this.row, this.agent, undefined, delegation);
   }
-}
-
-function interruptedOutcome(call: ToolCall): ToolOutcomeRecord {
-  return { toolCallId: call.id, toolName: call.name, isError: true, content: INTERRUPTED_TOOL_TEXT };
-}
-
-/** The canonical input record of a delivery; deterministic ids make re-application detectable. */
-export function inputRecord(row: SubmissionRow, joinedInto?: string): ConversationRecord {
-  const message = row.payload.message;
-  const ts = new Date().toISOString();
-  const joined = joinedInto === undefined ? {} : { joinedInto };
-  const deliveryOrigin = submissionOrigin(row);
-  if (message.kind === 'user') {
-    return {
-      type: 'user_message',
-      messageId: `msg_in_${row.id}`,
-      submissionId: row.id,
-      ...joined,
-      deliveryOrigin,
-      body: message.body,
-      ...(row.payload.attachments === undefined ? {} : { attachments: row.payload.attachments }),
-      ts,
-    };
-  }
-  return {
-    type: 'signal',
-    messageId: `msg_in_${row.id}`,
-    submissionId: row.id,
-    ...joined,
-    origin: 'delivery',
-    deliveryOrigin,
-    signalType: message.type,
-    body: message.body,
-    ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
-    ...(message.tagName === undefined ? {} : { tagName: message.tagName }),
-    ts,
-  };
-}
-
-/** The transport the submission was admitted through decides its origin, never the payload's sender. */
-function submissionOrigin(row: SubmissionRow): DeliveryOrigin {
-  if (row.kind === 'direct') return 'http';
-  return row.payload.fromAgent === true ? 'agent' : 'app';
-}
-
-function mergeReturnedMetadata(metadata: Record<string, unknown>, returned: unknown, hook: string): Record<string, unknown> {
-  if (returned === undefined) return metadata;
-  if (returned !== null && typeof returned === 'object' && typeof (returned as { then?: unknown }).then === 'function') {
-    throw new Error(`[flue] ${hook}() callbacks are synchronous; it returned a promise.`);
-  }
-  if (!isPlainObject(returned)) throw new Error(`[flue] ${hook}() must return a plain object of metadata or nothing.`);
-  return deepMerge(metadata, returned);
 }
 
 /** JSON round trip that refuses what does not survive it. */

@@ -4,43 +4,15 @@
  * configured one — `start()` on Node, the generated Worker entry on Cloudflare.
  */
 import type { FlueConversationSnapshot } from './conversation.ts';
-import type { AdmissionRequest, ReadOptions } from './engine.ts';
+import type { StoredAttachment, UpdatesResult } from './conversation-reader.ts';
+import type { Admission, AdmissionRequest, ReadOptions } from './engine.ts';
 import type { AgentRegistry } from './identity.ts';
-import type { ConversationStreamChunk } from './projection.ts';
 import type { SubmissionKind } from './sql-store.ts';
 import type { ChildConversation } from './task-run.ts';
-import type { AgentInstanceInfo, AgentReply, DispatchReceipt } from './types.ts';
+import type { AgentInstanceInfo, AgentReply } from './types.ts';
 
-/** A receipt plus the stream head at admission (`-1` on a deduplicated replay). */
-export interface Admission {
-  receipt: DispatchReceipt;
-  /** Sequence of the last batch when the submission was admitted. */
-  head: number;
-}
-
-/** One read of a conversation's updates view (streaming-protocol.md §6). */
-export type UpdatesResult =
-  | { kind: 'not_found' }
-  /** The requested offset is beyond the head (416). */
-  | { kind: 'gone'; head: number }
-  | {
-      kind: 'ok';
-      incarnation: string;
-      /** Chunks projected from the batches after the requested offset (no checkpoint chunk). */
-      chunks: ConversationStreamChunk[];
-      /** Sequence of the last batch read, or the requested one when nothing was read. */
-      nextSeq: number;
-      /** The read reached the head. */
-      upToDate: boolean;
-    };
-
-export interface StoredAttachment {
-  id: string;
-  mimeType: string;
-  size: number;
-  filename?: string;
-  bytes: Uint8Array<ArrayBuffer>;
-}
+export type { Admission } from './engine.ts';
+export type { StoredAttachment, UpdatesResult } from './conversation-reader.ts';
 
 export interface FlueRuntime {
   readonly registry: AgentRegistry;

@@ -5,7 +5,7 @@
  * caps a value at 2 MB). A write is one row (plus its chunks), a rename one UPDATE per table.
  */
 import type { SandboxFileStore, StoredSandboxEntry } from './sandbox/file-store.ts';
-import type { SqlDriver, SqlValue } from './sql-store.ts';
+import type { SqlDriver, SqlValue } from './sql-driver.ts';
 
 const CHUNK_BYTES = 1024 * 1024;
 const FILE_MODE = 0o644;

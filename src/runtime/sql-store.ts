@@ -11,16 +11,10 @@
 import { ConversationRecordInvariantError, PersistedFormatVersionError } from './errors.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
 import { utf8Size } from './limits.ts';
+import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
 
-export type SqlValue = string | number | null | Uint8Array;
-export type SqlRow = Record<string, SqlValue>;
-
-export interface SqlDriver {
-  query(sql: string, ...params: SqlValue[]): SqlRow[];
-  run(sql: string, ...params: SqlValue[]): void;
-  transaction<T>(fn: () => T): T;
-}
+export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
 
 export const FLUE_FORMAT_VERSION = '1';
 
@@ -29,44 +23,6 @@ const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
 
 /** Values whose UTF-8 size exceeds this are stored as chunks of at most this size. */
 export const SPILL_BYTES = 1024 * 1024;
-
-/** What Durable Object SQLite accepts in one row, with headroom; both drivers enforce it. */
-export const MAX_STATEMENT_BYTES = 2_000_000;
-
-/** Thrown by a driver for a statement whose bound values would not fit one platform row. */
-export class RowTooLargeError extends Error {
-  constructor(table: string, bytes: number) {
-    super(
-      `[flue] A statement on ${table} binds ${bytes} bytes, over the ${MAX_STATEMENT_BYTES}-byte row limit of Durable Object SQLite. Large values must be chunked before they are written.`,
-    );
-    this.name = 'RowTooLargeError';
-  }
-}
-
-/**
- * Refuses statements Durable Object SQLite would refuse, so local runs fail where production
- * would. Strings count as UTF-8; the length bound avoids encoding anything in the common case.
- */
-export function guardStatement(sql: string, params: readonly SqlValue[]): void {
-  let bound = 0;
-  for (const param of params) {
-    if (typeof param === 'string') bound += param.length * 3;
-    else if (param instanceof Uint8Array) bound += param.byteLength;
-    else bound += 8;
-  }
-  if (bound <= MAX_STATEMENT_BYTES) return;
-  let exact = 0;
-  for (const param of params) {
-    if (typeof param === 'string') exact += utf8Size(param);
-    else if (param instanceof Uint8Array) exact += param.byteLength;
-    else exact += 8;
-  }
-  if (exact > MAX_STATEMENT_BYTES) throw new RowTooLargeError(statementTable(sql), exact);
-}
-
-function statementTable(sql: string): string {
-  return /\b(?:INTO|UPDATE|FROM)\s+([A-Za-z_][A-Za-z0-9_]*)/i.exec(sql)?.[1] ?? 'an unknown table';
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -417,25 +373,21 @@ export class SqlStore {
     this.driver.run(`UPDATE flue_submissions SET continuation = 1 WHERE id = ? AND status = 'running'`, id);
   }
 
-  /** Puts a submission whose input never landed back at the head of its queue. */
-  requeue(id: string): void {
-    this.driver.run(`UPDATE flue_submissions SET status = 'queued', attempt_id = NULL WHERE id = ? AND status = 'running'`, id);
-  }
-
-  markJoined(id: string, hostId: string): void {
-    this.driver.run(`UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id = ? AND status = 'queued'`, hostId, id);
+  markJoined(id: string, leaderId: string): void {
+    this.driver.run(`UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id = ? AND status = 'queued'`, leaderId, id);
   }
 
   /**
-   * Joined deliveries of a host that are still waiting for the host's outcome. They are unsettled
-   * rows of the host's conversation, so the open-submissions index finds them without a scan.
+   * Joined deliveries of a leader (the submission whose response answers them) that are still
+   * waiting for its outcome. They are unsettled rows of the leader's conversation, so the
+   * open-submissions index finds them without a scan.
    */
-  joinedInto(host: { id: string; stream: string }): SubmissionRow[] {
+  joinedInto(leader: { id: string; stream: string }): SubmissionRow[] {
     return this.driver
       .query(
         `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
-        host.stream,
-        host.id,
+        leader.stream,
+        leader.id,
       )
       .map((row) => this.toSubmission(row));
   }

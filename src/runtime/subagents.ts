@@ -1,16 +1,17 @@
 /**
  * Subagents (skills-subagents-mcp.md §2): `defineSubagent`, `GeneralSubagent`, and the `task`
  * tool that delegates to one. A delegate renders fresh in a subagent frame and runs to completion
- * in a child session of its own (recorded as its own stream, see task-run.ts) that shares the
+ * in a child conversation of its own (recorded as its own stream, see task-run.ts) that shares the
  * parent's environment; only its final text returns to the parent.
  */
 import * as v from 'valibot';
 import type { ToolDefinition } from './define-tool.ts';
 import { DelegationDepthExceededError } from './errors.ts';
-import { DELEGATION_DEPTH_CAP } from './harness.ts';
 import { THINKING_LEVELS } from './model-registry.ts';
-import { type RenderResult, render } from './render.ts';
-import type { DeliveredMessage, ThinkingLevel } from './types.ts';
+import type { ThinkingLevel } from './types.ts';
+
+/** The deepest level a delegate (or a harness conversation) runs at; the main conversation is 0. */
+export const DELEGATION_DEPTH_CAP = 4;
 
 export interface SubagentDefinition {
   name: string;
@@ -147,22 +148,4 @@ export function resolveTask(args: unknown, subagents: readonly SubagentDefinitio
   if (depth + 1 > DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
   const attachmentIds = [...new Set((attachments ?? []).map((attachment) => attachment.id))];
   return { kind: 'run', subagent, prompt, depth: depth + 1, ...(cwd === undefined ? {} : { cwd }), attachmentIds };
-}
-
-/** Renders a delegate fresh in a subagent frame; `useDelivery()` there is the task prompt. */
-export function renderDelegate(subagent: SubagentDefinition, delivery: DeliveredMessage | undefined): RenderResult {
-  return render(subagent.agent, {
-    kind: 'subagent',
-    scope: {
-      delivery,
-      readState: () => ({ found: false }),
-      setState: () => {
-        throw new Error('[flue] A subagent has no persistent state.');
-      },
-      writeData: () => {
-        throw new Error('[flue] A subagent cannot write message data.');
-      },
-      dispatch: () => Promise.reject(new Error('[flue] A subagent cannot dispatch messages.')),
-    },
-  });
 }

@@ -1,40 +1,32 @@
 /**
- * Delegated tasks as recorded child sessions (skills-subagents-mcp.md §2.4; durability.md §6.2).
+ * Delegated tasks as recorded child conversations (skills-subagents-mcp.md §2.4; durability.md §6.2).
  *
- * Each `task` call runs its delegate in a child session with a stream of its own in the same
+ * Each `task` call runs its delegate in a child conversation with a stream of its own in the same
  * store, keyed deterministically by the delegating stream, the step that issued the call and the
  * call id: `tasks/<parent stream>/<step id>/<tool call id>`. The child is born (its
  * `conversation_created` and the task prompt) in the same transaction as a
- * `child_session_retained` record on the parent, then driven by a `ResponseRun` over the child
- * stream — the same loop as the main conversation — inside the parent's attempt and budget: its
- * records carry the parent's submission and attempt, and the parent's deadline applies.
+ * `child_session_retained` record on the parent (the writer's `openChild`), then driven by the
+ * same response loop as the main conversation over the child's stream, inside the parent's
+ * attempt and budget: its records carry the parent's submission and attempt, and the parent's
+ * deadline applies.
  *
- * Recovery is the same code: a `task` call left unresolved by a crash opens the child stream that
+ * Recovery is the same code: a `task` call left unresolved by a crash opens the child conversation that
  * already exists and continues it from where its log stands (an interrupted stream is converged and
  * continued, an unfinished tool batch repaired, nested tasks resumed recursively); its real final
  * text becomes the parent's tool result.
  */
 import type { ToolCall } from '@earendil-works/pi-ai';
-import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
-import { LiveConversation } from './engine.ts';
+import { type LiveConversation, childConversationStream } from './conversation-writer.ts';
 import type { AgentSandbox } from './agent-sandbox.ts';
 import { AttachmentNotAvailableError, SubmissionTimeoutError } from './errors.ts';
 import { errorInfo } from './events.ts';
 import { newId } from './ids.ts';
-import { type AttachmentRecordRef, type ChildSessionRef, type ConversationRecord, interruptedToolText } from './records.ts';
-import { ResponseRun, RunStopped } from './response-run.ts';
-import type { SqlStore } from './sql-store.ts';
+import { type AttachmentRecordRef, type ChildConversationRef, type ConversationRecord, interruptedToolText } from './records.ts';
+import type { RunContext } from './run-context.ts';
+import { RunStopped } from './run-signals.ts';
 import { type SubagentDefinition, resolveTask } from './subagents.ts';
 
-export function childStreamKey(parentStream: string, stepId: string, toolCallId: string): string {
-  return `tasks/${parentStream}/${stepId}/${toolCallId}`;
-}
-
-/** The child conversation id of a task call, once its child session exists. */
-export function childConversationId(store: SqlStore, stream: string): string | undefined {
-  const birth = store.firstBatch(stream)?.records[0];
-  return birth?.type === 'conversation_created' ? birth.conversationId : undefined;
-}
+export type { ChildConversation } from './conversation-reader.ts';
 
 /** Where a `task` call was made. */
 export interface TaskSite {
@@ -51,8 +43,8 @@ export interface TaskSite {
   recovering?: boolean;
 }
 
-/** The session name of a task call's child (opaque; unique per instance, as step ids are). */
-export function childSessionName(stepId: string, toolCallId: string): string {
+/** The session name of a task call's child conversation (opaque; unique per instance, as step ids are). */
+function taskSessionName(stepId: string, toolCallId: string): string {
   return `task:${stepId}/${toolCallId}`;
 }
 
@@ -66,10 +58,10 @@ export function childSessionName(stepId: string, toolCallId: string): string {
  * result and no child is created. A child that exists (recovery) is continued as it was born.
  * Every run of a child publishes `task_start` and then exactly one `task` (events.md §5).
  */
-export async function runTaskCall(run: ResponseRun, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
-  const stream = childStreamKey(run.live.stream, site.stepId, call.id);
+export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
+  const stream = childConversationStream(run.live.stream, site.stepId, call.id);
   const resolved = resolveTask(call.arguments, site.subagents, site.depth);
-  const existing = site.recovering ? childConversationId(run.engine.store, stream) : undefined;
+  const existing = site.recovering ? run.writer.childConversationId(stream) : undefined;
   if (resolved.kind === 'result') {
     // A delegate that was running when the crash hit but is no longer declared: an error outcome.
     if (existing !== undefined && resolved.undeclared) return { isError: true, content: interruptedToolText(existing) };
@@ -92,11 +84,11 @@ export async function runTaskCall(run: ResponseRun, call: ToolCall, site: TaskSi
       attachments.push(ref);
     }
   }
-  const session = childSessionName(site.stepId, call.id);
+  const session = taskSessionName(site.stepId, call.id);
   const child = openChild(run, stream, call, site, subagent, resolved.prompt, attachments, session);
   attachments = [...child.conv.attachments.values()];
   const parentModel = run.model!;
-  const delegate = new ResponseRun(run.engine, child, run.row, run.agent, undefined, {
+  const delegate = run.delegateTo(child, {
     subagent,
     depth: resolved.depth,
     environment,
@@ -189,7 +181,7 @@ async function taskEnvironment(
 
 /** The child's live fold; a new child is born here, retained on the parent in the same transaction. */
 function openChild(
-  run: ResponseRun,
+  run: RunContext,
   stream: string,
   call: ToolCall,
   site: TaskSite,
@@ -198,91 +190,43 @@ function openChild(
   attachments: AttachmentRecordRef[],
   session: string,
 ): LiveConversation {
-  const { engine } = run;
-  const child = new LiveConversation(stream, run.live.agentName, run.live.instanceId);
-  for (const batch of engine.store.readBatches(stream, -1)) child.conv.apply(batch);
-  if (child.conv.created) return child;
-  const ts = new Date().toISOString();
-  const conversationId = newId('conv');
-  const records: ConversationRecord[] = [
-    {
-      type: 'conversation_created',
+  return run.writer.openChild(run.live, stream, () => {
+    const ts = new Date().toISOString();
+    const conversationId = newId('conv');
+    const records: ConversationRecord[] = [
+      {
+        type: 'conversation_created',
+        conversationId,
+        uid: run.conv.uid ?? '',
+        kind: 'task',
+        parentConversationId: run.conv.conversationId,
+        taskId: call.id,
+        agent: subagent.name,
+        ts,
+      },
+      {
+        type: 'user_message',
+        messageId: newId('msg'),
+        submissionId: run.row.id,
+        // The delegating agent (its model) wrote the prompt, not whoever delivered the parent's message.
+        deliveryOrigin: 'agent',
+        body: prompt,
+        // References only: the bytes stay where they were delivered (the root's attachment store).
+        ...(attachments.length === 0 ? {} : { attachments }),
+        ts,
+      },
+    ];
+    const ref: ChildConversationRef = {
+      type: 'task',
       conversationId,
-      uid: run.conv.uid ?? '',
-      kind: 'task',
-      parentConversationId: run.conv.conversationId,
-      taskId: call.id,
+      stream,
       agent: subagent.name,
-      ts,
-    },
-    {
-      type: 'user_message',
-      messageId: newId('msg'),
-      submissionId: run.row.id,
-      // The delegating agent (its model) wrote the prompt, not whoever delivered the parent's message.
-      deliveryOrigin: 'agent',
-      body: prompt,
-      // References only: the bytes stay where they were delivered (the root's attachment store).
-      ...(attachments.length === 0 ? {} : { attachments }),
-      ts,
-    },
-  ];
-  const ref: ChildSessionRef = {
-    type: 'task',
-    conversationId,
-    stream,
-    agent: subagent.name,
-    taskId: call.id,
-    harness: site.harness ?? 'default',
-    session,
-    parentToolCallId: call.id,
-    ...(site.harness === undefined ? { parentAssistantEntryId: site.stepId } : {}),
-  };
-  let seq = -1;
-  engine.commit(run.live, [{ type: 'child_session_retained', child: ref, ts }], () => {
-    engine.store.createStream({ stream, agent: run.live.agentName, instanceId: run.live.instanceId, incarnation: newId('inc') });
-    seq = engine.store.append(stream, records);
+      taskId: call.id,
+      harness: site.harness ?? 'default',
+      session,
+      parentToolCallId: call.id,
+      ...(site.harness === undefined ? { parentAssistantEntryId: site.stepId } : {}),
+    };
+    return { records, retained: { type: 'child_session_retained', child: ref, ts } };
   });
-  child.conv.apply({ seq, records });
-  return child;
-}
-
-/** A retained child conversation as inspection shows it. */
-export interface ChildConversation {
-  conversationId: string;
-  /** The conversation whose `task` call opened it (the root's, or another child's). */
-  parentConversationId: string;
-  agent: string;
-  /** The delegating `task` tool call. */
-  toolCallId: string;
-  /** The child's session name, as its events' `session` says (absent on links from before it was recorded). */
-  session?: string;
-  /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
-  via: 'conversation' | 'harness';
-  /** The child's transcript, in the shape of the history view. */
-  snapshot: FlueConversationSnapshot;
-}
-
-/** Every child conversation retained under `root`, depth first in the order they were opened. */
-export function childConversations(store: SqlStore, root: Conversation): ChildConversation[] {
-  const out: ChildConversation[] = [];
-  const visit = (parent: Conversation) => {
-    for (const ref of parent.children) {
-      const fold = new Conversation();
-      for (const batch of store.readBatches(ref.stream, -1)) fold.apply(batch);
-      const incarnation = store.getStream(ref.stream)?.incarnation;
-      out.push({
-        conversationId: ref.conversationId,
-        parentConversationId: parent.conversationId,
-        agent: ref.agent,
-        toolCallId: ref.parentToolCallId,
-        ...(ref.session === undefined ? {} : { session: ref.session }),
-        via: ref.parentAssistantEntryId === undefined ? 'harness' : 'conversation',
-        snapshot: fold.snapshot(incarnation),
-      });
-      visit(fold);
-    }
-  };
-  visit(root);
-  return out;
 }

@@ -14,6 +14,7 @@ import {
   abortError,
 } from './errors.ts';
 import type { ValidationIssue } from './errors.ts';
+import type { ToolOutcome } from './records.ts';
 import { MAX_TOOL_OUTPUT_BYTES, checkSize, utf8Size } from './limits.ts';
 import type { ToolDefinition, ToolOutput, ToolStep } from './define-tool.ts';
 import type { FlueHarness, FlueLogger } from './types.ts';
@@ -34,22 +35,7 @@ export interface ToolCallEnvironment {
   onRun?: () => void;
 }
 
-export interface ToolOutcome {
-  toolCallId: string;
-  toolName: string;
-  isError: boolean;
-  /** Model-facing text: `JSON.stringify(output)` (`null` for no output), or the error message. */
-  content: string;
-  /** The JSON snapshot of the output; absent on error and for void results. */
-  output?: unknown;
-  /** Only on success with `terminate: true`. */
-  terminate?: true;
-  /** The call ended because the host signal aborted: the engine should stop the turn. */
-  aborted?: true;
-  durationMs: number;
-  /** The thrown or classified error, for observers; never persisted. */
-  error?: unknown;
-}
+export type { ToolOutcome } from './records.ts';
 
 /** The canonical result of a successful call (tools.md §4 step 6). */
 export interface ToolCallResult<O = unknown> {

@@ -36,11 +36,10 @@ import { type ProbeEvent, crashProbe, installCrashProbe } from '../runtime/crash
 import type { ConversationEngine } from '../runtime/engine.ts';
 import { FlueError } from '../runtime/errors.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
-import { render, type RenderResult } from '../runtime/render.ts';
+import { render, renderDelegate, type RenderResult } from '../runtime/render.ts';
 import { RunStopped } from '../runtime/response-run.ts';
 import { type FlueRuntime, clearRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { type SqlDriver, SqlStore, type SqlValue } from '../runtime/sql-store.ts';
-import { renderDelegate } from '../runtime/subagents.ts';
 import type { DeliveredMessage } from '../runtime/types.ts';
 import type * as NodeHost from '../node/index.ts';
 
