@@ -10,7 +10,7 @@ import type { AdmissionRequest, ReadOptions, ReadPoll } from '../runtime/engine.
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
 import { Projector } from '../runtime/projection.ts';
-import { useScriptedModels } from '../testing/scripted-redirect.ts';
+import { useScriptedModels } from '../runtime/scripted-redirect.ts';
 import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';
 import { type Admission, type FlueRuntime, type StoredAttachment, type UpdatesResult, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';

@@ -10,7 +10,7 @@ import { configureModelAuthEnv, redirectModels, registerDefaultProviders, regist
 import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
 import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
-import { useScriptedModels } from '../testing/scripted-redirect.ts';
+import { useScriptedModels } from '../runtime/scripted-redirect.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
