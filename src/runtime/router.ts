@@ -218,7 +218,7 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
       throw new InvalidRequestError(`Unknown live mode ${quoted(live)}.`, 'live must be "long-poll" or "sse", or absent for a plain read.');
     }
     const { runtime, agentName } = target();
-    const read = (seq: number, wait: number, signal?: AbortSignal) =>
+    const read = async (seq: number, wait: number, signal?: AbortSignal) =>
       runtime.updates(agentName, id, seq, { waitMs: wait, maxBatches: MAX_BATCHES, ...(signal ? { signal } : {}) });
 
     if (live === 'sse') {
