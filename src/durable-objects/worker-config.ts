@@ -18,8 +18,6 @@ import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type AgentObjectRpc, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
 import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';
 
-export type { AgentObjectRpc } from './rpc-verbs.ts';
-
 export interface FlueAgentEntry {
   identity: string;
   agent: Agent;
