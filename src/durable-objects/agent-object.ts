@@ -5,25 +5,24 @@
  * (cloudflare.md §4–§6).
  */
 import { DurableObject } from 'cloudflare:workers';
-import { ConversationEngine, type AdmissionRequest, type ReadPoll } from '../runtime/engine.ts';
+import { ConversationEngine } from '../runtime/engine.ts';
 import { SqlStore, migrate } from '../runtime/sql-store.ts';
-import type { SubmissionKind } from '../runtime/sql-store.ts';
-import type { ChildConversation } from '../runtime/task-run.ts';
-import type { AgentInstanceInfo } from '../runtime/types.ts';
-import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
-import type { Admission, StoredAttachment, UpdatesResult } from '../runtime/runtime.ts';
+import { type ConversationVerbs, VERB_NAMES } from '../runtime/verbs.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
-import { type RpcEnvelope, envelope } from './rpc-errors.ts';
-import { type Packed, packValue, unpackValue } from './rpc-values.ts';
+import { envelope } from './rpc-errors.ts';
+import { type AgentObjectRpc, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
-import { type AgentObjectRpc, type FlueAgentEntry, workerConfig } from './worker-config.ts';
+import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
 /** Armed before any fallible work, so a pass that dies is picked up again (cloudflare.md §6.2). */
 const BACKSTOP_MS = 30_000;
 /** A response yields at a turn boundary after this much wall time in one alarm (§6.5). */
 const SLICE_BUDGET_MS = 10 * 60_000;
 
-export class FlueAgentDurableObject extends DurableObject<Record<string, unknown>> implements AgentObjectRpc {
+// The RPC methods are defined below from the verb table; this declares them to TypeScript.
+export interface FlueAgentDurableObject extends AgentObjectRpc {}
+
+export class FlueAgentDurableObject extends DurableObject<Record<string, unknown>> {
   /** Set on each generated subclass. */
   static flueEntry: FlueAgentEntry | undefined;
   /**
@@ -91,55 +90,27 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     this.ctx.storage.setAlarm(Date.now()).catch((error) => console.error('[flue] could not arm the alarm:', error));
   }
 
-  // ── RPC (called by the Worker runtime) ────────────────────────────────────────────────────
+  // ── RPC (called by the Worker runtime): one method per verb of runtime/verbs.ts ───────────
 
-  async __flueAdmit(instanceId: string, packed: Packed<AdmissionRequest>, kind: SubmissionKind): Promise<RpcEnvelope<Admission>> {
-    return envelope(async () => {
-      const request = await unpackValue(packed);
-      return runInCloudflareContext(this.context(instanceId), () =>
-        this.engine.admit(this.entry.identity, { ...request, id: instanceId }, kind),
-      );
-    });
-  }
-
-  async __flueInstanceInfo(instanceId: string): Promise<RpcEnvelope<AgentInstanceInfo | null>> {
-    return envelope(() => this.engine.getInstance(this.entry.identity, instanceId));
-  }
-
-  async __flueHistory(instanceId: string): Promise<RpcEnvelope<Packed<FlueConversationSnapshot | null>>> {
-    return envelope(() => packValue(this.engine.history(this.entry.identity, instanceId)));
-  }
-
-  async __flueChildConversations(instanceId: string): Promise<RpcEnvelope<Packed<ChildConversation[] | null>>> {
-    return envelope(() => packValue(this.engine.childConversations(this.entry.identity, instanceId)));
-  }
-
-  async __flueStreamHead(instanceId: string): Promise<RpcEnvelope<{ head: number; incarnation: string } | null>> {
-    return envelope(() => this.engine.streamHead(this.entry.identity, instanceId));
-  }
-
-  async __flueUpdates(
-    instanceId: string,
-    afterSeq: number,
-    options: { waitMs: number; maxBatches: number },
-  ): Promise<RpcEnvelope<Packed<UpdatesResult>>> {
-    return envelope(async () => packValue(await this.engine.updates(this.entry.identity, instanceId, afterSeq, options)));
-  }
-
-  async __flueAttachment(instanceId: string, attachmentId: string): Promise<RpcEnvelope<StoredAttachment | null | undefined>> {
-    return envelope(() => this.engine.attachment(this.entry.identity, instanceId, attachmentId));
-  }
-
-  async __flueAbort(instanceId: string): Promise<RpcEnvelope<boolean>> {
-    return envelope(() => this.engine.abort(this.entry.identity, instanceId));
-  }
-
-  async __fluePoll(
-    instanceId: string,
-    submissionId: string,
-    options: { afterSeq: number; waitMs: number; batches: boolean },
-  ): Promise<RpcEnvelope<Packed<ReadPoll>>> {
-    return envelope(async () => packValue(await this.engine.poll(this.entry.identity, instanceId, submissionId, options)));
+  static {
+    for (const verb of VERB_NAMES) {
+      const { method, serve } = receiveVerb(verb);
+      Object.defineProperty(this.prototype, method, {
+        configurable: true,
+        writable: true,
+        value(this: FlueAgentDurableObject, instanceId: string, ...wire: unknown[]) {
+          return envelope(() =>
+            serve(instanceId, wire, (args) =>
+              runInCloudflareContext(this.context(instanceId), () => {
+                // The engine serves every verb of the table: checked here, where it is called.
+                const verbs: ConversationVerbs = this.engine;
+                return (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, this.entry.identity, ...args);
+              }),
+            ),
+          );
+        },
+      });
+    }
   }
 
   // ── The alarm: the only place agent work runs ─────────────────────────────────────────────

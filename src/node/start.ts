@@ -4,13 +4,12 @@
  * what a generated server does at boot, without HTTP.
  */
 import type { Provider } from '@earendil-works/pi-ai';
+import { bootstrapRuntime, releaseRuntime, serveRuntime } from '../runtime/bootstrap.ts';
 import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine.ts';
-import { type Agent, AgentRegistry } from '../runtime/identity.ts';
-import { configureModelAuthEnv, redirectModels, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
-import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
+import type { Agent } from '../runtime/identity.ts';
+import { registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
+import { configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
-import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
-import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
@@ -59,24 +58,25 @@ export async function start(options: StartOptions): Promise<Flue> {
   if (typeof options !== 'object' || options === null || !Array.isArray(options.agents) || options.agents.length === 0) {
     throw new Error('[flue] start() requires at least one agent: start({ agents: [MyAgent] }).');
   }
-  const registry = new AgentRegistry();
-  for (const entry of options.agents) {
-    if (typeof entry === 'function') registry.register(entry);
-    else if (typeof entry === 'object' && entry !== null && typeof entry.agent === 'function') registry.register(entry.agent, entry.name);
-    else throw new Error('[flue] start() agents entries must be agent functions or { agent, name? } objects.');
-  }
-
   const env = options.env ?? process.env;
-  configureModelAuthEnv(env);
-  // start() serves scripts and tests, where the developer reads the errors; a production
-  // process says so with NODE_ENV=production (in either environment) or FLUE_DEV=0.
-  setDevMode(devModeFromEnv(env, env.NODE_ENV !== 'production' && process.env.NODE_ENV !== 'production'));
+  const registry = bootstrapRuntime({
+    env,
+    register(registry) {
+      for (const entry of options.agents) {
+        if (typeof entry === 'function') registry.register(entry);
+        else if (typeof entry === 'object' && entry !== null && typeof entry.agent === 'function') registry.register(entry.agent, entry.name);
+        else throw new Error('[flue] start() agents entries must be agent functions or { agent, name? } objects.');
+      }
+    },
+    // start() serves scripts and tests, where the developer reads the errors; a production
+    // process says so with NODE_ENV=production (in either environment) or FLUE_DEV=0.
+    devDefault: env.NODE_ENV !== 'production' && process.env.NODE_ENV !== 'production',
+  });
   if (options.providers === undefined) {
     // Loaded only when needed: the full built-in catalog is large and slows a cold start.
     const { builtinProviders } = await import('@earendil-works/pi-ai/providers/all');
     registerDefaultProviders(() => builtinProviders());
   } else registerProviders(options.providers);
-  if (env.FLUE_SCRIPTED_MODEL_URL) useScriptedModels(env.FLUE_SCRIPTED_MODEL_URL);
 
   const adapter = options.db ?? sqlite();
   let engine: ConversationEngine;
@@ -97,19 +97,8 @@ export async function start(options: StartOptions): Promise<Flue> {
     throw error;
   }
 
-  const runtime: FlueRuntime = {
-    registry,
-    admit: (agentName, request, kind) => engine.admit(agentName, request, kind),
-    read: (agentName, instanceId, submissionId, readOptions) => engine.read(agentName, instanceId, submissionId, readOptions),
-    abort: async (agentName, instanceId) => engine.abort(agentName, instanceId),
-    getInstance: async (agentName, instanceId) => engine.getInstance(agentName, instanceId),
-    history: async (agentName, instanceId) => engine.history(agentName, instanceId),
-    childConversations: async (agentName, instanceId) => engine.childConversations(agentName, instanceId),
-    streamHead: async (agentName, instanceId) => engine.streamHead(agentName, instanceId),
-    updates: (agentName, instanceId, afterSeq, updateOptions) => engine.updates(agentName, instanceId, afterSeq, updateOptions),
-    attachment: async (agentName, instanceId, attachmentId) => engine.attachment(agentName, instanceId, attachmentId),
-  };
-  configureRuntime(runtime);
+  // On Node the engine is the runtime: the verbs run in this process.
+  serveRuntime(engine);
   // Recovery: every conversation with unsettled work is driven again, oldest work first.
   for (const stream of engine.openStreams()) void engine.runQueue(stream);
 
@@ -123,9 +112,7 @@ export async function start(options: StartOptions): Promise<Flue> {
     }
     stopped ??= (async () => {
       await engine.stop(graceMs);
-      clearRuntime(runtime);
-      redirectModels(undefined);
-      setDevMode(undefined);
+      releaseRuntime(engine);
       await adapter.close();
     })();
     return stopped;

@@ -12,41 +12,10 @@ import { Projector, type ConversationStreamChunk, projectBatch } from './project
 import type { SubmissionOutcome } from './records.ts';
 import type { Batch, SqlStore } from './sql-store.ts';
 import type { AgentInstanceInfo, AgentReply } from './types.ts';
+import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
+import { readReply } from './reply-reader.ts';
 
-/** What one bounded remote read returns: new batches (when asked for) and the settlement, if any. */
-export interface ReadPoll {
-  batches: Batch[];
-  settled?: { outcome: SubmissionOutcome; error?: SettlementError; reply?: AgentReply };
-}
-
-export interface ReadOptions {
-  onEvent?: (chunk: ConversationStreamChunk) => void;
-  signal?: AbortSignal;
-}
-
-/** One read of a conversation's updates view (streaming-protocol.md §6). */
-export type UpdatesResult =
-  | { kind: 'not_found' }
-  /** The requested offset is beyond the head (416). */
-  | { kind: 'gone'; head: number }
-  | {
-      kind: 'ok';
-      incarnation: string;
-      /** Chunks projected from the batches after the requested offset (no checkpoint chunk). */
-      chunks: ConversationStreamChunk[];
-      /** Sequence of the last batch read, or the requested one when nothing was read. */
-      nextSeq: number;
-      /** The read reached the head. */
-      upToDate: boolean;
-    };
-
-export interface StoredAttachment {
-  id: string;
-  mimeType: string;
-  size: number;
-  filename?: string;
-  bytes: Uint8Array<ArrayBuffer>;
-}
+export type { ReadOptions, ReadPoll, StoredAttachment, UpdatesResult } from './verbs.ts';
 
 /** A retained child conversation as inspection shows it. */
 export interface ChildConversation {
@@ -98,91 +67,77 @@ export class ConversationReader {
   // ── Reading replies (delivery.md §6) ──────────────────────────────────────────────────────
 
   async read(agentName: string, instanceId: string, submissionId: string, options: ReadOptions = {}): Promise<AgentReply> {
-    const { signal, onEvent } = options;
+    const { signal } = options;
     if (signal?.aborted) throw signal.reason ?? abortError();
     const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const projector = onEvent === undefined ? undefined : new Projector();
-    let projected = -1;
-    const pump = () => {
-      if (projector === undefined) return;
-      for (const batch of this.store.readBatches(live.stream, projected)) {
-        projected = batch.seq;
-        for (const chunk of projector.project(batch)) {
-          try {
-            onEvent!(chunk);
-          } catch (error) {
-            console.error('[flue] read() onEvent callback threw:', error);
-          }
-        }
-      }
+    // In process the reader waits as long as it takes: until the settlement, or the drain's end.
+    const next = async (afterSeq: number, batches: boolean): Promise<ReadPoll> => {
+      const settled = () => live.conv.settlements.has(submissionId);
+      await this.whenReady(live, () => this.readsClosed || settled() || (batches && live.conv.head > afterSeq), undefined, signal);
+      if (!settled() && this.readsClosed) throw stoppedBeforeSettlement(submissionId);
+      return this.answer(live, submissionId, afterSeq, batches, undefined);
     };
-    await new Promise<void>((resolve, reject) => {
-      const check = () => {
-        pump();
-        if (live.conv.settlements.has(submissionId)) {
-          cleanup();
-          resolve();
-        } else if (this.readsClosed) {
-          cleanup();
-          reject(stoppedBeforeSettlement(submissionId));
-        }
-      };
-      const onAbort = () => {
-        cleanup();
-        reject(signal?.reason ?? abortError());
-      };
-      const cleanup = () => {
-        live.listeners.delete(check);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      live.listeners.add(check);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      check();
-    });
-    const settlement = live.conv.settlements.get(submissionId)!;
-    if (settlement.outcome !== 'completed') throw new AgentRunError(settlement.outcome, submissionId, settlement.error);
-    return { ...live.conv.reply(submissionId), submissionId };
+    return readReply(next, submissionId, options);
   }
 
   /**
    * One bounded wait for a remote reader (the Cloudflare handle reads through this): resolves when
    * the submission settles, when batches after `afterSeq` exist (if asked for), or after `waitMs`.
    */
-  async poll(
-    agentName: string,
-    instanceId: string,
-    submissionId: string,
-    options: { afterSeq: number; waitMs: number; batches: boolean },
-  ): Promise<ReadPoll> {
+  async poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
     const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const ready = () =>
-      this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq);
-    if (!ready()) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          if (!ready()) return;
-          finish();
-        };
-        const finish = () => {
-          clearTimeout(timer);
-          live.listeners.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(finish, options.waitMs);
-        live.listeners.add(done);
-      });
-    }
+    await this.whenReady(
+      live,
+      () => this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq),
+      options.waitMs,
+    );
+    if (!live.conv.settlements.has(submissionId) && this.stopping) throw new RuntimeUnavailableError('draining');
+    return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
+  }
+
+  /** Resolves once `ready()` holds after an append (or at once), after `waitMs` if set; rejects on abort. */
+  private whenReady(live: LiveConversation, ready: () => boolean, waitMs: number | undefined, signal?: AbortSignal): Promise<void> {
+    if (ready()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        if (!ready()) return;
+        finish();
+        resolve();
+      };
+      const onAbort = () => {
+        finish();
+        reject(signal?.reason ?? abortError());
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        live.listeners.delete(done);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const timer =
+        waitMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              finish();
+              resolve();
+            }, waitMs);
+      live.listeners.add(done);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** A reader's answer: the batches after `afterSeq` (if asked for) and the settlement, which travels only with the last ones. */
+  private answer(live: LiveConversation, submissionId: string, afterSeq: number, batches: boolean, maxBytes: number | undefined): ReadPoll {
     const found = live.conv.settlements.get(submissionId);
-    if (found === undefined && this.stopping) throw new RuntimeUnavailableError('draining');
-    const batches = options.batches
-      ? this.store.readBatchesSized(live.stream, options.afterSeq, undefined, MAX_ANSWER_BATCH_BYTES).map(({ batch }) => batch)
-      : [];
-    // The settlement travels only with the last batches, so a reader sees every batch before it.
-    const settlement = options.batches && (batches.at(-1)?.seq ?? options.afterSeq) < live.conv.head ? undefined : found;
+    const read = !batches
+      ? []
+      : maxBytes === undefined
+        ? this.store.readBatches(live.stream, afterSeq)
+        : this.store.readBatchesSized(live.stream, afterSeq, undefined, maxBytes).map(({ batch }) => batch);
+    const settlement = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : found;
     return {
-      batches,
+      batches: read,
       ...(settlement === undefined
         ? {}
         : {

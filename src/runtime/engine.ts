@@ -41,24 +41,10 @@ import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from './limits.ts';
 
-export { MAX_ANSWER_BATCH_BYTES, type ReadOptions, type ReadPoll } from './conversation-reader.ts';
+export { MAX_ANSWER_BATCH_BYTES } from './conversation-reader.ts';
+export type { Admission, AdmissionRequest, ReadOptions, ReadPoll } from './verbs.ts';
+import type { Admission, AdmissionRequest } from './verbs.ts';
 export { LiveConversation, streamKey } from './conversation-writer.ts';
-
-export interface AdmissionRequest {
-  id: string;
-  message: DeliveredMessage;
-  initialData?: unknown;
-  /** `undefined`: continue or create; a string: continue that incarnation; `null`: create only. */
-  uid?: string | null;
-  idempotencyKey?: string;
-}
-
-/** A receipt plus the stream head at admission (`-1` on a deduplicated replay). */
-export interface Admission {
-  receipt: DispatchReceipt;
-  /** Sequence of the last batch when the submission was admitted. */
-  head: number;
-}
 
 /** How long `stop()` lets running responses run to settlement before cutting them off. */
 export const STOP_GRACE_MS = 10_000;

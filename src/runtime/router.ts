@@ -14,7 +14,7 @@ import { formatOffset } from './conversation.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { parseAdmissionFields } from './admission-fields.ts';
 import { readBoundedBody } from './bounded-body.ts';
-import type { AdmissionRequest } from './engine.ts';
+import type { AdmissionRequest } from './verbs.ts';
 import {
   AttachmentNotFoundError,
   FlueHttpError,
@@ -218,7 +218,7 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
       throw new InvalidRequestError(`Unknown live mode ${quoted(live)}.`, 'live must be "long-poll" or "sse", or absent for a plain read.');
     }
     const { runtime, agentName } = target();
-    const read = (seq: number, wait: number, signal?: AbortSignal) =>
+    const read = async (seq: number, wait: number, signal?: AbortSignal) =>
       runtime.updates(agentName, id, seq, { waitMs: wait, maxBatches: MAX_BATCHES, ...(signal ? { signal } : {}) });
 
     if (live === 'sse') {

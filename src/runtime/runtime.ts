@@ -3,44 +3,20 @@
  * (`dispatch`, `init`, `getAgentInstance`) resolve it per call, so they work wherever a host has
  * configured one — `start()` on Node, the generated Worker entry on Cloudflare.
  */
-import type { FlueConversationSnapshot } from './conversation.ts';
-import type { StoredAttachment, UpdatesResult } from './conversation-reader.ts';
-import type { Admission, AdmissionRequest, ReadOptions } from './engine.ts';
+import type { ReadOptions } from './verbs.ts';
 import type { AgentRegistry } from './identity.ts';
-import type { SubmissionKind } from './sql-store.ts';
-import type { ChildConversation } from './task-run.ts';
-import type { AgentInstanceInfo, AgentReply } from './types.ts';
+import type { AgentReply } from './types.ts';
+import type { ConversationVerbs } from './verbs.ts';
 
-export type { Admission } from './engine.ts';
-export type { StoredAttachment, UpdatesResult } from './conversation-reader.ts';
+export type { Admission, StoredAttachment, UpdatesResult } from './verbs.ts';
 
-export interface FlueRuntime {
+/**
+ * What a host configures: the conversation verbs of verbs.ts (all but `poll`, the remote half of
+ * `read`), the agent registry, and `read()`, which follows one submission to its reply.
+ */
+export interface FlueRuntime extends Omit<ConversationVerbs, 'poll'> {
   readonly registry: AgentRegistry;
-  admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind): Promise<Admission>;
   read(agentName: string, instanceId: string, submissionId: string, options?: ReadOptions): Promise<AgentReply>;
-  abort(agentName: string, instanceId: string): Promise<boolean>;
-  getInstance(agentName: string, instanceId: string): Promise<AgentInstanceInfo | null>;
-  /** The history view: the reduced root conversation, or null for a never-contacted instance. */
-  history(agentName: string, instanceId: string): Promise<FlueConversationSnapshot | null>;
-  /**
-   * The child conversations the instance's `task` calls opened (recursively), each with its
-   * transcript; null for a never-contacted instance. In-process inspection only (never HTTP).
-   */
-  childConversations(agentName: string, instanceId: string): Promise<ChildConversation[] | null>;
-  /** Head of the stream (`-1` when empty), or null for a never-contacted instance. */
-  streamHead(agentName: string, instanceId: string): Promise<{ head: number; incarnation: string } | null>;
-  /**
-   * Chunks after `afterSeq` (`-1` = from the start), at most `maxBatches` batches. When nothing
-   * is there yet it waits up to `waitMs` for the next append (0 = answer at once).
-   */
-  updates(
-    agentName: string,
-    instanceId: string,
-    afterSeq: number,
-    options: { waitMs: number; maxBatches: number; signal?: AbortSignal },
-  ): Promise<UpdatesResult>;
-  /** An attachment of the root conversation; `undefined` when the instance was never contacted. */
-  attachment(agentName: string, instanceId: string, attachmentId: string): Promise<StoredAttachment | null | undefined>;
 }
 
 // A global symbol, so two copies of this module in one process still share one runtime.

@@ -10,9 +10,9 @@ import type { Provider } from '@earendil-works/pi-ai';
 // can fail at load time with `ModelsImpl is not a constructor` (toolchain.md §7).
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 import * as openaiCompletions from '@earendil-works/pi-ai/api/openai-completions';
-import { type ScriptedProviderOptions, createScriptedProvider } from './scripted-model.ts';
+import { type ScriptedProviderOptions, createScriptedProvider } from '../runtime/scripted-model.ts';
 
-export type { ScriptedApi, ScriptedProviderOptions } from './scripted-model.ts';
+export type { ScriptedApi, ScriptedProviderOptions } from '../runtime/scripted-model.ts';
 
 export function scriptedProvider(options: ScriptedProviderOptions): Provider {
   return createScriptedProvider(options, { 'anthropic-messages': anthropicMessages, 'openai-completions': openaiCompletions });

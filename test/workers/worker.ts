@@ -16,10 +16,11 @@ import { HARNESS_SCOPE_LANE } from './harness-scope-agents.ts';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import { app } from './channel-app.ts';
 import { Forecaster } from './workers-ai-agents.ts';
+import { CONTRACT_LANE, Contract } from '../contract/agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE], api: 'openai-completions' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE], api: 'openai-completions' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6', 'claude-haiku-4-5'], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
 // Anthropic wire format: recorded tool results carry their error flag.
@@ -45,6 +46,7 @@ const agents = [
   { identity: 'Unruly', agent: Unruly, className: 'FlueUnrulyAgent', bindingName: 'FLUE_UNRULY_AGENT' },
   { identity: 'Typo', agent: Typo, className: 'FlueTypoAgent', bindingName: 'FLUE_TYPO_AGENT' },
   { identity: 'Forecaster', agent: Forecaster, className: 'FlueForecasterAgent', bindingName: 'FLUE_FORECASTER_AGENT' },
+  { identity: 'Contract', agent: Contract, className: 'FlueContractAgent', bindingName: 'FLUE_CONTRACT_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
@@ -76,6 +78,8 @@ export const FlueHastyAgent = createFlueAgentClass(entry('Hasty'));
 export const FlueUnrulyAgent = createFlueAgentClass(entry('Unruly'));
 export const FlueTypoAgent = createFlueAgentClass(entry('Typo'));
 export const FlueForecasterAgent = createFlueAgentClass(entry('Forecaster'));
+// The host contract's agent (test/contract/cases.ts, run here by contract.test.ts).
+export const FlueContractAgent = createFlueAgentClass(entry('Contract'));
 // The `AI` service binding's target (wrangler.jsonc "services").
 export { FakeWorkersAI } from './fake-workers-ai.ts';
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.

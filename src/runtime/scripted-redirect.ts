@@ -1,13 +1,14 @@
 /**
  * `FLUE_SCRIPTED_MODEL_URL`: every model specifier resolves to a scripted model server. Only the
  * Anthropic Messages API is imported here, the one the hosts load for this in every Worker.
+ * A product feature (`flue dev` runs offline with it); `@flue/runtime/testing` re-exports it.
  *
  * No node:* imports: this module also runs inside workerd, where the server runs elsewhere.
  */
 
 import type { Api, Model } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
-import { redirectModels, setProvider } from '../runtime/model-registry.ts';
+import { redirectModels, setProvider } from './model-registry.ts';
 import { buildModel, createScriptedProvider } from './scripted-model.ts';
 
 /**

@@ -1,0 +1,82 @@
+/**
+ * The conversation verbs of runtime/verbs.ts across the Worker → Durable Object RPC: the object's
+ * method types, what the object does with a call it receives, and how the Worker sends one. Errors
+ * travel as envelopes (rpc-errors.ts), large values as streams of their JSON (rpc-values.ts).
+ */
+import type { AdmissionRequest } from '../runtime/verbs.ts';
+import { raceAbort } from '../runtime/race-abort.ts';
+import { type RpcCrossing, VERBS, type VerbArgs, type VerbName, type VerbResult } from '../runtime/verbs.ts';
+import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
+import { type Packed, packValue, unpackValue } from './rpc-values.ts';
+
+type Crossing<K extends VerbName> = (typeof VERBS)[K];
+type Tail<T extends unknown[]> = T extends [unknown, ...infer Rest] ? Rest : never;
+type PackEach<T extends unknown[]> = { [I in keyof T]: Packed<T[I]> };
+/** The arguments after the instance id (an admission sends its whole request, id included). */
+type Sent<K extends VerbName> = Crossing<K> extends { instance: 'request' } ? VerbArgs<K> : Tail<VerbArgs<K>>;
+type WireArgs<K extends VerbName> = Crossing<K> extends { stream: 'args' } ? PackEach<Sent<K>> : Sent<K>;
+type WireResult<K extends VerbName> = Crossing<K> extends { stream: 'result' } ? Packed<VerbResult<K>> : VerbResult<K>;
+
+/** The RPC surface every generated agent object exposes (names are internal). */
+export type AgentObjectRpc = {
+  [K in VerbName as Crossing<K>['method']]: (instanceId: string, ...args: WireArgs<K>) => Promise<RpcEnvelope<WireResult<K>>>;
+};
+
+/**
+ * The object's side of one verb: its method name, and `serve`, which reads the arguments back,
+ * has `call` run the verb with them and packs the result for the trip back.
+ */
+export function receiveVerb(verb: VerbName): {
+  method: string;
+  serve(instanceId: string, wire: unknown[], call: (args: unknown[]) => unknown): Promise<unknown>;
+} {
+  const crossing: RpcCrossing = VERBS[verb];
+  return {
+    method: crossing.method,
+    async serve(instanceId, wire, call) {
+      const sent = crossing.stream === 'args' ? await Promise.all(wire.map((value) => unpackValue(value))) : wire;
+      // The object is addressed by the instance id: an admission's request gets that id.
+      const args = crossing.instance === 'request' ? [{ ...(sent[0] as AdmissionRequest), id: instanceId }, ...sent.slice(1)] : [instanceId, ...sent];
+      const result = await call(args);
+      return crossing.stream === 'result' ? packValue(result) : result;
+    },
+  };
+}
+
+/** The instance id a call addresses. */
+export function instanceOf<K extends VerbName>(verb: K, args: VerbArgs<K>): string {
+  return (VERBS[verb] as RpcCrossing).instance === 'request' ? (args[0] as AdmissionRequest).id : (args[0] as string);
+}
+
+/**
+ * The Worker's side of one verb: calls the object and reads a streamed value back. A failure the
+ * object reports stays in the envelope (`unwrap` throws it); a failed transport rejects. A signal
+ * (the caller's, or an `abortable` verb's option) never crosses: the Worker stops waiting instead.
+ */
+export async function sendVerb<K extends VerbName>(
+  stub: AgentObjectRpc,
+  verb: K,
+  args: VerbArgs<K>,
+  signal?: AbortSignal,
+): Promise<RpcEnvelope<VerbResult<K>>> {
+  const crossing: RpcCrossing = VERBS[verb];
+  let wire: unknown[] = crossing.instance === 'request' ? [...args] : args.slice(1);
+  if (crossing.abortable) {
+    const { signal: own, ...options } = wire.at(-1) as { signal?: AbortSignal };
+    wire = [...wire.slice(0, -1), options];
+    signal ??= own;
+  }
+  if (crossing.stream === 'args') wire = wire.map((value) => packValue(value));
+  const pending = (stub as unknown as Record<string, (...wire: unknown[]) => Promise<RpcEnvelope<unknown>>>)[crossing.method]!(
+    instanceOf(verb, args),
+    ...wire,
+  );
+  const answer = signal === undefined ? await pending : await raceAbort(pending, signal);
+  if (answer.ok && crossing.stream === 'result') return { ok: true, value: (await unpackValue(answer.value)) as VerbResult<K> };
+  return answer as RpcEnvelope<VerbResult<K>>;
+}
+
+/** `sendVerb`, with the object's failure thrown as the typed error it was. */
+export async function callVerb<K extends VerbName>(stub: AgentObjectRpc, verb: K, args: VerbArgs<K>): Promise<VerbResult<K>> {
+  return unwrap(await sendVerb(stub, verb, args));
+}
