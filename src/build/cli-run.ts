@@ -11,11 +11,10 @@ import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
 import type { AgentInstanceHandle, AgentReply, ConversationStreamChunk, DispatchReceipt } from '@flue/runtime';
 import type { PersistenceAdapter } from '@flue/runtime/node';
+import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
 
-/** Copy of the runtime's pattern (src/build imports no runtime code statically). */
-const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
 const SHUTDOWN_GRACE_MS = 5_000;
 
 export interface RunCommandOptions {

@@ -39,7 +39,8 @@ import {
   MissingUseAgentDirectiveError,
   NoAgentExportsError,
 } from './build-errors.ts';
-import { AGENT_IDENTITY_PATTERN, bindingName, checkIdentityCollisions, className } from './names.ts';
+import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
+import { bindingName, checkIdentityCollisions, className } from './names.ts';
 import type { ScannedAgent, ScannedModule, ScanResult } from './scan-types.ts';
 
 export interface ScanAgentsOptions {

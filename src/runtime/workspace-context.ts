@@ -7,10 +7,9 @@
  */
 import type { RenderResult } from './render.ts';
 import type { Sandbox } from './sandbox/types.ts';
-import type { SkillReference } from './skills/define-skill.ts';
+import { compareCodeUnits, createSkillReference, type SkillReference } from '../shared/skill-format.ts';
 import { parseSkillMarkdown } from './skills/define-skill.ts';
 import { DuplicateSkillError } from './skills/errors.ts';
-import { compareCodeUnits, createSkillReference } from './skills/package.ts';
 
 /** Instruction files read from the working directory, in the order they enter the prompt. */
 export const WORKSPACE_INSTRUCTION_FILES = ['AGENTS.md', 'CLAUDE.md'] as const;
