@@ -2,15 +2,15 @@
  * `flue run <path> --message <text>` (build-and-cli.md §5.6, node-target.md §5): one turn of one
  * agent in this Node process. The module is bundled with esbuild (packages external) and
  * imported; `@flue/runtime` resolves to the same files the CLI imports, so the agent module and
- * the bootstrap share one runtime instance.
+ * the bootstrap share one runtime instance. The runtime is loaded here at run time, through the
+ * package's public entry points (`@flue/runtime`, `@flue/runtime/node`), never imported
+ * statically: the rest of the build stays free of engine code.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
-import type { AgentInstanceHandle, AgentReply, ConversationStreamChunk, DispatchReceipt } from '@flue/runtime';
-import type { PersistenceAdapter } from '@flue/runtime/node';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
@@ -39,6 +39,13 @@ export interface RunCommandOptions {
 
 class SetupError extends Error {}
 
+/** What `flue run` checks a `db` entry's default export for: a persistence adapter's verbs. */
+interface RunDb {
+  migrate: Function;
+  connect: Function;
+  close: Function;
+}
+
 interface FoundAgent {
   exportName: string;
   identity: string;
@@ -66,7 +73,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   process.stdout.write = redirected;
 
   let signalCode: number | undefined;
-  let handle: AgentInstanceHandle | undefined;
+  let handle: { abort(): Promise<unknown> } | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     const code = signal === 'SIGINT' ? 130 : 143;
@@ -92,7 +99,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
 
   try {
     let agent: FoundAgent;
-    let db: PersistenceAdapter;
+    let db: RunDb;
     try {
       if (options.envFile !== undefined && !existsSync(path.resolve(root, options.envFile))) {
         throw new SetupError(`[flue] --env file not found: ${options.envFile}`);
@@ -107,26 +114,28 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
 
     const { start } = await import('@flue/runtime/node');
     const { init } = await import('@flue/runtime');
-    let receipt: DispatchReceipt;
+    let run: ReturnType<typeof init>;
+    let receipt: Awaited<ReturnType<typeof run.dispatch>>;
     try {
-      const flue = await start({ agents: [{ agent: agent.fn as never, name: agent.identity }], db });
+      const flue = await start({ agents: [{ agent: agent.fn as never, name: agent.identity }], db: db as never });
       stopRuntime = () => flue.stop();
-      handle = init(agent.fn as never, {
+      run = init(agent.fn as never, {
         ...(options.id === undefined ? {} : { id: options.id }),
         ...(options.uid !== undefined ? { uid: options.uid } : options.createOnly === true ? { uid: null } : {}),
       });
-      if (options.id === undefined) stderr(`[flue] New conversation ${handle.id} (continue it with --id ${handle.id})\n`);
-      receipt = await handle.dispatch(options.data === undefined ? options.message : { message: options.message, initialData: options.data });
+      handle = run;
+      if (options.id === undefined) stderr(`[flue] New conversation ${run.id} (continue it with --id ${run.id})\n`);
+      receipt = await run.dispatch(options.data === undefined ? options.message : { message: options.message, initialData: options.data });
     } catch (error) {
       emitError(messageOf(error), error);
       return signalCode ?? 1;
     }
 
     const printer = new StreamPrinter(stderr);
-    const base = { id: handle.id, agent: agent.identity, submissionId: receipt.submissionId };
-    let reply: AgentReply;
+    const base = { id: run.id, agent: agent.identity, submissionId: receipt.submissionId };
+    let reply: Awaited<ReturnType<typeof run.read>>;
     try {
-      reply = await handle.read(receipt, { onEvent: (chunk) => printer.print(chunk) });
+      reply = await run.read(receipt, { onEvent: (chunk) => printer.print(chunk as PrintedChunk) });
     } catch (error) {
       printer.end();
       const outcome = (error as { outcome?: unknown }).outcome;
@@ -313,9 +322,9 @@ export function pickAgent(namespace: Record<string, unknown>, modulePath: string
   return selected;
 }
 
-async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<PersistenceAdapter> {
+async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<RunDb> {
   if (dbNamespace !== undefined) {
-    const adapter = dbNamespace['default'] as Partial<PersistenceAdapter> | undefined;
+    const adapter = dbNamespace['default'] as Partial<RunDb> | undefined;
     const ok =
       typeof adapter === 'object' &&
       adapter !== null &&
@@ -326,13 +335,21 @@ async function resolveDb(root: string, dbNamespace: Record<string, unknown> | un
       const rel = path.relative(root, dbFile!);
       throw new SetupError(`[flue] ${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
     }
-    return adapter as PersistenceAdapter;
+    return adapter as RunDb;
   }
   const { sqlite } = await import('@flue/runtime/node');
   return sqlite(path.join(root, 'node_modules', '.cache', 'flue', 'run.db'));
 }
 
 // ── Streaming to stderr ─────────────────────────────────────────────────────────────────────────
+
+/** The stream chunks (streaming-protocol.md) the printer shows, as far as it reads them; it skips other types. */
+type PrintedChunk =
+  | { type: 'message-delta'; kind: string; delta: string }
+  | { type: 'tool-input'; toolCallId: string; toolName: string; input: unknown }
+  | { type: 'tool-output'; toolCallId: string; durationMs?: number }
+  | { type: 'tool-output-error'; toolCallId: string; errorText: string }
+  | { type: 'message-completed' };
 
 class StreamPrinter {
   private atLineStart = true;
@@ -354,7 +371,7 @@ class StreamPrinter {
     this.out(`${text}\n`);
   }
 
-  print(chunk: ConversationStreamChunk): void {
+  print(chunk: PrintedChunk): void {
     switch (chunk.type) {
       case 'message-delta':
         if (chunk.kind === 'text') this.out(chunk.delta);
