@@ -22,6 +22,7 @@ import type {
   PromptUsage,
   ThinkingLevel,
 } from './types.ts';
+import { describeValue } from './values.ts';
 
 export interface AgentResponseToolCall {
   tool: string;
@@ -190,7 +191,7 @@ export function render(
   if (returned !== undefined && typeof returned !== 'string') {
     throw new AgentDefinitionError(
       'return_value',
-      `[flue] An agent returns its instruction string (or nothing). ${agentLabel(agent)} returned ${describe(returned)}.`,
+      `[flue] An agent returns its instruction string (or nothing). ${agentLabel(agent)} returned ${describeValue(returned)}.`,
       { ...(agentIdentityOf(agent) === undefined ? {} : { agent: agentIdentityOf(agent) }) },
     );
   }
@@ -234,8 +235,3 @@ function agentLabel(agent: object): string {
   return typeof name === "string" && name ? `Agent "${name}"` : "The agent";
 }
 
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
-}

@@ -10,7 +10,7 @@ import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
 import { ATTACHMENT_DATA_PREFIX, deepMerge, withOrigin } from './conversation.ts';
 import { DOCUMENT_REF_PREFIX, DocumentPlacement } from './documents.ts';
-import { isPlainObject } from './values.ts';
+import { isPlainObject, jsonNormalize } from './values.ts';
 import { parseAppendMessage } from './delivered-message.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { type LiveConversation, type ConversationEngine, convergeOpenStep } from './engine.ts';
@@ -966,18 +966,6 @@ function mergeReturnedMetadata(metadata: Record<string, unknown>, returned: unkn
   }
   if (!isPlainObject(returned)) throw new Error(`[flue] ${hook}() must return a plain object of metadata or nothing.`);
   return deepMerge(metadata, returned);
-}
-
-/** JSON round trip that refuses what does not survive it. */
-export function jsonNormalize(value: unknown, site: string): unknown {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (error) {
-    throw new Error(`[flue] ${site} value is not JSON-serializable: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new Error(`[flue] ${site} value is not JSON-serializable.`);
-  return JSON.parse(text);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
