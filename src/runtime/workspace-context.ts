@@ -7,7 +7,8 @@
  */
 import type { RenderResult } from './render.ts';
 import type { Sandbox } from './sandbox/types.ts';
-import { compareCodeUnits, createSkillReference, type SkillReference } from '../shared/skill-format.ts';
+import { createSkillReference, type SkillReference } from '../shared/skill-format.ts';
+import { compareCodeUnits } from '../shared/values.ts';
 import { parseSkillMarkdown } from './skills/define-skill.ts';
 import { DuplicateSkillError } from './skills/errors.ts';
 

@@ -11,6 +11,7 @@
 import * as v from 'valibot';
 import { formatIssues, toIssues, type ValidationIssue } from './issues.ts';
 import { decodeText, sha256Hex, toBase64, utf8 } from './skill-bytes.ts';
+import { compareCodeUnits } from './values.ts';
 
 /** The catalog-relevant fields a SKILL.md frontmatter and a skill definition share. */
 export interface SkillFields {
@@ -219,10 +220,6 @@ export function readSkillMarkdown(
 }
 
 // ── Packaging ─────────────────────────────────────────────────────────────────────────────────
-
-export function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /**
  * `skill:<name>:<first 16 hex of sha256(…)>` over the files sorted by path, each contributing

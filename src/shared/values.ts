@@ -18,6 +18,11 @@ export function kindOf(value: unknown): string {
   return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }
 
+/** Sorts strings by UTF-16 code units, the same on every host and locale. */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** A value as an error message shows it: strings quoted, numbers and booleans as written, else its kind. */
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);

@@ -6,7 +6,8 @@
 import * as v from 'valibot';
 import { DuplicateSkillError, SkillDefinitionValidationError } from './errors.ts';
 import { fromBase64, utf8 } from '../../shared/skill-bytes.ts';
-import { compareCodeUnits, createSkillReference, unsafeSkillPath } from '../../shared/skill-format.ts';
+import { createSkillReference, unsafeSkillPath } from '../../shared/skill-format.ts';
+import { compareCodeUnits } from '../../shared/values.ts';
 import type { PackagedSkillFile, SkillFields, SkillReference } from '../../shared/skill-format.ts';
 import { toIssues, validateSkillDefinition } from './define-skill.ts';
 import type { SkillDefinition } from './define-skill.ts';
