@@ -14,6 +14,7 @@ import * as esbuild from 'esbuild';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
+import { FlueBuildError } from './build-errors.ts';
 
 const SHUTDOWN_GRACE_MS = 5_000;
 
@@ -36,8 +37,6 @@ export interface RunCommandOptions {
   stdout?: (text: string) => void;
   stderr?: (text: string) => void;
 }
-
-class SetupError extends Error {}
 
 /** What `flue run` checks a `db` entry's default export for: a persistence adapter's verbs. */
 interface RunDb {
@@ -102,7 +101,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
     let db: RunDb;
     try {
       if (options.envFile !== undefined && !existsSync(path.resolve(root, options.envFile))) {
-        throw new SetupError(`[flue] --env file not found: ${options.envFile}`);
+        throw new FlueBuildError('RunSetupError', `--env file not found: ${options.envFile}`);
       }
       const loaded = await loadRunModules(root, options.path);
       agent = pickAgent(loaded.namespace, options.path, options.name);
@@ -168,9 +167,11 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   }
 }
 
+/** One `[flue] …` line: a setup error as written; a runtime error's message under the same prefix. */
 function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message.startsWith('[flue]') || error instanceof SetupError ? error.message : `[flue] ${error.message}`;
-  return `[flue] ${String(error)}`;
+  if (error instanceof FlueBuildError) return error.message;
+  const message = error instanceof Error ? error.message : String(error);
+  return `[flue] ${message.replace(/^\[flue\] /, '')}`;
 }
 
 /** `{ message }` plus `type/details/dev` when the error is a Flue error (has a string `type`). */
@@ -215,7 +216,7 @@ interface LoadedModules {
 
 export async function loadRunModules(root: string, modulePath: string): Promise<LoadedModules> {
   const file = path.resolve(root, modulePath);
-  if (!existsSync(file)) throw new SetupError(`[flue] Module not found: ${modulePath}`);
+  if (!existsSync(file)) throw new FlueBuildError('RunSetupError', `Module not found: ${modulePath}`);
   const config = await loadConfig(root);
   const dbFile = resolveEntry(root, 'db', config);
   const entryPoints = dbFile === undefined || dbFile === file ? [file] : [file, dbFile];
@@ -242,15 +243,15 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
       plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true }), markdownPlugin(), cloudflareImportsPlugin()],
     });
   } catch (error) {
-    throw new SetupError(`[flue] Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);
+    throw new FlueBuildError('RunSetupError', `Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);
   }
 
   for (const entry of entryPoints) {
     const rel = path.relative(root, entry).split(path.sep).join('/');
     const chain = importChain(result.metafile, [rel], (_, imported) => imported.startsWith('cloudflare:'));
     if (chain !== undefined) {
-      throw new SetupError(
-        `[flue] ${rel} imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
+      throw new FlueBuildError('RunSetupError',
+        `${rel} imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
           chain.map((step, i) => `${i === 0 ? '  ' : '  → '}${step}`).join('\n') +
           '\nRun it on the Workers runtime with `flue dev`, or use `import type` if you only need its types.',
       );
@@ -260,7 +261,7 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
   const outputFor = (entry: string) => {
     const rel = path.relative(root, entry).split(path.sep).join('/');
     const out = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
-    if (out === undefined) throw new SetupError(`[flue] esbuild produced no output for ${rel}.`);
+    if (out === undefined) throw new FlueBuildError('RunSetupError', `esbuild produced no output for ${rel}.`);
     return pathToFileURL(path.resolve(root, out)).href;
   };
   const namespace = (await import(outputFor(file))) as Record<string, unknown>;
@@ -302,21 +303,21 @@ export function findAgents(namespace: Record<string, unknown>): FoundAgent[] {
 export function pickAgent(namespace: Record<string, unknown>, modulePath: string, name: string | undefined): FoundAgent {
   const agents = findAgents(namespace);
   if (agents.length === 0) {
-    throw new SetupError(
-      `[flue] ${modulePath} defines no agent. An agent is an exported function whose name starts with an uppercase letter.`,
+    throw new FlueBuildError('RunSetupError',
+      `${modulePath} defines no agent. An agent is an exported function whose name starts with an uppercase letter.`,
     );
   }
   const names = agents.map((a) => a.identity);
   let selected: FoundAgent | undefined;
   if (name !== undefined) {
     selected = agents.find((a) => a.identity === name);
-    if (selected === undefined) throw new SetupError(`[flue] --name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
+    if (selected === undefined) throw new FlueBuildError('RunSetupError', `--name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
   } else if (agents.length > 1) {
-    throw new SetupError(`[flue] ${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`);
+    throw new FlueBuildError('RunSetupError', `${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`);
   } else selected = agents[0]!;
   if (!AGENT_IDENTITY_PATTERN.test(selected.identity)) {
-    throw new SetupError(
-      `[flue] Agent identity "${selected.identity}" (export ${selected.exportName} of ${modulePath}) must match ${AGENT_IDENTITY_PATTERN}.`,
+    throw new FlueBuildError('RunSetupError',
+      `Agent identity "${selected.identity}" (export ${selected.exportName} of ${modulePath}) must match ${AGENT_IDENTITY_PATTERN}.`,
     );
   }
   return selected;
@@ -333,7 +334,7 @@ async function resolveDb(root: string, dbNamespace: Record<string, unknown> | un
       typeof adapter.close === 'function';
     if (!ok) {
       const rel = path.relative(root, dbFile!);
-      throw new SetupError(`[flue] ${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
+      throw new FlueBuildError('RunSetupError', `${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
     }
     return adapter as RunDb;
   }
