@@ -14,7 +14,6 @@ import { offsetSeq, protocolViolations } from './support/wire-tap.ts';
 
 const { ctx, host } = useNodeHost();
 
-
 /** The order conversation (support/order-script.ts), one final-text chunk every `delayMs`. */
 function scriptOrderReply(delayMs = 120) {
   ctx.server.script(...orderReplySteps(delayMs));
