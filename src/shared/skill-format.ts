@@ -35,17 +35,10 @@ export interface PackagedSkillFile {
  * `SkillDefinition` is packaged into on first need. `files` is the whole skill directory keyed by
  * `/`-separated relative path, `SKILL.md` included; `instructions` is the SKILL.md body.
  */
-export interface SkillReference {
+export interface SkillReference extends SkillFields {
   readonly __flueSkillReference: true;
   /** `skill:<name>:<16 hex>`, a digest of every packaged file (deterministic). */
   readonly id: string;
-  readonly name: string;
-  readonly description: string;
-  readonly instructions: string;
-  readonly license?: string;
-  readonly compatibility?: string;
-  readonly metadata?: Readonly<Record<string, string>>;
-  readonly allowedTools?: string;
   readonly files: Readonly<Record<string, PackagedSkillFile>>;
 }
 

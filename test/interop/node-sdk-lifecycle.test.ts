@@ -7,21 +7,16 @@
 import type { MiddlewareHandler } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { FlueApiError, FlueExecutionError, createFlueClient, type ConversationStreamChunk } from '@flue/sdk';
-import { MOUNT, useNodeHost, type NodeHost } from './support/node-host.ts';
+import { MOUNT, expectConformant, useNodeHost } from './support/node-host.ts';
 import { eventually, replyMessage, settledIn, sleep, textOf, withTimeout } from './support/observation.ts';
 import { FIRST_TEXT, REPLY_TEXT, Support, orderReplySteps, stateOf } from './support/order-script.ts';
-import { offsetSeq, protocolViolations } from './support/wire-tap.ts';
+import { offsetSeq } from './support/wire-tap.ts';
 
 const { ctx, host } = useNodeHost();
 
 /** The order conversation (support/order-script.ts), one final-text chunk every `delayMs`. */
 function scriptOrderReply(delayMs = 120) {
   ctx.server.script(...orderReplySteps(delayMs));
-}
-
-async function expectConformant(h: NodeHost) {
-  await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
-  expect(protocolViolations(h.tap.exchanges)).toEqual([]);
 }
 
 // ── abort ─────────────────────────────────────────────────────────────────────────────────────

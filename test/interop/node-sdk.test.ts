@@ -8,10 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { readSubmissionReply, type ConversationLiveMode, type ConversationStreamChunk } from '@flue/sdk';
 import { useModel } from '@flue/runtime';
 import type { RecordedRequest, ScriptedResponse } from '@flue/runtime/testing';
-import { useNodeHost, type NodeHost } from './support/node-host.ts';
+import { expectConformant, useNodeHost } from './support/node-host.ts';
 import { deltaText, eventually, replyMessage, settledIn, sleep, textOf, withTimeout } from './support/observation.ts';
 import { ALL_TEXT, FIRST_TEXT, REASONING, REPLY_DATA, REPLY_METADATA, REPLY_TEXT, Support, TOOL_LOGS, allChunks, expectOrderReply, orderReplySteps, position, stateOf } from './support/order-script.ts';
-import { offsetSeq, protocolViolations } from './support/wire-tap.ts';
+import { offsetSeq } from './support/wire-tap.ts';
 
 const { ctx, host } = useNodeHost();
 
@@ -21,11 +21,6 @@ const OFFSET = /^\d{16}_\d{16}$/;
 /** The order conversation (support/order-script.ts), one final-text chunk every `delayMs`. */
 function scriptOrderReply(delayMs = 120) {
   ctx.server.script(...orderReplySteps(delayMs));
-}
-
-async function expectConformant(h: NodeHost) {
-  await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
-  expect(protocolViolations(h.tap.exchanges)).toEqual([]);
 }
 
 // ── send / read ───────────────────────────────────────────────────────────────────────────────
