@@ -29,6 +29,16 @@ export class FlueBuildError extends Error {
   }
 }
 
+/**
+ * A failure as the developer should read it: a `FlueBuildError` says everything in its message;
+ * anything else (a bug, an unexpected failure) is shown with its stack.
+ */
+export function describeBuildError(error: unknown): string {
+  if (error instanceof FlueBuildError) return error.message;
+  if (error instanceof Error) return error.stack ?? error.message;
+  return String(error);
+}
+
 export class NoAgentExportsError extends FlueBuildError {
   constructor(file: string) {
     super(

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { CONFIG_FILES } from './config.ts';
 import { SERVER_FILE, buildNodeServer } from './node-build.ts';
-import { describeBuildError, watchSources } from './source-watch.ts';
+import { describeBuildError } from './build-errors.ts';
+import { watchSources } from './source-watch.ts';
 
 export interface NodeDevOptions {
   root: string;

@@ -12,6 +12,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PUBLISHED_NAME, packageRoot, packageVersion } from './package-root.ts';
+import { FlueBuildError } from './build-errors.ts';
 
 export const DEFAULT_TEMPLATE = 'cloudflare';
 export const FALLBACK_PROJECT_NAME = 'my-flue-app';
@@ -91,12 +92,12 @@ export async function initProject(options: InitOptions): Promise<InitResult> {
   const template = options.template ?? DEFAULT_TEMPLATE;
   const templates = availableTemplates();
   if (!templates.includes(template)) {
-    throw new Error(`[flue] Unknown template "${template}". Available templates: ${templates.join(', ') || '(none)'}.`);
+    throw new FlueBuildError('InitError', `Unknown template "${template}". Available templates: ${templates.join(', ') || '(none)'}.`);
   }
   const source = path.join(templatesDir(), template);
   const directory = path.resolve(cwd, options.directory);
   if (existsSync(directory) && !statSync(directory).isDirectory()) {
-    throw new Error(`[flue] ${options.directory} exists and is not a directory.`);
+    throw new FlueBuildError('InitError', `${options.directory} exists and is not a directory.`);
   }
   const projectName = projectNameFor(directory);
   const written: string[] = [];
@@ -157,7 +158,7 @@ function packCheckout(destination: string): string {
   });
   const tarball = path.join(destination, `${PUBLISHED_NAME}-${packageVersion()}.tgz`);
   if (run.status !== 0 || !existsSync(tarball)) {
-    throw new Error(`[flue] npm pack of ${packageRoot()} failed${run.error ? ` (${run.error.message})` : ''}:\n${run.stdout ?? ''}${run.stderr ?? ''}`);
+    throw new FlueBuildError('InitError', `npm pack of ${packageRoot()} failed${run.error ? ` (${run.error.message})` : ''}:\n${run.stdout ?? ''}${run.stderr ?? ''}`);
   }
   return tarball;
 }

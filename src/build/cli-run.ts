@@ -2,20 +2,20 @@
  * `flue run <path> --message <text>` (build-and-cli.md §5.6, node-target.md §5): one turn of one
  * agent in this Node process. The module is bundled with esbuild (packages external) and
  * imported; `@flue/runtime` resolves to the same files the CLI imports, so the agent module and
- * the bootstrap share one runtime instance.
+ * the bootstrap share one runtime instance. The runtime is loaded here at run time, through the
+ * package's public entry points (`@flue/runtime`, `@flue/runtime/node`), never imported
+ * statically: the rest of the build stays free of engine code.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
-import type { AgentInstanceHandle, AgentReply, ConversationStreamChunk, DispatchReceipt } from '@flue/runtime';
-import type { PersistenceAdapter } from '@flue/runtime/node';
+import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
+import { FlueBuildError } from './build-errors.ts';
 
-/** Copy of the runtime's pattern (src/build imports no runtime code statically). */
-const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
 const SHUTDOWN_GRACE_MS = 5_000;
 
 export interface RunCommandOptions {
@@ -38,7 +38,12 @@ export interface RunCommandOptions {
   stderr?: (text: string) => void;
 }
 
-class SetupError extends Error {}
+/** What `flue run` checks a `db` entry's default export for: a persistence adapter's verbs. */
+interface RunDb {
+  migrate: Function;
+  connect: Function;
+  close: Function;
+}
 
 interface FoundAgent {
   exportName: string;
@@ -67,7 +72,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   process.stdout.write = redirected;
 
   let signalCode: number | undefined;
-  let handle: AgentInstanceHandle | undefined;
+  let handle: { abort(): Promise<unknown> } | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     const code = signal === 'SIGINT' ? 130 : 143;
@@ -93,10 +98,10 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
 
   try {
     let agent: FoundAgent;
-    let db: PersistenceAdapter;
+    let db: RunDb;
     try {
       if (options.envFile !== undefined && !existsSync(path.resolve(root, options.envFile))) {
-        throw new SetupError(`[flue] --env file not found: ${options.envFile}`);
+        throw new FlueBuildError('RunSetupError', `--env file not found: ${options.envFile}`);
       }
       const loaded = await loadRunModules(root, options.path);
       agent = pickAgent(loaded.namespace, options.path, options.name);
@@ -108,26 +113,28 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
 
     const { start } = await import('@flue/runtime/node');
     const { init } = await import('@flue/runtime');
-    let receipt: DispatchReceipt;
+    let run: ReturnType<typeof init>;
+    let receipt: Awaited<ReturnType<typeof run.dispatch>>;
     try {
-      const flue = await start({ agents: [{ agent: agent.fn as never, name: agent.identity }], db });
+      const flue = await start({ agents: [{ agent: agent.fn as never, name: agent.identity }], db: db as never });
       stopRuntime = () => flue.stop();
-      handle = init(agent.fn as never, {
+      run = init(agent.fn as never, {
         ...(options.id === undefined ? {} : { id: options.id }),
         ...(options.uid !== undefined ? { uid: options.uid } : options.createOnly === true ? { uid: null } : {}),
       });
-      if (options.id === undefined) stderr(`[flue] New conversation ${handle.id} (continue it with --id ${handle.id})\n`);
-      receipt = await handle.dispatch(options.data === undefined ? options.message : { message: options.message, initialData: options.data });
+      handle = run;
+      if (options.id === undefined) stderr(`[flue] New conversation ${run.id} (continue it with --id ${run.id})\n`);
+      receipt = await run.dispatch(options.data === undefined ? options.message : { message: options.message, initialData: options.data });
     } catch (error) {
       emitError(messageOf(error), error);
       return signalCode ?? 1;
     }
 
     const printer = new StreamPrinter(stderr);
-    const base = { id: handle.id, agent: agent.identity, submissionId: receipt.submissionId };
-    let reply: AgentReply;
+    const base = { id: run.id, agent: agent.identity, submissionId: receipt.submissionId };
+    let reply: Awaited<ReturnType<typeof run.read>>;
     try {
-      reply = await handle.read(receipt, { onEvent: (chunk) => printer.print(chunk) });
+      reply = await run.read(receipt, { onEvent: (chunk) => printer.print(chunk as PrintedChunk) });
     } catch (error) {
       printer.end();
       const outcome = (error as { outcome?: unknown }).outcome;
@@ -160,9 +167,11 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   }
 }
 
+/** One `[flue] …` line: a setup error as written; a runtime error's message under the same prefix. */
 function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message.startsWith('[flue]') || error instanceof SetupError ? error.message : `[flue] ${error.message}`;
-  return `[flue] ${String(error)}`;
+  if (error instanceof FlueBuildError) return error.message;
+  const message = error instanceof Error ? error.message : String(error);
+  return `[flue] ${message.replace(/^\[flue\] /, '')}`;
 }
 
 /** `{ message }` plus `type/details/dev` when the error is a Flue error (has a string `type`). */
@@ -207,7 +216,7 @@ interface LoadedModules {
 
 export async function loadRunModules(root: string, modulePath: string): Promise<LoadedModules> {
   const file = path.resolve(root, modulePath);
-  if (!existsSync(file)) throw new SetupError(`[flue] Module not found: ${modulePath}`);
+  if (!existsSync(file)) throw new FlueBuildError('RunSetupError', `Module not found: ${modulePath}`);
   const config = await loadConfig(root);
   const dbFile = resolveEntry(root, 'db', config);
   const entryPoints = dbFile === undefined || dbFile === file ? [file] : [file, dbFile];
@@ -234,15 +243,15 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
       plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true }), markdownPlugin(), cloudflareImportsPlugin()],
     });
   } catch (error) {
-    throw new SetupError(`[flue] Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);
+    throw new FlueBuildError('RunSetupError', `Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);
   }
 
   for (const entry of entryPoints) {
     const rel = path.relative(root, entry).split(path.sep).join('/');
     const chain = importChain(result.metafile, [rel], (_, imported) => imported.startsWith('cloudflare:'));
     if (chain !== undefined) {
-      throw new SetupError(
-        `[flue] ${rel} imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
+      throw new FlueBuildError('RunSetupError',
+        `${rel} imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
           chain.map((step, i) => `${i === 0 ? '  ' : '  → '}${step}`).join('\n') +
           '\nRun it on the Workers runtime with `flue dev`, or use `import type` if you only need its types.',
       );
@@ -252,7 +261,7 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
   const outputFor = (entry: string) => {
     const rel = path.relative(root, entry).split(path.sep).join('/');
     const out = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
-    if (out === undefined) throw new SetupError(`[flue] esbuild produced no output for ${rel}.`);
+    if (out === undefined) throw new FlueBuildError('RunSetupError', `esbuild produced no output for ${rel}.`);
     return pathToFileURL(path.resolve(root, out)).href;
   };
   const namespace = (await import(outputFor(file))) as Record<string, unknown>;
@@ -294,29 +303,29 @@ export function findAgents(namespace: Record<string, unknown>): FoundAgent[] {
 export function pickAgent(namespace: Record<string, unknown>, modulePath: string, name: string | undefined): FoundAgent {
   const agents = findAgents(namespace);
   if (agents.length === 0) {
-    throw new SetupError(
-      `[flue] ${modulePath} defines no agent. An agent is an exported function whose name starts with an uppercase letter.`,
+    throw new FlueBuildError('RunSetupError',
+      `${modulePath} defines no agent. An agent is an exported function whose name starts with an uppercase letter.`,
     );
   }
   const names = agents.map((a) => a.identity);
   let selected: FoundAgent | undefined;
   if (name !== undefined) {
     selected = agents.find((a) => a.identity === name);
-    if (selected === undefined) throw new SetupError(`[flue] --name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
+    if (selected === undefined) throw new FlueBuildError('RunSetupError', `--name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
   } else if (agents.length > 1) {
-    throw new SetupError(`[flue] ${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`);
+    throw new FlueBuildError('RunSetupError', `${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`);
   } else selected = agents[0]!;
   if (!AGENT_IDENTITY_PATTERN.test(selected.identity)) {
-    throw new SetupError(
-      `[flue] Agent identity "${selected.identity}" (export ${selected.exportName} of ${modulePath}) must match ${AGENT_IDENTITY_PATTERN}.`,
+    throw new FlueBuildError('RunSetupError',
+      `Agent identity "${selected.identity}" (export ${selected.exportName} of ${modulePath}) must match ${AGENT_IDENTITY_PATTERN}.`,
     );
   }
   return selected;
 }
 
-async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<PersistenceAdapter> {
+async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<RunDb> {
   if (dbNamespace !== undefined) {
-    const adapter = dbNamespace['default'] as Partial<PersistenceAdapter> | undefined;
+    const adapter = dbNamespace['default'] as Partial<RunDb> | undefined;
     const ok =
       typeof adapter === 'object' &&
       adapter !== null &&
@@ -325,15 +334,23 @@ async function resolveDb(root: string, dbNamespace: Record<string, unknown> | un
       typeof adapter.close === 'function';
     if (!ok) {
       const rel = path.relative(root, dbFile!);
-      throw new SetupError(`[flue] ${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
+      throw new FlueBuildError('RunSetupError', `${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
     }
-    return adapter as PersistenceAdapter;
+    return adapter as RunDb;
   }
   const { sqlite } = await import('@flue/runtime/node');
   return sqlite(path.join(root, 'node_modules', '.cache', 'flue', 'run.db'));
 }
 
 // ── Streaming to stderr ─────────────────────────────────────────────────────────────────────────
+
+/** The stream chunks (streaming-protocol.md) the printer shows, as far as it reads them; it skips other types. */
+type PrintedChunk =
+  | { type: 'message-delta'; kind: string; delta: string }
+  | { type: 'tool-input'; toolCallId: string; toolName: string; input: unknown }
+  | { type: 'tool-output'; toolCallId: string; durationMs?: number }
+  | { type: 'tool-output-error'; toolCallId: string; errorText: string }
+  | { type: 'message-completed' };
 
 class StreamPrinter {
   private atLineStart = true;
@@ -355,7 +372,7 @@ class StreamPrinter {
     this.out(`${text}\n`);
   }
 
-  print(chunk: ConversationStreamChunk): void {
+  print(chunk: PrintedChunk): void {
     switch (chunk.type) {
       case 'message-delta':
         if (chunk.kind === 'text') this.out(chunk.delta);

@@ -7,6 +7,7 @@
  * older system Node, which cannot even load the build (it uses Node 22 APIs).
  */
 import path from 'node:path';
+import { describeBuildError } from './build-errors.ts';
 import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
 import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
 import type { BuildTarget } from './config.ts';
@@ -125,17 +126,9 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
       io.stderr(`flue: ${error.message}\n${hintFor(error.command)}\n`);
       return 1;
     }
-    io.stderr(`${describeError(error)}\n`);
+    io.stderr(`${describeBuildError(error)}\n`);
     return 1;
   }
-}
-
-export function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    if (error.message.startsWith('[flue]')) return error.message;
-    return error.stack ?? error.message;
-  }
-  return String(error);
 }
 
 async function dispatchCommand(argv: readonly string[], io: CliIo): Promise<number> {

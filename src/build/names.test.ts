@@ -4,7 +4,8 @@ import {
   DuplicateAgentIdentityError,
   FlueBuildError,
 } from './build-errors.ts';
-import { AGENT_IDENTITY_PATTERN, bindingName, checkIdentityCollisions, className } from './names.ts';
+import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
+import { bindingName, checkIdentityCollisions, className } from './names.ts';
 
 describe('className / bindingName (cloudflare.md §2 table)', () => {
   const table: [identity: string, cls: string, binding: string][] = [
@@ -40,7 +41,7 @@ describe('className / bindingName (cloudflare.md §2 table)', () => {
   });
 });
 
-describe('AGENT_IDENTITY_PATTERN (local copy of the runtime constant)', () => {
+describe('AGENT_IDENTITY_PATTERN (shared by the build and the runtime)', () => {
   it('is the pattern of build-and-cli.md §1.3', () => {
     expect(AGENT_IDENTITY_PATTERN.source).toBe('^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$');
     expect(AGENT_IDENTITY_PATTERN.flags).toBe('');

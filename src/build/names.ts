@@ -8,12 +8,6 @@ import {
   type IdentityOccurrence,
 } from './build-errors.ts';
 
-/**
- * Copy of the runtime's `AGENT_IDENTITY_PATTERN` (src/runtime/identity.ts): src/build imports no
- * runtime code. Both follow build-and-cli.md §1.3; keep them identical.
- */
-export const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
-
 /** `Flue<Pascal>Agent`. Pure: callers validate the identity first. */
 export function className(identity: string): string {
   return `Flue${pascal(identity)}Agent`;

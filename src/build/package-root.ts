@@ -8,6 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FlueBuildError } from './build-errors.ts';
 
 /** The specifier projects import (`"@flue/runtime": "npm:flue-workers@…"` in their package.json). */
 export const PACKAGE_NAME = '@flue/runtime';
@@ -36,7 +37,7 @@ export function packageRoot(): string {
       if (json.name === PUBLISHED_NAME) return (cachedRoot = dir);
     }
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`[flue] Could not locate the ${PUBLISHED_NAME} package root from ${fileURLToPath(import.meta.url)}.`);
+    if (parent === dir) throw new FlueBuildError('PackageResolutionError', `Could not locate the ${PUBLISHED_NAME} package root from ${fileURLToPath(import.meta.url)}.`);
     dir = parent;
   }
 }
@@ -83,7 +84,7 @@ function pickTarget(target: unknown, conditions: readonly string[]): string | un
  */
 export function resolveRuntimeExport(specifier: string, conditions: readonly string[]): string {
   const subpath = runtimeSubpath(specifier);
-  if (subpath === undefined) throw new Error(`[flue] ${specifier} is not a ${PACKAGE_NAME} specifier.`);
+  if (subpath === undefined) throw new FlueBuildError('PackageResolutionError', `${specifier} is not a ${PACKAGE_NAME} specifier.`);
   const exportsField = packageJson().exports;
   let map: Record<string, unknown>;
   if (typeof exportsField === 'string' || Array.isArray(exportsField)) map = { '.': exportsField };
@@ -112,9 +113,9 @@ export function resolveRuntimeExport(specifier: string, conditions: readonly str
     const available = Object.keys(map)
       .map((k) => (k === '.' ? PACKAGE_NAME : `${PACKAGE_NAME}/${k.slice(2)}`))
       .join(', ');
-    throw new Error(`[flue] "${specifier}" is not exported by ${PACKAGE_NAME}. Available: ${available}.`);
+    throw new FlueBuildError('PackageResolutionError', `"${specifier}" is not exported by ${PACKAGE_NAME}. Available: ${available}.`);
   }
   const file = path.resolve(packageRoot(), target);
-  if (!existsSync(file)) throw new Error(`[flue] "${specifier}" maps to ${file}, which does not exist.`);
+  if (!existsSync(file)) throw new FlueBuildError('PackageResolutionError', `"${specifier}" maps to ${file}, which does not exist.`);
   return file;
 }

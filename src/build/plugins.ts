@@ -7,10 +7,9 @@ import { pathToFileURL } from 'node:url';
 import type { Metafile, Plugin } from 'esbuild';
 import { resolveRuntimeExport, runtimeSubpath } from './package-root.ts';
 import type { ScannedModule } from './scan-types.ts';
-import { parseSkillMarkdown } from '../runtime/skills/define-skill.ts';
-import { SkillDefinitionValidationError } from '../runtime/skills/errors.ts';
-import { createSkillReference } from '../runtime/skills/package.ts';
-import type { SkillReference } from '../runtime/skills/define-skill.ts';
+import { createSkillReference, readSkillMarkdown, skillIssuesMessage, type SkillReference } from '../shared/skill-format.ts';
+import { readYamlFrontmatter } from './skill-frontmatter.ts';
+import { FlueBuildError } from './build-errors.ts';
 
 export const WORKER_CONDITIONS = ['workerd', 'worker', 'browser', 'import', 'default'] as const;
 export const NODE_CONDITIONS = ['node', 'import', 'default'] as const;
@@ -200,20 +199,16 @@ export async function packageSkillDirectory(dir: string): Promise<PackagedSkillD
   };
   await walk(dir, '');
   if (errors.length > 0) {
-    throw new Error(`[flue] Cannot package skill directory ${dir}:\n${errors.map((e) => `  - ${e}`).join('\n')}`);
+    throw new FlueBuildError('SkillPackagingError', `Cannot package skill directory ${dir}:\n${errors.map((e) => `  - ${e}`).join('\n')}`);
   }
   const skillMd = files['SKILL.md'];
-  if (skillMd === undefined) throw new Error(`[flue] ${path.join(dir, 'SKILL.md')} not found.`);
-  let fields;
-  try {
-    fields = parseSkillMarkdown(new TextDecoder().decode(skillMd), {
-      directoryName: path.basename(dir),
-      source: path.join(dir, 'SKILL.md'),
-    });
-  } catch (error) {
-    if (error instanceof SkillDefinitionValidationError) throw new Error(`[flue] ${error.message}`);
-    throw error;
-  }
+  if (skillMd === undefined) throw new FlueBuildError('SkillPackagingError', `${path.join(dir, 'SKILL.md')} not found.`);
+  const read = readSkillMarkdown(new TextDecoder().decode(skillMd), readYamlFrontmatter, {
+    directoryName: path.basename(dir),
+    source: path.join(dir, 'SKILL.md'),
+  });
+  if (!read.ok) throw new FlueBuildError('SkillPackagingError', `${skillIssuesMessage(read.subject, read.issues)}`);
+  const fields = read.fields;
   return { reference: createSkillReference(fields, files), warnings, watchFiles, watchDirs };
 }
 

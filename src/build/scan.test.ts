@@ -16,7 +16,8 @@ import {
   AsyncAgentExportError,
   NoAgentExportsError,
 } from './build-errors.ts';
-import { readDirectivePrologue, scanAgents, scanModule } from './scan.ts';
+import { readDirectivePrologue } from './scan-prologue.ts';
+import { scanAgents, scanModule } from './scan.ts';
 
 const FILE = '/project/src/agents/triage.ts';
 

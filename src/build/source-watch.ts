@@ -66,9 +66,3 @@ export function watchSources(options: {
     },
   };
 }
-
-/** A build failure as the developer should read it: our own messages bare, anything else with its stack. */
-export function describeBuildError(error: unknown): string {
-  if (error instanceof Error) return error.message.startsWith('[flue]') ? error.message : (error.stack ?? error.message);
-  return String(error);
-}

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { packageRoot } from './package-root.ts';
+import { FlueBuildError } from './build-errors.ts';
 
 /** Absolute path of wrangler's bin script. */
 export function resolveWranglerBin(root: string): string {
@@ -21,7 +22,7 @@ export function resolveWranglerBin(root: string): string {
     const bin = typeof json.bin === 'string' ? json.bin : json.bin?.['wrangler'];
     if (bin !== undefined) return path.resolve(path.dirname(manifest), bin);
   }
-  throw new Error('[flue] wrangler is not installed. Add it to the project: npm install -D wrangler');
+  throw new FlueBuildError('WranglerNotFoundError', 'wrangler is not installed. Add it to the project: npm install -D wrangler');
 }
 
 /**

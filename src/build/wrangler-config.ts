@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isPlainObject } from '../shared/values.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { packageRoot } from './package-root.ts';
 
@@ -97,10 +98,6 @@ export async function readWranglerConfig(root: string): Promise<UserWranglerConf
   }
   if (!isPlainObject(raw)) fail(`${found.label} must contain a JSON object.`);
   return { ...found, raw };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function envBlocks(raw: RawWranglerConfig, label: string): [string, Record<string, unknown>][] {

@@ -7,18 +7,11 @@
 import type { Message, TextContent, ImageContent, ToolCall, Usage } from '@earendil-works/pi-ai';
 import type { CompactionConfig } from './types.ts';
 import { DOCUMENT_REF_PREFIX } from './documents.ts';
+import { describeValue } from './values.ts';
 
 // ── Options ───────────────────────────────────────────────────────────────────────────────────
 
 const CONFIG_KEYS: readonly string[] = ['reserveTokens', 'keepRecentTokens', 'model'];
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return typeof value;
-}
 
 /**
  * Validates `useModel(…, { compaction })`. Zero token counts are accepted (the original source does;
@@ -28,7 +21,7 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
   if (value === false) return false;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new Error(
-      `[flue] Invalid compaction option: expected an object or false, got ${describe(value)}.`,
+      `[flue] Invalid compaction option: expected an object or false, got ${describeValue(value)}.`,
     );
   }
   const config: CompactionConfig = {};
@@ -42,7 +35,7 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
     if (key === 'model') {
       if (typeof field !== 'string') {
         throw new Error(
-          `[flue] Invalid compaction option "model": expected a "provider-id/model-id" string, got ${describe(field)}.`,
+          `[flue] Invalid compaction option "model": expected a "provider-id/model-id" string, got ${describeValue(field)}.`,
         );
       }
       config.model = field;
@@ -50,7 +43,7 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
     }
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 0) {
       throw new Error(
-        `[flue] Invalid compaction option "${key}": expected an integer ≥ 0, got ${describe(field)}.`,
+        `[flue] Invalid compaction option "${key}": expected an integer ≥ 0, got ${describeValue(field)}.`,
       );
     }
     if (key === 'reserveTokens') config.reserveTokens = field;

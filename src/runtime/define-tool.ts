@@ -7,7 +7,7 @@ import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { ToolDefinitionError, ToolNameConflictError } from './errors.ts';
 import type { FlueHarness, FlueLogger } from './types.ts';
-import { isPlainObject, kindOf } from './values.ts';
+import { describeValue, isPlainObject, kindOf } from './values.ts';
 
 // ── Schemas ───────────────────────────────────────────────────────────────────────────────────
 
@@ -242,7 +242,7 @@ export function validateToolDefinition(value: unknown, site: 'defineTool' | 'use
     }
   }
   if (typeof raw.name !== 'string' || raw.name.trim() === '') {
-    fail(`"name" must be a non-empty string, received ${describe(raw.name)}.`);
+    fail(`"name" must be a non-empty string, received ${describeValue(raw.name)}.`);
   }
   if (typeof raw.description !== 'string' || raw.description.trim() === '') {
     fail(`"description" must be a non-empty string; it is the model's only documentation of the tool.`);
@@ -263,7 +263,7 @@ export function validateToolDefinition(value: unknown, site: 'defineTool' | 'use
   if (raw.timeoutMs !== undefined) {
     const ms = raw.timeoutMs;
     if (typeof ms !== 'number' || !Number.isInteger(ms) || ms <= 0) {
-      fail(`"timeoutMs" must be a positive finite integer (milliseconds), received ${describe(ms)}.`);
+      fail(`"timeoutMs" must be a positive finite integer (milliseconds), received ${describeValue(ms)}.`);
     }
   }
   let annotations: Readonly<McpToolAnnotations> | undefined;
@@ -318,12 +318,6 @@ function isObjectSchema(value: unknown): value is ToolInputSchema {
 
 
 /** Like `kindOf`, but shows strings and numbers themselves. */
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') return String(value);
-  return kindOf(value);
-}
-
 // ── What the model sees ───────────────────────────────────────────────────────────────────────
 
 /**

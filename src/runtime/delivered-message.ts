@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { InvalidRequestError, PayloadTooLargeError } from './errors.ts';
+import { isPlainObject } from './values.ts';
 import { MAX_FILENAME_LENGTH, base64Problem, mimeTypeProblem, quoted, textProblem } from './input-limits.ts';
 import { MAX_ATTACHMENT_BASE64_CHARS } from './limits.ts';
 import type { AgentAppendMessage, DeliveredMessage } from './types.ts';
@@ -231,12 +232,6 @@ function escapeAttribute(text: string): string {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (!isObject(value) || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 function isXmlName(name: string): boolean {

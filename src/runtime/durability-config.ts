@@ -4,6 +4,7 @@
  */
 import * as v from 'valibot';
 import { AgentDefinitionError } from './errors.ts';
+import { describeValue } from './values.ts';
 
 export interface DurabilityConfig {
   /** Total attempts including the first. */
@@ -53,11 +54,11 @@ export function resolveDurability(agent: object): ResolvedDurability {
   const key = issue?.path?.[0]?.key;
   let reason: string;
   if (issue === undefined || key === undefined) {
-    reason = `durability must be an object (got ${describe(config)})`;
+    reason = `durability must be an object (got ${describeValue(config)})`;
   } else if (issue.type === 'strict_object') {
     reason = `durability has unknown key "${String(key)}" (allowed: maxAttempts, timeoutMs)`;
   } else {
-    reason = `durability.${String(key)} ${issue.message} (got ${describe(issue.input)})`;
+    reason = `durability.${String(key)} ${issue.message} (got ${describeValue(issue.input)})`;
   }
   const label = agentLabel(agent);
   throw new AgentDefinitionError('durability', `[flue] Agent ${label} has an invalid durability static: ${reason}.`, {
@@ -72,9 +73,3 @@ function agentLabel(agent: object): string {
   return typeof name === 'string' && name !== '' ? `"${name}"` : '(anonymous)';
 }
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (Array.isArray(value)) return 'an array';
-  if (value === null) return 'null';
-  return typeof value === 'object' ? 'an object' : String(value);
-}

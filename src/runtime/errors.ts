@@ -2,6 +2,10 @@
  * Every typed error the runtime exposes. Callers match on `instanceof` or on `type`, the stable
  * snake_case code; `message`, `details` and `dev` are prose and never API.
  */
+import { formatIssues, type ValidationIssue } from '../shared/issues.ts';
+
+export { formatIssues };
+export type { ValidationIssue };
 
 export interface FlueErrorOptions {
   message: string;
@@ -277,10 +281,6 @@ export class OperationFailedError extends FlueError {
 
 // ── Tool errors (errors.md §5) ────────────────────────────────────────────────────────────────
 
-export interface ValidationIssue {
-  message: string;
-  path?: readonly PropertyKey[];
-}
 export type ToolValidationIssue = ValidationIssue;
 
 export class ToolNameConflictError extends FlueError {
@@ -329,16 +329,6 @@ export class ToolTimeoutError extends FlueError {
     });
     this.name = 'ToolTimeoutError';
   }
-}
-
-export function formatIssues(issues: readonly ValidationIssue[]): string {
-  return issues
-    .map((issue) =>
-      issue.path && issue.path.length > 0
-        ? `${issue.message} (at ${issue.path.map(String).join('.')})`
-        : issue.message,
-    )
-    .join('; ');
 }
 
 // ── Harness, definition and session errors (errors.md §6) ─────────────────────────────────────

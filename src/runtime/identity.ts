@@ -4,10 +4,10 @@
  */
 import type * as v from 'valibot';
 import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
+import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { asyncAgentError } from './definition-errors.ts';
 
-/** PascalCase names or kebab-case overrides; no `:`, no leading digit, no empty segments. */
-export const AGENT_IDENTITY_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$/;
+export { AGENT_IDENTITY_PATTERN };
 
 export interface AgentStatics {
   agentName?: string;

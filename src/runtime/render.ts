@@ -22,6 +22,7 @@ import type {
   PromptUsage,
   ThinkingLevel,
 } from './types.ts';
+import { describeValue } from './values.ts';
 
 export interface AgentResponseToolCall {
   tool: string;
@@ -186,7 +187,7 @@ export function render(
   if (returned !== undefined && typeof returned !== 'string') {
     throw new AgentDefinitionError(
       'return_value',
-      `[flue] An agent returns its instruction string (or nothing). ${agentLabel(agent)} returned ${describe(returned)}.`,
+      `[flue] An agent returns its instruction string (or nothing). ${agentLabel(agent)} returned ${describeValue(returned)}.`,
       { ...(agentIdentityOf(agent) === undefined ? {} : { agent: agentIdentityOf(agent) }) },
     );
   }
@@ -228,12 +229,6 @@ function agentIdentityOf(agent: object): string | undefined {
 function agentLabel(agent: object): string {
   const name = (agent as { name?: unknown }).name;
   return typeof name === "string" && name ? `Agent "${name}"` : "The agent";
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
 }
 
 /** Renders a delegate fresh in a subagent frame; `useDelivery()` there is the task prompt. */

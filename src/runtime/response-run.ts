@@ -16,6 +16,7 @@ import { compactConversation, maybeCompactAfterTurn } from './conversation-compa
 import { ATTACHMENT_DATA_PREFIX, withOrigin } from './conversation.ts';
 import { type ConversationWriter, type LiveConversation, inputRecord } from './conversation-writer.ts';
 import { DOCUMENT_REF_PREFIX, DocumentPlacement } from './documents.ts';
+import { jsonNormalize } from './values.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from './define-tool.ts';
 import { AgentDefinitionError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError, abortError } from './errors.ts';
 import { createLogger } from './events.ts';
@@ -541,18 +542,6 @@ export class ResponseRun implements RunContext {
   delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun {
     return new ResponseRun(this.engine, this.writer, child, this.row, this.agent, undefined, delegation);
   }
-}
-
-/** JSON round trip that refuses what does not survive it. */
-export function jsonNormalize(value: unknown, site: string): unknown {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (error) {
-    throw new Error(`[flue] ${site} value is not JSON-serializable: ${(error as Error).message}`);
-  }
-  if (text === undefined) throw new Error(`[flue] ${site} value is not JSON-serializable.`);
-  return JSON.parse(text);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -18,6 +18,7 @@ import type { ToolOutcome } from './records.ts';
 import { MAX_TOOL_OUTPUT_BYTES, checkSize, utf8Size } from './limits.ts';
 import type { ToolDefinition, ToolOutput, ToolStep } from './define-tool.ts';
 import type { FlueHarness, FlueLogger } from './types.ts';
+import { bareKind, isPlainObject, toJsonSnapshot } from './values.ts';
 
 export interface ToolCallEnvironment {
   toolCallId: string;
@@ -232,15 +233,6 @@ function toEnvelope(tool: ToolDefinition, returned: unknown): { output?: unknown
   );
 }
 
-function bareKind(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  if (typeof value === 'object') {
-    const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } }).constructor?.name;
-    return typeof name === 'string' && name !== '' ? `${name} instance` : 'object';
-  }
-  return typeof value;
-}
 
 // ── Abort and timeout racing (tools.md §6) ────────────────────────────────────────────────────
 
@@ -339,69 +331,4 @@ export function errorText(error: unknown): string {
   }
   if (error === undefined || error === null) return 'The tool failed without an error message.';
   return String(error);
-}
-
-function isPlainObject(value: unknown): value is Record<PropertyKey, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-// ── JSON snapshots ────────────────────────────────────────────────────────────────────────────
-
-/**
- * A deep copy of `value` as JSON-compatible data, matching what `JSON.parse(JSON.stringify(x))`
- * would give, but throwing (a `TypeError` naming the path) wherever that would silently lose data:
- * cycles, BigInt, functions, symbols, non-finite numbers, and class instances without `toJSON`
- * (a `Map` would become `{}`). `toJSON` results (Dates) are used like `JSON.stringify` does;
- * object keys holding `undefined` are dropped and array holes become `null`, as in JSON. A
- * top-level `undefined` stays `undefined` (callers decide whether it is allowed).
- */
-export function toJsonSnapshot(value: unknown, root = 'value'): unknown {
-  return snapshot(value, root, [], '');
-}
-
-function snapshot(value: unknown, path: string, ancestors: object[], key: string): unknown {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-    case 'undefined':
-      return value;
-    case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`the non-finite number ${value} at ${path}`);
-      return value;
-    case 'bigint':
-      throw new TypeError(`a BigInt at ${path}`);
-    case 'function':
-      throw new TypeError(`a function at ${path}`);
-    case 'symbol':
-      throw new TypeError(`a symbol at ${path}`);
-  }
-  if (value === null) return null;
-  const object = value as object;
-  if (ancestors.includes(object)) throw new TypeError(`a circular reference at ${path}`);
-  const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function') {
-    return snapshot(toJSON.call(object, key), path, [...ancestors, object], key);
-  }
-  const inner = [...ancestors, object];
-  if (Array.isArray(object)) {
-    return Array.from(object, (item: unknown, index) => {
-      const copy = snapshot(item, `${path}[${index}]`, inner, String(index));
-      return copy === undefined ? null : copy;
-    });
-  }
-  if (!isPlainObject(object)) {
-    throw new TypeError(
-      `a ${bareKind(object)} at ${path} (class instances do not round-trip through JSON; convert it to plain data)`,
-    );
-  }
-  const out: Record<string, unknown> = {};
-  for (const name of Object.keys(object)) {
-    const copy = snapshot((object as Record<string, unknown>)[name], `${path}.${name}`, inner, name);
-    if (copy === undefined) continue;
-    // `__proto__` must stay an own data key, as JSON.parse would make it.
-    Object.defineProperty(out, name, { value: copy, enumerable: true, writable: true, configurable: true });
-  }
-  return out;
 }

@@ -5,7 +5,8 @@
  */
 import type { ToolStep } from './define-tool.ts';
 import { MAX_STEP_VALUE_BYTES, checkSize, jsonSize } from './limits.ts';
-import { errorText, toJsonSnapshot } from './tool-runner.ts';
+import { errorText } from './tool-runner.ts';
+import { toJsonSnapshot } from './values.ts';
 import type { FlueLogger } from './types.ts';
 
 export interface ToolStepOptions {

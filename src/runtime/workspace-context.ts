@@ -7,10 +7,10 @@
  */
 import type { RenderResult } from './render.ts';
 import type { Sandbox } from './sandbox/types.ts';
-import type { SkillReference } from './skills/define-skill.ts';
+import { createSkillReference, type SkillReference } from '../shared/skill-format.ts';
+import { compareCodeUnits } from '../shared/values.ts';
 import { parseSkillMarkdown } from './skills/define-skill.ts';
 import { DuplicateSkillError } from './skills/errors.ts';
-import { compareCodeUnits, createSkillReference } from './skills/package.ts';
 
 /** Instruction files read from the working directory, in the order they enter the prompt. */
 export const WORKSPACE_INSTRUCTION_FILES = ['AGENTS.md', 'CLAUDE.md'] as const;

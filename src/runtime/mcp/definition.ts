@@ -4,7 +4,7 @@
  * names the offending field.
  */
 import * as v from 'valibot';
-import { isPlainObject, kindOf } from '../values.ts';
+import { describeValue, isPlainObject, kindOf } from '../values.ts';
 
 export type McpTransport = 'streamable-http' | 'sse';
 export type McpAuth = string | (() => string | Promise<string>);
@@ -113,7 +113,7 @@ export function validateMcpConnectionDefinition(
     }
     const [schema, expected] = FIELD_RULES[key];
     if (!v.is(schema, field)) {
-      throw new Error(`${where} ${subject}: "${key}" must be ${expected}, received ${describe(field)}.`);
+      throw new Error(`${where} ${subject}: "${key}" must be ${expected}, received ${describeValue(field)}.`);
     }
     copy[key] = key === 'tools' ? Object.freeze([...(field as string[])]) : field;
   }
@@ -137,8 +137,3 @@ export function mcpConnectionUrl(definition: Pick<McpConnectionDefinition, 'url'
 
 
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return kindOf(value);
-}

@@ -4,111 +4,36 @@
  * shape both `defineSkill` and `SKILL.md` imports normalize to) lives in `package.ts`.
  */
 import * as v from 'valibot';
-import type { ValidationIssue } from '../errors.ts';
+import { toIssues } from '../../shared/issues.ts';
+import {
+  SKILL_FIELD_SCHEMAS,
+  nonBlank,
+  readSkillMarkdown,
+  unsafeSkillPath,
+  type ReadSkillMarkdownOptions,
+  type SkillFields,
+} from '../../shared/skill-format.ts';
+import { isPlainObject } from '../values.ts';
 import { SkillDefinitionValidationError } from './errors.ts';
-import { splitFrontmatter } from './frontmatter.ts';
-import type { FrontmatterValue } from './frontmatter.ts';
+import { readFrontmatterSubset } from './frontmatter.ts';
 
-export interface SkillDefinition {
-  readonly name: string;
-  readonly description: string;
-  readonly instructions: string;
-  readonly license?: string;
-  readonly compatibility?: string;
-  readonly metadata?: Readonly<Record<string, string>>;
-  readonly allowedTools?: string;
+export {
+  SKILL_COMPATIBILITY_MAX,
+  SKILL_DESCRIPTION_MAX,
+  SKILL_NAME_MAX,
+  SKILL_NAME_PATTERN,
+  unsafeSkillPath,
+} from '../../shared/skill-format.ts';
+export type { PackagedSkillFile, SkillFields, SkillReference } from '../../shared/skill-format.ts';
+export { toIssues };
+
+export interface SkillDefinition extends SkillFields {
   readonly files?: Readonly<Record<string, string | Uint8Array>>;
 }
 
-/** One packaged file: `content` is the text for `kind: 'text'`, base64 for `kind: 'binary'`. */
-export interface PackagedSkillFile {
-  readonly kind: 'text' | 'binary';
-  readonly content: string;
-}
-
-/**
- * A packaged skill: what `import skill from './skills/x/SKILL.md'` produces, and what a
- * `SkillDefinition` is packaged into on first need. `files` is the whole skill directory keyed by
- * `/`-separated relative path, `SKILL.md` included; `instructions` is the SKILL.md body.
- */
-export interface SkillReference {
-  readonly __flueSkillReference: true;
-  /** `skill:<name>:<16 hex>`, a digest of every packaged file (deterministic). */
-  readonly id: string;
-  readonly name: string;
-  readonly description: string;
-  readonly instructions: string;
-  readonly license?: string;
-  readonly compatibility?: string;
-  readonly metadata?: Readonly<Record<string, string>>;
-  readonly allowedTools?: string;
-  readonly files: Readonly<Record<string, PackagedSkillFile>>;
-}
-
-/** The catalog-relevant fields a SKILL.md frontmatter and a definition share. */
-export type SkillFields = Omit<SkillDefinition, 'files'>;
-
-// ── Rules ─────────────────────────────────────────────────────────────────────────────────────
-
-export const SKILL_NAME_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
-export const SKILL_NAME_MAX = 64;
-export const SKILL_DESCRIPTION_MAX = 1024;
-export const SKILL_COMPATIBILITY_MAX = 500;
-
-const codePoints = (s: string): number => [...s].length;
-const nonBlank = (s: string): boolean => s.trim() !== '';
-
-/** Why `path` is not a safe relative skill file path, or undefined when it is. */
-export function unsafeSkillPath(path: string): string | undefined {
-  if (path === '') return 'file paths must not be empty';
-  if (path === 'SKILL.md') return '"SKILL.md" is the skill itself; put its content in `instructions`';
-  if (path.startsWith('/')) return `file path "${path}" must be relative (no leading "/")`;
-  if (path.endsWith('/')) return `file path "${path}" must name a file (no trailing "/")`;
-  if (path.includes('\\')) return `file path "${path}" must use "/" separators (no "\\")`;
-  if (path.includes('\0')) return `file path "${path}" must not contain NUL`;
-  if (path.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) {
-    return `file path "${path}" must not contain empty, "." or ".." segments`;
-  }
-  return undefined;
-}
-
-const nameSchema = v.pipe(
-  v.string('`name` is required and must be a string'),
-  v.check(nonBlank, '`name` is required and must not be empty'),
-  v.check((s) => s.length <= SKILL_NAME_MAX, `\`name\` must be at most ${SKILL_NAME_MAX} characters`),
-  v.check(
-    (s) => SKILL_NAME_PATTERN.test(s),
-    '`name` may only contain lowercase ASCII letters, digits and single hyphens, and must not start or end with a hyphen',
-  ),
-);
-const descriptionSchema = v.pipe(
-  v.string('`description` is required and must be a string'),
-  v.check(nonBlank, '`description` is required and must not be empty'),
-  v.check((s) => codePoints(s) <= SKILL_DESCRIPTION_MAX, `\`description\` must be at most ${SKILL_DESCRIPTION_MAX} characters`),
-);
-const optionalString = (field: string) => v.optional(v.string(`\`${field}\` must be a string`));
-const compatibilitySchema = v.optional(
-  v.pipe(
-    v.string('`compatibility` must be a string'),
-    v.check((s) => codePoints(s) <= SKILL_COMPATIBILITY_MAX, `\`compatibility\` must be at most ${SKILL_COMPATIBILITY_MAX} characters`),
-  ),
-);
-const metadataSchema = v.optional(
-  v.record(v.string(), v.string('`metadata` values must be strings'), '`metadata` must be an object of strings'),
-);
-
-const fieldEntries = {
-  name: nameSchema,
-  description: descriptionSchema,
-  license: optionalString('license'),
-  compatibility: compatibilitySchema,
-  metadata: metadataSchema,
-  allowedTools: optionalString('allowedTools'),
-};
-
 const definitionSchema = v.object(
   {
-    ...fieldEntries,
+    ...SKILL_FIELD_SCHEMAS,
     instructions: v.pipe(
       v.string('`instructions` is required and must be a string'),
       v.check(nonBlank, '`instructions` is required and must not be empty: a skill is its content'),
@@ -132,19 +57,6 @@ const definitionSchema = v.object(
   },
   'a skill definition must be an object',
 );
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
-  return issues.map((issue) => {
-    const path = issue.path?.map((item) => item.key as PropertyKey);
-    return path && path.length > 0 ? { message: issue.message, path } : { message: issue.message };
-  });
-}
 
 function subjectOf(value: unknown): string {
   const name = (value as { name?: unknown } | null)?.name;
@@ -199,72 +111,15 @@ export function defineSkill(definition: SkillDefinition): SkillDefinition {
 
 // ── SKILL.md ──────────────────────────────────────────────────────────────────────────────────
 
-export interface ParseSkillMarkdownOptions {
-  /** The skill directory's name; the frontmatter `name` must equal it. */
-  directoryName?: string;
-  /** Named in the error message (e.g. the file path). */
-  source?: string;
-}
-
-const FRONTMATTER_KEYS: Record<string, keyof typeof fieldEntries> = {
-  name: 'name',
-  description: 'description',
-  license: 'license',
-  compatibility: 'compatibility',
-  metadata: 'metadata',
-  'allowed-tools': 'allowedTools',
-};
+export type ParseSkillMarkdownOptions = ReadSkillMarkdownOptions;
 
 /**
- * Parses a SKILL.md: YAML frontmatter (scalars read as strings; unknown keys ignored) plus the
- * markdown body, which becomes `instructions`. Throws `SkillDefinitionValidationError` listing
- * every problem, with issue paths naming the frontmatter key.
+ * Parses a SKILL.md found at run time (workspace skills; `SKILL.md` imports are parsed by the
+ * build) with the frontmatter subset reader. Throws `SkillDefinitionValidationError` listing every
+ * problem, with issue paths naming the frontmatter key.
  */
 export function parseSkillMarkdown(text: string, options: ParseSkillMarkdownOptions = {}): SkillFields {
-  const subject = options.source ?? 'SKILL.md';
-  const { data, body, problems } = splitFrontmatter(text);
-  if (data === undefined) {
-    const message = problems[0] ?? 'SKILL.md must start with a YAML frontmatter block ("---" … "---") declaring name and description';
-    throw new SkillDefinitionValidationError(`(${subject})`, [{ message }]);
-  }
-  const issues: ValidationIssue[] = problems.map((message) => ({ message: `frontmatter ${message}` }));
-  const fields: Record<string, FrontmatterValue | undefined> = { name: undefined, description: undefined };
-  const keyOf = new Map<string, string>();
-  for (const [yamlKey, field] of Object.entries(FRONTMATTER_KEYS)) {
-    if (data[yamlKey] !== undefined) {
-      fields[field] = data[yamlKey]!;
-      keyOf.set(field, yamlKey);
-    }
-  }
-  const schema = v.object(fieldEntries);
-  const result = v.safeParse(schema, fields, { abortPipeEarly: true });
-  if (!result.success) {
-    for (const issue of toIssues(result.issues)) {
-      const [first, ...rest] = issue.path ?? [];
-      const yamlKey = typeof first === 'string' ? (keyOf.get(first) ?? (first === 'allowedTools' ? 'allowed-tools' : first)) : first;
-      const message = issue.message.replace(/`allowedTools`/g, '`allowed-tools`');
-      issues.push(yamlKey === undefined ? { message } : { message, path: [yamlKey, ...rest] });
-    }
-  }
-  if (
-    options.directoryName !== undefined &&
-    typeof fields.name === 'string' &&
-    fields.name !== options.directoryName
-  ) {
-    issues.push({
-      message: `\`name\` "${fields.name}" must equal the skill's directory name "${options.directoryName}"`,
-      path: ['name'],
-    });
-  }
-  if (issues.length > 0) {
-    const name = typeof fields.name === 'string' && fields.name !== '' ? `"${fields.name}" ` : '';
-    throw new SkillDefinitionValidationError(`${name}(${subject})`, issues);
-  }
-  const out: Record<string, unknown> = {};
-  for (const key of ['name', 'description', 'license', 'compatibility', 'allowedTools'] as const) {
-    if (fields[key] !== undefined) out[key] = fields[key];
-  }
-  if (fields.metadata !== undefined) out.metadata = Object.freeze({ ...(fields.metadata as Record<string, string>) });
-  out.instructions = body.replace(/^\n+/, '');
-  return Object.freeze(out) as unknown as SkillFields;
+  const result = readSkillMarkdown(text, readFrontmatterSubset, options);
+  if (!result.ok) throw new SkillDefinitionValidationError(result.subject, result.issues);
+  return result.fields;
 }

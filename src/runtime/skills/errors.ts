@@ -1,6 +1,7 @@
 /** Skill errors (errors.md §6). */
-import { FlueError, formatIssues } from '../errors.ts';
-import type { ValidationIssue } from '../errors.ts';
+import type { ValidationIssue } from '../../shared/issues.ts';
+import { skillIssuesMessage } from '../../shared/skill-format.ts';
+import { FlueError } from '../errors.ts';
 
 /** An invalid skill definition or SKILL.md; `meta.issues` lists every problem found, not just the first. */
 export class SkillDefinitionValidationError extends FlueError {
@@ -8,7 +9,7 @@ export class SkillDefinitionValidationError extends FlueError {
 
   constructor(subject: string, issues: ValidationIssue[]) {
     super('skill_definition_validation', {
-      message: `Invalid skill definition${subject ? ` ${subject}` : ''}: ${formatIssues(issues)}.`,
+      message: skillIssuesMessage(subject, issues),
       meta: { issues },
     });
     this.name = 'SkillDefinitionValidationError';

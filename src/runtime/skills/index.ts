@@ -21,18 +21,17 @@ export { DuplicateSkillError, SkillDefinitionValidationError, SkillNotRegistered
 export {
   PACKAGED_SKILLS_ROOT,
   collectSkills,
-  createSkillReference,
   isSkillReference,
   packageSkillDefinition,
   packagedFileBytes,
   packagedFileText,
   packagedSkillPath,
   resolvePackagedSkillFile,
-  skillPackageId,
   skillResourcePaths,
   synthesizeSkillMarkdown,
   validateSkillMount,
 } from './package.ts';
+export { createSkillReference, skillPackageId } from '../../shared/skill-format.ts';
 export { SKILL_CATALOG_HEADING, SKILL_CATALOG_INSTRUCTION, skillCatalog, skillCatalogLine } from './catalog.ts';
 export type { SkillCatalogEntry } from './catalog.ts';
 export {

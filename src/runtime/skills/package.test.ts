@@ -1,15 +1,14 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sha256Hex, utf8 } from './bytes.ts';
+import { sha256Hex, utf8 } from '../../shared/skill-bytes.ts';
+import { createSkillReference, skillPackageId } from '../../shared/skill-format.ts';
 import { defineSkill, parseSkillMarkdown } from './define-skill.ts';
 import { DuplicateSkillError, SkillDefinitionValidationError } from './errors.ts';
 import {
   collectSkills,
-  createSkillReference,
   packageSkillDefinition,
   packagedFileBytes,
   resolvePackagedSkillFile,
-  skillPackageId,
   synthesizeSkillMarkdown,
   validateSkillMount,
 } from './package.ts';

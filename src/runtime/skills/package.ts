@@ -5,82 +5,16 @@
  */
 import * as v from 'valibot';
 import { DuplicateSkillError, SkillDefinitionValidationError } from './errors.ts';
-import { decodeText, fromBase64, sha256Hex, toBase64, utf8 } from './bytes.ts';
-import { toIssues, unsafeSkillPath, validateSkillDefinition } from './define-skill.ts';
-import type { PackagedSkillFile, SkillDefinition, SkillFields, SkillReference } from './define-skill.ts';
+import { fromBase64, utf8 } from '../../shared/skill-bytes.ts';
+import { createSkillReference, unsafeSkillPath } from '../../shared/skill-format.ts';
+import { compareCodeUnits } from '../../shared/values.ts';
+import type { PackagedSkillFile, SkillFields, SkillReference } from '../../shared/skill-format.ts';
+import { toIssues, validateSkillDefinition } from './define-skill.ts';
+import type { SkillDefinition } from './define-skill.ts';
 import { kindOf } from '../values.ts';
 
 /** Where packaged skill files are served (sandbox.md overlay; `read_skill_resource`). */
 export const PACKAGED_SKILLS_ROOT = '/.flue/packaged-skills/';
-
-/**
- * `skill:<name>:<first 16 hex of sha256(…)>` over the files sorted by path, each contributing
- * (u32 BE path byte length, u32 BE content length, path bytes, content bytes).
- */
-export function skillPackageId(name: string, files: Readonly<Record<string, Uint8Array>>): string {
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (const path of Object.keys(files).sort(compareCodeUnits)) {
-    const pathBytes = utf8(path);
-    const content = files[path]!;
-    const header = new Uint8Array(8);
-    const view = new DataView(header.buffer);
-    view.setUint32(0, pathBytes.length);
-    view.setUint32(4, content.length);
-    parts.push(header, pathBytes, content);
-    total += 8 + pathBytes.length + content.length;
-  }
-  const all = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    all.set(part, offset);
-    offset += part.length;
-  }
-  return `skill:${name}:${sha256Hex(all).slice(0, 16)}`;
-}
-
-export function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/**
- * Builds a frozen `SkillReference` from parsed fields and the skill directory's files
- * (`SKILL.md` included). Text is kept as text; bytes that are valid UTF-8 become text, others
- * binary (base64).
- */
-export function createSkillReference(
-  fields: SkillFields,
-  files: Readonly<Record<string, string | Uint8Array>>,
-): SkillReference {
-  const bytes: Record<string, Uint8Array> = {};
-  const packaged: Record<string, PackagedSkillFile> = {};
-  for (const path of Object.keys(files).sort(compareCodeUnits)) {
-    const content = files[path]!;
-    if (typeof content === 'string') {
-      bytes[path] = utf8(content);
-      packaged[path] = Object.freeze({ kind: 'text', content });
-    } else {
-      bytes[path] = content;
-      const text = decodeText(content);
-      packaged[path] = Object.freeze(
-        text === undefined ? { kind: 'binary', content: toBase64(content) } : { kind: 'text', content: text },
-      );
-    }
-  }
-  const reference: Record<string, unknown> = {
-    __flueSkillReference: true,
-    id: skillPackageId(fields.name, bytes),
-    name: fields.name,
-    description: fields.description,
-    instructions: fields.instructions,
-  };
-  for (const key of ['license', 'compatibility', 'allowedTools'] as const) {
-    if (fields[key] !== undefined) reference[key] = fields[key];
-  }
-  if (fields.metadata !== undefined) reference.metadata = Object.freeze({ ...fields.metadata });
-  reference.files = Object.freeze(packaged);
-  return Object.freeze(reference) as unknown as SkillReference;
-}
 
 /**
  * The SKILL.md a definition packages to: frontmatter (`name`, `description`, then optional

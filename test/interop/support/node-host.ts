@@ -4,15 +4,15 @@
  * clients whose fetch is recorded (support/wire-tap.ts). Everything a test opens is closed after it.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { createFlueClient, type AgentConversationObserveOptions, type FlueClient } from '@flue/sdk';
 import type { Agent } from '@flue/runtime';
 import { createAgentRouter, type AgentRouterOptions } from '@flue/runtime/routing';
 import { buildAgentRouter, type RouterTiming } from '../../../src/runtime/router.ts';
 import { useScriptedRuntime } from '../../support/scripted-runtime.ts';
 import { inProcessFetch, serveFetch, type LoopbackServer } from './loopback.ts';
-import { watch, type Watched } from './observation.ts';
-import { wireTap, type WireTap } from './wire-tap.ts';
+import { watch, withTimeout, type Watched } from './observation.ts';
+import { protocolViolations, wireTap, type WireTap } from './wire-tap.ts';
 
 export const MOUNT = '/agents/support';
 
@@ -79,4 +79,10 @@ export function useNodeHost() {
   }
 
   return { ctx, host };
+}
+
+/** Every exchange the host's tap recorded follows streaming-protocol.md. */
+export async function expectConformant(h: NodeHost) {
+  await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
+  expect(protocolViolations(h.tap.exchanges)).toEqual([]);
 }
