@@ -3,20 +3,20 @@
  * the runtime that `dispatch()`/`init()`/`getAgentInstance()` use from any Worker code — each verb
  * is an RPC to the conversation's Durable Object (cloudflare.md §8).
  */
-import type { Provider } from '@earendil-works/pi-ai';
+import type { Provider } from '../runtime/model-types.ts';
 import { AgentRunError } from '../runtime/errors.ts';
 import { devModeFromEnv, isDevMode, setDevMode } from '../runtime/dev-mode.ts';
 import type { AdmissionRequest, ReadOptions, ReadPoll } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
-import { configureModelAuthEnv, registerDefaultProviders } from '../runtime/model-registry.ts';
+import { configureModelAuthEnv } from '../runtime/model-registry.ts';
+import { registerDefaultProviders } from '../runtime/providers.ts';
 import { Projector } from '../runtime/projection.ts';
 import { useScriptedModels } from '../testing/scripted-redirect.ts';
 import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';
 import { type Admission, type FlueRuntime, type StoredAttachment, type UpdatesResult, configureRuntime } from '../runtime/runtime.ts';
 import type { SubmissionKind } from '../runtime/sql-store.ts';
-import type { ChildConversation } from '../runtime/task-run.ts';
 import type { AgentInstanceInfo, AgentReply } from '../runtime/types.ts';
-import type { FlueConversationSnapshot } from '../runtime/conversation.ts';
+import type { ChildConversation, FlueConversationSnapshot } from '../runtime/conversation.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 import { raceAbort } from '../runtime/race-abort.ts';

@@ -3,10 +3,11 @@
  * agents, opens persistence, configures the process-wide runtime and resumes unsettled work —
  * what a generated server does at boot, without HTTP.
  */
-import type { Provider } from '@earendil-works/pi-ai';
+import type { Provider } from '../runtime/model-types.ts';
 import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
-import { configureModelAuthEnv, redirectModels, registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
+import { configureModelAuthEnv, redirectModels } from '../runtime/model-registry.ts';
+import { registerDefaultProviders, registerProviders } from '../runtime/providers.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
 import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';

@@ -7,7 +7,7 @@
  * engine), so its log fold is kept in memory and advanced as batches are committed.
  */
 import * as v from 'valibot';
-import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
+import { type ChildConversation, Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { resolveDurability } from './durability-config.ts';
 import { isDevMode } from './dev-mode.ts';
 import {
@@ -34,8 +34,9 @@ import { deepEqualJson, keyedSubmissionId, newId } from './ids.ts';
 import { assertInstanceIdShape, assertJsonValue } from './input-limits.ts';
 import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
 import { type ConversationRecord, type SubmissionOutcome, interruptedToolText } from './records.ts';
-import { type ChildConversation, childConversationId, childConversations, childStreamKey } from './task-run.ts';
-import { ResponseRun, RunStopped, RunYield } from './response-run.ts';
+import { childConversationId, childConversations, childStreamKey } from './task-run.ts';
+import { ResponseRun } from './response-run.ts';
+import { RunStopped, RunYield } from './run-signals.ts';
 import type { Batch, SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from './sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from './types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';

@@ -38,20 +38,7 @@ import { recordingLogger } from './tool-log.ts';
 import { runToolCall } from './tool-runner.ts';
 import { createToolStep } from './tool-step.ts';
 import type { AgentAppendMessage, DeliveredMessage, Delivery, DeliveryOrigin, FlueHarness, FlueLogger } from './types.ts';
-
-/** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */
-export class RunStopped extends Error {
-  constructor() {
-    super('[flue] The runtime is stopping; the submission continues on the next start.');
-  }
-}
-
-/** Thrown at a turn boundary when the wake's wall-time slice is used up; the attempt continues. */
-export class RunYield extends Error {
-  constructor() {
-    super('[flue] The response yields at a turn boundary and continues on the next wake.');
-  }
-}
+import { RunStopped, RunYield } from './run-signals.ts';
 
 const FINISH_CYCLE_CEILING = 32;
 

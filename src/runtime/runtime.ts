@@ -3,12 +3,11 @@
  * (`dispatch`, `init`, `getAgentInstance`) resolve it per call, so they work wherever a host has
  * configured one — `start()` on Node, the generated Worker entry on Cloudflare.
  */
-import type { FlueConversationSnapshot } from './conversation.ts';
+import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
 import type { AdmissionRequest, ReadOptions } from './engine.ts';
 import type { AgentRegistry } from './identity.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import type { SubmissionKind } from './sql-store.ts';
-import type { ChildConversation } from './task-run.ts';
 import type { AgentInstanceInfo, AgentReply, DispatchReceipt } from './types.ts';
 
 /** A receipt plus the stream head at admission (`-1` on a deduplicated replay). */

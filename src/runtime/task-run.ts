@@ -15,14 +15,15 @@
  * text becomes the parent's tool result.
  */
 import type { ToolCall } from '@earendil-works/pi-ai';
-import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
+import { type ChildConversation, Conversation } from './conversation.ts';
 import { LiveConversation } from './engine.ts';
 import type { AgentSandbox } from './agent-sandbox.ts';
 import { AttachmentNotAvailableError, SubmissionTimeoutError } from './errors.ts';
 import { errorInfo } from './events.ts';
 import { newId } from './ids.ts';
 import { type AttachmentRecordRef, type ChildSessionRef, type ConversationRecord, interruptedToolText } from './records.ts';
-import { ResponseRun, RunStopped } from './response-run.ts';
+import { ResponseRun } from './response-run.ts';
+import { RunStopped } from './run-signals.ts';
 import type { SqlStore } from './sql-store.ts';
 import { type SubagentDefinition, resolveTask } from './subagents.ts';
 
@@ -245,22 +246,6 @@ function openChild(
   });
   child.conv.apply({ seq, records });
   return child;
-}
-
-/** A retained child conversation as inspection shows it. */
-export interface ChildConversation {
-  conversationId: string;
-  /** The conversation whose `task` call opened it (the root's, or another child's). */
-  parentConversationId: string;
-  agent: string;
-  /** The delegating `task` tool call. */
-  toolCallId: string;
-  /** The child's session name, as its events' `session` says (absent on links from before it was recorded). */
-  session?: string;
-  /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
-  via: 'conversation' | 'harness';
-  /** The child's transcript, in the shape of the history view. */
-  snapshot: FlueConversationSnapshot;
 }
 
 /** Every child conversation retained under `root`, depth first in the order they were opened. */

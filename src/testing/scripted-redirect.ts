@@ -7,7 +7,8 @@
 
 import type { Api, Model } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
-import { redirectModels, setProvider } from '../runtime/model-registry.ts';
+import { redirectModels } from '../runtime/model-registry.ts';
+import { setProvider } from '../runtime/providers.ts';
 import { buildModel, createScriptedProvider } from './scripted-model.ts';
 
 /**

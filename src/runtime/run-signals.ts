@@ -1,0 +1,19 @@
+/**
+ * Why a response attempt stops short without settling: the runtime is draining, or the wake's
+ * time slice is used up. Kept apart from response-run.ts so that declarations extending them (the
+ * testing entry's simulated crash) need none of the response machinery's.
+ */
+
+/** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */
+export class RunStopped extends Error {
+  constructor() {
+    super('[flue] The runtime is stopping; the submission continues on the next start.');
+  }
+}
+
+/** Thrown at a turn boundary when the wake's wall-time slice is used up; the attempt continues. */
+export class RunYield extends Error {
+  constructor() {
+    super('[flue] The response yields at a turn boundary and continues on the next wake.');
+  }
+}
