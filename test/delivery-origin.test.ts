@@ -21,7 +21,7 @@ import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { ConversationEngine } from '../src/runtime/engine.ts';
 import { AgentRegistry } from '../src/runtime/identity.ts';
-import { registerProviders } from '../src/runtime/model-registry.ts';
+import { registerProviders } from '../src/runtime/providers.ts';
 import { SqlStore } from '../src/runtime/sql-store.ts';
 import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
 import { engineOn } from './support/engine.ts';

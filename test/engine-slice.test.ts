@@ -6,7 +6,7 @@ import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } 
 import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
 import { ConversationEngine } from '../src/runtime/engine.ts';
 import { AgentRegistry } from '../src/runtime/identity.ts';
-import { registerProviders } from '../src/runtime/model-registry.ts';
+import { registerProviders } from '../src/runtime/providers.ts';
 import { SqlStore } from '../src/runtime/sql-store.ts';
 
 let server: ScriptedModelServer;

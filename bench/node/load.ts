@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { createModels, type Message } from '@earendil-works/pi-ai';
+import { createModels, type Message, type Provider } from '@earendil-works/pi-ai';
 import { dispatch, init, useModel } from '@flue/runtime';
 import { sqlite, start } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type RecordedRequest } from '@flue/runtime/testing';
@@ -110,7 +110,8 @@ async function baseline(run: string): Promise<Sample> {
   const append = db.prepare('INSERT INTO log (stream, seq, records) VALUES (?, ?, ?)');
   const settle = db.prepare('UPDATE queue SET settled_at = ?, reply = ? WHERE id = ?');
   const models = createModels();
-  models.setProvider(provider());
+  // @flue/runtime declares providers by the members it reads; the object is pi-ai's own.
+  models.setProvider(provider() as Provider);
   const model = models.getModel('scripted', 'model')!;
   const history: Message[] = [];
   const waiting = new Map<string, (reply: string) => void>();

@@ -142,7 +142,9 @@ describe('flue init', () => {
     'test/global-setup.ts',
     'test/hello.test.ts',
     'test/scripted-model.ts',
+    'test/tsconfig.json',
     'tsconfig.json',
+    'tsconfig.node.json',
     'vitest.config.ts',
     'wrangler.jsonc',
   ];
@@ -178,7 +180,7 @@ describe('flue init', () => {
     expect(wrangler).toContain('"compatibility_date": "2026-08-01"');
     expect(wrangler).toContain('{ "tag": "v1", "new_sqlite_classes": ["FlueHelloAgent"] }');
     expect(readFileSync(path.join(dir, 'README.md'), 'utf8')).toMatch(/^# support-desk\n/);
-    expect(r.stderr).toContain('14 files written for "support-desk"');
+    expect(r.stderr).toContain('16 files written for "support-desk"');
     expect(r.stderr).toContain('[flue] Next: cd "Support Desk" && npm install && npm run dev\n');
   });
 

@@ -3,13 +3,13 @@
  * the runtime that `dispatch()`/`init()`/`getAgentInstance()` use from any Worker code — each verb
  * is an RPC to the conversation's Durable Object (cloudflare.md §8).
  */
-import type { Provider } from '@earendil-works/pi-ai';
+import type { Provider } from '../runtime/model-types.ts';
 import { bootstrapRuntime, serveRuntime } from '../runtime/bootstrap.ts';
 import { isDevMode } from '../runtime/dev-mode.ts';
 import type { ReadOptions, ReadPoll } from '../runtime/verbs.ts';
 import { abortError } from '../runtime/errors.ts';
 import type { Agent, AgentRegistry } from '../runtime/identity.ts';
-import { registerDefaultProviders } from '../runtime/model-registry.ts';
+import { registerDefaultProviders } from '../runtime/providers.ts';
 import { type NextAnswer, readReply } from '../runtime/reply-reader.ts';
 import type { FlueRuntime } from '../runtime/runtime.ts';
 import { VERBS, VERB_NAMES, type VerbArgs, type VerbName } from '../runtime/verbs.ts';

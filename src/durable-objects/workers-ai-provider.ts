@@ -10,11 +10,11 @@ import type {
   AssistantMessage,
   AssistantMessageEventStream,
   Model,
-  Provider,
   StreamOptions,
   TranscriptContext,
 } from '@earendil-works/pi-ai';
 import { withDynamicModels } from '../runtime/model-registry.ts';
+import type { Provider } from '../runtime/model-types.ts';
 import { REQUEST_TOO_LARGE_MARKER, RETRYABLE_INTERRUPTION_MARKER } from '../runtime/model-retry.ts';
 import type { CloudflareAIBindingErrorReason } from '../runtime/errors.ts';
 import { WorkersAIResponse, sseData } from './workers-ai-response.ts';

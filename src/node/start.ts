@@ -3,11 +3,11 @@
  * agents, opens persistence, configures the process-wide runtime and resumes unsettled work —
  * what a generated server does at boot, without HTTP.
  */
-import type { Provider } from '@earendil-works/pi-ai';
+import type { Provider } from '../runtime/model-types.ts';
 import { bootstrapRuntime, releaseRuntime, serveRuntime } from '../runtime/bootstrap.ts';
 import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine.ts';
 import type { Agent } from '../runtime/identity.ts';
-import { registerDefaultProviders, registerProviders } from '../runtime/model-registry.ts';
+import { registerDefaultProviders, registerProviders } from '../runtime/providers.ts';
 import { configuredRuntime } from '../runtime/runtime.ts';
 import { SqlStore } from '../runtime/sql-store.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';

@@ -4,7 +4,7 @@
  * in-process inspection of child conversations. Reads only: every write goes through the
  * conversation writer. The engine extends this class with admission, the queue and settlement.
  */
-import { Conversation, type FlueConversationSnapshot } from './conversation.ts';
+import { type ChildConversation, Conversation, type FlueConversationSnapshot } from './conversation.ts';
 import { type ConversationWriter, type LiveConversation } from './conversation-writer.ts';
 import { AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, type SettlementError, abortError } from './errors.ts';
 import { assertInstanceIdShape } from './input-limits.ts';
@@ -15,23 +15,8 @@ import type { AgentInstanceInfo, AgentReply } from './types.ts';
 import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
 import { readReply } from './reply-reader.ts';
 
+export type { ChildConversation } from './conversation.ts';
 export type { ReadOptions, ReadPoll, StoredAttachment, UpdatesResult } from './verbs.ts';
-
-/** A retained child conversation as inspection shows it. */
-export interface ChildConversation {
-  conversationId: string;
-  /** The conversation whose `task` call opened it (the root's, or another child's). */
-  parentConversationId: string;
-  agent: string;
-  /** The delegating `task` tool call. */
-  toolCallId: string;
-  /** The child's session name, as its events' `session` says (absent on links from before it was recorded). */
-  session?: string;
-  /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
-  via: 'conversation' | 'harness';
-  /** The child's transcript, in the shape of the history view. */
-  snapshot: FlueConversationSnapshot;
-}
 
 /** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
 export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;

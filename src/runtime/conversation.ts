@@ -4,7 +4,7 @@
  * stands (what recovery needs). A fold is kept per conversation in memory and advanced batch by
  * batch, so a long history is never re-read on every turn.
  */
-import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } from '@earendil-works/pi-ai';
+import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } from './model-types.ts';
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from './errors.ts';
 import type { Batch, } from './sql-store.ts';
@@ -69,6 +69,22 @@ export interface FlueConversationSnapshot {
   incarnation?: string;
   messages: FlueConversationMessage[];
   settlements: FlueConversationSettlement[];
+}
+
+/** A retained child conversation as inspection shows it. */
+export interface ChildConversation {
+  conversationId: string;
+  /** The conversation whose `task` call opened it (the root's, or another child's). */
+  parentConversationId: string;
+  agent: string;
+  /** The delegating `task` tool call. */
+  toolCallId: string;
+  /** The child's session name, as its events' `session` says (absent on links from before it was recorded). */
+  session?: string;
+  /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
+  via: 'conversation' | 'harness';
+  /** The child's transcript, in the shape of the history view. */
+  snapshot: FlueConversationSnapshot;
 }
 
 export function formatOffset(seq: number): string {

@@ -8,7 +8,7 @@ import { parseDeliveredMessage } from './delivered-message.ts';
 import { ConversationEngine } from './engine.ts';
 import { AgentInstanceExistsError, AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, SubmissionConflictError } from './errors.ts';
 import { AgentRegistry } from './identity.ts';
-import { registerProviders } from './model-registry.ts';
+import { registerProviders } from './providers.ts';
 import { SqlStore } from './sql-store.ts';
 
 let server: ScriptedModelServer;

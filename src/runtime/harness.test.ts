@@ -5,7 +5,7 @@ import { type ScriptedModelServer, startScriptedModelServer } from '../testing/s
 import { defineTool } from './define-tool.ts';
 import { HarnessClosedError, ResultUnavailableError, SessionBusyError } from './errors.ts';
 import { type HarnessDeps, createHarness } from './harness.ts';
-import { registerProviders } from './model-registry.ts';
+import { registerProviders } from './providers.ts';
 import { renderDelegate } from './render.ts';
 import type { FlueLogger } from './types.ts';
 

@@ -47,9 +47,9 @@ export {
   type AgentReadOptions,
   type InitOptions,
 } from './addressing.ts';
-export { setProvider } from './model-registry.ts';
+export { setProvider } from './providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
-export type { Provider } from '@earendil-works/pi-ai';
+export type { Provider } from './model-types.ts';
 export type { PersistenceAdapter } from './persistence.ts';
 export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './events.ts';
 export {

@@ -6,11 +6,9 @@ import {
   configureModelAuthEnv,
   getModels,
   parseModelSpecifier,
-  registerDefaultProviders,
-  registerProviders,
   resolveModel,
-  setProvider,
 } from './model-registry.ts';
+import { registerDefaultProviders, registerProviders, setProvider } from './providers.ts';
 
 function provider(id: string, modelIds: string[] = ['m-1']): Provider {
   return fauxProvider({ provider: id, models: modelIds.map((m) => ({ id: m })) }).provider;

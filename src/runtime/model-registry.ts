@@ -6,7 +6,7 @@
  * runtime does no work, and with an explicit auth context so pi never falls back to its default one,
  * which probes `node:fs` through a dynamic import that workerd (and miniflare's module discovery)
  * rejects. The built-in provider catalog (`@earendil-works/pi-ai/providers/all`, ~2 MB) is never
- * imported here: hosts pass a loader to `registerDefaultProviders`, so Worker bundles that list
+ * imported here: hosts pass a loader to `registerDefaultProviders` (providers.ts), so Worker bundles that list
  * their providers do not pay for the rest.
  */
 import { clampThinkingLevel, createModels } from '@earendil-works/pi-ai';
@@ -64,28 +64,6 @@ export function configureModelAuthEnv(
 ): void {
   configuredEnv = env;
   if (options?.fileExists) fileExists = options.fileExists;
-}
-
-/** Registers `provider`, replacing any provider with the same id (built-ins included). */
-export function setProvider(provider: Provider): void {
-  getModels().setProvider(provider);
-}
-
-/**
- * Registers the built-in providers, skipping ids that are already registered so a user's
- * `setProvider` wins whether it ran before or after this.
- */
-export function registerDefaultProviders(loadBuiltins: () => readonly Provider[]): void {
-  const registry = getModels();
-  for (const provider of loadBuiltins()) {
-    if (registry.getProvider(provider.id) === undefined) registry.setProvider(provider);
-  }
-}
-
-/** `start({ providers })` semantics: each given provider is registered, overwriting same ids. */
-export function registerProviders(providers: readonly Provider[]): void {
-  const registry = getModels();
-  for (const provider of providers) registry.setProvider(provider);
 }
 
 const WORKERS_AI_PROVIDER = 'cloudflare';

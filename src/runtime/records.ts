@@ -6,7 +6,7 @@
  * step carries the provider message the model context is rebuilt from.
  */
 import type { ToolLogLine } from './tool-log.ts';
-import type { AssistantMessage } from '@earendil-works/pi-ai';
+import type { AssistantMessage } from './model-types.ts';
 import type { SettlementError } from './errors.ts';
 import type { DeliveryOrigin, PromptUsage } from './types.ts';
 import type { ResourceSnapshot } from './narration.ts';

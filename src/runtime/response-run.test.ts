@@ -15,7 +15,7 @@ import type { Agent } from './identity.ts';
 let server: ScriptedModelServer;
 beforeAll(async () => {
   server = await startScriptedModelServer();
-  const { registerProviders } = await import('./model-registry.ts');
+  const { registerProviders } = await import('./providers.ts');
   registerProviders([scriptedProvider({ baseUrl: server.url, id: 'run-unit', models: ['model'] })]);
 });
 afterAll(async () => server.close());

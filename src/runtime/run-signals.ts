@@ -1,7 +1,8 @@
 /**
  * Why a running response stops without settling: the runtime is stopping, or the wake's time
  * slice is used up. Neither is a failure; the engine leaves the submission for the next start or
- * wake, and the response continues from its log.
+ * wake, and the response continues from its log. Kept apart from response-run.ts so that
+ * declarations extending them (the testing entry's simulated crash) need none of its machinery.
  */
 
 /** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */

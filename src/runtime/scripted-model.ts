@@ -7,25 +7,7 @@
 
 import { createProvider } from '@earendil-works/pi-ai';
 import type { Api, Model, Provider, ProviderAuth } from '@earendil-works/pi-ai';
-
-export type ScriptedApi = 'openai-completions' | 'anthropic-messages';
-
-export interface ScriptedProviderOptions {
-  /** The server's origin, e.g. `http://127.0.0.1:PORT` (no `/v1`; added where the API needs it). */
-  baseUrl: string;
-  /** Provider id. Default `'scripted'`. */
-  id?: string;
-  /** Model ids to expose. Default `['model']`. */
-  models?: string[];
-  /** Wire format. Default `'openai-completions'`. */
-  api?: ScriptedApi;
-  /** Default 128000. */
-  contextWindow?: number;
-  /** Default 8192. */
-  maxTokens?: number;
-  /** Marks the models as reasoning models (changes what pi-ai sends). Default false. */
-  reasoning?: boolean;
-}
+import type { ScriptedApi, ScriptedProviderOptions } from './scripted-options.ts';
 
 const SCRIPTED_API_KEY = 'scripted';
 

@@ -8,7 +8,8 @@
 
 import type { Api, Model } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
-import { redirectModels, setProvider } from './model-registry.ts';
+import { redirectModels } from './model-registry.ts';
+import { setProvider } from './providers.ts';
 import { buildModel, createScriptedProvider } from './scripted-model.ts';
 
 /**

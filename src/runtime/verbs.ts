@@ -6,12 +6,11 @@
  * Durable Object's RPC methods (durable-objects/agent-object.ts) and the Worker's client
  * (durable-objects/worker-config.ts). On Node the engine serves them itself: it is the runtime.
  */
-import type { FlueConversationSnapshot } from './conversation.ts';
+import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
 import type { SettlementError } from './errors.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import type { SubmissionOutcome } from './records.ts';
 import type { Batch, SubmissionKind } from './sql-store.ts';
-import type { ChildConversation } from './conversation-reader.ts';
 import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DispatchReceipt } from './types.ts';
 
 export interface AdmissionRequest {

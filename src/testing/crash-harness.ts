@@ -31,13 +31,13 @@
  * Node only: the Node host is imported when a harness is created, so this module can be imported
  * (for its types, or beside the scripted provider) inside workerd.
  */
-import type { Provider } from '@earendil-works/pi-ai';
+import type { Provider } from '../runtime/model-types.ts';
 import { type ProbeEvent, crashProbe, installCrashProbe } from '../runtime/crash-probe.ts';
 import type { ConversationEngine } from '../runtime/engine.ts';
 import { FlueError } from '../runtime/errors.ts';
 import { type Agent, AgentRegistry } from '../runtime/identity.ts';
 import { render, renderDelegate, type RenderResult } from '../runtime/render.ts';
-import { RunStopped } from '../runtime/response-run.ts';
+import { RunStopped } from '../runtime/run-signals.ts';
 import { type FlueRuntime, clearRuntime, configuredRuntime } from '../runtime/runtime.ts';
 import { type SqlDriver, SqlStore, type SqlValue } from '../runtime/sql-store.ts';
 import type { DeliveredMessage } from '../runtime/types.ts';

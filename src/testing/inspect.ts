@@ -4,9 +4,9 @@
  */
 import type { Agent } from '../runtime/identity.ts';
 import { requireRuntime } from '../runtime/runtime.ts';
-import type { ChildConversation } from '../runtime/task-run.ts';
+import type { ChildConversation } from '../runtime/conversation.ts';
 
-export type { ChildConversation } from '../runtime/task-run.ts';
+export type { ChildConversation } from '../runtime/conversation.ts';
 
 /**
  * The child conversations retained under an instance's conversation, depth first in the order

@@ -6,6 +6,7 @@ import type {
   Context,
   Model,
   MutableModels,
+  Provider,
   SimpleStreamOptions,
   Tool,
   ToolResultMessage,
@@ -56,7 +57,8 @@ describe.each<ScriptedApi>(['openai-completions', 'anthropic-messages'])('script
   beforeAll(async () => {
     server = await startScriptedModelServer();
     models = createModels();
-    models.setProvider(scriptedProvider({ baseUrl: server.url, api }));
+    // scriptedProvider() is declared by the members the runtime reads; the object is pi-ai's own.
+    models.setProvider(scriptedProvider({ baseUrl: server.url, api }) as Provider);
     const found = models.getModel('scripted', 'model');
     if (!found) throw new Error('scripted model not registered');
     model = found;

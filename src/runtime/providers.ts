@@ -1,0 +1,39 @@
+/**
+ * Registering providers in the registry of model-registry.ts. Split from it so that the public
+ * declarations of `setProvider` (and the hosts' `providers` options) name the runtime's own
+ * `Provider` shape (model-types.ts) and load none of pi-ai's types.
+ */
+import type { Provider as PiProvider } from '@earendil-works/pi-ai';
+import { getModels } from './model-registry.ts';
+import type { Provider } from './model-types.ts';
+
+/**
+ * The pi-ai provider a `Provider` is. The public declarations name providers by the members the
+ * runtime relies on (model-types.ts); the objects are pi-ai's, which checks the rest of its
+ * contract when it calls them.
+ */
+function piProvider(provider: Provider): PiProvider {
+  return provider as PiProvider;
+}
+
+/** Registers `provider`, replacing any provider with the same id (built-ins included). */
+export function setProvider(provider: Provider): void {
+  getModels().setProvider(piProvider(provider));
+}
+
+/**
+ * Registers the built-in providers, skipping ids that are already registered so a user's
+ * `setProvider` wins whether it ran before or after this.
+ */
+export function registerDefaultProviders(loadBuiltins: () => readonly Provider[]): void {
+  const registry = getModels();
+  for (const provider of loadBuiltins()) {
+    if (registry.getProvider(provider.id) === undefined) registry.setProvider(piProvider(provider));
+  }
+}
+
+/** `start({ providers })` semantics: each given provider is registered, overwriting same ids. */
+export function registerProviders(providers: readonly Provider[]): void {
+  const registry = getModels();
+  for (const provider of providers) registry.setProvider(piProvider(provider));
+}
