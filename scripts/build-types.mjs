@@ -12,7 +12,7 @@
 // `.d.ts` they reach type-checked (`skipLibCheck: false`), must compile against the globals of
 // where the entry runs, and load nothing of pi-ai's types or Node's. pi-ai's types bring in its
 // provider SDKs' and, through them, @types/node, whose globals clash with the Workers runtime's;
-// the runtime declares the pi-ai shapes it exposes itself (src/runtime/model-types.ts).
+// the runtime declares the pi-ai shapes it exposes itself (src/runtime/model/model-types.ts).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -3,7 +3,9 @@
 // - src/shared: what the build and the runtime both need (identity pattern, skill format, value
 //   helpers). Imports nothing else from src/.
 // - src/runtime: the engine and the authoring API. Never imports a host, the build, the adapters or
-//   test code.
+//   test code. Inside it, rooms (subfolders, each with a README.md saying what it owns) import only
+//   the rooms listed for them in ROOMS below; the entry files at its top (index.ts, routing.ts,
+//   tool-entry.ts) may import every room, and no room imports an entry file.
 // - src/node, src/durable-objects: the hosts. Run the engine; never import the build or test code.
 // - src/workflows, src/otel: adapters over the runtime; never the build or test code.
 // - src/build: the CLI and the bundler, on Node. From the engine side it imports only src/shared;
@@ -78,6 +80,32 @@ function importsOf(file) {
   return edges;
 }
 
+/**
+ * The rooms of src/runtime and the rooms each may import (docs/architecture.md draws them). Feature
+ * rooms (sandbox, skills, mcp) import authoring because their hooks register through it.
+ */
+const ROOMS = {
+  common: ['sandbox'], // only the Sandbox type, which the public types re-export
+  model: ['common'],
+  sandbox: ['common', 'authoring'],
+  skills: ['common', 'authoring', 'sandbox'],
+  mcp: ['common', 'authoring'],
+  authoring: ['common', 'model', 'sandbox', 'skills', 'mcp'],
+  store: ['common', 'model', 'authoring', 'sandbox'],
+  tools: ['common', 'authoring', 'store'],
+  engine: ['common', 'model', 'authoring', 'store', 'tools', 'sandbox', 'skills', 'mcp'],
+  host: ['common', 'model', 'authoring', 'engine'],
+  http: ['common', 'authoring', 'engine', 'host'],
+  channels: ['common', 'http'],
+};
+
+/** The room of a src/runtime file, `entry` for the entry files at its top, undefined elsewhere. */
+function roomOf(file) {
+  const match = /^src\/runtime\/(?:([^/]+)\/)?[^/]+$/.exec(file) ?? /^src\/runtime\/([^/]+)\//.exec(file);
+  if (match === null) return undefined;
+  return match[1] ?? 'entry';
+}
+
 const files = sources();
 const edges = files.flatMap(importsOf);
 
@@ -109,6 +137,16 @@ const RULES = [
     name: 'only-the-build-imports-yaml',
     why: 'yaml is for the build on Node; code that runs in a Worker stays small',
     test: (e) => !e.from.startsWith('src/build/') && e.to === 'pkg:yaml',
+  },
+  {
+    name: 'rooms-import-their-neighbours',
+    why: 'a room of src/runtime imports only the rooms ROOMS lists for it (add the room there, with a README.md, when you make one)',
+    test: (e) => {
+      const from = roomOf(e.from);
+      const to = roomOf(e.to);
+      if (from === undefined || to === undefined || from === to || from === 'entry') return false;
+      return to === 'entry' || !(ROOMS[from] ?? []).includes(to);
+    },
   },
   {
     name: 'imports-resolve',

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { init, useDelivery, useModel, useTool } from '@flue/runtime';
-import { configuredRuntime } from '../src/runtime/runtime.ts';
+import { configuredRuntime } from '../src/runtime/host/runtime.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();

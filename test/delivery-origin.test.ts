@@ -1,7 +1,7 @@
 /**
  * `useDelivery().origin`: who handed the delivery to the runtime. Trusted code (`dispatch()`,
  * handles) is `'app'`, the agent itself (`useDispatchMessage()`, a hook's `append`, a task prompt)
- * is `'agent'`; HTTP clients (`'http'`) are covered with the router (src/runtime/router-trust.test.ts).
+ * is `'agent'`; HTTP clients (`'http'`) are covered with the router (src/runtime/http/router-trust.test.ts).
  * The origin is stored with the submission, so a delivery recovered by another engine keeps it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,11 +19,11 @@ import {
 } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
-import { ConversationEngine } from '../src/runtime/engine.ts';
-import { AgentRegistry } from '../src/runtime/identity.ts';
-import { registerProviders } from '../src/runtime/providers.ts';
-import { SqlStore } from '../src/runtime/sql-store.ts';
-import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
+import { ConversationEngine } from '../src/runtime/engine/engine.ts';
+import { AgentRegistry } from '../src/runtime/authoring/identity.ts';
+import { registerProviders } from '../src/runtime/model/providers.ts';
+import { SqlStore } from '../src/runtime/store/sql-store.ts';
+import { parseDeliveredMessage } from '../src/runtime/engine/delivered-message.ts';
 import { engineOn } from './support/engine.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 

@@ -3,11 +3,11 @@ import * as v from 'valibot';
 import { useModel, useTool } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
-import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
-import { ConversationEngine } from '../src/runtime/engine.ts';
-import { AgentRegistry } from '../src/runtime/identity.ts';
-import { registerProviders } from '../src/runtime/providers.ts';
-import { SqlStore } from '../src/runtime/sql-store.ts';
+import { parseDeliveredMessage } from '../src/runtime/engine/delivered-message.ts';
+import { ConversationEngine } from '../src/runtime/engine/engine.ts';
+import { AgentRegistry } from '../src/runtime/authoring/identity.ts';
+import { registerProviders } from '../src/runtime/model/providers.ts';
+import { SqlStore } from '../src/runtime/store/sql-store.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {

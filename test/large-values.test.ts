@@ -16,7 +16,7 @@ import {
 } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { createAgentRouter } from '../src/runtime/routing.ts';
-import { configuredRuntime } from '../src/runtime/runtime.ts';
+import { configuredRuntime } from '../src/runtime/host/runtime.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { defineTool, init, useModel, usePersistentState, useSandbox, useTool, virtualSandbox } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import type { PersistenceAdapter } from '../src/node/sqlite.ts';
-import type { SqlDriver } from '../src/runtime/sql-store.ts';
+import type { SqlDriver } from '../src/runtime/store/sql-store.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 /** sqlite() whose driver remembers every statement it ran. */

@@ -7,10 +7,10 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { defineSubagent, useAgentStart, useModel, useSandbox, useSubagent, virtualSandbox } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
-import { registerProviders } from '../src/runtime/providers.ts';
-import { SqlStore } from '../src/runtime/sql-store.ts';
+import { registerProviders } from '../src/runtime/model/providers.ts';
+import { SqlStore } from '../src/runtime/store/sql-store.ts';
 import { deltaCommitted, engineOn, until } from './support/engine.ts';
-import { parseDeliveredMessage } from '../src/runtime/delivered-message.ts';
+import { parseDeliveredMessage } from '../src/runtime/engine/delivered-message.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {

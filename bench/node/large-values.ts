@@ -17,8 +17,8 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sqlite } from '@flue/runtime/node';
-import type { ConversationRecord } from '../../src/runtime/records.ts';
-import { SPILL_BYTES, SqlStore } from '../../src/runtime/sql-store.ts';
+import type { ConversationRecord } from '../../src/runtime/store/records.ts';
+import { SPILL_BYTES, SqlStore } from '../../src/runtime/store/sql-store.ts';
 import { type BenchRow, median, saveRows } from '../results.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);

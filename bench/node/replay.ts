@@ -9,10 +9,10 @@
  * (user message, streamed step, tool results, settlement), then read with `engine.updates`.
  */
 import { sqlite } from '@flue/runtime/node';
-import { ConversationEngine } from '../../src/runtime/engine.ts';
-import { AgentRegistry } from '../../src/runtime/identity.ts';
-import type { ConversationRecord } from '../../src/runtime/records.ts';
-import { SqlStore } from '../../src/runtime/sql-store.ts';
+import { ConversationEngine } from '../../src/runtime/engine/engine.ts';
+import { AgentRegistry } from '../../src/runtime/authoring/identity.ts';
+import type { ConversationRecord } from '../../src/runtime/store/records.ts';
+import { SqlStore } from '../../src/runtime/store/sql-store.ts';
 import { median, saveRows } from '../results.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);

@@ -5,9 +5,9 @@
  * (cloudflare.md §4–§6).
  */
 import { DurableObject } from 'cloudflare:workers';
-import { ConversationEngine } from '../runtime/engine.ts';
-import { SqlStore, migrate } from '../runtime/sql-store.ts';
-import { type ConversationVerbs, VERB_NAMES } from '../runtime/verbs.ts';
+import { ConversationEngine } from '../runtime/engine/engine.ts';
+import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
+import { type ConversationVerbs, VERB_NAMES } from '../runtime/engine/verbs.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { envelope } from './rpc-errors.ts';
 import { type AgentObjectRpc, receiveVerb } from './rpc-verbs.ts';
@@ -90,7 +90,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     this.ctx.storage.setAlarm(Date.now()).catch((error) => console.error('[flue] could not arm the alarm:', error));
   }
 
-  // ── RPC (called by the Worker runtime): one method per verb of runtime/verbs.ts ───────────
+  // ── RPC (called by the Worker runtime): one method per verb of runtime/engine/verbs.ts ───────────
 
   static {
     for (const verb of VERB_NAMES) {

@@ -13,4 +13,4 @@ export {
   type CloudflareBindingProviderOptions,
   type WorkersAIBinding,
 } from './workers-ai-provider.ts';
-export { CloudflareAIBindingError, type CloudflareAIBindingErrorReason } from '../runtime/errors.ts';
+export { CloudflareAIBindingError, type CloudflareAIBindingErrorReason } from '../runtime/common/errors.ts';

@@ -19,7 +19,7 @@ import {
   SubmissionConflictError,
   ToolDefinitionError,
   UnknownModelError,
-} from '../runtime/errors.ts';
+} from '../runtime/common/errors.ts';
 
 export interface ErrorShape {
   name: string;

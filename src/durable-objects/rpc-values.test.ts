@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PayloadTooLargeError } from '../runtime/errors.ts';
+import { PayloadTooLargeError } from '../runtime/common/errors.ts';
 import { fromErrorShape, toErrorShape } from './rpc-errors.ts';
 import { STREAM_VALUE_BYTES, packValue, unpackValue } from './rpc-values.ts';
 

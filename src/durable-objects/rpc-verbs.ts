@@ -1,11 +1,11 @@
 /**
- * The conversation verbs of runtime/verbs.ts across the Worker → Durable Object RPC: the object's
+ * The conversation verbs of runtime/engine/verbs.ts across the Worker → Durable Object RPC: the object's
  * method types, what the object does with a call it receives, and how the Worker sends one. Errors
  * travel as envelopes (rpc-errors.ts), large values as streams of their JSON (rpc-values.ts).
  */
-import type { AdmissionRequest } from '../runtime/verbs.ts';
-import { raceAbort } from '../runtime/race-abort.ts';
-import { type RpcCrossing, VERBS, type VerbArgs, type VerbName, type VerbResult } from '../runtime/verbs.ts';
+import type { AdmissionRequest } from '../runtime/engine/verbs.ts';
+import { raceAbort } from '../runtime/common/race-abort.ts';
+import { type RpcCrossing, VERBS, type VerbArgs, type VerbName, type VerbResult } from '../runtime/engine/verbs.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 

@@ -1,5 +1,5 @@
 /** Durable Object SQLite as a `SqlDriver`: the same store code as node:sqlite (Decision 1). */
-import { type SqlDriver, type SqlRow, type SqlValue, guardStatement } from '../runtime/sql-store.ts';
+import { type SqlDriver, type SqlRow, type SqlValue, guardStatement } from '../runtime/store/sql-store.ts';
 
 export function durableObjectSqlDriver(storage: DurableObjectStorage): SqlDriver {
   const sql = storage.sql;

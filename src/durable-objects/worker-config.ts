@@ -3,17 +3,17 @@
  * the runtime that `dispatch()`/`init()`/`getAgentInstance()` use from any Worker code — each verb
  * is an RPC to the conversation's Durable Object (cloudflare.md §8).
  */
-import type { Provider } from '../runtime/model-types.ts';
-import { bootstrapRuntime, serveRuntime } from '../runtime/bootstrap.ts';
-import { isDevMode } from '../runtime/dev-mode.ts';
-import type { ReadOptions, ReadPoll } from '../runtime/verbs.ts';
-import { abortError } from '../runtime/errors.ts';
-import type { Agent, AgentRegistry } from '../runtime/identity.ts';
-import { registerDefaultProviders } from '../runtime/providers.ts';
-import { type NextAnswer, readReply } from '../runtime/reply-reader.ts';
-import type { FlueRuntime } from '../runtime/runtime.ts';
-import { VERBS, VERB_NAMES, type VerbArgs, type VerbName } from '../runtime/verbs.ts';
-import type { AgentReply } from '../runtime/types.ts';
+import type { Provider } from '../runtime/model/model-types.ts';
+import { bootstrapRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';
+import { isDevMode } from '../runtime/common/dev-mode.ts';
+import type { ReadOptions, ReadPoll } from '../runtime/engine/verbs.ts';
+import { abortError } from '../runtime/common/errors.ts';
+import type { Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
+import { registerDefaultProviders } from '../runtime/model/providers.ts';
+import { type NextAnswer, readReply } from '../runtime/engine/reply-reader.ts';
+import type { FlueRuntime } from '../runtime/host/runtime.ts';
+import { VERBS, VERB_NAMES, type VerbArgs, type VerbName } from '../runtime/engine/verbs.ts';
+import type { AgentReply } from '../runtime/common/types.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type AgentObjectRpc, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
 import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';

@@ -2,7 +2,7 @@
  * The Worker's default export: `fetch` from the app, every other handler from `src/cloudflare.ts`
  * (cloudflare.md §7). A typed error escaping the app renders with its own status and envelope.
  */
-import { FlueHttpError } from '../runtime/errors.ts';
+import { FlueHttpError } from '../runtime/common/errors.ts';
 
 interface Fetchable {
   fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;

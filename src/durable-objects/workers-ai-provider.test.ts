@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { fauxProvider, normalizeContext } from '@earendil-works/pi-ai';
-import { CloudflareAIBindingError } from '../runtime/errors.ts';
-import { getModels, modelErrorFromMessage, resolveModel } from '../runtime/model-registry.ts';
-import { setProvider } from '../runtime/providers.ts';
-import { isOverflow, isRetryableModelError } from '../runtime/model-retry.ts';
+import { CloudflareAIBindingError } from '../runtime/common/errors.ts';
+import { getModels, modelErrorFromMessage, resolveModel } from '../runtime/model/model-registry.ts';
+import { setProvider } from '../runtime/model/providers.ts';
+import { isOverflow, isRetryableModelError } from '../runtime/model/model-retry.ts';
 import { configureFlueWorker } from './worker-config.ts';
 import { cloudflareBindingProvider, type WorkersAIBinding } from './workers-ai-provider.ts';
 

@@ -13,13 +13,13 @@ import type {
   StreamOptions,
   TranscriptContext,
 } from '@earendil-works/pi-ai';
-import { withDynamicModels } from '../runtime/model-registry.ts';
-import type { Provider } from '../runtime/model-types.ts';
-import { REQUEST_TOO_LARGE_MARKER, RETRYABLE_INTERRUPTION_MARKER } from '../runtime/model-retry.ts';
-import type { CloudflareAIBindingErrorReason } from '../runtime/errors.ts';
+import { withDynamicModels } from '../runtime/model/model-registry.ts';
+import type { Provider } from '../runtime/model/model-types.ts';
+import { REQUEST_TOO_LARGE_MARKER, RETRYABLE_INTERRUPTION_MARKER } from '../runtime/model/model-retry.ts';
+import type { CloudflareAIBindingErrorReason } from '../runtime/common/errors.ts';
 import { WorkersAIResponse, sseData } from './workers-ai-response.ts';
 import { workersAIInputs } from './workers-ai-request.ts';
-import { raceAbort } from '../runtime/race-abort.ts';
+import { raceAbort } from '../runtime/common/race-abort.ts';
 
 export const WORKERS_AI_PROVIDER_ID = 'cloudflare';
 export const WORKERS_AI_API = 'cloudflare-workers-ai-binding';

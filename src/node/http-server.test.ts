@@ -5,7 +5,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidRequestError } from '../runtime/errors.ts';
+import { InvalidRequestError } from '../runtime/common/errors.ts';
 import { type Fetchable, type RunningHttpServer, serveFetchable } from './http-server.ts';
 
 let server: RunningHttpServer | undefined;

@@ -7,9 +7,9 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { InvalidRequestError } from '../runtime/errors.ts';
-import { renderError } from '../runtime/http-errors.ts';
-import { isDevMode } from '../runtime/dev-mode.ts';
+import { InvalidRequestError } from '../runtime/common/errors.ts';
+import { renderError } from '../runtime/http/http-errors.ts';
+import { isDevMode } from '../runtime/common/dev-mode.ts';
 
 export interface Fetchable {
   fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBuiltinTool, withPackagedSkills } from '../runtime/agent-sandbox.ts';
+import { runBuiltinTool, withPackagedSkills } from '../runtime/engine/agent-sandbox.ts';
 import { defaultSandboxTools } from '../runtime/sandbox/tools.ts';
 import type { AgentTool, Sandbox } from '../runtime/sandbox/types.ts';
 import { local, LocalSandboxInvalidPathError, LocalSandboxPathError } from './local.ts';

@@ -26,7 +26,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as nodePath from 'node:path';
-import { FlueError } from '../runtime/errors.ts';
+import { FlueError } from '../runtime/common/errors.ts';
 import { sandboxFromDriver } from '../runtime/sandbox/from-driver.ts';
 import type {
   FileStat,

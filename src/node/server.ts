@@ -5,8 +5,8 @@
  * `runFlueServer()`; everything it does is also reachable from `start()` for hand-written hosts.
  */
 import path from 'node:path';
-import type { Provider } from '../runtime/model-types.ts';
-import { devModeFromEnv, setDevMode } from '../runtime/dev-mode.ts';
+import type { Provider } from '../runtime/model/model-types.ts';
+import { devModeFromEnv, setDevMode } from '../runtime/common/dev-mode.ts';
 import { assertFetchable, serveFetchable } from './http-server.ts';
 import { type ScheduleRunner, type Schedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';

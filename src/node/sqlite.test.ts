@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { expect, test } from 'vitest';
-import { PersistedFormatVersionError } from '../runtime/errors.ts';
-import { SqlStore } from '../runtime/sql-store.ts';
+import { PersistedFormatVersionError } from '../runtime/common/errors.ts';
+import { SqlStore } from '../runtime/store/sql-store.ts';
 import { sqlite } from './sqlite.ts';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'flue-sqlite-'));

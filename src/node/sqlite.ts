@@ -5,9 +5,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { type SqlDriver, type SqlRow, type SqlValue, guardStatement, migrate } from '../runtime/sql-store.ts';
+import { type SqlDriver, type SqlRow, type SqlValue, guardStatement, migrate } from '../runtime/store/sql-store.ts';
 
-import type { PersistenceAdapter } from '../runtime/persistence.ts';
+import type { PersistenceAdapter } from '../runtime/store/persistence.ts';
 
 export type { PersistenceAdapter };
 

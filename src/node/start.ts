@@ -3,13 +3,13 @@
  * agents, opens persistence, configures the process-wide runtime and resumes unsettled work —
  * what a generated server does at boot, without HTTP.
  */
-import type { Provider } from '../runtime/model-types.ts';
-import { bootstrapRuntime, releaseRuntime, serveRuntime } from '../runtime/bootstrap.ts';
-import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine.ts';
-import type { Agent } from '../runtime/identity.ts';
-import { registerDefaultProviders, registerProviders } from '../runtime/providers.ts';
-import { configuredRuntime } from '../runtime/runtime.ts';
-import { SqlStore } from '../runtime/sql-store.ts';
+import type { Provider } from '../runtime/model/model-types.ts';
+import { bootstrapRuntime, releaseRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';
+import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine/engine.ts';
+import type { Agent } from '../runtime/authoring/identity.ts';
+import { registerDefaultProviders, registerProviders } from '../runtime/model/providers.ts';
+import { configuredRuntime } from '../runtime/host/runtime.ts';
+import { SqlStore } from '../runtime/store/sql-store.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without

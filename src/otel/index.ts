@@ -10,7 +10,7 @@
  * submission's span, which is looked up by submission id.
  */
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
-import type { FlueExecutionContext, FlueExecutionOperation, FlueInstrumentation } from '../runtime/instrumentation.ts';
+import type { FlueExecutionContext, FlueExecutionOperation, FlueInstrumentation } from '../runtime/common/instrumentation.ts';
 
 export interface OtelInstrumentationOptions {
   /** Defaults to the global tracer provider's tracer named `@flue/runtime`, looked up per span. */

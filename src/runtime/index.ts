@@ -16,7 +16,7 @@ export {
   useTool,
   type StateSetter,
   type UseModelOptions,
-} from './hooks.ts';
+} from './authoring/hooks.ts';
 export { useMcpConnection } from './mcp/hook.ts';
 export { useSandbox } from './sandbox/hook.ts';
 export type {
@@ -26,7 +26,7 @@ export type {
   ResponseFinishContext,
   ResponseMetadataCallback,
   ResponseStartContext,
-} from './render.ts';
+} from './authoring/render.ts';
 export * from './tool-entry.ts';
 export {
   AGENT_IDENTITY_PATTERN,
@@ -36,8 +36,8 @@ export {
   type AgentIdentityBinding,
   type AgentProps,
   type AgentStatics,
-} from './identity.ts';
-export type { DurabilityConfig } from './durability-config.ts';
+} from './authoring/identity.ts';
+export type { DurabilityConfig } from './authoring/durability-config.ts';
 export {
   dispatch,
   getAgentInstance,
@@ -46,12 +46,12 @@ export {
   type AgentInstanceHandle,
   type AgentReadOptions,
   type InitOptions,
-} from './addressing.ts';
-export { setProvider } from './providers.ts';
+} from './host/addressing.ts';
+export { setProvider } from './model/providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
-export type { Provider } from './model-types.ts';
-export type { PersistenceAdapter } from './persistence.ts';
-export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './events.ts';
+export type { Provider } from './model/model-types.ts';
+export type { PersistenceAdapter } from './store/persistence.ts';
+export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './common/events.ts';
 export {
   InstrumentationAlreadyInstalledError,
   instrument,
@@ -61,13 +61,13 @@ export {
   type FlueExecutionOperation,
   type FlueInstrumentation,
   type FlueToolCallResult,
-} from './instrumentation.ts';
-export type { ConversationStreamChunk } from './projection.ts';
-export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './conversation.ts';
-export * from './errors.ts';
-export type * from './types.ts';
+} from './common/instrumentation.ts';
+export type { ConversationStreamChunk } from './engine/projection.ts';
+export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './engine/conversation.ts';
+export * from './common/errors.ts';
+export type * from './common/types.ts';
 export * from './sandbox/index.ts';
-export { GeneralSubagent, defineSubagent, type SubagentDefinition } from './subagents.ts';
+export { GeneralSubagent, defineSubagent, type SubagentDefinition } from './authoring/subagents.ts';
 export {
   createMcpConnection,
   defineMcpConnection,
@@ -91,4 +91,4 @@ export {
   type ChannelRequest,
   type ChannelRouteDefinition,
   type ChannelVerifiedEvent,
-} from './channel-router.ts';
+} from './http/channel-router.ts';

@@ -1,5 +1,5 @@
 /** `@flue/runtime/routing`: the HTTP mount of agents (delivery.md §10). */
-export { createAgentRouter, type AgentRouterOptions } from './router.ts';
+export { createAgentRouter, type AgentRouterOptions } from './http/router.ts';
 
 /**
  * The structural contract of an authored app entry's default export: anything with a compatible

@@ -10,4 +10,4 @@ export {
   type ToolOutput,
   type ToolRunEnvelope,
   type ToolStep,
-} from './define-tool.ts';
+} from './authoring/define-tool.ts';

@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import * as v from 'valibot';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool, dispatch, useModel, useTool } from '../runtime/index.ts';
-import { crashProbe } from '../runtime/crash-probe.ts';
-import { configuredRuntime } from '../runtime/runtime.ts';
+import { crashProbe } from '../runtime/store/crash-probe.ts';
+import { configuredRuntime } from '../runtime/host/runtime.ts';
 import { start } from '../node/start.ts';
 import {
   type CrashHarness,

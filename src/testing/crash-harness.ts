@@ -15,7 +15,7 @@
  *   4. throws a `SimulatedCrashError` from the point, so the code that reached it stops there.
  * `restart()` then runs `start()` (src/node/start.ts) again on the same file, and recovery runs
  * exactly as after a real crash. The engine reports its named points through a global probe
- * (src/runtime/crash-probe.ts) that costs one slot read when no harness is installed.
+ * (src/runtime/store/crash-probe.ts) that costs one slot read when no harness is installed.
  *
  * Limits of the simulation: code of the dead runtime that is already running and ignores its abort
  * signal (a tool body awaiting something else) keeps running in this process, though nothing it
@@ -31,16 +31,16 @@
  * Node only: the Node host is imported when a harness is created, so this module can be imported
  * (for its types, or beside the scripted provider) inside workerd.
  */
-import type { Provider } from '../runtime/model-types.ts';
-import { type ProbeEvent, crashProbe, installCrashProbe } from '../runtime/crash-probe.ts';
-import type { ConversationEngine } from '../runtime/engine.ts';
-import { FlueError } from '../runtime/errors.ts';
-import { type Agent, AgentRegistry } from '../runtime/identity.ts';
-import { render, renderDelegate, type RenderResult } from '../runtime/render.ts';
-import { RunStopped } from '../runtime/run-signals.ts';
-import { type FlueRuntime, clearRuntime, configuredRuntime } from '../runtime/runtime.ts';
-import { type SqlDriver, SqlStore, type SqlValue } from '../runtime/sql-store.ts';
-import type { DeliveredMessage } from '../runtime/types.ts';
+import type { Provider } from '../runtime/model/model-types.ts';
+import { type ProbeEvent, crashProbe, installCrashProbe } from '../runtime/store/crash-probe.ts';
+import type { ConversationEngine } from '../runtime/engine/engine.ts';
+import { FlueError } from '../runtime/common/errors.ts';
+import { type Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
+import { render, renderDelegate, type RenderResult } from '../runtime/authoring/render.ts';
+import { RunStopped } from '../runtime/engine/run-signals.ts';
+import { type FlueRuntime, clearRuntime, configuredRuntime } from '../runtime/host/runtime.ts';
+import { type SqlDriver, SqlStore, type SqlValue } from '../runtime/store/sql-store.ts';
+import type { DeliveredMessage } from '../runtime/common/types.ts';
 import type * as NodeHost from '../node/index.ts';
 
 // ── Public types ─────────────────────────────────────────────────────────────────────────────

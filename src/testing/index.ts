@@ -7,8 +7,8 @@
  */
 
 export { scriptedProvider } from './scripted-provider.ts';
-export { useScriptedModels } from '../runtime/scripted-redirect.ts';
-export type { ScriptedApi, ScriptedProviderOptions } from '../runtime/scripted-options.ts';
+export { useScriptedModels } from '../runtime/model/scripted-redirect.ts';
+export type { ScriptedApi, ScriptedProviderOptions } from '../runtime/model/scripted-options.ts';
 export { LANE_ROUTE, NO_STEP_QUEUED_MESSAGE, startScriptedModelServer } from './scripted-model-server.ts';
 export { childConversations, type ChildConversation } from './inspect.ts';
 export {

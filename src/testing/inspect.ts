@@ -2,11 +2,11 @@
  * In-process inspection of what the runtime records but never serves over HTTP: the child
  * conversations a conversation's `task` calls opened (skills-subagents-mcp.md §2.4).
  */
-import type { Agent } from '../runtime/identity.ts';
-import { requireRuntime } from '../runtime/runtime.ts';
-import type { ChildConversation } from '../runtime/conversation.ts';
+import type { Agent } from '../runtime/authoring/identity.ts';
+import { requireRuntime } from '../runtime/host/runtime.ts';
+import type { ChildConversation } from '../runtime/engine/conversation.ts';
 
-export type { ChildConversation } from '../runtime/conversation.ts';
+export type { ChildConversation } from '../runtime/engine/conversation.ts';
 
 /**
  * The child conversations retained under an instance's conversation, depth first in the order

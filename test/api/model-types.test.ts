@@ -1,12 +1,12 @@
 /**
- * The runtime's own declarations of pi-ai's model shapes (src/runtime/model-types.ts) against
+ * The runtime's own declarations of pi-ai's model shapes (src/runtime/model/model-types.ts) against
  * pi-ai's, checked by `npx tsc --noEmit` (vitest only needs the file to load). The data shapes go
  * both ways, so they cannot drift apart when pi-ai changes; a pi-ai provider and chat model are a
  * `Provider` and a `Model`.
  */
 import type * as Pi from '@earendil-works/pi-ai';
 import { expect, test } from 'vitest';
-import type * as Ours from '../../src/runtime/model-types.ts';
+import type * as Ours from '../../src/runtime/model/model-types.ts';
 
 /** `true` when A and B are assignable to each other; otherwise a type that `true` does not fit. */
 type Mutual<A, B> = [A] extends [B] ? ([B] extends [A] ? true : 'pi-ai → ours only') : [B] extends [A] ? 'ours → pi-ai only' : 'neither';

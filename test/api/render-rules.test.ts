@@ -23,7 +23,7 @@ import {
   useResponseStart,
   useTool,
 } from '@flue/runtime';
-import { type RenderScope, render } from '../../src/runtime/render.ts';
+import { type RenderScope, render } from '../../src/runtime/authoring/render.ts';
 import { expectFlueError, thrown } from './helpers.ts';
 
 const SYNC = /^\[flue\] Agent functions must be synchronous\./;

@@ -3,9 +3,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { createMcpConnection, flattenMcpToolResult } from '../../src/runtime/mcp/index.ts';
 import type { McpConnection } from '../../src/runtime/mcp/index.ts';
-import { invokeTool } from '../../src/runtime/tool-runner.ts';
-import { toolParameters } from '../../src/runtime/define-tool.ts';
-import type { ToolDefinition } from '../../src/runtime/define-tool.ts';
+import { invokeTool } from '../../src/runtime/tools/tool-runner.ts';
+import { toolParameters } from '../../src/runtime/authoring/define-tool.ts';
+import type { ToolDefinition } from '../../src/runtime/authoring/define-tool.ts';
 import { simpleTool, startMcpTestServer, toolServer } from './mcp-test-server.ts';
 import type { TestServer } from './mcp-test-server.ts';
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMcpConnection, resolveMcpConnections } from '../../src/runtime/mcp/index.ts';
 import type { McpConnection, McpConnectionDefinition } from '../../src/runtime/mcp/index.ts';
-import { invokeTool } from '../../src/runtime/tool-runner.ts';
+import { invokeTool } from '../../src/runtime/tools/tool-runner.ts';
 import { deadUrl, simpleTool, startMcpTestServer, toolServer } from './mcp-test-server.ts';
 import type { TestServer } from './mcp-test-server.ts';
 

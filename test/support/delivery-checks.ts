@@ -4,7 +4,7 @@
  * the Node and the workerd load tests both use it.
  */
 import { expect } from 'vitest';
-import type { ConversationRecord } from '../../src/runtime/records.ts';
+import type { ConversationRecord } from '../../src/runtime/store/records.ts';
 
 export interface DurableConversation {
   /** The ledger in acceptance order (`ORDER BY ord`). */

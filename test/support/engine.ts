@@ -2,9 +2,9 @@
  * Test support: a bare ConversationEngine over a given store, woken the way a host wakes it, for
  * tests that stop and restart the engine on one store (what a process restart does).
  */
-import { ConversationEngine } from '../../src/runtime/engine.ts';
-import { type Agent, AgentRegistry } from '../../src/runtime/identity.ts';
-import type { SqlDriver, SqlStore } from '../../src/runtime/sql-store.ts';
+import { ConversationEngine } from '../../src/runtime/engine/engine.ts';
+import { type Agent, AgentRegistry } from '../../src/runtime/authoring/identity.ts';
+import type { SqlDriver, SqlStore } from '../../src/runtime/store/sql-store.ts';
 
 export function engineOn(store: SqlStore, agents: readonly Agent[]): ConversationEngine {
   const registry = new AgentRegistry();

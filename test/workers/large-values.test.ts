@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
 import { type ConversationStreamChunk, PayloadTooLargeError, dispatch, init } from '@flue/runtime';
-import { configuredRuntime } from '../../src/runtime/runtime.ts';
+import { configuredRuntime } from '../../src/runtime/host/runtime.ts';
 import { HOARD_LANE, Hoarder, bigOutput } from './large-agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';

@@ -2,7 +2,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { afterEach, expect, test } from 'vitest';
 import { type DispatchReceipt, getAgentInstance, init } from '@flue/runtime';
 import type { FlueAgentDurableObject } from '@flue/runtime/cloudflare';
-import { parseDeliveredMessage } from '../../src/runtime/delivered-message.ts';
+import { parseDeliveredMessage } from '../../src/runtime/engine/delivered-message.ts';
 import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, stepRuns, ticks } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import './worker.ts';

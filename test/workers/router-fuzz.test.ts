@@ -1,5 +1,5 @@
 /**
- * The router fuzz run of src/runtime/router-fuzz.test.ts, smaller, in real workerd: the same
+ * The router fuzz run of src/runtime/http/router-fuzz.test.ts, smaller, in real workerd: the same
  * generator against a mounted router whose runtime is the Durable Object host. Every answer must
  * be below 500 and every error the JSON envelope; each Durable Object touched may hold only the
  * conversation named by its own id, and only when an accepted request addressed it.
@@ -10,7 +10,7 @@ import { env, runInDurableObject } from 'cloudflare:test';
 import { Hono } from 'hono';
 import { afterEach, expect, test } from 'vitest';
 import { init } from '@flue/runtime';
-import { buildAgentRouter } from '../../src/runtime/router.ts';
+import { buildAgentRouter } from '../../src/runtime/http/router.ts';
 import { answerProblem, describeRequest, fuzzSeed, randomRequest, routedId, seededRng } from '../support/router-fuzz.ts';
 import { ECHO_LANE, Echo } from './agents.ts';
 import { resetLane, scriptLane } from './lanes.ts';

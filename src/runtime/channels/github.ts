@@ -11,9 +11,9 @@ import {
   type ChannelRequest,
   type ChannelRouteDefinition,
   type ChannelVerifiedEvent,
-} from '../channel-router.ts';
-import { InvalidRequestError } from '../errors.ts';
-import { InvalidJsonError, UnsupportedMediaTypeError } from '../http-errors.ts';
+} from '../http/channel-router.ts';
+import { InvalidRequestError } from '../common/errors.ts';
+import { InvalidJsonError, UnsupportedMediaTypeError } from '../http/http-errors.ts';
 
 /** A verified webhook, as the channel's routes receive it. */
 export interface GitHubWebhookEvent {

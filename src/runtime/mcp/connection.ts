@@ -8,7 +8,7 @@ import * as v from 'valibot';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { type McpToolAnnotations, type ToolDefinition, adoptToolDefinition } from '../define-tool.ts';
+import { type McpToolAnnotations, type ToolDefinition, adoptToolDefinition } from '../authoring/define-tool.ts';
 import { mcpConnectionUrl, validateMcpConnectionDefinition } from './definition.ts';
 import type { McpAuth, McpConnectionDefinition } from './definition.ts';
 

@@ -4,7 +4,7 @@
  * names the offending field.
  */
 import * as v from 'valibot';
-import { describeValue, isPlainObject, kindOf } from '../values.ts';
+import { describeValue, isPlainObject, kindOf } from '../common/values.ts';
 
 export type McpTransport = 'streamable-http' | 'sse';
 export type McpAuth = string | (() => string | Promise<string>);

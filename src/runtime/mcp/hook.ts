@@ -3,7 +3,7 @@
  * the MCP client (the package is `sideEffects: false`): the engine reaches the client only through
  * the connector this hook installs.
  */
-import { rootFrame } from '../hooks.ts';
+import { rootFrame } from '../authoring/hooks.ts';
 import { createMcpConnection } from './connection.ts';
 import { type McpConnectionDefinition, validateMcpConnectionDefinition } from './definition.ts';
 import { installMcpConnector } from './resolve.ts';

@@ -4,7 +4,7 @@
  * closing whatever did connect; a failing `optional` server mounts zero tools and is reported in
  * `failures` for the engine to narrate (`resources` signal, `resource="mcp"`).
  */
-import type { ToolDefinition } from '../define-tool.ts';
+import type { ToolDefinition } from '../authoring/define-tool.ts';
 import type { McpConnection } from './connection.ts';
 import { validateMcpConnectionDefinition } from './definition.ts';
 import type { McpConnectionDefinition } from './definition.ts';

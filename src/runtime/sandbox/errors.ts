@@ -1,5 +1,5 @@
 /** Sandbox-specific typed errors (sandbox.md §2); they extend the runtime's `FlueError`. */
-import { FlueError } from '../errors.ts';
+import { FlueError } from '../common/errors.ts';
 
 /** An adapter cannot honour a verb or option; thrown before anything changes. */
 export class SandboxOperationUnsupportedError extends FlueError {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { sandboxFromDriver } from './from-driver.ts';
 import { SandboxDiedError, SandboxOperationUnsupportedError } from './errors.ts';
-import { FlueError } from '../errors.ts';
+import { FlueError } from '../common/errors.ts';
 import type { OrphanedExecSettlement, SandboxDriver, ShellResult } from './types.ts';
 
 function fakeDriver(overrides: Partial<SandboxDriver> = {}): SandboxDriver & { calls: unknown[][] } {

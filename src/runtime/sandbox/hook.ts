@@ -2,8 +2,8 @@
  * `useSandbox()`, in its own module with the built-in tools it brings, so a Worker whose agents
  * declare no sandbox does not bundle them (the package is `sideEffects: false`).
  */
-import { rootFrame } from '../hooks.ts';
-import type { RenderFrame } from '../render.ts';
+import { rootFrame } from '../authoring/hooks.ts';
+import type { RenderFrame } from '../authoring/render.ts';
 import { defaultSandboxTools } from './tools.ts';
 import type { SandboxFactory } from './types.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { toolParameters } from '../define-tool.ts';
-import type { ToolDefinition } from '../define-tool.ts';
+import { toolParameters } from '../authoring/define-tool.ts';
+import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { skillCatalog, skillCatalogLine, SKILL_CATALOG_INSTRUCTION } from './catalog.ts';
 import { defineSkill } from './define-skill.ts';
 import { packageSkillDefinition } from './package.ts';
@@ -106,7 +106,7 @@ describe('read_skill_resource', () => {
 
 describe('through the tool runner', () => {
   it('parses arguments with the valibot input and returns the text as output', async () => {
-    const { invokeTool, runToolCall } = await import('../tool-runner.ts');
+    const { invokeTool, runToolCall } = await import('../tools/tool-runner.ts');
     expect((await invokeTool(activateSkillTool([plain]), { name: 'plain' })).output).toContain('<skill_instructions>\nDo it.');
     const bad = await runToolCall(activateSkillTool([plain]), { name: 3 }, { toolCallId: 'c', signal: new AbortController().signal, log: console });
     expect(bad.isError).toBe(true);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FlueError } from '../errors.ts';
-import type { ValidationIssue } from '../errors.ts';
+import { FlueError } from '../common/errors.ts';
+import type { ValidationIssue } from '../common/errors.ts';
 import { defineSkill, parseSkillMarkdown, validateSkillDefinition } from './define-skill.ts';
 import type { SkillDefinition } from './define-skill.ts';
 import { SkillDefinitionValidationError } from './errors.ts';

@@ -13,7 +13,7 @@ import {
   type ReadSkillMarkdownOptions,
   type SkillFields,
 } from '../../shared/skill-format.ts';
-import { isPlainObject } from '../values.ts';
+import { isPlainObject } from '../common/values.ts';
 import { SkillDefinitionValidationError } from './errors.ts';
 import { readFrontmatterSubset } from './frontmatter.ts';
 

@@ -1,7 +1,7 @@
 /** Skill errors (errors.md §6). */
 import type { ValidationIssue } from '../../shared/issues.ts';
 import { skillIssuesMessage } from '../../shared/skill-format.ts';
-import { FlueError } from '../errors.ts';
+import { FlueError } from '../common/errors.ts';
 
 /** An invalid skill definition or SKILL.md; `meta.issues` lists every problem found, not just the first. */
 export class SkillDefinitionValidationError extends FlueError {

@@ -11,7 +11,7 @@ import { compareCodeUnits } from '../../shared/values.ts';
 import type { PackagedSkillFile, SkillFields, SkillReference } from '../../shared/skill-format.ts';
 import { toIssues, validateSkillDefinition } from './define-skill.ts';
 import type { SkillDefinition } from './define-skill.ts';
-import { kindOf } from '../values.ts';
+import { kindOf } from '../common/values.ts';
 
 /** Where packaged skill files are served (sandbox.md overlay; `read_skill_resource`). */
 export const PACKAGED_SKILLS_ROOT = '/.flue/packaged-skills/';

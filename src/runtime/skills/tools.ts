@@ -4,7 +4,7 @@
  * SKILL.md). Both resolve against the live set at call time and take plain-string names.
  */
 import * as v from 'valibot';
-import type { ToolDefinition } from '../define-tool.ts';
+import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { formatRead, MAX_CHARS, MAX_LINES } from '../sandbox/tools.ts';
 import type { SkillReference } from './define-skill.ts';
 import {

@@ -8,7 +8,7 @@ import { afterEach, expect } from 'vitest';
 import { createFlueClient, type AgentConversationObserveOptions, type FlueClient } from '@flue/sdk';
 import type { Agent } from '@flue/runtime';
 import { createAgentRouter, type AgentRouterOptions } from '@flue/runtime/routing';
-import { buildAgentRouter, type RouterTiming } from '../../../src/runtime/router.ts';
+import { buildAgentRouter, type RouterTiming } from '../../../src/runtime/http/router.ts';
 import { useScriptedRuntime } from '../../support/scripted-runtime.ts';
 import { inProcessFetch, serveFetch, type LoopbackServer } from './loopback.ts';
 import { watch, withTimeout, type Watched } from './observation.ts';

@@ -1,0 +1,165 @@
+/**
+ * Public types shared by several modules: delivered messages, receipts and replies, the harness
+ * surface, usage. Types owned by one concept (tools, hooks) live beside that concept.
+ */
+import type * as v from 'valibot';
+
+// ── Delivered messages (seed 004, delivery.md §1) ─────────────────────────────────────────────
+
+export interface PromptImage {
+  type: 'image';
+  data: string; // base64
+  mimeType: string;
+}
+
+export interface PromptDocument {
+  type: 'document';
+  data: string; // base64
+  mimeType: string; // 'application/pdf'
+}
+
+export type DeliveredAttachment = (PromptImage | PromptDocument) & { filename?: string };
+
+export type DeliveredMessage =
+  | { kind: 'user'; body: string; attachments?: DeliveredAttachment[] }
+  | {
+      kind: 'signal';
+      type: string;
+      body: string;
+      attributes?: Record<string, string>;
+      tagName?: string;
+    };
+
+export type DeliveredMessageInput = string | DeliveredMessage;
+
+/**
+ * Who handed a delivery to the runtime, as `useDelivery().origin` reports it:
+ * - `'app'`: trusted server code — `dispatch()`, `init().dispatch()`, the Workflow and cron helpers,
+ *   and channel routes, which verify a webhook's sender before dispatching;
+ * - `'http'`: a client of `createAgentRouter()`, whoever it is (the router carries no auth);
+ * - `'agent'`: the agent itself — `useDispatchMessage()`, a hook's `append`, a delegated task's prompt.
+ * Stored with the submission, so a recovered or replayed delivery keeps it.
+ */
+export type DeliveryOrigin = 'app' | 'http' | 'agent';
+
+/**
+ * What `useDelivery()` returns: the delivered message plus its `origin`. `origin` is a
+ * non-enumerable property, so the value still compares, spreads and serializes as the plain
+ * message it was delivered as.
+ */
+export type Delivery = DeliveredMessage & { readonly origin: DeliveryOrigin };
+
+/** What `useAgentStart`/`useAgentFinish` may append: a signal, validated like a delivered one. */
+export interface AgentAppendMessage {
+  kind: 'signal';
+  type: string;
+  body: string;
+  attributes?: Record<string, string>;
+  tagName?: string;
+}
+
+// ── Dispatch, receipts, replies (delivery.md §2–§8) ───────────────────────────────────────────
+
+export interface AgentDispatchRequest {
+  id: string;
+  message: DeliveredMessageInput;
+  initialData?: unknown;
+  uid?: string | null;
+  idempotencyKey?: string;
+}
+
+export interface DispatchReceipt {
+  submissionId: string;
+  acceptedAt: string;
+  uid: string;
+  deduplicated?: true;
+}
+
+export interface AgentReply {
+  text: string;
+  data: Record<string, unknown[]>;
+  metadata?: Record<string, unknown>;
+  uid?: string;
+  submissionId: string;
+}
+
+export interface AgentInstanceInfo {
+  id: string;
+  uid?: string;
+}
+
+// ── Logging ───────────────────────────────────────────────────────────────────────────────────
+
+export interface FlueLogger {
+  info(message: string, attributes?: Record<string, unknown>): void;
+  warn(message: string, attributes?: Record<string, unknown>): void;
+  error(message: string, attributes?: Record<string, unknown>): void;
+}
+
+// ── Models ────────────────────────────────────────────────────────────────────────────────────
+
+export type ThinkingLevel = 'off' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+
+export interface CompactionConfig {
+  reserveTokens?: number;
+  keepRecentTokens?: number;
+  model?: string;
+}
+
+export interface PromptUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+export interface PromptModel {
+  provider: string;
+  id: string;
+}
+
+// ── Harness (seed 004) ────────────────────────────────────────────────────────────────────────
+
+export interface PromptOptions<S extends v.GenericSchema | undefined = undefined> {
+  result?: S;
+  // Typed loosely here to keep this module free of a cycle with define-tool.ts.
+  tools?: readonly { readonly name: string }[];
+  model?: string;
+  thinkingLevel?: ThinkingLevel;
+  signal?: AbortSignal;
+  images?: PromptImage[];
+  documents?: PromptDocument[];
+}
+
+export interface PromptResponse {
+  text: string;
+  usage: PromptUsage;
+  model: PromptModel;
+}
+
+export interface PromptResultResponse<T> {
+  data: T;
+  usage: PromptUsage;
+  model: PromptModel;
+}
+
+export interface CallHandle<T> extends Promise<T> {
+  readonly signal: AbortSignal;
+  abort(reason?: unknown): void;
+}
+
+export type { Sandbox } from '../sandbox/types.ts';
+import type { Sandbox } from '../sandbox/types.ts';
+
+export interface FlueHarness {
+  readonly name: string;
+  prompt<S extends v.GenericSchema>(
+    text: string,
+    options: PromptOptions<S> & { result: S },
+  ): CallHandle<PromptResultResponse<v.InferOutput<S>>>;
+  prompt(text: string, options?: PromptOptions): CallHandle<PromptResponse>;
+  compact(): Promise<void>;
+  readonly sandbox: Sandbox;
+}

@@ -1,0 +1,250 @@
+/**
+ * Reading conversations (delivery.md §6, streaming-protocol.md §5–§9): waiting for a reply, the
+ * bounded polls a remote reader makes, the history and updates views, attachments and the
+ * in-process inspection of child conversations. Reads only: every write goes through the
+ * conversation writer. The engine extends this class with admission, the queue and settlement.
+ */
+import { type ChildConversation, Conversation, type FlueConversationSnapshot } from './conversation.ts';
+import { type ConversationWriter, type LiveConversation } from './conversation-writer.ts';
+import { AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, type SettlementError, abortError } from '../common/errors.ts';
+import { assertInstanceIdShape } from '../common/input-limits.ts';
+import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
+import type { SubmissionOutcome } from '../store/records.ts';
+import type { Batch, SqlStore } from '../store/sql-store.ts';
+import type { AgentInstanceInfo, AgentReply } from '../common/types.ts';
+import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
+import { readReply } from './reply-reader.ts';
+
+export type { ChildConversation } from './conversation.ts';
+export type { ReadOptions, ReadPoll, StoredAttachment, UpdatesResult } from './verbs.ts';
+
+/** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
+export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
+
+export class ConversationReader {
+  readonly store: SqlStore;
+  protected readonly writer: ConversationWriter;
+  protected stopping = false;
+  /** Set once draining is over: readers still waiting will not see a settlement in this process. */
+  protected readsClosed = false;
+
+  constructor(store: SqlStore, writer: ConversationWriter) {
+    this.store = store;
+    this.writer = writer;
+  }
+
+  /**
+   * The conversation's fold for an id that came from a caller. Every transport checks ids first;
+   * this is the backstop for any host path that skipped it, since storage would cut a NUL-bearing
+   * id short.
+   */
+  protected addressed(agentName: string, instanceId: string): LiveConversation {
+    assertInstanceIdShape(instanceId);
+    return this.writer.live(agentName, instanceId);
+  }
+
+  getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
+    const live = this.addressed(agentName, instanceId);
+    if (this.store.getStream(live.stream) === undefined) return null;
+    return live.conv.uid === undefined ? { id: instanceId } : { id: instanceId, uid: live.conv.uid };
+  }
+
+  // ── Reading replies (delivery.md §6) ──────────────────────────────────────────────────────
+
+  async read(agentName: string, instanceId: string, submissionId: string, options: ReadOptions = {}): Promise<AgentReply> {
+    const { signal } = options;
+    if (signal?.aborted) throw signal.reason ?? abortError();
+    const live = this.addressed(agentName, instanceId);
+    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
+    // In process the reader waits as long as it takes: until the settlement, or the drain's end.
+    const next = async (afterSeq: number, batches: boolean): Promise<ReadPoll> => {
+      const settled = () => live.conv.settlements.has(submissionId);
+      await this.whenReady(live, () => this.readsClosed || settled() || (batches && live.conv.head > afterSeq), undefined, signal);
+      if (!settled() && this.readsClosed) throw stoppedBeforeSettlement(submissionId);
+      return this.answer(live, submissionId, afterSeq, batches, undefined);
+    };
+    return readReply(next, submissionId, options);
+  }
+
+  /**
+   * One bounded wait for a remote reader (the Cloudflare handle reads through this): resolves when
+   * the submission settles, when batches after `afterSeq` exist (if asked for), or after `waitMs`.
+   */
+  async poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
+    const live = this.addressed(agentName, instanceId);
+    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
+    await this.whenReady(
+      live,
+      () => this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq),
+      options.waitMs,
+    );
+    if (!live.conv.settlements.has(submissionId) && this.stopping) throw new RuntimeUnavailableError('draining');
+    return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
+  }
+
+  /** Resolves once `ready()` holds after an append (or at once), after `waitMs` if set; rejects on abort. */
+  private whenReady(live: LiveConversation, ready: () => boolean, waitMs: number | undefined, signal?: AbortSignal): Promise<void> {
+    if (ready()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        if (!ready()) return;
+        finish();
+        resolve();
+      };
+      const onAbort = () => {
+        finish();
+        reject(signal?.reason ?? abortError());
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        live.listeners.delete(done);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const timer =
+        waitMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              finish();
+              resolve();
+            }, waitMs);
+      live.listeners.add(done);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** A reader's answer: the batches after `afterSeq` (if asked for) and the settlement, which travels only with the last ones. */
+  private answer(live: LiveConversation, submissionId: string, afterSeq: number, batches: boolean, maxBytes: number | undefined): ReadPoll {
+    const found = live.conv.settlements.get(submissionId);
+    const read = !batches
+      ? []
+      : maxBytes === undefined
+        ? this.store.readBatches(live.stream, afterSeq)
+        : this.store.readBatchesSized(live.stream, afterSeq, undefined, maxBytes).map(({ batch }) => batch);
+    const settlement = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : found;
+    return {
+      batches: read,
+      ...(settlement === undefined
+        ? {}
+        : {
+            settled: {
+              outcome: settlement.outcome,
+              ...(settlement.error === undefined ? {} : { error: settlement.error }),
+              ...(settlement.outcome === 'completed' ? { reply: { ...live.conv.reply(submissionId), submissionId } } : {}),
+            },
+          }),
+    };
+  }
+
+  // ── The conversation stream (streaming-protocol.md §5–§9) ───────────────────────────────
+
+  history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
+    const live = this.addressed(agentName, instanceId);
+    if (live.incarnation === undefined) return null;
+    return live.conv.snapshot(live.incarnation);
+  }
+
+  /**
+   * The child conversations `task` calls opened under this instance's conversation (recursively),
+   * each with its transcript in the history view's shape; null for a never-contacted instance.
+   * Never served over HTTP (streaming-protocol.md §5): an in-process inspection path.
+   */
+  childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
+    const live = this.addressed(agentName, instanceId);
+    if (live.incarnation === undefined) return null;
+    return childConversations(this.store, live.conv);
+  }
+
+  streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
+    const live = this.addressed(agentName, instanceId);
+    return live.incarnation === undefined ? null : { head: live.conv.head, incarnation: live.incarnation };
+  }
+
+  async updates(
+    agentName: string,
+    instanceId: string,
+    afterSeq: number,
+    options: { waitMs: number; maxBatches: number; signal?: AbortSignal },
+  ): Promise<UpdatesResult> {
+    const live = this.addressed(agentName, instanceId);
+    if (live.incarnation === undefined) return { kind: 'not_found' };
+    if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
+    if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
+    // Watchers follow a draining response to its end; one parked across the end of the drain gets
+    // a retryable 503, not a failure of the closed store.
+    if (this.readsClosed) throw new RuntimeUnavailableError('draining');
+    const batches = this.store
+      .readBatchesSized(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES)
+      .map(({ batch }) => batch);
+    const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
+    const nextSeq = batches.at(-1)?.seq ?? afterSeq;
+    return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
+  }
+
+  /** The snapshot after one batch: the live fold at the head, a fresh fold otherwise (resets are rare). */
+  private snapshotAfter(live: LiveConversation, seq: number): Omit<FlueConversationSnapshot, 'incarnation'> {
+    if (seq === live.conv.head) return live.conv.snapshot();
+    const fold = new Conversation();
+    for (const batch of this.store.readBatches(live.stream, -1, seq + 1)) fold.apply(batch);
+    return fold.snapshot();
+  }
+
+  private nextAppend(live: LiveConversation, waitMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        live.listeners.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      live.listeners.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
+    const live = this.addressed(agentName, instanceId);
+    if (live.incarnation === undefined) return undefined;
+    const found = this.store.readAttachment(live.stream, attachmentId);
+    if (found === undefined) return null;
+    return {
+      id: found.ref.id,
+      mimeType: found.ref.mimeType,
+      size: found.ref.size,
+      ...(found.ref.filename === undefined ? {} : { filename: found.ref.filename }),
+      bytes: found.bytes,
+    };
+  }
+}
+
+/** What a `read()` still waiting when the drain ends rejects with: the submission stays durable. */
+function stoppedBeforeSettlement(submissionId: string): RuntimeUnavailableError {
+  return new RuntimeUnavailableError('draining', {
+    details: `The runtime stopped before submission ${submissionId} settled. It is kept and continues on the next start(): read it again then.`,
+    meta: { submissionId },
+  });
+}
+
+/** Every child conversation retained under `root`, depth first in the order they were opened. */
+function childConversations(store: SqlStore, root: Conversation): ChildConversation[] {
+  const out: ChildConversation[] = [];
+  const visit = (parent: Conversation) => {
+    for (const ref of parent.children) {
+      const fold = new Conversation();
+      for (const batch of store.readBatches(ref.stream, -1)) fold.apply(batch);
+      const incarnation = store.getStream(ref.stream)?.incarnation;
+      out.push({
+        conversationId: ref.conversationId,
+        parentConversationId: parent.conversationId,
+        agent: ref.agent,
+        toolCallId: ref.parentToolCallId,
+        ...(ref.session === undefined ? {} : { session: ref.session }),
+        via: ref.parentAssistantEntryId === undefined ? 'harness' : 'conversation',
+        snapshot: fold.snapshot(incarnation),
+      });
+      visit(fold);
+    }
+  };
+  visit(root);
+  return out;
+}

@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import { sqlite } from '../../node/sqlite.ts';
+import { ConversationWriter, childConversationStream, inputRecord, streamKey } from './conversation-writer.ts';
+import type { ConversationRecord } from '../store/records.ts';
+import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
+
+const ts = '2026-01-01T00:00:00.000Z';
+
+async function open(): Promise<{ store: SqlStore; writer: ConversationWriter }> {
+  const adapter = sqlite();
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  return { store, writer: new ConversationWriter(store) };
+}
+
+const birth: ConversationRecord = { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', ts };
+
+/** A conversation with one queued submission per id, admitted through the writer. */
+function admitted(writer: ConversationWriter, ...ids: string[]) {
+  const live = writer.live('Agent', 'a1');
+  ids.forEach((id, index) => {
+    writer.admit(live, index === 0 ? birth : undefined, { id, kind: 'dispatch', payload: { message: { kind: 'user', body: `m ${id}` } }, acceptedAt: ts }, []);
+  });
+  writer.born(live);
+  return live;
+}
+
+function signal(body: string): ConversationRecord {
+  return { type: 'signal', messageId: `msg_${body}`, origin: 'framework', signalType: 'note', body, ts };
+}
+
+describe('ConversationWriter', () => {
+  it('admits with a birth record, keeps the conversation and folds it', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1');
+    expect(live.stream).toBe(streamKey('Agent', 'a1'));
+    expect(live.conv.uid).toBe('inst_1');
+    expect(live.incarnation).toMatch(/^inc_/);
+    expect(store.openSubmissions(live.stream).map((row) => row.id)).toEqual(['sub_1']);
+    expect([...writer.conversations()]).toEqual([live]);
+    expect(writer.live('Agent', 'a1')).toBe(live);
+  });
+
+  it('does not keep the fold of a conversation that does not exist', async () => {
+    const { writer } = await open();
+    writer.live('Agent', 'nobody');
+    expect([...writer.conversations()]).toEqual([]);
+  });
+
+  it('commits a batch at the head it knows, advances the fold and tells the listeners', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1');
+    let told = 0;
+    live.listeners.add(() => told++);
+    const before = live.logBytes;
+    writer.commit(live, [signal('one')]);
+    writer.commit(live, [signal('two')]);
+    expect(told).toBe(2);
+    expect(live.conv.head).toBe(2);
+    expect(store.readBatches(live.stream, 0).map((batch) => batch.seq)).toEqual([1, 2]);
+    expect(live.logBytes).toBeGreaterThan(before);
+  });
+
+  it('writes persistent state in the transaction of its batch and keeps the read cache current', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1');
+    expect(writer.stateOf(live).size).toBe(0);
+    writer.commitWithState(live, [signal('state')], [['count', 2]]);
+    expect(writer.stateOf(live).get('count')).toBe(2);
+    expect(store.readState(live.stream).get('count')).toBe(2);
+  });
+
+  it('rolls the batch and its state writes back together', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1');
+    expect(() => writer.commit(live, [signal('x')], () => {
+      store.writeState(live.stream, 'lost', 1);
+      throw new Error('boom');
+    })).toThrow('boom');
+    expect(store.readState(live.stream).has('lost')).toBe(false);
+    expect(store.readBatches(live.stream, -1)).toHaveLength(1);
+    expect(live.conv.head).toBe(0);
+  });
+
+  it('joins a queued delivery into its leader: input record and ledger mark at once', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1', 'sub_2');
+    const [leader, queued] = writer.openSubmissions(live) as [SubmissionRow, SubmissionRow];
+    writer.join(live, queued, leader.id);
+    expect(live.conv.applied.has('sub_2')).toBe(true);
+    expect(writer.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2']);
+    expect(store.getSubmission('sub_2')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });
+  });
+
+  it('settles submissions with their batch; the first terminal state wins', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1');
+    const [row] = writer.openSubmissions(live) as [SubmissionRow];
+    const settled = (outcome: 'completed' | 'failed'): ConversationRecord => ({ type: 'submission_settled', submissionId: row.id, outcome, ts });
+    writer.settle(live, [settled('completed')], [row], 'completed', null);
+    writer.settle(live, [settled('failed')], [row], 'failed', 'late');
+    expect(store.getSubmission(row.id)).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
+  });
+
+  it('claims attempts, marks continuations and stamps aborts through the ledger', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1', 'sub_2');
+    const claimed = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: 1, maxAttempts: 3, timeoutMs: 1000 });
+    expect(claimed).toMatchObject({ status: 'running', attemptCount: 1, attemptId: 'attempt_1' });
+    writer.markContinuation('sub_1');
+    expect(writer.claimAttempt('sub_1', { attemptId: 'attempt_2', now: 2, maxAttempts: 3, timeoutMs: 1000 }).attemptCount).toBe(1);
+    expect(writer.requestAbort(live, 5)).toBe(2);
+    expect(store.getSubmission('sub_2')?.abortRequestedAt).toBe(5);
+  });
+
+  it('keeps durable step memos per key; the first write wins', async () => {
+    const { writer } = await open();
+    const live = admitted(writer, 'sub_1');
+    const memo = writer.stepMemo(live, 'step_1:call_1');
+    expect(memo.lookup('fetch')).toEqual({ found: false });
+    memo.record('fetch', { n: 1 });
+    memo.record('fetch', { n: 2 });
+    expect(memo.lookup('fetch')).toEqual({ found: true, value: { n: 1 } });
+    expect(writer.stepMemo(live, 'step_2:call_1').lookup('fetch')).toEqual({ found: false });
+  });
+
+  it('bears a child conversation once, retained on its parent in the same transaction', async () => {
+    const { store, writer } = await open();
+    const parent = admitted(writer, 'sub_1');
+    const stream = childConversationStream(parent.stream, 'step_1', 'call_1');
+    expect(stream).toBe(`tasks/${parent.stream}/step_1/call_1`);
+    expect(writer.childConversationId(stream)).toBeUndefined();
+    let births = 0;
+    const birthOf = () => {
+      births++;
+      return {
+        records: [{ type: 'conversation_created', conversationId: 'conv_child', uid: 'inst_1', kind: 'task', ts } as ConversationRecord],
+        retained: {
+          type: 'child_session_retained',
+          child: { type: 'task', conversationId: 'conv_child', stream, agent: 'helper', taskId: 'call_1', harness: 'default', parentToolCallId: 'call_1' },
+          ts,
+        } as ConversationRecord,
+      };
+    };
+    const child = writer.openChild(parent, stream, birthOf);
+    expect(child.conv.conversationId).toBe('conv_child');
+    expect(parent.conv.children.map((ref) => ref.stream)).toEqual([stream]);
+    expect(writer.childConversationId(stream)).toBe('conv_child');
+    expect(store.getStream(stream)).toMatchObject({ agent: 'Agent', instanceId: 'a1' });
+    const again = writer.openChild(parent, stream, birthOf);
+    expect(again.conv.conversationId).toBe('conv_child');
+    expect(births).toBe(1);
+  });
+
+  it('writes the canonical input record of a delivery, with its origin from the transport', () => {
+    const row = { id: 'sub_9', kind: 'direct', payload: { message: { kind: 'user', body: 'hi' } } } as SubmissionRow;
+    expect(inputRecord(row)).toMatchObject({ type: 'user_message', messageId: 'msg_in_sub_9', deliveryOrigin: 'http', body: 'hi' });
+    const joined = inputRecord({ ...row, kind: 'dispatch', payload: { ...row.payload, fromAgent: true } }, 'sub_1');
+    expect(joined).toMatchObject({ joinedInto: 'sub_1', deliveryOrigin: 'agent' });
+  });
+});

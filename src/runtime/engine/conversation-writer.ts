@@ -1,0 +1,289 @@
+/**
+ * The one writer of every conversation in a store: it alone appends batches, writes persistent
+ * state, records durable step memos, joins queued deliveries, gives birth to child conversations
+ * and moves submissions through the ledger. The engine (admission, scheduling, settlement), the
+ * response loop and task runs decide what to write; this module writes it, each write one
+ * transaction with the batch that explains it, and keeps each conversation's log fold in memory,
+ * advanced as batches commit.
+ *
+ * It imports no engine code: everything above it may import it.
+ */
+import { Conversation } from './conversation.ts';
+import { newId } from '../common/ids.ts';
+import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
+import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
+import type { SqlStore, StreamInfo, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { DeliveryOrigin } from '../common/types.ts';
+
+/** One conversation's in-memory side: its log fold and who is waiting on it. */
+export class LiveConversation {
+  readonly stream: string;
+  readonly agentName: string;
+  readonly instanceId: string;
+  readonly conv = new Conversation();
+  readonly listeners = new Set<() => void>();
+  /** Committed persistent state (a read cache of the state table). */
+  state: Map<string, unknown> | undefined;
+  incarnation: string | undefined;
+  /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
+  logBytes = 0;
+
+  constructor(stream: string, agentName: string, instanceId: string) {
+    this.stream = stream;
+    this.agentName = agentName;
+    this.instanceId = instanceId;
+  }
+
+  notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+export function streamKey(agentName: string, instanceId: string): string {
+  return `agents/${agentName}/${instanceId}`;
+}
+
+/**
+ * The stream of a `task` call's child conversation, keyed deterministically by the delegating
+ * stream, the step that issued the call and the call id.
+ */
+export function childConversationStream(parentStream: string, stepId: string, toolCallId: string): string {
+  return `tasks/${parentStream}/${stepId}/${toolCallId}`;
+}
+
+/** A durable tool call's step memos: first write wins, a recorded step is never rewritten. */
+export interface StepMemo {
+  lookup(step: string): { found: true; value: unknown } | { found: false };
+  record(step: string, value: unknown): void;
+}
+
+export class ConversationWriter {
+  private readonly store: SqlStore;
+  private readonly lives = new Map<string, LiveConversation>();
+
+  constructor(store: SqlStore) {
+    this.store = store;
+  }
+
+  // ── Folds ────────────────────────────────────────────────────────────────────────────────
+
+  /** The conversation's fold, caught up with its log. */
+  live(agentName: string, instanceId: string): LiveConversation {
+    const stream = streamKey(agentName, instanceId);
+    let live = this.lives.get(stream);
+    if (live === undefined) {
+      live = new LiveConversation(stream, agentName, instanceId);
+      // Only conversations that exist are kept: reads of random ids must not grow memory.
+      if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
+    }
+    if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
+    for (const { batch, bytes } of this.store.readBatchesSized(stream, live.conv.head)) {
+      live.conv.apply(batch);
+      live.logBytes += bytes;
+    }
+    return live;
+  }
+
+  liveByStream(stream: string): LiveConversation {
+    const info = this.store.getStream(stream);
+    if (info === undefined) throw new Error(`[flue] No conversation stream "${stream}".`);
+    return this.live(info.agent, info.instanceId);
+  }
+
+  /** Every conversation whose fold is kept in memory. */
+  conversations(): IterableIterator<LiveConversation> {
+    return this.lives.values();
+  }
+
+  /** Committed persistent state of the conversation (read once, then kept current by writes). */
+  stateOf(live: LiveConversation): Map<string, unknown> {
+    if (live.state === undefined) live.state = this.store.readState(live.stream);
+    return live.state;
+  }
+
+  // ── Commits ──────────────────────────────────────────────────────────────────────────────
+
+  /** Appends one batch (plus any ledger writes that must land with it) and advances the fold. */
+  commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
+    const { seq, bytes } = this.store.transaction(() => {
+      // The fold is this single writer's view of the log, so its head is the store's.
+      const appended = this.store.appendSized(live.stream, records, live.conv.head);
+      alsoWrite?.();
+      return appended;
+    });
+    live.conv.apply({ seq, records });
+    live.logBytes += bytes;
+    live.notify();
+  }
+
+  /** Commits a batch together with the persistent state writes it explains. */
+  commitWithState(live: LiveConversation, records: ConversationRecord[], writes: readonly [string, unknown][]): void {
+    const state = this.stateOf(live);
+    this.commit(live, records, () => {
+      for (const [name, value] of writes) this.store.writeState(live.stream, name, value);
+    });
+    for (const [name, value] of writes) state.set(name, value);
+  }
+
+  /** A queued delivery joins the leader's response at a turn boundary: its input and the mark, at once. */
+  join(live: LiveConversation, row: SubmissionRow, leaderId: string): void {
+    this.commit(live, [inputRecord(row, leaderId)], () => this.store.markJoined(row.id, leaderId));
+  }
+
+  /** Settles submissions with the batch that says so; the first terminal state of a row wins. */
+  settle(live: LiveConversation, records: ConversationRecord[], settled: readonly SubmissionRow[], outcome: SubmissionOutcome, error: string | null): void {
+    const now = Date.now();
+    this.commit(live, records, () => {
+      for (const row of settled) this.store.markSettled(row.id, outcome, error, now);
+    });
+  }
+
+  // ── Admission and the ledger ─────────────────────────────────────────────────────────────
+
+  /**
+   * Stores an admitted submission: a new conversation's birth record first when `birth` is set,
+   * then the ledger row and its attachment bytes, in one transaction.
+   */
+  admit(
+    live: LiveConversation,
+    birth: ConversationRecord | undefined,
+    submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string },
+    attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
+  ): void {
+    this.store.transaction(() => {
+      if (birth !== undefined) {
+        this.store.createStream({ stream: live.stream, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
+        this.store.append(live.stream, [birth]);
+      }
+      this.store.insertSubmission({ ...submission, stream: live.stream });
+      for (const attachment of attachments) this.store.putAttachment(live.stream, attachment.ref, attachment.bytes);
+    });
+  }
+
+  /** After a birth: the conversation is kept, its fold caught up and its waiters told. */
+  born(live: LiveConversation): void {
+    this.lives.set(live.stream, live);
+    this.live(live.agentName, live.instanceId);
+    live.notify();
+  }
+
+  claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
+    return this.store.claimAttempt(id, attempt);
+  }
+
+  markContinuation(id: string): void {
+    this.store.markContinuation(id);
+  }
+
+  /** Stamps every unsettled submission of the conversation; answers how many there were. */
+  requestAbort(live: LiveConversation, now: number): number {
+    return this.store.transaction(() => this.store.requestAbort(live.stream, now));
+  }
+
+  // ── Step memos ───────────────────────────────────────────────────────────────────────────
+
+  /** The memos of one durable tool call, keyed by `key` in the conversation's stream. */
+  stepMemo(live: LiveConversation, key: string): StepMemo {
+    const { store } = this;
+    return {
+      lookup: (step) => store.readStep(live.stream, key, step),
+      record: (step, value) => store.writeStep(live.stream, key, step, value),
+    };
+  }
+
+  // ── Child conversations ──────────────────────────────────────────────────────────────────
+
+  /** The conversation id of a child conversation, once it exists. */
+  childConversationId(stream: string): string | undefined {
+    const birth = this.store.firstBatch(stream)?.records[0];
+    return birth?.type === 'conversation_created' ? birth.conversationId : undefined;
+  }
+
+  /**
+   * A child conversation's fold. One that does not exist yet is born from `birth()` (its records),
+   * in the same transaction as `retained` on the parent: the record that says where it lives.
+   */
+  openChild(
+    parent: LiveConversation,
+    stream: string,
+    birth: () => { records: ConversationRecord[]; retained: ConversationRecord },
+  ): LiveConversation {
+    const child = new LiveConversation(stream, parent.agentName, parent.instanceId);
+    for (const batch of this.store.readBatches(stream, -1)) child.conv.apply(batch);
+    if (child.conv.created) return child;
+    const { records, retained } = birth();
+    let seq = -1;
+    this.commit(parent, [retained], () => {
+      this.store.createStream({ stream, agent: parent.agentName, instanceId: parent.instanceId, incarnation: newIncarnation() });
+      seq = this.store.append(stream, records);
+    });
+    child.conv.apply({ seq, records });
+    return child;
+  }
+
+  // ── Reads the response loop needs ────────────────────────────────────────────────────────
+
+  openSubmissions(live: LiveConversation): SubmissionRow[] {
+    return this.store.openSubmissions(live.stream);
+  }
+
+  joinedInto(leader: { id: string; stream: string }): SubmissionRow[] {
+    return this.store.joinedInto(leader);
+  }
+
+  attachmentBytes(stream: string, id: string): Uint8Array | undefined {
+    return this.store.readAttachment(stream, id)?.bytes;
+  }
+
+  /** The conversation's durable `virtualSandbox()` files. */
+  sandboxFiles(live: LiveConversation): SqlSandboxFiles {
+    return this.store.sandboxFiles(live.stream);
+  }
+
+  streamInfo(stream: string): StreamInfo | undefined {
+    return this.store.getStream(stream);
+  }
+}
+
+function newIncarnation(): string {
+  return newId('inc');
+}
+
+/** The canonical input record of a delivery; deterministic ids make re-application detectable. */
+export function inputRecord(row: SubmissionRow, joinedInto?: string): ConversationRecord {
+  const message = row.payload.message;
+  const ts = new Date().toISOString();
+  const joined = joinedInto === undefined ? {} : { joinedInto };
+  const deliveryOrigin = submissionOrigin(row);
+  if (message.kind === 'user') {
+    return {
+      type: 'user_message',
+      messageId: `msg_in_${row.id}`,
+      submissionId: row.id,
+      ...joined,
+      deliveryOrigin,
+      body: message.body,
+      ...(row.payload.attachments === undefined ? {} : { attachments: row.payload.attachments }),
+      ts,
+    };
+  }
+  return {
+    type: 'signal',
+    messageId: `msg_in_${row.id}`,
+    submissionId: row.id,
+    ...joined,
+    origin: 'delivery',
+    deliveryOrigin,
+    signalType: message.type,
+    body: message.body,
+    ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
+    ...(message.tagName === undefined ? {} : { tagName: message.tagName }),
+    ts,
+  };
+}
+
+/** The transport the submission was admitted through decides its origin, never the payload's sender. */
+function submissionOrigin(row: SubmissionRow): DeliveryOrigin {
+  if (row.kind === 'direct') return 'http';
+  return row.payload.fromAgent === true ? 'agent' : 'app';
+}

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import type { AssistantMessage } from '@earendil-works/pi-ai';
+import { Conversation } from './conversation.ts';
+import type { ConversationRecord } from '../store/records.ts';
+import { emptyUsage } from '../model/usage.ts';
+
+const ts = '2026-01-01T00:00:00.000Z';
+
+function assistant(content: AssistantMessage['content'], stopReason: AssistantMessage['stopReason'] = 'stop'): AssistantMessage {
+  return { role: 'assistant', content, api: 'openai-completions', provider: 'p', model: 'm', usage: emptyUsage() as never, stopReason, timestamp: 0 };
+}
+
+/** Folds batches of records into a fresh conversation, one batch per argument. */
+function fold(...batches: ConversationRecord[][]): Conversation {
+  const conv = new Conversation();
+  batches.forEach((records, seq) => conv.apply({ seq, records }));
+  return conv;
+}
+
+const created: ConversationRecord = { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', initialData: { plan: 'pro' }, ts };
+const input = (id: string, body: string): ConversationRecord => ({ type: 'user_message', messageId: `msg_in_${id}`, submissionId: id, deliveryOrigin: 'app', body, ts });
+const started = (step: string, id = 'sub_1'): ConversationRecord => ({ type: 'assistant_started', messageId: 'msg_a', stepId: step, submissionId: id, attemptId: 'attempt_1', ts });
+const completed = (step: string, message: AssistantMessage, id = 'sub_1'): ConversationRecord => ({
+  type: 'assistant_completed',
+  messageId: 'msg_a',
+  stepId: step,
+  submissionId: id,
+  message,
+  ts,
+});
+
+describe('Conversation', () => {
+  it('is created by its birth record and follows the head of the batches it folds', () => {
+    const conv = new Conversation();
+    expect(conv.created).toBe(false);
+    expect(conv.head).toBe(-1);
+    conv.apply({ seq: 0, records: [created] });
+    expect(conv).toMatchObject({ created: true, conversationId: 'conv_1', uid: 'inst_1', initialData: { plan: 'pro' }, head: 0 });
+  });
+
+  it('marks delivered input as applied and unread until a step answers it', () => {
+    const conv = fold([created], [input('sub_1', 'hello')]);
+    expect(conv.applied.has('sub_1')).toBe(true);
+    expect(conv.tail.unread).toBe(true);
+    expect(conv.lastDelivery).toMatchObject({ kind: 'user', body: 'hello' });
+    conv.apply({ seq: 2, records: [started('s1'), completed('s1', assistant([{ type: 'text', text: 'Hi.' }]))] });
+    expect(conv.tail.unread).toBe(false);
+    expect(conv.finalAssistantText()).toBe('Hi.');
+    expect(conv.modelContext().map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('knows a step that started and never completed, with what it streamed', () => {
+    const conv = fold([created], [input('sub_1', 'hello')], [
+      started('s1'),
+      { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Hal' },
+      { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'f' },
+    ]);
+    expect(conv.tail.openStep).toMatchObject({ stepId: 's1', blocks: [{ kind: 'text', text: 'Half' }] });
+    expect(conv.tail.unread).toBe(true);
+  });
+
+  it('holds a completed step\'s tool calls pending until their results commit', () => {
+    const call = { type: 'toolCall' as const, id: 'call_1', name: 'lookup', arguments: { q: 'x' } };
+    const conv = fold([created], [input('sub_1', 'hello')], [started('s1'), completed('s1', assistant([call], 'toolUse'))]);
+    expect(conv.tail.pendingToolCalls).toMatchObject({ stepId: 's1', calls: [{ id: 'call_1', name: 'lookup' }] });
+    conv.apply({
+      seq: 3,
+      records: [{ type: 'tool_results', stepId: 's1', messageId: 'msg_a', submissionId: 'sub_1', outcomes: [{ toolCallId: 'call_1', toolName: 'lookup', isError: false, content: '"found"' }], ts }],
+    });
+    expect(conv.tail.pendingToolCalls).toBeUndefined();
+    expect(conv.response('sub_1').toolCalls).toEqual([{ tool: 'lookup', isError: false }]);
+    expect(conv.modelContext().map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult']);
+  });
+
+  it('answers a joined delivery with its leader\'s message, data included', () => {
+    const conv = fold(
+      [created],
+      [input('sub_1', 'one')],
+      [{ type: 'user_message', messageId: 'msg_in_sub_2', submissionId: 'sub_2', joinedInto: 'sub_1', deliveryOrigin: 'app', body: 'two', ts }],
+      [
+        started('s1'),
+        { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Both.' },
+        completed('s1', assistant([{ type: 'text', text: 'Both.' }])),
+      ],
+      [{ type: 'data_write', submissionId: 'sub_1', messageId: 'msg_a', name: 'score', data: 3 }],
+      [
+        { type: 'submission_settled', submissionId: 'sub_1', outcome: 'completed', answeredBySubmissionId: 'sub_1', ts },
+        { type: 'submission_settled', submissionId: 'sub_2', outcome: 'completed', answeredBySubmissionId: 'sub_1', ts },
+      ],
+    );
+    expect(conv.reply('sub_2')).toEqual({ text: 'Both.', data: { score: [3] } });
+    expect([...conv.settlements.keys()]).toEqual(['sub_1', 'sub_2']);
+  });
+
+  it('rebuilds the model context from a compaction summary and the kept messages', () => {
+    const conv = fold(
+      [created],
+      [input('sub_1', 'old question')],
+      [started('s1'), completed('s1', assistant([{ type: 'text', text: 'old answer' }]))],
+      [input('sub_2', 'new question')],
+      [{ type: 'compaction', summary: 'They talked.', firstKept: 2, tokensBefore: 100, ts }],
+    );
+    const context = conv.modelContext();
+    expect(context).toHaveLength(2);
+    expect(JSON.stringify(context[0])).toContain('They talked.');
+    expect(context[1]).toMatchObject({ role: 'user' });
+    expect(conv.previousSummary).toBe('They talked.');
+  });
+
+  it('shows the client a snapshot it cannot mutate the fold through', () => {
+    const conv = fold([created], [input('sub_1', 'hello')]);
+    const snapshot = conv.snapshot('inc_1');
+    expect(snapshot).toMatchObject({ v: 1, conversationId: 'conv_1', incarnation: 'inc_1' });
+    snapshot.messages.length = 0;
+    expect(conv.messages.length).toBeGreaterThan(0);
+  });
+});

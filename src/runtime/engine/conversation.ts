@@ -1,0 +1,587 @@
+/**
+ * The fold of a conversation log: one pass over records yields everything derived from it —
+ * the client-visible snapshot, settlements, the model context, and where the current response
+ * stands (what recovery needs). A fold is kept per conversation in memory and advanced batch by
+ * batch, so a long history is never re-read on every turn.
+ */
+import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } from '../model/model-types.ts';
+import { renderSignal } from './delivered-message.ts';
+import type { SettlementError } from '../common/errors.ts';
+import type { Batch, } from '../store/sql-store.ts';
+import type { AttachmentRecordRef, ChildConversationRef, ConversationRecord, RecordOf, SubmissionOutcome } from '../store/records.ts';
+import { renderCompactionSummary } from '../model/compaction.ts';
+import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from '../common/types.ts';
+import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
+import { isPlainObject } from '../common/values.ts';
+import type { ResourceSnapshot } from '../authoring/narration.ts';
+import { DOCUMENT_REF_PREFIX } from '../model/documents.ts';
+
+// ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
+
+export type FlueConversationPart =
+  | { type: 'text' | 'reasoning'; text: string; state: 'streaming' | 'done' }
+  | { type: `data-${string}`; data: unknown }
+  | { type: 'file'; mediaType: string; id?: string; size?: number; url?: string; filename?: string }
+  | { type: 'dynamic-tool'; toolName: string; toolCallId: string; state: 'input-available'; input: unknown }
+  | {
+      type: 'dynamic-tool';
+      toolName: string;
+      toolCallId: string;
+      state: 'output-available';
+      input: unknown;
+      output: unknown;
+      durationMs?: number;
+    }
+  | {
+      type: 'dynamic-tool';
+      toolName: string;
+      toolCallId: string;
+      state: 'output-error';
+      input: unknown;
+      errorText: string;
+      durationMs?: number;
+    };
+
+export interface FlueConversationMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'system';
+  purpose: 'user' | 'assistant' | 'dispatch' | 'advisory';
+  display: 'visible' | 'hidden' | 'diagnostic';
+  submissionId?: string;
+  turnId?: string;
+  signal?: { tagName?: string; attributes?: Record<string, string> };
+  settlement?: { outcome: 'failed' | 'aborted' };
+  parts: FlueConversationPart[];
+  metadata?: Record<string, unknown>;
+}
+
+export interface FlueConversationSettlement {
+  submissionId: string;
+  outcome: SubmissionOutcome;
+  error?: SettlementError;
+  answeredBySubmissionId?: string;
+}
+
+export interface FlueConversationSnapshot {
+  v: 1;
+  conversationId: string;
+  offset: string;
+  incarnation?: string;
+  messages: FlueConversationMessage[];
+  settlements: FlueConversationSettlement[];
+}
+
+/** A retained child conversation as inspection shows it. */
+export interface ChildConversation {
+  conversationId: string;
+  /** The conversation whose `task` call opened it (the root's, or another child's). */
+  parentConversationId: string;
+  agent: string;
+  /** The delegating `task` tool call. */
+  toolCallId: string;
+  /** The child's session name, as its events' `session` says (absent on links from before it was recorded). */
+  session?: string;
+  /** Whether the parent conversation itself made the call, or a harness scratch conversation of it. */
+  via: 'conversation' | 'harness';
+  /** The child's transcript, in the shape of the history view. */
+  snapshot: FlueConversationSnapshot;
+}
+
+export function formatOffset(seq: number): string {
+  return seq < 0 ? '-1' : `0000000000000000_${String(seq).padStart(16, '0')}`;
+}
+
+const ADVISORY_SIGNALS: Record<string, FlueConversationMessage['display']> = {
+  resources: 'diagnostic',
+  instructions: 'diagnostic',
+  environment: 'diagnostic',
+  stream_interrupted: 'hidden',
+  stream_continued: 'hidden',
+  submission_aborted: 'diagnostic',
+  submission_interrupted: 'diagnostic',
+};
+
+/** Where the live (or last) response stands, as the log tells it. */
+export interface ResponseTail {
+  /** A step whose stream started but never completed (a crash or abort mid-stream). */
+  openStep?: { stepId: string; messageId: string; submissionId: string; blocks: { kind: 'text' | 'reasoning'; text: string }[] };
+  /** The last completed step's tool calls that have no committed results yet. */
+  pendingToolCalls?: { stepId: string; messageId: string; submissionId: string; calls: ToolCall[] };
+  /** The last committed tool batch asked to end the turn loop. */
+  terminated: boolean;
+  /** Model-visible input arrived after the last completed step (or its tool results). */
+  unread: boolean;
+}
+
+export interface ResponseInfo {
+  messageId?: string;
+  steps: number;
+  finishCycles: number;
+  data: Map<string, unknown[]>;
+  /** Aggregates across every turn and attempt of the response (for useAgentFinish/useResponseFinish). */
+  usage: PromptUsage;
+  toolCalls: { tool: string; isError: boolean }[];
+}
+
+export class Conversation {
+  head = -1;
+  conversationId = '';
+  uid: string | undefined;
+  initialData: unknown;
+  readonly messages: FlueConversationMessage[] = [];
+  readonly settlements = new Map<string, FlueConversationSettlement>();
+  /** Submissions whose delivered input record exists ("input applied"). */
+  readonly applied = new Set<string>();
+  /** Submissions whose `useAgentStart` seam committed. */
+  readonly startRuns = new Set<string>();
+  readonly tail: ResponseTail = { terminated: false, unread: false };
+  /** The `useDelivery()` cursor: the latest delivered or hook-appended input, with its origin. */
+  lastDelivery: Delivery | undefined;
+  /** A compaction landed after the last completed step: its usage no longer describes the context. */
+  compactedSinceLastStep = false;
+  /** The resources last narrated to the model; undefined before first contact. */
+  resourceSnapshot: ResourceSnapshot | undefined;
+  /** What the prompt's skill catalog and agent roster are rendered from (first contact, compaction). */
+  resourceBaseline: ResourceSnapshot | undefined;
+
+  /** Child conversations opened by `task` calls of this conversation (`child_session_retained`). */
+  readonly children: ChildConversationRef[] = [];
+  /** Every image delivered into this conversation, by id: what a `task` call may forward. */
+  readonly attachments = new Map<string, AttachmentRecordRef>();
+  /** Delivered documents by id, for the model context's document references. */
+  readonly documents = new Map<string, AttachmentRecordRef>();
+
+  private readonly byId = new Map<string, FlueConversationMessage>();
+  private readonly responses = new Map<string, ResponseInfo>();
+  /** Every model-visible message in log order; compaction keeps a suffix of it. */
+  private readonly modelEntries: Message[] = [];
+  private compaction: { summary: string; firstKept: number } | undefined;
+
+  get created(): boolean {
+    return this.uid !== undefined;
+  }
+
+  apply(batch: Batch): void {
+    for (const record of batch.records) this.applyRecord(record);
+    this.head = batch.seq;
+  }
+
+  /** The model context: the compaction summary (if any), then the kept messages. */
+  modelContext(): Message[] {
+    if (this.compaction === undefined) return this.modelEntries.slice();
+    const summary: Message = {
+      role: 'user',
+      content: renderCompactionSummary(this.compaction.summary),
+      timestamp: 0,
+    };
+    return [summary, ...this.modelEntries.slice(this.compaction.firstKept)];
+  }
+
+  /** Index the next model-visible message will get; compaction records point into this space. */
+  get modelLength(): number {
+    return this.modelEntries.length;
+  }
+
+  /** The visible messages after the last compaction, with their global indices. */
+  compactableEntries(): { index: number; message: Message }[] {
+    const from = this.compaction?.firstKept ?? 0;
+    return this.modelEntries.slice(from).map((message, i) => ({ index: from + i, message }));
+  }
+
+  /** The text of the last model-visible assistant step: what a delegated task returns. */
+  finalAssistantText(): string {
+    for (let i = this.modelEntries.length - 1; i >= 0; i--) {
+      const entry = this.modelEntries[i]!;
+      if (entry.role !== 'assistant') continue;
+      return entry.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+    }
+    return '';
+  }
+
+  get previousSummary(): string | undefined {
+    return this.compaction?.summary;
+  }
+
+  /** The response of `leaderId`: the submission it answers (with any deliveries that joined it). */
+  response(leaderId: string): ResponseInfo {
+    let info = this.responses.get(leaderId);
+    if (info === undefined) {
+      info = { steps: 0, finishCycles: 0, data: new Map(), usage: emptyUsage(), toolCalls: [] };
+      this.responses.set(leaderId, info);
+    }
+    return info;
+  }
+
+  snapshot(incarnation?: string): FlueConversationSnapshot {
+    return structuredClone({
+      v: 1 as const,
+      conversationId: this.conversationId,
+      offset: formatOffset(this.head),
+      ...(incarnation === undefined ? {} : { incarnation }),
+      messages: this.messages,
+      settlements: [...this.settlements.values()],
+    });
+  }
+
+  /** The reply of one settled submission (delivery.md §7). */
+  reply(submissionId: string): { text: string; data: Record<string, unknown[]>; metadata?: Record<string, unknown> } {
+    const settlement = this.settlements.get(submissionId);
+    const own = this.lastAssistant((m) => m.submissionId === submissionId);
+    const answeredBy = settlement?.answeredBySubmissionId;
+    const message =
+      own ??
+      (answeredBy === undefined ? undefined : this.lastAssistant((m) => m.submissionId === answeredBy)) ??
+      this.lastAssistant(() => true);
+    if (message === undefined) return { text: '', data: {} };
+    const text = message.parts
+      .flatMap((part) => (part.type === 'text' ? [(part as { text: string }).text] : []))
+      .join('\n\n');
+    const response = message.submissionId === undefined ? undefined : this.responses.get(message.submissionId);
+    const data = Object.fromEntries(response?.data ?? []);
+    return message.metadata === undefined ? { text, data } : { text, data, metadata: message.metadata };
+  }
+
+  private lastAssistant(match: (message: FlueConversationMessage) => boolean): FlueConversationMessage | undefined {
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const message = this.messages[i]!;
+      if (message.role === 'assistant' && match(message)) return message;
+    }
+    return undefined;
+  }
+
+  private push(message: FlueConversationMessage): void {
+    this.messages.push(message);
+    this.byId.set(message.id, message);
+  }
+
+  private applyRecord(record: ConversationRecord): void {
+    switch (record.type) {
+      case 'conversation_created':
+        this.conversationId = record.conversationId;
+        this.uid = record.uid;
+        this.initialData = record.initialData;
+        return;
+      case 'user_message':
+        return this.applyUser(record);
+      case 'signal':
+        return this.applySignal(record);
+      case 'assistant_started':
+        return this.applyStarted(record);
+      case 'assistant_delta':
+        return this.applyDelta(record);
+      case 'assistant_completed':
+        return this.applyCompleted(record);
+      case 'tool_results':
+        return this.applyToolResults(record);
+      case 'agent_start_run':
+        this.startRuns.add(record.submissionId);
+        return;
+      case 'agent_finish_cycle':
+        this.response(record.submissionId).finishCycles++;
+        return;
+      case 'data_write':
+        return this.applyDataWrite(record);
+      case 'response_metadata':
+        return this.applyMetadata(record);
+      case 'resource_snapshot':
+        // Records from before the baseline existed carried `resources` (name → digest) only; they
+        // are ignored, so the next turn takes a fresh baseline silently.
+        if (record.snapshot === undefined) return;
+        this.resourceSnapshot = record.snapshot;
+        if (record.baseline) this.resourceBaseline = record.snapshot;
+        return;
+      case 'compaction':
+        this.compaction = { summary: record.summary, firstKept: record.firstKept };
+        this.compactedSinceLastStep = true;
+        return;
+      case 'child_session_retained':
+        this.children.push(record.child);
+        return;
+      case 'submission_settled':
+        this.settlements.set(record.submissionId, {
+          submissionId: record.submissionId,
+          outcome: record.outcome,
+          ...(record.error === undefined ? {} : { error: record.error }),
+          ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
+        });
+        return;
+    }
+  }
+
+  private markUnread(): void {
+    this.tail.unread = true;
+    this.tail.terminated = false;
+  }
+
+  private applyUser(record: RecordOf<'user_message'>): void {
+    this.applied.add(record.submissionId);
+    const images = (record.attachments ?? []).filter((attachment) => attachment.type === 'image');
+    for (const image of images) this.attachments.set(image.id, image);
+    for (const attachment of record.attachments ?? []) if (attachment.type === 'document') this.documents.set(attachment.id, attachment);
+    // The model learns each image's id from a manifest after the text, so it can hand images on
+    // to a delegated task (`task` tool, `attachments: [{ id }]`).
+    const content: (TextContent | ImageContent)[] = [{ type: 'text', text: record.body + attachmentManifest(images) }];
+    for (const attachment of record.attachments ?? []) {
+      content.push(
+        attachment.type === 'image'
+          ? // Bytes live in the attachment store; the response loop loads them when it calls the model.
+            { type: 'image', data: `${ATTACHMENT_DATA_PREFIX}${attachment.id}`, mimeType: attachment.mimeType }
+          : // The response loop turns this into the model API's document block (or a placeholder).
+            { type: 'text', text: `${DOCUMENT_REF_PREFIX}${attachment.id}` },
+      );
+    }
+    this.push(userMessageOf(record));
+    this.lastDelivery = withOrigin(recordedOrigin(record.deliveryOrigin), {
+      kind: 'user',
+      body: record.body,
+      ...(record.attachments === undefined
+        ? {}
+        : {
+            attachments: record.attachments.map((a) => ({
+              type: a.type,
+              data: `${ATTACHMENT_DATA_PREFIX}${a.id}`,
+              mimeType: a.mimeType,
+              ...(a.filename === undefined ? {} : { filename: a.filename }),
+            })),
+          }),
+    });
+    this.modelEntries.push({ role: 'user', content: content.length === 1 ? record.body : content, timestamp: Date.parse(record.ts) });
+    this.markUnread();
+  }
+
+  private applySignal(record: RecordOf<'signal'>): void {
+    if (record.submissionId !== undefined && record.origin === 'delivery') this.applied.add(record.submissionId);
+    if (record.origin !== 'framework') {
+      this.lastDelivery = withOrigin(record.origin === 'append' ? 'agent' : recordedOrigin(record.deliveryOrigin), {
+        kind: 'signal',
+        type: record.signalType,
+        body: record.body,
+        ...(record.attributes === undefined ? {} : { attributes: { ...record.attributes } }),
+        ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
+      });
+    }
+    this.push(signalMessageOf(record));
+    this.modelEntries.push({
+      role: 'user',
+      content: renderSignal({ type: record.signalType, body: record.body, attributes: record.attributes, tagName: record.tagName }),
+      timestamp: Date.parse(record.ts),
+    });
+    // Terminal advisories close a response; they are context for the next one, not unread input.
+    if (record.signalType === 'submission_aborted' || record.signalType === 'submission_interrupted') return;
+    this.markUnread();
+  }
+
+  private applyStarted(record: RecordOf<'assistant_started'>): void {
+    const info = this.response(record.submissionId);
+    info.steps++;
+    if (info.messageId === undefined) info.messageId = record.messageId;
+    if (!this.byId.has(record.messageId)) {
+      const message: FlueConversationMessage = {
+        id: record.messageId,
+        role: 'assistant',
+        purpose: 'assistant',
+        display: 'visible',
+        submissionId: record.submissionId,
+        parts: [],
+      };
+      if (record.metadata !== undefined) message.metadata = structuredClone(record.metadata);
+      this.push(message);
+    }
+    this.tail.openStep = { stepId: record.stepId, messageId: record.messageId, submissionId: record.submissionId, blocks: [] };
+  }
+
+  private applyDelta(record: RecordOf<'assistant_delta'>): void {
+    const open = this.tail.openStep;
+    if (open === undefined || open.stepId !== record.stepId) return;
+    const block = open.blocks[record.block];
+    if (block === undefined) open.blocks[record.block] = { kind: record.kind, text: record.delta };
+    else block.text += record.delta;
+    const message = this.byId.get(open.messageId);
+    if (message !== undefined) appendDeltaPart(message, record.kind, record.delta);
+  }
+
+  private applyCompleted(record: RecordOf<'assistant_completed'>): void {
+    this.tail.openStep = undefined;
+    this.compactedSinceLastStep = false;
+    const message = this.byId.get(record.messageId);
+    const calls = record.message.content.filter((block): block is ToolCall => block.type === 'toolCall');
+    if (message !== undefined) {
+      closeStreamingParts(message);
+      for (const call of calls) {
+        message.parts.push({
+          type: 'dynamic-tool',
+          toolName: call.name,
+          toolCallId: call.id,
+          state: 'input-available',
+          input: call.arguments,
+        });
+      }
+    }
+    const info = this.response(record.submissionId);
+    info.usage = addUsage(info.usage, usageFromPi(record.message.usage));
+    const modelMessage = modelVisibleAssistant(record.message);
+    if (modelMessage !== undefined) this.modelEntries.push(modelMessage);
+    const interrupted = record.message.stopReason === 'aborted' || record.message.stopReason === 'error';
+    this.tail.pendingToolCalls =
+      calls.length > 0 && !interrupted
+        ? { stepId: record.stepId, messageId: record.messageId, submissionId: record.submissionId, calls }
+        : undefined;
+    // An interrupted step answered nothing: whatever was unread stays unread.
+    if (!interrupted) this.tail.unread = false;
+    this.tail.terminated = false;
+  }
+
+  private applyToolResults(record: RecordOf<'tool_results'>): void {
+    const message = this.byId.get(record.messageId);
+    const info = this.response(record.submissionId);
+    for (const outcome of record.outcomes) {
+      info.toolCalls.push({ tool: outcome.toolName, isError: outcome.isError });
+      if (message !== undefined) {
+        const index = message.parts.findIndex((p) => p.type === 'dynamic-tool' && (p as { toolCallId: string }).toolCallId === outcome.toolCallId);
+        const input = index >= 0 ? (message.parts[index] as { input: unknown }).input : {};
+        const part: FlueConversationPart = outcome.isError
+          ? { type: 'dynamic-tool', toolName: outcome.toolName, toolCallId: outcome.toolCallId, state: 'output-error', input, errorText: outcome.content }
+          : { type: 'dynamic-tool', toolName: outcome.toolName, toolCallId: outcome.toolCallId, state: 'output-available', input, output: outcome.output ?? null };
+        if (outcome.durationMs !== undefined) (part as { durationMs?: number }).durationMs = outcome.durationMs;
+        if (index >= 0) message.parts[index] = part;
+        else message.parts.push(part);
+      }
+      this.modelEntries.push({
+        role: 'toolResult',
+        toolCallId: outcome.toolCallId,
+        toolName: outcome.toolName,
+        content: [{ type: 'text', text: outcome.content }],
+        isError: outcome.isError,
+        timestamp: Date.parse(record.ts),
+      });
+    }
+    this.tail.pendingToolCalls = undefined;
+    this.tail.terminated = record.outcomes.length > 0 && record.outcomes.every((o) => o.terminate === true);
+    this.tail.unread = !this.tail.terminated;
+  }
+
+  private applyDataWrite(record: RecordOf<'data_write'>): void {
+    const info = this.response(record.submissionId);
+    const writes = info.data.get(record.name) ?? [];
+    writes.push(record.data);
+    info.data.set(record.name, writes);
+    const message = this.byId.get(record.messageId);
+    if (message === undefined) return;
+    const type = `data-${record.name}` as const;
+    const existing = message.parts.find((p) => p.type === type) as { data: unknown } | undefined;
+    if (existing !== undefined) existing.data = record.data;
+    else message.parts.push({ type, data: record.data });
+  }
+
+  private applyMetadata(record: RecordOf<'response_metadata'>): void {
+    const message = this.byId.get(record.messageId);
+    if (message === undefined) return;
+    message.metadata = deepMerge(message.metadata ?? {}, record.metadata);
+  }
+}
+
+/** The model-facing list of a user message's images: `<attachments>` with one `<image id mimeType />` each. */
+function attachmentManifest(images: readonly AttachmentRecordRef[]): string {
+  if (images.length === 0) return '';
+  const attribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+  const lines = images.map((image) => `<image id="${attribute(image.id)}" mimeType="${attribute(image.mimeType)}" />`);
+  return `\n\n<attachments>\n${lines.join('\n')}\n</attachments>`;
+}
+
+/**
+ * `message` with `origin` as a non-enumerable property: it rides along wherever the message object
+ * goes, while equality checks, spreads and JSON still see only the delivered message.
+ */
+export function withOrigin(origin: DeliveryOrigin, message: DeliveredMessage): Delivery {
+  return Object.defineProperty(message, 'origin', { value: origin, enumerable: false }) as Delivery;
+}
+
+/**
+ * Records written before origins were kept carry none; they count as `'http'`, the least trusted
+ * origin, so code that grants something only to `'app'` deliveries stays closed for them.
+ */
+function recordedOrigin(origin: DeliveryOrigin | undefined): DeliveryOrigin {
+  return origin ?? 'http';
+}
+
+/** Placeholder image data pointing into the attachment store (see AttachmentRecordRef). */
+export const ATTACHMENT_DATA_PREFIX = 'flue-attachment:';
+
+/** The client message of a delivered user message; a pure function of its record. */
+export function userMessageOf(record: RecordOf<'user_message'>): FlueConversationMessage {
+  const parts: FlueConversationPart[] = [{ type: 'text', text: record.body, state: 'done' }];
+  for (const attachment of record.attachments ?? []) {
+    parts.push({
+      type: 'file',
+      mediaType: attachment.mimeType,
+      id: attachment.id,
+      size: attachment.size,
+      ...(attachment.filename === undefined ? {} : { filename: attachment.filename }),
+    });
+  }
+  return { id: record.messageId, role: 'user', purpose: 'user', display: 'visible', submissionId: record.submissionId, parts };
+}
+
+/** The client message of a signal (delivered, appended or framework-written); pure. */
+export function signalMessageOf(record: RecordOf<'signal'>): FlueConversationMessage {
+  const advisory = record.origin === 'framework' ? ADVISORY_SIGNALS[record.signalType] : undefined;
+  const message: FlueConversationMessage = {
+    id: record.messageId,
+    role: 'system',
+    purpose: advisory === undefined ? 'dispatch' : 'advisory',
+    display: advisory ?? 'diagnostic',
+    parts: [{ type: 'text', text: record.body, state: 'done' }],
+  };
+  if (record.submissionId !== undefined) message.submissionId = record.submissionId;
+  if (advisory === undefined || record.attributes !== undefined || record.tagName !== undefined) {
+    message.signal = {
+      ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
+      ...(record.attributes === undefined ? {} : { attributes: record.attributes }),
+    };
+  }
+  if (record.signalType === 'submission_aborted') message.settlement = { outcome: 'aborted' };
+  if (record.signalType === 'submission_interrupted') message.settlement = { outcome: 'failed' };
+  return message;
+}
+
+function appendDeltaPart(message: FlueConversationMessage, kind: 'text' | 'reasoning', delta: string): void {
+  const last = message.parts[message.parts.length - 1] as { type: string; state?: string; text?: string } | undefined;
+  if (last !== undefined && last.type === kind && last.state === 'streaming') {
+    last.text += delta;
+    return;
+  }
+  closeStreamingParts(message);
+  message.parts.push({ type: kind, text: delta, state: 'streaming' });
+}
+
+function closeStreamingParts(message: FlueConversationMessage): void {
+  for (const part of message.parts) {
+    if ((part.type === 'text' || part.type === 'reasoning') && part.state === 'streaming') part.state = 'done';
+  }
+}
+
+/**
+ * Completed steps go to the model as they are. An interrupted step keeps only its text, so the
+ * model can continue from what it already said; a failed step with nothing said is dropped.
+ */
+function modelVisibleAssistant(message: AssistantMessage): AssistantMessage | undefined {
+  if (message.stopReason !== 'aborted' && message.stopReason !== 'error') return message;
+  const text = message.content.filter((block): block is TextContent => block.type === 'text' && block.text.length > 0);
+  if (text.length === 0) return undefined;
+  return { ...message, content: text, stopReason: 'stop' };
+}
+
+const DROPPED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Deep merge for response metadata: later keys win, undefined skipped, prototype keys dropped. */
+export function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...target };
+  for (const [key, value] of Object.entries(source)) {
+    if (DROPPED_KEYS.has(key) || value === undefined) continue;
+    const previous = out[key];
+    // Nested objects go through the same rules, so no depth can smuggle prototype keys in.
+    out[key] = isPlainObject(value) ? deepMerge(isPlainObject(previous) ? previous : {}, value) : structuredClone(value);
+  }
+  return out;
+}
+

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import * as v from 'valibot';
+import { sqlite } from '../../node/sqlite.ts';
+import { scriptedProvider } from '../../testing/scripted-provider.ts';
+import { type ScriptedModelServer, startScriptedModelServer } from '../../testing/scripted-model-server.ts';
+import { useModel, useTool } from '../index.ts';
+import { parseDeliveredMessage } from './delivered-message.ts';
+import { ConversationEngine } from './engine.ts';
+import { AgentInstanceExistsError, AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, SubmissionConflictError } from '../common/errors.ts';
+import { AgentRegistry } from '../authoring/identity.ts';
+import { registerProviders } from '../model/providers.ts';
+import { SqlStore } from '../store/sql-store.ts';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  registerProviders([scriptedProvider({ baseUrl: server.url, id: 'engine-unit', models: ['model'] })]);
+});
+afterAll(async () => server.close());
+
+function Echo() {
+  useModel('engine-unit/model');
+  useTool({ name: 'ping', description: 'Ping.', input: v.object({}), run: () => 'pong' });
+  return 'Answer briefly.';
+}
+
+let store: SqlStore;
+let engine: ConversationEngine;
+let wakes: string[];
+
+beforeEach(async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  store = new SqlStore(await adapter.connect());
+  const registry = new AgentRegistry();
+  registry.register(Echo);
+  wakes = [];
+  // The test drives the queue itself, as a host does when woken.
+  engine = new ConversationEngine({ store, registry, env: {}, wake: (stream) => wakes.push(stream) });
+});
+
+const message = (body: string) => parseDeliveredMessage(body);
+
+describe('admission', () => {
+  it('creates the conversation with the first submission, wakes its queue and answers a receipt', async () => {
+    const { receipt, head } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    expect(receipt.submissionId).toMatch(/^sub_/);
+    expect(receipt.uid).toMatch(/^inst_/);
+    expect(head).toBe(0);
+    expect(wakes).toEqual(['agents/Echo/a1']);
+    expect(engine.getInstance('Echo', 'a1')).toEqual({ id: 'a1', uid: receipt.uid });
+    expect(engine.getInstance('Echo', 'other')).toBeNull();
+    expect(engine.openStreams()).toEqual(['agents/Echo/a1']);
+  });
+
+  it('honours the uid condition: null creates only, a string continues only that incarnation', async () => {
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi'), uid: null }, 'dispatch');
+    await expect(engine.admit('Echo', { id: 'a1', message: message('again'), uid: null }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceExistsError);
+    await expect(engine.admit('Echo', { id: 'a1', message: message('x'), uid: 'inst_other' }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
+    await expect(engine.admit('Echo', { id: 'a2', message: message('x'), uid: receipt.uid }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
+    await engine.admit('Echo', { id: 'a1', message: message('continue'), uid: receipt.uid }, 'dispatch');
+    expect(store.openSubmissions('agents/Echo/a1')).toHaveLength(2);
+  });
+
+  it('converges a keyed replay on the original and refuses a different payload under the same key', async () => {
+    const first = await engine.admit('Echo', { id: 'a1', message: message('hi'), idempotencyKey: 'k1' }, 'dispatch');
+    const replay = await engine.admit('Echo', { id: 'a1', message: message('hi'), idempotencyKey: 'k1' }, 'dispatch');
+    expect(replay.receipt).toMatchObject({ submissionId: first.receipt.submissionId, deduplicated: true });
+    expect(replay.head).toBe(-1);
+    await expect(engine.admit('Echo', { id: 'a1', message: message('changed'), idempotencyKey: 'k1' }, 'dispatch')).rejects.toBeInstanceOf(SubmissionConflictError);
+    expect(store.openSubmissions('agents/Echo/a1')).toHaveLength(1);
+  });
+});
+
+describe('the queue', () => {
+  it('runs the head submission through a tool call to a completed settlement', async () => {
+    server.script({ toolCalls: [{ name: 'ping', arguments: {} }] }, { text: 'Done.' });
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('ping please') }, 'dispatch');
+    await engine.runQueue('agents/Echo/a1');
+    expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
+    const reply = await engine.read('Echo', 'a1', receipt.submissionId);
+    expect(reply).toMatchObject({ text: 'Done.', submissionId: receipt.submissionId });
+    expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
+    const history = engine.history('Echo', 'a1')!;
+    expect(history.settlements.map((settlement) => settlement.outcome)).toEqual(['completed']);
+  });
+
+  it('joins deliveries queued behind the head into its response, each settled with the leader', async () => {
+    server.script({ text: 'Both answered.' });
+    const requests = server.requests.length;
+    const one = await engine.admit('Echo', { id: 'a1', message: message('one') }, 'dispatch');
+    const two = await engine.admit('Echo', { id: 'a1', message: message('two') }, 'dispatch');
+    expect(await engine.runNext('agents/Echo/a1')).toBe(true);
+    expect(server.requests.length).toBe(requests + 1);
+    expect((await engine.read('Echo', 'a1', two.receipt.submissionId)).text).toBe('Both answered.');
+    const settlements = engine.history('Echo', 'a1')!.settlements;
+    expect(settlements.map((s) => [s.submissionId, s.answeredBySubmissionId])).toEqual([
+      [one.receipt.submissionId, one.receipt.submissionId],
+      [two.receipt.submissionId, one.receipt.submissionId],
+    ]);
+    expect(await engine.runNext('agents/Echo/a1')).toBe(false);
+  });
+
+  it('settles an aborted submission as aborted, without calling the model', async () => {
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    const requests = server.requests.length;
+    expect(engine.abort('Echo', 'a1')).toBe(true);
+    await engine.runQueue('agents/Echo/a1');
+    await expect(engine.read('Echo', 'a1', receipt.submissionId)).rejects.toBeInstanceOf(AgentRunError);
+    expect(store.getSubmission(receipt.submissionId)?.outcome).toBe('aborted');
+    expect(server.requests.length).toBe(requests);
+    expect(engine.abort('Echo', 'a1')).toBe(false);
+  });
+
+  it('fails a submission whose model call fails', async () => {
+    server.script({ status: 400, errorBody: 'bad request' });
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    await engine.runQueue('agents/Echo/a1');
+    const error = await engine.read('Echo', 'a1', receipt.submissionId).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(AgentRunError);
+    expect((error as AgentRunError).outcome).toBe('failed');
+    expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'settled', outcome: 'failed' });
+    expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
+  });
+});
+
+describe('stop', () => {
+  it('refuses new work once stopping, and readers still waiting get a retryable error', async () => {
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    const waiting = engine.read('Echo', 'a1', receipt.submissionId);
+    await engine.stop(0);
+    expect(engine.isStopping).toBe(true);
+    await expect(waiting).rejects.toBeInstanceOf(RuntimeUnavailableError);
+    await expect(engine.admit('Echo', { id: 'a1', message: message('late') }, 'dispatch')).rejects.toBeInstanceOf(RuntimeUnavailableError);
+    expect(store.getSubmission(receipt.submissionId)?.status).toBe('queued');
+  });
+});

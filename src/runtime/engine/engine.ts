@@ -1,0 +1,427 @@
+/**
+ * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement and
+ * abort; reading replies is the part it inherits (conversation-reader.ts). It is host-neutral: a
+ * host supplies the SQL driver and a waker ("run this conversation's queue soon") — an alarm on
+ * Cloudflare, a task in the Node process.
+ *
+ * One engine owns every conversation in its store. It decides what is written; the conversation
+ * writer (conversation-writer.ts) writes it, and keeps each conversation's log fold in memory.
+ */
+import * as v from 'valibot';
+import { resolveDurability } from '../authoring/durability-config.ts';
+import { isDevMode } from '../common/dev-mode.ts';
+import {
+  AgentInstanceExistsError,
+  AgentInstanceNotFoundError,
+  FlueError,
+  InvalidRequestError,
+  RuntimeUnavailableError,
+  type SettlementError,
+  SubmissionAbortedError,
+  SubmissionConflictError,
+  SubmissionRetryExhaustedError,
+  SubmissionTimeoutError,
+  toSettlementError,
+} from '../common/errors.ts';
+import { type ProbedEngine, crashProbe } from '../store/crash-probe.ts';
+import { ConversationReader } from './conversation-reader.ts';
+import { ConversationWriter, type LiveConversation } from './conversation-writer.ts';
+import { emit } from '../common/events.ts';
+import { type FlueAttemptResult, intercept } from '../common/instrumentation.ts';
+import type { Agent, AgentRegistry } from '../authoring/identity.ts';
+import { deepEqualJson, keyedSubmissionId, newId } from '../common/ids.ts';
+import { assertInstanceIdShape, assertJsonValue } from '../common/input-limits.ts';
+import type { ConversationRecord, SubmissionOutcome } from '../store/records.ts';
+import { restRecords } from './rest-records.ts';
+import { ResponseRun } from './response-run.ts';
+import { RunStopped, RunYield } from './run-signals.ts';
+import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import { parseDeliveredMessage } from './delivered-message.ts';
+import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
+import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from '../common/limits.ts';
+
+export { MAX_ANSWER_BATCH_BYTES } from './conversation-reader.ts';
+export type { Admission, AdmissionRequest, ReadOptions, ReadPoll } from './verbs.ts';
+import type { Admission, AdmissionRequest } from './verbs.ts';
+export { LiveConversation, streamKey } from './conversation-writer.ts';
+
+/** How long `stop()` lets running responses run to settlement before cutting them off. */
+export const STOP_GRACE_MS = 10_000;
+
+export interface EngineOptions {
+  store: SqlStore;
+  registry: AgentRegistry;
+  /** Ask the host to drive this conversation's queue soon (it calls `runQueue`). */
+  wake(stream: string): void;
+  env: Record<string, unknown>;
+  /**
+   * Wall time one wake may spend on a response before it yields at a turn boundary (Cloudflare's
+   * alarm invocations are time-limited). Unset on Node, where a response runs to completion.
+   */
+  sliceBudgetMs?: number;
+}
+
+export class ConversationEngine extends ConversationReader implements ProbedEngine {
+  readonly registry: AgentRegistry;
+  readonly env: Record<string, unknown>;
+  private readonly wake: (stream: string) => void;
+  private readonly sliceBudgetMs: number | undefined;
+  private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
+  private readonly runs = new Map<string, ResponseRun>();
+
+  constructor(options: EngineOptions) {
+    super(options.store, new ConversationWriter(options.store));
+    this.registry = options.registry;
+    this.env = options.env;
+    this.wake = options.wake;
+    this.sliceBudgetMs = options.sliceBudgetMs;
+  }
+
+  // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
+
+  /** `fromAgent` is only ever set by `dispatchFromAgent` below: no caller outside the engine can claim it. */
+  async admit(agentName: string, request: AdmissionRequest, kind: SubmissionKind, fromAgent = false): Promise<Admission> {
+    if (this.stopping) throw new RuntimeUnavailableError('draining');
+    // A broken agent definition fails the send itself, before anything is stored.
+    this.registry.assertDefinition(agentName);
+    // Backstops of the transports' checks, before anything decodes, clones or stores the request.
+    assertInstanceIdShape(request.id);
+    if (request.initialData !== undefined) assertJsonValue(request.initialData, 'initialData');
+    // The last line of the size check every transport makes: nothing is stored for an oversized message.
+    const messageBytes = checkDeliveredMessage(request.message, request.initialData);
+    const agent = this.registry.get(agentName)!;
+    const acceptedAt = new Date().toISOString();
+    const submissionId =
+      request.idempotencyKey === undefined
+        ? newId('sub')
+        : await keyedSubmissionId(agentName, request.id, request.idempotencyKey, kind);
+    const attachments = await prepareAttachments(request.message, kind, submissionId);
+    const payload: SubmissionPayload = { message: withoutAttachmentData(request.message) };
+    if (fromAgent) payload.fromAgent = true;
+    if (attachments.length > 0) payload.attachments = attachments.map((attachment) => attachment.ref);
+    if (request.initialData !== undefined) payload.initialData = request.initialData;
+    if (request.idempotencyKey !== undefined) payload.idempotencyKey = request.idempotencyKey;
+
+    // Everything below is synchronous: checks and writes happen as one step of this single writer.
+    const live = this.writer.live(agentName, request.id);
+    if (request.idempotencyKey !== undefined) {
+      const existing = this.store.getSubmission(submissionId);
+      if (existing !== undefined) {
+        // A keyed replay converges on the original, even if its own uid condition would now fail.
+        if (existing.kind !== kind || !deepEqualJson(existing.payload, payload)) throw new SubmissionConflictError(submissionId);
+        this.emitFor(live, submissionId, 'submission_queued', { kind });
+        return { receipt: { submissionId, acceptedAt: existing.acceptedAt, uid: live.conv.uid!, deduplicated: true }, head: -1 };
+      }
+    }
+    const created = live.conv.created;
+    if (request.uid === null && created) throw new AgentInstanceExistsError(request.id, live.conv.uid!);
+    if (typeof request.uid === 'string' && (!created || live.conv.uid !== request.uid)) {
+      throw new AgentInstanceNotFoundError(request.id);
+    }
+    // A response already running finishes; new work would take the log past what a host can hold.
+    checkSize(
+      'conversation',
+      live.logBytes + messageBytes,
+      MAX_CONVERSATION_BYTES,
+      'The conversation is too large to accept more messages; continue in a new agent instance.',
+    );
+    const birth = created ? undefined : this.birthRecord(agent, request.initialData);
+    this.writer.admit(live, birth, { id: submissionId, kind, payload, acceptedAt }, attachments);
+    crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
+    if (birth !== undefined) this.writer.born(live);
+    this.emitFor(live, submissionId, 'submission_queued', { kind });
+    this.wake(live.stream);
+    return { receipt: { submissionId, acceptedAt, uid: live.conv.uid! }, head: live.conv.head };
+  }
+
+  private birthRecord(agent: Agent, initialData: unknown): ConversationRecord {
+    let data = initialData;
+    const schema = agent.initialData;
+    if (schema !== undefined) {
+      const parsed = v.safeParse(schema, initialData);
+      if (!parsed.success) {
+        throw new InvalidRequestError(
+          'initialData does not match the agent\'s initialData schema.',
+          `initialData: ${parsed.issues.map((issue) => issue.message).join('; ')}`,
+        );
+      }
+      data = parsed.output;
+    }
+    return {
+      type: 'conversation_created',
+      conversationId: newId('conv'),
+      uid: newId('inst'),
+      ...(data === undefined ? {} : { initialData: structuredClone(data) }),
+      ts: new Date().toISOString(),
+    };
+  }
+
+  /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
+  async dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt> {
+    return (await this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch', true)).receipt;
+  }
+
+  // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
+
+  abort(agentName: string, instanceId: string): boolean {
+    const live = this.addressed(agentName, instanceId);
+    const affected = this.writer.requestAbort(live, Date.now());
+    if (affected === 0) return false;
+    this.runs.get(live.stream)?.abort(new SubmissionAbortedError());
+    this.wake(live.stream);
+    return true;
+  }
+
+  // ── The queue ─────────────────────────────────────────────────────────────────────────────
+
+  /** Streams with unsettled submissions: what a host drives on start (recovery). */
+  openStreams(): string[] {
+    return this.store.listStreamsWithOpenWork();
+  }
+
+  /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
+  runQueue(stream: string): Promise<void> {
+    const active = this.queues.get(stream);
+    if (active !== undefined) {
+      active.again = true;
+      return active.running;
+    }
+    const entry = { running: Promise.resolve(), again: false };
+    entry.running = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await this.drain(stream);
+        } while (entry.again && !this.stopping);
+      } catch (error) {
+        // Work cut off by a stop (or a simulated crash) while settling stays for the next start.
+        if (!(error instanceof RunStopped)) throw error;
+      } finally {
+        this.queues.delete(stream);
+      }
+    })();
+    this.queues.set(stream, entry);
+    return entry.running;
+  }
+
+  private async drain(stream: string): Promise<void> {
+    while (!this.stopping && (await this.runNext(stream))) {
+      // keep going until the queue is empty or cannot progress
+    }
+  }
+
+  /**
+   * Runs one attempt of the head submission (the Durable Object runs one per alarm invocation).
+   * Returns false when there is nothing to run or the head cannot progress now.
+   */
+  async runNext(stream: string): Promise<boolean> {
+    if (this.stopping) return false;
+    const head = this.store.openSubmissions(stream).find((row) => row.status !== 'joined');
+    if (head === undefined) return false;
+    return this.runSubmission(this.writer.liveByStream(stream), head);
+  }
+
+  hasOpenWork(stream: string): boolean {
+    return this.store.openSubmissions(stream).length > 0;
+  }
+
+  /** Runs one attempt of the head submission; false when it cannot progress now. */
+  private async runSubmission(live: LiveConversation, row: SubmissionRow): Promise<boolean> {
+    const agent = this.registry.get(live.agentName);
+    if (agent === undefined) {
+      console.warn(`[flue] Conversation "${live.stream}" has queued work for agent "${live.agentName}", which this runtime does not register.`);
+      return false;
+    }
+    let durability: { maxAttempts: number; timeoutMs: number };
+    try {
+      durability = resolveDurability(agent);
+    } catch (error) {
+      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), undefined);
+      return true;
+    }
+    const now = Date.now();
+    if (row.abortRequestedAt !== null) {
+      this.settle(live, row, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+      return true;
+    }
+    if (row.startedAt !== null && now > row.startedAt + (row.timeoutMs ?? durability.timeoutMs)) {
+      this.settle(live, row, 'failed', toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)), 'exceeded_timeout');
+      return true;
+    }
+    if (row.attemptCount >= durability.maxAttempts) {
+      const applied = live.conv.applied.has(row.id);
+      const error = applied
+        ? new SubmissionRetryExhaustedError({
+            attemptCount: row.attemptCount,
+            maxAttempts: durability.maxAttempts,
+            ...this.interruptedTools(live),
+          })
+        : new SubmissionRetryExhaustedError({ phase: 'retry_exhausted_before_input', attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
+      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
+      return true;
+    }
+    const claimed = this.writer.claimAttempt(row.id, {
+      attemptId: newId('attempt'),
+      now,
+      maxAttempts: durability.maxAttempts,
+      timeoutMs: durability.timeoutMs,
+    });
+    this.emitFor(live, row.id, 'submission_running', {
+      kind: row.kind,
+      attemptCount: claimed.attemptCount,
+      maxAttempts: durability.maxAttempts,
+    });
+    const run = new ResponseRun(this, this.writer, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
+    this.runs.set(live.stream, run);
+    try {
+      // Installed interceptors see the attempt; a pause resolves for them and is rethrown here.
+      let paused: unknown;
+      await intercept(
+        () => [{ type: 'agent', operationId: claimed.id, operationKind: 'prompt' }, run.executionContext()],
+        async (): Promise<FlueAttemptResult> => {
+          try {
+            await run.execute();
+            return { outcome: 'completed' };
+          } catch (error) {
+            if (!(error instanceof RunStopped || error instanceof RunYield || run.abortReason instanceof RunStopped)) throw error;
+            paused = error;
+            return { outcome: 'continued' };
+          }
+        },
+      );
+      if (paused !== undefined) throw paused;
+      this.settle(live, claimed, 'completed', undefined, undefined);
+    } catch (error) {
+      if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
+      if (error instanceof RunYield) {
+        // Near the host's wall-time limit: the same attempt continues on the next wake.
+        this.writer.markContinuation(claimed.id);
+        return true;
+      }
+      if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
+        this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+      } else if (error instanceof SubmissionTimeoutError) {
+        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'exceeded_timeout');
+      } else {
+        // A typed error says everything in its message; anything else is logged with its stack.
+        if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
+        else console.error(`[flue] Submission ${claimed.id} failed:`, error);
+        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'failed');
+      }
+    } finally {
+      this.runs.delete(live.stream);
+      await run.dispose();
+    }
+    return true;
+  }
+
+  private interruptedTools(live: LiveConversation): { interruptedTools?: { name: string; id: string }[] } {
+    const pending = live.conv.tail.pendingToolCalls;
+    if (pending === undefined) return {};
+    return { interruptedTools: pending.calls.map((call) => ({ name: call.name, id: call.id })) };
+  }
+
+  /**
+   * Settles a submission and the deliveries that joined it, in one batch. Failure and abort first
+   * bring the conversation to rest, so the next message starts from a coherent log.
+   */
+  settle(
+    live: LiveConversation,
+    row: SubmissionRow,
+    outcome: SubmissionOutcome,
+    error: SettlementError | undefined,
+    reason: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed' | undefined,
+  ): void {
+    const ts = new Date().toISOString();
+    const joined = this.store.joinedInto(row);
+    const records: ConversationRecord[] = [];
+    if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
+      const interrupted = restRecords(live, ts, this.writer);
+      records.push(...interrupted.records);
+      const aborted = outcome === 'aborted';
+      records.push({
+        type: 'signal',
+        messageId: `msg_${aborted ? 'aborted' : 'interrupted'}_${row.id}`,
+        submissionId: row.id,
+        origin: 'framework',
+        signalType: aborted ? 'submission_aborted' : 'submission_interrupted',
+        body:
+          (aborted ? 'The submission was aborted.' : `The submission failed: ${(error?.message ?? 'unknown error').replace(/\.$/, '')}.`) +
+          (interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''),
+        attributes: {
+          submissionId: row.id,
+          kind: row.kind,
+          reason: reason ?? 'failed',
+          ...(interrupted.tools.length ? { interruptedTools: interrupted.tools.join(',') } : {}),
+        },
+        ts,
+      });
+    }
+    for (const settled of [row, ...joined]) {
+      records.push({
+        type: 'submission_settled',
+        submissionId: settled.id,
+        outcome,
+        ...(error === undefined ? {} : { error }),
+        answeredBySubmissionId: row.id,
+        ts,
+      });
+    }
+    crashProbe()?.({ point: 'settlement', engine: this, agent: live.agentName, instanceId: live.instanceId, submissionId: row.id, outcome });
+    this.writer.settle(live, records, [row, ...joined], outcome, error?.message ?? null);
+    for (const settled of [row, ...joined]) {
+      this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
+    }
+  }
+
+  // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Drains: new work is refused at once, running responses run on to their settlement, queued
+   * ones wait for the next start. Past `graceMs` (at once when it is 0) what still runs is cut off
+   * as an interruption, recovered on the next start. Either way every `read()` still waiting then
+   * settles: with the reply, or with a retryable `RuntimeUnavailableError`.
+   */
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
+    this.stopping = true;
+    // Cloudflare's pollers (poll()) answer at once: their Durable Object keeps running the work.
+    for (const live of this.writer.conversations()) live.notify();
+    const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
+    // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
+    // off as an interruption (not an abort), and the next start recovers it.
+    const cutOff = () => {
+      for (const run of this.runs.values()) run.abort(new RunStopped());
+      this.closeReads();
+    };
+    // No grace (a simulated crash): cut off before anything else of this runtime can run.
+    if (graceMs <= 0) cutOff();
+    const timer = graceMs > 0 ? setTimeout(cutOff, graceMs) : undefined;
+    await drained;
+    clearTimeout(timer);
+    this.closeReads();
+  }
+
+  private closeReads(): void {
+    if (this.readsClosed) return;
+    this.readsClosed = true;
+    for (const live of this.writer.conversations()) live.notify();
+  }
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /** What the crash probe is told reached a point: this engine. */
+  get probed(): ProbedEngine {
+    return this;
+  }
+
+  emitFor(live: LiveConversation, submissionId: string | undefined, type: string, payload: Record<string, unknown> = {}): void {
+    emit(
+      { instanceId: live.instanceId, agentName: live.agentName, env: this.env, ...(submissionId ? { submissionId } : {}) },
+      type,
+      payload,
+    );
+  }
+}

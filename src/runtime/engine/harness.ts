@@ -1,0 +1,326 @@
+/**
+ * The harness handed to `harness: true` tools and event hooks: `prompt()` runs model work in a
+ * scratch conversation of its own (never shown to clients), `compact()` summarizes that scratch
+ * conversation, `sandbox` is the agent's environment.
+ */
+import {
+  type AssistantMessage,
+  type Message,
+  type Model,
+  type Api,
+  type ToolCall,
+} from '@earendil-works/pi-ai';
+import * as v from 'valibot';
+import { toJsonSchema } from '@valibot/to-json-schema';
+import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from '../model/compaction.ts';
+import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
+import { dispatchToolCall, frameworkTools } from './tool-dispatch.ts';
+import { systemPrompt } from './system-prompt.ts';
+import { DocumentPlacement } from '../model/documents.ts';
+import {
+  DelegationDepthExceededError,
+  HarnessClosedError,
+  OperationFailedError,
+  ResultUnavailableError,
+  SessionBusyError,
+  abortError,
+  formatIssues,
+} from '../common/errors.ts';
+import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import type { RenderResult } from '../authoring/render.ts';
+import { type FlueExecutionContext, intercept } from '../common/instrumentation.ts';
+import { newId } from '../common/ids.ts';
+import { DELEGATION_DEPTH_CAP } from '../authoring/subagents.ts';
+import type { AgentSandbox } from './agent-sandbox.ts';
+import type {
+  CallHandle,
+  FlueHarness,
+  FlueLogger,
+  PromptOptions,
+  PromptResponse,
+  PromptResultResponse,
+  PromptUsage,
+  Sandbox,
+  ThinkingLevel,
+} from '../common/types.ts';
+import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
+
+const MAX_RESULT_FOLLOW_UPS = 32;
+
+export interface HarnessDeps {
+  name: string;
+  /** The agent's current render: system prompt and tools the scratch conversation runs with. */
+  render(): RenderResult;
+  modelSpec: string;
+  thinkingLevel: ThinkingLevel | undefined;
+  /** Where the owning response runs, for interceptors (instrumentation.ts). */
+  executionContext?: () => FlueExecutionContext;
+  /**
+   * The harness's scope: it aborts when what the harness was handed to (a tool call, a hook, the
+   * response) ends. In-flight operations are aborted with it and later ones are refused.
+   */
+  signal: AbortSignal;
+  log(toolCallId: string, toolName: string): FlueLogger;
+  /** How deep this harness sits in nested harness/task delegation (the root harness is 0). */
+  depth: number;
+  /** The agent's environment: its live sandbox and built-in tools, when it declared one. */
+  environment?: AgentSandbox;
+  /**
+   * Runs one `task` call of this scratch conversation as a recorded child conversation retained on the
+   * conversation that owns the harness (task-run.ts).
+   */
+  task(
+    call: ToolCall,
+    site: { harness: string; depth: number; subagents: RenderResult['subagents']; signal: AbortSignal },
+  ): Promise<{ isError: boolean; content: string }>;
+}
+
+export function createHarness(deps: HarnessDeps): FlueHarness {
+  const scratch: Message[] = [];
+  let busy = false;
+
+  /**
+   * Runs one operation under its own signal, which follows the harness's scope and any caller
+   * signal. An abort rejects at once with a standard AbortError whose `cause` is the abort reason,
+   * even if the work is slow to unwind; the scratch conversation stays busy until it has.
+   */
+  function operate<T>(
+    operation: 'prompt' | 'compact',
+    sources: readonly (AbortSignal | undefined)[],
+    run: (signal: AbortSignal) => Promise<T>,
+  ): { promise: Promise<T>; controller: AbortController } {
+    const controller = new AbortController();
+    if (deps.signal.aborted) {
+      return { promise: Promise.reject(new HarnessClosedError(operation, deps.signal.reason)), controller };
+    }
+    const unlink: (() => void)[] = [];
+    for (const source of [deps.signal, ...sources]) {
+      if (source === undefined) continue;
+      if (source.aborted) {
+        controller.abort(source.reason);
+        break;
+      }
+      const follow = () => controller.abort(source.reason);
+      source.addEventListener('abort', follow, { once: true });
+      unlink.push(() => source.removeEventListener('abort', follow));
+    }
+    const promise = new Promise<T>((resolve, reject) => {
+      const signal = controller.signal;
+      const aborted = () => abortError(`harness.${operation}() was aborted.`, signal.reason);
+      const onAbort = () => reject(aborted());
+      const cleanup = () => {
+        signal.removeEventListener('abort', onAbort);
+        for (const remove of unlink) remove();
+      };
+      if (signal.aborted || busy) {
+        cleanup();
+        return reject(signal.aborted ? aborted() : new SessionBusyError());
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      busy = true;
+      // Free the conversation before settling, so a caller can chain the next operation at once.
+      const done = () => {
+        busy = false;
+        cleanup();
+      };
+      run(signal).then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (error: unknown) => {
+          done();
+          reject(signal.aborted ? aborted() : error);
+        },
+      );
+    });
+    return { promise, controller };
+  }
+
+  function prompt(text: string, options: PromptOptions<v.GenericSchema | undefined> = {}): CallHandle<PromptResponse | PromptResultResponse<unknown>> {
+    const { promise, controller } = operate('prompt', [options.signal], (signal) => runPrompt(deps, scratch, text, options, signal));
+    return Object.assign(promise, {
+      signal: controller.signal,
+      abort(reason?: unknown) {
+        controller.abort(reason);
+      },
+    }) as CallHandle<PromptResponse | PromptResultResponse<unknown>>;
+  }
+
+  return {
+    name: deps.name,
+    prompt: prompt as FlueHarness['prompt'],
+    compact() {
+      return operate('compact', [], (signal) => compactScratch(deps, scratch, signal)).promise;
+    },
+    get sandbox(): Sandbox {
+      const sandbox = deps.environment?.current;
+      if (sandbox === undefined) {
+        throw new Error('[flue] This agent has no sandbox. Declare one with useSandbox() to use shell and filesystem operations.');
+      }
+      return sandbox;
+    },
+  };
+}
+
+const RESULT_FOOTER =
+  '\n\nWhen you are done, call the `finish` tool with the result; its arguments are validated against the required schema. ' +
+  'If you cannot produce the result, call `give_up` with the reason. Do not answer in plain text.';
+
+async function runPrompt(
+  deps: HarnessDeps,
+  scratch: Message[],
+  text: string,
+  options: PromptOptions<v.GenericSchema | undefined>,
+  signal: AbortSignal,
+): Promise<PromptResponse | PromptResultResponse<unknown>> {
+  const render = deps.render();
+  const model = resolveModel(options.model ?? deps.modelSpec);
+  const modelInfo = { provider: model.provider, id: model.id };
+  const extra = (options.tools ?? []) as readonly ToolDefinition[];
+  const assembled = assembleToolSet({
+    framework: frameworkTools(render),
+    builtin: deps.environment?.toolDefinitions() ?? [],
+    custom: [...render.tools, ...extra],
+    harnessPrompt: true,
+  });
+  const tools = new Map(assembled.map((tool) => [tool.name, tool]));
+  const result = options.result;
+  const wrapped = result !== undefined && !isObjectSchema(result);
+  const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
+  const piTools = [...tools.values()].map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) }));
+  if (finishSchema !== undefined) {
+    const parameters = { ...(toJsonSchema(finishSchema, { errorMode: 'ignore' }) as Record<string, unknown>) };
+    delete parameters.$schema;
+    piTools.push(
+      { name: 'finish', description: 'Submit the final result. Its arguments are validated against the required schema.', parameters },
+      {
+        name: 'give_up',
+        description: 'Give up when the result cannot be produced, saying why.',
+        parameters: { type: 'object', properties: { reason: { type: 'string', minLength: 1 } }, required: ['reason'] },
+      },
+    );
+  }
+  const content: Extract<Message, { role: 'user' }>['content'] = [
+    { type: 'text', text: result === undefined ? text : text + RESULT_FOOTER },
+    ...(options.images ?? []).map((image) => ({ type: 'image' as const, data: image.data, mimeType: image.mimeType })),
+  ];
+  const documents = new DocumentPlacement(model);
+  for (const [index, document] of (options.documents ?? []).entries()) {
+    if (document.mimeType !== 'application/pdf') {
+      throw new Error(`[flue] harness.prompt() documents must be application/pdf; got "${document.mimeType}".`);
+    }
+    content.push(documents.place(`prompt_${scratch.length}_${index}`, () => ({ data: document.data, mimeType: document.mimeType }), undefined));
+  }
+  const onPayload = documents.onPayload;
+  scratch.push({ role: 'user', content, timestamp: Date.now() });
+
+  let usage: PromptUsage = emptyUsage();
+  let assistantText = '';
+  let followUps = 0;
+  for (;;) {
+    if (signal.aborted) throw signal.reason ?? abortError();
+    const turnId = newId('msg');
+    const final: AssistantMessage = await intercept(
+      () => [{ type: 'model', turnId, purpose: 'agent', provider: model.provider, model: model.id }, { ...harnessContext(deps), turnId }],
+      () =>
+        getModels().completeSimple(
+          model,
+          { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
+          { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel), ...(onPayload === undefined ? {} : { onPayload }) },
+        ),
+    );
+    usage = addUsage(usage, usageFromPi(final.usage));
+    if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
+    if (final.stopReason === 'error') throw modelErrorFromMessage(final.errorMessage) ?? new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
+    scratch.push(final);
+    const said = final.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+    if (said) assistantText = assistantText ? `${assistantText}\n\n${said}` : said;
+    const calls = final.content.filter((block): block is ToolCall => block.type === 'toolCall');
+    if (calls.length > 0) {
+      let finished: { data: unknown } | undefined;
+      let gaveUp: string | undefined;
+      const results = await Promise.all(
+        calls.map(async (call) => {
+          if (finishSchema !== undefined && (call.name === 'finish' || call.name === 'give_up')) {
+            if (finished !== undefined || gaveUp !== undefined) return toolResult(call, 'The task is already done.', true);
+            if (call.name === 'give_up') {
+              const reason = typeof call.arguments.reason === 'string' ? call.arguments.reason : '';
+              gaveUp = reason || 'no reason given';
+              return toolResult(call, 'Understood.', false);
+            }
+            const parsed = v.safeParse(finishSchema, call.arguments);
+            if (!parsed.success) {
+              const issues = parsed.issues.map((issue) => ({ message: issue.message, path: issue.path?.map((p) => p.key as PropertyKey) }));
+              return toolResult(call, `Result does not match the required schema: ${formatIssues(issues)}. Please call \`finish\` again with a corrected payload.`, true);
+            }
+            finished = { data: wrapped ? (parsed.output as { result: unknown }).result : parsed.output };
+            return toolResult(call, 'Result accepted. The task is complete.', false);
+          }
+          const tool = tools.get(call.name);
+          if (tool === undefined) return toolResult(call, `Tool "${call.name}" is not available.`, true);
+          const outcome = await dispatchToolCall(call, tool, {
+            signal,
+            context: { ...harnessContext(deps), turnId },
+            ...(deps.environment === undefined ? {} : { environment: deps.environment }),
+            task: (taskCall) => deps.task(taskCall, { harness: deps.name, depth: deps.depth, subagents: render.subagents, signal }),
+            log: (toolCall) => deps.log(toolCall.id, toolCall.name),
+            harness: (scope) => nestedHarness(deps, scope),
+          });
+          return toolResult(call, outcome.content, outcome.isError);
+        }),
+      );
+      scratch.push(...results);
+      if (gaveUp !== undefined) throw new ResultUnavailableError(gaveUp, assistantText);
+      if (finished !== undefined) return { data: finished.data, usage, model: modelInfo };
+      continue;
+    }
+    if (finishSchema === undefined) return { text: said, usage, model: modelInfo };
+    if (followUps >= MAX_RESULT_FOLLOW_UPS) {
+      const reason = `Agent did not call \`finish\` or \`give_up\` after ${MAX_RESULT_FOLLOW_UPS + 1} attempts.`;
+      throw new ResultUnavailableError(reason, assistantText, reason);
+    }
+    followUps++;
+    scratch.push({ role: 'user', content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.', timestamp: Date.now() });
+  }
+}
+
+function harnessContext(deps: HarnessDeps): FlueExecutionContext {
+  return { ...deps.executionContext?.(), harness: deps.name };
+}
+
+function nestedHarness(deps: HarnessDeps, signal: AbortSignal): ReturnType<typeof createHarness> {
+  if (deps.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+  return createHarness({ ...deps, signal, depth: deps.depth + 1 });
+}
+
+function toolResult(call: ToolCall, text: string, isError: boolean): Message {
+  return { role: 'toolResult', toolCallId: call.id, toolName: call.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() };
+}
+
+function isObjectSchema(schema: v.GenericSchema): boolean {
+  const inner = (schema as { type?: string; pipe?: unknown[] }).type === 'pipe'
+    ? ((schema as unknown as { pipe: v.GenericSchema[] }).pipe[0] ?? schema)
+    : schema;
+  const type = (inner as { type?: string }).type;
+  return type === 'object' || type === 'strict_object' || type === 'loose_object' || type === 'object_with_rest';
+}
+
+async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<void> {
+  const model = resolveModel(deps.modelSpec);
+  const settings = resolveCompactionSettings(undefined, model);
+  const cut = findCutPoint(scratch, settings.keepRecentTokens);
+  if (cut === null) return;
+  const request = buildSummaryRequest({ messages: scratch.slice(0, cut.firstKeptIndex) });
+  const summary = await getModels().completeSimple(
+    model,
+    { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
+    { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
+  );
+  if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
+  if (summary.stopReason === 'error') throw modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
+  const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+  const kept = scratch.slice(cut.firstKeptIndex);
+  scratch.length = 0;
+  scratch.push({ role: 'user', content: renderCompactionSummary(text), timestamp: Date.now() }, ...kept);
+}

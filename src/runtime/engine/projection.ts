@@ -1,0 +1,149 @@
+/**
+ * Record → chunk projection (streaming-protocol.md §7): the client-visible conversation stream is
+ * derived batch by batch from the log. Only the 12 chunk types the official clients accept exist.
+ */
+import { Conversation, type FlueConversationMessage, type FlueConversationSnapshot, signalMessageOf, userMessageOf } from './conversation.ts';
+import type { SettlementError } from '../common/errors.ts';
+import type { Batch } from '../store/sql-store.ts';
+import type { ToolLogLine } from '../store/tool-log.ts';
+
+interface Positioned {
+  conversationId: string;
+  position: { batch: number; index: number };
+}
+
+export type ConversationStreamChunk =
+  | ({ type: 'conversation-reset'; snapshot: Omit<FlueConversationSnapshot, 'incarnation'> } & Positioned)
+  | ({ type: 'message-appended'; message: FlueConversationMessage } & Positioned)
+  | ({
+      type: 'message-started';
+      messageId: string;
+      submissionId?: string;
+      turnId?: string;
+      metadata?: Record<string, unknown>;
+      timestamp?: string;
+    } & Positioned)
+  | ({ type: 'message-metadata'; messageId: string; metadata: Record<string, unknown> } & Positioned)
+  | ({ type: 'data-part'; messageId: string; name: string; data: unknown } & Positioned)
+  | ({ type: 'message-delta'; messageId: string; kind: 'text' | 'reasoning'; delta: string } & Positioned)
+  | ({
+      type: 'tool-input';
+      messageId: string;
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      timestamp?: string;
+    } & Positioned)
+  | ({ type: 'tool-output'; toolCallId: string; output: unknown; durationMs?: number; logs?: ToolLogLine[]; timestamp?: string } & Positioned)
+  | ({ type: 'tool-output-error'; toolCallId: string; errorText: string; durationMs?: number; logs?: ToolLogLine[]; timestamp?: string } & Positioned)
+  | ({ type: 'message-completed'; messageId: string; timestamp?: string } & Positioned)
+  | ({
+      type: 'submission-settled';
+      submissionId: string;
+      outcome: 'completed' | 'failed' | 'aborted';
+      error?: SettlementError;
+      answeredBySubmissionId?: string;
+      timestamp?: string;
+    } & Positioned)
+  | { type: 'stream-checkpoint'; incarnation: string };
+
+/**
+ * Projects one batch into chunks. Every record projects on its own except a batch that creates or
+ * compacts the conversation, which becomes one `conversation-reset` carrying the snapshot after
+ * it — so reading from any offset costs work proportional to the batches read.
+ */
+export function projectBatch(
+  batch: Batch,
+  conversationId: string,
+  snapshotAfter: (seq: number) => Omit<FlueConversationSnapshot, 'incarnation'>,
+): ConversationStreamChunk[] {
+  let index = 0;
+  const at = () => ({ conversationId, position: { batch: batch.seq, index: index++ } });
+  if (batch.records.some((r) => r.type === 'conversation_created' || r.type === 'compaction')) {
+    return [{ type: 'conversation-reset', snapshot: snapshotAfter(batch.seq), ...at() }];
+  }
+  const chunks: ConversationStreamChunk[] = [];
+  for (const record of batch.records) {
+    switch (record.type) {
+      case 'user_message':
+        chunks.push({ type: 'message-appended', message: userMessageOf(record), ...at() });
+        break;
+      case 'signal':
+        chunks.push({ type: 'message-appended', message: signalMessageOf(record), ...at() });
+        break;
+      case 'assistant_started':
+        chunks.push({
+          type: 'message-started',
+          messageId: record.messageId,
+          submissionId: record.submissionId,
+          ...(record.metadata === undefined ? {} : { metadata: record.metadata }),
+          timestamp: record.ts,
+          ...at(),
+        });
+        break;
+      case 'assistant_delta':
+        chunks.push({ type: 'message-delta', messageId: record.messageId, kind: record.kind, delta: record.delta, ...at() });
+        break;
+      case 'assistant_completed':
+        for (const block of record.message.content) {
+          if (block.type !== 'toolCall') continue;
+          chunks.push({
+            type: 'tool-input',
+            messageId: record.messageId,
+            toolCallId: block.id,
+            toolName: block.name,
+            input: block.arguments,
+            timestamp: record.ts,
+            ...at(),
+          });
+        }
+        chunks.push({ type: 'message-completed', messageId: record.messageId, timestamp: record.ts, ...at() });
+        break;
+      case 'tool_results':
+        for (const outcome of record.outcomes) {
+          const duration = outcome.durationMs === undefined ? {} : { durationMs: outcome.durationMs };
+          // The call's log lines ride on its output chunk (tool-log.ts).
+          const logs = outcome.logs === undefined || outcome.logs.length === 0 ? {} : { logs: outcome.logs };
+          chunks.push(
+            outcome.isError
+              ? { type: 'tool-output-error', toolCallId: outcome.toolCallId, errorText: outcome.content, ...duration, ...logs, timestamp: record.ts, ...at() }
+              : { type: 'tool-output', toolCallId: outcome.toolCallId, output: outcome.output ?? null, ...duration, ...logs, timestamp: record.ts, ...at() },
+          );
+        }
+        break;
+      case 'data_write':
+        chunks.push({ type: 'data-part', messageId: record.messageId, name: record.name, data: record.data, ...at() });
+        break;
+      case 'response_metadata':
+        chunks.push({ type: 'message-metadata', messageId: record.messageId, metadata: record.metadata, ...at() });
+        break;
+      case 'submission_settled':
+        chunks.push({
+          type: 'submission-settled',
+          submissionId: record.submissionId,
+          outcome: record.outcome,
+          ...(record.error === undefined ? {} : { error: record.error }),
+          ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
+          timestamp: record.ts,
+          ...at(),
+        });
+        break;
+      default:
+        break;
+    }
+  }
+  return chunks;
+}
+
+/** Projects a stream from its start, folding its own copy of the conversation for resets. */
+export class Projector {
+  readonly conversation = new Conversation();
+
+  project(batch: Batch): ConversationStreamChunk[] {
+    this.conversation.apply(batch);
+    return projectBatch(batch, this.conversation.conversationId, () => {
+      const { incarnation: _omit, ...snapshot } = this.conversation.snapshot();
+      return snapshot;
+    });
+  }
+}

@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import * as v from 'valibot';
+import { sqlite } from '../../node/sqlite.ts';
+import { scriptedProvider } from '../../testing/scripted-provider.ts';
+import { type ScriptedModelServer, startScriptedModelServer } from '../../testing/scripted-model-server.ts';
+import { useModel, usePersistentState, useTool } from '../index.ts';
+import { ConversationWriter, type LiveConversation } from './conversation-writer.ts';
+import { defineTool } from '../authoring/define-tool.ts';
+import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
+import { ResponseRun } from './response-run.ts';
+import type { RunEngine } from './run-context.ts';
+import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
+import type { Agent } from '../authoring/identity.ts';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  const { registerProviders } = await import('../model/providers.ts');
+  registerProviders([scriptedProvider({ baseUrl: server.url, id: 'run-unit', models: ['model'] })]);
+});
+afterAll(async () => server.close());
+
+let plainRuns = 0;
+let durableRuns = 0;
+const durable = defineTool({
+  name: 'charge',
+  description: 'Charge once.',
+  input: v.object({}),
+  durable: true,
+  run: async ({ step }) => {
+    durableRuns++;
+    return step.do('charge', () => 'charged');
+  },
+});
+
+function Worker() {
+  useModel('run-unit/model');
+  const [count, setCount] = usePersistentState('count', 0);
+  useTool({
+    name: 'plain',
+    description: 'Counts.',
+    input: v.object({}),
+    run: () => {
+      plainRuns++;
+      setCount(count + 1);
+      return 'ok';
+    },
+  });
+  useTool(durable);
+  return 'Use the tools.';
+}
+
+let store: SqlStore;
+let writer: ConversationWriter;
+let dispatched: unknown[];
+const engine: RunEngine = {
+  env: {},
+  isStopping: false,
+  get probed() {
+    return { store, stop: async () => {} };
+  },
+  dispatchFromAgent: async (_live, message) => {
+    dispatched.push(message);
+    return { submissionId: 'sub_dispatched', acceptedAt: '', uid: '' };
+  },
+  emitFor: () => {},
+};
+
+beforeEach(async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  store = new SqlStore(await adapter.connect());
+  writer = new ConversationWriter(store);
+  dispatched = [];
+  plainRuns = 0;
+  durableRuns = 0;
+});
+
+const ts = '2026-01-01T00:00:00.000Z';
+
+/** A conversation with one claimed submission, as the engine hands it to a run. */
+function claimed(body = 'go'): { live: LiveConversation; row: SubmissionRow } {
+  const live = writer.live('Worker', 'w1');
+  writer.admit(
+    live,
+    { type: 'conversation_created', conversationId: 'conv_w', uid: 'inst_w', ts },
+    { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body } }, acceptedAt: ts },
+    [],
+  );
+  writer.born(live);
+  const row = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
+  return { live, row };
+}
+
+const run = (live: LiveConversation, row: SubmissionRow) => new ResponseRun(engine, writer, live, row, Worker as Agent);
+
+function records(live: LiveConversation): ConversationRecord[] {
+  return store.readBatches(live.stream, -1).flatMap((batch) => batch.records);
+}
+
+describe('ResponseRun', () => {
+  it('applies the input once, then loops turn, tool batch, turn until the response would stop', async () => {
+    server.script({ toolCalls: [{ name: 'plain', arguments: {} }] }, { text: 'All done.' });
+    const { live, row } = claimed();
+    await run(live, row).execute();
+    const types = records(live).map((record) => record.type);
+    expect(types.filter((type) => type === 'user_message')).toHaveLength(1);
+    expect(types.filter((type) => type === 'tool_results')).toHaveLength(1);
+    expect(types.filter((type) => type === 'assistant_completed')).toHaveLength(2);
+    expect(live.conv.finalAssistantText()).toBe('All done.');
+    // The state write made by the tool committed with its tool batch.
+    expect(writer.stateOf(live).get('count')).toBe(1);
+    expect(plainRuns).toBe(1);
+  });
+
+  it('commits a short streamed step as one batch: started, deltas and completed together', async () => {
+    server.script({ text: ['Short ', 'reply.'] });
+    const { live, row } = claimed();
+    await run(live, row).execute();
+    const step = store.readBatches(live.stream, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
+    expect(step.records.map((record) => record.type)).toEqual(['assistant_started', 'assistant_delta', 'assistant_completed']);
+  });
+
+  it('recovers a stream a crash left open: closes it, says it was interrupted, and continues', async () => {
+    const { live, row } = claimed();
+    writer.commit(live, [{ type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', deliveryOrigin: 'app', body: 'go', ts }]);
+    writer.commit(live, [
+      { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_open', submissionId: 'sub_1', attemptId: 'attempt_0', ts },
+      { type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind: 'text', block: 0, delta: 'Half a' },
+    ]);
+    server.script({ text: 'Whole answer.' });
+    await run(live, row).execute();
+    const signals = records(live).flatMap((record) => (record.type === 'signal' ? [record.signalType] : []));
+    expect(signals).toEqual(['stream_interrupted', 'stream_continued']);
+    expect(live.conv.finalAssistantText()).toBe('Whole answer.');
+  });
+
+  it('recovers an unfinished tool batch: an ordinary call gets the interrupted marker, a durable one re-runs', async () => {
+    const { live, row } = claimed();
+    writer.commit(live, [{ type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', deliveryOrigin: 'app', body: 'go', ts }]);
+    writer.commit(live, [
+      { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_1', submissionId: 'sub_1', attemptId: 'attempt_0', ts },
+      {
+        type: 'assistant_completed',
+        messageId: 'msg_r',
+        stepId: 'step_1',
+        submissionId: 'sub_1',
+        message: {
+          role: 'assistant',
+          content: [
+            { type: 'toolCall', id: 'call_plain', name: 'plain', arguments: {} },
+            { type: 'toolCall', id: 'call_charge', name: 'charge', arguments: {} },
+          ],
+          api: 'openai-completions',
+          provider: 'run-unit',
+          model: 'model',
+          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+          stopReason: 'toolUse',
+          timestamp: 0,
+        },
+        ts,
+      },
+    ]);
+    // The durable tool's step finished before the crash: its memo replays.
+    writer.stepMemo(live, 'step_1:call_charge').record('charge', 'charged');
+    server.script({ text: 'Recovered.' });
+    await run(live, row).execute();
+    const results = records(live).find((record) => record.type === 'tool_results');
+    expect(results?.type === 'tool_results' && results.outcomes.map((o) => [o.toolName, o.isError, o.content])).toEqual([
+      ['plain', true, INTERRUPTED_TOOL_TEXT],
+      ['charge', false, '"charged"'],
+    ]);
+    expect(plainRuns).toBe(0);
+    expect(durableRuns).toBe(1);
+  });
+
+  it('joins a delivery queued behind it before its first turn', async () => {
+    const { live, row } = claimed();
+    writer.admit(live, undefined, { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'also' } }, acceptedAt: ts }, []);
+    server.script({ text: 'Answered both.' });
+    await run(live, row).execute();
+    expect(store.getSubmission('sub_2')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });
+    expect(live.conv.applied.has('sub_2')).toBe(true);
+  });
+
+  it('stops with the abort reason when aborted', async () => {
+    const { live, row } = claimed();
+    const response = run(live, row);
+    const reason = new Error('stop now');
+    response.abort(reason);
+    await expect(response.execute()).rejects.toBe(reason);
+    expect(response.abortReason).toBe(reason);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * One model step of the conversation loop as it streams: deltas are committed in coalesced
+ * batches (the flush policy below) and the step ends in one record. A stream a crash cut off is
+ * converged here too, when the next attempt finds it open.
+ */
+import type { Api, AssistantMessage, Model } from '@earendil-works/pi-ai';
+import { crashProbe } from '../store/crash-probe.ts';
+import { intercept } from '../common/instrumentation.ts';
+import { newId } from '../common/ids.ts';
+import { getModels, reasoningOption } from '../model/model-registry.ts';
+import type { ConversationRecord } from '../store/records.ts';
+import { convergeOpenStep } from './rest-records.ts';
+import type { RunContext } from './run-context.ts';
+import { RunStopped } from './run-signals.ts';
+
+/**
+ * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
+ * doubling intervals up to 2 s. Short replies cost one or two rows; a long stream about one row
+ * every two seconds, and a crash loses at most that much text.
+ */
+const DELTA_FLUSH_FIRST_MS = 250;
+const DELTA_FLUSH_MAX_MS = 2_000;
+
+export type StepContext = Parameters<ReturnType<typeof getModels>['streamSimple']>[1];
+
+/** Streams one step inside the installed interceptors. */
+export function streamStep(run: RunContext, model: Model<Api>, context: StepContext, onPayload?: (payload: unknown) => unknown): Promise<AssistantMessage> {
+  const stepId = newId('msg');
+  return intercept(
+    () => [
+      { type: 'model', turnId: stepId, purpose: 'agent', provider: model.provider, model: model.id },
+      { ...run.executionContext(), turnId: stepId },
+    ],
+    () => streamInto(run, stepId, model, context, onPayload),
+  );
+}
+
+async function streamInto(
+  run: RunContext,
+  stepId: string,
+  model: Model<Api>,
+  context: StepContext,
+  onPayload?: (payload: unknown) => unknown,
+): Promise<AssistantMessage> {
+  const messageId = run.responseMessageId;
+  const startedRecord: ConversationRecord = {
+    type: 'assistant_started',
+    messageId,
+    stepId,
+    submissionId: run.row.id,
+    attemptId: run.row.attemptId ?? '',
+    ...(run.startMetadata === undefined || run.conv.response(run.row.id).steps > 0 ? {} : { metadata: run.startMetadata }),
+    ts: new Date().toISOString(),
+  };
+  let started = false;
+  let pending: ConversationRecord[] = [];
+  let lastFlush = Date.now();
+  let interval = DELTA_FLUSH_FIRST_MS;
+  // A trailing flush bounds how long received text stays uncommitted when the stream stalls.
+  let trailing: ReturnType<typeof setTimeout> | undefined;
+  const flush = (extra: ConversationRecord[] = []) => {
+    if (trailing !== undefined) clearTimeout(trailing);
+    trailing = undefined;
+    if (pending.length === 0 && extra.length === 0) return;
+    const records = [...(started ? [] : [startedRecord]), ...pending, ...extra];
+    started = true;
+    pending = [];
+    lastFlush = Date.now();
+    interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
+    run.commit(records);
+  };
+  const stream = getModels().streamSimple(model, context, {
+    signal: run.signal,
+    sessionId: run.conv.conversationId,
+    ...reasoningOption(model, run.model?.thinkingLevel),
+    ...(onPayload === undefined ? {} : { onPayload }),
+  });
+  let firstDelta = true;
+  try {
+    for await (const event of stream) {
+      if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
+      const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
+      const last = pending[pending.length - 1];
+      if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
+      else pending.push({ type: 'assistant_delta', stepId, messageId, kind, block: event.contentIndex, delta: event.delta });
+      const elapsed = Date.now() - lastFlush;
+      if (elapsed >= interval) flush();
+      // Once the run is aborted the loop's exit flushes; a timer must not write for a stopped runtime.
+      else trailing ??= setTimeout(() => run.signal.aborted || flush(), interval - elapsed);
+      if (firstDelta) {
+        firstDelta = false;
+        crashProbe()?.({ point: 'model', ...run.probeSite() });
+      }
+    }
+  } finally {
+    if (trailing !== undefined) clearTimeout(trailing);
+  }
+  const final = await stream.result();
+  if (final.stopReason === 'aborted' && run.abortReason instanceof RunStopped) {
+    // A shutdown cut the stream: leave the step open, so the next start converges and continues it.
+    flush();
+    throw run.abortReason;
+  }
+  run.freshSteps.add(stepId);
+  flush([{ type: 'assistant_completed', stepId, messageId, submissionId: run.row.id, message: final, ts: new Date().toISOString() }]);
+  return final;
+}
+
+/** A stream that a crash cut off: close it, and tell the model it was interrupted. */
+export function convergeInterruptedStream(run: RunContext): void {
+  const open = run.conv.tail.openStep!;
+  const ts = new Date().toISOString();
+  const said = open.blocks.some((block) => block !== undefined && block.text.length > 0);
+  const records: ConversationRecord[] = [convergeOpenStep(open, ts)];
+  if (said) {
+    for (const signalType of ['stream_interrupted', 'stream_continued'] as const) {
+      records.push({
+        type: 'signal',
+        messageId: `msg_${signalType}_${open.stepId}`,
+        submissionId: run.row.id,
+        origin: 'framework',
+        signalType,
+        body:
+          signalType === 'stream_interrupted'
+            ? 'Your previous response was interrupted before it completed.'
+            : 'Continue from where the interrupted response stopped.',
+        ts,
+      });
+    }
+  }
+  run.commit(records);
+}

@@ -1,0 +1,135 @@
+/**
+ * Addressing agent instances from outside: `dispatch()`, `init()` handles and
+ * `getAgentInstance()` (seed 004; delivery.md §2, §6, §8). Validation happens here, in the order
+ * the contract gives, before the runtime admits anything.
+ */
+import { parseDeliveredMessage } from '../engine/delivered-message.ts';
+import { parseAdmissionFields } from './admission-fields.ts';
+import { InvalidRequestError } from '../common/errors.ts';
+import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText } from '../common/input-limits.ts';
+import { checkDeliveredMessage } from '../common/limits.ts';
+import type { Agent } from '../authoring/identity.ts';
+import { newId } from '../common/ids.ts';
+import type { ConversationStreamChunk } from '../engine/projection.ts';
+import { type FlueRuntime, requireRuntime } from './runtime.ts';
+import type {
+  AgentDispatchRequest,
+  AgentInstanceInfo,
+  AgentReply,
+  DeliveredMessageInput,
+  DispatchReceipt,
+} from '../common/types.ts';
+
+export type AgentHandleDispatchRequest = Omit<AgentDispatchRequest, 'id' | 'uid'>;
+
+export interface InitOptions {
+  id?: string;
+  uid?: string | null;
+}
+
+export interface AgentReadOptions {
+  onEvent?: (chunk: ConversationStreamChunk) => void;
+  signal?: AbortSignal;
+}
+
+export interface AgentInstanceHandle {
+  readonly id: string;
+  dispatch(request: string | AgentHandleDispatchRequest): Promise<DispatchReceipt>;
+  read(target: string | DispatchReceipt, options?: AgentReadOptions): Promise<AgentReply>;
+  abort(): Promise<void>;
+}
+
+function assertAgentFunction(agent: unknown, verb: string): asserts agent is Agent {
+  if (typeof agent !== 'function') {
+    throw new InvalidRequestError(`${verb} requires an agent function as its first argument.`, `Got ${agent === null ? 'null' : typeof agent}.`);
+  }
+}
+
+/** Missing or empty is a plain Error (seed 004); present but unstorable is InvalidRequestError. */
+function assertInstanceId(id: unknown, verb: string): asserts id is string {
+  if (typeof id !== 'string' || id.trim() === '') {
+    throw new Error(`[flue] ${verb} requires a non-empty instance id (a string naming the agent instance).`);
+  }
+  assertInstanceIdShape(id);
+}
+
+/** Resolves runtime and identity for one verb call, in the contract's order. */
+function target(agent: unknown, verb: string): { runtime: FlueRuntime; agentName: string } {
+  const runtime = requireRuntime(verb);
+  assertAgentFunction(agent, verb);
+  return { runtime, agentName: runtime.registry.identityOf(agent) };
+}
+
+export async function dispatch(agent: Agent, request: AgentDispatchRequest): Promise<DispatchReceipt> {
+  const { runtime, agentName } = target(agent, 'dispatch()');
+  if (typeof request !== 'object' || request === null) {
+    throw new InvalidRequestError('dispatch() requires a request object.', 'Pass { id, message }.');
+  }
+  assertInstanceId(request.id, 'dispatch()');
+  const message = parseDeliveredMessage(request.message);
+  const fields = parseAdmissionFields(request);
+  // Before the runtime sees it: on Cloudflare the next step is an RPC to the object.
+  checkDeliveredMessage(message, fields.initialData);
+  const admission = await runtime.admit(
+    agentName,
+    {
+      id: request.id,
+      message,
+      ...fields,
+      ...(fields.initialData === undefined ? {} : { initialData: structuredClone(fields.initialData) }),
+    },
+    'dispatch',
+  );
+  return admission.receipt;
+}
+
+export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHandle {
+  assertAgentFunction(agent, 'init()');
+  const id = options.id === undefined ? newId('instance') : options.id;
+  assertInstanceId(id, 'init()');
+  // The handle's first contact uses options.uid; after any receipt it pins the incarnation.
+  let uid: string | null | undefined = options.uid;
+  let pinned = false;
+  return {
+    id,
+    async dispatch(request) {
+      const payload: AgentHandleDispatchRequest =
+        typeof request === 'string' ? { message: request as DeliveredMessageInput } : request;
+      if (typeof payload !== 'object' || payload === null || !('message' in payload)) {
+        throw new Error('[flue] handle.dispatch() takes a message string or { message, initialData?, idempotencyKey? }.');
+      }
+      if ('id' in payload || 'uid' in payload) {
+        throw new Error('[flue] handle.dispatch() payloads cannot carry id or uid; pass them to init(agent, { id, uid }).');
+      }
+      const receipt = await dispatch(agent, {
+        ...payload,
+        ...(pinned ? { initialData: undefined } : {}),
+        id,
+        ...(uid === undefined ? {} : { uid }),
+      });
+      uid = receipt.uid;
+      pinned = true;
+      return receipt;
+    },
+    async read(readTarget, readOptions = {}) {
+      const { runtime, agentName } = target(agent, 'handle.read()');
+      const submissionId = typeof readTarget === 'string' ? readTarget : readTarget?.submissionId;
+      if (typeof submissionId !== 'string' || submissionId === '') {
+        throw new Error('[flue] handle.read() requires a dispatch receipt or a non-empty submission id.');
+      }
+      assertText(submissionId, 'submissionId', MAX_TOKEN_LENGTH, 'The submission id is malformed.');
+      const reply = await runtime.read(agentName, id, submissionId, readOptions);
+      return typeof readTarget === 'string' ? reply : { ...reply, uid: readTarget.uid };
+    },
+    async abort() {
+      const { runtime, agentName } = target(agent, 'handle.abort()');
+      await runtime.abort(agentName, id);
+    },
+  };
+}
+
+export async function getAgentInstance(agent: Agent, id: string): Promise<AgentInstanceInfo | null> {
+  const { runtime, agentName } = target(agent, 'getAgentInstance()');
+  assertInstanceId(id, 'getAgentInstance()');
+  return runtime.getInstance(agentName, id);
+}

@@ -1,0 +1,106 @@
+/**
+ * createChannelRouter(routes) with hand-written routes: creation checks, the envelope for refusals
+ * and unknown paths or methods, several deliveries per event, and a mapping bug as a logged 500.
+ */
+import { Hono } from 'hono';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  ChannelRefusedError,
+  createChannelRouter,
+  getAgentInstance,
+  init,
+  useModel,
+  type ChannelRouteDefinition,
+} from '@flue/runtime';
+import { useScriptedRuntime } from '../../../test/support/scripted-runtime.ts';
+
+const ctx = useScriptedRuntime();
+
+function Inbox() {
+  useModel('anthropic/claude-haiku-4-5');
+  return 'Read the inbox.';
+}
+
+/** Verifies a shared token header; the body is `{ id, to: string[] }`. */
+const tokenRoute: ChannelRouteDefinition<{ id: string; to: string[] }> = {
+  method: 'post',
+  path: '/hook',
+  verify({ request, body }) {
+    const token = request.headers.get('x-token');
+    if (token === null) return new ChannelRefusedError(401, 'The X-Token header is missing.', 'Send the shared token.');
+    if (token !== 'good') throw new ChannelRefusedError(403, 'This token may not post here.', 'Use the token of this channel.');
+    const event = JSON.parse(new TextDecoder().decode(body)) as { id: string; to: string[] };
+    return { eventId: `test:${event.id}`, event };
+  },
+  deliveries({ event }) {
+    return event.to.map((to) => ({ agent: Inbox, id: to, message: { kind: 'signal' as const, type: 'mail', body: event.id } }));
+  },
+};
+
+const mount = (routes: ChannelRouteDefinition<any>[]) => new Hono().route('/channels/test', createChannelRouter(routes));
+const post = (app: Hono, body: unknown, headers: Record<string, string> = { 'x-token': 'good' }, path = '/hook') =>
+  app.fetch(new Request(`http://flue.test/channels/test${path}`, { method: 'POST', headers, body: JSON.stringify(body) }));
+
+describe('createChannelRouter()', () => {
+  it('throws at creation on a malformed route or a repeated method and path', () => {
+    expect(() => createChannelRouter('routes' as never)).toThrow(/array/);
+    expect(() => createChannelRouter([{ ...tokenRoute, path: 'hook' }])).toThrow(/route 0: path/);
+    expect(() => createChannelRouter([{ ...tokenRoute, method: 'PO ST' }])).toThrow(/route 0: method/);
+    expect(() => createChannelRouter([{ ...tokenRoute, verify: undefined as never }])).toThrow(/route 0: verify/);
+    expect(() => createChannelRouter([{ ...tokenRoute, deliveries: undefined as never }])).toThrow(/route 0: deliveries/);
+    expect(() => createChannelRouter([{ ...tokenRoute, maxBodyBytes: 0 }])).toThrow(/maxBodyBytes/);
+    expect(() => createChannelRouter([tokenRoute, { ...tokenRoute, method: 'POST' }])).toThrow(/route 1 repeats POST \/hook/);
+  });
+
+  it('renders returned and thrown refusals as 401 and 403 envelopes', async () => {
+    await ctx.start([Inbox]);
+    const app = mount([tokenRoute]);
+    const missing = await post(app, { id: 'e1', to: ['a'] }, {});
+    expect(missing.status).toBe(401);
+    expect(await missing.json()).toEqual({ error: { type: 'channel_unauthenticated', message: 'The X-Token header is missing.', details: 'Send the shared token.' } });
+    const wrong = await post(app, { id: 'e1', to: ['a'] }, { 'x-token': 'bad' });
+    expect(wrong.status).toBe(403);
+    expect(((await wrong.json()) as { error: { type: string } }).error.type).toBe('channel_forbidden');
+    expect(await getAgentInstance(Inbox, 'a')).toBeNull();
+  });
+
+  it('admits every delivery of an event, each once across redeliveries', async () => {
+    await ctx.start([Inbox]);
+    ctx.server.script({ text: 'a' }, { text: 'b' });
+    const app = mount([tokenRoute]);
+    const first = await post(app, { id: 'e2', to: ['x', 'y'] });
+    expect(first.status).toBe(202);
+    const body = (await first.json()) as { deliveries: { id: string; submissionId: string; deduplicated?: true }[] };
+    expect(body.deliveries.map((d) => [d.id, d.deduplicated])).toEqual([['x', undefined], ['y', undefined]]);
+    const again = (await (await post(app, { id: 'e2', to: ['x', 'y'] })).json()) as typeof body;
+    expect(again.deliveries.map((d) => [d.submissionId, d.deduplicated])).toEqual(body.deliveries.map((d) => [d.submissionId, true]));
+    for (const delivery of body.deliveries) await init(Inbox, { id: delivery.id }).read(delivery.submissionId);
+    expect(ctx.server.requests).toHaveLength(2);
+  });
+
+  it('answers unknown paths 404 and other methods on a route 405 with Allow', async () => {
+    await ctx.start([Inbox]);
+    const app = mount([tokenRoute]);
+    const unknown = await post(app, {}, {}, '/other');
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { type: string } }).error.type).toBe('route_not_found');
+    const get = await app.fetch(new Request('http://flue.test/channels/test/hook'));
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+
+  it('turns a delivery dispatch() refuses into a logged 500, not a 4xx the platform would blame itself for', async () => {
+    await ctx.start([Inbox]);
+    const log = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const app = mount([{ ...tokenRoute, deliveries: () => ({ agent: Inbox, id: 'z', message: { kind: 'signal', type: '', body: '' } as never }) }]);
+      const response = await post(app, { id: 'e3', to: [] });
+      expect(response.status).toBe(500);
+      expect(((await response.json()) as { error: { type: string; ref: string } }).error).toMatchObject({ type: 'internal_error', ref: expect.any(String) });
+      expect(String(log.mock.calls[0]?.[1])).toContain('channel route POST /hook mapped event "test:e3"');
+    } finally {
+      log.mockRestore();
+    }
+    expect(await getAgentInstance(Inbox, 'z')).toBeNull();
+  });
+});

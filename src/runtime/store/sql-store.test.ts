@@ -1,0 +1,183 @@
+import { DatabaseSync } from 'node:sqlite';
+import { describe, expect, it } from 'vitest';
+import { sqlite } from '../../node/sqlite.ts';
+import type { ConversationRecord } from './records.ts';
+import { MAX_STATEMENT_BYTES, RowTooLargeError, SPILL_BYTES, SqlStore, guardStatement, migrate } from './sql-store.ts';
+
+async function openStore(): Promise<SqlStore> {
+  const adapter = sqlite();
+  await adapter.migrate();
+  return new SqlStore(await adapter.connect());
+}
+
+const encoder = new TextEncoder();
+const utf8 = (text: string) => encoder.encode(text).byteLength;
+
+/** A record whose JSON is exactly `bytes` UTF-8 bytes long, padded with `fill`. */
+function signalOfSize(bytes: number, fill = 'x'): ConversationRecord[] {
+  const make = (body: string): ConversationRecord[] => [
+    { type: 'signal', messageId: 'm', origin: 'framework', signalType: 't', body, ts: '2026-01-01T00:00:00.000Z' } as ConversationRecord,
+  ];
+  const overhead = utf8(JSON.stringify(make('')));
+  const fillBytes = utf8(fill);
+  let body = fill.repeat(Math.floor((bytes - overhead) / fillBytes));
+  body += 'y'.repeat(bytes - overhead - utf8(body));
+  const records = make(body);
+  expect(utf8(JSON.stringify(records))).toBe(bytes);
+  return records;
+}
+
+function spillRows(store: SqlStore): number {
+  return Number(store.driver.query('SELECT count(*) AS n FROM flue_spill')[0].n);
+}
+
+describe('spilled values', () => {
+  it('keeps a batch at exactly the threshold in its row and spills one byte more', async () => {
+    const store = await openStore();
+    store.append('s', signalOfSize(SPILL_BYTES));
+    expect(spillRows(store)).toBe(0);
+    const over = signalOfSize(SPILL_BYTES + 1);
+    store.append('s', over);
+    expect(spillRows(store)).toBe(2);
+    const marker = String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 1')[0].records);
+    expect(marker.startsWith('~')).toBe(true);
+    expect(() => JSON.parse(marker)).toThrow();
+    expect(store.readBatches('s', 0)).toEqual([{ seq: 1, records: over }]);
+    expect(store.readBatchesSized('s', -1).map((item) => item.bytes)).toEqual([SPILL_BYTES, SPILL_BYTES + 1]);
+  });
+
+  it('round-trips multi-byte text split across chunk boundaries byte-identically', async () => {
+    const store = await openStore();
+    for (const [fill, size] of [
+      ['é', 3 * SPILL_BYTES + 1],
+      ['€', 2 * SPILL_BYTES + 2],
+      ['😀', 4 * SPILL_BYTES + 3],
+      ['a😀é€', 5 * SPILL_BYTES - 1],
+    ] as const) {
+      const records = signalOfSize(size, fill);
+      const seq = store.append('s', records);
+      const [read] = store.readBatches('s', seq - 1, 1);
+      expect(JSON.stringify(read.records)).toBe(JSON.stringify(records));
+    }
+  });
+
+  it('spills submission payloads, state and step values, and reads empty strings back', async () => {
+    const store = await openStore();
+    const big = '€'.repeat(SPILL_BYTES);
+    const message = { kind: 'user' as const, body: big };
+    store.insertSubmission({ id: 'sub_1', stream: 's', kind: 'dispatch', payload: { message }, acceptedAt: 'now' });
+    expect(store.getSubmission('sub_1')!.payload.message).toEqual(message);
+    expect(store.openSubmissions('s')[0].payload.message).toEqual(message);
+
+    store.writeState('s', 'big', { text: big });
+    store.writeState('s', 'empty', '');
+    expect(store.readState('s')).toEqual(new Map<string, unknown>([['big', { text: big }], ['empty', '']]));
+
+    store.writeStep('s', 'call', 'one', [big, '']);
+    store.writeStep('s', 'call', 'one', 'ignored: the first write wins');
+    store.writeStep('s', 'call', 'empty', '');
+    expect(store.readStep('s', 'call', 'one')).toEqual({ found: true, value: [big, ''] });
+    expect(store.readStep('s', 'call', 'empty')).toEqual({ found: true, value: '' });
+  });
+
+  it('an overwritten state value drops the chunks of the previous one', async () => {
+    const store = await openStore();
+    store.writeState('s', 'v', 'a'.repeat(3 * SPILL_BYTES - 2)); // plus two quotes
+    expect(spillRows(store)).toBe(3);
+    store.writeState('s', 'v', 'b'.repeat(2 * SPILL_BYTES - 2));
+    expect(spillRows(store)).toBe(2);
+    store.writeState('s', 'v', 'small');
+    expect(spillRows(store)).toBe(0);
+    expect(store.readState('s').get('v')).toBe('small');
+  });
+
+  it('bounds a sized read by bytes, returning at least one batch', async () => {
+    const store = await openStore();
+    for (let i = 0; i < 5; i++) store.append('s', signalOfSize(3 * SPILL_BYTES));
+    expect(store.readBatchesSized('s', -1, 100, 1).map((item) => item.batch.seq)).toEqual([0]);
+    expect(store.readBatchesSized('s', -1, 100, 7 * SPILL_BYTES).map((item) => item.batch.seq)).toEqual([0, 1, 2]);
+    expect(store.readBatchesSized('s', 1, 2).map((item) => item.batch.seq)).toEqual([2, 3]);
+  });
+
+  it('a store created before spilling existed gains the table and keeps its rows', () => {
+    const db = new DatabaseSync(':memory:');
+    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    db.exec(`CREATE TABLE flue_batches (stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)) WITHOUT ROWID`);
+    db.exec(`INSERT INTO flue_batches VALUES ('s', 0, '[{"type":"x"}]')`);
+    const driver = {
+      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
+      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
+      transaction: <T>(fn: () => T) => fn(),
+    };
+    migrate(driver);
+    const store = new SqlStore(driver);
+    expect(store.readBatches('s', -1)).toEqual([{ seq: 0, records: [{ type: 'x' }] }]);
+  });
+});
+
+describe('the submission ledger', () => {
+  const ledgerOrder = (store: SqlStore) =>
+    store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
+  const admit = (store: SqlStore, id: string, stream = 's') =>
+    store.insertSubmission({ id, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: id } }, acceptedAt: 'now' });
+
+  it('a new store keys submissions by id and keeps admission order, also once all are settled', async () => {
+    const store = await openStore();
+    const table = String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql);
+    expect(table).toMatch(/WITHOUT ROWID/);
+    admit(store, 'a');
+    store.markSettled('a', 'completed', null, 1);
+    admit(store, 'b');
+    admit(store, 'c', 't');
+    store.markSettled('b', 'completed', null, 2);
+    admit(store, 'd');
+    admit(store, 'e');
+    expect(ledgerOrder(store)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(store.openSubmissions('s').map((row) => row.id)).toEqual(['d', 'e']);
+    expect(store.getSubmission('c')!.stream).toBe('t');
+  });
+
+  it('a store created with the rowid ledger keeps it and its rows', () => {
+    const db = new DatabaseSync(':memory:');
+    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    db.exec(`CREATE TABLE flue_submissions (
+      ord INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+      accepted_at TEXT NOT NULL, status TEXT NOT NULL, attempt_id TEXT, attempt_count INTEGER NOT NULL DEFAULT 0,
+      max_attempts INTEGER, timeout_ms INTEGER, started_at INTEGER, abort_requested_at INTEGER,
+      continuation INTEGER NOT NULL DEFAULT 0, joined_into TEXT, outcome TEXT, error TEXT, settled_at INTEGER)`);
+    db.exec(`CREATE INDEX flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`);
+    db.exec(`INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES ('old', 's', 'dispatch', '{"message":{"kind":"user","body":"old"}}', 'then', 'queued')`);
+    const driver = {
+      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
+      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
+      transaction: <T>(fn: () => T) => fn(),
+    };
+    migrate(driver);
+    const store = new SqlStore(driver);
+    admit(store, 'new');
+    expect(String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql)).not.toMatch(/WITHOUT ROWID/);
+    expect(store.driver.query('SELECT ord FROM flue_submissions ORDER BY ord').map((row) => Number(row.ord))).toEqual([1, 2]);
+    expect(store.openSubmissions('s').map((row) => row.id)).toEqual(['old', 'new']);
+    expect(store.getSubmission('old')!.payload.message).toEqual({ kind: 'user', body: 'old' });
+  });
+});
+
+describe('the row guard', () => {
+  it('counts strings as UTF-8 and refuses statements over the platform row limit, naming the table', async () => {
+    expect(() => guardStatement('INSERT INTO t (a) VALUES (?)', ['a'.repeat(MAX_STATEMENT_BYTES)])).not.toThrow();
+    expect(() => guardStatement('INSERT INTO t (a) VALUES (?)', ['a'.repeat(MAX_STATEMENT_BYTES + 1)])).toThrow(RowTooLargeError);
+    // 700,000 three-byte characters: 2.1 MB although the string is shorter than the limit.
+    expect(() => guardStatement('UPDATE flue_state SET value = ?', ['€'.repeat(700_000)])).toThrow(/flue_state/);
+    expect(() => guardStatement('INSERT INTO t VALUES (?, ?)', [new Uint8Array(1_000_000), new Uint8Array(1_000_001)])).toThrow(
+      /2000001 bytes/,
+    );
+  });
+
+  it('is on in the node:sqlite driver', async () => {
+    const store = await openStore();
+    expect(() =>
+      store.driver.run('INSERT INTO flue_meta (key, value) VALUES (?, ?)', 'k', 'v'.repeat(MAX_STATEMENT_BYTES + 1)),
+    ).toThrow(/flue_meta.*row limit/);
+    expect(store.driver.query(`SELECT * FROM flue_meta WHERE key = 'k'`)).toEqual([]);
+  });
+});

@@ -1,0 +1,563 @@
+/**
+ * The one store: conversation log, submission ledger, persistent state and durable step memos in
+ * synchronous SQLite. Durable Object SQLite and node:sqlite both fit the tiny `SqlDriver`, so the
+ * same schema and statements serve both hosts (architecture.md, Decision 1).
+ *
+ * Cost model: an append is one row; persistent state and step memos are one row each and are
+ * written in the same transaction as the batch that explains them. A value over SPILL_BYTES moves
+ * to `flue_spill` chunks in that same transaction, because Durable Object SQLite refuses a row
+ * over 2 MB (cloudflare.md §5); the row keeps a marker that names the chunks.
+ */
+import { ConversationRecordInvariantError, PersistedFormatVersionError } from '../common/errors.ts';
+import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
+import { utf8Size } from '../common/limits.ts';
+import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
+import { SqlSandboxFiles } from './sql-sandbox-files.ts';
+
+export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
+
+export const FLUE_FORMAT_VERSION = '1';
+
+/** Below Durable Object SQLite's 2 MB value limit. */
+const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
+
+/** Values whose UTF-8 size exceeds this are stored as chunks of at most this size. */
+export const SPILL_BYTES = 1024 * 1024;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+
+/** A marker can never be JSON: no JSON text starts with `~`. */
+const SPILL_MARKER = '~spill:';
+
+/** BLOBs come back as Uint8Array from node:sqlite and as ArrayBuffer from Durable Objects. */
+function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  throw new TypeError('expected a BLOB value');
+}
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS flue_streams (
+     stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_batches (
+     stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
+   ) WITHOUT ROWID`,
+  // Keyed by id in one b-tree, so an admission writes two entries (the row and its open-queue
+  // entry) where a rowid table with a UNIQUE id wrote three. `ord` is the admission order, assigned
+  // by the store (SqlStore.nextOrd). Stores created before this layout keep their rowid table
+  // (`ord INTEGER PRIMARY KEY`, `id UNIQUE`): every statement below reads and writes both layouts.
+  `CREATE TABLE IF NOT EXISTS flue_submissions (
+     id TEXT NOT NULL PRIMARY KEY,
+     ord INTEGER NOT NULL,
+     stream TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     payload TEXT NOT NULL,
+     accepted_at TEXT NOT NULL,
+     status TEXT NOT NULL,
+     attempt_id TEXT,
+     attempt_count INTEGER NOT NULL DEFAULT 0,
+     max_attempts INTEGER,
+     timeout_ms INTEGER,
+     started_at INTEGER,
+     abort_requested_at INTEGER,
+     continuation INTEGER NOT NULL DEFAULT 0,
+     joined_into TEXT,
+     outcome TEXT,
+     error TEXT,
+     settled_at INTEGER
+   ) WITHOUT ROWID`,
+  // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
+  // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
+  `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
+  `CREATE TABLE IF NOT EXISTS flue_state (
+     stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_attachments (
+     stream TEXT NOT NULL, id TEXT NOT NULL, ref TEXT NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stream, id)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_attachment_chunks (
+     stream TEXT NOT NULL, id TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, id, idx)
+   ) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS flue_steps (
+     stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
+     PRIMARY KEY (stream, tool_call_id, step)
+   ) WITHOUT ROWID`,
+  // Chunks of values too large for one row. A rowid table: the rows carry large values.
+  `CREATE TABLE IF NOT EXISTS flue_spill (
+     key TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (key, idx)
+   )`,
+  // virtualSandbox() files (sql-sandbox-files.ts). Rowid tables: the rows carry file contents.
+  `CREATE TABLE IF NOT EXISTS flue_sandbox_files (
+     stream TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, mode INTEGER NOT NULL, size INTEGER NOT NULL,
+     mtime INTEGER NOT NULL, chunks INTEGER NOT NULL, data BLOB, PRIMARY KEY (stream, path)
+   )`,
+  `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
+     stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
+   )`,
+];
+
+/** Stamp first, then create, so a crash mid-migration leaves a versioned store (persistence.md §5). */
+export function migrate(driver: SqlDriver): void {
+  driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+  const stamp = driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0];
+  if (stamp === undefined) {
+    const hasFlueTables =
+      driver.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'flue_%' AND name != 'flue_meta'`)
+        .length > 0;
+    if (hasFlueTables) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
+    driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
+  } else if (stamp.value !== FLUE_FORMAT_VERSION) {
+    throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
+  }
+  for (const statement of SCHEMA) driver.run(statement);
+}
+
+export type SubmissionKind = 'dispatch' | 'direct';
+export type SubmissionStatus = 'queued' | 'running' | 'joined' | 'settled';
+
+export interface SubmissionPayload {
+  /** The delivered message; attachment bytes are stored separately (see `attachments`). */
+  message: import('../common/types.ts').DeliveredMessage;
+  attachments?: AttachmentRecordRef[];
+  initialData?: unknown;
+  /** Present only on keyed submissions; part of the identity compared on replay. */
+  idempotencyKey?: string;
+  /**
+   * Set on `useDispatchMessage()` deliveries, whose origin is `'agent'`; the kind alone tells
+   * `'app'` from `'http'`. Absent otherwise, so payloads stored before it compare equal on replay.
+   */
+  fromAgent?: true;
+}
+
+export interface SubmissionRow {
+  ord: number;
+  id: string;
+  stream: string;
+  kind: SubmissionKind;
+  payload: SubmissionPayload;
+  acceptedAt: string;
+  status: SubmissionStatus;
+  attemptId: string | null;
+  attemptCount: number;
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+  startedAt: number | null;
+  abortRequestedAt: number | null;
+  joinedInto: string | null;
+  outcome: SubmissionOutcome | null;
+  error: string | null;
+}
+
+function toSubmission(row: SqlRow, payload: string): SubmissionRow {
+  return {
+    ord: Number(row.ord),
+    id: String(row.id),
+    stream: String(row.stream),
+    kind: row.kind as SubmissionKind,
+    payload: JSON.parse(payload) as SubmissionPayload,
+    acceptedAt: String(row.accepted_at),
+    status: row.status as SubmissionStatus,
+    attemptId: row.attempt_id === null ? null : String(row.attempt_id),
+    attemptCount: Number(row.attempt_count),
+    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
+    timeoutMs: row.timeout_ms === null ? null : Number(row.timeout_ms),
+    startedAt: row.started_at === null ? null : Number(row.started_at),
+    abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
+    joinedInto: row.joined_into === null ? null : String(row.joined_into),
+    outcome: row.outcome === null ? null : (row.outcome as SubmissionOutcome),
+    error: row.error === null ? null : String(row.error),
+  };
+}
+
+/** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
+function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (string | number)[]): string {
+  return JSON.stringify([kind, ...parts]);
+}
+
+export interface StreamInfo {
+  stream: string;
+  agent: string;
+  instanceId: string;
+  incarnation: string;
+}
+
+export interface Batch {
+  seq: number;
+  records: ConversationRecord[];
+}
+
+export class SqlStore {
+  readonly driver: SqlDriver;
+
+  constructor(driver: SqlDriver) {
+    this.driver = driver;
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.driver.transaction(fn);
+  }
+
+  // ── Streams and batches ──────────────────────────────────────────────────────────────────
+
+  getStream(stream: string): StreamInfo | undefined {
+    const row = this.driver.query('SELECT * FROM flue_streams WHERE stream = ?', stream)[0];
+    if (row === undefined) return undefined;
+    return {
+      stream,
+      agent: String(row.agent),
+      instanceId: String(row.instance_id),
+      incarnation: String(row.incarnation),
+    };
+  }
+
+  createStream(info: StreamInfo): void {
+    this.driver.run(
+      'INSERT INTO flue_streams (stream, agent, instance_id, incarnation) VALUES (?, ?, ?, ?)',
+      info.stream,
+      info.agent,
+      info.instanceId,
+      info.incarnation,
+    );
+  }
+
+  /** Sequence of the last batch, or -1 for an empty stream. */
+  head(stream: string): number {
+    const row = this.driver.query('SELECT max(seq) AS seq FROM flue_batches WHERE stream = ?', stream)[0];
+    return row === undefined || row.seq === null ? -1 : Number(row.seq);
+  }
+
+  /** Appends one batch under the next sequence; callers hold the conversation's single writer. */
+  append(stream: string, records: readonly ConversationRecord[]): number {
+    return this.appendSized(stream, records).seq;
+  }
+
+  /**
+   * `append`, also answering the UTF-8 size of the stored batch (for the conversation's size).
+   * A writer that keeps the log's fold passes the head it knows, saving a `max(seq)` read per
+   * append; a stale head cannot overwrite anything: the insert then fails on the primary key.
+   */
+  appendSized(stream: string, records: readonly ConversationRecord[], head = this.head(stream)): { seq: number; bytes: number } {
+    if (records.length === 0) {
+      throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
+    }
+    const seq = head + 1;
+    const value = this.spill(spillKey('batch', stream, seq), JSON.stringify(records));
+    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, value.column);
+    return { seq, bytes: value.bytes };
+  }
+
+  /** Batches with sequence greater than `after`, in order. */
+  readBatches(stream: string, after: number, limit = 1_000_000): Batch[] {
+    return this.batchRows(stream, after, limit, Infinity, false).map(({ batch }) => batch);
+  }
+
+  /**
+   * Batches with their stored UTF-8 size. With `maxBytes`, reading stops once the batches read
+   * reach it (always at least one), so one answer stays bounded however large the batches are.
+   */
+  readBatchesSized(stream: string, after: number, limit = 1_000_000, maxBytes = Infinity): { batch: Batch; bytes: number }[] {
+    return this.batchRows(stream, after, limit, maxBytes, true);
+  }
+
+  private batchRows(stream: string, after: number, limit: number, maxBytes: number, sized: boolean): { batch: Batch; bytes: number }[] {
+    const out: { batch: Batch; bytes: number }[] = [];
+    let total = 0;
+    let cursor = after;
+    // Pages, so a byte budget does not load batches it will not return.
+    const page = Number.isFinite(maxBytes) ? 16 : limit;
+    while (out.length < limit && total < maxBytes) {
+      const want = Math.min(page, limit - out.length);
+      const rows = this.driver.query(
+        'SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
+        stream,
+        cursor,
+        want,
+      );
+      for (const row of rows) {
+        if (out.length > 0 && total >= maxBytes) break;
+        const text = this.unspill(row.records, sized);
+        const bytes = text.bytes;
+        if (sized) total += bytes;
+        cursor = Number(row.seq);
+        out.push({ batch: { seq: cursor, records: JSON.parse(text.text) as ConversationRecord[] }, bytes });
+      }
+      if (rows.length < want) break;
+    }
+    return out;
+  }
+
+  firstBatch(stream: string): Batch | undefined {
+    return this.readBatches(stream, -1, 1)[0];
+  }
+
+  listStreamsWithOpenWork(): string[] {
+    return this.driver
+      .query(`SELECT DISTINCT stream FROM flue_submissions WHERE settled_at IS NULL`)
+      .map((row) => String(row.stream));
+  }
+
+  // ── Submissions ──────────────────────────────────────────────────────────────────────────
+
+  getSubmission(id: string): SubmissionRow | undefined {
+    const row = this.driver.query('SELECT * FROM flue_submissions WHERE id = ?', id)[0];
+    return row === undefined ? undefined : this.toSubmission(row);
+  }
+
+  insertSubmission(input: { id: string; stream: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
+    this.driver.run(
+      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, ?, 'queued')`,
+      input.id,
+      this.nextOrd(input.stream),
+      input.stream,
+      input.kind,
+      this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
+      input.acceptedAt,
+    );
+  }
+
+  /** Whether this store keeps submissions in a rowid table (created before the keyed-by-id layout). */
+  private rowidLedger: boolean | undefined;
+  /** The last `ord` this store handed out. */
+  private lastOrd = 0;
+
+  /**
+   * The admission order of a new submission. A rowid ledger numbers its rows itself (NULL asks it
+   * to). The keyed-by-id ledger has no index over every `ord`, so the next one is found without a
+   * scan: past the clock in microsecond-sized steps (so a later start continues above what an earlier
+   * one handed out), past every `ord` this store handed out, and past the conversation's open
+   * submissions (read through the open-queue index), which is what FIFO order needs.
+   */
+  private nextOrd(stream: string): number | null {
+    if (this.rowidLedger === undefined) {
+      const table = this.driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
+      this.rowidLedger = !/WITHOUT\s+ROWID/i.test(String(table?.sql ?? ''));
+    }
+    if (this.rowidLedger) return null;
+    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, stream)[0];
+    const openMax = open === undefined || open.ord === null ? 0 : Number(open.ord);
+    this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, openMax + 1);
+    return this.lastOrd;
+  }
+
+  /** Unsettled submissions of one conversation in admission order. */
+  openSubmissions(stream: string): SubmissionRow[] {
+    return this.driver
+      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, stream)
+      .map((row) => this.toSubmission(row));
+  }
+
+  claimAttempt(
+    id: string,
+    attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number },
+  ): SubmissionRow {
+    this.driver.run(
+      `UPDATE flue_submissions
+          SET status = 'running', attempt_id = ?,
+              attempt_count = attempt_count + (CASE WHEN continuation = 1 THEN 0 ELSE 1 END), continuation = 0,
+              started_at = coalesce(started_at, ?), max_attempts = ?, timeout_ms = ?
+        WHERE id = ? AND status IN ('queued', 'running')`,
+      attempt.attemptId,
+      attempt.now,
+      attempt.maxAttempts,
+      attempt.timeoutMs,
+      id,
+    );
+    return this.getSubmission(id)!;
+  }
+
+  /** A response that yielded at a turn boundary continues in the same attempt (no attempt spent). */
+  markContinuation(id: string): void {
+    this.driver.run(`UPDATE flue_submissions SET continuation = 1 WHERE id = ? AND status = 'running'`, id);
+  }
+
+  markJoined(id: string, leaderId: string): void {
+    this.driver.run(`UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id = ? AND status = 'queued'`, leaderId, id);
+  }
+
+  /**
+   * Joined deliveries of a leader (the submission whose response answers them) that are still
+   * waiting for its outcome. They are unsettled rows of the leader's conversation, so the
+   * open-submissions index finds them without a scan.
+   */
+  joinedInto(leader: { id: string; stream: string }): SubmissionRow[] {
+    return this.driver
+      .query(
+        `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
+        leader.stream,
+        leader.id,
+      )
+      .map((row) => this.toSubmission(row));
+  }
+
+  /** First terminal state wins: settled rows are never rewritten. */
+  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): boolean {
+    const before = this.getSubmission(id);
+    if (before === undefined || before.status === 'settled') return false;
+    this.driver.run(
+      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL`,
+      outcome,
+      error,
+      now,
+      id,
+    );
+    return true;
+  }
+
+  /** Stamps every unsettled submission of the conversation; the first stamp wins. */
+  requestAbort(stream: string, now: number): number {
+    const open = this.openSubmissions(stream);
+    this.driver.run(
+      `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND settled_at IS NULL`,
+      now,
+      stream,
+    );
+    return open.length;
+  }
+
+  // ── Attachments ────────────────────────────────────────────────────────────────────────
+
+  /** Idempotent: an attachment id is written once (ids are deterministic per submission). */
+  putAttachment(stream: string, ref: AttachmentRecordRef, bytes: Uint8Array): void {
+    if (this.driver.query('SELECT id FROM flue_attachments WHERE stream = ? AND id = ?', stream, ref.id).length > 0) return;
+    const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
+    this.driver.run('INSERT INTO flue_attachments (stream, id, ref, chunks) VALUES (?, ?, ?, ?)', stream, ref.id, JSON.stringify(ref), chunks);
+    for (let idx = 0; idx < chunks; idx++) {
+      const part = bytes.subarray(idx * ATTACHMENT_CHUNK_BYTES, (idx + 1) * ATTACHMENT_CHUNK_BYTES);
+      this.driver.run('INSERT INTO flue_attachment_chunks (stream, id, idx, data) VALUES (?, ?, ?, ?)', stream, ref.id, idx, part);
+    }
+  }
+
+  readAttachment(stream: string, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
+    const row = this.driver.query('SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', stream, id)[0];
+    if (row === undefined) return undefined;
+    const ref = JSON.parse(String(row.ref)) as AttachmentRecordRef;
+    const parts = this.driver
+      .query('SELECT data FROM flue_attachment_chunks WHERE stream = ? AND id = ? ORDER BY idx', stream, id)
+      .map((chunk) => toBytes(chunk.data));
+    if (parts.length !== Number(row.chunks)) {
+      throw new ConversationRecordInvariantError(id, 'attachment', `expected ${row.chunks} chunks, found ${parts.length}`);
+    }
+    const bytes = new Uint8Array(ref.size);
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(part, offset);
+      offset += part.length;
+    }
+    return { ref, bytes };
+  }
+
+  // ── Persistent state and durable steps ───────────────────────────────────────────────────
+
+  readState(stream: string): Map<string, unknown> {
+    const state = new Map<string, unknown>();
+    for (const row of this.driver.query('SELECT name, value FROM flue_state WHERE stream = ?', stream)) {
+      state.set(String(row.name), JSON.parse(this.unspill(row.value).text));
+    }
+    return state;
+  }
+
+  writeState(stream: string, name: string, value: unknown): void {
+    const key = spillKey('state', stream, name);
+    // An overwrite must not leave the previous value's chunks behind.
+    this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
+    this.driver.run(
+      'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
+      stream,
+      name,
+      this.spill(key, JSON.stringify(value)).column,
+    );
+  }
+
+  readStep(stream: string, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
+    const row = this.driver.query(
+      'SELECT value FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
+      stream,
+      toolCallId,
+      step,
+    )[0];
+    return row === undefined ? { found: false } : { found: true, value: JSON.parse(this.unspill(row.value).text) };
+  }
+
+  /** First write wins: a recorded step is never rewritten. */
+  writeStep(stream: string, toolCallId: string, step: string, value: unknown): void {
+    this.driver.transaction(() => {
+      const exists = this.driver.query(
+        'SELECT 1 AS found FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
+        stream,
+        toolCallId,
+        step,
+      );
+      if (exists.length > 0) return;
+      this.driver.run(
+        'INSERT INTO flue_steps (stream, tool_call_id, step, value) VALUES (?, ?, ?, ?)',
+        stream,
+        toolCallId,
+        step,
+        this.spill(spillKey('step', stream, toolCallId, step), JSON.stringify(value)).column,
+      );
+    });
+  }
+
+  // ── Spilled values ───────────────────────────────────────────────────────────────────────
+
+  /**
+   * The column value for `text`: the text itself when it fits a row, else a marker after the
+   * chunks are written (callers are inside the row's transaction). Chunks split the UTF-8 bytes
+   * anywhere; they are joined before decoding.
+   */
+  private spill(key: string, text: string): { column: string; bytes: number } {
+    if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Size(text) };
+    const bytes = encoder.encode(text);
+    if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
+    const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
+    // Chunks of a write that never committed its row would collide with this one's.
+    this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
+    for (let idx = 0; idx < chunks; idx++) {
+      this.driver.run(
+        'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)',
+        key,
+        idx,
+        bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES),
+      );
+    }
+    return { column: `${SPILL_MARKER}${chunks}:${key}`, bytes: bytes.byteLength };
+  }
+
+  /** The text a column stands for, reassembled from its chunks when it is a marker. */
+  private unspill(column: SqlValue, sized = false): { text: string; bytes: number } {
+    const value = String(column);
+    // Sizing an inline value costs an encode, so only callers that count bytes pay for it.
+    if (!value.startsWith(SPILL_MARKER)) return { text: value, bytes: sized ? utf8Size(value) : Number.NaN };
+    const rest = value.slice(SPILL_MARKER.length);
+    const colon = rest.indexOf(':');
+    const chunks = Number(rest.slice(0, colon));
+    const key = rest.slice(colon + 1);
+    const parts = this.driver.query('SELECT data FROM flue_spill WHERE key = ? ORDER BY idx', key).map((row) => toBytes(row.data));
+    if (parts.length !== chunks) {
+      throw new ConversationRecordInvariantError(key, 'spilled value', `expected ${chunks} chunks, found ${parts.length}`);
+    }
+    let size = 0;
+    for (const part of parts) size += part.byteLength;
+    const bytes = new Uint8Array(size);
+    let offset = 0;
+    for (const part of parts) {
+      bytes.set(part, offset);
+      offset += part.byteLength;
+    }
+    return { text: decoder.decode(bytes), bytes: size };
+  }
+
+  private toSubmission(row: SqlRow): SubmissionRow {
+    return toSubmission(row, this.unspill(row.payload).text);
+  }
+
+  // ── Sandbox files ────────────────────────────────────────────────────────────────────────
+
+  /** The conversation's durable `virtualSandbox()` files. */
+  sandboxFiles(stream: string): SqlSandboxFiles {
+    return new SqlSandboxFiles(this.driver, stream);
+  }
+}
