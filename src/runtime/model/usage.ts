@@ -3,7 +3,7 @@
  * field-wise across every model call an operation makes.
  */
 import type { Usage } from '@earendil-works/pi-ai';
-import type { PromptUsage } from './types.ts';
+import type { PromptUsage } from '../common/types.ts';
 
 export function emptyUsage(): PromptUsage {
   return {
