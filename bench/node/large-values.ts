@@ -9,7 +9,7 @@
  * Ours writes what the runtime writes for each (see bench/README.md): for a message, the
  * submission's payload at admission and the `user_message` record when the input is committed;
  * for a tool output, the `tool_results` batch, whose outcome holds the model-facing `content`
- * (the output's JSON text) and the `output` value. Read back: the batches, and for the message the
+ * (the output's JSON text, derived on read from the stored `output`) and the `output` value. Read back: the batches, and for the message the
  * submission too (what a woken conversation reads). Every read is checked against the value.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -102,8 +102,9 @@ async function oursToolOutput(run: number, value: string): Promise<Timing> {
   writer.close();
   const reader = await openStore();
   const [, read] = time(() => {
-    const record = reader.store.readBatches(stream, -1)[0]!.records[0] as { outcomes: { output: string }[] };
-    if (record.outcomes[0]!.output !== value) throw new Error('ours: the tool output did not read back');
+    const record = reader.store.readBatches(stream, -1)[0]!.records[0] as { outcomes: { output: string; content: string }[] };
+    const got = record.outcomes[0]!;
+    if (got.output !== value || got.content !== outcome.content) throw new Error('ours: the tool output did not read back');
   });
   reader.close();
   return { write, read };

@@ -13,6 +13,7 @@ import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from 
 import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
+import { packRecords, unpackRecords } from './record-packing.ts';
 
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
 
@@ -244,9 +245,10 @@ export class SqlStore {
       throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
     }
     const seq = head + 1;
-    const value = this.spill(spillKey('batch', stream, seq), JSON.stringify(records));
+    const packed = packRecords(records);
+    const value = this.spill(spillKey('batch', stream, seq), packed.text);
     this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, value.column);
-    return { seq, bytes: value.bytes };
+    return { seq, bytes: value.bytes + packed.derivedBytes };
   }
 
   /** Batches with sequence greater than `after`, in order. */
@@ -279,10 +281,11 @@ export class SqlStore {
       for (const row of rows) {
         if (out.length > 0 && total >= maxBytes) break;
         const text = this.unspill(row.records, sized);
-        const bytes = text.bytes;
+        const { records, derivedBytes } = unpackRecords(text.text, sized);
+        const bytes = text.bytes + derivedBytes;
         if (sized) total += bytes;
         cursor = Number(row.seq);
-        out.push({ batch: { seq: cursor, records: JSON.parse(text.text) as ConversationRecord[] }, bytes });
+        out.push({ batch: { seq: cursor, records }, bytes });
       }
       if (rows.length < want) break;
     }

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { sqlite } from '../../node/sqlite.ts';
+import type { ConversationRecord, ToolOutcome } from './records.ts';
+import { PACK_MIN_CHARS, packRecords, unpackRecords } from './record-packing.ts';
+import { SqlStore } from './sql-store.ts';
+
+const encoder = new TextEncoder();
+const utf8 = (text: string) => encoder.encode(text).byteLength;
+
+function results(...outcomes: ToolOutcome[]): ConversationRecord[] {
+  return [{ type: 'tool_results', stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', outcomes, ts: '2026-01-01T00:00:00.000Z' }];
+}
+
+/** A large JSON output: quotes, newlines, non-ASCII and a lone surrogate, so escaping is real. */
+function largeOutput(): unknown {
+  const line = 'say "hé" \\ \n\t 😀 \ud800 end';
+  return { rows: Array.from({ length: Math.ceil((PACK_MIN_CHARS * 2) / line.length) }, (_, i) => ({ i, line, n: i / 3, none: null })) };
+}
+
+function succeeded(output: unknown, content = JSON.stringify(output)): ToolOutcome {
+  return { toolCallId: 'call_1', toolName: 'lookup', isError: false, content, output, durationMs: 3 };
+}
+
+async function openStore(): Promise<SqlStore> {
+  const adapter = sqlite();
+  await adapter.migrate();
+  return new SqlStore(await adapter.connect());
+}
+
+describe('record packing', () => {
+  it('stores a large outcome whose text is the JSON of its output once, and reads back the same records', () => {
+    const records = results(succeeded(largeOutput()));
+    const packed = packRecords(records);
+    const content = (records[0] as Extract<ConversationRecord, { type: 'tool_results' }>).outcomes[0]!.content;
+    expect(packed.text.includes(JSON.stringify(content))).toBe(false);
+    expect(utf8(packed.text)).toBeLessThan(utf8(JSON.stringify(records)) * 0.6);
+    expect(packed.derivedBytes).toBe(utf8(content));
+    const unpacked = unpackRecords(packed.text, true);
+    expect(unpacked.records).toEqual(records);
+    expect(JSON.stringify(unpacked.records) === JSON.stringify(records)).toBe(true); // same key order, byte for byte
+    expect(unpacked.derivedBytes).toBe(packed.derivedBytes);
+  });
+
+  it('keeps text that is not the JSON of the output, errors, void results and small outcomes as they are', () => {
+    const big = largeOutput();
+    const prose = succeeded('x'.repeat(PACK_MIN_CHARS * 2), 'x'.repeat(PACK_MIN_CHARS * 2));
+    const reworded = succeeded(big, `${JSON.stringify(big)} `);
+    const failed: ToolOutcome = { toolCallId: 'call_2', toolName: 'lookup', isError: true, content: 'e'.repeat(PACK_MIN_CHARS * 2) };
+    const small = succeeded({ ok: true });
+    const records = results(prose, reworded, failed, small);
+    const packed = packRecords(records);
+    expect(packed.text).toBe(JSON.stringify(records));
+    expect(packed.derivedBytes).toBe(0);
+    expect(unpackRecords(packed.text, true).records).toEqual(records);
+  });
+
+  it('reads rows written before packing unchanged', () => {
+    const records = results(succeeded(largeOutput()));
+    const legacy = JSON.stringify(records);
+    const read = unpackRecords(legacy, true);
+    expect(read.records).toEqual(records);
+    expect(read.derivedBytes).toBe(0);
+  });
+
+  it('through the store: the row holds the value once, sizes count the derived text, reads are exact', async () => {
+    const store = await openStore();
+    const records = results(succeeded(largeOutput()), succeeded('plain', 'plain'));
+    const { bytes } = store.appendSized('s', records, -1);
+    expect(bytes).toBe(utf8(packRecords(records).text) + packRecords(records).derivedBytes);
+    const [read] = store.readBatchesSized('s', -1);
+    expect(read!.batch.records).toEqual(records);
+    expect(read!.bytes).toBe(bytes);
+    expect(store.readBatches('s', -1)[0]!.records).toEqual(records);
+  });
+});
