@@ -25,21 +25,24 @@ export const MAX_CONVERSATION_BYTES = 64 * MiB;
 
 const encoder = new TextEncoder();
 
-/** UTF-8 size of a string, without encoding it when the answer is obviously small. */
+/** Characters measured per step; the scratch buffer holds their worst case of 3 bytes each. */
+const SIZE_STEP = 16 * 1024;
+const scratch = new Uint8Array(3 * SIZE_STEP);
+
+/**
+ * UTF-8 size of a string without allocating its encoding: large values are measured in steps
+ * through one scratch buffer (several times faster than a character loop on 20 MB). A step never
+ * ends between the two halves of a surrogate pair, so each pair counts 4 bytes, a lone one 3.
+ */
 export function utf8Size(text: string): number {
   if (text.length < 256) return encoder.encode(text).length;
   let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i++;
-      } else bytes += 3;
-    } else bytes += 3;
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(at + SIZE_STEP, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    bytes += encoder.encodeInto(text.slice(at, end), scratch).written;
+    at = end;
   }
   return bytes;
 }
