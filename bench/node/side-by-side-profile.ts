@@ -1,10 +1,12 @@
 /**
- * Where the CPU of side-by-side (b) goes: runs the fan-out child (200 one-turn conversations,
- * 8 at a time) of ours or the floor under `node --cpu-prof`, with the scripted server in this
- * process, and prints self time by source group and by function. Not part of `npm run bench`.
+ * Where the CPU of a side-by-side scenario goes: runs its child (by default the fan-out, 200
+ * one-turn conversations 8 at a time; `cold` for (c), process start to the first settled reply)
+ * of ours or the floor under `node --cpu-prof`, with the scripted server in this process, and
+ * prints self time by source group and by function. Not part of `npm run bench`.
  *
- *   npx node bench/node/side-by-side-profile.ts            # ours
- *   npx node bench/node/side-by-side-profile.ts floor      # the floor, for comparison
+ *   npx node bench/node/side-by-side-profile.ts                 # ours, fan-out
+ *   npx node bench/node/side-by-side-profile.ts floor           # the floor, for comparison
+ *   npx node bench/node/side-by-side-profile.ts ours cold       # (c) cold start
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -19,12 +21,13 @@ interface ProfileNode {
 }
 
 const runtime = process.argv[2] === 'floor' ? 'floor' : 'ours';
+const scenario = process.argv[3] === 'cold' ? 'cold' : 'fanout';
 const child = fileURLToPath(new URL('./side-by-side-child.ts', import.meta.url));
-const out = path.join(resultsDir, `side-by-side-${runtime}-fanout`);
+const out = path.join(resultsDir, `side-by-side-${runtime}-${scenario}`);
 const server = await startSideBySideServer();
 try {
   await new Promise<void>((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${out}`, child, runtime, 'fanout', server.url], {
+    const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${out}`, child, runtime, scenario, server.url], {
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     proc.on('error', reject);
