@@ -185,6 +185,8 @@ async function main(): Promise<void> {
     throw new Error('usage: side-by-side-child.ts <ours|original|floor> <turns|fanout|cold> <model server url>');
   }
   const client = runtime === 'floor' ? await floorClient(baseUrl) : await frameworkClient(runtime, baseUrl);
+  // Process start (performance's time origin) → imports done and the runtime started.
+  const loadedMs = performance.now();
   let expectedToolRuns = 0;
   const ask = async (conversation: string, key: string): Promise<void> => {
     check(await client.ask(conversation, question(key)), key);
@@ -196,7 +198,7 @@ async function main(): Promise<void> {
     await ask('cold', 'cold-1');
     // The parent stops its clock when it reads this line.
     process.stdout.write('@@settled\n');
-    result = {};
+    result = { loadedMs, exchangeMs: performance.now() - loadedMs };
   } else {
     // A few discarded turns on a conversation of their own, so first-call costs (lazy imports, JIT
     // of both the new-conversation and the follow-up paths) are the cold-start figure's business,

@@ -43,11 +43,12 @@ const self = new Map<number, number>();
 profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000));
 const group = (url: string) => {
   if (url === '') return '(native / GC / idle)';
+  // Before the dist test: Node's own TypeScript stripper lives at node:internal/deps/amaro/dist.
+  if (url.startsWith('node:')) return 'node built-ins';
   if (url.includes('/dist/') && !url.includes('node_modules/')) return 'our runtime (dist)';
   if (url.includes('/src/')) return 'our runtime (src)';
   const pkg = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1];
   if (pkg !== undefined) return pkg;
-  if (url.startsWith('node:')) return 'node built-ins';
   return path.basename(url);
 };
 const sums = (key: (node: ProfileNode) => string) => {

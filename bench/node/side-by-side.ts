@@ -46,6 +46,11 @@ interface FanoutSample {
   cpuMs: number;
   peakRssMiB: number;
 }
+/** The cold child's own clock: process start → runtime loaded and started, then the one exchange. */
+interface ColdPhases {
+  loadedMs: number;
+  exchangeMs: number;
+}
 interface ChildOutcome {
   result: Record<string, unknown>;
   /** Spawn to the child's `@@settled` line (cold scenario only). */
@@ -102,11 +107,13 @@ function runChild(runtime: RuntimeName, scenario: Scenario): Promise<ChildOutcom
 
 const samples = {
   cold: new Map<RuntimeName, number[]>(),
+  coldPhases: new Map<RuntimeName, ColdPhases[]>(),
   turns: new Map<RuntimeName, TurnsSample[]>(),
   fanout: new Map<RuntimeName, FanoutSample[]>(),
 };
 for (const runtime of RUNTIMES) {
   samples.cold.set(runtime, []);
+  samples.coldPhases.set(runtime, []);
   samples.turns.set(runtime, []);
   samples.fanout.set(runtime, []);
 }
@@ -123,7 +130,10 @@ try {
     for (const scenario of SCENARIOS) {
       for (const runtime of order) {
         const outcome = await runChild(runtime, scenario);
-        if (scenario === 'cold') samples.cold.get(runtime)!.push(outcome.settledMs!);
+        if (scenario === 'cold') {
+          samples.cold.get(runtime)!.push(outcome.settledMs!);
+          samples.coldPhases.get(runtime)!.push(outcome.result as unknown as ColdPhases);
+        }
         else if (scenario === 'turns') samples.turns.get(runtime)!.push(outcome.result as unknown as TurnsSample);
         else samples.fanout.get(runtime)!.push(outcome.result as unknown as FanoutSample);
       }
@@ -247,6 +257,14 @@ for (const { figure, metric } of FIGURES) {
 for (const field of ['wallMs', 'cpuMs'] as const) {
   console.log(`\n${field === 'wallMs' ? 'Wall' : 'CPU'} time of each turn of the ${TURNS}-turn conversation (median over runs, ms, turn 1 → ${TURNS}):`);
   for (const runtime of RUNTIMES) console.log(`  ${runtime.padEnd(8)} ${perTurn(runtime, field).map((v) => v.toFixed(0)).join(' ')}`);
+}
+console.log('\n(c) where the cold start goes, on the child\'s clock (median over runs, ms):');
+for (const runtime of RUNTIMES) {
+  const phases = samples.coldPhases.get(runtime)!;
+  console.log(
+    `  ${runtime.padEnd(8)} process start → imports done and runtime started ${median(phases.map((p) => p.loadedMs)).toFixed(0)}, ` +
+      `then the first exchange until settled ${median(phases.map((p) => p.exchangeMs)).toFixed(0)}`,
+  );
 }
 console.log('\nRaw samples per run:');
 for (const runtime of RUNTIMES) {
