@@ -46,8 +46,10 @@ interface FanoutSample {
   cpuMs: number;
   peakRssMiB: number;
 }
-/** The cold child's own clock: process start → runtime loaded and started, then the one exchange. */
-interface ColdPhases {
+interface ColdSample {
+  /** The parent's clock: spawn → the child's `@@settled` line. */
+  settledMs: number;
+  /** The child's own clock: process start → runtime loaded and started, then the one exchange. */
   loadedMs: number;
   exchangeMs: number;
 }
@@ -106,14 +108,12 @@ function runChild(runtime: RuntimeName, scenario: Scenario): Promise<ChildOutcom
 }
 
 const samples = {
-  cold: new Map<RuntimeName, number[]>(),
-  coldPhases: new Map<RuntimeName, ColdPhases[]>(),
+  cold: new Map<RuntimeName, ColdSample[]>(),
   turns: new Map<RuntimeName, TurnsSample[]>(),
   fanout: new Map<RuntimeName, FanoutSample[]>(),
 };
 for (const runtime of RUNTIMES) {
   samples.cold.set(runtime, []);
-  samples.coldPhases.set(runtime, []);
   samples.turns.set(runtime, []);
   samples.fanout.set(runtime, []);
 }
@@ -131,10 +131,9 @@ try {
       for (const runtime of order) {
         const outcome = await runChild(runtime, scenario);
         if (scenario === 'cold') {
-          samples.cold.get(runtime)!.push(outcome.settledMs!);
-          samples.coldPhases.get(runtime)!.push(outcome.result as unknown as ColdPhases);
-        }
-        else if (scenario === 'turns') samples.turns.get(runtime)!.push(outcome.result as unknown as TurnsSample);
+          const phases = outcome.result as Omit<ColdSample, 'settledMs'>;
+          samples.cold.get(runtime)!.push({ settledMs: outcome.settledMs!, ...phases });
+        } else if (scenario === 'turns') samples.turns.get(runtime)!.push(outcome.result as unknown as TurnsSample);
         else samples.fanout.get(runtime)!.push(outcome.result as unknown as FanoutSample);
       }
     }
@@ -161,7 +160,7 @@ const METRICS = {
   fanoutWall: (r: RuntimeName) => samples.fanout.get(r)!.map((sample) => sample.wallMs),
   fanoutCpu: (r: RuntimeName) => samples.fanout.get(r)!.map((sample) => sample.cpuMs),
   fanoutRss: (r: RuntimeName) => samples.fanout.get(r)!.map((sample) => sample.peakRssMiB),
-  cold: (r: RuntimeName) => samples.cold.get(r)!,
+  cold: (r: RuntimeName) => samples.cold.get(r)!.map((sample) => sample.settledMs),
 } satisfies Record<string, (runtime: RuntimeName) => number[]>;
 type Metric = keyof typeof METRICS;
 
@@ -260,7 +259,7 @@ for (const field of ['wallMs', 'cpuMs'] as const) {
 }
 console.log('\n(c) where the cold start goes, on the child\'s clock (median over runs, ms):');
 for (const runtime of RUNTIMES) {
-  const phases = samples.coldPhases.get(runtime)!;
+  const phases = samples.cold.get(runtime)!;
   console.log(
     `  ${runtime.padEnd(8)} process start → imports done and runtime started ${median(phases.map((p) => p.loadedMs)).toFixed(0)}, ` +
       `then the first exchange until settled ${median(phases.map((p) => p.exchangeMs)).toFixed(0)}`,
