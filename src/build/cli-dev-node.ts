@@ -4,7 +4,9 @@
  * server drains on SIGTERM and the new one recovers unsettled work from the same database.
  *
  * Dev defaults (node-target.md §6): the project's `.env` (shell wins), dev mode on (`FLUE_DEV=1`)
- * and `node_modules/.cache/flue/dev.db` as the store, so history survives restarts.
+ * and `node_modules/.cache/flue/dev.db` as the store, so history survives restarts. Without a
+ * provider key the models are the offline model, as under `flue dev` on Cloudflare; its server
+ * lives in this process, so it outlasts the restarts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { parseEnv } from 'node:util';
 import { CONFIG_FILES } from './config.ts';
 import { SERVER_FILE, buildNodeServer } from './node-build.ts';
 import { describeBuildError } from './build-errors.ts';
+import { type ModelMode, serveModel } from './model-choice.ts';
 import { watchSources } from './source-watch.ts';
 
 export interface NodeDevOptions {
@@ -20,6 +23,7 @@ export interface NodeDevOptions {
   port?: string;
   stdout?: (text: string) => void;
   stderr?: (text: string) => void;
+  model?: ModelMode;
 }
 
 const STOP_GRACE_MS = 10_000;
@@ -35,6 +39,7 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
     stderr(`${describeBuildError(error)}\n`);
     return 1;
   }
+  const scripted = await serveModel(root, options.model ?? 'auto', { vars: 'node', command: 'dev' }, stderr);
 
   // Read at every (re)start, so an edited .env applies to the next server.
   const env = (): NodeJS.ProcessEnv => ({
@@ -42,6 +47,7 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
     ...process.env,
     FLUE_DEV: process.env.FLUE_DEV ?? '1',
     FLUE_DB: process.env.FLUE_DB ?? path.join(root, 'node_modules', '.cache', 'flue', 'dev.db'),
+    ...(scripted === undefined ? {} : { FLUE_SCRIPTED_MODEL_URL: scripted.url }),
     ...(options.port === undefined ? {} : { PORT: options.port }),
   });
 
@@ -105,7 +111,11 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
       sources.close();
       process.off('SIGINT', onSigint);
       process.off('SIGTERM', onSigterm);
-      void stopServer().then(() => resolve(code));
+      void (async () => {
+        await stopServer();
+        await scripted?.close().catch(() => {});
+        resolve(code);
+      })();
     };
     const onSigint = () => finish(130);
     const onSigterm = () => finish(143);

@@ -15,6 +15,8 @@ import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
 import { FlueBuildError } from './build-errors.ts';
+import { type ModelMode, serveModel } from './model-choice.ts';
+import type { ScriptedModelServer } from '../testing/index.ts';
 
 const SHUTDOWN_GRACE_MS = 5_000;
 
@@ -30,6 +32,8 @@ export interface RunCommandOptions {
   createOnly?: boolean;
   /** `--env <path>` */
   envFile?: string;
+  /** `--scripted` / `--real-model`; default: the offline model unless a provider key is set. */
+  model?: ModelMode;
   json?: boolean;
   /** Project root; default `process.cwd()`. */
   cwd?: string;
@@ -91,6 +95,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   process.on('SIGTERM', onSignal);
 
   let stopRuntime: (() => Promise<void>) | undefined;
+  let scripted: ScriptedModelServer | undefined;
   const emitError = (message: string, error?: unknown) => {
     if (options.json === true) stdout(`${JSON.stringify({ outcome: 'error', error: errorFields(message, error) })}\n`);
     else stderr(`${message}\n`);
@@ -116,7 +121,14 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
     let run: ReturnType<typeof init>;
     let receipt: Awaited<ReturnType<typeof run.dispatch>>;
     try {
-      const flue = await start({ agents: [{ agent: agent.fn as never, name: agent.identity }], db: db as never });
+      const host = { vars: 'node', command: 'run', ...(options.envFile === undefined ? {} : { envFile: options.envFile }) } as const;
+      scripted = await serveModel(root, options.model ?? 'auto', host, stderr);
+      const flue = await start({
+        agents: [{ agent: agent.fn as never, name: agent.identity }],
+        db: db as never,
+        // The user's code still sees process.env as loaded; only the runtime is pointed offline.
+        ...(scripted === undefined ? {} : { env: { ...process.env, FLUE_SCRIPTED_MODEL_URL: scripted.url } }),
+      });
       stopRuntime = () => flue.stop();
       run = init(agent.fn as never, {
         ...(options.id === undefined ? {} : { id: options.id }),
@@ -159,6 +171,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
       const timeout = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
       await Promise.race([stopRuntime().catch(() => {}), timeout]);
     }
+    await scripted?.close().catch(() => {});
     if (forceTimer !== undefined) clearTimeout(forceTimer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

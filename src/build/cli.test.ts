@@ -4,7 +4,6 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { parseCommandArgs } from './cli-args.ts';
-import { chooseModel } from './cli-dev.ts';
 import { projectNameFor, targetName } from './cli-init.ts';
 import { main } from './cli.ts';
 import { packageRoot, packageVersion } from './package-root.ts';
@@ -207,34 +206,18 @@ describe('flue init', () => {
   });
 });
 
-describe('flue dev: which model', () => {
-  const agent = { 'src/agents/a.ts': "'use agent';\nexport function A() { useModel('openai/gpt-5'); return 'x'; }\n" };
-
-  it('serves the scripted model without a provider key, and names the key of the provider in use', () => {
-    const choice = chooseModel(project({ ...agent, '.dev.vars': 'ANTHROPIC_API_KEY=\nOPERATOR_TOKEN=t\n' }), 'auto', {});
-    expect(choice).toEqual({
-      scripted: true,
-      notice: '[flue] Model: scripted, offline (it echoes your message). For a real model put OPENAI_API_KEY=… in .dev.vars, or pass --real-model.',
-    });
-    expect(chooseModel(project(), 'auto', {}).notice).toContain('put ANTHROPIC_API_KEY=… in .dev.vars');
-  });
-
-  it('uses the real model when .dev.vars (else .env) has a key; the flags force either way', () => {
-    const withKey = project({ '.dev.vars': 'ANTHROPIC_API_KEY=sk-test\n' });
-    expect(chooseModel(withKey, 'auto', {})).toMatchObject({ scripted: false, notice: expect.stringContaining('real (ANTHROPIC_API_KEY)') });
-    expect(chooseModel(withKey, 'scripted', {}).scripted).toBe(true);
-    expect(chooseModel(project({ '.env': 'OPENAI_API_KEY=sk-test\n' }), 'auto', {}).scripted).toBe(false);
-    // wrangler reads .env only when there is no .dev.vars
-    expect(chooseModel(project({ '.dev.vars': 'X=1\n', '.env': 'OPENAI_API_KEY=sk-test\n' }), 'auto', {}).scripted).toBe(true);
-    expect(chooseModel(project(), 'real', {})).toMatchObject({ scripted: false, notice: expect.stringContaining('no provider key is set') });
-    // The process environment reaches the Worker only when wrangler is told to include it.
-    expect(chooseModel(project(), 'auto', { ANTHROPIC_API_KEY: 'sk' }).scripted).toBe(true);
-    expect(chooseModel(project(), 'auto', { ANTHROPIC_API_KEY: 'sk', CLOUDFLARE_INCLUDE_PROCESS_ENV: 'true' }).scripted).toBe(false);
-  });
-
+describe('flue dev and flue run: which model', () => {
   it('--scripted and --real-model exclude each other', async () => {
     const r = await cli(['dev', '--scripted', '--real-model']);
     expect(r).toMatchObject({ code: 1, stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue dev --help` for usage.\n' });
+    const run = await cli(['run', 'a.ts', '-m', 'x', '--scripted', '--real-model']);
+    expect(run).toMatchObject({ code: 1, stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue run --help` for usage.\n' });
+  });
+
+  it('--help of flue, flue dev and flue run teaches the /tool form of the offline model', async () => {
+    for (const argv of [['--help'], ['dev', '--help'], ['run', '--help']]) {
+      expect((await cli(argv)).stdout).toContain('/tool <tool_name> {"argument":"value"}');
+    }
   });
 });
 
@@ -286,6 +269,7 @@ describe('flue run', () => {
   let server: ScriptedModelServer;
   let dir: string;
   let env: NodeJS.ProcessEnv;
+  let keyless: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
     server = await startScriptedModelServer();
@@ -295,9 +279,13 @@ describe('flue run', () => {
       'src/agents/none.ts': 'export const x = 1;\n',
       'src/agents/cf.ts': "import { lib } from '../lib.ts';\nexport function Edge() { return String(lib); }\n",
       'src/lib.ts': "import { env } from 'cloudflare:workers';\nexport const lib = env;\n",
+      'src/agents/hello.ts': readFileSync(path.join(packageRoot(), 'templates/cloudflare/src/agents/hello.ts'), 'utf8'),
       '.env': 'GREETING=from-dotenv\nSHELL_WINS=dotenv\n',
     });
-    env = { ...process.env, MODEL_URL: server.url, SHELL_WINS: 'shell' };
+    keyless = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_(?:API_KEY|OAUTH_TOKEN)$/.test(name)));
+    // A key, so `flue run` does not serve its offline model: these modules register their own
+    // scripted provider (this test's server).
+    env = { ...keyless, ANTHROPIC_API_KEY: 'sk-unused', MODEL_URL: server.url, SHELL_WINS: 'shell' };
   });
   afterAll(async () => {
     await server?.close();
@@ -315,6 +303,27 @@ describe('flue run', () => {
     expect(r.stderr).toContain('The sum is 5.');
     expect(r.code).toBe(0);
     expect(server.requests[0]!.system).toContain('Greeting: from-dotenv. Shell: shell.');
+  }, 60_000);
+
+  it("offline without a provider key: `/tool <name> {json}` runs the agent's own tool, anything else is echoed", async () => {
+    server.reset();
+    const r = await runCli(dir, ['run', 'src/agents/hello.ts', '-m', '/tool current_time {"timeZone":"Asia/Tokyo"}'], keyless);
+    expect(r.stderr).toContain(
+      '[flue] Model: scripted, offline. It echoes your message; send `/tool <tool_name> {"argument":"value"}` to make it call that tool of the agent. ' +
+        'For a real model put ANTHROPIC_API_KEY=… in .env or the environment, or pass --real-model.\n',
+    );
+    expect(r.stderr).toContain('  → current_time {"timeZone":"Asia/Tokyo"}');
+    expect(r.stderr).toMatch(/ {2}← current_time ok/);
+    expect(r.stdout).toMatch(/^\(scripted model\) current_time returned: \{"timeZone":"Asia\/Tokyo","now":"[^"]+"\}\n$/);
+    expect(r.code).toBe(0);
+
+    // --scripted wins over a key; a plain message is echoed.
+    const echo = await runCli(dir, ['run', 'src/agents/hello.ts', '-m', 'Hello!', '--scripted'], env);
+    expect(echo.stderr).toContain('and drop --scripted, or pass --real-model.');
+    expect(echo.stdout).toBe('(scripted model) You said: Hello!\n');
+    expect(echo.code).toBe(0);
+    // The offline model is the CLI's own server, not this test's.
+    expect(server.requests).toHaveLength(0);
   }, 60_000);
 
   it('--json prints one envelope; --id continues across runs (sqlite under node_modules/.cache/flue)', async () => {

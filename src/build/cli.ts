@@ -11,7 +11,9 @@ import { describeBuildError } from './build-errors.ts';
 import { type OptionSpecs, UsageError, hintFor, parseCommandArgs } from './cli-args.ts';
 import { DEFAULT_TEMPLATE, availableTemplates, initProject } from './cli-init.ts';
 import type { BuildTarget } from './config.ts';
+import type { ModelMode } from './model-choice.ts';
 import { packageVersion } from './package-root.ts';
+import { TOOL_FORM } from './offline-model.ts';
 import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
 import { spawnWrangler } from './wrangler-bin.ts';
 
@@ -34,6 +36,9 @@ Commands:
   build                   Build the Worker (or, with --target node, the Node server)
   deploy                  Build, then wrangler deploy
   run <path> -m <text>    Send one message to an agent in this Node process
+
+Without a provider key (e.g. ANTHROPIC_API_KEY), dev and run use an offline model that echoes;
+send it the message ${TOOL_FORM} to watch it call that tool of your agent.
 
 Options:
   -h, --help              Show help (also: flue <command> --help)
@@ -58,15 +63,18 @@ Options:
 
 Builds, then runs wrangler dev on ${GENERATED_CONFIG_FILE} (127.0.0.1). Rebuilds when src/,
 the wrangler file or flue.config.* change. Prints the local URL on stdout.
-Without a provider key (e.g. ANTHROPIC_API_KEY) in .dev.vars, every model is a scripted
-local one that echoes, so the app runs offline.
 With --target node: runs dist/server.mjs instead and rebuilds and restarts it on change.
+
+Offline model: without a provider key (e.g. ANTHROPIC_API_KEY) in .dev.vars (Node: .env or
+the environment), every model is a scripted local one, so the app runs offline. It echoes
+your message; the message ${TOOL_FORM} makes it call that tool
+of your agent (arguments optional) and answer with what the tool returned.
 
 Options:
   --target <name>     cloudflare (default) or node; overrides flue.config "target"
   --port <n>          Port for wrangler dev or the Node server
-  --scripted          Serve the scripted local model even when a provider key is set
-  --real-model        Call the real provider even without a key in .dev.vars
+  --scripted          Serve the offline model even when a provider key is set
+  --real-model        Call the real provider even without a key
   -h, --help          Show help
 `,
   build: `Usage: flue build [--target <cloudflare|node>] [--minify] [--json]
@@ -91,10 +99,16 @@ Options:
   -h, --help          Show help
 `,
   run: `Usage: flue run <path> -m|--message <text> [--name <agent>] [--id <id>] [--data <json>]
-                [--uid <uid> | --new] [--env <path>] [--json]
+                [--uid <uid> | --new] [--env <path>] [--scripted | --real-model] [--json]
 
 Runs one message through an agent module in this Node process: streamed text and tool
 activity on stderr, the reply on stdout.
+
+Offline model: without a provider key (e.g. ANTHROPIC_API_KEY) in .env or the environment,
+every model is a scripted local one. It echoes your message; the message
+${TOOL_FORM} makes it call that tool of your agent (arguments
+optional) and answer with what the tool returned, e.g.
+  flue run src/agents/hello.ts -m '/tool current_time {"timeZone":"Asia/Tokyo"}'
 
 Options:
   -m, --message <text>  The user message (required)
@@ -104,6 +118,8 @@ Options:
   --uid <uid>           Continue only that incarnation
   --new                 Create only (fails if the id exists)
   --env <path>          Load this .env file instead of the project's .env
+  --scripted            Use the offline model even when a provider key is set
+  --real-model          Call the real provider even without a key
   --json                Print one JSON result object on stdout
   -h, --help            Show help
 `,
@@ -234,25 +250,35 @@ function validPort(port: string): boolean {
   return /^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535;
 }
 
+const MODEL_OPTIONS = { scripted: { type: 'boolean' }, 'real-model': { type: 'boolean' } } as const satisfies OptionSpecs;
+
+function checkModelFlags(command: Command, values: { scripted?: boolean; 'real-model'?: boolean }): void {
+  if (values.scripted === true && values['real-model'] === true) throw new UsageError('--scripted cannot be combined with --real-model.', command);
+}
+
+function modelMode(values: { scripted?: boolean; 'real-model'?: boolean }): ModelMode {
+  return values.scripted === true ? 'scripted' : values['real-model'] === true ? 'real' : 'auto';
+}
+
 async function devCommandCli(args: readonly string[], io: CliIo): Promise<number> {
   const { values, passthrough } = parseCommandArgs(
     'dev',
     args,
-    { ...HELP_OPTION, target: { type: 'string' }, port: { type: 'string' }, scripted: { type: 'boolean' }, 'real-model': { type: 'boolean' } },
+    { ...HELP_OPTION, ...MODEL_OPTIONS, target: { type: 'string' }, port: { type: 'string' } },
     { maxPositionals: 0, passthrough: true },
   );
   if (wantsHelp('dev', values, io)) return 0;
   if (values.port !== undefined && !validPort(values.port)) throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
-  if (values.scripted === true && values['real-model'] === true) throw new UsageError('--scripted cannot be combined with --real-model.', 'dev');
+  checkModelFlags('dev', values);
   if ((await resolveTarget('dev', values.target, io.cwd)) === 'node') {
     if (passthrough.length > 0) throw new UsageError('Arguments after -- go to wrangler; the Node target takes none.', 'dev');
     const { devNodeCommand } = await import('./cli-dev-node.ts');
-    return devNodeCommand({ root: io.cwd, ...(values.port === undefined ? {} : { port: values.port }), stdout: io.stdout, stderr: io.stderr });
+    return devNodeCommand({ root: io.cwd, model: modelMode(values), ...(values.port === undefined ? {} : { port: values.port }), stdout: io.stdout, stderr: io.stderr });
   }
   const { devCommand } = await import('./cli-dev.ts');
   return devCommand({
     root: io.cwd,
-    model: values.scripted === true ? 'scripted' : values['real-model'] === true ? 'real' : 'auto',
+    model: modelMode(values),
     ...(values.port === undefined ? {} : { port: values.port }),
     wranglerArgs: passthrough,
     stdout: io.stdout,
@@ -303,6 +329,7 @@ async function runCommandCli(args: readonly string[], io: CliIo): Promise<number
       new: { type: 'boolean' },
       env: { type: 'string' },
       json: { type: 'boolean' },
+      ...MODEL_OPTIONS,
     },
     { maxPositionals: 1 },
   );
@@ -310,6 +337,7 @@ async function runCommandCli(args: readonly string[], io: CliIo): Promise<number
   const modulePath = positionals[0];
   if (modulePath === undefined) throw new UsageError('`flue run` requires a module path: flue run <path> --message <text>.', 'run');
   if (values.message === undefined) throw new UsageError('`flue run` requires --message <text>.', 'run');
+  checkModelFlags('run', values);
   if (values.uid !== undefined && values.new === true) throw new UsageError('--uid cannot be combined with --new.', 'run');
   if (values.uid !== undefined && values.data !== undefined) throw new UsageError('--uid cannot be combined with --data (initialData applies only when a run creates the instance).', 'run');
   let data: unknown;
@@ -330,6 +358,7 @@ async function runCommandCli(args: readonly string[], io: CliIo): Promise<number
     ...(values.uid === undefined ? {} : { uid: values.uid }),
     createOnly: values.new === true,
     ...(values.env === undefined ? {} : { envFile: values.env }),
+    model: modelMode(values),
     json: values.json === true,
     cwd: io.cwd,
     stdout: io.stdout,

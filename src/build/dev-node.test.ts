@@ -1,5 +1,6 @@
 /**
- * `flue dev --target node`: builds and runs dist/server.mjs, prints its URL, rebuilds and
+ * `flue dev --target node`: builds and runs dist/server.mjs, prints its URL, serves the offline
+ * model without a provider key (the template's agent calls its own tool on `/tool …`), rebuilds and
  * restarts it on an edit (keeping the running server when a rebuild fails), and on SIGINT stops
  * it and exits 130.
  */
@@ -37,11 +38,28 @@ async function get(url: string): Promise<string | undefined> {
   }
 }
 
-it('flue dev --target node serves, restarts on change, keeps the server on a bad edit, exits 130 on SIGINT', async () => {
+async function post(url: string, body: string): Promise<string> {
+  return await (await fetch(url, { method: 'POST', body, signal: AbortSignal.timeout(20_000) })).text();
+}
+
+// POST: one message to the template's Hello agent, answered with its reply.
+const APP = `import { init } from '@flue/runtime';
+import { Hello } from './agents/hello.ts';
+export default {
+  async fetch(request: Request) {
+    if (request.method !== 'POST') return new Response(\`version one \${process.env.FLUE_DEV}\`);
+    const hello = init(Hello, { id: 'alice' });
+    return new Response((await hello.read(await hello.dispatch(await request.text()))).text);
+  },
+};
+`;
+
+it('flue dev --target node serves, runs tools offline, restarts on change, keeps the server on a bad edit, exits 130 on SIGINT', async () => {
   writeFiles(dir, {
     'package.json': '{ "name": "dev-node", "private": true, "type": "module" }\n',
     'src/agents/helper.ts': "'use agent';\nexport function Helper() { return 'Help.'; }\n",
-    'src/app.ts': "export default { fetch: () => new Response(`version one ${process.env.FLUE_DEV}`) };\n",
+    'src/agents/hello.ts': readFileSync(path.join(packageRoot(), 'templates/cloudflare/src/agents/hello.ts'), 'utf8'),
+    'src/app.ts': APP,
   });
   symlinkSync(path.join(packageRoot(), 'node_modules'), path.join(dir, 'node_modules'));
   const port = await freePort();
@@ -51,7 +69,12 @@ it('flue dev --target node serves, restarts on change, keeps the server on a bad
   child = spawn(existsSync(bin) ? bin : process.execPath, ['--conditions=flue-source', path.join(packageRoot(), 'bin/flue.js'), 'dev', '--target', 'node', '--port', String(port)], {
     cwd: dir,
     // node_modules is a link to this checkout's: keep the dev database inside the project.
-    env: { ...process.env, HOST: '127.0.0.1', FLUE_DB: path.join(dir, '.flue', 'dev.db') },
+    // No provider key: the offline model.
+    env: {
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_(?:API_KEY|OAUTH_TOKEN)$/.test(name))),
+      HOST: '127.0.0.1',
+      FLUE_DB: path.join(dir, '.flue', 'dev.db'),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d: Buffer) => void (stdout += d.toString()));
@@ -63,6 +86,12 @@ it('flue dev --target node serves, restarts on change, keeps the server on a bad
   expect(stdout).toBe(`${url}\n`);
   expect(await get(`${url}/`)).toBe('version one 1'); // dev mode on
   expect(existsSync(path.join(dir, '.flue/dev.db'))).toBe(true);
+
+  expect(stderr).toContain('[flue] Model: scripted, offline. It echoes your message; send `/tool <tool_name> {"argument":"value"}`');
+  expect(await post(`${url}/`, '/tool current_time {"timeZone":"Asia/Tokyo"}')).toMatch(
+    /^\(scripted model\) current_time returned: \{"timeZone":"Asia\/Tokyo","now":"[^"]+"\}$/,
+  );
+  expect(await post(`${url}/`, 'Hi')).toBe('(scripted model) You said: Hi');
 
   const appFile = path.join(dir, 'src/app.ts');
   writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('version one', 'version two'));

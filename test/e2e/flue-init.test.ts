@@ -1,9 +1,10 @@
 /**
  * A user's first hour, end to end, outside this repository and on the machine's own Node: `flue
  * init` from this checkout (which packs it into the new project's vendor/), `npm install` from the
- * tarball, the project's own `npm test` in workerd, `npm run dev` answering offline with its
- * updates view streaming, `flue deploy --dry-run`, and the type-check (`tsc --noEmit` with every
- * declaration file checked, and the template's `npm run typecheck`).
+ * tarball, the project's own `npm test` in workerd, `npm run dev` answering offline (an echo, and
+ * the template's tool called through the `/tool` form) with its updates view streaming, `flue
+ * deploy --dry-run`, and the type-check (`tsc --noEmit` with every declaration file checked, and
+ * the template's `npm run typecheck`).
  *
  * The project's npm scripts run under the node@22 it pins; everything else here (npm itself, the
  * `flue init` call) runs under whatever `node` the machine has first on PATH outside node_modules,
@@ -148,11 +149,19 @@ test('npm run dev serves the Worker offline: a POST gets the scripted reply and 
     if (dev.exitCode !== null || Date.now() > deadline) throw new Error(`npm run dev did not come up:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  expect(output).toContain('[flue] Model: scripted, offline (it echoes your message). For a real model put ANTHROPIC_API_KEY=… in .dev.vars');
+  expect(output).toContain(
+    '[flue] Model: scripted, offline. It echoes your message; send `/tool <tool_name> {"argument":"value"}` to make it call that tool of the agent. ' +
+      'For a real model put ANTHROPIC_API_KEY=… in .dev.vars',
+  );
 
   const response = await fetch(`${base}/hello/first`, { method: 'POST', body: 'Hello from the e2e test' });
   expect(response.status).toBe(200);
   expect(await response.json()).toMatchObject({ id: 'first', reply: '(scripted model) You said: Hello from the e2e test' });
+
+  // The template agent's own tool, run by the offline model.
+  const tool = await fetch(`${base}/hello/tool-call`, { method: 'POST', body: '/tool current_time {"timeZone":"Asia/Tokyo"}' });
+  expect(tool.status).toBe(200);
+  expect(((await tool.json()) as { reply: string }).reply).toMatch(/^\(scripted model\) current_time returned: \{"timeZone":"Asia\/Tokyo","now":"[^"]+"\}$/);
 
   // The live view (server-sent events) replays the conversation and stays open.
   const controller = new AbortController();
