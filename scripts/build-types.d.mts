@@ -11,3 +11,5 @@ export interface DeclarationTarget {
 export function buildTypes(dir?: string): void;
 /** Throws when the declarations in `dir` fail to type-check or load pi-ai's (or, off Node, Node's) types. */
 export function checkDeclarations(dir?: string, targets?: DeclarationTarget[]): void;
+/** Throws when a comment in the declarations in `dir` cites a document the package does not ship. */
+export function checkCitations(dir?: string): void;

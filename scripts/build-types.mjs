@@ -44,6 +44,8 @@ export function buildTypes(dir = outdir) {
   }
   rewriteSpecifiers(dir);
   checkDeclarations(dir);
+  checkCitations(dir);
+  checkCitations(path.join(root, 'types')); // shipped as written (`types/skill-md.d.ts`)
 }
 
 // Where each export runs, so which globals its declarations are checked against. A Worker project
@@ -88,6 +90,40 @@ export function checkDeclarations(dir = outdir, targets = TARGETS) {
     }
   }
   if (problems.length > 0) throw new Error(`The emitted declarations in ${dir} are not fit to publish:\n${problems.join('\n')}`);
+}
+
+// What a published comment may not cite: the package ships README.md and no other document, so a
+// comment that sends its reader to a design document (`tools.md §4`, `docs/limits.md`), a section
+// of one (`§5.1`, `Decision 2`) or the Flue API's source texts ("seed 004") points nowhere in a
+// user's editor. Upper-case file names (`SKILL.md`, `AGENTS.md`) are file formats, not citations;
+// RFC sections are public.
+const CITATIONS = [
+  { pattern: /(?<![\w./-])[a-z][a-z0-9-]*\.md\b/, what: 'a document the package does not ship' },
+  { pattern: /\bdocs\//, what: 'a docs/ path the package does not ship' },
+  { pattern: /(?<!RFC \d+ )§\s?\d|\bDecision \d/, what: 'a section of a document the package does not ship' },
+  { pattern: /(?<![`\w])seeds?(?:'s)?\b(?![`:])/i, what: 'the seed documents, which the package does not ship' },
+  { pattern: /\(R\d+\)/, what: 'a requirement id of a document the package does not ship' },
+];
+
+/** Throws when a comment in the declarations in `dir` cites a document users do not have. */
+export function checkCitations(dir = outdir) {
+  const problems = [];
+  const visit = (folder) => {
+    for (const entry of readdirSync(folder, { withFileTypes: true })) {
+      const file = path.join(folder, entry.name);
+      if (entry.isDirectory()) visit(file);
+      else if (entry.name.endsWith('.d.ts')) {
+        readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
+          const hit = CITATIONS.find(({ pattern }) => pattern.test(line));
+          if (hit) problems.push(`${path.relative(dir, file)}:${i + 1} cites ${hit.what}: ${line.trim()}`);
+        });
+      }
+    }
+  };
+  visit(dir);
+  if (problems.length > 0) {
+    throw new Error(`Comments in the emitted declarations cite what users cannot read; say it in the comment itself (the source is the file under src/ of the same path):\n${problems.join('\n')}`);
+  }
 }
 
 const RELATIVE_TS = /(['"])(\.{1,2}\/[^'"\n]*?)\.ts\1/g;

@@ -1,6 +1,6 @@
 /**
- * Ambient module types for Markdown imports in agent code, as `flue build` bundles them
- * (skills-subagents-mcp.md §1.2). Reference them once per project:
+ * Ambient module types for Markdown imports in agent code, as `flue build` bundles them.
+ * Reference them once per project:
  *
  *   /// <reference types="@flue/runtime/skill-md" />
  *

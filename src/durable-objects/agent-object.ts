@@ -1,8 +1,7 @@
 /**
  * The Durable Object base every generated agent class extends: one object is one conversation.
  * Its SQLite holds the conversation's log, submissions, state and step memos through the same
- * store as Node. Only `alarm()` runs agent work; RPC admits, aborts and serves reads
- * (cloudflare.md §4–§6).
+ * store as Node. Only `alarm()` runs agent work; RPC admits, aborts and serves reads.
  */
 import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';

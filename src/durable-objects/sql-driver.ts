@@ -1,4 +1,4 @@
-/** Durable Object SQLite as a `SqlDriver`: the same store code as node:sqlite (Decision 1). */
+/** Durable Object SQLite as a `SqlDriver`: the same store code as node:sqlite. */
 import { type SqlDriver, type SqlRow, type SqlValue, guardStatement } from '../runtime/store/sql-store.ts';
 
 export function durableObjectSqlDriver(storage: DurableObjectStorage): SqlDriver {

@@ -1,7 +1,7 @@
 /**
  * The Worker side of the Cloudflare target: the agent registry the generated entry declares, and
  * the runtime that `dispatch()`/`init()`/`getAgentInstance()` use from any Worker code — each verb
- * is an RPC to the conversation's Durable Object (cloudflare.md §8).
+ * is an RPC to the conversation's Durable Object.
  */
 import type { Provider } from '../runtime/model/model-types.ts';
 import { bootstrapRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';

@@ -2,7 +2,7 @@
  * Serves a Fetchable (`app.ts`'s default export: a Hono app or `{ fetch }`) on `node:http`.
  * Requests become WHATWG `Request`s whose signal aborts when the client goes away; response
  * bodies are streamed with backpressure, so the router's SSE and long-poll reads work unbuffered.
- * On Node the app's `fetch` receives no `env` and `ctx === undefined` (node-target.md §6).
+ * On Node the app's `fetch` receives no `env` and `ctx === undefined`.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -53,7 +53,7 @@ export interface LocalSandboxOptions {
   unrestricted?: boolean;
 }
 
-/** The only host variables the shell inherits by default (sandbox.md §7). */
+/** The only host variables the shell inherits by default. */
 export const LOCAL_DEFAULT_ENV_KEYS = [
   'PATH', 'HOME', 'USER', 'LOGNAME', 'HOSTNAME', 'SHELL', 'LANG', 'LC_ALL',
   'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'TMP', 'TEMP',

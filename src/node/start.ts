@@ -1,5 +1,5 @@
 /**
- * `start()`: the Node bootstrap (seed 004; delivery.md §9, node-target.md §2). It registers the
+ * `start()`: the Node bootstrap. It registers the
  * agents, opens persistence, configures the process-wide runtime and resumes unsettled work —
  * what a generated server does at boot, without HTTP.
  */

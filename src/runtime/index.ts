@@ -1,4 +1,4 @@
-/** `@flue/runtime`: the authoring and addressing API of the seeds. */
+/** `@flue/runtime`: the authoring and addressing API of Flue. */
 export {
   useAgentFinish,
   useAgentStart,

@@ -1,4 +1,4 @@
-/** `@flue/runtime/routing`: the HTTP mount of agents (delivery.md §10). */
+/** `@flue/runtime/routing`: the HTTP mount of agents. */
 export { createAgentRouter, type AgentRouterOptions } from './http/router.ts';
 
 /**

@@ -1,4 +1,4 @@
-/** `@flue/runtime/tool`: the light entry for tool-only modules (seed 004). */
+/** `@flue/runtime/tool`: the light entry for tool-only modules. */
 export {
   defineTool,
   type McpToolAnnotations,

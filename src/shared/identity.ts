@@ -1,5 +1,5 @@
 /**
- * The agent identity pattern (build-and-cli.md §1.3, agents-and-hooks.md §3): PascalCase names or
+ * The agent identity pattern: PascalCase names or
  * kebab-case overrides; no `:`, no leading digit, no empty segments. The build checks scanned
  * identities against it and the runtime checks registered ones, so both import it from here.
  */

@@ -1,5 +1,5 @@
 /**
- * The skill format (skills-subagents-mcp.md §1.1–§1.2), shared by the build (which packages
+ * The skill format, shared by the build (which packages
  * `SKILL.md` imports) and the runtime (which validates mounts and reads workspace skills): the
  * field rules, the `SKILL.md` layout (a `---` frontmatter block, then the body), how frontmatter
  * keys map to fields, and the packaged `SkillReference` with its deterministic id.

@@ -1,6 +1,6 @@
 /**
  * In-process inspection of what the runtime records but never serves over HTTP: the child
- * conversations a conversation's `task` calls opened (skills-subagents-mcp.md §2.4).
+ * conversations a conversation's `task` calls opened.
  */
 import type { Agent } from '../runtime/authoring/identity.ts';
 import { requireRuntime } from '../runtime/host/runtime.ts';

@@ -1,5 +1,5 @@
 /**
- * Agent calls as Workflow steps (workflows-and-schedules.md §1–§4): one step dispatches and
+ * Agent calls as Workflow steps: one step dispatches and
  * checkpoints the receipt, another reads the settled reply and checkpoints a projection of it.
  *
  * Thin over the public `init()` handle: no hidden state, nothing kept between the two steps except
@@ -38,7 +38,7 @@ export interface WorkflowInstanceRef {
 /**
  * The idempotency-key decision is required: pass the Workflow `event` (the key becomes
  * `${event.instanceId}:${name}`, plus `#n` for the n-th step of the same name), an explicit key,
- * or `false` to dispatch unkeyed (a retried step may then send twice; §3).
+ * or `false` to dispatch unkeyed (a retried step may then send twice).
  */
 export type IdempotencyChoice =
   | { event: WorkflowInstanceRef; idempotencyKey?: string | false }

@@ -1,8 +1,8 @@
 /**
- * `@flue/runtime/workflows`: agents in Cloudflare Workflows and cron triggers
- * (workflows-and-schedules.md). Cloudflare only (imports `cloudflare:workflows`); built on the
+ * `@flue/runtime/workflows`: agents in Cloudflare Workflows and cron triggers.
+ * Cloudflare only (imports `cloudflare:workflows`); built on the
  * public `init()` handle, so a Workflow exported from the same Worker reaches the agents' Durable
- * Objects through the module-scope env (R6).
+ * Objects through the module-scope env.
  */
 export {
   defaultReadConfig,

@@ -1,5 +1,5 @@
 /**
- * A cron tick as one idempotent signal delivery (workflows-and-schedules.md §5.1): the message is
+ * A cron tick as one idempotent signal delivery: the message is
  * a `kind: 'signal'` carrying the cron expression and the scheduled time as attributes, keyed by
  * both, so a tick fired twice (a platform retry, a manual re-trigger) converges on one submission.
  */
@@ -12,7 +12,7 @@ export interface ScheduledTick {
 }
 
 export interface DispatchScheduledOptions {
-  /** The conversation: fixed to continue one conversation per schedule, per fire for fresh ones (§5.2). */
+  /** The conversation: fixed to continue one conversation per schedule, per fire for fresh ones. */
   id: string;
   /** The instruction the agent gets. */
   body: string;
@@ -36,7 +36,7 @@ export function scheduledIdempotencyKey(tick: ScheduledTick): string {
 
 /**
  * Dispatch the tick's signal. Resolves once it is durably admitted: call it first in the
- * `scheduled` handler (a tick that fails before admission is lost; §5.1).
+ * `scheduled` handler (a tick that fails before admission is lost).
  */
 export async function dispatchScheduled(agent: Agent, tick: ScheduledTick, options: DispatchScheduledOptions): Promise<DispatchReceipt> {
   if (typeof tick !== 'object' || tick === null || typeof tick.cron !== 'string' || !Number.isFinite(tick.scheduledTime)) {

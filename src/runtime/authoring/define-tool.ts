@@ -1,5 +1,5 @@
 /**
- * `defineTool()` and the tool definition types (tools.md §1–§3, §11). The definition is plain data
+ * `defineTool()` and the tool definition types. The definition is plain data
  * plus a `run` function; executing a call lives in `tool-runner.ts`, durable steps in
  * `tool-step.ts`.
  */
@@ -32,7 +32,7 @@ export type ToolContextBase<Harness = undefined, Durable = undefined> = {
 type DataOf<Input> = Input extends ToolInputSchema ? v.InferOutput<Input> : never;
 
 /**
- * The context passed to `run` (seed 004). `data` exists only when `input` is declared, `harness`
+ * The context passed to `run`. `data` exists only when `input` is declared, `harness`
  * only with `harness: true`, `step` only with `durable: true`. The tuple-wrapped checks keep a
  * flag typed as plain `boolean` from turning the context into a union.
  */
@@ -61,7 +61,7 @@ type RunOutputOf<O> = [O] extends [ToolOutputSchema] ? v.InferInput<O> : unknown
 
 // ── Definition ────────────────────────────────────────────────────────────────────────────────
 
-/** MCP-compatible hints (seed). Unknown keys are preserved: MCP servers may add more. */
+/** MCP-compatible hints. Unknown keys are preserved: MCP servers may add more. */
 export interface McpToolAnnotations {
   title?: string;
   readOnlyHint?: boolean;
@@ -109,8 +109,8 @@ interface ToolOptionsBase<O, H, D> {
 
 /**
  * Options with an `input` schema. Kept apart from the no-input shape (and offered as overloads)
- * because a conditional `data` key cannot be resolved while `I` is still generic — the seed's
- * `useApprovalGate` passes a caller's generic schema inline and reads `data`.
+ * because a conditional `data` key cannot be resolved while `I` is still generic — an approval-gate
+ * hook that passes a caller's generic schema inline and reads `data`.
  */
 export interface ToolOptionsWithInput<
   I extends ToolInputSchema,
@@ -218,7 +218,7 @@ export function adoptToolDefinition(definition: ToolDefinition): ToolDefinition 
 }
 
 /**
- * The validation shared by `defineTool` and `useTool` (tools.md §1). Returns a frozen copy that
+ * The validation shared by `defineTool` and `useTool`. Returns a frozen copy that
  * holds only the declared keys; throws a `ToolDefinitionError` naming the tool and the field, so
  * a bad `useTool()` inside a render reaches the submission's caller with its reason.
  */

@@ -1,5 +1,5 @@
 /**
- * The agent hooks of agents-and-hooks.md §6. Each records onto the current render frame; reads
+ * The agent hooks. Each records onto the current render frame; reads
  * are snapshots of this render, and effects (setters, writers, dispatchers) go through the
  * engine's scope and are refused while a render is on the stack.
  */

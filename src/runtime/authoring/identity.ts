@@ -1,5 +1,5 @@
 /**
- * Durable agent identity (agents-and-hooks.md §3). The identity keys conversation storage and the
+ * Durable agent identity. The identity keys conversation storage and the
  * Durable Object class, so it must survive minification and never depend on registration order.
  */
 import type * as v from 'valibot';

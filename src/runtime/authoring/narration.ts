@@ -1,5 +1,5 @@
 /**
- * Dynamic resources (skills-subagents-mcp.md §4). Tools, skills and subagents may be declared
+ * Dynamic resources. Tools, skills and subagents may be declared
  * conditionally, so the set the model can use changes between renders. The surfaces the model
  * already read stay frozen: the system prompt's skill catalog and agent roster are rendered from a
  * durable BASELINE snapshot (taken at first contact, retaken at each compaction). Every turn's

@@ -1,7 +1,7 @@
 /**
  * Rendering: the agent function runs inside a hook frame and its hooks record declarations onto
  * it. Nothing survives a render but the returned declarations; the engine renders again before
- * every model call (architecture.md, Decision 3).
+ * every model call.
  */
 import type { ToolDefinition } from './define-tool.ts';
 import { AgentDefinitionError } from '../common/errors.ts';

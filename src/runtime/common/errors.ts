@@ -32,7 +32,7 @@ export class FlueError extends Error {
   }
 }
 
-/** The public envelope body of errors.md §2 (without `ref`, which only the renderer adds). */
+/** The public error envelope body (without `ref`, which only the renderer adds). */
 export interface ErrorEnvelopeBody {
   type: string;
   message: string;
@@ -63,7 +63,7 @@ export class FlueHttpError extends FlueError {
     this.headers = options.headers;
   }
 
-  /** Hono's default error handler answers with this when an error exposes it (errors.md §2). */
+  /** Hono's default error handler answers with this when an error exposes it. */
   getResponse(): Response {
     return new Response(JSON.stringify({ error: envelopeOf(this, false) }), {
       status: this.status,
@@ -191,7 +191,7 @@ export class SignalNotAcceptedError extends FlueHttpError {
 }
 
 /**
- * A value over one of the documented size limits (docs/limits.md). Refused before anything is
+ * A value over one of the documented size limits. Refused before anything is
  * stored; `meta.field` names what was too large, `size` and `limit` are bytes (base64 characters
  * for an attachment).
  */
@@ -357,7 +357,7 @@ export class HarnessClosedError extends FlueError {
   }
 }
 
-/** Not a FlueError (seed): the model gave up or never called `finish`. */
+/** Not a FlueError: the model gave up or never called `finish`. */
 export class ResultUnavailableError extends Error {
   readonly reason: string;
   readonly assistantText: string;
@@ -403,7 +403,7 @@ export type AgentDefinitionRule =
   | 'model_required';
 
 /**
- * An agent function or one of its statics breaks the agent contract (seed 004): an async
+ * An agent function or one of its statics breaks the agent contract: an async
  * function, a non-string return, an invalid `durability` static, a hook used against its rules, no
  * model. Detected at admission where possible (nothing is stored), otherwise at render.
  */
@@ -499,7 +499,7 @@ export class PersistedFormatVersionError extends FlueError {
 
 // ── Non-FlueError outcomes (errors.md §8) ─────────────────────────────────────────────────────
 
-/** The settlement error shape written to records and the wire (errors.md §4). */
+/** The settlement error shape written to records and the wire. */
 export interface SettlementError {
   name?: string;
   message: string;

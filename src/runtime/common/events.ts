@@ -125,7 +125,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Classification of a thrown value for observers (errors.md §9). */
+/** Classification of a thrown value for observers. */
 export function errorInfo(error: unknown): { type: string; name?: string; message?: string; meta?: Record<string, unknown> } {
   if (isAbortError(error)) return { type: 'AbortError', message: (error as Error).message };
   if (error instanceof FlueError) return { type: error.type, name: error.name, message: error.message, ...(error.meta ? { meta: error.meta } : {}) };

@@ -81,7 +81,7 @@ export async function sha256HexBytes(bytes: Uint8Array<ArrayBuffer>): Promise<st
 }
 
 /**
- * Frozen format (delivery.md §3): a redelivery after a deploy must derive the same id, so the
+ * Frozen format: a redelivery after a deploy must derive the same id, so the
  * preimage and truncation never change.
  *
  * Keys posted over HTTP (`'direct'`) hash under their own prefix. An HTTP client picks any key it

@@ -10,7 +10,7 @@ export const MiB = 1024 * 1024;
 
 /** A delivered message: the UTF-8 size of its JSON, attachments' base64 and initialData included. */
 export const MAX_MESSAGE_BYTES = 32 * MiB;
-/** Per attachment, in base64 characters (seed 004): roughly 10.5 MiB decoded. */
+/** Per attachment, in base64 characters: roughly 10.5 MiB decoded. */
 export const MAX_ATTACHMENT_BASE64_CHARS = 14 * MiB;
 /** An HTTP admission body: the message plus room for its reserved siblings. */
 export const MAX_REQUEST_BODY_BYTES = MAX_MESSAGE_BYTES + 256 * 1024;

@@ -153,7 +153,7 @@ async function createSandbox(factory: SandboxFactory, id: string, fileStore: San
 const PACKAGED_SKILLS_DIR = PACKAGED_SKILLS_ROOT.slice(0, -1);
 
 /**
- * The packaged-skill overlay (sandbox.md §4, §8): `readFile`/`readFileBuffer` under
+ * The packaged-skill overlay: `readFile`/`readFileBuffer` under
  * `/.flue/packaged-skills/` are served from the bundled skill files (binary as base64 text wrapped
  * at 76 characters for `readFile`) and never reach the adapter; writes there are refused (the
  * files are read-only); `exec`, `stat`, `readdir` and `exists` pass through, so the files are

@@ -1,5 +1,5 @@
 /**
- * Reading conversations (delivery.md §6, streaming-protocol.md §5–§9): waiting for a reply, the
+ * Reading conversations: waiting for a reply, the
  * bounded polls a remote reader makes, the history and updates views, attachments and the
  * in-process inspection of child conversations. Reads only: every write goes through the
  * conversation writer. The engine extends this class with admission, the queue and settlement.
@@ -146,7 +146,7 @@ export class ConversationReader {
   /**
    * The child conversations `task` calls opened under this instance's conversation (recursively),
    * each with its transcript in the history view's shape; null for a never-contacted instance.
-   * Never served over HTTP (streaming-protocol.md §5): an in-process inspection path.
+   * Never served over HTTP: an in-process inspection path.
    */
   childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
     const live = this.addressed(agentName, instanceId);

@@ -223,7 +223,7 @@ export class Conversation {
     });
   }
 
-  /** The reply of one settled submission (delivery.md §7). */
+  /** The reply of one settled submission. */
   reply(submissionId: string): { text: string; data: Record<string, unknown[]>; metadata?: Record<string, unknown> } {
     const settlement = this.settlements.get(submissionId);
     const own = this.lastAssistant((m) => m.submissionId === submissionId);

@@ -1,5 +1,5 @@
 /**
- * Record → chunk projection (streaming-protocol.md §7): the client-visible conversation stream is
+ * Record → chunk projection: the client-visible conversation stream is
  * derived batch by batch from the log. Only the 12 chunk types the official clients accept exist.
  */
 import { Conversation, type FlueConversationMessage, type FlueConversationSnapshot, signalMessageOf, userMessageOf } from './conversation.ts';

@@ -1,5 +1,5 @@
 /**
- * The reply reader both hosts share (delivery.md §6): it follows one submission to its settlement,
+ * The reply reader both hosts share: it follows one submission to its settlement,
  * projecting the batches it receives into stream chunks for `onEvent`. Where the answers come from
  * is the host's: the engine in process on Node, bounded polls of the Durable Object on Cloudflare.
  */

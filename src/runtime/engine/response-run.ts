@@ -166,7 +166,7 @@ export class ResponseRun implements RunContext {
     if (this.delegate === undefined) runResponseFinish(this);
   }
 
-  /** Cooperative checks before each turn and before recovery work (durability.md §5). */
+  /** Cooperative checks before each turn and before recovery work. */
   private checkpoint(): void {
     if (this.controller.signal.aborted) throw this.abortReason ?? abortError();
     const startedAt = this.row.startedAt ?? Date.now();
@@ -476,7 +476,7 @@ export class ResponseRun implements RunContext {
   }
 
   /**
-   * Dynamic-resource narration at a turn boundary (skills-subagents-mcp.md §4): the render is
+   * Dynamic-resource narration at a turn boundary: the render is
    * compared with the last narrated snapshot. First contact records the baseline silently (the
    * prompt catalogs are rendered from it). Otherwise an instruction change is marked with an
    * `instructions` signal, and a sandbox presence flip is restated by one `environment` signal

@@ -2,7 +2,7 @@
  * Records that bring an interrupted response to rest, so the model sees a coherent transcript: an
  * open stream is closed as aborted (its text kept), and unresolved tool calls get the interrupted
  * marker (a `task` call's names its child conversation). Used by settlement after a failure or an
- * abort, and by the response loop when it recovers a stream a crash cut off (durability.md §6.1).
+ * abort, and by the response loop when it recovers a stream a crash cut off.
  */
 import type { Conversation } from './conversation.ts';
 import { type ConversationWriter, type LiveConversation, childConversationStream } from './conversation-writer.ts';
@@ -32,7 +32,7 @@ export function restRecords(live: LiveConversation, ts: string, writer: Conversa
   return { records, tools };
 }
 
-/** Closes a stream that never completed, keeping what it said (durability.md §6.1). */
+/** Closes a stream that never completed, keeping what it said. */
 export function convergeOpenStep(open: NonNullable<Conversation['tail']['openStep']>, ts: string): ConversationRecord {
   return {
     type: 'assistant_completed',

@@ -1,5 +1,5 @@
 /**
- * Delegated tasks as recorded child conversations (skills-subagents-mcp.md §2.4; durability.md §6.2).
+ * Delegated tasks as recorded child conversations.
  *
  * Each `task` call runs its delegate in a child conversation with a stream of its own in the same
  * store, keyed deterministically by the delegating stream, the step that issued the call and the
@@ -56,7 +56,7 @@ function taskSessionName(stepId: string, toolCallId: string): string {
  * Before a new child is born the call's `attachments` are resolved against the delegating
  * conversation and its `cwd` against the delegating sandbox; either failing is the tool's error
  * result and no child is created. A child that exists (recovery) is continued as it was born.
- * Every run of a child publishes `task_start` and then exactly one `task` (events.md §5).
+ * Every run of a child publishes `task_start` and then exactly one `task`.
  */
 export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
   const stream = childConversationStream(run.live.stream, site.stepId, call.id);

@@ -40,7 +40,7 @@ export interface Admission {
   head: number;
 }
 
-/** One read of a conversation's updates view (streaming-protocol.md §6). */
+/** One read of a conversation's updates view. */
 export type UpdatesResult =
   | { kind: 'not_found' }
   /** The requested offset is beyond the head (416). */

@@ -1,5 +1,5 @@
 /**
- * `createChannelRouter(routes)`: the HTTP surface of a channel package (seed 004; delivery.md §10).
+ * `createChannelRouter(routes)`: the HTTP surface of a channel package.
  * Each declarative route verifies a platform's webhook, maps the verified event to deliveries and
  * admits them with `dispatch()`, keyed by the platform's event id so a redelivered webhook is
  * admitted once. Routes answer at admission: platforms retry webhooks that answer slowly.
@@ -51,7 +51,7 @@ export interface ChannelRouteDefinition<Event = unknown> {
   method: string;
   /** Relative to the mount, starting with `/` (`'/'` is the mount itself). */
   path: string;
-  /** Larger bodies are refused with 413 before `verify` runs. Default: the admission body limit (docs/limits.md). */
+  /** Larger bodies are refused with 413 before `verify` runs. Default: the admission body limit. */
   maxBodyBytes?: number;
   /**
    * Authenticates the request. Returns the verified event, or returns or throws a

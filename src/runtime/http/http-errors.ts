@@ -1,11 +1,11 @@
 /**
- * The one renderer of the public HTTP error envelope (errors.md §2). Framework routes send every
+ * The one renderer of the public HTTP error envelope. Framework routes send every
  * error through here, so status resolution, redaction and `ref` logging cannot drift per route.
  */
 import { type ErrorEnvelopeBody, FlueError, FlueHttpError, envelopeOf } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 
-/** Body present without a JSON content type (errors.md §3, internal type). */
+/** Body present without a JSON content type (internal type). */
 export class UnsupportedMediaTypeError extends FlueHttpError {
   constructor(contentType: string | undefined) {
     super('unsupported_media_type', 415, {
@@ -16,7 +16,7 @@ export class UnsupportedMediaTypeError extends FlueHttpError {
   }
 }
 
-/** Body present but not parseable JSON (errors.md §3, internal type). */
+/** Body present but not parseable JSON (internal type). */
 export class InvalidJsonError extends FlueHttpError {
   constructor(reason: string) {
     super('invalid_json', 400, {
@@ -27,7 +27,7 @@ export class InvalidJsonError extends FlueHttpError {
   }
 }
 
-/** Set on every error response, and by the router on its read responses (streaming-protocol.md §3). */
+/** Set on every error response, and by the router on its read responses. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'x-content-type-options': 'nosniff',
   'cross-origin-resource-policy': 'cross-origin',
@@ -51,7 +51,7 @@ const INTERNAL_ERROR: ErrorEnvelopeBody = Object.freeze({
 });
 
 /**
- * Status resolution of errors.md §2: a FlueHttpError answers with its own status and headers and
+ * Status resolution: a FlueHttpError answers with its own status and headers and
  * is not logged (it is the caller's mistake, not ours); any other error is a 500 that is logged
  * under a fresh `ref`, and a non-Flue error is redacted to `internal_error` so nothing leaks.
  */

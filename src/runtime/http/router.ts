@@ -1,6 +1,6 @@
 /**
- * `createAgentRouter(agent)`: the HTTP surface of one agent (delivery.md §10), speaking the
- * conversation wire protocol of streaming-protocol.md that the official `@flue/sdk` and
+ * `createAgentRouter(agent)`: the HTTP surface of one agent, speaking the
+ * conversation wire protocol that the official `@flue/sdk` and
  * `@flue/react` clients read. A pure factory: the runtime is resolved per request, and storage is
  * keyed by agent identity and instance id, never by where the router is mounted.
  *
@@ -40,7 +40,7 @@ import { MAX_REQUEST_BODY_BYTES, checkDeliveredMessage } from '../common/limits.
 import type { ConversationStreamChunk } from '../engine/projection.ts';
 import { type FlueRuntime, type UpdatesResult, requireRuntime } from '../host/runtime.ts';
 
-/** Waiting windows of the live modes; only tests shorten them (streaming-protocol.md §6). */
+/** Waiting windows of the live modes; only tests shorten them. */
 export interface RouterTiming {
   /** How long a caught-up long-poll parks, and a caught-up SSE connection waits between controls. */
   waitMs: number;
@@ -48,7 +48,7 @@ export interface RouterTiming {
   heartbeatMs: number;
 }
 
-/** Load-bearing: the SDK treats a stream silent for 90 s as dead (streaming-protocol.md §10). */
+/** Load-bearing: the SDK treats a stream silent for 90 s as dead. */
 export const DEFAULT_ROUTER_TIMING: Readonly<RouterTiming> = Object.freeze({ waitMs: 30_000, heartbeatMs: 15_000 });
 
 /** Batches per plain read, long-poll answer and SSE loop step (streaming-protocol.md §6). */

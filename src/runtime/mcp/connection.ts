@@ -303,7 +303,7 @@ function adaptedDescription(server: string, tool: ListedTool): string {
 
 // ── Results ───────────────────────────────────────────────────────────────────────────────────
 
-/** A `tools/call` result flattened to model-facing text (§3.3 "Result → text"). */
+/** A `tools/call` result flattened to model-facing text. */
 export function flattenMcpToolResult(result: Record<string, unknown>): string {
   const parts: string[] = [];
   if (result.structuredContent !== undefined) {

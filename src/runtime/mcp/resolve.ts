@@ -1,5 +1,5 @@
 /**
- * Connects a render's declared MCP servers in parallel (skills-subagents-mcp.md §3.2). A failing
+ * Connects a render's declared MCP servers in parallel. A failing
  * non-optional server fails the whole resolve (the submission fails before the model runs) after
  * closing whatever did connect; a failing `optional` server mounts zero tools and is reported in
  * `failures` for the engine to narrate (`resources` signal, `resource="mcp"`).

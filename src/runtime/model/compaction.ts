@@ -1,5 +1,5 @@
 /**
- * The pure parts of compaction (models-and-providers.md §6.3): option validation and defaults, the
+ * The pure parts of compaction: option validation and defaults, the
  * threshold check, token estimates, where to cut, the summarization request, and how a summary is
  * rendered back into the model context. Running the summarization call, writing the record and
  * emitting events belong to the turn loop; nothing here does I/O.

@@ -169,7 +169,7 @@ export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'minimal', 'low
 
 /**
  * The `reasoning` stream option for a thinking level: omitted for 'off' and for models that do
- * not reason, clamped to what the model supports otherwise (models-and-providers.md §2).
+ * not reason, clamped to what the model supports otherwise.
  */
 export function reasoningOption(
   model: Model<Api>,

@@ -1,5 +1,5 @@
 /**
- * `PromptUsage` accounting (models-and-providers.md §6.2): the public subset of pi's `Usage`, summed
+ * `PromptUsage` accounting: the public subset of pi's `Usage`, summed
  * field-wise across every model call an operation makes.
  */
 import type { Usage } from '@earendil-works/pi-ai';

@@ -1,4 +1,4 @@
-/** Sandbox-specific typed errors (sandbox.md §2); they extend the runtime's `FlueError`. */
+/** Sandbox-specific typed errors; they extend the runtime's `FlueError`. */
 import { FlueError } from '../common/errors.ts';
 
 /** An adapter cannot honour a verb or option; thrown before anything changes. */

@@ -1,5 +1,5 @@
 /**
- * Tokenizer and parser for the virtual shell (sandbox.md §5). Words keep their quoting structure
+ * Tokenizer and parser for the virtual shell. Words keep their quoting structure
  * so expansion ($VAR, globbing) can happen at run time, after earlier commands set `$?`/variables.
  * Constructs outside the supported subset raise `ShellUnsupported`, which the interpreter reports
  * as `exitCode: 2` with `<construct>: not supported` rather than silently misbehaving.

@@ -1,5 +1,5 @@
 /**
- * The sandbox contract (sandbox.md §2–§3): the verbs every environment implements, the factory an
+ * The sandbox contract: the verbs every environment implements, the factory an
  * agent mounts with `useSandbox`, the driver shape adapters implement for `sandboxFromDriver`, and
  * the model-tool shapes (`AgentTool`) the built-in file/shell tools are expressed in. Types only.
  */

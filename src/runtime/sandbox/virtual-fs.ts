@@ -1,5 +1,5 @@
 /**
- * The in-memory filesystem behind `virtualSandbox` (sandbox.md §5): a tree of directory and file
+ * The in-memory filesystem behind `virtualSandbox`: a tree of directory and file
  * nodes living in isolate memory, with byte limits so a runaway agent cannot exhaust the isolate.
  * Paths given here are absolute (callers resolve first); error messages follow Node's wording
  * because they reach the model verbatim as tool errors.
@@ -81,7 +81,7 @@ export class VirtualFs {
 
   /**
    * Loads the stored tree (entries only; contents on first read). False when there is no store or
-   * it holds no sandbox yet: the caller then seeds the tree inside `create`.
+   * it holds no sandbox yet: the caller then writes the initial tree inside `create`.
    */
   loadStored(): boolean {
     const store = this.store;

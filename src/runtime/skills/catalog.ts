@@ -1,5 +1,5 @@
 /**
- * The system-prompt skill catalog (skills-subagents-mcp.md §1.4), rendered from the **baseline**
+ * The system-prompt skill catalog, rendered from the **baseline**
  * skill set; activation never changes it.
  */
 

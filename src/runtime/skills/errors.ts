@@ -1,4 +1,4 @@
-/** Skill errors (errors.md §6). */
+/** Skill errors. */
 import type { ValidationIssue } from '../../shared/issues.ts';
 import { skillIssuesMessage } from '../../shared/skill-format.ts';
 import { FlueError } from '../common/errors.ts';
@@ -16,7 +16,7 @@ export class SkillDefinitionValidationError extends FlueError {
   }
 }
 
-/** Two mounts with the same skill name in one render (skills-subagents-mcp.md §1.3). */
+/** Two mounts with the same skill name in one render. */
 export class DuplicateSkillError extends SkillDefinitionValidationError {
   constructor(name: string) {
     super(`"${name}"`, [{ message: `skill "${name}" is mounted twice in one render; skill names must be unique`, path: ['name'] }]);
@@ -24,7 +24,7 @@ export class DuplicateSkillError extends SkillDefinitionValidationError {
   }
 }
 
-/** `harness.skill(name)` for a skill that is not mounted (errors.md §6, ref). */
+/** `harness.skill(name)` for a skill that is not mounted (answered with a `ref`). */
 export class SkillNotRegisteredError extends FlueError {
   constructor(name: string, available: readonly string[]) {
     super('skill_not_registered', {

@@ -1,4 +1,4 @@
-/** Skills (skills-subagents-mcp.md §1, §4): definitions, packaging, catalog and framework tools. */
+/** Skills: definitions, packaging, catalog and framework tools. */
 export {
   defineSkill,
   isValidatedSkillDefinition,

@@ -13,7 +13,7 @@ import { toIssues, validateSkillDefinition } from './define-skill.ts';
 import type { SkillDefinition } from './define-skill.ts';
 import { kindOf } from '../common/values.ts';
 
-/** Where packaged skill files are served (sandbox.md overlay; `read_skill_resource`). */
+/** Where packaged skill files are served (a read-only overlay on the sandbox; `read_skill_resource`). */
 export const PACKAGED_SKILLS_ROOT = '/.flue/packaged-skills/';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Workspace context (skills-subagents-mcp.md §1.4, §2.3): what an agent with a sandbox discovers
+ * Workspace context: what an agent with a sandbox discovers
  * in its working directory — `AGENTS.md` (or `CLAUDE.md`) for the system prompt, and workspace
  * skills under `.agents/skills/<dir>/SKILL.md` for the skill catalog. Discovery goes through the
  * sandbox's own file verbs, so it works the same for every adapter (the virtual sandbox on

@@ -1,5 +1,5 @@
 /**
- * The persistence adapter contract (seed 004 "数据持久化 API"). It lives here, free of `node:*`
+ * The persistence adapter contract. It lives here, free of `node:*`
  * imports, so `@flue/runtime` can export the type on every target; `sqlite()` in
  * `@flue/runtime/node` is one implementation.
  */

@@ -1,6 +1,6 @@
 /**
- * Canonical conversation records: the append-only log every other view is derived from
- * (architecture.md, Decision 2). A batch of records is appended atomically under one offset.
+ * Canonical conversation records: the append-only log every other view is derived from. A batch
+ * of records is appended atomically under one offset.
  *
  * Records stay small: streamed text is stored as coalesced deltas, and the completed assistant
  * step carries the provider message the model context is rebuilt from.
@@ -165,7 +165,7 @@ export interface ToolOutcome {
   error?: unknown;
 }
 
-/** A child conversation retained on its parent (persistence.md §2, `child_session_retained`). */
+/** A child conversation retained on its parent (`child_session_retained`). */
 export interface ChildConversationRef {
   type: 'task';
   conversationId: string;
@@ -187,13 +187,13 @@ export interface ChildConversationRef {
 
 export type RecordOf<T extends ConversationRecord['type']> = Extract<ConversationRecord, { type: T }>;
 
-/** Error text the model sees for an ordinary tool call that a crash interrupted (errors.md §5). */
+/** Error text the model sees for an ordinary tool call that a crash interrupted. */
 export const INTERRUPTED_TOOL_TEXT = JSON.stringify({
   type: 'interrupted',
   message: 'Tool execution was interrupted before completion. The outcome is unknown.',
 });
 
-/** The interrupted marker; for a `task` call it names the child conversation (errors.md §5). */
+/** The interrupted marker; for a `task` call it names the child conversation. */
 export function interruptedToolText(childConversationId?: string): string {
   if (childConversationId === undefined) return INTERRUPTED_TOOL_TEXT;
   return JSON.stringify({ ...(JSON.parse(INTERRUPTED_TOOL_TEXT) as object), childConversationId });

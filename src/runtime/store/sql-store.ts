@@ -100,7 +100,7 @@ const SCHEMA = [
    )`,
 ];
 
-/** Stamp first, then create, so a crash mid-migration leaves a versioned store (persistence.md §5). */
+/** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
 export function migrate(driver: SqlDriver): void {
   driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
   const stamp = driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0];

@@ -1,7 +1,7 @@
 /**
- * Tool `log` lines as conversation stream content (seed: lines are emitted into the conversation
- * stream, attributed to the call, and never seen by the model). The official clients reject any
- * chunk type outside their closed set, and a `data-part` would show up in their reply `data`
+ * Tool `log` lines as conversation stream content (as the Flue API specifies: emitted into the
+ * conversation stream, attributed to the call, and never seen by the model). The official clients
+ * reject any chunk type outside their closed set, and a `data-part` would show up in their reply `data`
  * (which holds `useDataWriter` parts only), so the lines ride as `logs` on the call's
  * `tool-output` / `tool-output-error` chunk, a field those clients ignore. They are recorded on
  * the call's outcome in the step's `tool_results` record: no row of their own, durable with the

@@ -38,7 +38,7 @@ export interface ToolCallEnvironment {
 
 export type { ToolOutcome } from '../store/records.ts';
 
-/** The canonical result of a successful call (tools.md §4 step 6). */
+/** The canonical result of a successful call. */
 export interface ToolCallResult<O = unknown> {
   output: O;
   terminate: boolean;

@@ -1,5 +1,5 @@
 /**
- * `step.do()` for durable tools (tools.md §8, durability.md §7). The engine owns storage: it looks
+ * `step.do()` for durable tools. The engine owns storage: it looks
  * recorded steps up and appends new ones; this module owns the per-call rules — name checks,
  * JSON cloning, replay, and recording before `do` resolves.
  */
