@@ -6,9 +6,9 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { type FlueConversationMessage, useFlueAgent } from '@flue/react';
-import { dispatch } from '@flue/runtime';
 import { ReleaseManager } from './seed-tools/approval-gate/src/agents/release-manager.ts';
 import { releases } from './seed-tools/approval-gate/src/shared/releases.ts';
+import { decide } from './seed-tools/approval-decision.ts';
 import { MOUNT, useNodeHost } from './interop/support/node-host.ts';
 import { renderHook } from './interop/support/react-hooks.ts';
 
@@ -32,20 +32,6 @@ function pendingApprovals(messages: FlueConversationMessage[]) {
         : [],
     ),
   );
-}
-
-/** What the seed's `POST /api/approvals/:conversationId` dispatches for a verified operator. */
-function decide(conversationId: string, approvalId: string, decision: 'approve' | 'deny') {
-  return dispatch(ReleaseManager, {
-    id: conversationId,
-    message: {
-      kind: 'signal',
-      type: 'tool-approval',
-      body: `Op chose "${decision}" for ${approvalId}.`,
-      attributes: { approvalId, decision, approver: 'Op' },
-    },
-    idempotencyKey: `approval:${approvalId}`,
-  });
 }
 
 test('the pending list appears when the gate records a call and disappears when the decision arrives', async () => {

@@ -6,6 +6,7 @@ import { expect, test } from 'vitest';
 import { AgentRunError, defineSubagent, init, useModel, useSubagent } from '@flue/runtime';
 import { startWithExtraModels, thinkingBudget } from './support/extra-models.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { dispatchAndFail } from './seed-tools/helpers.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -58,12 +59,8 @@ test('two subagents of one name in a render fail the submission with the documen
     return 'x';
   }
   await startWithExtraModels(ctx, [Twice]);
-  const handle = init(Twice, { id: 'sub-twice' });
-  const error = await handle.read(await handle.dispatch('go')).then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
+  const error = await dispatchAndFail(Twice, 'sub-twice', 'go');
   expect(error).toBeInstanceOf(AgentRunError);
-  expect((error as AgentRunError).message).toContain('[flue] useSubagent("researcher") was declared twice in one render.');
+  expect(error.message).toContain('[flue] useSubagent("researcher") was declared twice in one render.');
   expect(ctx.server.requests).toHaveLength(0);
 });

@@ -16,7 +16,7 @@ import {
   type SandboxFactory,
 } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
-import { toolResult } from './seed-tools/helpers.ts';
+import { dispatchAndFail, toolResult } from './seed-tools/helpers.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -131,8 +131,6 @@ test('a useTool tool named like a sandbox-provided tool is a name conflict', asy
     return 'x';
   }
   await ctx.start([Clash]);
-  const handle = init(Clash, { id: 'clash' });
-  const error = await handle.read(await handle.dispatch('go')).then(() => undefined, (caught: unknown) => caught);
-  expect(String((error as Error).message)).toContain('Duplicate tool name "count_lines".');
+  expect((await dispatchAndFail(Clash, 'clash', 'go')).message).toContain('Duplicate tool name "count_lines".');
   expect(ctx.server.requests).toHaveLength(0);
 });

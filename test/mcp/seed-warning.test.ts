@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { defineTool, init, observe, useMcpConnection, useModel, useTool, type FlueEvent } from '@flue/runtime';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
+import { dispatchAndFail } from '../seed-tools/helpers.ts';
 import { simpleTool, startMcpTestServer, toolServer, type TestServer } from './mcp-test-server.ts';
 
 const ctx = useScriptedRuntime();
@@ -72,8 +73,6 @@ test('a useTool tool named like an adapted MCP tool fails the submission with th
     return 'x';
   }
   await ctx.start([Clash]);
-  const handle = init(Clash, { id: 'mcp-clash' });
-  const error = await handle.read(await handle.dispatch('go')).then(() => undefined, (caught: unknown) => caught);
-  expect(String((error as Error).message)).toContain('Duplicate tool name "mcp__flaky__ping".');
+  expect((await dispatchAndFail(Clash, 'mcp-clash', 'go')).message).toContain('Duplicate tool name "mcp__flaky__ping".');
   expect(ctx.server.requests).toHaveLength(0);
 });
