@@ -127,6 +127,38 @@ test('PromptUsage sums every model call of one operation: tool turns, result fol
   }
 });
 
+test('a prompt the model refuses as too large compacts the scratch conversation once and retries; the summary counts in its usage', async () => {
+  ctx.server.script(
+    { text: 'hi', usage: { input: 10, output: 1 } },
+    { status: 400, errorBody: 'prompt is too long: 250000 tokens > 200000 maximum' },
+    { text: 'SCRATCH SUMMARY', usage: { input: 500, output: 50 } },
+    { text: 'answer after compaction', usage: { input: 9000, output: 20 } },
+  );
+  const responses = await withHarness('overflow', async (harness) => [await harness.prompt('hello'), await harness.prompt('y'.repeat(40_000))]);
+  expect(responses[1]!.text).toBe('answer after compaction');
+  expect(responses[1]!.usage).toMatchObject({ input: 9500, output: 70, totalTokens: 9570 });
+  const summarize = ctx.server.requests[2]!;
+  expect(summarize.tools).toEqual([]);
+  expect(summarize.messages[0]!.content).toContain('hello');
+  const retried = ctx.server.requests[3]!.messages;
+  expect(retried[0]!.content).toContain('SCRATCH SUMMARY');
+  expect(retried.map((m) => m.content.slice(0, 5)).slice(1)).toEqual(['yyyyy']);
+});
+
+test('a second overflow in one prompt fails it with the model error', async () => {
+  const overflow = { status: 400, errorBody: 'prompt is too long: 250000 tokens > 200000 maximum' };
+  ctx.server.script({ text: 'hi' }, overflow, { text: 'SUMMARY' }, overflow);
+  const error = await withHarness('overflow-twice', async (harness) => {
+    await harness.prompt('hello');
+    return harness.prompt('y'.repeat(40_000));
+  }).then(
+    () => undefined,
+    (caught: unknown) => caught as Error,
+  );
+  expect(error?.message).toContain('prompt is too long');
+  expect(ctx.server.requests).toHaveLength(5); // hi, overflow, summary, overflow, the main turn
+});
+
 const Count = v.object({ count: v.number() });
 
 test('a result prompt whose model keeps answering in plain text is reminded, then rejected after 33 attempts', async () => {

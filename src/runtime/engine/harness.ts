@@ -27,6 +27,7 @@ import {
   formatIssues,
 } from '../common/errors.ts';
 import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import { isOverflow } from '../model/model-retry.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { type FlueExecutionContext, intercept } from '../common/instrumentation.ts';
 import { newId } from '../common/ids.ts';
@@ -151,7 +152,9 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
     name: deps.name,
     prompt: prompt as FlueHarness['prompt'],
     compact() {
-      return operate('compact', [], (signal) => compactScratch(deps, scratch, signal)).promise;
+      return operate('compact', [], async (signal) => {
+        await compactScratch(deps, scratch, signal);
+      }).promise;
     },
     get sandbox(): Sandbox {
       const sandbox = deps.environment?.current;
@@ -218,6 +221,7 @@ async function runPrompt(
   let usage: PromptUsage = emptyUsage();
   let assistantText = '';
   let followUps = 0;
+  let overflowCompacted = false;
   for (;;) {
     if (signal.aborted) throw signal.reason ?? abortError();
     const turnId = newId('msg');
@@ -232,6 +236,17 @@ async function runPrompt(
     );
     usage = addUsage(usage, usageFromPi(final.usage));
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
+    // A scratch conversation the model refuses as too large is compacted once and the turn
+    // retried, as the main conversation does (models-and-providers.md §6.3); the summary's
+    // usage belongs to this operation.
+    if (final.stopReason === 'error' && !overflowCompacted && isOverflow(final, model.contextWindow)) {
+      overflowCompacted = true;
+      const summaryUsage = await compactScratch(deps, scratch, signal);
+      if (summaryUsage !== undefined) {
+        usage = addUsage(usage, summaryUsage);
+        continue;
+      }
+    }
     if (final.stopReason === 'error') throw modelErrorFromMessage(final.errorMessage) ?? new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
     scratch.push(final);
     const said = final.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
@@ -317,13 +332,14 @@ function isObjectSchema(schema: v.GenericSchema): boolean {
 /** The summary messages compactScratch wrote, so a repeated compact() can tell them from history. */
 const scratchSummaries = new WeakSet<Message>();
 
-async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<void> {
+/** Summarizes the scratch conversation's history; the summary call's usage, or undefined when there was nothing to compact. */
+async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<PromptUsage | undefined> {
   const model = resolveModel(deps.modelSpec);
   const settings = resolveCompactionSettings(undefined, model);
   const cut = findCutPoint(scratch, settings.keepRecentTokens);
   // Nothing to compact: no history before what is kept, or only the previous summary (which a
   // second summarization would merely restate, at the cost of a model call).
-  if (cut === null || (cut.firstKeptIndex === 1 && scratchSummaries.has(scratch[0]!))) return;
+  if (cut === null || (cut.firstKeptIndex === 1 && scratchSummaries.has(scratch[0]!))) return undefined;
   const request = buildSummaryRequest({ messages: scratch.slice(0, cut.firstKeptIndex) });
   const summary = await getModels().completeSimple(
     model,
@@ -338,4 +354,5 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: Abo
   scratchSummaries.add(summaryMessage);
   scratch.length = 0;
   scratch.push(summaryMessage, ...kept);
+  return usageFromPi(summary.usage);
 }
