@@ -1,7 +1,8 @@
 /**
  * Seed 004, Harness: the `prompt()` options a tool or hook passes (`model`, `thinkingLevel`,
- * `images`), the `PromptUsage` totals over every model call of one operation, the result-retry
- * cap, and `compact()` on a conversation with nothing to compact.
+ * `images`), the `PromptUsage` totals over every model call of one operation (follow-ups and an
+ * overflow's compaction included), the result-retry cap, and `compact()` at its edges: nothing
+ * to compact, already compacted, busy, a failed summary, an aborted turn, a closed harness.
  */
 import { expect, test } from 'vitest';
 import * as v from 'valibot';
@@ -28,7 +29,6 @@ async function withHarness<T>(id: string, work: (harness: FlueHarness) => Promis
     });
     return 'Work.';
   }
-  Object.defineProperty(Worker, 'agentName', { value: 'worker' });
   await startWithExtraModels(ctx, [Worker]);
   ctx.server.script({ text: 'main turn' });
   const handle = init(Worker, { id });
