@@ -12,7 +12,11 @@ import {
   useSandbox,
   useTool,
   virtualSandbox,
+  defineSubagent,
+  usePersistentState,
+  useSubagent,
   type AgentTool,
+  type Sandbox,
   type SandboxFactory,
 } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
@@ -42,12 +46,23 @@ function stamp(): AgentTool {
   };
 }
 
+/** The subagent names each call of the factory's `tools` was given. */
+const factoryCalls: string[][] = [];
+
 /** A virtual sandbox whose factory brings its own tools: `read`, `count_lines` and `stamp`. */
 function toolingSandbox(): SandboxFactory {
   const base = virtualSandbox({ files: { '/workspace/notes.txt': 'one\ntwo\nthree\n' }, cwd: '/workspace' });
   return {
     createSandbox: (options) => base.createSandbox(options),
-    tools: (sandbox) => [
+    tools: (sandbox, options) => {
+      factoryCalls.push(Object.keys(options.subagents));
+      return toolsOf(sandbox);
+    },
+  };
+}
+
+function toolsOf(sandbox: Sandbox): AgentTool[] {
+  return [
       createReadTool(sandbox),
       {
         name: 'count_lines',
@@ -60,8 +75,7 @@ function toolingSandbox(): SandboxFactory {
         },
       },
       stamp(),
-    ],
-  };
+  ];
 }
 
 function Desk() {
@@ -133,4 +147,29 @@ test('a useTool tool named like a sandbox-provided tool is a name conflict', asy
   await ctx.start([Clash]);
   expect((await dispatchAndFail(Clash, 'clash', 'go')).message).toContain('Duplicate tool name "count_lines".');
   expect(ctx.server.requests).toHaveLength(0);
+});
+
+test("SandboxFactory.tools is given the render's subagents by name, and asked again when they change", async () => {
+  const scout = defineSubagent({ name: 'scout', description: 'Scouts.', agent: () => 'Scout.' });
+  function Team() {
+    useModel('anthropic/claude-haiku-4-5');
+    useSandbox(toolingSandbox());
+    useSubagent(scout);
+    const [enlisted, setEnlisted] = usePersistentState('enlisted', false);
+    if (enlisted) useSubagent({ ...scout, name: 'auditor' });
+    useTool({ name: 'enlist', description: 'Enlists an auditor.', run: () => (setEnlisted(true), 'enlisted') });
+    return 'Team.';
+  }
+  factoryCalls.length = 0;
+  await ctx.start([Team]);
+  ctx.server.script(
+    { toolCalls: [{ name: 'count_lines', arguments: { path: 'notes.txt' } }] },
+    { toolCalls: [{ name: 'enlist', arguments: {} }] },
+    { text: 'Ready.' },
+  );
+  const handle = init(Team, { id: 'team' });
+  expect((await handle.read(await handle.dispatch('Count, then enlist.'))).text).toBe('Ready.');
+  // Once for the first two turns (same sandbox, same subagents), again once the auditor joined.
+  expect(factoryCalls).toEqual([['scout'], ['scout', 'auditor']]);
+  expect(ctx.server.requests[2]!.tools.map((t) => t.name)).toContain('count_lines');
 });

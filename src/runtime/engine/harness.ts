@@ -183,7 +183,7 @@ async function runPrompt(
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
   const assembled = assembleToolSet({
     framework: frameworkTools(render),
-    builtin: deps.environment?.toolDefinitions() ?? [],
+    builtin: deps.environment?.toolDefinitions(render.subagents) ?? [],
     custom: [...render.tools, ...extra],
     harnessPrompt: true,
   });
