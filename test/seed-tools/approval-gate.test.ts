@@ -1,7 +1,7 @@
 /**
  * Tools seed, "审批门" + tools.md §15: the seed's useApprovalGate hook and the ReleaseManager
  * that mounts it run verbatim on start(). The approval route of src/app.ts is not in scope
- * (HTTP comes later); `decide()` below dispatches exactly what that route dispatches.
+ * (HTTP comes later); `decide()` (approval-decision.ts) dispatches exactly what that route dispatches.
  * Step 8 (crash between publish and the seam checkpoint) is covered by the crash suite.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import type { RecordedRequest } from '@flue/runtime/testing';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { ReleaseManager } from './approval-gate/src/agents/release-manager.ts';
 import { releases } from './approval-gate/src/shared/releases.ts';
+import { decide } from './approval-decision.ts';
 import { dispatchAndRead, readReceipt, settleIo, signals, toolNames, toolResult } from './helpers.ts';
 import { promptOf } from '../support/prompts.ts';
 
@@ -24,26 +25,6 @@ const ctx = useScriptedRuntime();
 afterEach(() => releases.reset());
 
 const URL_120 = 'https://www.npmjs.com/package/pkg/v/1.2.0';
-
-/** What the seed's `POST /api/approvals/:conversationId` route dispatches for a verified operator. */
-function decide(
-  conversationId: string,
-  approvalId: string,
-  decision: 'approve' | 'deny',
-  operator = { name: 'Op' },
-  idempotencyKey = `approval:${approvalId}`,
-): Promise<DispatchReceipt> {
-  return dispatch(ReleaseManager, {
-    id: conversationId,
-    message: {
-      kind: 'signal',
-      type: 'tool-approval',
-      body: `${operator.name} chose "${decision}" for ${approvalId}.`,
-      attributes: { approvalId, decision, approver: operator.name },
-    },
-    idempotencyKey,
-  });
-}
 
 /** Step 1: the model asks to publish a stable version; the call is recorded and the response ends. */
 async function requestApproval(conversationId: string, approvalId: string, version = '1.2.0') {

@@ -16,6 +16,16 @@ export async function dispatchAndRead(
   return { receipt, reply };
 }
 
+/** `dispatch()` then `read()`, for a message whose submission is expected to fail: what `read()` rejected with. */
+export async function dispatchAndFail(agent: Agent, id: string, message: DeliveredMessageInput): Promise<Error> {
+  const outcome = await dispatchAndRead(agent, id, message).then(
+    ({ reply }) => reply,
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof Error)) throw new Error(`Expected the submission to fail; it replied ${JSON.stringify(outcome)}`);
+  return outcome;
+}
+
 export function readReceipt(agent: Agent, id: string, receipt: DispatchReceipt): Promise<AgentReply> {
   return init(agent, { id }).read(receipt);
 }

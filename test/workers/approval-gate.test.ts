@@ -1,9 +1,10 @@
 import { Hono } from 'hono';
 import { expect, test } from 'vitest';
-import { SubmissionConflictError, dispatch, getAgentInstance, init } from '@flue/runtime';
+import { SubmissionConflictError, getAgentInstance, init } from '@flue/runtime';
 import { createAgentRouter } from '@flue/runtime/routing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { releases } from '../seed-tools/approval-gate/src/shared/releases.ts';
+import { decide } from '../seed-tools/approval-decision.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
 import { orders } from '../seed-tools/customer-orders/src/shared/orders.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
@@ -11,20 +12,6 @@ import { DIGEST_LANE, Digest, digestDeliveries } from './workflows.ts';
 import './worker.ts';
 
 const LANE = 'claude-sonnet-4-6';
-
-/** What the seed's approval route does with a decision (src/app.ts in the Tools seed). */
-function decide(conversationId: string, approvalId: string, decision: 'approve' | 'deny') {
-  return dispatch(ReleaseManager, {
-    id: conversationId,
-    message: {
-      kind: 'signal',
-      type: 'tool-approval',
-      body: `Op chose "${decision}" for ${approvalId}.`,
-      attributes: { approvalId, decision, approver: 'Op' },
-    },
-    idempotencyKey: `approval:${approvalId}`,
-  });
-}
 
 test('the seed approval gate runs in a Durable Object through dispatch() signals; execute runs once', async () => {
   releases.reset();

@@ -17,6 +17,7 @@ import { type CreateSandboxHostOptions, SANDBOX_FILE_STORE, type SandboxFileStor
 import { resolvePath } from '../sandbox/paths.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from '../sandbox/types.ts';
 import type { SkillReference } from '../skills/define-skill.ts';
+import type { SubagentDefinition } from '../authoring/subagents.ts';
 import { PACKAGED_SKILLS_ROOT, packagedFileBytes, packagedFileText, resolvePackagedSkillFile } from '../skills/package.ts';
 
 export class AgentSandbox {
@@ -31,7 +32,7 @@ export class AgentSandbox {
   private skills: readonly SkillReference[] = [];
   private readonly overlays = new WeakMap<Sandbox, Sandbox>();
   private scoped: { cwd: string; sandbox: Sandbox } | undefined;
-  private offered: { sandbox: Sandbox; definitions: ToolDefinition[] } | undefined;
+  private offered: { sandbox: Sandbox; subagents: string; definitions: ToolDefinition[] } | undefined;
   /** Set on a view made by `at()`: the environment it re-points, and where. */
   private readonly base: { parent: AgentSandbox; cwd: string } | undefined;
   private rebased: { from: Sandbox; sandbox: Sandbox } | undefined;
@@ -105,18 +106,21 @@ export class AgentSandbox {
 
   /**
    * Tool definitions for the model's tool list; execution goes through `tools` by name. Built once
-   * per sandbox, so every turn offers the same definition objects (and their schemas stay cached).
+   * per sandbox and set of subagent names, so every turn offers the same definition objects (and
+   * their schemas stay cached). A factory's `tools` sees the render's subagents by name.
    */
-  toolDefinitions(): ToolDefinition[] {
+  toolDefinitions(subagents: readonly SubagentDefinition[]): ToolDefinition[] {
     const current = this.current;
     if (current === undefined) {
       this.tools.clear();
       return [];
     }
-    if (this.offered?.sandbox === current) return this.offered.definitions;
+    const names = subagents.map((subagent) => subagent.name).join('\n');
+    if (this.offered?.sandbox === current && this.offered.subagents === names) return this.offered.definitions;
     this.tools.clear();
     const overlay = this.overlay(current);
-    const tools = this.toolFactory?.tools?.(overlay, { subagents: {} }) ?? this.builtinTools?.(overlay) ?? [];
+    const byName = Object.fromEntries(subagents.map((subagent) => [subagent.name, subagent]));
+    const tools = this.toolFactory?.tools?.(overlay, { subagents: byName }) ?? this.builtinTools?.(overlay) ?? [];
     const definitions = tools.map((tool: AgentTool): ToolDefinition => {
       this.tools.set(tool.name, tool);
       return {
@@ -129,7 +133,7 @@ export class AgentSandbox {
         },
       };
     });
-    this.offered = { sandbox: current, definitions };
+    this.offered = { sandbox: current, subagents: names, definitions };
     return definitions;
   }
 

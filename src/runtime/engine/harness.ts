@@ -27,6 +27,7 @@ import {
   formatIssues,
 } from '../common/errors.ts';
 import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import { isOverflow } from '../model/model-retry.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { type FlueExecutionContext, intercept } from '../common/instrumentation.ts';
 import { newId } from '../common/ids.ts';
@@ -151,7 +152,9 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
     name: deps.name,
     prompt: prompt as FlueHarness['prompt'],
     compact() {
-      return operate('compact', [], (signal) => compactScratch(deps, scratch, signal)).promise;
+      return operate('compact', [], async (signal) => {
+        await compactScratch(deps, scratch, signal);
+      }).promise;
     },
     get sandbox(): Sandbox {
       const sandbox = deps.environment?.current;
@@ -180,7 +183,7 @@ async function runPrompt(
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
   const assembled = assembleToolSet({
     framework: frameworkTools(render),
-    builtin: deps.environment?.toolDefinitions() ?? [],
+    builtin: deps.environment?.toolDefinitions(render.subagents) ?? [],
     custom: [...render.tools, ...extra],
     harnessPrompt: true,
   });
@@ -218,6 +221,7 @@ async function runPrompt(
   let usage: PromptUsage = emptyUsage();
   let assistantText = '';
   let followUps = 0;
+  let overflowCompacted = false;
   for (;;) {
     if (signal.aborted) throw signal.reason ?? abortError();
     const turnId = newId('msg');
@@ -232,6 +236,17 @@ async function runPrompt(
     );
     usage = addUsage(usage, usageFromPi(final.usage));
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
+    // A scratch conversation the model refuses as too large is compacted once and the turn
+    // retried, as the main conversation does (models-and-providers.md §6.3); the summary's
+    // usage belongs to this operation.
+    if (final.stopReason === 'error' && !overflowCompacted && isOverflow(final, model.contextWindow)) {
+      overflowCompacted = true;
+      const summaryUsage = await compactScratch(deps, scratch, signal);
+      if (summaryUsage !== undefined) {
+        usage = addUsage(usage, summaryUsage);
+        continue;
+      }
+    }
     if (final.stopReason === 'error') throw modelErrorFromMessage(final.errorMessage) ?? new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
     scratch.push(final);
     const said = final.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
@@ -240,6 +255,7 @@ async function runPrompt(
     if (calls.length > 0) {
       let finished: { data: unknown } | undefined;
       let gaveUp: string | undefined;
+      let rejectedFinish = false;
       const results = await Promise.all(
         calls.map(async (call) => {
           if (finishSchema !== undefined && (call.name === 'finish' || call.name === 'give_up')) {
@@ -251,6 +267,7 @@ async function runPrompt(
             }
             const parsed = v.safeParse(finishSchema, call.arguments);
             if (!parsed.success) {
+              rejectedFinish = true;
               const issues = parsed.issues.map((issue) => ({ message: issue.message, path: issue.path?.map((p) => p.key as PropertyKey) }));
               return toolResult(call, `Result does not match the required schema: ${formatIssues(issues)}. Please call \`finish\` again with a corrected payload.`, true);
             }
@@ -273,15 +290,21 @@ async function runPrompt(
       scratch.push(...results);
       if (gaveUp !== undefined) throw new ResultUnavailableError(gaveUp, assistantText);
       if (finished !== undefined) return { data: finished.data, usage, model: modelInfo };
-      continue;
+      // A turn of ordinary tool calls is work in progress; one whose `finish` failed validation
+      // is a failed attempt, or a model that never gets the schema right would loop forever.
+      if (!rejectedFinish) continue;
+    } else if (finishSchema === undefined) {
+      return { text: said, usage, model: modelInfo };
     }
-    if (finishSchema === undefined) return { text: said, usage, model: modelInfo };
     if (followUps >= MAX_RESULT_FOLLOW_UPS) {
-      const reason = `Agent did not call \`finish\` or \`give_up\` after ${MAX_RESULT_FOLLOW_UPS + 1} attempts.`;
+      const reason = `Agent did not call \`finish\` with a valid result or \`give_up\` after ${MAX_RESULT_FOLLOW_UPS + 1} attempts.`;
       throw new ResultUnavailableError(reason, assistantText, reason);
     }
     followUps++;
-    scratch.push({ role: 'user', content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.', timestamp: Date.now() });
+    // The rejected `finish` already told the model what to fix; a plain-text answer needs telling.
+    if (calls.length === 0) {
+      scratch.push({ role: 'user', content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.', timestamp: Date.now() });
+    }
   }
 }
 
@@ -306,11 +329,17 @@ function isObjectSchema(schema: v.GenericSchema): boolean {
   return type === 'object' || type === 'strict_object' || type === 'loose_object' || type === 'object_with_rest';
 }
 
-async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<void> {
+/** The summary messages compactScratch wrote, so a repeated compact() can tell them from history. */
+const scratchSummaries = new WeakSet<Message>();
+
+/** Summarizes the scratch conversation's history; the summary call's usage, or undefined when there was nothing to compact. */
+async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<PromptUsage | undefined> {
   const model = resolveModel(deps.modelSpec);
   const settings = resolveCompactionSettings(undefined, model);
   const cut = findCutPoint(scratch, settings.keepRecentTokens);
-  if (cut === null) return;
+  // Nothing to compact: no history before what is kept, or only the previous summary (which a
+  // second summarization would merely restate, at the cost of a model call).
+  if (cut === null || (cut.firstKeptIndex === 1 && scratchSummaries.has(scratch[0]!))) return undefined;
   const request = buildSummaryRequest({ messages: scratch.slice(0, cut.firstKeptIndex) });
   const summary = await getModels().completeSimple(
     model,
@@ -321,6 +350,9 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: Abo
   if (summary.stopReason === 'error') throw modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
   const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   const kept = scratch.slice(cut.firstKeptIndex);
+  const summaryMessage: Message = { role: 'user', content: renderCompactionSummary(text), timestamp: Date.now() };
+  scratchSummaries.add(summaryMessage);
   scratch.length = 0;
-  scratch.push({ role: 'user', content: renderCompactionSummary(text), timestamp: Date.now() }, ...kept);
+  scratch.push(summaryMessage, ...kept);
+  return usageFromPi(summary.usage);
 }

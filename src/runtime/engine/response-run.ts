@@ -364,7 +364,7 @@ export class ResponseRun implements RunContext {
     this.subagents = rendered.subagents;
     const tools = assembleToolSet({
       framework: frameworkTools(rendered),
-      builtin: this.environment.toolDefinitions(),
+      builtin: this.environment.toolDefinitions(rendered.subagents),
       custom: [...rendered.tools, ...(await this.mcpTools(rendered))],
     });
     this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
