@@ -67,3 +67,14 @@ test('a decision for an unknown instance is refused with the router 404 envelope
   expect(reply.text).toBe('Published.');
   expect(ctx.server.requests.at(-1)!.messages.at(-1)!.content).toContain(`approved publish_release (${approvalId}). Result: Published pkg@1.2.0`);
 });
+
+test('the orders route names its id like every other route: { id, submissionId, reply }', async () => {
+  await ctx.start([ReleaseManager, OrderAssistant]);
+  ctx.server.script({ text: 'Order 7 has shipped.' });
+  const answered = await app.fetch(new Request('http://app.test/orders/alice', { method: 'POST', body: 'Where is order 7?' }), env);
+  expect(answered.status).toBe(200);
+  expect(await answered.json()).toEqual({ id: 'alice', submissionId: expect.stringMatching(/^sub_/), reply: 'Order 7 has shipped.' });
+  const instance = await app.fetch(new Request('http://app.test/orders/alice'), env);
+  expect(instance.status).toBe(200);
+  expect((await app.fetch(new Request('http://app.test/orders/bob'), env)).status).toBe(404);
+});

@@ -10,8 +10,8 @@
  *   page's URL, not the `conversationId` of stream chunks) as a `tool-approval` signal. Requires
  *   the operator token (`Authorization: Bearer <OPERATOR_TOKEN>`, see shared/auth.ts). An id with
  *   no instance behind it is refused with 404: a decision never creates a conversation.
- * - `POST /orders/:conversationId`: sends the body text to the OrderAssistant conversation with
- *   that id and answers with the settled reply; `GET /orders/:conversationId` shows the instance.
+ * - `POST /orders/:id`: sends the body text to the OrderAssistant instance with that id and answers
+ *   with the settled reply; `GET /orders/:id` shows the instance.
  */
 import { Hono } from 'hono';
 import { dispatch, getAgentInstance, init } from '@flue/runtime';
@@ -79,17 +79,17 @@ app.post('/api/approvals/:id', async (c) => {
   return c.json(receipt, 202);
 });
 
-app.post('/orders/:conversationId', async (c) => {
+app.post('/orders/:id', async (c) => {
   const text = await c.req.text();
   if (text.trim() === '') return c.json({ error: 'Send your question as the request body.' }, 400);
-  const assistant = init(OrderAssistant, { id: c.req.param('conversationId') });
+  const assistant = init(OrderAssistant, { id: c.req.param('id') });
   const receipt = await assistant.dispatch(text);
   const reply = await assistant.read(receipt);
-  return c.json({ conversationId: assistant.id, submissionId: receipt.submissionId, reply: reply.text });
+  return c.json({ id: assistant.id, submissionId: receipt.submissionId, reply: reply.text });
 });
 
-app.get('/orders/:conversationId', async (c) => {
-  const instance = await getAgentInstance(OrderAssistant, c.req.param('conversationId'));
+app.get('/orders/:id', async (c) => {
+  const instance = await getAgentInstance(OrderAssistant, c.req.param('id'));
   return instance === null ? c.json({ error: 'No such conversation.' }, 404) : c.json(instance);
 });
 
