@@ -5,7 +5,7 @@
  * test drives the same route through wrangler dev and a browser.
  */
 import { expect, test } from 'vitest';
-import { getAgentInstance, init } from '@flue/runtime';
+import { type DispatchReceipt, getAgentInstance, init } from '@flue/runtime';
 import app from '../../examples/cloudflare/src/app.ts';
 import { OrderAssistant } from '../../examples/cloudflare/src/agents/order-assistant.ts';
 import { ReleaseManager } from '../../examples/cloudflare/src/agents/release-manager.ts';
@@ -62,7 +62,7 @@ test('a decision for an unknown instance is refused with the router 404 envelope
 
   const accepted = await decide('chat-route1', approvalId);
   expect(accepted.status).toBe(202);
-  const receipt = (await accepted.json()) as { submissionId: string };
+  const receipt = (await accepted.json()) as DispatchReceipt;
   const reply = await manager.read(receipt);
   expect(reply.text).toBe('Published.');
   expect(ctx.server.requests.at(-1)!.messages.at(-1)!.content).toContain(`approved publish_release (${approvalId}). Result: Published pkg@1.2.0`);
