@@ -89,6 +89,8 @@ export {
   type ChannelDeliveries,
   type ChannelDelivery,
   type ChannelRequest,
+  type ChannelHandlerRoute,
   type ChannelRouteDefinition,
   type ChannelVerifiedEvent,
+  type ChannelVerifiedRoute,
 } from './http/channel-router.ts';
