@@ -27,6 +27,7 @@ export type {
   ResponseMetadataCallback,
   ResponseStartContext,
 } from './authoring/render.ts';
+export { __flueEnterAgent } from './authoring/render.ts';
 export * from './tool-entry.ts';
 export {
   AGENT_IDENTITY_PATTERN,
