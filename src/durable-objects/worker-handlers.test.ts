@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { Fetchable } from '../runtime/routing.ts';
 import { createFlueWorkerHandlers } from './worker-handlers.ts';
 
 type Handlers = { fetch(request: Request, env: unknown, ctx: unknown): Promise<Response>; scheduled?(controller: unknown, env: unknown, ctx: unknown): Promise<void> };
@@ -11,7 +12,7 @@ describe('createFlueWorkerHandlers', () => {
       async scheduled(this: unknown, controller: unknown, env: unknown, ctx: unknown) {
         calls.push([this, controller, env, ctx]);
       },
-    };
+    } satisfies Fetchable;
     const handlers = createFlueWorkerHandlers({ app, generatedExports: [] }) as Handlers;
     const controller = { cron: '0 9 * * *', scheduledTime: 1764493200000, noRetry() {} };
     const env = { NAME: 'worker' };
