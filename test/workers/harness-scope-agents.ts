@@ -4,7 +4,7 @@
  * test reads it from the model requests the scripted server recorded.
  */
 import * as v from 'valibot';
-import { type FlueHarness, type ShellResult, defineTool, virtualSandbox } from '@flue/runtime';
+import { type BashLike, type FlueHarness, type ShellResult, bash, defineTool, virtualSandbox } from '@flue/runtime';
 import { laneRequests, until } from './lanes.ts';
 
 export const HARNESS_SCOPE_LANE = 'harness-scope';
@@ -33,6 +33,33 @@ const hang = ({ signal }: { signal: AbortSignal }): Promise<ShellResult> => {
 };
 /** The sandbox of `scope-bash-*` instances: a `bash` whose `hang` command never returns. */
 export const hangingSandbox = virtualSandbox({ commands: { hang } });
+
+/**
+ * The same through `bash(factory)`, the adapter of just-bash-compatible shells, for
+ * `scope-bash-driver-*` instances: its `exec` runs until its signal aborts, then rejects with a
+ * plain Error, as a shell interpreter stopping at a statement boundary does.
+ */
+const hangingShell: BashLike = {
+  getCwd: () => '/workspace',
+  exec(_command, options) {
+    hanging = true;
+    return new Promise<ShellResult>((_resolve, reject) =>
+      options?.signal?.addEventListener('abort', () => reject(new Error('Execution aborted')), { once: true }),
+    );
+  },
+  fs: {
+    readFile: async () => '',
+    readFileBuffer: async () => new Uint8Array(),
+    writeFile: async () => {},
+    stat: async () => ({ isFile: false, isDirectory: true }),
+    readdir: async () => [],
+    exists: async () => true,
+    mkdir: async () => {},
+    rm: async () => {},
+    resolvePath: (base, p) => (p.startsWith('/') ? p : `${base}/${p}`),
+  },
+};
+export const hangingShellSandbox = bash(() => hangingShell);
 
 let timedOut: Promise<Record<string, unknown>> | undefined;
 let stashed: FlueHarness | undefined;
