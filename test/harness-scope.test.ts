@@ -5,9 +5,21 @@
  * with a standard `AbortError` DOMException carrying the reason as its `cause` (seed 004, CallHandle).
  * The workerd side is test/workers/harness-scope.test.ts.
  */
-import { expect, test } from 'vitest';
+import { expect, test, vi } from 'vitest';
 import * as v from 'valibot';
-import { type FlueHarness, HarnessClosedError, ToolTimeoutError, defineTool, init, useAgentStart, useModel, useTool } from '@flue/runtime';
+import {
+  type FlueHarness,
+  HarnessClosedError,
+  type ShellResult,
+  ToolTimeoutError,
+  defineTool,
+  init,
+  useAgentStart,
+  useModel,
+  useSandbox,
+  useTool,
+  virtualSandbox,
+} from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -184,6 +196,44 @@ test('aborting harness.prompt() rejects with an AbortError DOMException whose ca
     if (reason !== undefined) expect((error as Error).cause).toBe(reason);
     else expect((signalReason as DOMException).name).toBe('AbortError');
   }
+});
+
+test('aborting harness.prompt() while its model is inside a bash tool call rejects at once with an AbortError whose cause is the reason', async () => {
+  let hanging = false;
+  // Cooperative like a real shell: the command ends when its signal aborts, rejecting with the reason.
+  const hang = ({ signal }: { signal: AbortSignal }) => {
+    hanging = true;
+    return new Promise<ShellResult>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  };
+  let seen: { error: unknown; signalReason: unknown } | undefined;
+  const abortInBash = defineTool({
+    name: 'abort_in_bash',
+    description: 'Start a prompt whose model runs a command that never ends, and abort it meanwhile.',
+    harness: true,
+    async run({ harness }) {
+      const call = harness.prompt('Run the long command.');
+      await vi.waitFor(() => expect(hanging).toBe(true));
+      call.abort('user-cancel');
+      seen = { error: await call.then(() => undefined, (thrown: unknown) => thrown), signalReason: call.signal.reason };
+      return 'aborted';
+    },
+  });
+  const box = virtualSandbox({ commands: { hang } });
+  function Operator() {
+    useModel('anthropic/claude-haiku-4-5');
+    useSandbox(box);
+    useTool(abortInBash);
+    return 'Operate.';
+  }
+  await ctx.start([Operator]);
+  ctx.server.script({ toolCalls: [{ name: 'abort_in_bash', arguments: {} }] }, { toolCalls: [{ name: 'bash', arguments: { command: 'hang' } }] }, { text: 'ok' });
+  const handle = init(Operator, { id: 'scope-bash-abort' });
+  expect((await handle.read(await handle.dispatch('Probe'))).text).toBe('ok');
+  expect(ctx.server.requests).toHaveLength(3);
+  expect(seen!.error).toBeInstanceOf(DOMException);
+  expect((seen!.error as DOMException).name).toBe('AbortError');
+  expect((seen!.error as Error).cause).toBe('user-cancel');
+  expect(seen!.signalReason).toBe('user-cancel');
 });
 
 test("a hook's harness closes when its callback ends: a tool that uses it later gets HarnessClosedError", async () => {

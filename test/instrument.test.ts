@@ -9,7 +9,8 @@ import {
   useTool,
   type FlueExecutionInterceptor,
 } from '@flue/runtime';
-import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { sqlite, start } from '@flue/runtime/node';
+import { seedProviders, useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
 const uninstalls: Array<() => Promise<void>> = [];
@@ -124,8 +125,8 @@ test('several instrumentations nest in registration order; uninstalling removes 
   expect(log.every((entry) => (entry as string[])[0] === 'inner')).toBe(true);
 });
 
-test('a second instrumentation with the same key throws outside dev mode', () => {
-  // No runtime is started: dev mode is off (NODE_ENV is not "development").
+test('a second instrumentation with the same key throws outside flue dev', () => {
+  // No runtime is started and the process is not served by `flue dev`.
   install({ key: 'tracing', interceptor: recorder('first', []) });
   let caught: unknown;
   try {
@@ -138,8 +139,18 @@ test('a second instrumentation with the same key throws outside dev mode', () =>
   expect((caught as Error).message).toContain('"tracing"');
 });
 
-test('in dev mode a second instrumentation with the same key replaces the first (hot reload)', async () => {
-  await ctx.start([Calculator]); // Node start() runs in dev mode unless told otherwise.
+test('in a start() script (dev mode, not flue dev) a second instrumentation with the same key throws, as in production', async () => {
+  await ctx.start([Calculator]); // start() runs in dev mode for error prose; that is not a reload
+  const first: unknown[] = [];
+  install({ key: 'tracing', interceptor: recorder('first', first) });
+  expect(() => install({ key: 'tracing', interceptor: recorder('second', []) })).toThrow(InstrumentationAlreadyInstalledError);
+  await addition('calc-3b');
+  expect(first.length).toBe(8); // the installed one stays in place
+});
+
+test('under flue dev (FLUE_DEV=1) a second instrumentation with the same key replaces the first (a reload ran the module again)', async () => {
+  await ctx.flue?.stop();
+  ctx.flue = await start({ agents: [Calculator], db: sqlite(), providers: seedProviders(ctx.server), env: { FLUE_DEV: '1' } });
   const first: unknown[] = [];
   const second: unknown[] = [];
   const disposeFirst = vi.fn();

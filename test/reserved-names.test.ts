@@ -38,6 +38,22 @@ test('"flue-general" is reserved: defineSubagent and useSubagent refuse it; Gene
   expect(ctx.server.requests[0]!.system).toContain('- **flue-general** — A general-purpose agent');
 });
 
+test('a per-mount override of GeneralSubagent spreads cleanly: { ...GeneralSubagent, model } registers as flue-general with that model', async () => {
+  const override = { ...GeneralSubagent, model: 'anthropic/claude-sonnet-4-6' };
+  expect(defineSubagent(override)).toEqual(override);
+  function Delegator() {
+    useModel('anthropic/claude-haiku-4-5');
+    useSubagent(override);
+    return 'Delegate.';
+  }
+  await ctx.start([Delegator]);
+  ctx.server.script({ toolCalls: [{ name: 'task', arguments: { agent: 'flue-general', prompt: 'Say hi.' } }] }, { text: 'hi' }, { text: 'Delegated.' });
+  const handle = init(Delegator, { id: 'reserved-spread' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('Delegated.');
+  expect(ctx.server.requests[0]!.system).toContain('- **flue-general** — A general-purpose agent');
+  expect(ctx.server.requests.map((r) => r.body.model)).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-6', 'claude-haiku-4-5']);
+});
+
 const custom = (name: string) => defineTool({ name, description: `A custom ${name}.`, input: v.object({}), run: () => `custom ${name} ran` });
 
 test('a custom tool may not take a framework name; finish and give_up are free outside harness prompts', async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { SourceMap, type SourceMapPayload } from 'node:module';
 import { type BuildResult, build } from './build.ts';
 import { packageRoot } from './package-root.ts';
 import { offlineEnv, removeDir, tempProject, templateCopy, wranglerJsonc, writeFiles } from './test-project.ts';
@@ -85,9 +86,22 @@ describe('build() of templates/cloudflare', () => {
     const js = read(dir, 'dist/worker.js');
     expect(js).toMatch(/__flueBindAgentModule|__flue_bind__/);
     expect(js).toContain('identity: "Hello"');
+    // The re-entrancy guard opens the agent function's body (agent-guard.ts).
+    expect(js).toMatch(/function Hello\(\) \{\s*__flueEnterAgent\(\);/);
     expect(js).toMatch(/from "cloudflare:workers"/);
     expect(js).not.toContain('node:sqlite');
     expect(js).toMatch(/export \{[^}]*FlueHelloAgent/);
+  });
+
+  it('maps the guarded agent module back to its source lines', () => {
+    const map = new SourceMap(JSON.parse(read(dir, 'dist/worker.js.map')) as SourceMapPayload);
+    const generated = read(dir, 'dist/worker.js').split('\n');
+    const line = generated.findIndex((text) => text.includes('useModel("anthropic/claude-haiku-4-5")'));
+    const source = read(dir, 'src/agents/hello.ts').split('\n');
+    expect(map.findEntry(line, generated[line]!.indexOf('useModel'))).toMatchObject({
+      originalSource: expect.stringMatching(/src\/agents\/hello\.ts$/),
+      originalLine: source.findIndex((text) => text.includes("useModel('anthropic/claude-haiku-4-5')")),
+    });
   });
 
   it('logs progress: scanning, agents found, bundling, size', () => {

@@ -13,7 +13,7 @@ import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
-import { processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
+import { agentGuardPlugin, processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { type ModelMode, serveModel } from './model-choice.ts';
 import type { ScriptedModelServer } from '../testing/index.ts';
@@ -253,7 +253,7 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
       metafile: true,
       logLevel: 'silent',
       loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true }), markdownPlugin(), cloudflareImportsPlugin()],
+      plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true }), markdownPlugin(), agentGuardPlugin(), cloudflareImportsPlugin()],
     });
   } catch (error) {
     throw new FlueBuildError('RunSetupError', `Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);

@@ -280,6 +280,9 @@ describe('flue run', () => {
       'src/agents/cf.ts': "import { lib } from '../lib.ts';\nexport function Edge() { return String(lib); }\n",
       'src/lib.ts': "import { env } from 'cloudflare:workers';\nexport const lib = env;\n",
       'src/agents/hello.ts': readFileSync(path.join(packageRoot(), 'templates/cloudflare/src/agents/hello.ts'), 'utf8'),
+      // An agent function calling another directly, across modules.
+      'src/agents/inner.ts': "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Inner() {\n  useModel('anthropic/claude-haiku-4-5');\n  return 'inner';\n}\n",
+      'src/agents/outer.ts': "'use agent';\nimport { Inner } from './inner.ts';\nexport function Outer() {\n  Inner();\n  return 'outer';\n}\n",
       '.env': 'GREETING=from-dotenv\nSHELL_WINS=dotenv\n',
     });
     keyless = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_(?:API_KEY|OAUTH_TOKEN)$/.test(name)));
@@ -403,6 +406,14 @@ describe('flue run', () => {
     const none = await runCli(dir, ['run', 'src/agents/none.ts', '-m', 'x'], env);
     expect(none.code).toBe(1);
     expect(none.stderr).toContain('[flue] src/agents/none.ts defines no agent.');
+  }, 60_000);
+
+  it('an agent function that calls another directly fails the run with Re-entrant agent render', async () => {
+    server.reset();
+    const r = await runCli(dir, ['run', 'src/agents/outer.ts', '-m', 'hi', '--json'], env);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ outcome: 'failed', error: { message: expect.stringContaining('[flue] Re-entrant agent render.') } });
+    expect(server.requests).toHaveLength(0);
   }, 60_000);
 
   it('rejects cloudflare:* imports with the import chain', async () => {

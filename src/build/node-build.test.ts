@@ -29,23 +29,25 @@ const AGENT = "'use agent';\nimport { useModel } from '@flue/runtime';\nexport f
 const APP = "export default { fetch: () => new Response('ok') };\n";
 
 describe('flue build --target node', () => {
-  it('writes dist/server.mjs and a manifest naming the agents, db.ts and schedules.ts', async () => {
+  it('writes dist/server.mjs and a manifest naming the agents, db.ts, schedules.ts and the crons of app.ts scheduled()', async () => {
     const dir = project({
       'src/agents/helper.ts': AGENT,
       'src/app.ts': APP,
       'src/db.ts': "import { sqlite } from '@flue/runtime/node';\nexport default sqlite('./data/app.db');\n",
       'src/schedules.ts': "export default { '*/5 * * * *': () => {} };\n",
+      // JSONC, as wrangler reads it: the crons fire app.ts's scheduled() on Node too.
+      'wrangler.jsonc': '{\n  // cron triggers\n  "name": "helper",\n  "triggers": { "crons": ["0 9 * * *", "*/15 * * * *"] },\n}\n',
     });
     const r = await cli(['build', '--target', 'node', '--json'], dir);
     expect(r.stderr).toContain('[flue] Found 1 agent: Helper (src/agents/helper.ts)');
     expect(r.code).toBe(0);
-    const manifest = { target: 'node', agents: [{ identity: 'Helper', exportName: 'Helper', file: 'src/agents/helper.ts' }], db: 'src/db.ts', schedules: 'src/schedules.ts' };
+    const manifest = { target: 'node', agents: [{ identity: 'Helper', exportName: 'Helper', file: 'src/agents/helper.ts' }], db: 'src/db.ts', schedules: 'src/schedules.ts', crons: ['0 9 * * *', '*/15 * * * *'] };
     expect(JSON.parse(r.stdout)).toEqual(manifest);
     expect(JSON.parse(readFileSync(path.join(dir, 'dist/flue-manifest.json'), 'utf8'))).toEqual(manifest);
     expect(existsSync(path.join(dir, 'dist/server.mjs'))).toBe(true);
     expect(existsSync(path.join(dir, '.flue.wrangler.json'))).toBe(false);
     const entry = readFileSync(path.join(dir, 'dist/server.entry.generated.mjs'), 'utf8');
-    expect(entry).toContain("await runFlueServer({ app: userApp, agents, db: userDb, schedules: userSchedules });");
+    expect(entry).toContain("await runFlueServer({ app: userApp, agents, db: userDb, schedules: userSchedules, crons: ['0 9 * * *', '*/15 * * * *'] });");
   });
 
   it('takes the target from flue.config.ts; --target overrides it; an unknown target is a usage error', async () => {

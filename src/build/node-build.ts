@@ -1,6 +1,7 @@
 /**
  * `flue build --target node`: config → app entry → agent scan → optional `db.ts` and
- * `schedules.ts` → generated server entry → one esbuild bundle, `dist/server.mjs`.
+ * `schedules.ts`, and the wrangler file's crons for `app.ts`'s `scheduled` handler → generated
+ * server entry → one esbuild bundle, `dist/server.mjs`.
  *
  * The bundle holds the project, `@flue/runtime` (compiled from its sources, as for the Worker)
  * and every dependency, so `node dist/server.mjs` needs no install beside it. As with the Worker
@@ -18,6 +19,7 @@ import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, imp
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
+import { declaredCrons } from './wrangler-config.ts';
 
 export interface NodeBuildOptions {
   root: string;
@@ -31,6 +33,8 @@ export interface NodeManifest {
   /** Project-relative paths of the optional entries the server loads. */
   db: string | null;
   schedules: string | null;
+  /** wrangler.jsonc `triggers.crons`: they fire `app.ts`'s `scheduled` handler, if it has one. */
+  crons: string[];
 }
 
 export interface NodeBuildResult {
@@ -57,6 +61,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   if (cloudflare !== undefined) log(`[flue] Note: ${rel(root, cloudflare)} is a Cloudflare entry; the Node server does not load it.`);
   const db = resolveEntry(root, 'db', config);
   const schedules = resolveEntry(root, 'schedules', config);
+  const crons = await declaredCrons(root);
 
   log('[flue] Scanning src/ for agents');
   const files = config.agents === undefined ? undefined : globAgents(root, config.agents);
@@ -77,6 +82,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
     modules: scan.modules,
     ...(db === undefined ? {} : { db }),
     ...(schedules === undefined ? {} : { schedules }),
+    ...(crons.length === 0 ? {} : { crons }),
     ...(providers === undefined ? {} : { providers }),
   });
 
@@ -133,6 +139,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
     agents,
     db: db === undefined ? null : rel(root, db),
     schedules: schedules === undefined ? null : rel(root, schedules),
+    crons,
   };
   const outputs = {
     server: outfile,

@@ -4,12 +4,14 @@
 import { lstat, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Metafile, Plugin } from 'esbuild';
+import type { Metafile, OnLoadResult, Plugin } from 'esbuild';
 import { resolveRuntimeExport, runtimeSubpath } from './package-root.ts';
 import type { ScannedModule } from './scan-types.ts';
 import { createSkillReference, readSkillMarkdown, skillIssuesMessage, type SkillReference } from '../shared/skill-format.ts';
 import { readYamlFrontmatter } from './skill-frontmatter.ts';
 import { FlueBuildError } from './build-errors.ts';
+import { ENTER_AGENT_LOCAL, guardAgentModule } from './agent-guard.ts';
+import { scanModule } from './scan.ts';
 
 export const WORKER_CONDITIONS = ['workerd', 'worker', 'browser', 'import', 'default'] as const;
 export const NODE_CONDITIONS = ['node', 'import', 'default'] as const;
@@ -240,17 +242,48 @@ export function agentBindingPlugin(modules: readonly ScannedModule[]): Plugin {
         const scanned = byFile.get(path.resolve(args.path));
         if (scanned === undefined) return undefined;
         const source = await readFile(args.path, 'utf8');
-        return { contents: source + agentBindingFooter(scanned), loader: loaderFor(args.path), resolveDir: path.dirname(args.path) };
+        return guardedModule(args.path, source, scanned, agentBindingFooter(scanned));
       });
     },
   };
+}
+
+/**
+ * For `flue run`, which bundles without a project scan: every agent module it loads gets the
+ * re-entrancy guard (agent-guard.ts), found by scanning each file that mentions `use agent`.
+ */
+export function agentGuardPlugin(): Plugin {
+  return {
+    name: 'flue-agent-guard',
+    setup(build) {
+      const root = build.initialOptions.absWorkingDir ?? process.cwd();
+      build.onLoad({ filter: /\.(?:[cm]?[jt]s)$/ }, async (args) => {
+        // The project's own modules only (relative to its root: the project may itself sit in a
+        // node_modules folder, as test projects do).
+        if (args.namespace !== 'file' || /(?:^|[\\/])node_modules[\\/]/.test(path.relative(root, args.path))) return undefined;
+        const source = await readFile(args.path, 'utf8');
+        if (!source.includes('use agent')) return undefined;
+        const scanned = await scanModule(args.path, source);
+        if (scanned === undefined) return undefined;
+        return guardedModule(args.path, source, scanned, `\n;\nimport { __flueEnterAgent as ${ENTER_AGENT_LOCAL} } from '@flue/runtime';\n`);
+      });
+    },
+  };
+}
+
+async function guardedModule(file: string, source: string, scanned: ScannedModule, footer: string): Promise<OnLoadResult> {
+  const guarded = await guardAgentModule(file, source, scanned.agents.map((agent) => agent.exportName));
+  // The footer goes before the inline source map comment, which stays the module's last line.
+  const mapAt = guarded.lastIndexOf('\n//# sourceMappingURL=');
+  const contents = mapAt === -1 ? guarded + footer : guarded.slice(0, mapAt) + footer + guarded.slice(mapAt);
+  return { contents, loader: 'js', resolveDir: path.dirname(file) };
 }
 
 export function agentBindingFooter(scanned: ScannedModule): string {
   const lines = [
     '',
     ';',
-    "import { __flueBindAgentModule as __flue_bind__ } from '@flue/runtime';",
+    `import { __flueBindAgentModule as __flue_bind__, __flueEnterAgent as ${ENTER_AGENT_LOCAL} } from '@flue/runtime';`,
     `import * as __flue_self__ from ${JSON.stringify(scanned.file)};`,
     ...scanned.agents.map(
       (a) => `__flue_bind__(__flue_self__[${JSON.stringify(a.exportName)}], { identity: ${JSON.stringify(a.identity)} });`,
@@ -258,10 +291,6 @@ export function agentBindingFooter(scanned: ScannedModule): string {
     '',
   ];
   return lines.join('\n');
-}
-
-function loaderFor(file: string): 'ts' | 'js' {
-  return /\.[cm]?ts$/.test(file) ? 'ts' : 'js';
 }
 
 /**

@@ -2,7 +2,7 @@
  * The user's wrangler file: lookup, validation, migration checks and the merged
  * `.flue.wrangler.json` (cloudflare.md §3). The user's file is only ever read.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -98,6 +98,28 @@ export async function readWranglerConfig(root: string): Promise<UserWranglerConf
   }
   if (!isPlainObject(raw)) fail(`${found.label} must contain a JSON object.`);
   return { ...found, raw };
+}
+
+/**
+ * `triggers.crons` of the user's wrangler file, for the Node server, which fires `app.ts`'s
+ * `scheduled` handler on them as Cloudflare does. No wrangler file (a Node-only project) or no
+ * crons: none.
+ */
+export async function declaredCrons(root: string): Promise<string[]> {
+  const file = ['wrangler.jsonc', 'wrangler.json'].map((name) => path.join(root, name)).find((candidate) => existsSync(candidate));
+  if (file === undefined) return [];
+  // Parsing JSONC loads wrangler (about a second): skip it for a file that cannot declare crons.
+  if (!readFileSync(file, 'utf8').includes('crons')) return [];
+  const { raw, label } = await readWranglerConfig(root);
+  const triggers = raw['triggers'];
+  if (triggers === undefined) return [];
+  if (!isPlainObject(triggers)) fail(`${label} "triggers" must be an object, e.g. "triggers": { "crons": ["0 9 * * *"] }.`);
+  const crons = triggers['crons'];
+  if (crons === undefined) return [];
+  if (!Array.isArray(crons) || !crons.every((cron): cron is string => typeof cron === 'string')) {
+    fail(`${label} "triggers.crons" must be an array of cron expression strings, e.g. ["0 9 * * *"].`);
+  }
+  return crons;
 }
 
 function envBlocks(raw: RawWranglerConfig, label: string): [string, Record<string, unknown>][] {

@@ -1,11 +1,14 @@
 /**
  * The Worker's default export: `fetch` from the app, every other handler from `src/cloudflare.ts`
- * (cloudflare.md §7). A typed error escaping the app renders with its own status and envelope.
+ * (cloudflare.md §7), and `scheduled` from either: an app default-exported as `{ fetch, scheduled }`
+ * keeps its cron callback beside its routes, as it does on the Node server. A typed error escaping
+ * the app renders with its own status and envelope.
  */
 import { FlueHttpError } from '../runtime/common/errors.ts';
 
 interface Fetchable {
   fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
+  scheduled?: unknown;
 }
 
 export function createFlueWorkerHandlers(options: {
@@ -29,8 +32,16 @@ export function createFlueWorkerHandlers(options: {
       throw new Error(`[flue] cloudflare.ts export "${name}" conflicts with a Flue-generated Worker export. Rename the authored export.`);
     }
   }
+  const appScheduled = typeof app.scheduled === 'function' ? (app.scheduled as (...args: unknown[]) => unknown) : undefined;
+  if (appScheduled !== undefined && handlers !== undefined && 'scheduled' in handlers) {
+    throw new Error(
+      '[flue] Both app.ts and cloudflare.ts define a scheduled handler; a Worker has one. Keep it in app.ts (it then runs on the Node server too) or in cloudflare.ts.',
+    );
+  }
   return {
     ...(handlers as Record<string, unknown> | undefined),
+    // Called as a method: a class-based app may read `this` in its handler.
+    ...(appScheduled === undefined ? {} : { scheduled: (controller: unknown, env: unknown, ctx: unknown) => appScheduled.call(app, controller, env, ctx) }),
     async fetch(request: Request, env: unknown, ctx: unknown): Promise<Response> {
       try {
         return await app.fetch(request, env, ctx);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidSchedulesError, type ScheduledTick, startSchedules, validateSchedules } from './schedules.ts';
+import { InvalidSchedulesError, type ScheduledTick, appCronSchedules, startSchedules, validateSchedules } from './schedules.ts';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -53,5 +53,35 @@ describe('startSchedules', () => {
     expect(() => validateSchedules(undefined)).toThrow('[flue] schedules.ts must default-export an object mapping cron expressions to callbacks');
     expect(() => validateSchedules({ '0 9 * * *': 'dispatch' })).toThrow('[flue] schedules.ts: the value for "0 9 * * *" must be a function (tick) => …; got string.');
     expect(() => validateSchedules({ 'every day': () => {} })).toThrow('[flue] Invalid cron expression "every day": found 2 fields');
+  });
+});
+
+describe('appCronSchedules', () => {
+  it("fires app.ts's scheduled(controller, env, ctx) on each declared cron, with the app as this, and waits for its waitUntil work", async () => {
+    vi.useFakeTimers({ now: Date.parse('2026-07-17T08:59:30.000Z') });
+    const calls: { self: unknown; cron: string; scheduledTime: number; env: unknown }[] = [];
+    let finishLater!: () => void;
+    const later = new Promise<void>((resolve) => (finishLater = resolve));
+    const app = {
+      fetch: () => new Response('ok'),
+      scheduled(this: unknown, controller: { cron: string; scheduledTime: number; noRetry(): void }, env: unknown, ctx: { waitUntil(p: Promise<unknown>): void }) {
+        controller.noRetry();
+        calls.push({ self: this, cron: controller.cron, scheduledTime: controller.scheduledTime, env });
+        ctx.waitUntil(later);
+      },
+    };
+    expect(appCronSchedules({ fetch: app.fetch }, ['0 9 * * *'])).toBeUndefined();
+    const runner = startSchedules(appCronSchedules(app, ['0 9 * * *', '*/30 * * * *'])!);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(calls.sort((a, b) => a.cron.localeCompare(b.cron))).toEqual([
+      { self: app, cron: '*/30 * * * *', scheduledTime: Date.parse('2026-07-17T09:00:00.000Z'), env: undefined },
+      { self: app, cron: '0 9 * * *', scheduledTime: Date.parse('2026-07-17T09:00:00.000Z'), env: undefined },
+    ]);
+    let stopped = false;
+    const stopping = runner.stop().then(() => (stopped = true));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(stopped).toBe(false); // the ticks still wait for their waitUntil work
+    finishLater();
+    await stopping;
   });
 });

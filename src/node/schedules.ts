@@ -52,6 +52,35 @@ export function validateSchedules(value: unknown, file = 'schedules.ts'): { cron
   });
 }
 
+/** What a Cloudflare `scheduled(controller, env, ctx)` handler gets as its controller. */
+interface CronController extends ScheduledTick {
+  noRetry(): void;
+}
+
+/**
+ * `app.ts`'s `scheduled(controller, env, ctx)` handler as schedules, one per cron the project
+ * declares (wrangler.jsonc `triggers.crons`), so the cron callback beside `fetch` fires on the Node
+ * server at the instants it fires on Cloudflare. The handler gets a controller with `cron` and
+ * `scheduledTime`, no `env` (as `fetch` gets none on Node) and a context whose `waitUntil` work the
+ * tick waits for. Undefined when the app has no such handler.
+ */
+export function appCronSchedules(app: unknown, crons: readonly string[]): Schedules | undefined {
+  const scheduled = (app as { scheduled?: unknown } | null)?.scheduled;
+  if (typeof scheduled !== 'function') return undefined;
+  return Object.fromEntries(
+    crons.map((cron) => [
+      cron,
+      async (tick: ScheduledTick) => {
+        const pending: Promise<unknown>[] = [];
+        const controller: CronController = { cron: tick.cron, scheduledTime: tick.scheduledTime, noRetry() {} };
+        const ctx = { waitUntil: (work: Promise<unknown>) => void pending.push(Promise.resolve(work)), passThroughOnException() {}, props: {} };
+        await scheduled.call(app, controller, undefined, ctx);
+        await Promise.all(pending);
+      },
+    ]),
+  );
+}
+
 /**
  * Arms one timer per expression. A tick missed while the process was down is not replayed, and
  * ticks never overlap-block each other: a slow callback does not delay the next tick.

@@ -50,6 +50,25 @@ describe('runFlueServer', () => {
     expect(existsSync(path.join(dir, 'ignored.db'))).toBe(false);
   });
 
+  it("arms the wrangler crons for app.ts's scheduled() and says so; without crons it notes that the handler never runs", async () => {
+    const env = { PORT: '0', HOST: '127.0.0.1', FLUE_DB: ':memory:' };
+    const cronApp = { ...app, scheduled: () => {} };
+    for (const [crons, expected] of [
+      [['0 9 * * *', '*/5 * * * *'], ['2 crons for app.ts scheduled()']],
+      [[], ['[flue] Note: app.ts has a scheduled() handler but no crons are declared, so it never runs.']],
+    ] as const) {
+      const lines: string[] = [];
+      const server = await runFlueServer({ app: cronApp, agents: [Plain], providers: [], crons, env, handleSignals: false, log: (line) => lines.push(line) });
+      await server.stop();
+      for (const text of expected) expect(lines.join('\n')).toContain(text);
+    }
+    // An app without scheduled() ignores the crons: they are cloudflare.ts's on the Worker.
+    const lines: string[] = [];
+    const server = await runFlueServer({ app, agents: [Plain], providers: [], crons: ['0 9 * * *'], env, handleSignals: false, log: (line) => lines.push(line) });
+    await server.stop();
+    expect(lines).toEqual([expect.stringMatching(/^\[flue\] Listening on http:\/\/127\.0\.0\.1:\d+ \(db: :memory:\)$/)]);
+  });
+
   it('rejects a bad app, db.ts, schedules or PORT before configuring anything', async () => {
     const base = { agents: [Plain], providers: [], handleSignals: false, log: quiet, env: { PORT: '0', FLUE_DB: ':memory:' } };
     await expect(runFlueServer({ ...base, app: {} })).rejects.toThrow(
@@ -57,6 +76,8 @@ describe('runFlueServer', () => {
     );
     await expect(runFlueServer({ ...base, app, db: { migrate() {} } })).rejects.toThrow('[flue] db.ts must default-export a persistence adapter');
     await expect(runFlueServer({ ...base, app, schedules: { '61 * * * *': () => {} } })).rejects.toBeInstanceOf(InvalidCronExpressionError);
+    const cronApp = { ...app, scheduled: () => {} };
+    await expect(runFlueServer({ ...base, app: cronApp, crons: ['every day'] })).rejects.toThrow('[flue] Invalid cron expression "every day"');
     await expect(runFlueServer({ ...base, app, env: { PORT: 'eighty' } })).rejects.toThrow('[flue] PORT must be a port number (0-65535); got "eighty".');
     const flue = await start({ agents: [Plain], providers: [], env: {} });
     await flue.stop();

@@ -1,14 +1,14 @@
 /**
  * The built Node server (`flue build --target node` → `dist/server.mjs`): `start()` with the
  * project's agents and persistence, `app.ts` served over `node:http`, the cron schedules of
- * `schedules.ts` armed, and SIGTERM/SIGINT draining before exit. The generated entry calls
+ * `schedules.ts` and of `app.ts`'s `scheduled` handler armed, and SIGTERM/SIGINT draining before exit. The generated entry calls
  * `runFlueServer()`; everything it does is also reachable from `start()` for hand-written hosts.
  */
 import path from 'node:path';
 import type { Provider } from '../runtime/model/model-types.ts';
 import { devModeFromEnv, setDevMode } from '../runtime/common/dev-mode.ts';
 import { assertFetchable, serveFetchable } from './http-server.ts';
-import { type ScheduleRunner, type Schedules, startSchedules, validateSchedules } from './schedules.ts';
+import { type ScheduleRunner, type Schedules, appCronSchedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 import { type Flue, type StartAgentEntry, start } from './start.ts';
 
@@ -24,6 +24,11 @@ export interface FlueServerOptions {
   db?: unknown;
   /** `schedules.ts`'s default export. */
   schedules?: unknown;
+  /**
+   * The crons the project declares for Cloudflare (wrangler.jsonc `triggers.crons`, read by the
+   * build): each fires `app.ts`'s `scheduled` handler, when the app has one, as on Cloudflare.
+   */
+  crons?: readonly string[];
   providers?: readonly Provider[];
   /** Default `process.env` (PORT, HOST, FLUE_DB, FLUE_DEV, provider keys). */
   env?: Record<string, string | undefined>;
@@ -45,6 +50,8 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
   const log = options.log ?? ((line: string) => void process.stdout.write(`${line}\n`));
   assertFetchable(options.app);
   if (options.schedules !== undefined) validateSchedules(options.schedules);
+  const appCrons = appCronSchedules(options.app, options.crons ?? []);
+  if (appCrons !== undefined) validateSchedules(appCrons, 'wrangler.jsonc triggers.crons');
   const port = parsePort(env.PORT);
   let db: PersistenceAdapter;
   let dbLabel: string;
@@ -69,13 +76,15 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
     await flue.stop();
     throw error;
   }
-  const schedules: ScheduleRunner | undefined = options.schedules === undefined ? undefined : startSchedules(options.schedules as Schedules);
+  const runners: ScheduleRunner[] = [];
+  if (options.schedules !== undefined) runners.push(startSchedules(options.schedules as Schedules));
+  if (appCrons !== undefined) runners.push(startSchedules(appCrons));
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       http.close();
-      await schedules?.stop();
+      await Promise.all(runners.map((runner) => runner.stop()));
       await flue.stop();
     })();
     return stopping;
@@ -99,7 +108,15 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
   }
 
   const scheduleCount = options.schedules === undefined ? 0 : Object.keys(options.schedules as object).length;
-  log(`[flue] Listening on ${http.url} (db: ${dbLabel}${scheduleCount > 0 ? `, ${scheduleCount} schedule${scheduleCount === 1 ? '' : 's'}` : ''})`);
+  const cronCount = appCrons === undefined ? 0 : Object.keys(appCrons).length;
+  const armed = [
+    ...(scheduleCount > 0 ? [`${scheduleCount} schedule${scheduleCount === 1 ? '' : 's'}`] : []),
+    ...(cronCount > 0 ? [`${cronCount} cron${cronCount === 1 ? '' : 's'} for app.ts scheduled()`] : []),
+  ];
+  log(`[flue] Listening on ${http.url} (db: ${dbLabel}${armed.map((part) => `, ${part}`).join('')})`);
+  if (appCrons !== undefined && cronCount === 0) {
+    log('[flue] Note: app.ts has a scheduled() handler but no crons are declared, so it never runs. Declare them as "triggers": { "crons": ["0 9 * * *"] } in wrangler.jsonc (both targets read them).');
+  }
   return { url: http.url, stop, [Symbol.asyncDispose]: stop };
 }
 

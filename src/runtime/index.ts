@@ -27,6 +27,7 @@ export type {
   ResponseMetadataCallback,
   ResponseStartContext,
 } from './authoring/render.ts';
+export { __flueEnterAgent } from './authoring/render.ts';
 export * from './tool-entry.ts';
 export {
   AGENT_IDENTITY_PATTERN,
@@ -89,6 +90,8 @@ export {
   type ChannelDeliveries,
   type ChannelDelivery,
   type ChannelRequest,
+  type ChannelHandlerRoute,
   type ChannelRouteDefinition,
   type ChannelVerifiedEvent,
+  type ChannelVerifiedRoute,
 } from './http/channel-router.ts';

@@ -8,4 +8,10 @@ export { createAgentRouter, type AgentRouterOptions } from './http/router.ts';
  */
 export interface Fetchable {
   fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
+  /**
+   * A cron callback beside `fetch`, fired on the crons of the wrangler file (`triggers.crons`) on
+   * both targets: the Worker's `scheduled` handler on Cloudflare, a timer of the Node server (no
+   * `env` there; `ctx.waitUntil` work is awaited). Define it here or in `cloudflare.ts`, not both.
+   */
+  scheduled?(controller: { readonly cron: string; readonly scheduledTime: number; noRetry(): void }, env?: unknown, ctx?: unknown): unknown;
 }

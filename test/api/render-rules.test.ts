@@ -121,9 +121,9 @@ describe('the function contract', () => {
     expect(render(Inner).instructions).toBe('inner');
   });
   // Seed 004: "直接调用另一个智能体函数的智能体函数会抛出 [flue] Re-entrant agent render." A plain
-  // call Inner() from Outer's body never enters render(), so without a build-time wrapper the
-  // runtime cannot see it; Inner's hooks silently record onto Outer's frame today. The 'use agent'
-  // build transform (Cloudflare issue) is where a direct call can be caught.
+  // call Inner() from Outer's body never enters render(): the build guards every agent function's
+  // body instead (src/build/agent-guard.ts, tested in agent-guard.test.ts and by `flue run` in
+  // cli.test.ts). Sources imported without a build, as here, are not guarded.
 });
 
 describe('duplicate names in one render', () => {

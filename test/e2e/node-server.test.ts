@@ -46,6 +46,7 @@ beforeAll(async () => {
     agents: [{ identity: 'Assistant', exportName: 'Assistant', file: 'src/agents/assistant.ts' }],
     db: null,
     schedules: 'src/schedules.ts',
+    crons: ['* * * * *'],
   });
 }, 120_000);
 
@@ -205,20 +206,27 @@ describe('flue build --target node', () => {
     }
   });
 
-  it('runs schedules.ts: a cron tick dispatches its signal, which the agent answers', async () => {
+  it("runs schedules.ts and app.ts's scheduled() on the wrangler crons: each tick dispatches its signal, which the agent answers", async () => {
     const dir = tempProject('node-server-db');
     try {
       const db = path.join(dir, 'flue.db');
-      model.script({ text: 'Summary written.' });
-      const server = await startServer({ FLUE_DB: db, FIXTURE_CRON: '* * * * *' });
-      // The next minute boundary: wait for the conversation the tick creates, then its settlement.
-      await poll('the scheduled conversation', () => inspectDb(db, streamOf('Assistant', 'scheduled')).submissions.length > 0, 75_000, 250);
-      const chunks = await readSse(server, 'scheduled', (cs) => cs.some((c) => c.type === 'submission-settled'));
-      expect(chunks.filter((c) => c.type === 'submission-settled')).toEqual([expect.objectContaining({ outcome: 'completed' })]);
-      const prompt = model.requests[0]!.messages.at(-1)!.content;
-      expect(prompt).toContain('type="schedule"');
-      expect(prompt).toContain('cron="* * * * *"');
-      expect(prompt).toContain('Write the summary.');
+      model.script({ text: 'Done.' }, { text: 'Done.' });
+      const server = await startServer({ FLUE_DB: db, FIXTURE_CRON: '* * * * *', FIXTURE_APP_CRON: '1' });
+      expect(server.output()).toContain('1 schedule, 1 cron for app.ts scheduled()');
+      // The next minute boundary fires both: wait for each conversation's settlement.
+      for (const id of ['scheduled', 'app-cron']) {
+        await poll(`the ${id} conversation`, () => inspectDb(db, streamOf('Assistant', id)).submissions.length > 0, 75_000, 250);
+        const chunks = await readSse(server, id, (cs) => cs.some((c) => c.type === 'submission-settled'));
+        expect(chunks.filter((c) => c.type === 'submission-settled')).toEqual([expect.objectContaining({ outcome: 'completed' })]);
+      }
+      const prompts = model.requests.map((r) => r.messages.at(-1)!.content).sort();
+      expect(prompts).toHaveLength(2);
+      expect(prompts[0]).toContain('Run the app cron.');
+      expect(prompts[1]).toContain('Write the summary.');
+      for (const prompt of prompts) {
+        expect(prompt).toContain('type="schedule"');
+        expect(prompt).toContain('cron="* * * * *"');
+      }
     } finally {
       removeDir(dir);
     }

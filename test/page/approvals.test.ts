@@ -103,8 +103,11 @@ test('a user chats with the release manager, sees a release held for approval, a
 
   // A fresh page opens a new release-manager conversation.
   await expect(page.locator('h1').innerText()).resolves.toBe('Release manager');
-  const conversationId = (await page.locator('#subtitle').innerText()).trim();
-  expect(conversationId).toMatch(/^conv-[a-z0-9]+$/);
+  // The page's one id is the instance id the routes take, labelled as such.
+  const conversationId = (await page.locator('#instance-id').innerText()).trim();
+  expect(conversationId).toMatch(/^chat-[a-z0-9]+$/);
+  expect((await page.locator('#subtitle').innerText()).replace(/\s+/g, ' ')).toBe(`instance id ${conversationId}`);
+  await expect(page.getByRole('textbox', { name: 'Instance id' }).inputValue()).resolves.toBe(conversationId);
   expect(page.url()).toBe(`${base}/#/release-manager/${conversationId}`);
   await page.getByText('No messages yet').waitFor();
   await expect(page.locator('#connection').innerText()).resolves.toBe('Not started'); // history: 404
@@ -171,6 +174,18 @@ test('a user chats with the release manager, sees a release held for approval, a
   expect(await transcript(page)).toBe(before);
   expect(await page.locator('#approvals').isHidden()).toBe(true);
   expect(await page.locator('#recent').innerText()).toContain(conversationId);
+
+  // The stream's conversationId is another, internal id: the page never shows it, and a decision
+  // posted to it by mistake is refused rather than starting a conversation.
+  const stream = (await (await fetch(`${base}/api/agents/release-manager/${conversationId}?view=updates&offset=-1`)).json()) as {
+    conversationId?: string;
+  }[];
+  const streamIds = new Set(stream.flatMap((chunk) => (chunk.conversationId === undefined ? [] : [chunk.conversationId])));
+  expect(streamIds.size).toBe(1);
+  const [streamId] = streamIds;
+  expect(streamId).toMatch(/^conv_/);
+  expect(streamId).not.toBe(conversationId);
+  expect(await page.locator('body').innerText()).not.toContain(streamId!);
 
   expect(pageErrors).toEqual([]);
   await page.close();
@@ -247,6 +262,19 @@ test('over HTTP: approve runs execute once, an identical decision is deduplicate
     });
   const results = async (id: string) =>
     (await history(id)).messages.filter((m) => m.role === 'system' && m.parts.some((p) => p.text?.includes('publish_release ('))).map((m) => m.parts[0]!.text!);
+
+  // A decision for an instance that does not exist: the router's 404 envelope, nothing created.
+  const unknown = await decide('no-such-release', 'call_unknown', 'approve');
+  expect(unknown.status).toBe(404);
+  const refusedUnknown = (await unknown.json()) as { error: { type: string; message: string; details: string } };
+  expect(refusedUnknown.error.type).toBe('stream_not_found');
+  expect(refusedUnknown.error.message).toBe('Agent instance "no-such-release" has no conversation stream.');
+  expect(refusedUnknown.error.details).toContain('/api/agents/release-manager/<id>');
+  const notCreated = await fetch(agentUrl('no-such-release'));
+  expect(notCreated.status).toBe(404);
+  expect(((await notCreated.json()) as { error: { type: string } }).error.type).toBe(refusedUnknown.error.type);
+  const unauthenticated = await decide('no-such-release', 'call_unknown', 'approve', null);
+  expect(unauthenticated.status).toBe(401); // the token is checked first: ids are not probed anonymously
 
   await send('http-approve', 'publish pkg@2.0.0');
   const approvalId = await pendingId('http-approve');

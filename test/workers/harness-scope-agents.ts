@@ -4,7 +4,7 @@
  * test reads it from the model requests the scripted server recorded.
  */
 import * as v from 'valibot';
-import { type FlueHarness, defineTool } from '@flue/runtime';
+import { type BashLike, type FlueHarness, type ShellResult, bash, defineTool, virtualSandbox } from '@flue/runtime';
 import { laneRequests, until } from './lanes.ts';
 
 export const HARNESS_SCOPE_LANE = 'harness-scope';
@@ -23,6 +23,43 @@ function describe(error: unknown, reason?: unknown, signalReason?: unknown): Rec
 }
 
 const settled = (promise: Promise<unknown>) => promise.then(() => ({ resolved: true }), (error: unknown) => describe(error));
+
+/** Set when the `hang` command runs: the scratch model is then inside its `bash` tool call. */
+let hanging = false;
+// Cooperative like a real shell: the command ends when its signal aborts, rejecting with the reason.
+const hang = ({ signal }: { signal: AbortSignal }): Promise<ShellResult> => {
+  hanging = true;
+  return new Promise<ShellResult>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+};
+/** The sandbox of `scope-bash-*` instances: a `bash` whose `hang` command never returns. */
+export const hangingSandbox = virtualSandbox({ commands: { hang } });
+
+/**
+ * The same through `bash(factory)`, the adapter of just-bash-compatible shells, for
+ * `scope-bash-driver-*` instances: its `exec` runs until its signal aborts, then rejects with a
+ * plain Error, as a shell interpreter stopping at a statement boundary does.
+ */
+const hangingShell: BashLike = {
+  getCwd: () => '/workspace',
+  exec(_command, options) {
+    hanging = true;
+    return new Promise<ShellResult>((_resolve, reject) =>
+      options?.signal?.addEventListener('abort', () => reject(new Error('Execution aborted')), { once: true }),
+    );
+  },
+  fs: {
+    readFile: async () => '',
+    readFileBuffer: async () => new Uint8Array(),
+    writeFile: async () => {},
+    stat: async () => ({ isFile: false, isDirectory: true }),
+    readdir: async () => [],
+    exists: async () => true,
+    mkdir: async () => {},
+    rm: async () => {},
+    resolvePath: (base, p) => (p.startsWith('/') ? p : `${base}/${p}`),
+  },
+};
+export const hangingShellSandbox = bash(() => hangingShell);
 
 let timedOut: Promise<Record<string, unknown>> | undefined;
 let stashed: FlueHarness | undefined;
@@ -60,6 +97,20 @@ export const scopeTools = [
     description: 'Use the harness kept by an earlier call.',
     async run() {
       return { output: { prompt: await settled(stashed!.prompt('Still there?')), compact: await settled(stashed!.compact()) } };
+    },
+  }),
+  defineTool({
+    name: 'abort_in_bash',
+    description: 'Start a prompt whose model runs a command that never ends, and abort it meanwhile.',
+    input: v.object({ reason: v.string() }),
+    harness: true,
+    async run({ harness, data }) {
+      hanging = false;
+      const call = harness.prompt('Run the long command.');
+      await until(() => (hanging ? true : undefined));
+      call.abort(data.reason);
+      const error = await call.then(() => undefined, (thrown: unknown) => thrown);
+      return { output: { ...describe(error, data.reason, call.signal.reason), message: (error as Error | undefined)?.message } };
     },
   }),
   defineTool({

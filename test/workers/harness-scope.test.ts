@@ -75,3 +75,28 @@ test('aborting harness.prompt() through abort() or options.signal rejects with a
     });
   }
 });
+
+test('aborting harness.prompt() while its model is inside a bash tool call rejects at once with an AbortError whose cause is the reason', async () => {
+  // virtualSandbox()'s bash, and a just-bash-compatible shell through bash(factory).
+  for (const id of ['scope-bash-abort', 'scope-bash-driver-abort']) {
+    await resetLane(LANE);
+    await scriptLane(
+      LANE,
+      { toolCalls: [{ name: 'abort_in_bash', arguments: { reason: 'user-cancel' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'hang' } }] },
+      { text: 'ok' },
+    );
+    const handle = init(Studio, { id });
+    expect((await handle.read(await handle.dispatch('Probe'))).text).toBe('ok');
+    const requests = await laneRequests(LANE);
+    expect(requests).toHaveLength(3);
+    expect(toolOutput(requests[2]!)).toEqual({
+      name: 'AbortError',
+      isDOMException: true,
+      causeName: undefined,
+      causeIsSignalReason: true,
+      causeIsReason: true,
+      message: 'harness.prompt() was aborted.',
+    });
+  }
+});

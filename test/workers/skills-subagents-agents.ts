@@ -25,7 +25,7 @@ import {
   virtualSandbox,
 } from '@flue/runtime';
 import { reviewContract } from './review-contract.ts';
-import { HARNESS_SCOPE_LANE, scopeTools } from './harness-scope-agents.ts';
+import { HARNESS_SCOPE_LANE, hangingSandbox, hangingShellSandbox, scopeTools } from './harness-scope-agents.ts';
 import { labNotes } from './sandbox-agents.ts';
 
 export const STUDIO_PROVIDER = 'studio';
@@ -66,6 +66,8 @@ export function Studio({ id }: { id: string }) {
   if (id.startsWith('scope-')) {
     useModel(`${STUDIO_PROVIDER}/${HARNESS_SCOPE_LANE}`);
     for (const tool of scopeTools) useTool(tool);
+    if (id.startsWith('scope-bash-driver')) useSandbox(hangingShellSandbox);
+    else if (id.startsWith('scope-bash')) useSandbox(hangingSandbox);
     return 'Probe the harness.';
   }
   useModel(`${STUDIO_PROVIDER}/${STUDIO_LANE}`);

@@ -5,11 +5,13 @@
  * - `/api/agents/release-manager/:id` and `/api/agents/order-assistant/:id`: the conversation
  *   protocol of each agent (send, history, live updates), served by `createAgentRouter`. Open to
  *   anyone who can reach the app, so they accept user messages only: the routers refuse signals.
- * - `POST /api/approvals/:conversationId`: an operator's decision on a pending release, delivered
- *   to the ReleaseManager conversation as a `tool-approval` signal. Requires the operator token
- *   (`Authorization: Bearer <OPERATOR_TOKEN>`, see shared/auth.ts).
- * - `POST /orders/:conversationId`: sends the body text to the OrderAssistant conversation with
- *   that id and answers with the settled reply; `GET /orders/:conversationId` shows the instance.
+ * - `POST /api/approvals/:id`: an operator's decision on a pending release, delivered to the
+ *   ReleaseManager instance `:id` (the same id as in `/api/agents/release-manager/:id` and in the
+ *   page's URL, not the `conversationId` of stream chunks) as a `tool-approval` signal. Requires
+ *   the operator token (`Authorization: Bearer <OPERATOR_TOKEN>`, see shared/auth.ts). An id with
+ *   no instance behind it is refused with 404: a decision never creates a conversation.
+ * - `POST /orders/:id`: sends the body text to the OrderAssistant instance with that id and answers
+ *   with the settled reply; `GET /orders/:id` shows the instance.
  */
 import { Hono } from 'hono';
 import { dispatch, getAgentInstance, init } from '@flue/runtime';
@@ -32,8 +34,9 @@ app.route('/api/agents/order-assistant', createAgentRouter(OrderAssistant));
 // otherwise anyone who can post to the conversation could approve a call. The approval id is the
 // idempotency key, so the first decision wins and a different second one is refused with 409;
 // keys posted to the routers above live in another namespace and cannot take it first.
-app.post('/api/approvals/:conversationId', async (c) => {
+app.post('/api/approvals/:id', async (c) => {
   const operator = await requireOperator(c.req.raw, c.env);
+  const id = c.req.param('id');
   const { approvalId, decision } = await c.req
     .json<{
       approvalId: string;
@@ -44,8 +47,26 @@ app.post('/api/approvals/:conversationId', async (c) => {
     return c.json({ error: 'Send {"approvalId": "<id>", "decision": "approve" | "deny"}.' }, 400);
   }
 
+  // `dispatch` creates an instance on first contact, so a mistyped id (or a stream chunk's
+  // `conversationId` pasted by mistake) would otherwise start an empty conversation and answer 202
+  // while the real request stays pending. Same envelope as the router's unknown instance.
+  if ((await getAgentInstance(ReleaseManager, id)) === null) {
+    return c.json(
+      {
+        error: {
+          type: 'stream_not_found',
+          message: `Agent instance "${id}" has no conversation stream.`,
+          details:
+            'Decisions go to an existing release-manager instance: use the id of /api/agents/release-manager/<id> ' +
+            "(the page's instance id), not the conversationId of stream chunks.",
+        },
+      },
+      404,
+    );
+  }
+
   const receipt = await dispatch(ReleaseManager, {
-    id: c.req.param('conversationId'),
+    id,
     message: {
       kind: 'signal',
       type: 'tool-approval',
@@ -58,17 +79,17 @@ app.post('/api/approvals/:conversationId', async (c) => {
   return c.json(receipt, 202);
 });
 
-app.post('/orders/:conversationId', async (c) => {
+app.post('/orders/:id', async (c) => {
   const text = await c.req.text();
   if (text.trim() === '') return c.json({ error: 'Send your question as the request body.' }, 400);
-  const assistant = init(OrderAssistant, { id: c.req.param('conversationId') });
+  const assistant = init(OrderAssistant, { id: c.req.param('id') });
   const receipt = await assistant.dispatch(text);
   const reply = await assistant.read(receipt);
-  return c.json({ conversationId: assistant.id, submissionId: receipt.submissionId, reply: reply.text });
+  return c.json({ id: assistant.id, submissionId: receipt.submissionId, reply: reply.text });
 });
 
-app.get('/orders/:conversationId', async (c) => {
-  const instance = await getAgentInstance(OrderAssistant, c.req.param('conversationId'));
+app.get('/orders/:id', async (c) => {
+  const instance = await getAgentInstance(OrderAssistant, c.req.param('id'));
   return instance === null ? c.json({ error: 'No such conversation.' }, 404) : c.json(instance);
 });
 

@@ -112,9 +112,29 @@ export interface RenderFrame {
   agentFinish: ((ctx: AgentFinishContext) => void | Promise<void>)[];
   responseStart: ResponseMetadataCallback<ResponseStartContext>[];
   responseFinish: ResponseMetadataCallback<ResponseFinishContext>[];
+  /** Set by the first guarded agent function that runs in this frame (`__flueEnterAgent`). */
+  entered: boolean;
 }
 
 let current: RenderFrame | undefined;
+
+function reentrantRenderError(): Error {
+  return hookUsageError('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
+}
+
+/**
+ * Not public API: the build puts a call to this at the top of every agent function's body
+ * (src/build/agent-guard.ts). The first agent function a render enters is the one rendered; a
+ * second one is an agent function calling another directly, which would mix its hooks into this
+ * frame, so it throws as a nested render does. Outside a render it does nothing: the function's
+ * hooks then report their own misuse.
+ */
+export function __flueEnterAgent(): void {
+  const frame = current;
+  if (frame === undefined) return;
+  if (frame.entered) throw reentrantRenderError();
+  frame.entered = true;
+}
 
 export function currentFrame(hook: string): RenderFrame {
   if (current === undefined) {
@@ -146,7 +166,7 @@ export function render(
   agent: Agent | (() => string | undefined | void),
   options: { kind?: 'root' | 'subagent'; scope?: RenderScope; props?: { id: string } } = {},
 ): RenderResult {
-  if (current !== undefined) throw hookUsageError('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
+  if (current !== undefined) throw reentrantRenderError();
   // Checked before the call, so an async body's hooks never run into a frame that is discarded.
   if (isAsyncFunction(agent)) throw asyncAgentError(agentIdentityOf(agent));
   const kind = options.kind ?? 'root';
@@ -168,6 +188,7 @@ export function render(
     agentFinish: [],
     responseStart: [],
     responseFinish: [],
+    entered: false,
   };
   current = frame;
   let returned: unknown;

@@ -34,7 +34,9 @@ export function validateSubagent(value: unknown, site: string): SubagentDefiniti
   }
   const label = typeof def.name === 'string' && def.name ? `subagent "${def.name}"` : 'a subagent';
   if (typeof def.name !== 'string' || def.name.trim() === '') throw new Error(`[flue] ${site}: name must be a non-empty string.`);
-  if (def.name === GENERAL_SUBAGENT_NAME && value !== GeneralSubagent) {
+  // The general delegate is recognised by its agent function, not by object identity: a per-mount
+  // override spreads it into a new object (`{ ...GeneralSubagent, model }`) and must still register.
+  if (def.name === GENERAL_SUBAGENT_NAME && def.agent !== GeneralSubagent.agent) {
     throw new Error(`[flue] ${site}: the name "${GENERAL_SUBAGENT_NAME}" is reserved for GeneralSubagent; give this subagent another name (or declare useSubagent(GeneralSubagent)).`);
   }
   if (typeof def.description !== 'string' || def.description.trim() === '') {

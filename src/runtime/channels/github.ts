@@ -10,6 +10,7 @@ import {
   type ChannelDeliveries,
   type ChannelRequest,
   type ChannelRouteDefinition,
+  type ChannelVerifiedRoute,
   type ChannelVerifiedEvent,
 } from '../http/channel-router.ts';
 import { InvalidRequestError } from '../common/errors.ts';
@@ -63,7 +64,7 @@ export function githubChannel(options: GitHubChannelOptions): GitHubChannel {
   const { secret, routes, path = '/', maxBodyBytes = GITHUB_MAX_PAYLOAD_BYTES } = checkOptions(options);
   const keys = new KeyCache();
 
-  const definition: ChannelRouteDefinition<GitHubWebhookEvent> = {
+  const definition: ChannelVerifiedRoute<GitHubWebhookEvent> = {
     method: 'POST',
     path,
     maxBodyBytes,

@@ -28,8 +28,34 @@ export function isDevMode(): boolean {
 
 /** The host's decision from its environment: `FLUE_DEV` wins, else `fallback`. */
 export function devModeFromEnv(env: Record<string, unknown>, fallback: boolean): boolean {
-  const flag = env.FLUE_DEV;
+  return flueDevFlag(env) ?? fallback;
+}
+
+function flueDevFlag(env: Record<string, unknown> | undefined): boolean | undefined {
+  const flag = env?.FLUE_DEV;
   if (flag === '1' || flag === 'true') return true;
   if (flag === '0' || flag === 'false') return false;
-  return fallback;
+  return undefined;
+}
+
+// Whether `flue dev` serves this process or isolate. Narrower than dev mode, which `start()`
+// scripts and tests also run in: only under `flue dev` may user modules run again and replace
+// what they installed (an `instrument()` key), so only there is a repeated install not a mistake.
+const DEV_SERVER_SLOT = Symbol.for('flue.devServer');
+type DevServerSlot = { [DEV_SERVER_SLOT]?: boolean };
+
+/** Set by the host from its env (`FLUE_DEV=1`, which only `flue dev` passes); undefined clears it. */
+export function setDevServerFromEnv(env: Record<string, unknown> | undefined): void {
+  if (env === undefined) delete (globalThis as DevServerSlot)[DEV_SERVER_SLOT];
+  else (globalThis as DevServerSlot)[DEV_SERVER_SLOT] = flueDevFlag(env) === true;
+}
+
+/**
+ * Whether `flue dev` runs this host. Before a host decided (module top level runs before the
+ * runtime is configured), the process env says: `flue dev --target node` sets `FLUE_DEV=1` on it.
+ */
+export function isDevServer(): boolean {
+  const decided = (globalThis as DevServerSlot)[DEV_SERVER_SLOT];
+  if (decided !== undefined) return decided;
+  return flueDevFlag((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env) === true;
 }

@@ -7,7 +7,7 @@
  * the operation goes on as if it were not installed, because a tracing bug must not fail agent
  * work (the same rule as for `observe()` subscribers).
  */
-import { isDevMode } from './dev-mode.ts';
+import { isDevServer } from './dev-mode.ts';
 import { FlueError } from './errors.ts';
 import { type FlueObservationSubscriber, observe } from './events.ts';
 
@@ -47,7 +47,7 @@ export interface FlueExecutionContext {
 export type FlueExecutionInterceptor = <T>(op: FlueExecutionOperation, ctx: FlueExecutionContext, next: () => Promise<T>) => Promise<T>;
 
 export interface FlueInstrumentation {
-  /** Installing a second instrumentation with the same key throws, except in dev mode (it replaces). */
+  /** Installing a second instrumentation with the same key throws, except under `flue dev` (it replaces: a reload ran the module again). */
   key?: string | symbol;
   interceptor?: FlueExecutionInterceptor;
   /** Registered like `observe()` for as long as the instrumentation is installed. */
@@ -73,7 +73,7 @@ export class InstrumentationAlreadyInstalledError extends FlueError {
     const name = typeof key === 'symbol' ? (key.description ?? 'symbol') : key;
     super('instrumentation_already_installed', {
       message: `[flue] instrument(): an instrumentation with key "${name}" is already installed.`,
-      details: 'Call the function instrument() returned to uninstall the installed one first. Only dev mode replaces an instrumentation with the same key (hot reload).',
+      details: 'Call the function instrument() returned to uninstall the installed one first. Only `flue dev` replaces an instrumentation with the same key (its reloads run your modules again).',
       meta: { key: name },
     });
     this.name = 'InstrumentationAlreadyInstalledError';
@@ -104,8 +104,9 @@ export function instrument(instrumentation: FlueInstrumentation): () => Promise<
   if (key !== undefined) {
     const holder = byKey.get(key);
     if (holder !== undefined) {
-      if (!isDevMode()) throw new InstrumentationAlreadyInstalledError(key);
-      // Hot reload: the module ran again; the previous copy goes away.
+      // Under `flue dev` the module ran again after an edit: the previous copy goes away. Anywhere
+      // else (a deployed build, a `start()` script, a test) a second install is a mistake.
+      if (!isDevServer()) throw new InstrumentationAlreadyInstalledError(key);
       holder.uninstall().catch((error: unknown) => console.error('[flue:instrument] Disposing the replaced instrumentation failed:', error));
     }
   }

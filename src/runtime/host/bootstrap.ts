@@ -3,7 +3,7 @@
  * development mode, and the scripted-model redirect (`FLUE_SCRIPTED_MODEL_URL`). The host then
  * registers its providers and configures its runtime (`serveRuntime`); Node undoes it all on stop.
  */
-import { devModeFromEnv, setDevMode } from '../common/dev-mode.ts';
+import { devModeFromEnv, setDevMode, setDevServerFromEnv } from '../common/dev-mode.ts';
 import { AgentRegistry } from '../authoring/identity.ts';
 import { configureModelAuthEnv, redirectModels } from '../model/model-registry.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime } from './runtime.ts';
@@ -23,6 +23,7 @@ export function bootstrapRuntime(options: BootstrapOptions): AgentRegistry {
   const { env } = options;
   configureModelAuthEnv(env as Record<string, string | undefined>);
   setDevMode(devModeFromEnv(env, options.devDefault));
+  setDevServerFromEnv(env);
   const scripted = env.FLUE_SCRIPTED_MODEL_URL;
   if (typeof scripted === 'string' && scripted !== '') useScriptedModels(scripted);
   return registry;
@@ -38,4 +39,5 @@ export function releaseRuntime(runtime: FlueRuntime): void {
   clearRuntime(runtime);
   redirectModels(undefined);
   setDevMode(undefined);
+  setDevServerFromEnv(undefined);
 }

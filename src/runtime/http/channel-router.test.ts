@@ -7,6 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import {
   ChannelRefusedError,
   createChannelRouter,
+  dispatch,
   getAgentInstance,
   init,
   useModel,
@@ -37,6 +38,23 @@ const tokenRoute: ChannelRouteDefinition<{ id: string; to: string[] }> = {
   },
 };
 
+/**
+ * The shape channel packages declare: `{ method, path, handler }`, the handler verifying the
+ * webhook itself (an HMAC over the raw body here, as a package would), dispatching, and answering.
+ */
+const handlerRoute: ChannelRouteDefinition = {
+  method: 'POST',
+  path: '/events',
+  async handler(c) {
+    const raw = await c.req.text();
+    if (c.req.header('x-signature') !== `sig:${raw.length}`) return c.json({ error: 'bad signature' }, 401);
+    const event = JSON.parse(raw) as { id: string; to: string };
+    if (event.to === '') throw new ChannelRefusedError(403, 'No recipient.', 'Name one.');
+    const receipt = await dispatch(Inbox, { id: event.to, message: { kind: 'signal', type: 'mail', body: event.id }, idempotencyKey: `events:${event.id}` });
+    return c.json({ ok: true, submissionId: receipt.submissionId });
+  },
+};
+
 const mount = (routes: ChannelRouteDefinition<any>[]) => new Hono().route('/channels/test', createChannelRouter(routes));
 const post = (app: Hono, body: unknown, headers: Record<string, string> = { 'x-token': 'good' }, path = '/hook') =>
   app.fetch(new Request(`http://flue.test/channels/test${path}`, { method: 'POST', headers, body: JSON.stringify(body) }));
@@ -46,10 +64,45 @@ describe('createChannelRouter()', () => {
     expect(() => createChannelRouter('routes' as never)).toThrow(/array/);
     expect(() => createChannelRouter([{ ...tokenRoute, path: 'hook' }])).toThrow(/route 0: path/);
     expect(() => createChannelRouter([{ ...tokenRoute, method: 'PO ST' }])).toThrow(/route 0: method/);
-    expect(() => createChannelRouter([{ ...tokenRoute, verify: undefined as never }])).toThrow(/route 0: verify/);
+    expect(() => createChannelRouter([{ ...tokenRoute, verify: undefined as never }])).toThrow(/route 0: give a handler .* or verify, a function authenticating the request, with deliveries/);
     expect(() => createChannelRouter([{ ...tokenRoute, deliveries: undefined as never }])).toThrow(/route 0: deliveries/);
     expect(() => createChannelRouter([{ ...tokenRoute, maxBodyBytes: 0 }])).toThrow(/maxBodyBytes/);
     expect(() => createChannelRouter([tokenRoute, { ...tokenRoute, method: 'POST' }])).toThrow(/route 1 repeats POST \/hook/);
+    expect(() => createChannelRouter([{ method: 'POST', path: '/x', handler: 'serve' as never }])).toThrow(/route 0: handler must be a function/);
+    expect(() => createChannelRouter([{ ...handlerRoute, verify: tokenRoute.verify } as never])).toThrow(
+      /route 0 has a handler and verify\/deliveries\/maxBodyBytes: give either a handler \(it verifies the webhook itself\) or verify and deliveries, not both\./,
+    );
+    expect(() => createChannelRouter([{ method: 'POST', path: '/x' } as never])).toThrow(/route 0: give a handler \(c\) => Response that verifies the webhook itself, or verify/);
+    expect(() => createChannelRouter([handlerRoute, { ...tokenRoute, path: '/events' }])).toThrow(/route 1 repeats POST \/events/);
+  });
+
+  it("serves a channel package's { method, path, handler } route as written, beside a verified route; the handler verifies and dispatches itself", async () => {
+    await ctx.start([Inbox]);
+    ctx.server.script({ text: 'read' });
+    const app = mount([handlerRoute, tokenRoute]);
+    const send = (body: string, signature: string) =>
+      app.fetch(new Request('http://flue.test/channels/test/events', { method: 'POST', headers: { 'x-signature': signature }, body }));
+    const unsigned = await send('{"id":"h1","to":"inbox-h"}', 'sig:0');
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toEqual({ error: 'bad signature' });
+    expect(await getAgentInstance(Inbox, 'inbox-h')).toBeNull();
+
+    const body = '{"id":"h1","to":"inbox-h"}';
+    const accepted = await send(body, `sig:${body.length}`);
+    expect(accepted.status).toBe(200);
+    const { submissionId } = (await accepted.json()) as { submissionId: string };
+    expect((await init(Inbox, { id: 'inbox-h' }).read(submissionId)).text).toBe('read');
+    expect(ctx.server.requests[0]!.messages.at(-1)!.content).toContain('<signal type="mail">');
+
+    // A typed error thrown by the handler renders as its envelope; other methods are 405.
+    const refused = await send('{"id":"h2","to":""}', 'sig:19');
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { type: string } }).error.type).toBe('channel_forbidden');
+    const get = await app.fetch(new Request('http://flue.test/channels/test/events'));
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    // The verified route beside it still verifies.
+    expect((await post(app, { id: 'e9', to: ['a'] }, {})).status).toBe(401);
   });
 
   it('renders returned and thrown refusals as 401 and 403 envelopes', async () => {

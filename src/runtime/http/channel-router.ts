@@ -1,13 +1,18 @@
 /**
  * `createChannelRouter(routes)`: the HTTP surface of a channel package.
- * Each declarative route verifies a platform's webhook, maps the verified event to deliveries and
- * admits them with `dispatch()`, keyed by the platform's event id so a redelivered webhook is
- * admitted once. Routes answer at admission: platforms retry webhooks that answer slowly.
+ * A route comes in one of two shapes:
  *
- * A verified route is the verifier of what it admits, so its deliveries are trusted: they say
+ * - `{ method, path, handler }`, the shape channel packages declare: the handler (a Hono handler)
+ *   verifies the webhook itself, dispatches, and answers. The router serves it as written.
+ * - `{ method, path, verify, deliveries }`: the router reads the body, `verify` authenticates it,
+ *   `deliveries` maps the verified event, and the router admits them with `dispatch()`, keyed by
+ *   the platform's event id so a redelivered webhook is admitted once. Routes answer at
+ *   admission: platforms retry webhooks that answer slowly.
+ *
+ * Either way the route is the verifier of what it admits, so its deliveries are trusted: they say
  * `origin: 'app'` and may be signals, unlike a client of createAgentRouter().
  */
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type Handler } from 'hono';
 import { dispatch } from '../host/addressing.ts';
 import { readBoundedBody } from './bounded-body.ts';
 import { FlueHttpError, MethodNotAllowedError, RouteNotFoundError } from '../common/errors.ts';
@@ -45,8 +50,24 @@ export interface ChannelDelivery {
 
 export type ChannelDeliveries = ChannelDelivery | readonly ChannelDelivery[] | null | undefined;
 
-/** One entry of a channel package's declarative `routes` array. */
-export interface ChannelRouteDefinition<Event = unknown> {
+/**
+ * A route whose handler does everything: verifies the webhook (signature over the raw body, replay
+ * window), dispatches, answers. What channel packages declare in their `routes` array.
+ */
+export interface ChannelHandlerRoute {
+  /** An HTTP method, e.g. `'POST'`. */
+  method: string;
+  /** Relative to the mount, starting with `/` (`'/'` is the mount itself). */
+  path: string;
+  /** A Hono handler. A `FlueHttpError` it throws renders as its envelope, anything else as a logged 500. */
+  handler: Handler<any>;
+}
+
+/** One entry of a channel package's `routes` array: a handler route, or a verified route. */
+export type ChannelRouteDefinition<Event = unknown> = ChannelHandlerRoute | ChannelVerifiedRoute<Event>;
+
+/** A route the router verifies and admits for: `verify` then `deliveries`, then `dispatch()`. */
+export interface ChannelVerifiedRoute<Event = unknown> {
   /** An HTTP method, e.g. `'POST'`. */
   method: string;
   /** Relative to the mount, starting with `/` (`'/'` is the mount itself). */
@@ -101,7 +122,8 @@ export function createChannelRouter(routes: readonly ChannelRouteDefinition<any>
   const methodsByPath = new Map<string, string[]>();
   for (const route of checked) {
     methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method]);
-    app.on(route.method, route.path, (c) => serve(route, c));
+    if ('handler' in route) app.on(route.method, route.path, route.handler);
+    else app.on(route.method, route.path, (c) => serve(route, c));
   }
   for (const [path, methods] of methodsByPath) {
     app.all(path, () => {
@@ -115,7 +137,7 @@ export function createChannelRouter(routes: readonly ChannelRouteDefinition<any>
   return app;
 }
 
-async function serve(route: ChannelRouteDefinition, c: Context): Promise<Response> {
+async function serve(route: ChannelVerifiedRoute, c: Context): Promise<Response> {
   const body = await readBoundedBody(c.req.raw, route.maxBodyBytes ?? MAX_REQUEST_BODY_BYTES);
   const request: ChannelRequest = { request: c.req.raw, body, env: c.env };
   const verdict = await route.verify(request);
@@ -128,7 +150,7 @@ async function serve(route: ChannelRouteDefinition, c: Context): Promise<Respons
   return json(c, { eventId, deliveries: receipts } satisfies ChannelAdmission, 202);
 }
 
-async function admit(route: ChannelRouteDefinition, eventId: string, delivery: ChannelDelivery, index: number) {
+async function admit(route: ChannelVerifiedRoute, eventId: string, delivery: ChannelDelivery, index: number) {
   const agent = requireRuntime('createChannelRouter()').registry.identityOf(delivery.agent);
   try {
     const receipt = await dispatch(delivery.agent, {
@@ -148,7 +170,7 @@ async function admit(route: ChannelRouteDefinition, eventId: string, delivery: C
   }
 }
 
-function verifiedEventId(route: ChannelRouteDefinition, verdict: unknown): string {
+function verifiedEventId(route: ChannelVerifiedRoute, verdict: unknown): string {
   const eventId = (verdict as Partial<ChannelVerifiedEvent> | null)?.eventId;
   if (typeof verdict !== 'object' || verdict === null || typeof eventId !== 'string' || eventId.trim() === '' || eventId.length > MAX_EVENT_ID_LENGTH) {
     throw new Error(
@@ -158,7 +180,7 @@ function verifiedEventId(route: ChannelRouteDefinition, verdict: unknown): strin
   return eventId;
 }
 
-function normalize(route: ChannelRouteDefinition, value: unknown): ChannelDelivery[] {
+function normalize(route: ChannelVerifiedRoute, value: unknown): ChannelDelivery[] {
   if (value === null || value === undefined) return [];
   const list = Array.isArray(value) ? value : [value];
   list.forEach((delivery, index) => {
@@ -176,14 +198,24 @@ function checkRoutes(routes: unknown): ChannelRouteDefinition[] {
   const seen = new Set<string>();
   return routes.map((route: unknown, index) => {
     const where = `createChannelRouter() route ${index}`;
-    if (typeof route !== 'object' || route === null) throw new Error(`[flue] ${where} must be an object { method, path, verify, deliveries }.`);
-    const { method, path, verify, deliveries, maxBodyBytes } = route as Partial<ChannelRouteDefinition>;
+    if (typeof route !== 'object' || route === null) {
+      throw new Error(`[flue] ${where} must be an object { method, path, handler } or { method, path, verify, deliveries }.`);
+    }
+    const { method, path, handler, verify, deliveries, maxBodyBytes } = route as Partial<ChannelHandlerRoute & ChannelVerifiedRoute>;
     if (typeof method !== 'string' || !METHOD.test(method.toUpperCase())) throw new Error(`[flue] ${where}: method must be an HTTP method such as "POST"; got ${JSON.stringify(method)}.`);
     if (typeof path !== 'string' || !path.startsWith('/')) throw new Error(`[flue] ${where}: path must be a string starting with "/"; got ${JSON.stringify(path)}.`);
-    if (typeof verify !== 'function') throw new Error(`[flue] ${where}: verify must be a function authenticating the request.`);
-    if (typeof deliveries !== 'function') throw new Error(`[flue] ${where}: deliveries must be a function mapping the verified event to deliveries.`);
-    if (maxBodyBytes !== undefined && !(Number.isSafeInteger(maxBodyBytes) && maxBodyBytes > 0)) {
-      throw new Error(`[flue] ${where}: maxBodyBytes must be a positive integer; got ${JSON.stringify(maxBodyBytes)}.`);
+    if (handler !== undefined) {
+      if (typeof handler !== 'function') throw new Error(`[flue] ${where}: handler must be a function (c) => Response that verifies the webhook and answers it.`);
+      // Two ways to verify one request would leave it unclear which one ran: a route picks one.
+      if (verify !== undefined || deliveries !== undefined || maxBodyBytes !== undefined) {
+        throw new Error(`[flue] ${where} has a handler and verify/deliveries/maxBodyBytes: give either a handler (it verifies the webhook itself) or verify and deliveries, not both.`);
+      }
+    } else {
+      if (typeof verify !== 'function') throw new Error(`[flue] ${where}: give a handler (c) => Response that verifies the webhook itself, or verify, a function authenticating the request, with deliveries.`);
+      if (typeof deliveries !== 'function') throw new Error(`[flue] ${where}: deliveries must be a function mapping the verified event to deliveries.`);
+      if (maxBodyBytes !== undefined && !(Number.isSafeInteger(maxBodyBytes) && maxBodyBytes > 0)) {
+        throw new Error(`[flue] ${where}: maxBodyBytes must be a positive integer; got ${JSON.stringify(maxBodyBytes)}.`);
+      }
     }
     const normalized = { ...(route as ChannelRouteDefinition), method: method.toUpperCase() };
     const key = `${normalized.method} ${path}`;
@@ -193,7 +225,7 @@ function checkRoutes(routes: unknown): ChannelRouteDefinition[] {
   });
 }
 
-function describe(route: ChannelRouteDefinition): string {
+function describe(route: ChannelVerifiedRoute): string {
   return `channel route ${route.method} ${route.path}`;
 }
 

@@ -4,6 +4,11 @@
  * `createAgentRouter` serves (history, then `view=updates&live=sse` through EventSource) and
  * reduces the stream's chunks into messages the way the official clients do.
  *
+ * One id names a conversation on this page: the agent *instance* id, the `:id` of
+ * `/api/agents/<agent>/:id` and of `/api/approvals/:id`. The page labels it "instance id" and never
+ * shows the `conversationId` that stream chunks carry (an internal id, `conv_…`), so an operator
+ * who copies an id from the page copies the one the routes take.
+ *
  * The script is kept free of backticks and dollar-brace sequences so it can live in this raw
  * template string unchanged.
  */
@@ -174,7 +179,8 @@ export const PAGE_HTML = String.raw`<!doctype html>
     <section>
       <h2>Conversation</h2>
       <form id="open-form" class="row">
-        <input id="conversation-id" type="text" aria-label="Conversation id" placeholder="conversation id"
+        <input id="conversation-id" type="text" aria-label="Instance id" placeholder="instance id"
+          title="The agent instance id, as in the page's URL and /api/agents/&lt;agent&gt;/&lt;id&gt;"
           autocomplete="off" spellcheck="false">
         <button type="submit" class="secondary">Open</button>
       </form>
@@ -196,7 +202,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
     <div class="chat-head">
       <div>
         <h1 id="title">Release manager</h1>
-        <div id="subtitle" class="muted mono"></div>
+        <div id="subtitle" class="muted" title="The id the routes take: /api/agents/&lt;agent&gt;/&lt;id&gt; and /api/approvals/&lt;id&gt;">instance id <span id="instance-id" class="mono"></span></div>
       </div>
     </div>
     <ol id="messages" class="messages" aria-live="polite"></ol>
@@ -233,7 +239,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
 
   const $ = (id) => document.getElementById(id);
   const els = {
-    connection: $('connection'), title: $('title'), subtitle: $('subtitle'), messages: $('messages'),
+    connection: $('connection'), title: $('title'), instanceId: $('instance-id'), messages: $('messages'),
     approvals: $('approvals'), error: $('error'), composer: $('composer'), input: $('input'), send: $('send'),
     suggestions: $('suggestions'), openForm: $('open-form'), idInput: $('conversation-id'),
     newConversation: $('new-conversation'), recent: $('recent'), operator: $('operator'),
@@ -267,9 +273,10 @@ export const PAGE_HTML = String.raw`<!doctype html>
     return el;
   }
 
+  /** A fresh instance id; deliberately unlike the conv_… conversationId of stream chunks. */
   function newConversationId() {
     const bytes = crypto.getRandomValues(new Uint8Array(5));
-    return 'conv-' + Array.from(bytes, (b) => (b % 36).toString(36)).join('');
+    return 'chat-' + Array.from(bytes, (b) => (b % 36).toString(36)).join('');
   }
 
   function conversationUrl() {
@@ -877,7 +884,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
   function renderChrome() {
     const agent = AGENTS[state.agent];
     els.title.textContent = agent.name;
-    els.subtitle.textContent = state.id;
+    els.instanceId.textContent = state.id;
     els.input.placeholder = agent.placeholder;
     if (document.activeElement !== els.idInput) els.idInput.value = state.id;
     for (const button of document.querySelectorAll('.agent')) {
