@@ -6,6 +6,7 @@ import type * as v from 'valibot';
 import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
 import { AGENT_IDENTITY_PATTERN } from '../../shared/identity.ts';
 import { asyncAgentError } from '../common/definition-errors.ts';
+import { registrationHint } from '../common/host-kind.ts';
 
 export { AGENT_IDENTITY_PATTERN };
 
@@ -138,8 +139,7 @@ export class AgentRegistry {
     if (identity === undefined) {
       const name = typeof fn === 'function' && fn.name ? ` "${fn.name}"` : '';
       throw new Error(
-        `[flue] Agent function${name} is not registered in this app. ` +
-          "Register it via start({ agents }) or export it from a 'use agent' module.",
+        `[flue] Agent function${name} is not registered in this app. ${registrationHint()}`,
       );
     }
     return identity;
