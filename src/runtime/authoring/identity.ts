@@ -6,7 +6,7 @@ import type * as v from 'valibot';
 import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
 import { AGENT_IDENTITY_PATTERN } from '../../shared/identity.ts';
 import { asyncAgentError } from '../common/definition-errors.ts';
-import { registrationHint } from '../common/host-kind.ts';
+import { hostKind, registrationHint } from '../common/host-kind.ts';
 
 export { AGENT_IDENTITY_PATTERN };
 
@@ -73,9 +73,11 @@ export function resolveAgentIdentity(fn: Agent, explicitName?: string): string {
   }
   // An anonymous default export reports its name as "default", which is not a chosen name.
   if (fn.name === '' || fn.name === 'default') {
+    // A Worker has no start(): the build names agents after their exports.
+    const viaStart = hostKind() === 'cloudflare' ? '' : 'register it as { agent, name } in start(), ';
     throw new Error(
       '[flue] Cannot resolve the identity of an anonymous agent function. Give it a name: ' +
-        "set the agentName static (Fn.agentName = 'my-agent'), register it as { agent, name } in start(), " +
+        `set the agentName static (Fn.agentName = 'my-agent'), ${viaStart}` +
         'or declare it as a named function (function MyAgent() { … }).',
     );
   }
