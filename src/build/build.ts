@@ -314,7 +314,9 @@ export function workerBuildOptions(options: {
     conditions: ['workerd', 'worker', 'browser'],
     target: 'es2022',
     external: ['cloudflare:*', 'node:*', ...NODE_BUILTINS],
-    sourcemap: 'external',
+    // Linked: the `sourceMappingURL` comment is how wrangler finds the map, so the stacks it
+    // prints under `flue dev` point at src/ instead of dist/worker.js.
+    sourcemap: 'linked',
     minify: options.minify,
     write: false,
     metafile: true,

@@ -16,6 +16,7 @@ import { CONFIG_FILES } from './config.ts';
 import { SERVER_FILE, buildNodeServer } from './node-build.ts';
 import { describeBuildError } from './build-errors.ts';
 import { type ModelMode, serveModel } from './model-choice.ts';
+import { DEV_STATUS_VAR, startDevStatusServer } from './dev-status.ts';
 import { watchSources } from './source-watch.ts';
 
 export interface NodeDevOptions {
@@ -41,8 +42,11 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
   }
   const scripted = await serveModel(root, options.model ?? 'auto', { vars: 'node', command: 'dev' }, stderr);
 
+  // The server marks its responses while a rebuild is rejected (it keeps running the last good one).
+  const status = await startDevStatusServer({ root });
   // Read at every (re)start, so an edited .env applies to the next server.
   const env = (): NodeJS.ProcessEnv => ({
+    [DEV_STATUS_VAR]: status.url,
     ...projectEnv(root),
     ...process.env,
     FLUE_DEV: process.env.FLUE_DEV ?? '1',
@@ -94,8 +98,11 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
       rebuild: async () => {
         try {
           await build();
+          status.setBuildError(undefined);
         } catch (error) {
-          stderr(`${describeBuildError(error)}\n[flue] Keeping the running server.\n`);
+          const text = describeBuildError(error);
+          status.setBuildError(text);
+          stderr(`${text}\n[flue] Keeping the running server.\n`);
           return;
         }
         if (stopping) return;
@@ -114,6 +121,7 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
       void (async () => {
         await stopServer();
         await scripted?.close().catch(() => {});
+        await status.close();
         resolve(code);
       })();
     };

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { createBuilder } from './build.ts';
 import { CONFIG_FILES } from './config.ts';
 import { describeBuildError } from './build-errors.ts';
+import { DEV_STATUS_VAR, startDevStatusServer } from './dev-status.ts';
 import { watchSources } from './source-watch.ts';
 import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
 import { offlineWranglerEnv, spawnWrangler } from './wrangler-bin.ts';
@@ -47,6 +48,8 @@ export async function devCommand(options: DevOptions): Promise<number> {
     return 1;
   }
 
+  // The Worker marks its responses while a rebuild is rejected, and maps its stacks to src/.
+  const status = await startDevStatusServer({ root, sourceMap: path.join(root, 'dist', 'worker.js.map') });
   const passthrough = options.wranglerArgs ?? [];
   let scripted: ScriptedModelServer | undefined;
   // A caller that passes its own FLUE_SCRIPTED_MODEL_URL (this repository's `npm run dev`) scripts
@@ -65,6 +68,8 @@ export async function devCommand(options: DevOptions): Promise<number> {
     // error envelopes their `dev` prose (a deployed Worker has no FLUE_DEV and stays redacted).
     '--var',
     'FLUE_DEV:1',
+    '--var',
+    `${DEV_STATUS_VAR}:${status.url}`,
     ...(scripted === undefined ? [] : ['--var', `FLUE_SCRIPTED_MODEL_URL:${scripted.url}`]),
     ...passthrough,
   ];
@@ -130,9 +135,11 @@ export async function devCommand(options: DevOptions): Promise<number> {
             if (!stopping) start();
           }
           lastError = undefined;
+          status.setBuildError(undefined);
         } catch (error) {
           // The same failure reported by a burst of file events is printed once.
           const text = describeBuildError(error);
+          status.setBuildError(text);
           if (text !== lastError) stderr(`${text}\n[flue] Keeping the last good build.\n`);
           lastError = text;
         }
@@ -149,6 +156,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
         await stopChild('SIGINT');
         await builder.dispose().catch(() => {});
         await scripted?.close().catch(() => {});
+        await status.close();
         resolve(code);
       })();
     };

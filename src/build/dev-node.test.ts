@@ -1,8 +1,9 @@
 /**
  * `flue dev --target node`: builds and runs dist/server.mjs, prints its URL, serves the offline
- * model without a provider key (the template's agent calls its own tool on `/tool …`), rebuilds and
- * restarts it on an edit (keeping the running server when a rebuild fails), and on SIGINT stops
- * it and exits 130.
+ * model without a provider key (the template's agent calls its own tool on `/tool …`), names the
+ * app's own errors with their src/ line, rebuilds and restarts it on an edit (keeping the running
+ * server when a rebuild fails, and marking its responses with the build error), and on SIGINT
+ * stops it and exits 130.
  */
 import { afterAll, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -47,6 +48,7 @@ const APP = `import { init } from '@flue/runtime';
 import { Hello } from './agents/hello.ts';
 export default {
   async fetch(request: Request) {
+    if (new URL(request.url).pathname === '/boom') throw new TypeError('the app failed');
     if (request.method !== 'POST') return new Response(\`version one \${process.env.FLUE_DEV}\`);
     const hello = init(Hello, { id: 'alice' });
     return new Response((await hello.read(await hello.dispatch(await request.text()))).text);
@@ -54,7 +56,7 @@ export default {
 };
 `;
 
-it('flue dev --target node serves, runs tools offline, restarts on change, keeps the server on a bad edit, exits 130 on SIGINT', async () => {
+it('flue dev --target node serves, runs tools offline, names src/ in errors, restarts on change, keeps the server on a bad edit (and says so in a header), exits 130 on SIGINT', async () => {
   writeFiles(dir, {
     'package.json': '{ "name": "dev-node", "private": true, "type": "module" }\n',
     'src/agents/helper.ts': "'use agent';\nexport function Helper() { return 'Help.'; }\n",
@@ -93,6 +95,13 @@ it('flue dev --target node serves, runs tools offline, restarts on change, keeps
   );
   expect(await post(`${url}/`, 'Hi')).toBe('(scripted model) You said: Hi');
 
+  // Dev mode: the envelope of the app's own error names it and its line in src/.
+  const boom = await fetch(`${url}/boom`);
+  expect(boom.status).toBe(500);
+  const envelope = ((await boom.json()) as { error: { type: string; dev: string } }).error;
+  expect(envelope.type).toBe('internal_error');
+  expect(envelope.dev).toMatch(/^TypeError: the app failed \(at src\/app\.ts:5:58\)\n/);
+
   const appFile = path.join(dir, 'src/app.ts');
   writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('version one', 'version two'));
   await until('the restarted server', async () => ((await get(`${url}/`))?.startsWith('version two') ? true : undefined));
@@ -100,7 +109,10 @@ it('flue dev --target node serves, runs tools offline, restarts on change, keeps
 
   writeFileSync(appFile, 'export default {{ broken');
   await until('the rebuild error', () => (stderr.includes('[flue] Keeping the running server.') ? true : undefined));
-  expect(await get(`${url}/`)).toBe('version two 1');
+  const stale = await fetch(`${url}/`);
+  expect(await stale.text()).toBe('version two 1');
+  // The running server is the last good build, and its responses say why.
+  expect(stale.headers.get('x-flue-build-error')).toMatch(/^\[flue\] .*src\/app\.ts:1:/);
 
   child.kill('SIGINT');
   expect(await exited).toBe(130);

@@ -1,6 +1,7 @@
 /**
  * `flue dev` end to end: wrangler dev on the generated config, live reload of body edits,
- * rebuild errors keeping the last good build, restart on config changes, SIGINT → 130.
+ * rebuild errors keeping the last good build (and saying so in a response header), restart on
+ * config changes, the user's own errors named with their src/ location, SIGINT → 130.
  *
  * The project lives under the OS temp dir with a node_modules symlink to this checkout: wrangler
  * dev ignores file changes under any `node_modules` path, so node_modules/.cache would hide them.
@@ -42,15 +43,19 @@ async function until<T>(what: string, probe: () => T | undefined | Promise<T | u
 }
 
 async function get(url: string): Promise<string | undefined> {
+  return (await getWithHeaders(url))?.body;
+}
+
+async function getWithHeaders(url: string): Promise<{ body: string; headers: Headers } | undefined> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-    return await res.text();
+    return { body: await res.text(), headers: res.headers };
   } catch {
     return undefined;
   }
 }
 
-it('flue dev builds, serves, reloads, survives a bad edit, restarts on config change, exits 130 on SIGINT', async () => {
+it('flue dev builds, serves, reloads, survives a bad edit (and says so in a header), restarts on config change, names src/ in errors, exits 130 on SIGINT', async () => {
   cpSync(path.join(packageRoot(), 'templates', 'cloudflare'), dir, { recursive: true });
   symlinkSync(path.join(packageRoot(), 'node_modules'), path.join(dir, 'node_modules'));
   const port = await freePort();
@@ -70,7 +75,9 @@ it('flue dev builds, serves, reloads, survives a bad edit, restarts on config ch
   const url = `http://127.0.0.1:${port}`;
   await until('the URL on stdout', () => (stdout.includes(url) ? true : undefined));
   expect(stdout).toBe(`${url}\n`);
-  expect(await until('GET /', () => get(`${url}/`))).toContain('Flue is running.');
+  const first = await until('GET /', () => getWithHeaders(`${url}/`));
+  expect(first.body).toContain('Flue is running.');
+  expect(first.headers.get('x-flue-build-error')).toBeNull();
   // Dev mode reaches the Worker as a var.
   expect(stderr).toMatch(/FLUE_DEV/);
   expect(stderr).toContain('[flue] Model: real (--real-model), but no provider key is set: put ANTHROPIC_API_KEY=… in .dev.vars.\n');
@@ -88,11 +95,17 @@ it('flue dev builds, serves, reloads, survives a bad edit, restarts on config ch
   await until('the edited response', async () => ((await get(`${url}/`))?.includes('Flue was edited.') ? true : undefined));
   expect(stderr).toContain('[flue] Bundling dist/worker.js (incremental)');
 
-  // A new agent without its migration: the error is printed, the last good build stays live.
-  writeFileSync(path.join(dir, 'src/agents/support.ts'), "'use agent';\nexport function Support() { return 'Support.'; }\n");
+  // A new agent without its migration: the error is printed, the last good build stays live, and
+  // its responses carry the build error. (The agent's render throws: see the end of the test.)
+  writeFileSync(
+    path.join(dir, 'src/agents/support.ts'),
+    "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Support() {\n  useModel('anthropic/claude-haiku-4-5');\n  throw new TypeError('the support desk is closed');\n}\n",
+  );
   await until('the migration error', () => (stderr.includes('[flue] Keeping the last good build.') ? true : undefined));
   expect(stderr).toContain('"FlueSupportAgent" (agent "Support") is not introduced by the migrations in wrangler.jsonc');
-  expect(await get(`${url}/`)).toContain('Flue was edited.');
+  const stale = await until('GET / on the last good build', () => getWithHeaders(`${url}/`));
+  expect(stale.body).toContain('Flue was edited.');
+  expect(stale.headers.get('x-flue-build-error')).toMatch(/^\[flue\] .*"FlueSupportAgent" \(agent "Support"\) is not introduced by the migrations in wrangler\.jsonc/);
 
   // The migration lands: the generated config changes, wrangler restarts with the new binding.
   const wranglerFile = path.join(dir, 'wrangler.jsonc');
@@ -106,8 +119,28 @@ it('flue dev builds, serves, reloads, survives a bad edit, restarts on config ch
   await until('the restart', () => (stderr.includes('[flue] .flue.wrangler.json changed; restarting wrangler dev') ? true : undefined));
   await until('the restarted server', () => (stderr.split('restarting wrangler dev')[1]?.includes('Ready on') ? true : undefined));
   expect(stderr).toMatch(/env\.FLUE_SUPPORT_AGENT \(FlueSupportAgent\)\s+Durable Object/);
-  expect(await until('GET / after restart', () => get(`${url}/`))).toContain('Flue was edited.');
+  const restarted = await until('GET / after restart', () => getWithHeaders(`${url}/`));
+  expect(restarted.body).toContain('Flue was edited.');
+  expect(restarted.headers.get('x-flue-build-error')).toBeNull();
   expect(JSON.parse(readFileSync(path.join(dir, '.flue.wrangler.json'), 'utf8')).durable_objects.bindings).toHaveLength(2);
+
+  // The user's own error: the route's reply and the terminal name it and its line in src/.
+  writeFileSync(
+    appFile,
+    readFileSync(appFile, 'utf8')
+      .replace("import { Hello } from './agents/hello.ts';", "import { Hello } from './agents/hello.ts';\nimport { Support } from './agents/support.ts';")
+      .replace(
+        'export default app;',
+        "app.post('/support/:id', async (c) => {\n  const support = init(Support, { id: c.req.param('id') });\n  const receipt = await support.dispatch('help');\n" +
+          '  try {\n    return c.json({ reply: (await support.read(receipt)).text });\n  } catch (error) {\n    return c.json({ error: (error as Error).message }, 502);\n  }\n});\n\nexport default app;',
+      ),
+  );
+  const failed = await until('the support route', async () => {
+    const res = await fetch(`${url}/support/s1`, { method: 'POST', signal: AbortSignal.timeout(20_000) }).catch(() => undefined);
+    return res?.status === 502 ? ((await res.json()) as { error: string }) : undefined;
+  });
+  expect(failed.error).toMatch(/^Submission "sub_\w+" failed: TypeError: the support desk is closed \(at src\/agents\/support\.ts:5:9\)$/);
+  await until('the mapped stack in the terminal', () => (/at Support \(\S*\/src\/agents\/support\.ts:5:9\)/.test(stderr) ? true : undefined));
 
   child.kill('SIGINT');
   expect(await exited).toBe(130);

@@ -9,6 +9,7 @@ import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
 import { type ConversationVerbs, VERB_NAMES } from '../runtime/engine/verbs.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { envelope } from './rpc-errors.ts';
+import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
 import { type AgentObjectRpc, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
@@ -61,6 +62,10 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         wake: () => this.arm(),
         sliceBudgetMs,
       });
+      // Under flue dev: an object woken by its alarm after a reload maps its errors to src/ too
+      // (a Worker request usually loaded the map into this isolate already; then this is free).
+      const statusUrl = devStatusUrl(env);
+      if (statusUrl !== undefined) await loadDevSourceMap(statusUrl);
       // After an eviction or a deploy, unsettled work needs a wake even if no alarm survived.
       if (this.store.listStreamsWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
         await ctx.storage.setAlarm(Date.now());

@@ -62,6 +62,7 @@ export function configureFlueWorker(options: {
     // `flue dev` sets FLUE_DEV=1; a deployed Worker has no such var and stays redacted unless its
     // NODE_ENV says development (the rule before any host decided).
     devDefault: options.env.NODE_ENV === 'development' || isDevMode(),
+    host: 'cloudflare',
   });
   if (options.providers !== undefined) registerDefaultProviders(options.providers);
   setWorkersAIBindingSource((name) => options.env[name]);

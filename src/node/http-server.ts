@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { InvalidRequestError } from '../runtime/common/errors.ts';
 import { renderError } from '../runtime/http/http-errors.ts';
 import { isDevMode } from '../runtime/common/dev-mode.ts';
+import { fetchBuildError, withBuildErrorHeader } from '../runtime/host/dev-status.ts';
 
 export interface Fetchable {
   fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
@@ -19,6 +20,8 @@ export interface HttpServerOptions {
   port: number;
   /** Default: all interfaces. */
   host?: string;
+  /** `flue dev`'s status URL: responses then say when the latest build was rejected. */
+  devStatusUrl?: string;
 }
 
 export interface RunningHttpServer {
@@ -36,7 +39,8 @@ export function assertFetchable(app: unknown, file = 'app.ts'): asserts app is F
 }
 
 export async function serveFetchable(app: Fetchable, options: HttpServerOptions): Promise<RunningHttpServer> {
-  const server = createServer((req, res) => void handle(app, req, res));
+  const statusUrl = options.devStatusUrl;
+  const server = createServer((req, res) => void handle(app, req, res, statusUrl));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -56,7 +60,8 @@ export async function serveFetchable(app: Fetchable, options: HttpServerOptions)
   };
 }
 
-async function handle(app: Fetchable, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(app: Fetchable, req: IncomingMessage, res: ServerResponse, statusUrl: string | undefined): Promise<void> {
+  const buildError = statusUrl === undefined ? undefined : fetchBuildError(statusUrl);
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort(new Error('The client closed the connection.'));
@@ -73,6 +78,7 @@ async function handle(app: Fetchable, req: IncomingMessage, res: ServerResponse)
   } catch (error) {
     response = renderError(error, { devMode: isDevMode() });
   }
+  if (buildError !== undefined) response = withBuildErrorHeader(response, await buildError);
   await writeResponse(response, req, res, controller.signal);
 }
 

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Provider } from '../runtime/model/model-types.ts';
 import { devModeFromEnv, setDevMode } from '../runtime/common/dev-mode.ts';
 import { assertFetchable, serveFetchable } from './http-server.ts';
+import { devStatusUrl } from '../runtime/host/dev-status.ts';
 import { type ScheduleRunner, type Schedules, appCronSchedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 import { type Flue, type StartAgentEntry, start } from './start.ts';
@@ -71,7 +72,8 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
 
   let http: Awaited<ReturnType<typeof serveFetchable>>;
   try {
-    http = await serveFetchable(options.app, { port, ...(env.HOST ? { host: env.HOST } : {}) });
+    const statusUrl = devStatusUrl(env);
+    http = await serveFetchable(options.app, { port, ...(env.HOST ? { host: env.HOST } : {}), ...(statusUrl === undefined ? {} : { devStatusUrl: statusUrl }) });
   } catch (error) {
     await flue.stop();
     throw error;

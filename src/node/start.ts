@@ -71,6 +71,7 @@ export async function start(options: StartOptions): Promise<Flue> {
     // start() serves scripts and tests, where the developer reads the errors; a production
     // process says so with NODE_ENV=production (in either environment) or FLUE_DEV=0.
     devDefault: env.NODE_ENV !== 'production' && process.env.NODE_ENV !== 'production',
+    host: 'node',
   });
   if (options.providers === undefined) {
     // Loaded only when needed: the full built-in catalog is large and slows a cold start.

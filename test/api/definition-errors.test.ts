@@ -196,9 +196,10 @@ describe('a provider without credentials', () => {
     own = await start({ agents: [Real], db: sqlite(), providers: [anthropicProvider()], env: {} });
     const cause = await settlementErrorOf(Real, 'n');
     expect(cause.type).toBe('provider_not_configured');
+    // On Node the message names Node's places for the key, not the Worker's.
     expect(cause.message).toBe(
-      "Provider is not configured: anthropic. Set ANTHROPIC_API_KEY (in .dev.vars for flue dev, or the Worker's secrets; " +
-        'on Node, the environment or start({ env })), or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.',
+      "Provider is not configured: anthropic. Set ANTHROPIC_API_KEY (in the environment or the project's .env; in a script, start({ env })), " +
+        'or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.',
     );
     expect(cause.meta).toEqual({ provider: 'anthropic', envVars: ['ANTHROPIC_API_KEY'] });
     expect(new ProviderNotConfiguredError('custom', []).message).toMatch(/^Provider is not configured: custom\. Set the provider's API key variable/);
@@ -217,7 +218,9 @@ describe("the user's own errors", () => {
     const cause = await settlementErrorOf(Broken, 'dev');
     expect(cause.type).toBe('internal_error');
     expect(cause.message).toBe('An internal error occurred.');
-    expect(cause.dev).toMatch(/^TypeError: customer lookup table missing\n\s+at Broken /);
+    // The head names the first frame under the working directory's src/ (here the runtime's own,
+    // since this test runs from the package checkout; in a project it is the user's code).
+    expect(cause.dev).toMatch(/^TypeError: customer lookup table missing \(at src\/[\w/.-]+\.ts:\d+:\d+\)\n\s+at Broken \(test\/api\/definition-errors\.test\.ts:\d+:\d+\)/);
   });
 
   it('in production the settlement stays redacted for every reader, HTTP included', async () => {

@@ -4,8 +4,8 @@
  * RPC); a typed settlement error reaches read() as AgentRunError.cause.
  */
 import { env, runInDurableObject } from 'cloudflare:test';
-import { expect, test } from 'vitest';
-import { AgentDefinitionError, AgentRunError, dispatch, getAgentInstance, init, type Agent, type SettlementError } from '@flue/runtime';
+import { expect, test, vi } from 'vitest';
+import { AgentDefinitionError, AgentRunError, dispatch, getAgentInstance, init, useModel, type Agent, type SettlementError } from '@flue/runtime';
 import { createAgentRouter } from '@flue/runtime/routing';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import './worker.ts';
@@ -60,4 +60,33 @@ test('an unknown model id settles typed: read() rejects with AgentRunError whose
   expect(cause.message).toMatch(/^\[flue\] Unknown model ID "no-such-lane" for provider "scripted"\./);
   // No FLUE_DEV in this Worker: nothing beyond the typed fields.
   expect(cause.dev).toBeUndefined();
+});
+
+/** Exported by no 'use agent' module the entry registers. */
+function Stray() {
+  useModel('scripted/echo');
+}
+
+test("an unregistered agent: the message names the Worker's way to register it, never start()", async () => {
+  const error = await init(Stray, { id: 's1' }).dispatch('hi').then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect((error as Error).message).toBe(
+    '[flue] Agent function "Stray" is not registered in this app. ' +
+      "Export it from a 'use agent' module under src/agents/, so that flue build generates its Durable Object class.",
+  );
+});
+
+test('outside dev mode, an internal error over HTTP stays redacted: no message, no location', async () => {
+  const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+  const response = await createAgentRouter(Stray).fetch(
+    new Request('http://flue.test/s2', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'user', body: 'hi' }) }),
+  );
+  expect(response.status).toBe(500);
+  const body = (await response.json()) as { error: Record<string, string> };
+  expect(body.error).toEqual({ type: 'internal_error', message: 'An internal error occurred.', details: expect.any(String), ref: expect.stringMatching(/^err_/) });
+  // The terminal still gets the whole error under the same ref.
+  expect(String(logged.mock.calls[0]?.[1])).toContain('createAgentRouter() serves agent "Stray"');
+  logged.mockRestore();
 });

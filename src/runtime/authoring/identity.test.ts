@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setHostKind } from '../common/host-kind.ts';
 import {
   AGENT_IDENTITY_PATTERN,
   AgentRegistry,
@@ -212,5 +213,28 @@ describe('AgentRegistry', () => {
     expect((thrown as Error).message).toMatch(/^\[flue\] Agent function "Stranger" is not registered/);
     expect((thrown as Error).message).toContain('start({ agents })');
     expect((thrown as Error).message).toContain("'use agent' module");
+  });
+});
+
+describe('messages name the host the user is on', () => {
+  afterEach(() => setHostKind(undefined));
+
+  it('an anonymous agent: start() only where there is one', () => {
+    const anonymous = (() => () => undefined)() as unknown as Agent;
+    setHostKind('node');
+    expect(() => resolveAgentIdentity(anonymous)).toThrow('register it as { agent, name } in start()');
+    setHostKind('cloudflare');
+    expect(() => resolveAgentIdentity(anonymous)).toThrow(
+      "[flue] Cannot resolve the identity of an anonymous agent function. Give it a name: set the agentName static (Fn.agentName = 'my-agent'), or declare it as a named function (function MyAgent() { … }).",
+    );
+  });
+
+  it('an unregistered agent: a Worker is told to export it from a use agent module', () => {
+    const registry = new AgentRegistry();
+    function Stray() {}
+    setHostKind('cloudflare');
+    expect(() => registry.identityOf(Stray as unknown as Agent)).toThrow(/not registered in this app\. Export it from a 'use agent' module under src\/agents\//);
+    setHostKind('node');
+    expect(() => registry.identityOf(Stray as unknown as Agent)).toThrow(/Register it via start\(\{ agents \}\)/);
   });
 });

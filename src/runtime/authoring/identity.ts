@@ -6,6 +6,7 @@ import type * as v from 'valibot';
 import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
 import { AGENT_IDENTITY_PATTERN } from '../../shared/identity.ts';
 import { asyncAgentError } from '../common/definition-errors.ts';
+import { hostKind, registrationHint } from '../common/host-kind.ts';
 
 export { AGENT_IDENTITY_PATTERN };
 
@@ -72,9 +73,11 @@ export function resolveAgentIdentity(fn: Agent, explicitName?: string): string {
   }
   // An anonymous default export reports its name as "default", which is not a chosen name.
   if (fn.name === '' || fn.name === 'default') {
+    // A Worker has no start(): the build names agents after their exports.
+    const viaStart = hostKind() === 'cloudflare' ? '' : 'register it as { agent, name } in start(), ';
     throw new Error(
       '[flue] Cannot resolve the identity of an anonymous agent function. Give it a name: ' +
-        "set the agentName static (Fn.agentName = 'my-agent'), register it as { agent, name } in start(), " +
+        `set the agentName static (Fn.agentName = 'my-agent'), ${viaStart}` +
         'or declare it as a named function (function MyAgent() { … }).',
     );
   }
@@ -138,8 +141,7 @@ export class AgentRegistry {
     if (identity === undefined) {
       const name = typeof fn === 'function' && fn.name ? ` "${fn.name}"` : '';
       throw new Error(
-        `[flue] Agent function${name} is not registered in this app. ` +
-          "Register it via start({ agents }) or export it from a 'use agent' module.",
+        `[flue] Agent function${name} is not registered in this app. ${registrationHint()}`,
       );
     }
     return identity;

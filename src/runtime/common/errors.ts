@@ -3,6 +3,8 @@
  * snake_case code; `message`, `details` and `dev` are prose and never API.
  */
 import { formatIssues, type ValidationIssue } from '../../shared/issues.ts';
+import { describeForDeveloper } from './dev-stack.ts';
+import { credentialsHint } from './host-kind.ts';
 
 export { formatIssues };
 export type { ValidationIssue };
@@ -454,8 +456,7 @@ export class ProviderNotConfiguredError extends FlueError {
     const what = envVars.length > 0 ? envVars.join(' or ') : "the provider's API key variable";
     super('provider_not_configured', {
       message:
-        `Provider is not configured: ${provider}. Set ${what} (in .dev.vars for flue dev, or the Worker's secrets; ` +
-        'on Node, the environment or start({ env })), or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.',
+        `Provider is not configured: ${provider}. ${credentialsHint(what)}, or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.`,
       meta: { provider, envVars: [...envVars] },
     });
     this.name = 'ProviderNotConfiguredError';
@@ -516,13 +517,22 @@ export class AgentRunError extends Error {
     super(
       outcome === 'aborted'
         ? `Submission "${submissionId}" was aborted.`
-        : `Submission "${submissionId}" failed${cause ? `: ${cause.message}` : '.'}`,
+        : `Submission "${submissionId}" failed${cause ? `: ${failureText(cause)}` : '.'}`,
       cause === undefined ? undefined : { cause },
     );
     this.name = 'AgentRunError';
     this.outcome = outcome;
     this.submissionId = submissionId;
   }
+}
+
+/**
+ * A redacted failure recorded in dev mode names the original error and its `src/` location (the
+ * head line of `dev`), so whoever prints `err.message` during development sees the cause.
+ */
+function failureText(cause: SettlementError): string {
+  if (cause.type !== 'internal_error' || !cause.dev) return cause.message;
+  return cause.dev.split('\n', 1)[0]!;
 }
 
 /**
@@ -546,20 +556,6 @@ export function toSettlementError(error: unknown, devMode = false): SettlementEr
   };
   if (devMode) shape.dev = describeForDeveloper(error);
   return shape;
-}
-
-/** Message and stack of a thrown value, for dev-mode settlement errors. */
-function describeForDeveloper(error: unknown): string {
-  if (error instanceof Error) {
-    const head = `${error.name}: ${error.message}`;
-    // V8 stacks start with the same head line; other hosts may omit it.
-    return error.stack === undefined ? head : error.stack.startsWith(head) ? error.stack : `${head}\n${error.stack}`;
-  }
-  try {
-    return `Thrown value: ${typeof error === 'string' ? error : JSON.stringify(error)}`;
-  } catch {
-    return `Thrown value: ${String(error)}`;
-  }
 }
 
 export function abortError(message = 'The operation was aborted.', cause?: unknown): DOMException {

@@ -4,6 +4,7 @@
  * registers its providers and configures its runtime (`serveRuntime`); Node undoes it all on stop.
  */
 import { devModeFromEnv, setDevMode, setDevServerFromEnv } from '../common/dev-mode.ts';
+import { type HostKind, setHostKind } from '../common/host-kind.ts';
 import { AgentRegistry } from '../authoring/identity.ts';
 import { configureModelAuthEnv, redirectModels } from '../model/model-registry.ts';
 import { type FlueRuntime, clearRuntime, configureRuntime } from './runtime.ts';
@@ -15,6 +16,8 @@ export interface BootstrapOptions {
   register(registry: AgentRegistry): void;
   /** Development mode when the env does not say (`FLUE_DEV`). */
   devDefault: boolean;
+  /** Which API messages name (`start()` on Node, the build's Worker on Cloudflare). */
+  host: HostKind;
 }
 
 export function bootstrapRuntime(options: BootstrapOptions): AgentRegistry {
@@ -24,6 +27,7 @@ export function bootstrapRuntime(options: BootstrapOptions): AgentRegistry {
   configureModelAuthEnv(env as Record<string, string | undefined>);
   setDevMode(devModeFromEnv(env, options.devDefault));
   setDevServerFromEnv(env);
+  setHostKind(options.host);
   const scripted = env.FLUE_SCRIPTED_MODEL_URL;
   if (typeof scripted === 'string' && scripted !== '') useScriptedModels(scripted);
   return registry;
@@ -40,4 +44,5 @@ export function releaseRuntime(runtime: FlueRuntime): void {
   redirectModels(undefined);
   setDevMode(undefined);
   setDevServerFromEnv(undefined);
+  setHostKind(undefined);
 }

@@ -63,7 +63,7 @@ describe('renderError', () => {
   it('redacts anything else to internal_error with a ref; nothing of the original leaks', async () => {
     const { logged, log } = capture();
     const error = new Error('secret database password in message');
-    const response = renderError(error, { devMode: true, log });
+    const response = renderError(error, { devMode: false, log });
     expect(response.status).toBe(500);
     const text = await response.text();
     expect(text).not.toContain('secret');
@@ -74,6 +74,22 @@ describe('renderError', () => {
     expect(logged[0].error).toBe(error);
     // Non-Error throwables too.
     expect((await renderError('boom', { devMode: false, log }).json()).error.type).toBe('internal_error');
+  });
+
+  it('in dev mode, a redacted error names the original message and its src/ location in dev', async () => {
+    const { logged, log } = capture();
+    const error = new TypeError('customer table missing');
+    error.stack = `TypeError: customer table missing\n    at lookup (${process.cwd()}/src/agents/orders.ts:12:5)\n    at run (node:internal/x:1:1)`;
+    const response = renderError(error, { devMode: true, log });
+    expect(response.status).toBe(500);
+    const body = (await response.json()) as { error: Record<string, string> };
+    expect(body.error).toEqual({
+      type: 'internal_error',
+      message: 'An internal error occurred.',
+      details: expect.any(String),
+      dev: 'TypeError: customer table missing (at src/agents/orders.ts:12:5)\n    at lookup (src/agents/orders.ts:12:5)\n    at run (node:internal/x:1:1)',
+      ref: logged[0]!.ref,
+    });
   });
 
   it('shows dev prose only in dev mode', async () => {

@@ -4,6 +4,7 @@
  */
 import { type ErrorEnvelopeBody, FlueError, FlueHttpError, envelopeOf } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
+import { describeForDeveloper } from '../common/dev-stack.ts';
 
 /** Body present without a JSON content type (internal type). */
 export class UnsupportedMediaTypeError extends FlueHttpError {
@@ -36,7 +37,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
 export type ErrorLogger = (ref: string, error: unknown) => void;
 
 export interface RenderErrorOptions {
-  /** Include the class's `dev` prose in envelopes. */
+  /** Include the class's `dev` prose in envelopes, and for any other error its message and src/ location. */
   devMode: boolean;
   /** Where logged renders go; defaults to `console.error` prefixed with the ref. */
   log?: ErrorLogger;
@@ -53,7 +54,8 @@ const INTERNAL_ERROR: ErrorEnvelopeBody = Object.freeze({
 /**
  * Status resolution: a FlueHttpError answers with its own status and headers and
  * is not logged (it is the caller's mistake, not ours); any other error is a 500 that is logged
- * under a fresh `ref`, and a non-Flue error is redacted to `internal_error` so nothing leaks.
+ * under a fresh `ref`, and a non-Flue error is redacted to `internal_error` so nothing leaks
+ * (outside dev mode).
  */
 export function renderError(error: unknown, options: RenderErrorOptions): Response {
   if (error instanceof FlueHttpError) {
@@ -61,8 +63,11 @@ export function renderError(error: unknown, options: RenderErrorOptions): Respon
   }
   const ref = newId('err');
   (options.log ?? defaultLogger(options.traceparent))(ref, error);
+  // In dev mode the reader is the developer: a redacted error still says what failed and where.
   const body: ErrorEnvelopeBody =
-    error instanceof FlueError ? { ...envelopeOf(error, options.devMode), ref } : { ...INTERNAL_ERROR, ref };
+    error instanceof FlueError
+      ? { ...envelopeOf(error, options.devMode), ref }
+      : { ...INTERNAL_ERROR, ...(options.devMode ? { dev: describeForDeveloper(error) } : {}), ref };
   return envelopeResponse(500, body, { 'flue-error-ref': ref });
 }
 

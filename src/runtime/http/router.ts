@@ -36,6 +36,7 @@ import {
 import { type Agent, resolveAgentIdentity } from '../authoring/identity.ts';
 import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText, mimeTypeProblem, quoted } from '../common/input-limits.ts';
 import { newId } from '../common/ids.ts';
+import { registrationHint } from '../common/host-kind.ts';
 import { MAX_REQUEST_BODY_BYTES, checkDeliveredMessage } from '../common/limits.ts';
 import type { ConversationStreamChunk } from '../engine/projection.ts';
 import { type FlueRuntime, type UpdatesResult, requireRuntime } from '../host/runtime.ts';
@@ -313,8 +314,7 @@ function resolveTarget(agent: Agent, identity: string): { runtime: FlueRuntime; 
   if (registry.has(agent)) return { runtime, agentName: registry.identityOf(agent) };
   if (registry.get(identity) !== undefined) return { runtime, agentName: identity };
   throw new Error(
-    `[flue] createAgentRouter() serves agent "${identity}", which is not registered in this app. ` +
-      "Register it via start({ agents }) or export it from a 'use agent' module.",
+    `[flue] createAgentRouter() serves agent "${identity}", which is not registered in this app. ${registrationHint()}`,
   );
 }
 
