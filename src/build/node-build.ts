@@ -14,6 +14,7 @@ import * as esbuild from 'esbuild';
 import { globAgents } from './build.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
+import { checkModuleLoad, outcome } from './load-check.ts';
 import { generateNodeEntry } from './node-entry.ts';
 import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
@@ -89,6 +90,8 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   const dist = path.join(root, 'dist');
   const outfile = path.join(dist, SERVER_FILE);
   log(`[flue] Bundling ${path.join('dist', SERVER_FILE)}`);
+  // Loading the modules runs beside the bundling; a bundling error is reported first.
+  const loading = outcome(checkModuleLoad({ root, target: 'node', modules: [app, ...scan.modules.map((m) => m.file)], log }));
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {
     result = await esbuild.build({
@@ -112,8 +115,11 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternal(), quietSqlite()],
     });
   } catch (error) {
+    await loading;
     throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
   }
+  const loadFailure = await loading;
+  if (loadFailure !== undefined) throw loadFailure;
   for (const warning of result.warnings) {
     const file = warning.location?.file ?? '';
     if (file.startsWith('../') || /(?:^|\/)node_modules\//.test(file)) continue;
