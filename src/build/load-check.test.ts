@@ -4,12 +4,14 @@
  * The kinds of definition error run through the shared check directly (one Node child each); the
  * CLI cases show the wiring of both targets once.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from './cli.ts';
 import type { BuildTarget } from './config.ts';
 import { ModuleLoadError, checkModuleLoad, sourceLocation } from './load-check.ts';
+import { packageRoot } from './package-root.ts';
 import { removeDir, tempProject, wranglerJsonc, writeFiles } from './test-project.ts';
 
 const dirs: string[] = [];
@@ -120,6 +122,15 @@ describe('checkModuleLoad', () => {
     const error = await check('node', files);
     expect(error).toBeInstanceOf(ModuleLoadError);
     expect((error as Error).message).toMatch(/^\[flue\] src\/agents\/helper\.ts: this package runs on workerd only \(thrown while loading src\/agents\/helper\.ts/);
+  });
+
+  it('names the src/ line when node_modules is a symlink to another tree', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'flue-load-check-'));
+    dirs.push(dir);
+    writeFiles(dir, { 'package.json': PACKAGE_JSON, 'src/app.ts': APP, 'src/agents/helper.ts': agent("useModel('anthropic/claude-haiku-4-5');") });
+    symlinkSync(path.join(packageRoot(), 'node_modules'), path.join(dir, 'node_modules'));
+    const error = await checkModuleLoad({ root: dir, target: 'node', modules: [path.join(dir, 'src/agents/helper.ts')] }).catch((e: unknown) => e);
+    expect((error as ModuleLoadError).location).toBe('src/agents/helper.ts:3:1');
   });
 });
 

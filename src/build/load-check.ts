@@ -14,7 +14,7 @@
  * `src/` count: a package that loads on workerd but not on Node is not the user's definition error.
  */
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { mkdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -70,7 +70,12 @@ export async function checkModuleLoad(options: LoadCheckOptions): Promise<void> 
   const { root, modules } = options;
   const log = options.log ?? (() => {});
   if (modules.length === 0) return;
-  const outdir = path.join(root, 'node_modules', '.cache', 'flue', `load-check-${process.pid}-${++checkCounter}`);
+  // Under the project's node_modules, so the packages left to Node resolve from there. Through its
+  // real path: Node loads a module by its real path and resolves the source map's relative paths
+  // from there, so with node_modules a symlink they would point beside the wrong src/.
+  const cache = path.join(root, 'node_modules', '.cache', 'flue');
+  await mkdir(cache, { recursive: true });
+  const outdir = path.join(await realpath(cache), `load-check-${process.pid}-${++checkCounter}`);
   const conditions = processNodeConditions();
   try {
     let result: esbuild.BuildResult<{ metafile: true }>;
@@ -130,6 +135,9 @@ export async function checkModuleLoad(options: LoadCheckOptions): Promise<void> 
  */
 async function loadInChild(root: string, urls: string[]): Promise<ChildReport | undefined> {
   const script = [
+    "import { registerHooks } from 'node:module';",
+    `const standIn = ${JSON.stringify(`data:text/javascript,${encodeURIComponent(CLOUDFLARE_STAND_IN)}`)};`,
+    "registerHooks({ resolve: (specifier, context, next) => specifier.startsWith('cloudflare:') ? { url: standIn, shortCircuit: true } : next(specifier, context) });",
     `const urls = ${JSON.stringify(urls)};`,
     `const marker = ${JSON.stringify(RESULT_MARKER)};`,
     "const report = (value) => process.stdout.write('\\n' + marker + JSON.stringify(value) + '\\n', () => process.exit(0));",
@@ -196,20 +204,21 @@ function firstLine(text: string): string {
   return text.split('\n')[0]!.replace(/^\[flue\]\s*/, '');
 }
 
-/**
- * `cloudflare:*` modules do not exist on Node: a stand-in exports their names (classes to extend,
- * an `env` whose every property is again a stand-in), enough for module top level to run.
- */
+/** `cloudflare:*` imports stay in the output; the child's resolve hook answers them. */
 function cloudflareModulesPlugin(): esbuild.Plugin {
   return {
     name: 'flue-load-check-cloudflare',
     setup(build) {
-      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, namespace: 'flue-cloudflare-stand-in' }));
-      build.onLoad({ filter: /.*/, namespace: 'flue-cloudflare-stand-in' }, () => ({ contents: CLOUDFLARE_STAND_IN, loader: 'js' }));
+      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
     },
   };
 }
 
+/**
+ * `cloudflare:*` modules do not exist on Node. Whoever imports one (the project, or the runtime's
+ * own Cloudflare entries) gets this stand-in: the names those modules export (classes to extend,
+ * an `env` whose every property is again a stand-in), enough for module top level to run.
+ */
 const CLOUDFLARE_STAND_IN = `
 const standIn = new Proxy(function () {}, {
   get: (_, key) => (key === Symbol.toPrimitive ? () => '' : key === 'then' ? undefined : standIn),
