@@ -16,10 +16,10 @@
 import { spawn } from 'node:child_process';
 import { mkdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
-import { flueRuntimePlugin, markdownPlugin, processNodeConditions } from './plugins.ts';
+import { nodeModulesBuildOptions, outputUrlFor, processNodeConditions } from './plugins.ts';
 import type { BuildTarget } from './config.ts';
 import { resolveRuntimeExport } from './package-root.ts';
 
@@ -81,34 +81,17 @@ export async function checkModuleLoad(options: LoadCheckOptions): Promise<void> 
     let result: esbuild.BuildResult<{ metafile: true }>;
     try {
       result = await esbuild.build({
-        entryPoints: [...modules],
-        absWorkingDir: root,
-        outdir,
+        ...nodeModulesBuildOptions({ root, entryPoints: modules, outdir, conditions, runtimeExternal: runtimeIsBuilt(conditions) }),
         outbase: root,
-        bundle: true,
-        splitting: true,
-        format: 'esm',
-        platform: 'node',
-        target: 'node22',
-        packages: 'external',
-        keepNames: true,
         sourcemap: 'linked',
-        metafile: true,
-        logLevel: 'silent',
-        loader: { '.md': 'text' },
         define: options.define ?? {},
         alias: options.alias ?? {},
-        plugins: [flueRuntimePlugin({ conditions, external: runtimeIsBuilt(conditions) }), markdownPlugin(), cloudflareModulesPlugin()],
       });
     } catch {
       // The build's own bundle reports what does not compile, with a better message.
       return;
     }
-    const outputs = modules.map((module) => {
-      const rel = path.relative(root, module).split(path.sep).join('/');
-      const out = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
-      return out === undefined ? undefined : pathToFileURL(path.resolve(root, out)).href;
-    });
+    const outputs = modules.map((module) => outputUrlFor(root, result.metafile, module));
     if (outputs.some((url) => url === undefined)) return;
     const report = await loadInChild(root, outputs as string[]);
     if (report === undefined) {
@@ -202,16 +185,6 @@ export async function outcome(work: Promise<unknown>): Promise<unknown> {
 
 function firstLine(text: string): string {
   return text.split('\n')[0]!.replace(/^\[flue\]\s*/, '');
-}
-
-/** `cloudflare:*` imports stay in the output; the child's resolve hook answers them. */
-function cloudflareModulesPlugin(): esbuild.Plugin {
-  return {
-    name: 'flue-load-check-cloudflare',
-    setup(build) {
-      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
-    },
-  };
 }
 
 /**

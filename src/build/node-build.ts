@@ -16,7 +16,7 @@ import { FlueBuildError } from './build-errors.ts';
 import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { checkModuleLoad, outcome } from './load-check.ts';
 import { generateNodeEntry } from './node-entry.ts';
-import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { NODE_CONDITIONS, agentBindingPlugin, cloudflareExternalPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -112,7 +112,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       metafile: true,
       logLevel: 'silent',
       loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternal(), quietSqlite()],
+      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternalPlugin(), quietSqlite()],
     });
   } catch (error) {
     await loading;
@@ -199,16 +199,6 @@ function quietSqlite(): esbuild.Plugin {
         const names = Object.keys(process.getBuiltinModule('node:sqlite') as object);
         return { contents: `export const { ${names.join(', ')} } = process.getBuiltinModule('node:sqlite');\n`, loader: 'js' };
       });
-    },
-  };
-}
-
-/** `cloudflare:*` stays external so the metafile can name the import chain afterwards. */
-function cloudflareExternal(): esbuild.Plugin {
-  return {
-    name: 'flue-node-cloudflare-imports',
-    setup(build) {
-      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
     },
   };
 }
