@@ -1,14 +1,15 @@
 /**
- * The build loads the project's agent modules once, so that whatever throws at module load (a
+ * The build loads the app entry and the agent modules once, so that whatever throws at module load (a
  * malformed `defineTool()`/`defineSkill()`/`defineSubagent()`/`defineMcpConnection()`, a hook
  * called at module top level, any other top-level throw) fails the build with its message and the
  * `src/` line that threw, instead of passing and then killing the server that loads the bundle.
  *
  * The modules are bundled for Node (project sources bundled, packages left to Node, the runtime
- * resolved to the very files the CLI runs from: the package's dist/ when installed) and imported in
- * a child process with source maps on, so the stack points at the sources and nothing the modules
- * do at top level (timers, global installs) touches the CLI or outlives the check. The child costs
- * a Node start and the runtime's import; builds run it beside their own bundling.
+ * the very files the CLI runs from: the package's dist/ when installed) and imported in a child
+ * process with source maps on, so the stack points at the sources and nothing the modules do at top
+ * level (timers, global installs) touches the CLI or outlives the check; `cloudflare:*` imports get
+ * a stand-in there. The child costs a Node start and the runtime's import (well under a second);
+ * builds run it beside their own bundling.
  *
  * Node is not workerd, so for the Cloudflare target only errors thrown from the project's own
  * `src/` count: a package that loads on workerd but not on Node is not the user's definition error.
@@ -142,6 +143,11 @@ async function loadInChild(root: string, urls: string[]): Promise<ChildReport | 
     let stdout = '';
     child.stdout.on('data', (data: Buffer) => void (stdout += data.toString('utf8')));
     const timer = setTimeout(() => child.kill('SIGKILL'), LOAD_TIMEOUT_MS);
+    // A Node that cannot be started is no verdict on the modules.
+    child.on('error', () => {
+      clearTimeout(timer);
+      resolve(undefined);
+    });
     child.on('close', () => {
       clearTimeout(timer);
       const line = stdout.split('\n').findLast((l) => l.startsWith(RESULT_MARKER));
