@@ -138,7 +138,7 @@ export function createBuilder(options: BuildOptions): Builder {
     }
     log(`[flue] Bundling ${path.join('dist', 'worker.js')}${incremental ? ' (incremental)' : ''}`);
     // Loading the modules on Node runs beside the bundling; a bundling error is reported first.
-    const loading = outcome(checkModuleLoad({ root, target: 'cloudflare', modules: [prepared.app, ...prepared.scan.modules.map((m) => m.file)], define, alias, log }));
+    const loading = outcome(checkModuleLoad({ root, target: 'cloudflare', modules: [prepared.app, ...(prepared.cloudflare === undefined ? [] : [prepared.cloudflare]), ...prepared.scan.modules.map((m) => m.file)], define, alias, log }));
     let result: esbuild.BuildResult<{ write: false; metafile: true }>;
     try {
       result = await context.rebuild();

@@ -172,4 +172,16 @@ describe('flue build with a definition error', () => {
     );
     expect(readFileSync(path.join(dir, output)).equals(good)).toBe(true);
   });
+
+  it('loads src/cloudflare.ts too on the Cloudflare target (cloudflare:* imports answered by a stand-in)', async () => {
+    const dir = project({
+      'src/app.ts': APP,
+      'src/agents/helper.ts': agent(''),
+      'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']),
+      'src/cloudflare.ts': "import { WorkerEntrypoint } from 'cloudflare:workers';\nexport class Side extends WorkerEntrypoint {}\nif (Side.name === 'Side') throw new TypeError('cloudflare.ts failed');\n",
+    });
+    const r = await cli(['build'], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('[flue] src/cloudflare.ts:3:33: TypeError: cloudflare.ts failed (thrown at module load');
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * The build loads the app entry and the agent modules once, so that whatever throws at module load (a
+ * The build loads the app entry (and `src/cloudflare.*`) and the agent modules once, so that whatever throws at module load (a
  * malformed `defineTool()`/`defineSkill()`/`defineSubagent()`/`defineMcpConnection()`, a hook
  * called at module top level, any other top-level throw) fails the build with its message and the
  * `src/` line that threw, instead of passing and then killing the server that loads the bundle.
