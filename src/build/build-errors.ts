@@ -76,11 +76,16 @@ export class DuplicateAgentExportError extends FlueBuildError {
   }
 }
 
+/** `file:line` when the line is known (an editor opens it there). */
+function at(file: string, line: number | undefined): string {
+  return line === undefined ? file : `${file}:${line}`;
+}
+
 export class InvalidAgentNameStaticError extends FlueBuildError {
-  constructor(file: string, exportName: string, localName: string, problem: string) {
+  constructor(file: string, exportName: string, localName: string, problem: string, line?: number) {
     super(
       'InvalidAgentNameStaticError',
-      `${localName}.agentName in ${file} (agent export ${exportName}) is not statically readable: ` +
+      `${localName}.agentName in ${at(file, line)} (agent export ${exportName}) is not statically readable: ` +
         `${problem}. Assign a string literal once at module top level, e.g. ` +
         `\`${localName}.agentName = 'issue-triage'\`.`,
       { file, exportName },
@@ -91,11 +96,11 @@ export class InvalidAgentNameStaticError extends FlueBuildError {
 export class InvalidAgentIdentityError extends FlueBuildError {
   readonly identity: string;
 
-  constructor(file: string, exportName: string, identity: string, source: string, pattern: RegExp) {
+  constructor(file: string, exportName: string, identity: string, source: string, pattern: RegExp, line?: number) {
     super(
       'InvalidAgentIdentityError',
       `Invalid agent identity ${JSON.stringify(identity)} (${source}) for export ${exportName} in ` +
-        `${file}: it must match ${pattern} (PascalCase or kebab-case, starting with a letter).`,
+        `${at(file, line)}: it must match ${pattern} (PascalCase or kebab-case, starting with a letter).`,
       { file, exportName },
     );
     this.identity = identity;

@@ -8,12 +8,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
-import { agentGuardPlugin, processNodeConditions, flueRuntimePlugin, importChain, markdownPlugin } from './plugins.ts';
+import { agentGuardPlugin, importChain, nodeModulesBuildOptions, outputUrlFor, processNodeConditions } from './plugins.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { type ModelMode, serveModel } from './model-choice.ts';
 import type { ScriptedModelServer } from '../testing/index.ts';
@@ -237,23 +236,12 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
 
   let result: esbuild.BuildResult<{ metafile: true }>;
   try {
+    const options = nodeModulesBuildOptions({ root, entryPoints, outdir, conditions: processNodeConditions(), runtimeExternal: true });
     result = await esbuild.build({
-      entryPoints,
-      absWorkingDir: root,
-      outdir,
+      ...options,
       entryNames: '[name]-[hash]',
       chunkNames: 'chunks/[name]-[hash]',
-      bundle: true,
-      splitting: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node22',
-      packages: 'external',
-      keepNames: true,
-      metafile: true,
-      logLevel: 'silent',
-      loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: processNodeConditions(), external: true }), markdownPlugin(), agentGuardPlugin(), cloudflareImportsPlugin()],
+      plugins: [...options.plugins, agentGuardPlugin()],
     });
   } catch (error) {
     throw new FlueBuildError('RunSetupError', `Could not bundle ${modulePath}:\n${formatEsbuildError(error)}`);
@@ -272,25 +260,14 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
   }
 
   const outputFor = (entry: string) => {
-    const rel = path.relative(root, entry).split(path.sep).join('/');
-    const out = Object.entries(result.metafile.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
-    if (out === undefined) throw new FlueBuildError('RunSetupError', `esbuild produced no output for ${rel}.`);
-    return pathToFileURL(path.resolve(root, out)).href;
+    const url = outputUrlFor(root, result.metafile, entry);
+    if (url === undefined) throw new FlueBuildError('RunSetupError', `esbuild produced no output for ${path.relative(root, entry)}.`);
+    return url;
   };
   const namespace = (await import(outputFor(file))) as Record<string, unknown>;
   const dbNamespace =
     dbFile === undefined ? undefined : dbFile === file ? namespace : ((await import(outputFor(dbFile))) as Record<string, unknown>);
   return { namespace, dbNamespace, dbFile };
-}
-
-/** `cloudflare:*` stays external here so the metafile can name the import chain afterwards. */
-function cloudflareImportsPlugin(): esbuild.Plugin {
-  return {
-    name: 'flue-run-cloudflare-imports',
-    setup(build) {
-      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
-    },
-  };
 }
 
 function isClass(fn: Function): boolean {

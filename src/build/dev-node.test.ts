@@ -7,7 +7,7 @@
  */
 import { afterAll, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { packageRoot } from './package-root.ts';
@@ -107,8 +107,25 @@ it('flue dev --target node serves, runs tools offline, names src/ in errors, res
   await until('the restarted server', async () => ((await get(`${url}/`))?.startsWith('version two') ? true : undefined));
   expect(stderr).toContain('[flue] Rebuilt; restarting the server');
 
+  // An atomic save (temporary file renamed over the original), then an in-place edit of it.
+  writeFileSync(`${appFile}.tmp`, readFileSync(appFile, 'utf8').replace('version two', 'version three'));
+  renameSync(`${appFile}.tmp`, appFile);
+  await until('the atomically saved server', async () => ((await get(`${url}/`))?.startsWith('version three') ? true : undefined));
+  writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('version three', 'version two'));
+  await until('the server edited after the atomic save', async () => ((await get(`${url}/`))?.startsWith('version two') ? true : undefined));
+
+  // A definition error at module load: the [flue] line names the source line; the server stays.
+  writeFileSync(path.join(dir, 'src/agents/helper.ts'), "'use agent';\nimport { useModel } from '@flue/runtime';\nuseModel('anthropic/claude-haiku-4-5');\nexport function Helper() { return 'Help.'; }\n");
+  await until('the definition error', () =>
+    stderr.includes('[flue] src/agents/helper.ts:3:1: AgentDefinitionError: useModel() was called outside') && stderr.split('AgentDefinitionError')[1]?.includes('[flue] Keeping the running server.') ? true : undefined,
+  );
+  const kept = await fetch(`${url}/`);
+  expect(await kept.text()).toBe('version two 1');
+  expect(kept.headers.get('x-flue-build-error')).toMatch(/^\[flue\] src\/agents\/helper\.ts:3:1: AgentDefinitionError: /);
+
   writeFileSync(appFile, 'export default {{ broken');
-  await until('the rebuild error', () => (stderr.includes('[flue] Keeping the running server.') ? true : undefined));
+  // The second time the server is kept (the first was the definition error).
+  await until('the rebuild error', () => (stderr.split('[flue] Keeping the running server.').length === 3 ? true : undefined));
   const stale = await fetch(`${url}/`);
   expect(await stale.text()).toBe('version two 1');
   // The running server is the last good build, and its responses say why.

@@ -1,14 +1,15 @@
 /**
- * `flue dev` end to end: wrangler dev on the generated config, live reload of body edits,
- * rebuild errors keeping the last good build (and saying so in a response header), restart on
- * config changes, the user's own errors named with their src/ location, SIGINT → 130.
+ * `flue dev` end to end: wrangler dev on the generated config, live reload of body edits and
+ * atomic saves, rebuild and definition errors keeping the last good build (and saying so in a
+ * response header), restart on config changes, the user's own errors named with their src/
+ * location, SIGINT → 130.
  *
  * The project lives under the OS temp dir with a node_modules symlink to this checkout: wrangler
  * dev ignores file changes under any `node_modules` path, so node_modules/.cache would hide them.
  */
 import { afterAll, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -95,14 +96,33 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
   await until('the edited response', async () => ((await get(`${url}/`))?.includes('Flue was edited.') ? true : undefined));
   expect(stderr).toContain('[flue] Bundling dist/worker.js (incremental)');
 
+  // An atomic save (temporary file renamed over the original), then an in-place edit of the same
+  // file: both reload.
+  writeFileSync(`${appFile}.tmp`, readFileSync(appFile, 'utf8').replace('Flue was edited.', 'Flue was saved atomically.'));
+  renameSync(`${appFile}.tmp`, appFile);
+  await until('the atomically saved response', async () => ((await get(`${url}/`))?.includes('Flue was saved atomically.') ? true : undefined));
+  writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('Flue was saved atomically.', 'Flue was edited.'));
+  await until('the response edited after the atomic save', async () => ((await get(`${url}/`))?.includes('Flue was edited.') ? true : undefined));
+
+  // A definition error at module load: one [flue] line naming the source line, the last good build
+  // stays live, and wrangler never loads the broken bundle.
+  const helloFile = path.join(dir, 'src/agents/hello.ts');
+  const hello = readFileSync(helloFile, 'utf8');
+  writeFileSync(helloFile, `${hello}useModel('anthropic/claude-haiku-4-5');\n`);
+  const line = hello.split('\n').length;
+  await until('the definition error', () => (stderr.includes(`[flue] src/agents/hello.ts:${line}:1: AgentDefinitionError: useModel() was called outside`) ? true : undefined));
+  await until('the keep line', () => (stderr.split('AgentDefinitionError')[1]?.includes('[flue] Keeping the last good build.') ? true : undefined));
+  expect(await get(`${url}/`)).toContain('Flue was edited.');
+  writeFileSync(helloFile, hello);
+
   // A new agent without its migration: the error is printed, the last good build stays live, and
   // its responses carry the build error. (The agent's render throws: see the end of the test.)
   writeFileSync(
     path.join(dir, 'src/agents/support.ts'),
     "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Support() {\n  useModel('anthropic/claude-haiku-4-5');\n  throw new TypeError('the support desk is closed');\n}\n",
   );
-  await until('the migration error', () => (stderr.includes('[flue] Keeping the last good build.') ? true : undefined));
-  expect(stderr).toContain('"FlueSupportAgent" (agent "Support") is not introduced by the migrations in wrangler.jsonc');
+  const migrationError = '"FlueSupportAgent" (agent "Support") is not introduced by the migrations in wrangler.jsonc';
+  await until('the migration error', () => (stderr.split(migrationError)[1]?.includes('[flue] Keeping the last good build.') ? true : undefined));
   const stale = await until('GET / on the last good build', () => getWithHeaders(`${url}/`));
   expect(stale.body).toContain('Flue was edited.');
   expect(stale.headers.get('x-flue-build-error')).toMatch(/^\[flue\] .*"FlueSupportAgent" \(agent "Support"\) is not introduced by the migrations in wrangler\.jsonc/);
@@ -142,6 +162,7 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
   expect(failed.error).toMatch(/^Submission "sub_\w+" failed: TypeError: the support desk is closed \(at src\/agents\/support\.ts:5:9\)$/);
   await until('the mapped stack in the terminal', () => (/at Support \(\S*\/src\/agents\/support\.ts:5:9\)/.test(stderr) ? true : undefined));
 
+  expect(stderr).not.toMatch(/no such Durable Object class|no such named entrypoint|problem with the workerd binary/);
   child.kill('SIGINT');
   expect(await exited).toBe(130);
   expect(await get(`${url}/`)).toBeUndefined();

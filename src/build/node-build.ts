@@ -14,8 +14,9 @@ import * as esbuild from 'esbuild';
 import { globAgents } from './build.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
+import { checkModuleLoad, outcome } from './load-check.ts';
 import { generateNodeEntry } from './node-entry.ts';
-import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { NODE_CONDITIONS, agentBindingPlugin, cloudflareExternalPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -89,6 +90,8 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   const dist = path.join(root, 'dist');
   const outfile = path.join(dist, SERVER_FILE);
   log(`[flue] Bundling ${path.join('dist', SERVER_FILE)}`);
+  // Loading the modules runs beside the bundling; a bundling error is reported first.
+  const loading = outcome(checkModuleLoad({ root, target: 'node', modules: [app, ...scan.modules.map((m) => m.file)], log }));
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {
     result = await esbuild.build({
@@ -109,11 +112,14 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       metafile: true,
       logLevel: 'silent',
       loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternal(), quietSqlite()],
+      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternalPlugin(), quietSqlite()],
     });
   } catch (error) {
+    await loading;
     throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
   }
+  const loadFailure = await loading;
+  if (loadFailure !== undefined) throw loadFailure;
   for (const warning of result.warnings) {
     const file = warning.location?.file ?? '';
     if (file.startsWith('../') || /(?:^|\/)node_modules\//.test(file)) continue;
@@ -193,16 +199,6 @@ function quietSqlite(): esbuild.Plugin {
         const names = Object.keys(process.getBuiltinModule('node:sqlite') as object);
         return { contents: `export const { ${names.join(', ')} } = process.getBuiltinModule('node:sqlite');\n`, loader: 'js' };
       });
-    },
-  };
-}
-
-/** `cloudflare:*` stays external so the metafile can name the import chain afterwards. */
-function cloudflareExternal(): esbuild.Plugin {
-  return {
-    name: 'flue-node-cloudflare-imports',
-    setup(build) {
-      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
     },
   };
 }

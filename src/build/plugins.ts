@@ -4,7 +4,7 @@
 import { lstat, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Metafile, OnLoadResult, Plugin } from 'esbuild';
+import type { BuildOptions, Metafile, OnLoadResult, Plugin } from 'esbuild';
 import { resolveRuntimeExport, runtimeSubpath } from './package-root.ts';
 import type { ScannedModule } from './scan-types.ts';
 import { createSkillReference, readSkillMarkdown, skillIssuesMessage, type SkillReference } from '../shared/skill-format.ts';
@@ -66,6 +66,56 @@ export function flueRuntimePlugin(options: { conditions: readonly string[]; exte
       });
     },
   };
+}
+
+/**
+ * `cloudflare:*` imports stay in the output as they are: a Node bundle names them in its import
+ * chain errors (metafile), and the definition check's child answers them with a stand-in.
+ */
+export function cloudflareExternalPlugin(): Plugin {
+  return {
+    name: 'flue-cloudflare-external',
+    setup(build) {
+      build.onResolve({ filter: /^cloudflare:/ }, (args) => ({ path: args.path, external: true }));
+    },
+  };
+}
+
+/**
+ * esbuild settings that bundle project modules for a Node process to import (`flue run`, the
+ * build's definition check): the project's sources bundled, packages left to Node, `@flue/runtime`
+ * resolved with `conditions` (left external as a `file:` URL when `runtimeExternal`).
+ */
+export function nodeModulesBuildOptions(options: {
+  root: string;
+  entryPoints: readonly string[];
+  outdir: string;
+  conditions: readonly string[];
+  runtimeExternal: boolean;
+}): BuildOptions & { metafile: true; plugins: Plugin[] } {
+  return {
+    entryPoints: [...options.entryPoints],
+    absWorkingDir: options.root,
+    outdir: options.outdir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    packages: 'external',
+    keepNames: true,
+    metafile: true,
+    logLevel: 'silent',
+    loader: { '.md': 'text' },
+    plugins: [flueRuntimePlugin({ conditions: options.conditions, external: options.runtimeExternal }), markdownPlugin(), cloudflareExternalPlugin()],
+  };
+}
+
+/** The `file:` URL of the output esbuild wrote for the entry point `entry` (absolute), if any. */
+export function outputUrlFor(root: string, metafile: Metafile, entry: string): string | undefined {
+  const rel = path.relative(root, entry).split(path.sep).join('/');
+  const out = Object.entries(metafile.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
+  return out === undefined ? undefined : pathToFileURL(path.resolve(root, out)).href;
 }
 
 /**

@@ -6,6 +6,8 @@
 import type { AnyNode, Expression, Pattern, Program } from 'acorn';
 
 export interface AgentNameWrite {
+  /** Offset of the writing expression in the scanned (esbuild output) text. */
+  start: number;
   /** The literal value of the one statically readable form. */
   value?: string;
   /** Why this write is not statically readable. */
@@ -29,9 +31,9 @@ export function findAgentNameWrites(program: Program, agentLocals: Set<string>):
     }
   }
 
-  const record = (name: string, write: AgentNameWrite): void => {
+  const record = (name: string, node: AnyNode, write: Omit<AgentNameWrite, 'start'>): void => {
     const list = writes.get(name) ?? [];
-    list.push(write);
+    list.push({ start: node.start, ...write });
     writes.set(name, list);
   };
   // The agent a member expression's object names, when that member is `.agentName`.
@@ -55,18 +57,18 @@ export function findAgentNameWrites(program: Program, agentLocals: Set<string>):
         if (target !== undefined) {
           const literal = staticString(node.right);
           if (node.operator !== '=') {
-            record(target, { problem: `it is updated with \`${node.operator}\`` });
+            record(target, node, { problem: `it is updated with \`${node.operator}\`` });
           } else if (!topLevelAssignments.has(node)) {
-            record(target, { problem: 'it is assigned inside a function, block, condition or larger expression' });
+            record(target, node, { problem: 'it is assigned inside a function, block, condition or larger expression' });
           } else if (literal === undefined) {
-            record(target, { problem: 'the assigned value is not a string literal' });
+            record(target, node, { problem: 'the assigned value is not a string literal' });
           } else {
-            record(target, { value: literal });
+            record(target, node, { value: literal });
           }
         } else {
           for (const member of patternMembers(node.left)) {
             const name = targetOf(member, current);
-            if (name !== undefined) record(name, { problem: 'it is assigned by destructuring' });
+            if (name !== undefined) record(name, node, { problem: 'it is assigned by destructuring' });
           }
         }
         break;
@@ -75,20 +77,20 @@ export function findAgentNameWrites(program: Program, agentLocals: Set<string>):
       case 'UnaryExpression': {
         const name = targetOf(node.argument, current);
         if (name !== undefined && (node.type === 'UpdateExpression' || node.operator === 'delete')) {
-          record(name, { problem: `it is changed with \`${node.operator}\`` });
+          record(name, node, { problem: `it is changed with \`${node.operator}\`` });
         }
         break;
       }
       case 'ForInStatement':
       case 'ForOfStatement': {
         const name = targetOf(node.left, current);
-        if (name !== undefined) record(name, { problem: 'it is a loop variable' });
+        if (name !== undefined) record(name, node, { problem: 'it is a loop variable' });
         break;
       }
       case 'CallExpression': {
         const name = agentArgument(node.arguments[0], current);
         if (name !== undefined && setsAgentNameReflectively(node)) {
-          record(name, { problem: 'it is set through Object/Reflect property helpers' });
+          record(name, node, { problem: 'it is set through Object/Reflect property helpers' });
         }
         break;
       }

@@ -320,7 +320,9 @@ export const Other = () => { const Triage = {} as any; Triage.agentName = 'y'; }
     const error = await scanError(`'use agent';\n${body}\n`);
     expect(error).toBeInstanceOf(InvalidAgentNameStaticError);
     expect(error.name).toBe('InvalidAgentNameStaticError');
-    expect(error.message).toMatch(/^\[flue\] Triage\.agentName in \/project\/src\/agents\/triage\.ts \(agent export Triage\)/);
+    // The line of the offending write: the body's last line (line 1 is the directive).
+    const line = 1 + body.split('\n').length;
+    expect(error.message).toMatch(new RegExp(`^\\[flue\\] Triage\\.agentName in /project/src/agents/triage\\.ts:${line} \\(agent export Triage\\)`));
     expect(error.message).toMatch(problem);
     expect(error.file).toBe(FILE);
     expect(error.exportName).toBe('Triage');
@@ -398,6 +400,7 @@ describe('build errors', () => {
     expect(error).toBeInstanceOf(InvalidAgentIdentityError);
     expect((error as InvalidAgentIdentityError).identity).toBe(identity);
     expect(error.message).toContain(`${JSON.stringify(identity)} (${source})`);
+    expect(error.message).toContain(`/project/src/agents/triage.ts:${1 + body.split('\n').length}: it must match`);
   });
 
   it('DuplicateAgentIdentityError: two agents of one module share an identity', async () => {

@@ -15,6 +15,7 @@
  * scan-agent-name.ts.
  */
 import { readdir, readFile } from 'node:fs/promises';
+import { SourceMap, type SourceMapPayload } from 'node:module';
 import path from 'node:path';
 import { transform, type Loader, type Message } from 'esbuild';
 import { parse, type AnyNode, type Expression, type Program } from 'acorn';
@@ -103,7 +104,7 @@ export async function scanModule(file: string, source: string, options: ScanModu
     // An unmarked module is not ours to reject for syntax: the bundler reports that.
     let program: Program;
     try {
-      program = parse(await transformToJs(absolute, source), { ecmaVersion: 'latest', sourceType: 'module' });
+      program = parse((await transformToJs(absolute, source)).code, { ecmaVersion: 'latest', sourceType: 'module' });
     } catch {
       return undefined;
     }
@@ -112,7 +113,8 @@ export async function scanModule(file: string, source: string, options: ScanModu
     return undefined;
   }
 
-  const output = await transformToJs(absolute, source);
+  const transformed = await transformToJs(absolute, source);
+  const output = transformed.code;
   const marked = readDirectivePrologue(source).some(isUseAgentDirective);
 
   let program: Program;
@@ -132,7 +134,7 @@ export async function scanModule(file: string, source: string, options: ScanModu
     }
     return undefined;
   }
-  return { file: absolute, agents: findAgents(absolute, program) };
+  return { file: absolute, agents: findAgents(absolute, program, transformed.lineOf) };
 }
 
 function isUseAgentStatement(node: AnyNode): boolean {
@@ -179,18 +181,37 @@ function exportedAgentShapedNames(program: Program): string[] {
 // ---------------------------------------------------------------------------------------------
 // esbuild pass
 
-async function transformToJs(file: string, source: string): Promise<string> {
+interface TransformedModule {
+  code: string;
+  /** 1-based line in the original source of an offset in `code` (undefined when unmapped). */
+  lineOf(offset: number): number | undefined;
+}
+
+async function transformToJs(file: string, source: string): Promise<TransformedModule> {
   try {
     const result = await transform(source, {
       loader: loaderFor(file),
       sourcefile: file,
+      sourcemap: 'external',
       // No `format`: esbuild then keeps module syntax as written. With `format: 'esm'` it rewrites
       // `export default () => {}` to `var <Basename>_default = () => {}`, which cannot be told
       // apart from a user's own function of that name.
       target: 'es2022', // the bundle's target (§3.3); also lowers decorators, which acorn lacks
       logLevel: 'silent',
     });
-    return result.code;
+    const code = result.code;
+    let map: SourceMap | undefined;
+    return {
+      code,
+      lineOf(offset) {
+        // Errors only: the map is decoded the first time a location is asked for.
+        map ??= new SourceMap(JSON.parse(result.map) as SourceMapPayload);
+        const before = code.slice(0, offset);
+        const line = before.split('\n').length - 1;
+        const entry = map.findEntry(line, offset - (before.lastIndexOf('\n') + 1));
+        return 'originalLine' in entry ? entry.originalLine + 1 : undefined;
+      },
+    };
   } catch (error) {
     throw new AgentModuleParseError(file, describeEsbuildFailure(error), error);
   }
@@ -241,7 +262,7 @@ interface AgentCandidate {
   async: boolean;
 }
 
-function findAgents(file: string, program: Program): ScannedAgent[] {
+function findAgents(file: string, program: Program, lineOf: (offset: number) => number | undefined): ScannedAgent[] {
   const bindings = collectTopLevelBindings(program);
   const candidates: AgentCandidate[] = [];
 
@@ -320,7 +341,7 @@ function findAgents(file: string, program: Program): ScannedAgent[] {
   const writes = findAgentNameWrites(program, agentLocals);
 
   const agents = candidates.map((candidate): ScannedAgent => {
-    const identity = resolveIdentity(file, candidate, writes.get(candidate.localName ?? '') ?? []);
+    const identity = resolveIdentity(file, candidate, writes.get(candidate.localName ?? '') ?? [], lineOf);
     return {
       exportName: candidate.exportName,
       identity,
@@ -346,20 +367,21 @@ function rejectDuplicateExports(file: string, candidates: AgentCandidate[]): voi
   }
 }
 
-function resolveIdentity(file: string, candidate: AgentCandidate, writes: AgentNameWrite[]): string {
+function resolveIdentity(file: string, candidate: AgentCandidate, writes: AgentNameWrite[], lineOf: (offset: number) => number | undefined): string {
   const localName = candidate.localName ?? candidate.defaultIdentity;
   const invalid = writes.find((write) => write.problem !== undefined);
   if (invalid !== undefined) {
-    throw new InvalidAgentNameStaticError(file, candidate.exportName, localName, invalid.problem!);
+    throw new InvalidAgentNameStaticError(file, candidate.exportName, localName, invalid.problem!, lineOf(invalid.start));
   }
   if (writes.length > 1) {
-    throw new InvalidAgentNameStaticError(file, candidate.exportName, localName, 'it is assigned more than once');
+    throw new InvalidAgentNameStaticError(file, candidate.exportName, localName, 'it is assigned more than once', lineOf(writes[1]!.start));
   }
   const literal = writes[0]?.value;
   const identity = literal ?? candidate.defaultIdentity;
   if (!AGENT_IDENTITY_PATTERN.test(identity)) {
     const source = literal !== undefined ? 'agentName static' : candidate.defaultIdentitySource;
-    throw new InvalidAgentIdentityError(file, candidate.exportName, identity, source, AGENT_IDENTITY_PATTERN);
+    const line = lineOf(literal !== undefined ? writes[0]!.start : candidate.position);
+    throw new InvalidAgentIdentityError(file, candidate.exportName, identity, source, AGENT_IDENTITY_PATTERN, line);
   }
   return identity;
 }
