@@ -15,7 +15,7 @@ import { globAgents } from './build.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { generateNodeEntry } from './node-entry.ts';
-import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { NODE_CONDITIONS, agentBindingPlugin, flueRuntimePlugin, processNodeConditions, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -47,10 +47,6 @@ export interface NodeBuildResult {
 
 /** The server's file name under `dist/`. */
 export const SERVER_FILE = 'server.mjs';
-
-// Resolved from this package's sources, like the Worker build: the bundle never depends on
-// dist/node being fresh.
-const SERVER_CONDITIONS = ['flue-source', ...NODE_CONDITIONS] as const;
 
 export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBuildResult> {
   const root = path.resolve(options.root);
@@ -99,7 +95,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       format: 'esm',
       platform: 'node',
       target: 'node22',
-      conditions: [...SERVER_CONDITIONS],
+      conditions: [...NODE_CONDITIONS],
       banner: { js: SERVER_BANNER },
       sourcemap: 'linked',
       minify: options.minify === true,
@@ -109,7 +105,10 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       metafile: true,
       logLevel: 'silent',
       loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternal(), quietSqlite()],
+      // @flue/runtime resolves as in `flue run` and the Worker build: to the package's built dist/
+      // (an installed package ships nothing else), or to its sources when this process itself
+      // runs with `--conditions=flue-source` (this repository's tests).
+      plugins: [flueRuntimePlugin({ conditions: processNodeConditions() }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternal(), quietSqlite()],
     });
   } catch (error) {
     throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
