@@ -3,8 +3,8 @@
  * `schedules.ts`, and the wrangler file's crons for `app.ts`'s `scheduled` handler → generated
  * server entry → one esbuild bundle, `dist/server.mjs`.
  *
- * The bundle holds the project, `@flue/runtime` (compiled from its sources, as for the Worker)
- * and every dependency, so `node dist/server.mjs` needs no install beside it. As with the Worker
+ * The bundle holds the project, `@flue/runtime` (its built dist/, as for the Worker) and every
+ * dependency, so `node dist/server.mjs` needs no install beside it. As with the Worker
  * build, nothing is written until the bundle exists in memory.
  */
 import { existsSync } from 'node:fs';
