@@ -3,14 +3,21 @@
  * mistakes it reports before writing anything. Serving and recovery are covered end to end in
  * test/e2e/node-server.test.ts.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from './build.ts';
 import { main } from './cli.ts';
+import { packageRoot } from './package-root.ts';
 import { removeDir, tempProject, wranglerJsonc } from './test-project.ts';
 
 const dirs: string[] = [];
+// The builds bundle the package's dist/ (see the test on it below): it must be today's.
+beforeAll(async () => {
+  const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
+  if (isStale()) await buildDist();
+}, 120_000);
 afterAll(() => dirs.forEach(removeDir));
 function project(files: Record<string, string>): string {
   const dir = tempProject('node-build', files);
@@ -81,6 +88,32 @@ describe('flue build --target node', () => {
     expect(c.code).toBe(1);
     expect(c.stderr).toContain('[flue] The Node server imports "cloudflare:workers", which exists only on Cloudflare Workers. Import chain:\n  dist/server.entry.generated.mjs\n  → src/app.ts\n  → cloudflare:workers\n');
     expect(existsSync(path.join(cf, 'dist'))).toBe(false);
+  });
+
+  it("bundles the package's built dist/, never its sources: an installed package ships no src/", async () => {
+    const dir = project({
+      'src/agents/helper.ts': AGENT,
+      'src/app.ts': APP,
+      'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']),
+    });
+    // This test process resolves with the `flue-source` condition (test/support/source-conditions.ts);
+    // a user's `flue` does not: run the command as a user's shell would.
+    const env = { ...process.env, NODE_OPTIONS: (process.env.NODE_OPTIONS ?? '').replace(/--conditions=flue-source/g, '').trim() };
+    for (const argv of [['build', '--target', 'node'], ['build']]) {
+      const result = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), ...argv], { cwd: dir, env, encoding: 'utf8' });
+      expect(result.status, result.stderr).toBe(0);
+    }
+    // Every file of this package in the bundles, by their source maps: the built JavaScript only.
+    const own = path.join(packageRoot(), path.sep);
+    for (const map of ['dist/server.mjs.map', 'dist/worker.js.map']) {
+      const { sources } = JSON.parse(readFileSync(path.join(dir, map), 'utf8')) as { sources: string[] };
+      const files = sources
+        .map((source) => path.resolve(dir, 'dist', source))
+        .filter((file) => file.startsWith(own) && !file.startsWith(path.join(own, 'node_modules')) && !file.endsWith('.generated.mjs'))
+        .map((file) => file.slice(own.length));
+      expect(files.length, map).toBeGreaterThan(0);
+      expect(files.filter((file) => !/^dist\/.+\.js$/.test(file)), map).toEqual([]);
+    }
   });
 
   it('a Cloudflare build warns that schedules.ts is for the Node server only', async () => {

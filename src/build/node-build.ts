@@ -3,8 +3,8 @@
  * `schedules.ts`, and the wrangler file's crons for `app.ts`'s `scheduled` handler → generated
  * server entry → one esbuild bundle, `dist/server.mjs`.
  *
- * The bundle holds the project, `@flue/runtime` (compiled from its sources, as for the Worker)
- * and every dependency, so `node dist/server.mjs` needs no install beside it. As with the Worker
+ * The bundle holds the project, `@flue/runtime` (its built dist/, as for the Worker) and every
+ * dependency, so `node dist/server.mjs` needs no install beside it. As with the Worker
  * build, nothing is written until the bundle exists in memory.
  */
 import { existsSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { FlueBuildError } from './build-errors.ts';
 import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { checkModuleLoad, outcome } from './load-check.ts';
 import { generateNodeEntry } from './node-entry.ts';
-import { NODE_CONDITIONS, agentBindingPlugin, cloudflareExternalPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
+import { NODE_CONDITIONS, agentBindingPlugin, cloudflareExternalPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin, processNodeConditions } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -48,10 +48,6 @@ export interface NodeBuildResult {
 
 /** The server's file name under `dist/`. */
 export const SERVER_FILE = 'server.mjs';
-
-// Resolved from this package's sources, like the Worker build: the bundle never depends on
-// dist/node being fresh.
-const SERVER_CONDITIONS = ['flue-source', ...NODE_CONDITIONS] as const;
 
 export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBuildResult> {
   const root = path.resolve(options.root);
@@ -102,7 +98,7 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       format: 'esm',
       platform: 'node',
       target: 'node22',
-      conditions: [...SERVER_CONDITIONS],
+      conditions: [...NODE_CONDITIONS],
       banner: { js: SERVER_BANNER },
       sourcemap: 'linked',
       minify: options.minify === true,
@@ -112,7 +108,10 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       metafile: true,
       logLevel: 'silent',
       loader: { '.md': 'text' },
-      plugins: [flueRuntimePlugin({ conditions: SERVER_CONDITIONS }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternalPlugin(), quietSqlite()],
+      // @flue/runtime resolves as in `flue run` and the Worker build: to the package's built dist/
+      // (an installed package ships nothing else), or to its sources when this process itself
+      // runs with `--conditions=flue-source` (this repository's tests).
+      plugins: [flueRuntimePlugin({ conditions: processNodeConditions() }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternalPlugin(), quietSqlite()],
     });
   } catch (error) {
     await loading;
