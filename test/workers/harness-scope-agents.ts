@@ -101,16 +101,22 @@ export const scopeTools = [
   }),
   defineTool({
     name: 'abort_in_bash',
-    description: 'Start a prompt whose model runs a command that never ends, and abort it meanwhile.',
+    description: 'Twice: start a prompt whose model runs a command that never ends, and abort it meanwhile.',
     input: v.object({ reason: v.string() }),
     harness: true,
     async run({ harness, data }) {
-      hanging = false;
-      const call = harness.prompt('Run the long command.');
-      await until(() => (hanging ? true : undefined));
-      call.abort(data.reason);
-      const error = await call.then(() => undefined, (thrown: unknown) => thrown);
-      return { output: { ...describe(error, data.reason, call.signal.reason), message: (error as Error | undefined)?.message } };
+      // The second prompt starts as soon as the first has rejected, as a caller that retries does.
+      const outcomes: Record<string, unknown>[] = [];
+      for (const attempt of [1, 2]) {
+        hanging = false;
+        const call = harness.prompt(`Run the long command (${attempt}).`);
+        const rejected = call.then(() => undefined, (thrown: unknown) => thrown);
+        await Promise.race([until(() => (hanging ? true : undefined)), rejected]);
+        call.abort(data.reason);
+        const error = await rejected;
+        outcomes.push({ ...describe(error, data.reason, call.signal.reason), message: (error as Error | undefined)?.message });
+      }
+      return { output: outcomes };
     },
   }),
   defineTool({

@@ -76,27 +76,30 @@ test('aborting harness.prompt() through abort() or options.signal rejects with a
   }
 });
 
-test('aborting harness.prompt() while its model is inside a bash tool call rejects at once with an AbortError whose cause is the reason', async () => {
-  // virtualSandbox()'s bash, and a just-bash-compatible shell through bash(factory).
+test('aborting harness.prompt() while its model is inside a bash tool call rejects at once with an AbortError whose cause is the reason, and the next prompt runs', async () => {
+  // virtualSandbox()'s bash, and a just-bash-compatible shell through bash(factory). The tool
+  // aborts a prompt, then starts the next one at once and aborts that too inside its bash call.
   for (const id of ['scope-bash-abort', 'scope-bash-driver-abort']) {
     await resetLane(LANE);
     await scriptLane(
       LANE,
       { toolCalls: [{ name: 'abort_in_bash', arguments: { reason: 'user-cancel' } }] },
       { toolCalls: [{ name: 'bash', arguments: { command: 'hang' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'hang' } }] },
       { text: 'ok' },
     );
     const handle = init(Studio, { id });
     expect((await handle.read(await handle.dispatch('Probe'))).text).toBe('ok');
     const requests = await laneRequests(LANE);
-    expect(requests).toHaveLength(3);
-    expect(toolOutput(requests[2]!)).toEqual({
+    expect(requests).toHaveLength(4);
+    const aborted = {
       name: 'AbortError',
       isDOMException: true,
       causeName: undefined,
       causeIsSignalReason: true,
       causeIsReason: true,
       message: 'harness.prompt() was aborted.',
-    });
+    };
+    expect(toolOutput(requests[3]!)).toEqual([aborted, aborted]);
   }
 });

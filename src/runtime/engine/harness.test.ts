@@ -36,6 +36,27 @@ function deps(overrides: Partial<HarnessDeps> = {}): HarnessDeps {
   };
 }
 
+/**
+ * A tool that runs until its call is aborted and then, like a shell interpreter reaching its next
+ * statement boundary, takes a moment to stop; `running` resolves once it has started.
+ */
+function slowToStop() {
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const tool = defineTool({
+    name: 'slow_to_stop',
+    description: 'Runs until aborted, then takes a moment to stop.',
+    input: v.object({}),
+    run: ({ signal }): Promise<never> => {
+      started();
+      return new Promise((_resolve, reject) =>
+        signal!.addEventListener('abort', () => setTimeout(() => reject(new Error('Execution aborted')), 20), { once: true }),
+      );
+    },
+  });
+  return { tool, running };
+}
+
 describe('createHarness', () => {
   it('prompts in a scratch conversation with the render\'s system prompt and answers text, usage and model', async () => {
     server.script({ text: 'Scratch answer.' });
@@ -89,6 +110,44 @@ describe('createHarness', () => {
     await first;
     scope.abort(new Error('tool call ended'));
     await expect(harness.prompt('Three?')).rejects.toBeInstanceOf(HarnessClosedError);
+  });
+
+  it('lets the next operation start right after an abort rejected, waiting for the aborted tool call to unwind', async () => {
+    const { tool, running } = slowToStop();
+    server.script({ toolCalls: [{ name: tool.name, arguments: {} }] }, { text: 'Second.' });
+    const harness = createHarness(deps());
+    const first = harness.prompt('Run it.', { tools: [tool] });
+    await running;
+    first.abort('user-cancel');
+    const error = await first.then(() => undefined, (thrown: unknown) => thrown as DOMException);
+    expect(error).toBeInstanceOf(DOMException);
+    expect(error).toMatchObject({ name: 'AbortError', cause: 'user-cancel' });
+
+    const second = harness.prompt('Next?');
+    // A third operation while the second is waiting is concurrent with it, as ever.
+    await expect(harness.prompt('Third?')).rejects.toBeInstanceOf(SessionBusyError);
+    expect((await second).text).toBe('Second.');
+    // The aborted call's result is in the conversation before the next prompt, not interleaved.
+    const messages = server.requests.at(-1)!.messages;
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+    expect(messages[2]!.content).toMatch(/slow_to_stop.*aborted/);
+  });
+
+  it('rejects an operation aborted while it waits for an earlier one to unwind, without running it', async () => {
+    const { tool, running } = slowToStop();
+    server.script({ toolCalls: [{ name: tool.name, arguments: {} }] }, { text: 'After.' });
+    const harness = createHarness(deps());
+    const first = harness.prompt('Run it.', { tools: [tool] });
+    await running;
+    first.abort('one');
+    await first.catch(() => {});
+    const requestsBefore = server.requests.length;
+    const second = harness.prompt('Never sent.');
+    second.abort('two');
+    await expect(second).rejects.toMatchObject({ name: 'AbortError', cause: 'two' });
+    expect((await harness.prompt('Now?')).text).toBe('After.');
+    expect(server.requests.length).toBe(requestsBefore + 1);
+    expect(JSON.stringify(server.requests.at(-1)!.messages)).not.toContain('Never sent.');
   });
 
   it('has no sandbox without an environment', () => {

@@ -78,12 +78,19 @@ export interface HarnessDeps {
 
 export function createHarness(deps: HarnessDeps): FlueHarness {
   const scratch: Message[] = [];
-  let busy = false;
+  /**
+   * The operation that owns the scratch conversation until its work has unwound, and a promise
+   * that settles (never rejects) when it has.
+   */
+  let owner: { signal: AbortSignal; unwound: Promise<void> } | undefined;
 
   /**
    * Runs one operation under its own signal, which follows the harness's scope and any caller
    * signal. An abort rejects at once with a standard AbortError whose `cause` is the abort reason,
-   * even if the work is slow to unwind; the scratch conversation stays busy until it has.
+   * even if the work is slow to unwind (a shell stops at its next statement boundary). The scratch
+   * conversation stays owned until it has: an operation started meanwhile waits for that instead
+   * of failing as concurrent, because its caller has already seen the aborted one end. Only an
+   * operation that overlaps one still live is refused with SessionBusyError.
    */
   function operate<T>(
     operation: 'prompt' | 'compact',
@@ -113,27 +120,36 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
         signal.removeEventListener('abort', onAbort);
         for (const remove of unlink) remove();
       };
-      if (signal.aborted || busy) {
+      const previous = owner;
+      if (signal.aborted || (previous !== undefined && !previous.signal.aborted)) {
         cleanup();
         return reject(signal.aborted ? aborted() : new SessionBusyError());
       }
       signal.addEventListener('abort', onAbort, { once: true });
-      busy = true;
+      const mine = { signal, unwound: Promise.resolve() };
+      owner = mine;
       // Free the conversation before settling, so a caller can chain the next operation at once.
-      const done = () => {
-        busy = false;
+      const release = () => {
+        if (owner === mine) owner = undefined;
         cleanup();
       };
-      run(signal).then(
-        (value) => {
-          done();
-          resolve(value);
-        },
-        (error: unknown) => {
-          done();
-          reject(signal.aborted ? aborted() : error);
-        },
-      );
+      const execute = (): Promise<void> =>
+        run(signal).then(
+          (value) => {
+            release();
+            resolve(value);
+          },
+          (error: unknown) => {
+            release();
+            reject(signal.aborted ? aborted() : error);
+          },
+        );
+      if (previous === undefined) {
+        mine.unwound = execute();
+        return;
+      }
+      // Aborted while waiting: onAbort has rejected it; it never touches the conversation.
+      mine.unwound = previous.unwound.then(() => (signal.aborted ? release() : execute()));
     });
     return { promise, controller };
   }
