@@ -44,7 +44,6 @@ describe.each(Object.entries(readers))('the %s frontmatter reader', (_, reader) 
     ['an alias', ['license: &x MIT', 'compatibility: *x'], undefined],
     ['a tag', ['license: !!str MIT'], undefined],
     ['a plain value containing ": "', ['license: see: LICENSE'], undefined],
-    ['a duplicate key', ['license: MIT', 'license: ISC'], undefined],
     ['an unclosed flow list', ['allowed-tools: [Read, Write'], undefined],
   ])('reports %s instead of misreading it', (_, lines, field) => {
     const read = readSkillMarkdown(skill(...lines), reader);
@@ -57,6 +56,24 @@ describe.each(Object.entries(readers))('the %s frontmatter reader', (_, reader) 
     if (field !== undefined) expect(read.issues.map((issue) => issue.path?.[0])).toContain(field);
     // Each problem names the line it is on or the field it is about.
     for (const issue of read.issues) expect(issue.path !== undefined || /line \d+/.test(issue.message)).toBe(true);
+  });
+});
+
+describe.each(Object.entries(readers))('a duplicate key, read by the %s reader', (_, reader) => {
+  // YAML keys are unique: keeping the first or the last value would be a guess, so both readers
+  // report the key and its line, and the file is named by the caller's subject.
+  it.each([
+    ['a field', ['license: MIT', 'license: ISC'], 5, 'license'],
+    ['a field, once quoted', ['"license": MIT', 'license: ISC'], 5, 'license'],
+    ['an ignored key', ['x-note: a', 'x-note: b'], 5, 'x-note'],
+    ['a block metadata key', ['metadata:', '  owner: a', '  owner: b'], 6, 'owner'],
+    ['a flow metadata key', ["metadata: {owner: a, 'owner': b}"], 4, 'owner'],
+  ])('in %s is an error naming the key and the file', (_, lines, line, key) => {
+    expect(readSkillMarkdown(skill(...(lines as string[])), reader, { source: 'skills/review/SKILL.md' })).toEqual({
+      ok: false,
+      subject: '"review" (skills/review/SKILL.md)',
+      issues: [{ message: `frontmatter line ${line}: duplicate key "${key}"` }],
+    });
   });
 });
 
@@ -87,6 +104,16 @@ describe('SKILL.md with an allowed-tools block list', () => {
 
   it('is read at run time with the tools read as a list', () => {
     expect(parseSkillMarkdown(text).allowedTools).toBe('Read Bash(python:*)');
+  });
+
+  it('a duplicate key fails the build and the runtime read alike, naming the key and the file', async () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'flue-skill-')), 'review');
+    mkdirSync(dir);
+    const file = path.join(dir, 'SKILL.md');
+    writeFileSync(file, skill('license: MIT', 'license: ISC'));
+    const message = `Invalid skill definition "review" (${file}): frontmatter line 5: duplicate key "license".`;
+    await expect(packageSkillDirectory(dir)).rejects.toThrow(message);
+    expect(() => parseSkillMarkdown(skill('license: MIT', 'license: ISC'), { source: file })).toThrow(message);
   });
 
   it('fails the build, naming the field, when a list item is not a string', async () => {

@@ -8,8 +8,9 @@
  * - one level of nested `key: value` maps (`metadata`), block or flow (`{a: b}`, `{}`);
  * - lists of scalars, block (`- Read` lines, indented or not) or flow (`[Read, Write]`).
  *
- * Anchors, aliases, tags, directives, nested collections and plain values containing `": "` are
- * problems, as YAML (or a reader that would misread them) makes them.
+ * Anchors, aliases, tags, directives, nested collections, plain values containing `": "` and
+ * duplicate keys (at either level) are problems, as YAML (or a reader that would misread them)
+ * makes them.
  */
 import type { FrontmatterReader } from '../../shared/skill-format.ts';
 
@@ -64,11 +65,14 @@ function parseBlock(lines: Line[], problems: string[]): Record<string, Frontmatt
 
     const value = rest === '' ? collection(children, line.number, problems) : scalarOrFlow(rest, children, line.number, problems);
     if (value === undefined) continue;
-    if (Object.hasOwn(data, entry.key)) problems.push(`line ${line.number}: duplicate key "${entry.key}"`);
+    if (Object.hasOwn(data, entry.key)) problems.push(duplicateKey(line.number, entry.key));
     data[entry.key] = value;
   }
   return data;
 }
+
+/** YAML keys are unique in a map; keeping either value would be a guess. */
+const duplicateKey = (lineNumber: number, key: string) => `line ${lineNumber}: duplicate key "${key}"`;
 
 /** The value of a key with nothing after its colon: empty, a block map, a block list or a folded plain scalar. */
 function collection(children: Line[], lineNumber: number, problems: string[]): FrontmatterValue | undefined {
@@ -114,7 +118,9 @@ function blockMap(lines: Line[], problems: string[]): Record<string, string> | u
       continue;
     }
     const value = scalarOrFlow(rest, children, line.number, problems);
-    if (value !== undefined) map[entry.key] = value as string;
+    if (value === undefined) continue;
+    if (Object.hasOwn(map, entry.key)) problems.push(duplicateKey(line.number, entry.key));
+    map[entry.key] = value as string;
   }
   return map;
 }
@@ -232,6 +238,7 @@ function flow(text: string, lineNumber: number, problems: string[]): string[] | 
     if (entry === undefined) return fail('flow map entries must be "key: value"');
     const value = scalar(entry.rest.trim());
     if (value === undefined) return undefined;
+    if (Object.hasOwn(map, entry.key)) problems.push(duplicateKey(lineNumber, entry.key));
     map[entry.key] = value;
   }
   return map;

@@ -1,6 +1,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
+import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationRecord } from './records.ts';
 import { MAX_STATEMENT_BYTES, RowTooLargeError, SPILL_BYTES, SqlStore, guardStatement, migrate } from './sql-store.ts';
 
@@ -89,6 +90,26 @@ describe('spilled values', () => {
     store.writeState('s', 'v', 'small');
     expect(spillRows(store)).toBe(0);
     expect(store.readState('s').get('v')).toBe('small');
+  });
+
+  describe('a damaged chunk is a typed storage error, never a shorter value', () => {
+    // Three chunks, so that a middle one exists; ASCII, so that a short value would still decode.
+    const damages: [string, (store: SqlStore) => void][] = [
+      ['a missing middle chunk', (store) => store.driver.run('DELETE FROM flue_spill WHERE idx = 1')],
+      ['a missing last chunk', (store) => store.driver.run('DELETE FROM flue_spill WHERE idx = 2')],
+      ['a truncated middle chunk', (store) => store.driver.run('UPDATE flue_spill SET data = substr(data, 1, 10) WHERE idx = 1')],
+      ['a middle chunk that is not UTF-8', (store) => store.driver.run('UPDATE flue_spill SET data = ? WHERE idx = 1', new Uint8Array(SPILL_BYTES).fill(0xff))],
+    ];
+    it.each(damages)('%s', async (_, damage) => {
+      const store = await openStore();
+      const seq = store.append('s', signalOfSize(3 * SPILL_BYTES - 5));
+      expect(spillRows(store)).toBe(3);
+      damage(store);
+      for (const read of [() => store.readBatches('s', seq - 1), () => store.readBatchesSized('s', seq - 1)]) {
+        expect(read).toThrow(ConversationRecordInvariantError);
+        expect(read).toThrow(/\(spilled value\)/);
+      }
+    });
   });
 
   it('bounds a sized read by bytes, returning at least one batch', async () => {

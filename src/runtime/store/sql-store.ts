@@ -539,9 +539,11 @@ export class SqlStore {
     const chunks = Number(rest.slice(0, colon));
     const key = rest.slice(colon + 1);
     const parts = this.driver.query('SELECT data FROM flue_spill WHERE key = ? ORDER BY idx', key).map((row) => toBytes(row.data));
-    if (parts.length !== chunks) {
-      throw new ConversationRecordInvariantError(key, 'spilled value', `expected ${chunks} chunks, found ${parts.length}`);
-    }
+    const damaged = (reason: string) => new ConversationRecordInvariantError(key, 'spilled value', reason);
+    if (parts.length !== chunks) throw damaged(`expected ${chunks} chunks, found ${parts.length}`);
+    // spill() fills every chunk but the last, so a shorter one was cut and the value would be too.
+    const short = parts.findIndex((part, idx) => idx < chunks - 1 && part.byteLength !== SPILL_BYTES);
+    if (short !== -1) throw damaged(`chunk ${short} holds ${parts[short]!.byteLength} bytes, expected ${SPILL_BYTES}`);
     let size = 0;
     for (const part of parts) size += part.byteLength;
     const bytes = new Uint8Array(size);
@@ -550,7 +552,11 @@ export class SqlStore {
       bytes.set(part, offset);
       offset += part.byteLength;
     }
-    return { text: decoder.decode(bytes), bytes: size };
+    try {
+      return { text: decoder.decode(bytes), bytes: size };
+    } catch {
+      throw damaged('its chunks are not UTF-8 text');
+    }
   }
 
   private toSubmission(row: SqlRow): SubmissionRow {
