@@ -166,6 +166,31 @@ describe('flue build --target node', () => {
     }
   });
 
+  it('SIGTERM while the model streams: the server stays up until the reply settles on its first attempt, then exits', async () => {
+    const dir = tempProject('node-server-db');
+    try {
+      const db = path.join(dir, 'flue.db');
+      const words = ['Draining ', 'finishes ', 'what ', 'was ', 'started.'];
+      model.script({ text: words, chunkDelayMs: 150 });
+      const server = await startServer({ FLUE_DB: db });
+      const receipt = await post(server, 'drain', { kind: 'user', body: 'Take your time.' });
+      // The first word has reached the log: the reply is mid-stream when the signal arrives.
+      await readSse(server, 'drain', (cs) => cs.some((c) => c.type === 'message-delta'));
+      server.proc.kill('SIGTERM');
+      expect(await server.exited).toEqual({ code: 143, signal: null });
+      expect(server.output()).toContain('SIGTERM: draining');
+
+      const view = inspectDb(db, streamOf('Assistant', 'drain'));
+      expectSettledExactlyOnce(view, [receipt.submissionId]);
+      expect(view.submissions[0]!.attemptCount).toBe(1);
+      expect(model.requests).toHaveLength(1);
+      const deltas = view.records.filter((r) => r.record.type === 'message_delta').map((r) => (r.record as { delta?: string }).delta);
+      expect(deltas.join('')).toBe(words.join(''));
+    } finally {
+      removeDir(dir);
+    }
+  });
+
   it('a server SIGKILLed while the model streams recovers on restart, and the reply settles exactly once', async () => {
     const dir = tempProject('node-server-db');
     try {
