@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, test } from 'vitest';
 import * as v from 'valibot';
 import {
+  AgentInstanceNotFoundError,
   type ConversationStreamChunk,
   PayloadTooLargeError,
   dispatch,
@@ -17,6 +18,7 @@ import {
 import { sqlite } from '@flue/runtime/node';
 import { createAgentRouter } from '../src/runtime/routing.ts';
 import { configuredRuntime } from '../src/runtime/host/runtime.ts';
+import { MAX_MESSAGE_BYTES, MAX_REQUEST_BODY_BYTES, deliveredMessageSize } from '../src/runtime/common/limits.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -164,7 +166,40 @@ describe('limits', () => {
     expect(ctx.server.requests).toHaveLength(0);
   });
 
-  test('HTTP refuses an oversized body with 413 without holding it, and an oversized message in a body under the cap', async () => {
+  test('dispatch() and HTTP pass a message and a body exactly at their limits and refuse one byte more', async () => {
+    const path = tmpDb();
+    await ctx.start([Echo], { db: sqlite(path) });
+    // A uid no incarnation has: admission answers 404 once every size check has passed, so a
+    // value at the limit is shown accepted without being stored or sent to a model.
+    const uid = 'inst_missing';
+    const overhead = deliveredMessageSize({ kind: 'user', body: '' });
+    const ofSize = (bytes: number) => ({ kind: 'user' as const, body: 'x'.repeat(bytes - overhead) });
+    const app = createAgentRouter(Echo);
+    const post = (body: string) =>
+      app.request('/edge', { method: 'POST', body, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } });
+    const errorOf = async (response: Response) => ((await response.json()) as { error: { type: string; meta?: Record<string, unknown> } }).error;
+
+    await expect(dispatch(Echo, { id: 'edge', message: ofSize(MAX_MESSAGE_BYTES), uid })).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
+    const viaDispatch = await refused(dispatch(Echo, { id: 'edge', message: ofSize(MAX_MESSAGE_BYTES + 1), uid }), 'message');
+    expect(viaDispatch.meta).toMatchObject({ limit: MAX_MESSAGE_BYTES, size: MAX_MESSAGE_BYTES + 1 });
+
+    const atMessage = await post(JSON.stringify({ ...ofSize(MAX_MESSAGE_BYTES), uid }));
+    expect(atMessage.status).toBe(404);
+    const pastMessage = await post(JSON.stringify({ ...ofSize(MAX_MESSAGE_BYTES + 1), uid }));
+    expect(pastMessage.status).toBe(413);
+    expect((await errorOf(pastMessage)).meta).toEqual({ field: 'message', limit: MAX_MESSAGE_BYTES, size: MAX_MESSAGE_BYTES + 1 });
+
+    // JSON allows trailing whitespace: a small message padded to the body limit.
+    const small = JSON.stringify({ kind: 'user', body: 'hi', uid });
+    const atBody = await post(small.padEnd(MAX_REQUEST_BODY_BYTES, ' '));
+    expect(atBody.status).toBe(404);
+    const pastBody = await post(small.padEnd(MAX_REQUEST_BODY_BYTES + 1, ' '));
+    expect(pastBody.status).toBe(413);
+    expect((await errorOf(pastBody)).meta).toEqual({ field: 'request body', limit: MAX_REQUEST_BODY_BYTES, size: MAX_REQUEST_BODY_BYTES + 1 });
+    expect(count(path, 'SELECT count(*) AS n FROM flue_submissions')).toBe(0);
+  });
+
+  test('HTTP refuses an oversized body with 413 without holding it', async () => {
     const path = tmpDb();
     await ctx.start([Echo], { db: sqlite(path) });
     const app = createAgentRouter(Echo);
@@ -190,10 +225,6 @@ describe('limits', () => {
     expect(streamed.status).toBe(413);
     expect(pulled).toBeLessThan(200 * MiB);
 
-    const justOver = JSON.stringify({ kind: 'user', body: 'x'.repeat(32 * MiB) });
-    const message = await post(justOver);
-    expect(message.status).toBe(413);
-    expect(((await message.json()) as { error: { meta: { field: string } } }).error.meta.field).toBe('message');
     expect(count(path, 'SELECT count(*) AS n FROM flue_submissions')).toBe(0);
   });
 

@@ -147,6 +147,25 @@ describe('githubChannel()', () => {
     expect(await getAgentInstance(IssueTriage, 'repo-octo-org/octo-repo-issue-13')).toBeNull();
   });
 
+  it('takes a body exactly at the limit, its own or the 25 MiB default, and refuses one byte more', async () => {
+    await ctx.start([IssueTriage]);
+    // A verified event no route names answers 200 without admitting anything.
+    const ofSize = (bytes: number) => {
+      const base = JSON.stringify({ ...issuePayload(15), padding: '' });
+      return JSON.stringify({ ...issuePayload(15), padding: 'p'.repeat(bytes - base.length) });
+    };
+    const send = (channel: Hono, bytes: number) => webhookRequest(HOOK_URL, null, { body: ofSize(bytes), event: 'star' }).then((request) => channel.fetch(request));
+    for (const [channel, limit] of [
+      [app({ maxBodyBytes: 1024 }), 1024],
+      [app(), 25 * 1024 * 1024],
+    ] as const) {
+      expect((await send(channel, limit)).status).toBe(200);
+      const over = await send(channel, limit + 1);
+      expect(over.status).toBe(413);
+      expect(((await over.json()) as { error: { meta: unknown } }).error.meta).toEqual({ field: 'request body', limit, size: limit + 1 });
+    }
+  });
+
   it('accepts the form-encoded content type GitHub offers, and refuses others with 415', async () => {
     await ctx.start([IssueTriage]);
     ctx.server.script({ text: 'ok' });

@@ -2,7 +2,8 @@
  * The built Node server end to end: `flue build --target node` on a fixture project, then
  * `node dist/server.mjs` as a real process on a free port with a sqlite file, answering over HTTP
  * through the fixture's createAgentRouter mount, with models served by the scripted model server.
- * A server SIGKILLed mid-response and started again on the same file settles the reply once.
+ * A server SIGKILLed mid-response and started again on the same file settles the reply once; one
+ * sent SIGTERM mid-response drains it to its settlement before it exits.
  */
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync } from 'node:fs';
@@ -161,6 +162,33 @@ describe('flue build --target node', () => {
       server.proc.kill('SIGTERM');
       expect(await server.exited).toEqual({ code: 143, signal: null });
       expectSettledExactlyOnce(inspectDb(db, streamOf('Assistant', 'greet')), [receipt.submissionId]);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  it('SIGTERM while the model streams: the server stays up until the reply settles on its first attempt, then exits', async () => {
+    const dir = tempProject('node-server-db');
+    try {
+      const db = path.join(dir, 'flue.db');
+      const words = ['Draining ', 'finishes ', 'what ', 'was ', 'started.'];
+      model.script({ text: words, chunkDelayMs: 300 });
+      const server = await startServer({ FLUE_DB: db });
+      const receipt = await post(server, 'drain', { kind: 'user', body: 'Take your time.' });
+      // The first word has reached the log: the reply is mid-stream when the signal arrives.
+      await readSse(server, 'drain', (cs) => cs.some((c) => c.type === 'message-delta'));
+      expect(inspectDb(db, streamOf('Assistant', 'drain')).submissions).toMatchObject([{ status: 'running', outcome: null }]);
+      server.proc.kill('SIGTERM');
+      expect(await server.exited).toEqual({ code: 143, signal: null });
+      expect(server.output()).toContain('SIGTERM: draining');
+
+      const view = inspectDb(db, streamOf('Assistant', 'drain'));
+      expectSettledExactlyOnce(view, [receipt.submissionId]);
+      expect(view.submissions[0]!.attemptCount).toBe(1);
+      expect(model.requests).toHaveLength(1);
+      // The whole reply was written before the exit, not cut off where the signal found it.
+      const replies = view.records.filter((r) => r.record.type === 'assistant_completed');
+      expect(replies.map((r) => (r.record.message.content as { type: string; text?: string }[]).map((p) => p.text ?? '').join(''))).toEqual([words.join('')]);
     } finally {
       removeDir(dir);
     }

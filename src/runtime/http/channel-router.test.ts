@@ -14,6 +14,7 @@ import {
   type ChannelRouteDefinition,
 } from '@flue/runtime';
 import { useScriptedRuntime } from '../../../test/support/scripted-runtime.ts';
+import { MAX_REQUEST_BODY_BYTES } from '../common/limits.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -115,6 +116,18 @@ describe('createChannelRouter()', () => {
     expect(wrong.status).toBe(403);
     expect(((await wrong.json()) as { error: { type: string } }).error.type).toBe('channel_forbidden');
     expect(await getAgentInstance(Inbox, 'a')).toBeNull();
+  });
+
+  it("reads a body exactly at a route's default limit (an HTTP admission body) and refuses one byte more", async () => {
+    await ctx.start([Inbox]);
+    const app = mount([tokenRoute]);
+    // An event with no recipients, padded with JSON whitespace: verified, then ignored with 200.
+    const send = (bytes: number) =>
+      app.fetch(new Request('http://flue.test/channels/test/hook', { method: 'POST', headers: { 'x-token': 'good' }, body: JSON.stringify({ id: 'e0', to: [] }).padEnd(bytes, ' ') }));
+    expect((await send(MAX_REQUEST_BODY_BYTES)).status).toBe(200);
+    const over = await send(MAX_REQUEST_BODY_BYTES + 1);
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as { error: { meta: unknown } }).error.meta).toEqual({ field: 'request body', limit: MAX_REQUEST_BODY_BYTES, size: MAX_REQUEST_BODY_BYTES + 1 });
   });
 
   it('admits every delivery of an event, each once across redeliveries', async () => {

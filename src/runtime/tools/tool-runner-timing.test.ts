@@ -6,6 +6,7 @@ import type { ToolDefinition, ToolStep } from '../authoring/define-tool.ts';
 import { ToolInputValidationError, ToolTimeoutError } from '../common/errors.ts';
 import { SUFFIX, environment, expectError, returning, sleep } from './tool-runner.fixtures.ts';
 import { invokeTool, raceToolRun, runToolCall } from './tool-runner.ts';
+import type { ToolOutcome } from './tool-runner.ts';
 import type { FlueHarness } from '../common/types.ts';
 
 describe('runToolCall — timeout', () => {
@@ -38,6 +39,35 @@ describe('runToolCall — timeout', () => {
     // The late result arrives after the outcome and changes nothing.
     await vi.waitUntil(() => lateSettled, { timeout: 60_000 });
     expect(outcome.content).toBe('Tool "slow" timed out after 20ms');
+  });
+
+  it('fires exactly at its deadline, not later (fake timers)', async () => {
+    vi.useFakeTimers();
+    try {
+      let reason: unknown;
+      const tool = defineTool({
+        name: 'stuck',
+        description: 'Never settles.',
+        timeoutMs: 1_000,
+        run: ({ signal }) =>
+          new Promise<string>(() => {
+            signal?.addEventListener('abort', () => (reason = signal.reason));
+          }),
+      });
+      let outcome: ToolOutcome | undefined;
+      void runToolCall(tool, {}, environment()).then((settled) => (outcome = settled));
+      await vi.advanceTimersByTimeAsync(999);
+      expect(outcome).toBeUndefined();
+      expect(reason).toBeUndefined();
+      // One more millisecond reaches the deadline: the call settles as a timeout right then.
+      await vi.advanceTimersByTimeAsync(1);
+      expect(outcome).toBeDefined();
+      const error = expectError(outcome!, ToolTimeoutError, 'tool_timeout');
+      expect(reason).toBe(error);
+      expect(outcome!.durationMs).toBe(1_000);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('discards a late rejection after a timeout (no unhandled rejection)', async () => {

@@ -1,0 +1,115 @@
+/**
+ * The limits the engine enforces itself, on their boundary (docs/limits.md): a conversation's
+ * 64 MiB log at admission, and one `usePersistentState` value's 24 MiB in its setter. The limit
+ * itself is accepted, one byte past it refused. (The checks every transport shares are in
+ * common/limits-boundary.test.ts.)
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import * as v from 'valibot';
+import { sqlite } from '../../node/sqlite.ts';
+import { scriptedProvider } from '../../testing/scripted-provider.ts';
+import { type ScriptedModelServer, startScriptedModelServer } from '../../testing/scripted-model-server.ts';
+import { useModel, usePersistentState, useTool } from '../index.ts';
+import { AgentRegistry } from '../authoring/identity.ts';
+import { PayloadTooLargeError } from '../common/errors.ts';
+import { MAX_CONVERSATION_BYTES, MAX_STATE_VALUE_BYTES, MiB, deliveredMessageSize } from '../common/limits.ts';
+import { registerProviders } from '../model/providers.ts';
+import { SqlStore } from '../store/sql-store.ts';
+import { parseDeliveredMessage } from './delivered-message.ts';
+import { ConversationEngine } from './engine.ts';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  registerProviders([scriptedProvider({ baseUrl: server.url, id: 'engine-limits', models: ['model'] })]);
+});
+afterAll(async () => server.close());
+
+/** Text of exactly `bytes` UTF-8 bytes; two-byte characters first, so characters ≠ bytes. */
+function utf8Text(bytes: number): string {
+  return 'é'.repeat(4096) + 'x'.repeat(bytes - 8192);
+}
+
+function Keeper() {
+  useModel('engine-limits/model');
+  const [, setBlob] = usePersistentState<string>('blob', '');
+  useTool({
+    name: 'save',
+    description: 'Save a value of the given JSON size.',
+    input: v.object({ bytes: v.number() }),
+    run: ({ data }) => {
+      try {
+        // A string's JSON adds its two quotes.
+        setBlob(utf8Text(data.bytes - 2));
+        return 'saved';
+      } catch (error) {
+        if (error instanceof PayloadTooLargeError) return { output: { refused: error.meta } };
+        throw error;
+      }
+    },
+  });
+  return 'Keep.';
+}
+
+let store: SqlStore;
+let engine: ConversationEngine;
+
+beforeEach(async () => {
+  const adapter = sqlite();
+  await adapter.migrate();
+  store = new SqlStore(await adapter.connect());
+  const registry = new AgentRegistry();
+  registry.register(Keeper);
+  // The test drives the queue itself.
+  engine = new ConversationEngine({ store, registry, env: {}, wake: () => {} });
+});
+
+describe('a conversation log of 64 MiB', () => {
+  it('admits a message that fills the log exactly and refuses one a byte larger', async () => {
+    const { receipt } = await engine.admit('Keeper', { id: 'full', message: parseDeliveredMessage('hi') }, 'dispatch');
+    const stream = 'agents/Keeper/full';
+    const born = store.readBatchesSized(stream, -1).reduce((sum, { bytes }) => sum + bytes, 0);
+    // Filler written straight to the log: 40 MiB, so what is left fits one message (32 MiB).
+    const filler = store.appendSized(stream, [{ type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: 'f'.repeat(40 * MiB) }]);
+    const logBytes = born + filler.bytes;
+    const room = MAX_CONVERSATION_BYTES - logBytes;
+    expect(MAX_CONVERSATION_BYTES).toBe(64 * MiB);
+    const overhead = deliveredMessageSize({ kind: 'user', body: '' });
+
+    const past = engine.admit('Keeper', { id: 'full', message: { kind: 'user', body: utf8Text(room - overhead + 1) } }, 'dispatch');
+    const error = await past.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(PayloadTooLargeError);
+    expect((error as PayloadTooLargeError).meta).toEqual({ field: 'conversation', limit: MAX_CONVERSATION_BYTES, size: MAX_CONVERSATION_BYTES + 1 });
+    expect(store.openSubmissions(stream)).toHaveLength(1);
+
+    const at = await engine.admit('Keeper', { id: 'full', message: { kind: 'user', body: utf8Text(room - overhead) } }, 'dispatch');
+    expect(at.receipt.submissionId).toMatch(/^sub_/);
+  });
+});
+
+describe('a usePersistentState value of 24 MiB', () => {
+  it('is kept at the limit and refused by the setter a byte past it', async () => {
+    expect(MAX_STATE_VALUE_BYTES).toBe(24 * MiB);
+    server.script(
+      {
+        toolCalls: [
+          { name: 'save', arguments: { bytes: MAX_STATE_VALUE_BYTES } },
+          { name: 'save', arguments: { bytes: MAX_STATE_VALUE_BYTES + 1 } },
+        ],
+      },
+      { text: 'Done.' },
+    );
+    await engine.admit('Keeper', { id: 'keep', message: parseDeliveredMessage('save both') }, 'dispatch');
+    await engine.runQueue('agents/Keeper/keep');
+    const results = server.requests[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(results).toEqual([
+      '"saved"',
+      JSON.stringify({ refused: { field: 'usePersistentState("blob") value', limit: MAX_STATE_VALUE_BYTES, size: MAX_STATE_VALUE_BYTES + 1 } }),
+    ]);
+    const kept = store.readState('agents/Keeper/keep').get('blob') as string;
+    expect(kept.length).toBe(MAX_STATE_VALUE_BYTES - 2 - 4096);
+  });
+});
