@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../runtime/sandbox/types.ts';
 import { local, LocalSandboxPathError } from './local.ts';
+import { until } from '../../test/contract/cases.ts';
 
 let base: string; // real temp dir holding root/ and outside/
 let root: string;
@@ -250,14 +251,18 @@ describe('local() exec', () => {
 
   it('abort rejects promptly with AbortError and kills the process group', async () => {
     const controller = new AbortController();
-    const running = sandbox.exec('sleep 5 & sleep 5; echo done > finished.txt', { signal: controller.signal });
-    setTimeout(() => controller.abort('stop'), 100);
+    // A duration no other process on the machine sleeps for, so /proc shows exactly these two.
+    const seconds = `60.${process.pid}${Date.now() % 100_000}`;
+    const running = sandbox.exec(`sleep ${seconds} & sleep ${seconds}; echo done > finished.txt`, { signal: controller.signal });
+    await until(async () => ((await sleepers(seconds)) === 2 ? true : undefined));
+    controller.abort('stop');
     const error = await running.catch((e: unknown) => e);
     // Rejected before the command could finish (it writes the file when it does).
     expect(await sandbox.exists('finished.txt')).toBe(false);
     expect(error).toBeInstanceOf(DOMException);
     expect(error).toMatchObject({ name: 'AbortError', cause: 'stop' });
-    await new Promise((r) => setTimeout(r, 300));
+    // The whole group is gone, the backgrounded sleep too: none is left to finish the command.
+    await until(async () => ((await sleepers(seconds)) === 0 ? true : undefined));
     expect(await sandbox.exists('finished.txt')).toBe(false);
   });
 
@@ -302,3 +307,15 @@ describe('local() factory', () => {
     expect(a.cwd).toBe(b.cwd);
   });
 });
+
+/** Processes of this machine running `sleep <seconds>`, read from /proc. */
+async function sleepers(seconds: string): Promise<number> {
+  let count = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline === `sleep\0${seconds}\0`) count++;
+  }
+  return count;
+}
+

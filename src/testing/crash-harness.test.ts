@@ -2,13 +2,16 @@
  * The crash harness itself: misuse is refused with clear errors, a point that is never reached is
  * reported, the dead runtime does nothing more, and close() leaves the process clean.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import * as v from 'valibot';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool, dispatch, useModel, useTool } from '../runtime/index.ts';
+import { defineTool, dispatch, init, useModel, useTool } from '../runtime/index.ts';
 import { crashProbe } from '../runtime/store/crash-probe.ts';
 import { configuredRuntime } from '../runtime/host/runtime.ts';
 import { start } from '../node/start.ts';
+import { sqlite } from '../node/sqlite.ts';
 import {
   type CrashHarness,
   CrashHarnessError,
@@ -89,6 +92,48 @@ describe('crashHarness', () => {
     expect(lab.up).toBe(true);
   });
 
+  it('reports a point missed by work that hangs, by name and at its deadline, and one armed with nothing to run', async () => {
+    const lab = await open();
+    lab.crashAt({ point: 'tool', name: 'note', timeoutMs: 50 });
+    await expect(lab.crashed).rejects.toThrow('[flue] crashHarness: crash point "tool" "note" was armed but not reached within 50 ms (crashAt timeoutMs); no submission is open.');
+
+    // The model stream stalls: nothing settles and the runtime stays busy.
+    server.script({ text: ['Once ', 'upon'], hangAfterChunks: 1 });
+    lab.crashAt({ point: 'settlement', timeoutMs: 200 });
+    const receipt = await dispatch(Assistant, { id: 'hang', message: 'Tell me a story.' });
+    const { submissionId } = receipt;
+    const missed = lab.crashed;
+    await expect(missed).rejects.toBeInstanceOf(CrashPointNotReachedError);
+    await expect(missed).rejects.toThrow(
+      `[flue] crashHarness: crash point "settlement" was armed but not reached within 200 ms (crashAt timeoutMs); still open: ${submissionId} (Assistant/hang, 1 attempt(s)).`,
+    );
+    // settle() reports the same miss at once, not at its own (longer) timeout.
+    const error = await missed.catch((caught: unknown) => caught);
+    await expect(lab.settle({ timeoutMs: 60_000 })).rejects.toBe(error);
+    const handle = init(Assistant, { id: 'hang' });
+    await handle.abort();
+    await expect(handle.read(receipt)).rejects.toThrow('aborted');
+    expect(lab.report().submissions.map((s) => [s.outcome, s.settlements])).toEqual([['aborted', 1]]);
+  });
+
+  it('reports a point missed when the runtime goes idle with work it cannot drive, though nothing settles', async () => {
+    // Work of an agent this harness does not register, left queued in the file by another runtime.
+    const path = join(mkdtempSync(join(tmpdir(), 'flue-crash-idle-')), 'flue.sqlite');
+    const other = await start({ agents: [Unlisted], db: sqlite(path), env: {}, providers: [scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })] });
+    const { submissionId } = await dispatch(Unlisted, { id: 'orphan', message: 'Hi.' });
+    await other.stop({ graceMs: 0 });
+
+    server.reset();
+    lab = await crashHarness({ agents: [Assistant], path, providers: [], env: {} });
+    lab.crashAt({ point: 'model' });
+    await expect(lab.crashed).rejects.toThrow(
+      `[flue] crashHarness: crash point "model" was armed but never reached; the runtime went idle with 1 submission(s) open that it does not drive: ${submissionId} (Unlisted/orphan, `,
+    );
+    await expect(lab.settle()).rejects.toBeInstanceOf(CrashPointNotReachedError);
+    await lab.close();
+    rmSync(dirname(path), { recursive: true, force: true });
+  });
+
   it('refuses unknown tools, agents and points with clear errors', async () => {
     const lab = await open();
     expect(() => lab.crashAt({ point: 'tool', name: 'lokup' })).toThrow(CrashHarnessError);
@@ -99,6 +144,7 @@ describe('crashHarness', () => {
     expect(() => lab.crashAt({ point: 'step', tool: 'note', name: '' })).toThrow("needs the step name");
     expect(() => lab.crashAt({ point: 'model', agent: Unlisted })).toThrow('agent "Unlisted" is not one of the harness\'s agents');
     expect(() => lab.crashAt({ point: 'model', nth: 0 })).toThrow('nth must be a positive integer');
+    expect(() => lab.crashAt({ point: 'model', timeoutMs: 0 })).toThrow('timeoutMs must be a positive, finite number of milliseconds; got 0.');
     expect(() => lab.crashAt({ point: 'reboot' } as never)).toThrow('point one of admission, model, tool, step, settlement');
     expect(() => lab.crashed).toThrow('nothing is armed');
 

@@ -57,17 +57,29 @@ export interface CrashPointFilter {
   nth?: number;
 }
 
-export type CrashPoint =
-  /** After admission: the submission is durably accepted, its queue not yet woken (dispatch() rejects). */
-  | ({ point: 'admission' } & CrashPointFilter)
-  /** Mid model stream: after the first text or reasoning delta of a model call. */
-  | ({ point: 'model' } & CrashPointFilter)
-  /** Inside the named tool: as its `run` starts (arguments already validated). */
-  | ({ point: 'tool'; name: string } & CrashPointFilter)
-  /** Inside `step.do(name)` of the named tool: after its fn finished, before its memo is recorded. */
-  | ({ point: 'step'; tool: string; name: string } & CrashPointFilter)
-  /** During settlement: just before the settlement is committed. */
-  | ({ point: 'settlement' } & CrashPointFilter);
+/** How long an armed point may take to be reached. */
+export interface CrashPointDeadline {
+  /**
+   * Milliseconds (default 20 000) from arming, or from the `restart()` after it, within which the
+   * point must be reached; past it `crashed` and `settle()` reject with `CrashPointNotReachedError`.
+   * Catches work that hangs, where nothing settles and the runtime never goes idle.
+   */
+  timeoutMs?: number;
+}
+
+export type CrashPoint = CrashPointDeadline &
+  (
+    /** After admission: the submission is durably accepted, its queue not yet woken (dispatch() rejects). */
+    | ({ point: 'admission' } & CrashPointFilter)
+    /** Mid model stream: after the first text or reasoning delta of a model call. */
+    | ({ point: 'model' } & CrashPointFilter)
+    /** Inside the named tool: as its `run` starts (arguments already validated). */
+    | ({ point: 'tool'; name: string } & CrashPointFilter)
+    /** Inside `step.do(name)` of the named tool: after its fn finished, before its memo is recorded. */
+    | ({ point: 'step'; tool: string; name: string } & CrashPointFilter)
+    /** During settlement: just before the settlement is committed. */
+    | ({ point: 'settlement' } & CrashPointFilter)
+  );
 
 /** Where a crash happened. */
 export interface CrashInfo {
@@ -126,8 +138,9 @@ export interface CrashHarness {
   /** Arms one point: the next time it is reached (or the `nth` time), the runtime dies there. */
   crashAt(point: CrashPoint): void;
   /**
-   * The armed point's crash. Rejects with `CrashPointNotReachedError` if every submission settles
-   * without reaching it; throws `CrashHarnessError` when nothing was armed.
+   * The armed point's crash. Rejects with `CrashPointNotReachedError`, naming the point, as soon as
+   * the runtime goes idle without reaching it (every submission settled, or the rest can make no
+   * progress) or its `timeoutMs` passes; throws `CrashHarnessError` when nothing was armed.
    */
   readonly crashed: Promise<CrashInfo>;
   /** `start()` again on the same file after a crash: recovery runs. */
@@ -152,15 +165,17 @@ export class CrashHarnessError extends FlueError {
   }
 }
 
-/** An armed crash point was not reached before every submission settled. */
+/** Why an armed point counts as missed: what the runtime was doing instead. */
+type Missed =
+  | { why: 'settled'; submissions: number }
+  | { why: 'idle'; open: readonly string[] }
+  | { why: 'timeout'; timeoutMs: number; open: readonly string[] };
+
+/** An armed crash point was not reached: the runtime went idle, or its deadline passed. */
 export class CrashPointNotReachedError extends FlueError {
   readonly armed: CrashPoint;
-  constructor(armed: CrashPoint, settled: number) {
-    super('crash_point_not_reached', {
-      message:
-        `[flue] crashHarness: ${describePoint(armed)} was armed but never reached; ` +
-        `all ${settled} submission(s) settled without reaching it.`,
-    });
+  constructor(armed: CrashPoint, missed: Missed) {
+    super('crash_point_not_reached', { message: `[flue] crashHarness: ${describePoint(armed)} was armed but ${describeMiss(missed)}` });
     this.name = 'CrashPointNotReachedError';
     this.armed = armed;
   }
@@ -228,8 +243,12 @@ interface Armed {
   seen: number;
   /** Work existed since arming; going idle after that means the point was not reached. */
   sawWork: boolean;
-  /** `fired`: the crash happened; `missed`: everything settled without reaching the point. */
+  /** `fired`: the crash happened; `missed`: the runtime went idle or the deadline passed first. */
   state: 'armed' | 'fired' | 'missed';
+  /** When the point counts as missed if still not reached (reset by a launch). */
+  deadline: number;
+  /** Admissions counted when the engine was last seen idle; `undefined` while it is busy. */
+  idleAt: number | undefined;
   missed?: CrashPointNotReachedError;
   promise: Promise<CrashInfo>;
   resolve(info: CrashInfo): void;
@@ -239,6 +258,10 @@ interface Armed {
 // The node host is loaded through a computed specifier: a Worker bundle that imports this entry
 // must not pull node:sqlite in.
 const NODE_HOST = '@flue/runtime/node';
+
+const DEFAULT_POINT_TIMEOUT_MS = 20_000;
+/** How often an armed point's watch looks at the runtime. */
+const WATCH_INTERVAL_MS = 20;
 
 export async function crashHarness(options: CrashHarnessOptions): Promise<CrashHarness> {
   if (typeof options !== 'object' || options === null || !Array.isArray(options.agents) || options.agents.length === 0) {
@@ -273,6 +296,8 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   let declared: Set<string> | undefined;
   let current: Generation | undefined;
   let armed: Armed | undefined;
+  let watch: ReturnType<typeof setInterval> | undefined;
+  let admissions = 0;
   let closed = false;
   let inspector: { adapter: NodeHost.PersistenceAdapter; store: SqlStore } | undefined;
 
@@ -301,6 +326,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       stepRuns[key] = (stepRuns[key] ?? 0) + 1;
       return;
     }
+    if (event.point === 'admission') admissions++;
     if (armed !== undefined && armed.state === 'armed') {
       if (event.point === 'admission') armed.sawWork = true;
       if (event.point === 'settlement') setImmediate(checkIdle);
@@ -331,10 +357,10 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     throw new SimulatedCrashError(info);
   };
 
-  const miss = (arm: Armed): CrashPointNotReachedError => {
+  const miss = (arm: Armed, missed: Missed = { why: 'settled', submissions: totalCount() }): CrashPointNotReachedError => {
     if (arm.missed === undefined) {
       arm.state = 'missed';
-      arm.missed = new CrashPointNotReachedError(arm.spec, totalCount());
+      arm.missed = new CrashPointNotReachedError(arm.spec, missed);
       arm.reject(arm.missed);
     }
     return arm.missed;
@@ -344,6 +370,42 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     const arm = armed;
     if (arm === undefined || arm.state !== 'armed' || !arm.sawWork || current === undefined || current.dead) return;
     if (openCount() === 0) miss(arm);
+  };
+
+  const openSubmissions = (): string[] =>
+    report()
+      .submissions.filter((s) => s.outcome === null)
+      .map((s) => `${s.id} (${s.agent}/${s.instanceId}, ${s.attempts} attempt(s))`);
+
+  /**
+   * Watches an armed point until it fires or is missed. Settling is seen at once (checkIdle after
+   * each settlement); this catches the rest: a runtime that stops driving its queues with work
+   * still open, and work that hangs until the deadline. Idle must hold across two looks with no
+   * admission between them: a new submission's queue is woken from a later task than its admission.
+   */
+  const look = (): void => {
+    const arm = armed;
+    if (arm === undefined || arm.state !== 'armed' || closed) {
+      clearInterval(watch);
+      watch = undefined;
+      return;
+    }
+    if (current === undefined || current.dead) return;
+    if (Date.now() > arm.deadline) {
+      miss(arm, { why: 'timeout', timeoutMs: arm.spec.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS, open: openSubmissions() });
+      return;
+    }
+    const engine = current.runtime as unknown as ConversationEngine;
+    if (!arm.sawWork || engine.busy) {
+      arm.idleAt = undefined;
+      return;
+    }
+    if (arm.idleAt !== admissions) {
+      arm.idleAt = admissions;
+      return;
+    }
+    const open = openSubmissions();
+    miss(arm, open.length === 0 ? { why: 'settled', submissions: totalCount() } : { why: 'idle', open });
   };
 
   const launch = async (): Promise<void> => {
@@ -363,7 +425,10 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     const generation: Generation = { flue, runtime: configuredRuntime()!, driver: driver!, adapter, dead: false };
     // start() already woke recovery, but it runs from a later task, after this assignment.
     current = generation;
-    if (armed !== undefined && armed.state === 'armed' && openCount() > 0) armed.sawWork = true;
+    if (armed !== undefined && armed.state === 'armed') {
+      if (openCount() > 0) armed.sawWork = true;
+      armed.deadline = Date.now() + (armed.spec.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS);
+    }
   };
 
   installCrashProbe(probe);
@@ -423,6 +488,9 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       if (point.nth !== undefined && (!Number.isInteger(point.nth) || point.nth < 1)) {
         throw new CrashHarnessError(`crashAt() nth must be a positive integer; got ${String(point.nth)}.`);
       }
+      if (point.timeoutMs !== undefined && (typeof point.timeoutMs !== 'number' || !(point.timeoutMs > 0) || !Number.isFinite(point.timeoutMs))) {
+        throw new CrashHarnessError(`crashAt() timeoutMs must be a positive, finite number of milliseconds; got ${String(point.timeoutMs)}.`);
+      }
       if (point.id !== undefined && (typeof point.id !== 'string' || point.id === '')) {
         throw new CrashHarnessError('crashAt() id must be a non-empty instance id.');
       }
@@ -458,7 +526,22 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       // failed by an unhandled rejection.
       promise.catch(() => undefined);
       const up = current !== undefined && !current.dead;
-      armed = { spec: { ...point }, identity, seen: 0, sawWork: up && openCount() > 0, state: 'armed', promise, resolve, reject };
+      armed = {
+        spec: { ...point },
+        identity,
+        seen: 0,
+        sawWork: up && openCount() > 0,
+        state: 'armed',
+        deadline: Date.now() + (point.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS),
+        idleAt: undefined,
+        promise,
+        resolve,
+        reject,
+      };
+      clearInterval(watch);
+      // The watch keeps no process alive: a script that is done may exit with a point armed.
+      watch = setInterval(look, WATCH_INTERVAL_MS);
+      watch.unref?.();
     },
 
     get crashed() {
@@ -483,9 +566,9 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
           throw new CrashHarnessError(`the runtime is down after ${where()}, with submissions still open; call restart() first, then settle().`);
         }
         if (openCount() === 0) break;
+        if (armed?.missed !== undefined) throw armed.missed;
         if (Date.now() > deadline) {
-          const open = report().submissions.filter((s) => s.outcome === null).map((s) => `${s.id} (${s.agent}/${s.instanceId}, ${s.attempts} attempt(s))`);
-          throw new CrashHarnessError(`settle() timed out after ${timeoutMs} ms; still open: ${open.join(', ')}.`);
+          throw new CrashHarnessError(`settle() timed out after ${timeoutMs} ms; still open: ${openSubmissions().join(', ')}.`);
         }
         await new Promise((resolveWait) => setTimeout(resolveWait, 15));
       }
@@ -499,6 +582,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(watch);
       try {
         if (current !== undefined && !current.dead) await current.flue.stop();
       } finally {
@@ -573,6 +657,20 @@ function describePoint(point: CrashPoint): string {
   if (point.point === 'tool') return `crash point "tool" ${JSON.stringify(point.name)}${scope}${nth}`;
   if (point.point === 'step') return `crash point "step" ${JSON.stringify(`${point.tool}/${point.name}`)}${scope}${nth}`;
   return `crash point "${point.point}"${scope}${nth}`;
+}
+
+function describeMiss(missed: Missed): string {
+  switch (missed.why) {
+    case 'settled':
+      return `never reached; all ${missed.submissions} submission(s) settled without reaching it.`;
+    case 'idle':
+      return `never reached; the runtime went idle with ${missed.open.length} submission(s) open that it does not drive: ${missed.open.join(', ')}.`;
+    case 'timeout':
+      return (
+        `not reached within ${missed.timeoutMs} ms (crashAt timeoutMs); ` +
+        (missed.open.length === 0 ? 'no submission is open.' : `still open: ${missed.open.join(', ')}.`)
+      );
+  }
 }
 
 function describeCrash(crash: CrashInfo): string {

@@ -20,6 +20,7 @@ export {
   type CrashHarnessOptions,
   type CrashInfo,
   type CrashPoint,
+  type CrashPointDeadline,
   type CrashPointFilter,
   type CrashPointName,
   type CrashReport,

@@ -251,8 +251,12 @@ describe.each<ScriptedApi>(['openai-completions', 'anthropic-messages'])('script
       }
     })();
 
+    // The stream is under way; a whole second response through the same server after that shows
+    // the end of the first would have arrived by now, had it been sent (a sleep would pass
+    // vacuously on a slow machine).
     await firstDelta;
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    server.script({ text: 'control' });
+    expect((await run({ messages: [userMessage('control')] })).result.stopReason).toBe('stop');
     expect(events.some((e) => e.type === 'done' || e.type === 'error')).toBe(false);
 
     controller.abort();

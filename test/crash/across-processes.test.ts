@@ -48,8 +48,9 @@ describe('across processes on the same sqlite file', () => {
     await poll('the lookup tool to start', () => sideEvents(s.side).some((e) => e.event === 'tool-start'));
 
     c1.send({ stop: true });
-    // stop() awaits the work in flight: while the tool runs, the process has not stopped.
-    await new Promise((r) => setTimeout(r, 300));
+    // stop() awaits the work in flight: while the tool runs, it has not settled when a stop that
+    // waits for nothing would have, and the process has not stopped.
+    expect(await c1.waitFor('stopping')).toMatchObject({ settled: false });
     expect(c1.alive).toBe(true);
     expect(c1.lines.some((l) => l.type === 'stopped')).toBe(false);
     writeFileSync(join(s.side, 'release'), '');

@@ -17,6 +17,8 @@ const { ctx, host } = useNodeHost();
 
 const MODEL = 'anthropic/claude-haiku-4-5';
 const OFFSET = /^\d{16}_\d{16}$/;
+/** The DS client's default `sseResilience.minConnectionDuration`: shorter SSE connections count as failures. */
+const SSE_SHORT_CONNECTION_MS = 1_000;
 
 /** The order conversation (support/order-script.ts), one final-text chunk every `delayMs`. */
 function scriptOrderReply(delayMs = 120) {
@@ -281,9 +283,14 @@ describe('server-side connection loss while the reply streams', () => {
     const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
     const watched = h.observe(client, { live });
     await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length, 20_000, 'a partial final text');
-    // Let the SSE connection outlive the client's 1 s "short connection" threshold.
-    if (live === 'sse') await sleep(400);
     const isUpdates = (path: string) => path.includes('view=updates') && path.includes(`live=${live}`);
+    if (live === 'sse') {
+      // The drop must end a connection older than the client's 1 s "short connection" threshold
+      // (it counts from before its request, so from the server's start is on the safe side).
+      let open: { startedAt: number } | undefined;
+      await eventually(() => (open = h.http.requests.findLast((r) => isUpdates(r.path) && r.endedAt === undefined)) !== undefined);
+      await sleep(Math.max(0, open!.startedAt + SSE_SHORT_CONNECTION_MS + 50 - Date.now()));
+    }
     let dropped = 0;
     // Until the observer's updates connection is open (it may be between two long-polls).
     await eventually(() => (dropped = how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates)) > 0);

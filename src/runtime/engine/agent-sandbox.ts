@@ -98,7 +98,7 @@ export class AgentSandbox {
     const sandbox = await this.created;
     if (declaration.cwd === undefined) this.own = sandbox;
     else {
-      // One wrapper per cwd, so per-sandbox caches (write locks, the rg probe) hold across turns.
+      // One wrapper per cwd, so per-sandbox caches (write locks) hold across turns.
       if (this.scoped?.cwd !== declaration.cwd) this.scoped = { cwd: declaration.cwd, sandbox: withCwd(sandbox, declaration.cwd) };
       this.own = this.scoped.sandbox;
     }

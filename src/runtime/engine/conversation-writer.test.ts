@@ -102,6 +102,24 @@ describe('ConversationWriter', () => {
     expect(store.getSubmission(row.id)).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
   });
 
+  it('settles a leader and its joined deliveries in the ledger, with the one batch that says so', async () => {
+    const { store, writer } = await open();
+    const live = admitted(writer, 'sub_1', 'sub_2', 'sub_3');
+    const [leader, joined] = writer.openSubmissions(live) as [SubmissionRow, SubmissionRow];
+    writer.join(live, joined, leader.id);
+    const records: ConversationRecord[] = [leader, joined].map((row) => ({ type: 'submission_settled', submissionId: row.id, outcome: 'failed', answeredBySubmissionId: leader.id, ts }));
+    const head = live.conv.head;
+    writer.settle(live, records, [leader, ...writer.joinedInto(leader)], 'failed', 'boom');
+    expect(['sub_1', 'sub_2', 'sub_3'].map((id) => [id, store.getSubmission(id)?.status, store.getSubmission(id)?.outcome, store.getSubmission(id)?.error])).toEqual([
+      ['sub_1', 'settled', 'failed', 'boom'],
+      ['sub_2', 'settled', 'failed', 'boom'],
+      ['sub_3', 'queued', null, null],
+    ]);
+    expect(writer.joinedInto(leader)).toEqual([]);
+    const batches = store.readBatches(live.stream, head);
+    expect(batches.map((batch) => batch.records.map((record) => record.type))).toEqual([['submission_settled', 'submission_settled']]);
+  });
+
   it('claims attempts, marks continuations and stamps aborts through the ledger', async () => {
     const { store, writer } = await open();
     const live = admitted(writer, 'sub_1', 'sub_2');

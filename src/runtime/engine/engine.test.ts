@@ -41,6 +41,23 @@ beforeEach(async () => {
 
 const message = (body: string) => parseDeliveredMessage(body);
 
+/**
+ * The log's own word on settlement: `submission_settled` records per submission, read from the raw
+ * batches (the fold keeps one settlement per id, so it would hide a second record).
+ */
+function settledRecords(stream: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const batch of store.readBatches(stream, -1)) {
+    for (const record of batch.records) {
+      if (record.type === 'submission_settled') counts[record.submissionId] = (counts[record.submissionId] ?? 0) + 1;
+    }
+  }
+  return counts;
+}
+
+/** The ledger's word: each row's status and outcome. */
+const ledger = (...ids: string[]) => ids.map((id) => [id, store.getSubmission(id)?.status, store.getSubmission(id)?.outcome]);
+
 describe('admission', () => {
   it('creates the conversation with the first submission, wakes its queue and answers a receipt', async () => {
     const { receipt, head } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
@@ -81,6 +98,7 @@ describe('the queue', () => {
     const reply = await engine.read('Echo', 'a1', receipt.submissionId);
     expect(reply).toMatchObject({ text: 'Done.', submissionId: receipt.submissionId });
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
+    expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
     const history = engine.history('Echo', 'a1')!;
     expect(history.settlements.map((settlement) => settlement.outcome)).toEqual(['completed']);
   });
@@ -99,6 +117,47 @@ describe('the queue', () => {
       [two.receipt.submissionId, one.receipt.submissionId],
     ]);
     expect(await engine.runNext('agents/Echo/a1')).toBe(false);
+    // Exactly one settlement record each, and the ledger settles the joined row with its leader.
+    expect(settledRecords('agents/Echo/a1')).toEqual({ [one.receipt.submissionId]: 1, [two.receipt.submissionId]: 1 });
+    expect(ledger(one.receipt.submissionId, two.receipt.submissionId)).toEqual([
+      [one.receipt.submissionId, 'settled', 'completed'],
+      [two.receipt.submissionId, 'settled', 'completed'],
+    ]);
+    expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
+  });
+
+  it('a failed leader settles its joined deliveries failed too, each once, in the log and the ledger', async () => {
+    // The first turn joins nothing (the second delivery arrives while the tool runs); the next
+    // turn boundary joins it, then the model call fails.
+    let second: Promise<{ receipt: { submissionId: string } }> | undefined;
+    function Joiner() {
+      useModel('engine-unit/model');
+      useTool({
+        name: 'ping',
+        description: 'Ping.',
+        input: v.object({}),
+        run: async () => {
+          second ??= engine.admit('Joiner', { id: 'j1', message: message('two') }, 'dispatch');
+          await second;
+          return 'pong';
+        },
+      });
+      return 'Answer briefly.';
+    }
+    const registry = new AgentRegistry();
+    registry.register(Joiner);
+    engine = new ConversationEngine({ store, registry, env: {}, wake: () => undefined });
+    server.script({ toolCalls: [{ name: 'ping', arguments: {} }] }, { status: 400, errorBody: 'bad request' });
+    const one = await engine.admit('Joiner', { id: 'j1', message: message('one') }, 'dispatch');
+    expect(await engine.runNext('agents/Joiner/j1')).toBe(true);
+    const two = (await second!).receipt.submissionId;
+    expect(store.getSubmission(two)?.joinedInto).toBe(one.receipt.submissionId);
+    expect(settledRecords('agents/Joiner/j1')).toEqual({ [one.receipt.submissionId]: 1, [two]: 1 });
+    expect(ledger(one.receipt.submissionId, two)).toEqual([
+      [one.receipt.submissionId, 'settled', 'failed'],
+      [two, 'settled', 'failed'],
+    ]);
+    expect(engine.hasOpenWork('agents/Joiner/j1')).toBe(false);
   });
 
   it('settles an aborted submission as aborted, without calling the model', async () => {
@@ -108,6 +167,7 @@ describe('the queue', () => {
     await engine.runQueue('agents/Echo/a1');
     await expect(engine.read('Echo', 'a1', receipt.submissionId)).rejects.toBeInstanceOf(AgentRunError);
     expect(store.getSubmission(receipt.submissionId)?.outcome).toBe('aborted');
+    expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
     expect(server.requests.length).toBe(requests);
     expect(engine.abort('Echo', 'a1')).toBe(false);
   });
@@ -120,6 +180,7 @@ describe('the queue', () => {
     expect(error).toBeInstanceOf(AgentRunError);
     expect((error as AgentRunError).outcome).toBe('failed');
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'settled', outcome: 'failed' });
+    expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
     expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
   });
 });

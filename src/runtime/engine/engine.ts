@@ -412,6 +412,11 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     return this.stopping;
   }
 
+  /** Some conversation's queue is being driven right now (the crash harness tells idle from busy). */
+  get busy(): boolean {
+    return this.queues.size > 0;
+  }
+
   /** What the crash probe is told reached a point: this engine. */
   get probed(): ProbedEngine {
     return this;

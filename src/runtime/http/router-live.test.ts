@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { init, useModel } from '@flue/runtime';
 import { useScriptedRuntime } from '../../../test/support/scripted-runtime.ts';
 import { buildAgentRouter, type RouterTiming } from './router.ts';
+import { configuredRuntime } from '../host/runtime.ts';
+import type { ConversationWriter } from '../engine/conversation-writer.ts';
+import { until } from '../../../test/support/engine.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -52,6 +55,12 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Reads parked on the conversation: the listeners of its fold in the Node runtime's engine. */
+function waitersOf(id: string): number {
+  const engine = configuredRuntime() as unknown as { writer: ConversationWriter };
+  return engine.writer.live('Support', id).listeners.size;
+}
+
 type Chunk = { type: string; position?: { batch: number; index: number }; [key: string]: unknown };
 
 /** A long-poll window no test outlives. */
@@ -63,10 +72,13 @@ describe('live=long-poll', () => {
     const app = mounted({ waitMs: 10_000 });
     const head = await converse(app, 'lp');
     let settled = false;
+    const listening = waitersOf('lp');
     const parked = request(app, `/lp?view=updates&offset=${head}&live=long-poll`).finally(() => {
       settled = true;
     });
-    await sleep(100);
+    // Parked: the read waits on the conversation (a sleep here would pass without parking on a
+    // slow machine, the append then answering at once).
+    await until(() => waitersOf('lp') > listening);
     expect(settled).toBe(false);
     await send(app, 'lp', 'Again', 'Hello again.');
     // An answer at the end of the window would carry nothing but the checkpoint: the batches after
@@ -111,8 +123,9 @@ describe('live=long-poll', () => {
     const app = mounted({ waitMs: PARK_FOREVER_MS });
     const head = await converse(app, 'gone');
     const client = new AbortController();
+    const listening = waitersOf('gone');
     const parked = request(app, `/gone?view=updates&offset=${head}&live=long-poll`, { signal: client.signal });
-    await sleep(50);
+    await until(() => waitersOf('gone') > listening);
     client.abort();
     const response = await parked;
     expect(response.status).toBe(499);

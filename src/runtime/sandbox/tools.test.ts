@@ -188,7 +188,7 @@ describe('grep', () => {
     expect(note).toBe('[Showing 100 of 150 matches. Narrow your search.]');
   });
 
-  it('uses rg when `rg --version` succeeds, probing once per exec function', async () => {
+  it('runs one grep command, never rg, even where rg is installed: results do not depend on the image', async () => {
     const commands: string[] = [];
     const sandbox = await make();
     const fake: Sandbox = {
@@ -201,11 +201,7 @@ describe('grep', () => {
     const grep = createGrepTool(fake);
     expect(await call(grep, { pattern: "x'y", include: '*.ts' })).toBe('a.ts:1:x');
     await call(grep, { pattern: 'x', literal: true });
-    expect(commands).toEqual([
-      'rg --version',
-      `rg -n -H --no-heading --color=never -g '*.ts' -- 'x'\\''y' '.'`,
-      `rg -n -H --no-heading --color=never -F -- 'x' '.'`,
-    ]);
+    expect(commands).toEqual([`grep -rnH -E --include='*.ts' -- 'x'\\''y' '.'`, `grep -rnH -F -- 'x' '.'`]);
   });
 });
 

@@ -77,7 +77,7 @@ function globDirectory(searchPath: string, glob: string): string | undefined {
 
 /**
  * Vets the search path and the directory a name filter points into, and returns the path to run
- * on. The walk itself follows no symlink (`grep -r`, `rg` and `find` without `-L`): linked entries
+ * on. The walk itself follows no symlink (`grep -r` and `find` without `-L`): linked entries
  * are skipped, in-root ones too, since a shell walk cannot ask the sandbox about each entry. A link
  * named as `path` is vetted like any path and then followed.
  */
@@ -322,26 +322,9 @@ export function formatBashOutput(stdout: string, stderr: string, exitCode: numbe
 
 // ── grep ──────────────────────────────────────────────────────────────────────────────────────
 
-const rgProbes = new WeakMap<object, Promise<boolean>>();
-
-/** Probed once per underlying exec function; any failure or slowness means plain grep. */
-function hasRipgrep(sandbox: Sandbox): Promise<boolean> {
-  const key = sandbox.exec;
-  let probe = rgProbes.get(key);
-  if (!probe) {
-    const attempt = sandbox.exec('rg --version', { timeoutMs: 10_000 }).then(
-      (r) => r.exitCode === 0,
-      () => false,
-    );
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const hostLimit = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), 15_000);
-    });
-    probe = Promise.race([attempt, hostLimit]).finally(() => clearTimeout(timer));
-    rgProbes.set(key, probe);
-  }
-  return probe;
-}
+// One command everywhere: `grep -r` is in every POSIX sandbox image. ripgrep is not used even
+// where it is installed, because it skips hidden and .gitignore'd files by default: the same
+// search would then answer differently depending on the sandbox's image.
 
 const grepSchema = v.object({
   pattern: shellString,
@@ -372,10 +355,7 @@ export function createGrepTool(sandbox: Sandbox): AgentTool {
       const { pattern, path: requested = '.', include, literal } = parseParams('grep', grepSchema, params);
       const { path } = await searchTarget(sandbox, requested, include);
       checkAborted(signal);
-      const rg = await raceAbort(hasRipgrep(sandbox), signal);
-      const command = rg
-        ? `rg -n -H --no-heading --color=never${literal ? ' -F' : ''}${include !== undefined ? ` -g ${shellQuote(include)}` : ''} -- ${shellQuote(pattern)} ${shellQuote(path)}`
-        : `grep -rnH ${literal ? '-F' : '-E'}${include !== undefined ? ` --include=${shellQuote(include)}` : ''} -- ${shellQuote(pattern)} ${shellQuote(path)}`;
+      const command = `grep -rnH ${literal ? '-F' : '-E'}${include !== undefined ? ` --include=${shellQuote(include)}` : ''} -- ${shellQuote(pattern)} ${shellQuote(path)}`;
       const result = await sandbox.exec(command, signal ? { signal } : {});
       if (result.exitCode > 1) {
         throw new Error(`grep failed (exit code ${result.exitCode}): ${result.stderr.trim() || result.stdout.trim() || 'no error output'}`);
@@ -388,15 +368,6 @@ export function createGrepTool(sandbox: Sandbox): AgentTool {
       return text(output);
     },
   };
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new Error('Operation aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 // ── glob ──────────────────────────────────────────────────────────────────────────────────────
