@@ -71,24 +71,38 @@ describe('runToolCall — timeout', () => {
   });
 
   it('discards a late rejection after a timeout (no unhandled rejection)', async () => {
+    const late = Promise.withResolvers<void>();
     const tool = defineTool({
       name: 'slow_reject',
       description: 'Slow.',
       timeoutMs: 20,
       run: ({ signal }) =>
         new Promise<string>((_, reject) => {
-          signal?.addEventListener('abort', () => setTimeout(() => reject(new Error('late failure')), 10));
+          signal?.addEventListener('abort', () =>
+            setTimeout(() => {
+              reject(new Error('late failure'));
+              late.resolve();
+            }, 10),
+          );
         }),
     });
     const outcome = await runToolCall(tool, {}, environment());
     expect(outcome.error).toBeInstanceOf(ToolTimeoutError);
-    await sleep(30);
+    // An unhandled rejection would be reported within this test: the rejection has happened and
+    // one macrotask has passed.
+    await late.promise;
+    await new Promise((resolve) => setImmediate(resolve));
   });
 
-  it('does not fire once the tool has finished', async () => {
-    const tool = defineTool({ name: 'fast', description: 'Fast.', timeoutMs: 20, run: () => 'quick' });
-    expect((await runToolCall(tool, {}, environment())).content).toBe('"quick"');
-    await sleep(30);
+  it('does not fire once the tool has finished: its timer is cleared', async () => {
+    vi.useFakeTimers();
+    try {
+      const tool = defineTool({ name: 'fast', description: 'Fast.', timeoutMs: 20, run: () => 'quick' });
+      expect((await runToolCall(tool, {}, environment())).content).toBe('"quick"');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
@@ -133,15 +147,24 @@ describe('runToolCall — host abort', () => {
 
   it('swallows the late rejection of an abandoned tool', async () => {
     const host = new AbortController();
+    const late = Promise.withResolvers<void>();
     const tool = defineTool({
       name: 'stubborn_reject',
       description: 'Ignores aborts, then fails.',
-      run: () => new Promise<string>((_, reject) => setTimeout(() => reject(new Error('late')), 20)),
+      run: () =>
+        new Promise<string>((_, reject) =>
+          setTimeout(() => {
+            reject(new Error('late'));
+            late.resolve();
+          }, 20),
+        ),
     });
     const pending = runToolCall(tool, {}, environment({ signal: host.signal }));
     host.abort();
     expect((await pending).content.endsWith(SUFFIX)).toBe(true);
-    await sleep(30);
+    // The late rejection has happened and one macrotask has passed: unhandled, it would fail here.
+    await late.promise;
+    await new Promise((resolve) => setImmediate(resolve));
   });
 
   it('wins over a timeout that would fire in the same moment', async () => {
@@ -158,7 +181,8 @@ describe('runToolCall — host abort', () => {
     expect(outcome.error).not.toBeInstanceOf(ToolTimeoutError);
     expect((outcome.error as DOMException).name).toBe('AbortError');
     expect(outcome.aborted).toBe(true);
-    await sleep(30);
+    // A timer of the same delay registered after the tool's deadline fires after it would have.
+    await new Promise((resolve) => setTimeout(resolve, 20));
   });
 
   it('keeps a result that settles within the grace period', async () => {
