@@ -9,6 +9,13 @@ import { invokeTool, raceToolRun, runToolCall } from './tool-runner.ts';
 import type { ToolOutcome } from './tool-runner.ts';
 import type { FlueHarness } from '../common/types.ts';
 
+/** A promise and the function that resolves it. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => {};
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
 describe('runToolCall — timeout', () => {
   it('aborts the tool signal and settles with the exact timeout text', async () => {
     let reason: unknown;
@@ -71,7 +78,7 @@ describe('runToolCall — timeout', () => {
   });
 
   it('discards a late rejection after a timeout (no unhandled rejection)', async () => {
-    const late = Promise.withResolvers<void>();
+    const late = deferred();
     const tool = defineTool({
       name: 'slow_reject',
       description: 'Slow.',
@@ -147,7 +154,7 @@ describe('runToolCall — host abort', () => {
 
   it('swallows the late rejection of an abandoned tool', async () => {
     const host = new AbortController();
-    const late = Promise.withResolvers<void>();
+    const late = deferred();
     const tool = defineTool({
       name: 'stubborn_reject',
       description: 'Ignores aborts, then fails.',
