@@ -5,7 +5,7 @@
  * public API on Node, against a scripted model server that hangs the way real providers do.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentRunError, defineTool, init, useModel, useTool } from '@flue/runtime';
+import { AgentRunError, type SandboxFactory, defineTool, init, useModel, useSandbox, useTool, virtualSandbox } from '@flue/runtime';
 import { type Flue, sqlite, start } from '@flue/runtime/node';
 import { type RecordedRequest, type ScriptedModelServer, type ScriptedResponse, startScriptedModelServer } from '@flue/runtime/testing';
 import { seedProviders } from './support/scripted-runtime.ts';
@@ -27,6 +27,8 @@ function reply(request: RecordedRequest): ScriptedResponse | Promise<ScriptedRes
       return { text: ['Working', ' on', ' it'], hangAfterChunks: 3 }; // stalls mid-stream
     case 'tool':
       return toolAnswered ? { text: 'unexpected' } : { toolCalls: [{ name: 'wait_forever', arguments: {} }] };
+    case 'sandbox':
+      return toolAnswered ? { text: 'unexpected' } : { toolCalls: [{ name: 'bash', arguments: { command: 'make' } }] };
     default:
       return { text: `unscripted request: ${first}` };
   }
@@ -38,12 +40,27 @@ const waitForever = defineTool({
   run: () => new Promise<string>(() => {}),
 });
 
+/** A sandbox whose shell never answers and ignores its abort signal. */
+const stuckShell: SandboxFactory = {
+  async createSandbox(options) {
+    const sandbox = await virtualSandbox().createSandbox(options);
+    return new Proxy(sandbox, { get: (target, key) => (key === 'exec' ? () => new Promise<never>(() => {}) : Reflect.get(target, key)) });
+  },
+};
+
 function Bounded() {
   useModel(MODEL);
   useTool(waitForever);
   return 'Answer.';
 }
 Bounded.durability = BOUNDS;
+
+function Builder() {
+  useModel(MODEL);
+  useSandbox(stuckShell);
+  return 'Build it.';
+}
+Builder.durability = BOUNDS;
 
 function Impatient() {
   useModel(MODEL);
@@ -57,7 +74,7 @@ beforeAll(async () => {
   vi.spyOn(console, 'warn').mockImplementation(() => {});
   vi.spyOn(console, 'error').mockImplementation(() => {});
   server = await startScriptedModelServer({ fallback: reply });
-  flue = await start({ agents: [Bounded, Impatient], db: sqlite(), providers: seedProviders(server), env: {} });
+  flue = await start({ agents: [Bounded, Builder, Impatient], db: sqlite(), providers: seedProviders(server), env: {} });
 });
 afterAll(async () => {
   await flue.stop({ graceMs: 0 });
@@ -65,7 +82,7 @@ afterAll(async () => {
   vi.restoreAllMocks();
 });
 
-async function settleFailure(agent: typeof Bounded, id: string, message: string) {
+async function settleFailure(agent: typeof Bounded | typeof Builder, id: string, message: string) {
   const handle = init(agent, { id });
   const started = Date.now();
   const receipt = await handle.dispatch(message);
@@ -85,8 +102,9 @@ describe.concurrent('durability.timeoutMs ends an attempt that is still running'
     ['a model server that accepts and never answers', 'silent', 1],
     ['a model stream that stalls mid-stream', 'stall', 1],
     ['a tool that never returns and ignores its signal', 'tool', 1],
+    ['a sandbox command that never answers and ignores its signal', 'sandbox', 1],
   ])('%s: settles failed with submission_timeout at the deadline', async (_case, message, modelCalls) => {
-    const { error, elapsed, receipt } = await settleFailure(Bounded, `timeout-${message}`, message);
+    const { error, elapsed, receipt } = await settleFailure(message === 'sandbox' ? Builder : Bounded, `timeout-${message}`, message);
     expect(error).toBeInstanceOf(AgentRunError);
     expect(error).toMatchObject({ outcome: 'failed', submissionId: receipt.submissionId });
     expect(error.cause).toMatchObject({ type: 'submission_timeout' });
