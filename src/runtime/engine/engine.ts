@@ -303,7 +303,9 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
         // claims a new attempt (or settles it at the attempt budget or the deadline).
         // Here a `submission_recovery` event would tell observers a replacement attempt follows.
         const stalled = error instanceof AttemptStalled ? error : (run.abortReason as AttemptStalled);
-        console.warn(`[flue] Submission ${claimed.id}, attempt ${claimed.attemptCount}: ${stalled.message}`);
+        console.warn(
+          `[flue] Submission ${claimed.id}: attempt ${claimed.attemptCount} of ${durability.maxAttempts} abandoned, its model stream delivered nothing for ${stalled.idleMs} ms.`,
+        );
         return true;
       }
       if (error instanceof RunYield) {

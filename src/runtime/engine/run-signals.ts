@@ -26,7 +26,7 @@ export class RunStopped extends RunInterrupted {
 export class AttemptStalled extends RunInterrupted {
   readonly idleMs: number;
   constructor(idleMs: number) {
-    super(`[flue] The model stream delivered nothing for ${idleMs} ms; the attempt is abandoned and the submission runs again.`);
+    super(`[flue] The model stream delivered nothing for ${idleMs} ms; the attempt is abandoned.`);
     this.idleMs = idleMs;
   }
 }
