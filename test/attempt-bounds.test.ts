@@ -26,7 +26,8 @@ function reply(request: RecordedRequest): ScriptedResponse | Promise<ScriptedRes
     case 'idle':
       return { text: ['Working', ' on', ' it'], hangAfterChunks: 3 }; // stalls mid-stream
     case 'tool':
-      return toolAnswered ? { text: 'unexpected' } : { toolCalls: [{ name: 'wait_forever', arguments: {} }] };
+    case 'rest':
+      return toolAnswered ? { text: 'Back at rest.' } : { toolCalls: [{ name: 'wait_forever', arguments: {} }] };
     case 'sandbox':
       return toolAnswered ? { text: 'unexpected' } : { toolCalls: [{ name: 'bash', arguments: { command: 'make' } }] };
     default:
@@ -112,6 +113,15 @@ describe.concurrent('durability.timeoutMs ends an attempt that is still running'
     expect(elapsed).toBeLessThan(SETTLE_WITHIN_MS);
     // The deadline ended the attempt: no further attempt asked the model again.
     expect(requestsOf(message)).toHaveLength(modelCalls);
+  });
+
+  it('after a tool timed out the conversation is at rest: the next message runs, and the model sees the interrupted call', async () => {
+    await settleFailure(Bounded, 'after-timeout', 'rest');
+    const handle = init(Bounded, { id: 'after-timeout' });
+    expect((await handle.read(await handle.dispatch('again'))).text).toBe('Back at rest.');
+    const next = requestsOf('rest').filter((request) => request.messages.some((message) => message.content === 'again'));
+    expect(next).toHaveLength(1);
+    expect(next[0]!.messages.some((message) => message.role === 'tool')).toBe(true);
   });
 
   it('a stream idle for modelIdleTimeoutMs abandons the attempt; the next attempt is told it was interrupted, and the budget settles it', async () => {
