@@ -5,7 +5,7 @@
  * public API on Node, against a scripted model server that hangs the way real providers do.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentRunError, type SandboxFactory, defineTool, init, useModel, useSandbox, useTool, virtualSandbox } from '@flue/runtime';
+import { AgentRunError, type SandboxFactory, defineSubagent, defineTool, init, useModel, useSandbox, useSubagent, useTool, virtualSandbox } from '@flue/runtime';
 import { type Flue, sqlite, start } from '@flue/runtime/node';
 import { type RecordedRequest, type ScriptedModelServer, type ScriptedResponse, startScriptedModelServer } from '@flue/runtime/testing';
 import { seedProviders } from './support/scripted-runtime.ts';
@@ -30,6 +30,12 @@ function reply(request: RecordedRequest): ScriptedResponse | Promise<ScriptedRes
       return toolAnswered ? { text: 'Back at rest.' } : { toolCalls: [{ name: 'wait_forever', arguments: {} }] };
     case 'sandbox':
       return toolAnswered ? { text: 'unexpected' } : { toolCalls: [{ name: 'bash', arguments: { command: 'make' } }] };
+    case 'delegate':
+      return toolAnswered ? { text: 'Parent done.' } : { toolCalls: [{ name: 'task', arguments: { agent: 'digger', prompt: 'dig' } }] };
+    case 'dig': // the delegate: its first stream stalls, the recovered one answers
+      return request.messages.some((message) => message.content.includes('interrupted'))
+        ? { text: 'Found it.' }
+        : { text: ['Dig', 'ging'], hangAfterChunks: 3 };
     default:
       return { text: `unscripted request: ${first}` };
   }
@@ -69,13 +75,22 @@ function Impatient() {
 }
 Impatient.durability = { ...BOUNDS, timeoutMs: 60_000, modelIdleTimeoutMs: 300 };
 
+const digger = defineSubagent({ name: 'digger', description: 'Digs.', agent: () => 'You dig.' });
+
+function Delegator() {
+  useModel(MODEL);
+  useSubagent(digger);
+  return 'Delegate the digging.';
+}
+Delegator.durability = Impatient.durability;
+
 let server: ScriptedModelServer;
 let flue: Flue;
 beforeAll(async () => {
   vi.spyOn(console, 'warn').mockImplementation(() => {});
   vi.spyOn(console, 'error').mockImplementation(() => {});
   server = await startScriptedModelServer({ fallback: reply });
-  flue = await start({ agents: [Bounded, Builder, Impatient], db: sqlite(), providers: seedProviders(server), env: {} });
+  flue = await start({ agents: [Bounded, Builder, Impatient, Delegator], db: sqlite(), providers: seedProviders(server), env: {} });
 });
 afterAll(async () => {
   await flue.stop({ graceMs: 0 });
@@ -139,5 +154,15 @@ describe.concurrent('durability.timeoutMs ends an attempt that is still running'
       ['user', '<signal type="stream_interrupted">\nYour previous response was interrupted before it completed.\n</signal>'],
       ['user', '<signal type="stream_continued">\nContinue from where the interrupted response stopped.\n</signal>'],
     ]);
+  });
+
+  it("a delegate's stalled stream abandons the parent's attempt; the next attempt resumes the child, which answers", async () => {
+    const handle = init(Delegator, { id: 'delegate' });
+    const reply = await handle.read(await handle.dispatch('delegate'));
+    expect(reply.text).toBe('Parent done.');
+    expect(requestsOf('dig')).toHaveLength(2);
+    const parent = requestsOf('delegate');
+    expect(parent).toHaveLength(2);
+    expect(parent[1]!.messages.find((message) => message.role === 'tool')?.content).toBe('Found it.');
   });
 });
