@@ -78,7 +78,6 @@ async function streamInto(
     clearTimeout(idle);
     idle = setTimeout(() => run.abort(new AttemptStalled(idleMs)), idleMs);
   };
-  watch();
   const stream = getModels().streamSimple(model, context, {
     signal: run.signal,
     sessionId: run.conv.conversationId,
@@ -86,6 +85,7 @@ async function streamInto(
     ...(onPayload === undefined ? {} : { onPayload }),
   });
   let firstDelta = true;
+  watch();
   try {
     for await (const event of stream) {
       watch();
