@@ -116,7 +116,7 @@ describe('a bad durability static', () => {
       'agent_definition_invalid',
     );
     expect(error.message).toBe(
-      '[flue] Agent "Misconfigured" has an invalid durability static: durability has unknown key "maxAttempt" (allowed: maxAttempts, timeoutMs).',
+      '[flue] Agent "Misconfigured" has an invalid durability static: durability has unknown key "maxAttempt" (allowed: maxAttempts, timeoutMs, modelIdleTimeoutMs).',
     );
     expect(error.meta).toEqual({ rule: 'durability', agent: 'Misconfigured' });
     expect(await getAgentInstance(Misconfigured, 'd')).toBeNull();

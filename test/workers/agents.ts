@@ -136,3 +136,15 @@ export function Ticker() {
   });
   return 'Tick when asked.';
 }
+
+export const STALL_LANE = 'stall';
+
+/**
+ * Short attempt bounds for the hung-call tests: a stream idle for 300 ms abandons its attempt, and
+ * the submission ends 2 s after its first attempt started.
+ */
+export function Staller() {
+  useModel(`scripted/${STALL_LANE}`);
+  return 'Answer.';
+}
+Staller.durability = { timeoutMs: 2000, maxAttempts: 2, modelIdleTimeoutMs: 300 };

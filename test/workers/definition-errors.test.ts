@@ -43,7 +43,7 @@ test('a bad durability static rejects the dispatch with the reason', async () =>
   );
   expect(error).toBeInstanceOf(AgentDefinitionError);
   expect((error as Error).message).toBe(
-    '[flue] Agent "Unruly" has an invalid durability static: durability has unknown key "maxAttempt" (allowed: maxAttempts, timeoutMs).',
+    '[flue] Agent "Unruly" has an invalid durability static: durability has unknown key "maxAttempt" (allowed: maxAttempts, timeoutMs, modelIdleTimeoutMs).',
   );
 });
 

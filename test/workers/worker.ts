@@ -8,7 +8,7 @@ import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, ex
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
-import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, WORKSPACE_LANE, Workspace } from './agents.ts';
+import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, STALL_LANE, Staller, TICKER_LANE, Ticker, WORKSPACE_LANE, Workspace } from './agents.ts';
 import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
@@ -20,7 +20,7 @@ import { CONTRACT_LANE, Contract } from '../contract/agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE], api: 'openai-completions' }));
+setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE], api: 'openai-completions' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6', 'claude-haiku-4-5'], api: 'anthropic-messages' }));
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
 // Anthropic wire format: recorded tool results carry their error flag.
@@ -47,6 +47,7 @@ const agents = [
   { identity: 'Typo', agent: Typo, className: 'FlueTypoAgent', bindingName: 'FLUE_TYPO_AGENT' },
   { identity: 'Forecaster', agent: Forecaster, className: 'FlueForecasterAgent', bindingName: 'FLUE_FORECASTER_AGENT' },
   { identity: 'Contract', agent: Contract, className: 'FlueContractAgent', bindingName: 'FLUE_CONTRACT_AGENT' },
+  { identity: 'Staller', agent: Staller, className: 'FlueStallerAgent', bindingName: 'FLUE_STALLER_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
@@ -80,6 +81,7 @@ export const FlueTypoAgent = createFlueAgentClass(entry('Typo'));
 export const FlueForecasterAgent = createFlueAgentClass(entry('Forecaster'));
 // The host contract's agent (test/contract/cases.ts, run here by contract.test.ts).
 export const FlueContractAgent = createFlueAgentClass(entry('Contract'));
+export const FlueStallerAgent = createFlueAgentClass(entry('Staller'));
 // The `AI` service binding's target (wrangler.jsonc "services").
 export { FakeWorkersAI } from './fake-workers-ai.ts';
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentDefinitionError } from '../common/errors.ts';
 import {
   DURABILITY_DEFAULT_MAX_ATTEMPTS,
+  DURABILITY_DEFAULT_MODEL_IDLE_TIMEOUT_MS,
   DURABILITY_DEFAULT_TIMEOUT_MS,
   resolveDurability,
 } from './durability-config.ts';
@@ -12,23 +13,25 @@ function agentWith(durability: unknown) {
 }
 
 describe('resolveDurability', () => {
-  it('defaults to 10 attempts and one hour', () => {
+  it('defaults to 10 attempts, one hour and a five-minute model idle window', () => {
     expect(DURABILITY_DEFAULT_MAX_ATTEMPTS).toBe(10);
     expect(DURABILITY_DEFAULT_TIMEOUT_MS).toBe(3_600_000);
+    expect(DURABILITY_DEFAULT_MODEL_IDLE_TIMEOUT_MS).toBe(300_000);
     function Plain() {}
-    expect(resolveDurability(Plain)).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000 });
-    expect(resolveDurability(agentWith(undefined))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000 });
-    expect(resolveDurability(agentWith({}))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000 });
+    expect(resolveDurability(Plain)).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
+    expect(resolveDurability(agentWith(undefined))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
+    expect(resolveDurability(agentWith({}))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
   });
 
   it('takes each field independently', () => {
-    expect(resolveDurability(agentWith({ maxAttempts: 3 }))).toEqual({ maxAttempts: 3, timeoutMs: 3_600_000 });
-    expect(resolveDurability(agentWith({ timeoutMs: 500 }))).toEqual({ maxAttempts: 10, timeoutMs: 500 });
-    expect(resolveDurability(agentWith({ maxAttempts: 1, timeoutMs: 1 }))).toEqual({ maxAttempts: 1, timeoutMs: 1 });
+    expect(resolveDurability(agentWith({ maxAttempts: 3 }))).toEqual({ maxAttempts: 3, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
+    expect(resolveDurability(agentWith({ timeoutMs: 500 }))).toEqual({ maxAttempts: 10, timeoutMs: 500, modelIdleTimeoutMs: 300_000 });
+    expect(resolveDurability(agentWith({ modelIdleTimeoutMs: 250 }))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 250 });
+    expect(resolveDurability(agentWith({ maxAttempts: 1, timeoutMs: 1 }))).toEqual({ maxAttempts: 1, timeoutMs: 1, modelIdleTimeoutMs: 300_000 });
   });
 
   it('treats an explicit undefined field as absent', () => {
-    expect(resolveDurability(agentWith({ maxAttempts: undefined }))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000 });
+    expect(resolveDurability(agentWith({ maxAttempts: undefined }))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
   });
 
   it.each([null, 5, 'fast', true, [], [1]])('rejects a non-object durability %j', (value) => {
@@ -55,6 +58,8 @@ describe('resolveDurability', () => {
     ['timeoutMs', 2.5],
     ['timeoutMs', Number.POSITIVE_INFINITY],
     ['timeoutMs', '1000'],
+    ['modelIdleTimeoutMs', 0],
+    ['modelIdleTimeoutMs', 0.5],
   ])('rejects %s = %j', (field, value) => {
     let thrown: unknown;
     try {

@@ -11,15 +11,29 @@ export interface DurabilityConfig {
   maxAttempts?: number;
   /** Wall clock from the first attempt's start. */
   timeoutMs?: number;
+  /**
+   * How long a model stream may deliver nothing (no first byte, no next event) before its attempt
+   * is abandoned; the submission then runs again as a new attempt. An addition to the seed's
+   * config: a provider call that hangs must not hold an attempt forever.
+   */
+  modelIdleTimeoutMs?: number;
 }
 
 export interface ResolvedDurability {
   maxAttempts: number;
   timeoutMs: number;
+  modelIdleTimeoutMs: number;
 }
 
 export const DURABILITY_DEFAULT_MAX_ATTEMPTS = 10;
 export const DURABILITY_DEFAULT_TIMEOUT_MS = 3_600_000;
+export const DURABILITY_DEFAULT_MODEL_IDLE_TIMEOUT_MS = 300_000;
+
+const DEFAULTS: ResolvedDurability = {
+  maxAttempts: DURABILITY_DEFAULT_MAX_ATTEMPTS,
+  timeoutMs: DURABILITY_DEFAULT_TIMEOUT_MS,
+  modelIdleTimeoutMs: DURABILITY_DEFAULT_MODEL_IDLE_TIMEOUT_MS,
+};
 
 const positiveInteger = v.pipe(
   v.number('must be a number'),
@@ -31,6 +45,7 @@ const positiveInteger = v.pipe(
 const durabilitySchema = v.strictObject({
   maxAttempts: v.optional(positiveInteger),
   timeoutMs: v.optional(positiveInteger),
+  modelIdleTimeoutMs: v.optional(positiveInteger),
 });
 
 /**
@@ -39,15 +54,14 @@ const durabilitySchema = v.strictObject({
  */
 export function resolveDurability(agent: object): ResolvedDurability {
   const config = (agent as { durability?: unknown }).durability;
-  if (config === undefined) {
-    return { maxAttempts: DURABILITY_DEFAULT_MAX_ATTEMPTS, timeoutMs: DURABILITY_DEFAULT_TIMEOUT_MS };
-  }
+  if (config === undefined) return { ...DEFAULTS };
   // Arrays pass valibot's object check, but a durability array is never intended.
   const result = Array.isArray(config) ? undefined : v.safeParse(durabilitySchema, config);
   if (result?.success) {
     return {
-      maxAttempts: result.output.maxAttempts ?? DURABILITY_DEFAULT_MAX_ATTEMPTS,
-      timeoutMs: result.output.timeoutMs ?? DURABILITY_DEFAULT_TIMEOUT_MS,
+      maxAttempts: result.output.maxAttempts ?? DEFAULTS.maxAttempts,
+      timeoutMs: result.output.timeoutMs ?? DEFAULTS.timeoutMs,
+      modelIdleTimeoutMs: result.output.modelIdleTimeoutMs ?? DEFAULTS.modelIdleTimeoutMs,
     };
   }
   const issue = result?.issues[0];
@@ -56,7 +70,7 @@ export function resolveDurability(agent: object): ResolvedDurability {
   if (issue === undefined || key === undefined) {
     reason = `durability must be an object (got ${describeValue(config)})`;
   } else if (issue.type === 'strict_object') {
-    reason = `durability has unknown key "${String(key)}" (allowed: maxAttempts, timeoutMs)`;
+    reason = `durability has unknown key "${String(key)}" (allowed: maxAttempts, timeoutMs, modelIdleTimeoutMs)`;
   } else {
     reason = `durability.${String(key)} ${issue.message} (got ${describeValue(issue.input)})`;
   }

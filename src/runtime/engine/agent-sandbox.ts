@@ -15,6 +15,7 @@ import type { ToolDefinition } from '../authoring/define-tool.ts';
 import type { SandboxDeclaration } from '../authoring/render.ts';
 import { type CreateSandboxHostOptions, SANDBOX_FILE_STORE, type SandboxFileStore } from '../sandbox/file-store.ts';
 import { resolvePath } from '../sandbox/paths.ts';
+import { raceToolRun } from '../tools/tool-runner.ts';
 import type { AgentTool, Sandbox, SandboxFactory } from '../sandbox/types.ts';
 import type { SkillReference } from '../skills/define-skill.ts';
 import type { SubagentDefinition } from '../authoring/subagents.ts';
@@ -237,7 +238,13 @@ export async function runBuiltinTool(
   const started = Date.now();
   try {
     if (signal.aborted) throw new Error('Operation aborted');
-    const result = await tool.execute(toolCallId, args, signal);
+    // Raced like a `defineTool` run: a sandbox call that never answers must not outlive the
+    // attempt's abort (the submission's deadline, a stop or an abort).
+    const result = await raceToolRun((scoped) => tool.execute(toolCallId, args, scoped), {
+      label: `Tool "${tool.name}"`,
+      signal,
+      timeoutError: () => undefined,
+    });
     const content = result.content.map((part) => (part.type === 'text' ? part.text : `[image ${part.mimeType}]`)).join('\n');
     return { isError: false, content, ...(result.terminate ? { terminate: true as const } : {}), durationMs: Date.now() - started };
   } catch (error) {

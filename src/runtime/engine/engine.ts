@@ -8,7 +8,7 @@
  * writer (conversation-writer.ts) writes it, and keeps each conversation's log fold in memory.
  */
 import * as v from 'valibot';
-import { resolveDurability } from '../authoring/durability-config.ts';
+import { type ResolvedDurability, resolveDurability } from '../authoring/durability-config.ts';
 import { isDevMode } from '../common/dev-mode.ts';
 import {
   AgentInstanceExistsError,
@@ -34,7 +34,7 @@ import { assertInstanceIdShape, assertJsonValue } from '../common/input-limits.t
 import type { ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
-import { RunStopped, RunYield } from './run-signals.ts';
+import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
 import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
@@ -233,7 +233,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
       console.warn(`[flue] Conversation "${live.stream}" has queued work for agent "${live.agentName}", which this runtime does not register.`);
       return false;
     }
-    let durability: { maxAttempts: number; timeoutMs: number };
+    let durability: ResolvedDurability;
     try {
       durability = resolveDurability(agent);
     } catch (error) {
@@ -274,6 +274,10 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     });
     const run = new ResponseRun(this, this.writer, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
     this.runs.set(live.stream, run);
+    // The deadline ends a running attempt too, not only at turn boundaries: a model call or a tool
+    // that never answers is aborted with the timeout, and the attempt settles the submission.
+    const timeoutMs = claimed.timeoutMs ?? durability.timeoutMs;
+    const deadline = armDeadline((claimed.startedAt ?? now) + timeoutMs, () => run.abort(new SubmissionTimeoutError(timeoutMs)));
     try {
       // Installed interceptors see the attempt; a pause resolves for them and is rethrown here.
       let paused: unknown;
@@ -284,7 +288,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
             await run.execute();
             return { outcome: 'completed' };
           } catch (error) {
-            if (!(error instanceof RunStopped || error instanceof RunYield || run.abortReason instanceof RunStopped)) throw error;
+            if (!(error instanceof RunInterrupted || error instanceof RunYield || run.abortReason instanceof RunInterrupted)) throw error;
             paused = error;
             return { outcome: 'continued' };
           }
@@ -294,6 +298,16 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
       this.settle(live, claimed, 'completed', undefined, undefined);
     } catch (error) {
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
+      if (error instanceof AttemptStalled || run.abortReason instanceof AttemptStalled) {
+        // Abandoned like an attempt a crash ended: the submission stays open, and the next pass
+        // claims a new attempt (or settles it at the attempt budget or the deadline).
+        // Here a `submission_recovery` event would tell observers a replacement attempt follows.
+        const stalled = error instanceof AttemptStalled ? error : (run.abortReason as AttemptStalled);
+        console.warn(
+          `[flue] Submission ${claimed.id}: attempt ${claimed.attemptCount} of ${durability.maxAttempts} abandoned, its model stream delivered nothing for ${stalled.idleMs} ms.`,
+        );
+        return true;
+      }
       if (error instanceof RunYield) {
         // Near the host's wall-time limit: the same attempt continues on the next wake.
         this.writer.markContinuation(claimed.id);
@@ -301,8 +315,10 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
       }
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
         this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
-      } else if (error instanceof SubmissionTimeoutError) {
-        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'exceeded_timeout');
+      } else if (error instanceof SubmissionTimeoutError || run.abortReason instanceof SubmissionTimeoutError) {
+        // The work the deadline aborted may reject with its own AbortError: the deadline is the cause.
+        const timeout = error instanceof SubmissionTimeoutError ? error : (run.abortReason as SubmissionTimeoutError);
+        this.settle(live, claimed, 'failed', toSettlementError(timeout, isDevMode()), 'exceeded_timeout');
       } else {
         // A typed error says everything in its message; anything else is logged with its stack.
         if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
@@ -310,6 +326,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
         this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'failed');
       }
     } finally {
+      deadline.clear();
       this.runs.delete(live.stream);
       await run.dispose();
     }
@@ -429,4 +446,18 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
       payload,
     );
   }
+}
+
+/** The longest delay a timer takes (about 24.8 days); a later deadline is re-armed in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Calls `onDeadline` at the wall-clock time `at`, unless cleared first. */
+function armDeadline(at: number, onDeadline: () => void): { clear(): void } {
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = () => {
+    const left = at - Date.now();
+    timer = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(onDeadline, Math.max(0, left));
+  };
+  arm();
+  return { clear: () => clearTimeout(timer) };
 }

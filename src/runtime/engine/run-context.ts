@@ -63,6 +63,8 @@ export interface RunContext {
   readonly agent: Agent;
   readonly signal: AbortSignal;
   readonly abortReason: unknown;
+  /** Ends this attempt's work: `reason` becomes the signal's reason and `abortReason`. */
+  abort(reason: unknown): void;
   /** The agent's environment; a delegate shares its parent's. */
   readonly environment: AgentSandbox;
   /** Delegation depth of this conversation (the main conversation is 0). */

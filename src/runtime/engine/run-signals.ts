@@ -1,14 +1,33 @@
 /**
- * Why a running response stops without settling: the runtime is stopping, or the wake's time
- * slice is used up. Neither is a failure; the engine leaves the submission for the next start or
- * wake, and the response continues from its log. Kept apart from response-run.ts so that
- * declarations extending them (the testing entry's simulated crash) need none of its machinery.
+ * Why a running response stops without settling: the runtime is stopping, the wake's time slice
+ * is used up, or the attempt stalled. None is the submission's failure; the engine leaves the
+ * submission open, and the response continues from its log (on the next start, the next wake or
+ * a new attempt). Kept apart from response-run.ts so that declarations extending them (the testing
+ * entry's simulated crash) need none of its machinery.
  */
 
+/**
+ * An attempt that ends here leaves its model step open, like a crash would: the next attempt
+ * converges it and the model is told it was interrupted.
+ */
+export class RunInterrupted extends Error {}
+
 /** The abort reason when a drain's grace period ends: the attempt is cut off and stays unsettled. */
-export class RunStopped extends Error {
+export class RunStopped extends RunInterrupted {
   constructor() {
     super('[flue] The runtime is stopping; the submission continues on the next start.');
+  }
+}
+
+/**
+ * The abort reason when a model stream delivered nothing for `durability.modelIdleTimeoutMs`: the
+ * attempt is abandoned and counts against `maxAttempts`, like an attempt a crash ended.
+ */
+export class AttemptStalled extends RunInterrupted {
+  readonly idleMs: number;
+  constructor(idleMs: number) {
+    super(`[flue] The model stream delivered nothing for ${idleMs} ms; the attempt is abandoned.`);
+    this.idleMs = idleMs;
   }
 }
 

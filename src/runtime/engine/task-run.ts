@@ -23,7 +23,7 @@ import { errorInfo } from '../common/events.ts';
 import { newId } from '../common/ids.ts';
 import { type AttachmentRecordRef, type ChildConversationRef, type ConversationRecord, interruptedToolText } from '../store/records.ts';
 import type { RunContext } from './run-context.ts';
-import { RunStopped } from './run-signals.ts';
+import { RunInterrupted } from './run-signals.ts';
 import { type SubagentDefinition, resolveTask } from '../authoring/subagents.ts';
 
 export type { ChildConversation } from './conversation-reader.ts';
@@ -50,8 +50,9 @@ function taskSessionName(stepId: string, toolCallId: string): string {
 
 /**
  * Runs (or resumes) one `task` call of `run`'s conversation; the outcome is what the parent model
- * sees. Stopping, the parent's abort and the parent's deadline propagate (the call stays
- * unresolved, so recovery resumes it); any other failure of the child is the tool's error result.
+ * sees. Stopping, a stalled model stream, the parent's abort and the parent's deadline propagate
+ * (the call stays unresolved, so recovery resumes it); any other failure of the child is the
+ * tool's error result.
  *
  * Before a new child is born the call's `attachments` are resolved against the delegating
  * conversation and its `cwd` against the delegating sandbox; either failing is the tool's error
@@ -142,7 +143,7 @@ export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSit
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     finished(true, message, error);
-    if (site.signal.aborted || error instanceof RunStopped || error instanceof SubmissionTimeoutError) throw error;
+    if (site.signal.aborted || error instanceof RunInterrupted || error instanceof SubmissionTimeoutError) throw error;
     return { isError: true, content: message };
   } finally {
     site.signal.removeEventListener('abort', follow);

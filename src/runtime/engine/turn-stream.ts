@@ -11,7 +11,8 @@ import { getModels, reasoningOption } from '../model/model-registry.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { convergeOpenStep } from './rest-records.ts';
 import type { RunContext } from './run-context.ts';
-import { RunStopped } from './run-signals.ts';
+import { resolveDurability } from '../authoring/durability-config.ts';
+import { AttemptStalled, RunInterrupted } from './run-signals.ts';
 
 /**
  * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
@@ -69,6 +70,14 @@ async function streamInto(
     interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
     run.commit(records);
   };
+  // A provider that accepts and never answers, or stalls mid-stream, would hold the attempt
+  // forever: past the idle window the attempt is abandoned (the engine runs a new one).
+  const idleMs = resolveDurability(run.agent).modelIdleTimeoutMs;
+  let idle: ReturnType<typeof setTimeout> | undefined;
+  const watch = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => run.abort(new AttemptStalled(idleMs)), idleMs);
+  };
   const stream = getModels().streamSimple(model, context, {
     signal: run.signal,
     sessionId: run.conv.conversationId,
@@ -76,8 +85,10 @@ async function streamInto(
     ...(onPayload === undefined ? {} : { onPayload }),
   });
   let firstDelta = true;
+  watch();
   try {
     for await (const event of stream) {
+      watch();
       if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
       const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
       const last = pending[pending.length - 1];
@@ -93,11 +104,13 @@ async function streamInto(
       }
     }
   } finally {
+    clearTimeout(idle);
     if (trailing !== undefined) clearTimeout(trailing);
   }
   const final = await stream.result();
-  if (final.stopReason === 'aborted' && run.abortReason instanceof RunStopped) {
-    // A shutdown cut the stream: leave the step open, so the next start converges and continues it.
+  if (final.stopReason === 'aborted' && run.abortReason instanceof RunInterrupted) {
+    // A shutdown or a stall cut the stream: leave the step open, so the next start or attempt
+    // converges and continues it.
     flush();
     throw run.abortReason;
   }

@@ -1,0 +1,44 @@
+/**
+ * No attempt hangs forever in a Durable Object either (durability.md, "Hung calls"): a model stream
+ * idle for `modelIdleTimeoutMs` abandons its attempt, which counts against `maxAttempts`, and an
+ * attempt still streaming at the deadline settles the submission with `submission_timeout`.
+ */
+import { afterEach, expect, test } from 'vitest';
+import { AgentRunError, init } from '@flue/runtime';
+import { STALL_LANE, Staller } from './agents.ts';
+import { laneRequests, resetLane, scriptLane } from './lanes.ts';
+import './worker.ts';
+
+afterEach(() => resetLane(STALL_LANE));
+
+async function failure(id: string): Promise<{ error: AgentRunError; elapsed: number }> {
+  const handle = init(Staller, { id });
+  const started = Date.now();
+  const receipt = await handle.dispatch('Tell me a story.');
+  const error = await handle.read(receipt).then(
+    () => undefined,
+    (failed: unknown) => failed,
+  );
+  expect(error).toMatchObject({ outcome: 'failed', submissionId: receipt.submissionId });
+  return { error: error as AgentRunError, elapsed: Date.now() - started };
+}
+
+test('a stream that stalls mid-stream in every attempt: each attempt is abandoned, and the budget settles the submission', async () => {
+  const stalls = { text: ['Once', ' upon'], hangAfterChunks: 2 };
+  await scriptLane(STALL_LANE, stalls, stalls);
+  const { error, elapsed } = await failure('stalls');
+  expect(error).toBeInstanceOf(AgentRunError);
+  expect(error.cause).toMatchObject({ type: 'submission_retry_exhausted', meta: { attemptCount: 2, maxAttempts: 2 } });
+  expect(elapsed).toBeLessThan(2000); // the idle window ended both attempts, not the deadline
+  expect(await laneRequests(STALL_LANE)).toHaveLength(2);
+});
+
+test('a stream that keeps trickling past the deadline: the attempt is ended there with submission_timeout', async () => {
+  // One chunk every 200 ms, inside the idle window, for longer than the 2 s deadline.
+  await scriptLane(STALL_LANE, { text: Array.from({ length: 20 }, (_, i) => `word${i} `), chunkDelayMs: 200 });
+  const { error, elapsed } = await failure('trickles');
+  expect(error.cause).toMatchObject({ type: 'submission_timeout' });
+  expect(elapsed).toBeGreaterThanOrEqual(1950);
+  expect(elapsed).toBeLessThan(3500);
+  expect(await laneRequests(STALL_LANE)).toHaveLength(1);
+});
