@@ -72,11 +72,17 @@ async function streamInto(
   };
   // A provider that accepts and never answers, or stalls mid-stream, would hold the attempt
   // forever: past the idle window the attempt is abandoned (the engine runs a new one).
+  // One timer per window, not one per event: each event only records its time, and a timer that
+  // fires early (events came meanwhile) re-arms for what is left of the window.
   const idleMs = resolveDurability(run.agent).modelIdleTimeoutMs;
+  let lastEvent = Date.now();
   let idle: ReturnType<typeof setTimeout> | undefined;
-  const watch = () => {
-    clearTimeout(idle);
-    idle = setTimeout(() => run.abort(new AttemptStalled(idleMs)), idleMs);
+  const arm = (delay: number) => {
+    idle = setTimeout(() => {
+      const quiet = Date.now() - lastEvent;
+      if (quiet >= idleMs) run.abort(new AttemptStalled(idleMs));
+      else arm(idleMs - quiet);
+    }, delay);
   };
   const stream = getModels().streamSimple(model, context, {
     signal: run.signal,
@@ -85,10 +91,10 @@ async function streamInto(
     ...(onPayload === undefined ? {} : { onPayload }),
   });
   let firstDelta = true;
-  watch();
+  arm(idleMs);
   try {
     for await (const event of stream) {
-      watch();
+      lastEvent = Date.now();
       if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
       const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
       const last = pending[pending.length - 1];
