@@ -13,8 +13,8 @@ export interface DurabilityConfig {
   timeoutMs?: number;
   /**
    * How long a model stream may deliver nothing (no first byte, no next event) before its attempt
-   * is abandoned; the submission then runs again as a new attempt. An addition to the seed's
-   * config: a provider call that hangs must not hold an attempt forever.
+   * is abandoned, so a provider call that hangs cannot hold an attempt forever; the submission then
+   * runs again as a new attempt, counted against `maxAttempts`. Default 300 000 (five minutes).
    */
   modelIdleTimeoutMs?: number;
 }
