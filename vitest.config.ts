@@ -28,12 +28,15 @@ export default defineConfig({
   test: {
     environment: 'node',
     hookTimeout: 30_000,
+    // Vitest queues projects by name: 'slow' sorts before 'unit', so the long suites start first
+    // and the short ones fill the other worker around them (queued last, one of them would finish
+    // minutes after everything else).
     projects: [
+      { extends: true, test: { name: 'slow', include: SLOW, exclude: EXCLUDE, testTimeout: SLOW_TEST_TIMEOUT_MS } },
       {
         extends: true,
-        test: { name: 'node', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [...EXCLUDE, ...SLOW], testTimeout: TEST_TIMEOUT_MS },
+        test: { name: 'unit', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [...EXCLUDE, ...SLOW], testTimeout: TEST_TIMEOUT_MS },
       },
-      { extends: true, test: { name: 'node-slow', include: SLOW, exclude: EXCLUDE, testTimeout: SLOW_TEST_TIMEOUT_MS } },
     ],
   },
 });
