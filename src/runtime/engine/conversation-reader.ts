@@ -5,12 +5,12 @@
  * conversation writer. The engine extends this class with admission, the queue and settlement.
  */
 import { type ChildConversation, Conversation, type FlueConversationSnapshot } from './conversation.ts';
-import { type ConversationWriter, type LiveConversation } from './conversation-writer.ts';
+import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, type SettlementError, abortError } from '../common/errors.ts';
 import { assertInstanceIdShape } from '../common/input-limits.ts';
 import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
 import type { SubmissionOutcome } from '../store/records.ts';
-import type { Batch, SqlStore } from '../store/sql-store.ts';
+import type { Batch } from '../store/sql-store.ts';
 import type { AgentInstanceInfo, AgentReply } from '../common/types.ts';
 import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
 import { readReply } from './reply-reader.ts';
@@ -22,15 +22,13 @@ export type { ReadOptions, ReadPoll, StoredAttachment, UpdatesResult } from './v
 export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
 
 export class ConversationReader {
-  readonly store: SqlStore;
-  protected readonly writer: ConversationWriter;
+  protected readonly view: ConversationView;
   protected stopping = false;
   /** Set once draining is over: readers still waiting will not see a settlement in this process. */
   protected readsClosed = false;
 
-  constructor(store: SqlStore, writer: ConversationWriter) {
-    this.store = store;
-    this.writer = writer;
+  constructor(view: ConversationView) {
+    this.view = view;
   }
 
   /**
@@ -40,12 +38,12 @@ export class ConversationReader {
    */
   protected addressed(agentName: string, instanceId: string): LiveConversation {
     assertInstanceIdShape(instanceId);
-    return this.writer.live(agentName, instanceId);
+    return this.view.live(agentName, instanceId);
   }
 
   getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
     const live = this.addressed(agentName, instanceId);
-    if (this.store.getStream(live.stream) === undefined) return null;
+    if (this.view.streamInfo(live.stream) === undefined) return null;
     return live.conv.uid === undefined ? { id: instanceId } : { id: instanceId, uid: live.conv.uid };
   }
 
@@ -118,8 +116,8 @@ export class ConversationReader {
     const read = !batches
       ? []
       : maxBytes === undefined
-        ? this.store.readBatches(live.stream, afterSeq)
-        : this.store.readBatchesSized(live.stream, afterSeq, undefined, maxBytes).map(({ batch }) => batch);
+        ? this.view.batches(live.stream, afterSeq)
+        : this.view.boundedBatches(live.stream, afterSeq, undefined, maxBytes);
     const settlement = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : found;
     return {
       batches: read,
@@ -151,7 +149,7 @@ export class ConversationReader {
   childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
-    return childConversations(this.store, live.conv);
+    return childConversations(this.view, live.conv);
   }
 
   streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
@@ -172,9 +170,7 @@ export class ConversationReader {
     // Watchers follow a draining response to its end; one parked across the end of the drain gets
     // a retryable 503, not a failure of the closed store.
     if (this.readsClosed) throw new RuntimeUnavailableError('draining');
-    const batches = this.store
-      .readBatchesSized(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES)
-      .map(({ batch }) => batch);
+    const batches = this.view.boundedBatches(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES);
     const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
     const nextSeq = batches.at(-1)?.seq ?? afterSeq;
     return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
@@ -183,9 +179,7 @@ export class ConversationReader {
   /** The snapshot after one batch: the live fold at the head, a fresh fold otherwise (resets are rare). */
   private snapshotAfter(live: LiveConversation, seq: number): Omit<FlueConversationSnapshot, 'incarnation'> {
     if (seq === live.conv.head) return live.conv.snapshot();
-    const fold = new Conversation();
-    for (const batch of this.store.readBatches(live.stream, -1, seq + 1)) fold.apply(batch);
-    return fold.snapshot();
+    return this.view.fold(live.stream, seq + 1).snapshot();
   }
 
   private nextAppend(live: LiveConversation, waitMs: number, signal?: AbortSignal): Promise<void> {
@@ -205,7 +199,7 @@ export class ConversationReader {
   attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return undefined;
-    const found = this.store.readAttachment(live.stream, attachmentId);
+    const found = this.view.attachment(live.stream, attachmentId);
     if (found === undefined) return null;
     return {
       id: found.ref.id,
@@ -226,13 +220,12 @@ function stoppedBeforeSettlement(submissionId: string): RuntimeUnavailableError 
 }
 
 /** Every child conversation retained under `root`, depth first in the order they were opened. */
-function childConversations(store: SqlStore, root: Conversation): ChildConversation[] {
+function childConversations(view: ConversationView, root: Conversation): ChildConversation[] {
   const out: ChildConversation[] = [];
   const visit = (parent: Conversation) => {
     for (const ref of parent.children) {
-      const fold = new Conversation();
-      for (const batch of store.readBatches(ref.stream, -1)) fold.apply(batch);
-      const incarnation = store.getStream(ref.stream)?.incarnation;
+      const fold = view.fold(ref.stream);
+      const incarnation = view.streamInfo(ref.stream)?.incarnation;
       out.push({
         conversationId: ref.conversationId,
         parentConversationId: parent.conversationId,

@@ -1,27 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
-import { ConversationWriter, childConversationStream, inputRecord, streamKey } from './conversation-writer.ts';
+import { ConversationWriter, inputRecord } from './conversation-writer.ts';
+import { ConversationView, childConversationStream, streamKey } from './conversation-view.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
 
-async function open(): Promise<{ store: SqlStore; writer: ConversationWriter }> {
+async function open(): Promise<{ store: SqlStore; view: ConversationView; writer: ConversationWriter }> {
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  return { store, writer: new ConversationWriter(store) };
+  const view = new ConversationView(store);
+  return { store, view, writer: new ConversationWriter(store, view) };
 }
 
 const birth: ConversationRecord = { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', ts };
 
 /** A conversation with one queued submission per id, admitted through the writer. */
-function admitted(writer: ConversationWriter, ...ids: string[]) {
-  const live = writer.live('Agent', 'a1');
+function admitted({ view, writer }: { view: ConversationView; writer: ConversationWriter }, ...ids: string[]) {
+  const live = view.live('Agent', 'a1');
   ids.forEach((id, index) => {
     writer.admit(live, index === 0 ? birth : undefined, { id, kind: 'dispatch', payload: { message: { kind: 'user', body: `m ${id}` } }, acceptedAt: ts }, []);
   });
-  writer.born(live);
+  view.keep(live);
   return live;
 }
 
@@ -31,25 +33,28 @@ function signal(body: string): ConversationRecord {
 
 describe('ConversationWriter', () => {
   it('admits with a birth record, keeps the conversation and folds it', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1');
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
     expect(live.stream).toBe(streamKey('Agent', 'a1'));
     expect(live.conv.uid).toBe('inst_1');
     expect(live.incarnation).toMatch(/^inc_/);
     expect(store.openSubmissions(live.stream).map((row) => row.id)).toEqual(['sub_1']);
-    expect([...writer.conversations()]).toEqual([live]);
-    expect(writer.live('Agent', 'a1')).toBe(live);
+    expect([...view.conversations()]).toEqual([live]);
+    expect(view.live('Agent', 'a1')).toBe(live);
   });
 
   it('does not keep the fold of a conversation that does not exist', async () => {
-    const { writer } = await open();
-    writer.live('Agent', 'nobody');
-    expect([...writer.conversations()]).toEqual([]);
+    const opened = await open();
+    const { view, writer } = opened;
+    view.live('Agent', 'nobody');
+    expect([...view.conversations()]).toEqual([]);
   });
 
   it('commits a batch at the head it knows, advances the fold and tells the listeners', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1');
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
     let told = 0;
     live.listeners.add(() => told++);
     const before = live.logBytes;
@@ -62,17 +67,19 @@ describe('ConversationWriter', () => {
   });
 
   it('writes persistent state in the transaction of its batch and keeps the read cache current', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1');
-    expect(writer.stateOf(live).size).toBe(0);
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
+    expect(view.stateOf(live).size).toBe(0);
     writer.commitWithState(live, [signal('state')], [['count', 2]]);
-    expect(writer.stateOf(live).get('count')).toBe(2);
+    expect(view.stateOf(live).get('count')).toBe(2);
     expect(store.readState(live.stream).get('count')).toBe(2);
   });
 
   it('rolls the batch and its state writes back together', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1');
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
     expect(() => writer.commit(live, [signal('x')], () => {
       store.writeState(live.stream, 'lost', 1);
       throw new Error('boom');
@@ -83,19 +90,21 @@ describe('ConversationWriter', () => {
   });
 
   it('joins a queued delivery into its leader: input record and ledger mark at once', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1', 'sub_2');
-    const [leader, queued] = writer.openSubmissions(live) as [SubmissionRow, SubmissionRow];
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1', 'sub_2');
+    const [leader, queued] = view.openSubmissions(live.stream) as [SubmissionRow, SubmissionRow];
     writer.join(live, queued, leader.id);
     expect(live.conv.applied.has('sub_2')).toBe(true);
-    expect(writer.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2']);
+    expect(view.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2']);
     expect(store.getSubmission('sub_2')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });
   });
 
   it('settles submissions with their batch; the first terminal state wins', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1');
-    const [row] = writer.openSubmissions(live) as [SubmissionRow];
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
+    const [row] = view.openSubmissions(live.stream) as [SubmissionRow];
     const settled = (outcome: 'completed' | 'failed'): ConversationRecord => ({ type: 'submission_settled', submissionId: row.id, outcome, ts });
     writer.settle(live, [settled('completed')], [row], 'completed', null);
     writer.settle(live, [settled('failed')], [row], 'failed', 'late');
@@ -103,26 +112,28 @@ describe('ConversationWriter', () => {
   });
 
   it('settles a leader and its joined deliveries in the ledger, with the one batch that says so', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1', 'sub_2', 'sub_3');
-    const [leader, joined] = writer.openSubmissions(live) as [SubmissionRow, SubmissionRow];
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1', 'sub_2', 'sub_3');
+    const [leader, joined] = view.openSubmissions(live.stream) as [SubmissionRow, SubmissionRow];
     writer.join(live, joined, leader.id);
     const records: ConversationRecord[] = [leader, joined].map((row) => ({ type: 'submission_settled', submissionId: row.id, outcome: 'failed', answeredBySubmissionId: leader.id, ts }));
     const head = live.conv.head;
-    writer.settle(live, records, [leader, ...writer.joinedInto(leader)], 'failed', 'boom');
+    writer.settle(live, records, [leader, ...view.joinedInto(leader)], 'failed', 'boom');
     expect(['sub_1', 'sub_2', 'sub_3'].map((id) => [id, store.getSubmission(id)?.status, store.getSubmission(id)?.outcome, store.getSubmission(id)?.error])).toEqual([
       ['sub_1', 'settled', 'failed', 'boom'],
       ['sub_2', 'settled', 'failed', 'boom'],
       ['sub_3', 'queued', null, null],
     ]);
-    expect(writer.joinedInto(leader)).toEqual([]);
+    expect(view.joinedInto(leader)).toEqual([]);
     const batches = store.readBatches(live.stream, head);
     expect(batches.map((batch) => batch.records.map((record) => record.type))).toEqual([['submission_settled', 'submission_settled']]);
   });
 
   it('claims attempts, marks continuations and stamps aborts through the ledger', async () => {
-    const { store, writer } = await open();
-    const live = admitted(writer, 'sub_1', 'sub_2');
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1', 'sub_2');
     const claimed = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: 1, maxAttempts: 3, timeoutMs: 1000 });
     expect(claimed).toMatchObject({ status: 'running', attemptCount: 1, attemptId: 'attempt_1' });
     writer.markContinuation('sub_1');
@@ -132,8 +143,9 @@ describe('ConversationWriter', () => {
   });
 
   it('keeps durable step memos per key; the first write wins', async () => {
-    const { writer } = await open();
-    const live = admitted(writer, 'sub_1');
+    const opened = await open();
+    const { view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
     const memo = writer.stepMemo(live, 'step_1:call_1');
     expect(memo.lookup('fetch')).toEqual({ found: false });
     memo.record('fetch', { n: 1 });
@@ -143,11 +155,12 @@ describe('ConversationWriter', () => {
   });
 
   it('bears a child conversation once, retained on its parent in the same transaction', async () => {
-    const { store, writer } = await open();
-    const parent = admitted(writer, 'sub_1');
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const parent = admitted(opened, 'sub_1');
     const stream = childConversationStream(parent.stream, 'step_1', 'call_1');
     expect(stream).toBe(`tasks/${parent.stream}/step_1/call_1`);
-    expect(writer.childConversationId(stream)).toBeUndefined();
+    expect(view.childConversationId(stream)).toBeUndefined();
     let births = 0;
     const birthOf = () => {
       births++;
@@ -163,7 +176,7 @@ describe('ConversationWriter', () => {
     const child = writer.openChild(parent, stream, birthOf);
     expect(child.conv.conversationId).toBe('conv_child');
     expect(parent.conv.children.map((ref) => ref.stream)).toEqual([stream]);
-    expect(writer.childConversationId(stream)).toBe('conv_child');
+    expect(view.childConversationId(stream)).toBe('conv_child');
     expect(store.getStream(stream)).toMatchObject({ agent: 'Agent', instanceId: 'a1' });
     const again = writer.openChild(parent, stream, birthOf);
     expect(again.conv.conversationId).toBe('conv_child');

@@ -3,53 +3,16 @@
  * state, records durable step memos, joins queued deliveries, gives birth to child conversations
  * and moves submissions through the ledger. The engine (admission, scheduling, settlement), the
  * response loop and task runs decide what to write; this module writes it, each write one
- * transaction with the batch that explains it, and keeps each conversation's log fold in memory,
- * advanced as batches commit.
+ * transaction with the batch that explains it, and advances the log folds the read view keeps
+ * (conversation-view.ts) as its batches commit. It writes only: every read goes through the view.
  *
  * It imports no engine code: everything above it may import it.
  */
-import { Conversation } from './conversation.ts';
 import { newId } from '../common/ids.ts';
+import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
-import type { SqlStore, StreamInfo, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
-
-/** One conversation's in-memory side: its log fold and who is waiting on it. */
-export class LiveConversation {
-  readonly stream: string;
-  readonly agentName: string;
-  readonly instanceId: string;
-  readonly conv = new Conversation();
-  readonly listeners = new Set<() => void>();
-  /** Committed persistent state (a read cache of the state table). */
-  state: Map<string, unknown> | undefined;
-  incarnation: string | undefined;
-  /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
-  logBytes = 0;
-
-  constructor(stream: string, agentName: string, instanceId: string) {
-    this.stream = stream;
-    this.agentName = agentName;
-    this.instanceId = instanceId;
-  }
-
-  notify(): void {
-    for (const listener of [...this.listeners]) listener();
-  }
-}
-
-export function streamKey(agentName: string, instanceId: string): string {
-  return `agents/${agentName}/${instanceId}`;
-}
-
-/**
- * The stream of a `task` call's child conversation, keyed deterministically by the delegating
- * stream, the step that issued the call and the call id.
- */
-export function childConversationStream(parentStream: string, stepId: string, toolCallId: string): string {
-  return `tasks/${parentStream}/${stepId}/${toolCallId}`;
-}
 
 /** A durable tool call's step memos: first write wins, a recorded step is never rewritten. */
 export interface StepMemo {
@@ -59,46 +22,12 @@ export interface StepMemo {
 
 export class ConversationWriter {
   private readonly store: SqlStore;
-  private readonly lives = new Map<string, LiveConversation>();
+  /** Whose folds this writer advances as its batches commit. */
+  private readonly view: ConversationView;
 
-  constructor(store: SqlStore) {
+  constructor(store: SqlStore, view: ConversationView) {
     this.store = store;
-  }
-
-  // ── Folds ────────────────────────────────────────────────────────────────────────────────
-
-  /** The conversation's fold, caught up with its log. */
-  live(agentName: string, instanceId: string): LiveConversation {
-    const stream = streamKey(agentName, instanceId);
-    let live = this.lives.get(stream);
-    if (live === undefined) {
-      live = new LiveConversation(stream, agentName, instanceId);
-      // Only conversations that exist are kept: reads of random ids must not grow memory.
-      if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
-    }
-    if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
-    for (const { batch, bytes } of this.store.readBatchesSized(stream, live.conv.head)) {
-      live.conv.apply(batch);
-      live.logBytes += bytes;
-    }
-    return live;
-  }
-
-  liveByStream(stream: string): LiveConversation {
-    const info = this.store.getStream(stream);
-    if (info === undefined) throw new Error(`[flue] No conversation stream "${stream}".`);
-    return this.live(info.agent, info.instanceId);
-  }
-
-  /** Every conversation whose fold is kept in memory. */
-  conversations(): IterableIterator<LiveConversation> {
-    return this.lives.values();
-  }
-
-  /** Committed persistent state of the conversation (read once, then kept current by writes). */
-  stateOf(live: LiveConversation): Map<string, unknown> {
-    if (live.state === undefined) live.state = this.store.readState(live.stream);
-    return live.state;
+    this.view = view;
   }
 
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
@@ -118,7 +47,7 @@ export class ConversationWriter {
 
   /** Commits a batch together with the persistent state writes it explains. */
   commitWithState(live: LiveConversation, records: ConversationRecord[], writes: readonly [string, unknown][]): void {
-    const state = this.stateOf(live);
+    const state = this.view.stateOf(live);
     this.commit(live, records, () => {
       for (const [name, value] of writes) this.store.writeState(live.stream, name, value);
     });
@@ -160,13 +89,6 @@ export class ConversationWriter {
     });
   }
 
-  /** After a birth: the conversation is kept, its fold caught up and its waiters told. */
-  born(live: LiveConversation): void {
-    this.lives.set(live.stream, live);
-    this.live(live.agentName, live.instanceId);
-    live.notify();
-  }
-
   claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
     return this.store.claimAttempt(id, attempt);
   }
@@ -193,12 +115,6 @@ export class ConversationWriter {
 
   // ── Child conversations ──────────────────────────────────────────────────────────────────
 
-  /** The conversation id of a child conversation, once it exists. */
-  childConversationId(stream: string): string | undefined {
-    const birth = this.store.firstBatch(stream)?.records[0];
-    return birth?.type === 'conversation_created' ? birth.conversationId : undefined;
-  }
-
   /**
    * A child conversation's fold. One that does not exist yet is born from `birth()` (its records),
    * in the same transaction as `retained` on the parent: the record that says where it lives.
@@ -209,7 +125,7 @@ export class ConversationWriter {
     birth: () => { records: ConversationRecord[]; retained: ConversationRecord },
   ): LiveConversation {
     const child = new LiveConversation(stream, parent.agentName, parent.instanceId);
-    for (const batch of this.store.readBatches(stream, -1)) child.conv.apply(batch);
+    for (const batch of this.view.batches(stream, -1)) child.conv.apply(batch);
     if (child.conv.created) return child;
     const { records, retained } = birth();
     let seq = -1;
@@ -219,29 +135,6 @@ export class ConversationWriter {
     });
     child.conv.apply({ seq, records });
     return child;
-  }
-
-  // ── Reads the response loop needs ────────────────────────────────────────────────────────
-
-  openSubmissions(live: LiveConversation): SubmissionRow[] {
-    return this.store.openSubmissions(live.stream);
-  }
-
-  joinedInto(leader: { id: string; stream: string }): SubmissionRow[] {
-    return this.store.joinedInto(leader);
-  }
-
-  attachmentBytes(stream: string, id: string): Uint8Array | undefined {
-    return this.store.readAttachment(stream, id)?.bytes;
-  }
-
-  /** The conversation's durable `virtualSandbox()` files. */
-  sandboxFiles(live: LiveConversation): SqlSandboxFiles {
-    return this.store.sandboxFiles(live.stream);
-  }
-
-  streamInfo(stream: string): StreamInfo | undefined {
-    return this.store.getStream(stream);
   }
 }
 

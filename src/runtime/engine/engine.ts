@@ -25,7 +25,8 @@ import {
 } from '../common/errors.ts';
 import { type ProbedEngine, crashProbe } from '../store/crash-probe.ts';
 import { ConversationReader } from './conversation-reader.ts';
-import { ConversationWriter, type LiveConversation } from './conversation-writer.ts';
+import { ConversationWriter } from './conversation-writer.ts';
+import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { emit } from '../common/events.ts';
 import { type FlueAttemptResult, intercept } from '../common/instrumentation.ts';
 import type { Agent, AgentRegistry } from '../authoring/identity.ts';
@@ -44,7 +45,7 @@ import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from '../com
 export { MAX_ANSWER_BATCH_BYTES } from './conversation-reader.ts';
 export type { Admission, AdmissionRequest, ReadOptions, ReadPoll } from './verbs.ts';
 import type { Admission, AdmissionRequest } from './verbs.ts';
-export { LiveConversation, streamKey } from './conversation-writer.ts';
+export { LiveConversation, streamKey } from './conversation-view.ts';
 
 /** How long `stop()` lets running responses run to settlement before cutting them off. */
 export const STOP_GRACE_MS = 10_000;
@@ -63,6 +64,9 @@ export interface EngineOptions {
 }
 
 export class ConversationEngine extends ConversationReader implements ProbedEngine {
+  /** The store itself, for what tests and the crash harness inspect; the engine reads through the view. */
+  readonly store: SqlStore;
+  private readonly writer: ConversationWriter;
   readonly registry: AgentRegistry;
   readonly env: Record<string, unknown>;
   private readonly wake: (stream: string) => void;
@@ -71,7 +75,10 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
   private readonly runs = new Map<string, ResponseRun>();
 
   constructor(options: EngineOptions) {
-    super(options.store, new ConversationWriter(options.store));
+    const view = new ConversationView(options.store);
+    super(view);
+    this.store = options.store;
+    this.writer = new ConversationWriter(options.store, view);
     this.registry = options.registry;
     this.env = options.env;
     this.wake = options.wake;
@@ -104,9 +111,9 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     if (request.idempotencyKey !== undefined) payload.idempotencyKey = request.idempotencyKey;
 
     // Everything below is synchronous: checks and writes happen as one step of this single writer.
-    const live = this.writer.live(agentName, request.id);
+    const live = this.view.live(agentName, request.id);
     if (request.idempotencyKey !== undefined) {
-      const existing = this.store.getSubmission(submissionId);
+      const existing = this.view.submission(submissionId);
       if (existing !== undefined) {
         // A keyed replay converges on the original, even if its own uid condition would now fail.
         if (existing.kind !== kind || !deepEqualJson(existing.payload, payload)) throw new SubmissionConflictError(submissionId);
@@ -129,7 +136,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     const birth = created ? undefined : this.birthRecord(agent, request.initialData);
     this.writer.admit(live, birth, { id: submissionId, kind, payload, acceptedAt }, attachments);
     crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
-    if (birth !== undefined) this.writer.born(live);
+    if (birth !== undefined) this.view.keep(live);
     this.emitFor(live, submissionId, 'submission_queued', { kind });
     this.wake(live.stream);
     return { receipt: { submissionId, acceptedAt, uid: live.conv.uid! }, head: live.conv.head };
@@ -177,7 +184,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
 
   /** Streams with unsettled submissions: what a host drives on start (recovery). */
   openStreams(): string[] {
-    return this.store.listStreamsWithOpenWork();
+    return this.view.streamsWithOpenWork();
   }
 
   /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
@@ -217,13 +224,13 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
    */
   async runNext(stream: string): Promise<boolean> {
     if (this.stopping) return false;
-    const head = this.store.openSubmissions(stream).find((row) => row.status !== 'joined');
+    const head = this.view.openSubmissions(stream).find((row) => row.status !== 'joined');
     if (head === undefined) return false;
-    return this.runSubmission(this.writer.liveByStream(stream), head);
+    return this.runSubmission(this.view.liveByStream(stream), head);
   }
 
   hasOpenWork(stream: string): boolean {
-    return this.store.openSubmissions(stream).length > 0;
+    return this.view.openSubmissions(stream).length > 0;
   }
 
   /** Runs one attempt of the head submission; false when it cannot progress now. */
@@ -272,7 +279,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
       attemptCount: claimed.attemptCount,
       maxAttempts: durability.maxAttempts,
     });
-    const run = new ResponseRun(this, this.writer, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
+    const run = new ResponseRun(this, this.view, this.writer, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
     this.runs.set(live.stream, run);
     // The deadline ends a running attempt too, not only at turn boundaries: a model call or a tool
     // that never answers is aborted with the timeout, and the attempt settles the submission.
@@ -351,10 +358,10 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     reason: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed' | undefined,
   ): void {
     const ts = new Date().toISOString();
-    const joined = this.store.joinedInto(row);
+    const joined = this.view.joinedInto(row);
     const records: ConversationRecord[] = [];
     if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
-      const interrupted = restRecords(live, ts, this.writer);
+      const interrupted = restRecords(live, ts, this.view);
       records.push(...interrupted.records);
       const aborted = outcome === 'aborted';
       records.push({
@@ -403,7 +410,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     // Cloudflare's pollers (poll()) answer at once: their Durable Object keeps running the work.
-    for (const live of this.writer.conversations()) live.notify();
+    for (const live of this.view.conversations()) live.notify();
     const drained = Promise.allSettled([...this.queues.values()].map((queue) => queue.running));
     // A stalled model call or tool must not hang shutdown: past the grace period the work is cut
     // off as an interruption (not an abort), and the next start recovers it.
@@ -422,7 +429,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
   private closeReads(): void {
     if (this.readsClosed) return;
     this.readsClosed = true;
-    for (const live of this.writer.conversations()) live.notify();
+    for (const live of this.view.conversations()) live.notify();
   }
 
   get isStopping(): boolean {

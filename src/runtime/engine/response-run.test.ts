@@ -4,7 +4,8 @@ import { sqlite } from '../../node/sqlite.ts';
 import { scriptedProvider } from '../../testing/scripted-provider.ts';
 import { type ScriptedModelServer, startScriptedModelServer } from '../../testing/scripted-model-server.ts';
 import { useModel, usePersistentState, useTool } from '../index.ts';
-import { ConversationWriter, type LiveConversation } from './conversation-writer.ts';
+import { ConversationWriter } from './conversation-writer.ts';
+import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { defineTool } from '../authoring/define-tool.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
 import { ResponseRun } from './response-run.ts';
@@ -51,6 +52,7 @@ function Worker() {
 }
 
 let store: SqlStore;
+let view: ConversationView;
 let writer: ConversationWriter;
 let dispatched: unknown[];
 const engine: RunEngine = {
@@ -70,7 +72,8 @@ beforeEach(async () => {
   const adapter = sqlite();
   await adapter.migrate();
   store = new SqlStore(await adapter.connect());
-  writer = new ConversationWriter(store);
+  view = new ConversationView(store);
+  writer = new ConversationWriter(store, view);
   dispatched = [];
   plainRuns = 0;
   durableRuns = 0;
@@ -80,19 +83,19 @@ const ts = '2026-01-01T00:00:00.000Z';
 
 /** A conversation with one claimed submission, as the engine hands it to a run. */
 function claimed(body = 'go'): { live: LiveConversation; row: SubmissionRow } {
-  const live = writer.live('Worker', 'w1');
+  const live = view.live('Worker', 'w1');
   writer.admit(
     live,
     { type: 'conversation_created', conversationId: 'conv_w', uid: 'inst_w', ts },
     { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body } }, acceptedAt: ts },
     [],
   );
-  writer.born(live);
+  view.keep(live);
   const row = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
   return { live, row };
 }
 
-const run = (live: LiveConversation, row: SubmissionRow) => new ResponseRun(engine, writer, live, row, Worker as Agent);
+const run = (live: LiveConversation, row: SubmissionRow) => new ResponseRun(engine, view, writer, live, row, Worker as Agent);
 
 function records(live: LiveConversation): ConversationRecord[] {
   return store.readBatches(live.stream, -1).flatMap((batch) => batch.records);
@@ -109,7 +112,7 @@ describe('ResponseRun', () => {
     expect(types.filter((type) => type === 'assistant_completed')).toHaveLength(2);
     expect(live.conv.finalAssistantText()).toBe('All done.');
     // The state write made by the tool committed with its tool batch.
-    expect(writer.stateOf(live).get('count')).toBe(1);
+    expect(view.stateOf(live).get('count')).toBe(1);
     expect(plainRuns).toBe(1);
   });
 

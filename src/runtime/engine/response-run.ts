@@ -14,7 +14,8 @@ import type { Message } from '@earendil-works/pi-ai';
 import { encodeBase64 } from './attachments.ts';
 import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
 import { ATTACHMENT_DATA_PREFIX, withOrigin } from './conversation.ts';
-import { type ConversationWriter, type LiveConversation, inputRecord } from './conversation-writer.ts';
+import { type ConversationWriter, inputRecord } from './conversation-writer.ts';
+import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { DOCUMENT_REF_PREFIX, DocumentPlacement } from '../model/documents.ts';
 import { jsonNormalize } from '../common/values.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
@@ -51,6 +52,7 @@ export { RunStopped, RunYield } from './run-signals.ts';
 export class ResponseRun implements RunContext {
   readonly engine: RunEngine;
   readonly writer: ConversationWriter;
+  readonly view: ConversationView;
   readonly live: LiveConversation;
   readonly row: SubmissionRow;
   readonly agent: Agent;
@@ -89,6 +91,7 @@ export class ResponseRun implements RunContext {
 
   constructor(
     engine: RunEngine,
+    view: ConversationView,
     writer: ConversationWriter,
     live: LiveConversation,
     row: SubmissionRow,
@@ -97,6 +100,7 @@ export class ResponseRun implements RunContext {
     delegate?: Delegation,
   ) {
     this.engine = engine;
+    this.view = view;
     this.writer = writer;
     this.live = live;
     this.row = row;
@@ -107,7 +111,7 @@ export class ResponseRun implements RunContext {
     this.session = delegate?.session ?? 'default';
     this.attachmentStream = delegate?.attachmentStream ?? live.stream;
     this.model = delegate?.model;
-    this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, writer.sandboxFiles(live));
+    this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
   }
 
   get signal(): AbortSignal {
@@ -137,7 +141,7 @@ export class ResponseRun implements RunContext {
       if (!this.conv.applied.has(leader.id)) this.commit([inputRecord(leader)]);
       if (this.conv.response(leader.id).steps === 0) runResponseStart(this);
       if (!this.conv.startRuns.has(leader.id)) await runAgentStart(this, leader.id);
-      for (const joined of this.writer.joinedInto(leader)) {
+      for (const joined of this.view.joinedInto(leader)) {
         if (!this.conv.startRuns.has(joined.id)) await runAgentStart(this, joined.id);
       }
     }
@@ -192,7 +196,7 @@ export class ResponseRun implements RunContext {
       dataWriterNames: this.dataWriterNames,
       readState: (name) => {
         if (run.stateWrites.has(name)) return { found: true, value: run.stateWrites.get(name) };
-        const committed = run.writer.stateOf(run.live);
+        const committed = run.view.stateOf(run.live);
         return committed.has(name) ? { found: true, value: committed.get(name) } : { found: false };
       },
       setState: (name, next, defaultValue) => run.setState(name, next, defaultValue),
@@ -255,8 +259,8 @@ export class ResponseRun implements RunContext {
   private setState(name: string, next: unknown, defaultValue: unknown): void {
     const current = this.stateWrites.has(name)
       ? this.stateWrites.get(name)
-      : this.writer.stateOf(this.live).has(name)
-        ? this.writer.stateOf(this.live).get(name)
+      : this.view.stateOf(this.live).has(name)
+        ? this.view.stateOf(this.live).get(name)
         : defaultValue;
     const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
     if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
@@ -345,7 +349,7 @@ export class ResponseRun implements RunContext {
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.engine.isStopping) return 0;
-    const open = this.writer.openSubmissions(this.live);
+    const open = this.view.openSubmissions(this.live.stream);
     let joined = 0;
     for (const row of open) {
       if (row.id === this.row.id || row.status === 'joined') continue;
@@ -433,7 +437,7 @@ export class ResponseRun implements RunContext {
   private attachmentBase64(id: string): string {
     let data = this.attachmentCache.get(id);
     if (data === undefined) {
-      const found = this.writer.attachmentBytes(this.attachmentStream, id);
+      const found = this.view.attachment(this.attachmentStream, id)?.bytes;
       data = found === undefined ? '' : encodeBase64(found);
       this.attachmentCache.set(id, data);
     }
@@ -540,7 +544,7 @@ export class ResponseRun implements RunContext {
 
   /** A delegate's loop over a child conversation, inside this attempt (task-run.ts). */
   delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun {
-    return new ResponseRun(this.engine, this.writer, child, this.row, this.agent, undefined, delegation);
+    return new ResponseRun(this.engine, this.view, this.writer, child, this.row, this.agent, undefined, delegation);
   }
 }
 

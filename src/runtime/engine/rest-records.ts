@@ -5,11 +5,11 @@
  * abort, and by the response loop when it recovers a stream a crash cut off.
  */
 import type { Conversation } from './conversation.ts';
-import { type ConversationWriter, type LiveConversation, childConversationStream } from './conversation-writer.ts';
+import { type ConversationView, type LiveConversation, childConversationStream } from './conversation-view.ts';
 import { type ConversationRecord, interruptedToolText } from '../store/records.ts';
 import { emptyUsage } from '../model/usage.ts';
 
-export function restRecords(live: LiveConversation, ts: string, writer: ConversationWriter): { records: ConversationRecord[]; tools: string[] } {
+export function restRecords(live: LiveConversation, ts: string, view: ConversationView): { records: ConversationRecord[]; tools: string[] } {
   const records: ConversationRecord[] = [];
   const tail = live.conv.tail;
   if (tail.openStep !== undefined) records.push(convergeOpenStep(tail.openStep, ts));
@@ -23,7 +23,7 @@ export function restRecords(live: LiveConversation, ts: string, writer: Conversa
       submissionId: pending.submissionId,
       outcomes: pending.calls.map((call) => {
         tools.push(call.name);
-        const child = call.name === 'task' ? writer.childConversationId(childConversationStream(live.stream, pending.stepId, call.id)) : undefined;
+        const child = call.name === 'task' ? view.childConversationId(childConversationStream(live.stream, pending.stepId, call.id)) : undefined;
         return { toolCallId: call.id, toolName: call.name, isError: true, content: interruptedToolText(child) };
       }),
       ts,

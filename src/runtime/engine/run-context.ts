@@ -5,7 +5,8 @@
  */
 import type { AgentSandbox } from './agent-sandbox.ts';
 import type { Conversation } from './conversation.ts';
-import type { ConversationWriter, LiveConversation } from './conversation-writer.ts';
+import type { ConversationWriter } from './conversation-writer.ts';
+import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import type { ProbedEngine } from '../store/crash-probe.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
 import type { Agent } from '../authoring/identity.ts';
@@ -57,6 +58,7 @@ export interface DelegateRun {
 export interface RunContext {
   readonly engine: RunEngine;
   readonly writer: ConversationWriter;
+  readonly view: ConversationView;
   readonly live: LiveConversation;
   readonly conv: Conversation;
   readonly row: SubmissionRow;

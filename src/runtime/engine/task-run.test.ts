@@ -2,7 +2,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { ToolCall } from '@earendil-works/pi-ai';
 import { sqlite } from '../../node/sqlite.ts';
 import { AgentSandbox } from './agent-sandbox.ts';
-import { ConversationWriter, type LiveConversation, childConversationStream } from './conversation-writer.ts';
+import { ConversationWriter } from './conversation-writer.ts';
+import { ConversationView, type LiveConversation, childConversationStream } from './conversation-view.ts';
 import { interruptedToolText } from '../store/records.ts';
 import type { Delegation, DelegateRun, RunContext } from './run-context.ts';
 import { RunStopped } from './run-signals.ts';
@@ -15,6 +16,7 @@ const ts = '2026-01-01T00:00:00.000Z';
 const helper: SubagentDefinition = { name: 'helper', description: 'Helps.', agent: () => 'Help.' };
 
 let store: SqlStore;
+let view: ConversationView;
 let writer: ConversationWriter;
 let parent: LiveConversation;
 let row: SubmissionRow;
@@ -27,15 +29,16 @@ beforeEach(async () => {
   const adapter = sqlite();
   await adapter.migrate();
   store = new SqlStore(await adapter.connect());
-  writer = new ConversationWriter(store);
-  parent = writer.live('Boss', 'b1');
+  view = new ConversationView(store);
+  writer = new ConversationWriter(store, view);
+  parent = view.live('Boss', 'b1');
   writer.admit(
     parent,
     { type: 'conversation_created', conversationId: 'conv_root', uid: 'inst_b', ts },
     { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'go' } }, acceptedAt: ts },
     [],
   );
-  writer.born(parent);
+  view.keep(parent);
   row = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
   events = [];
   delegated = [];
@@ -60,6 +63,7 @@ function answer(child: LiveConversation, text: string): void {
 function delegating(): RunContext {
   const environment = new AgentSandbox('b1');
   return {
+    view,
     writer,
     live: parent,
     conv: parent.conv,

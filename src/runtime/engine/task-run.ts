@@ -16,7 +16,7 @@
  * text becomes the parent's tool result.
  */
 import type { ToolCall } from '@earendil-works/pi-ai';
-import { type LiveConversation, childConversationStream } from './conversation-writer.ts';
+import { type LiveConversation, childConversationStream } from './conversation-view.ts';
 import type { AgentSandbox } from './agent-sandbox.ts';
 import { AttachmentNotAvailableError, SubmissionTimeoutError } from '../common/errors.ts';
 import { errorInfo } from '../common/events.ts';
@@ -62,7 +62,7 @@ function taskSessionName(stepId: string, toolCallId: string): string {
 export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
   const stream = childConversationStream(run.live.stream, site.stepId, call.id);
   const resolved = resolveTask(call.arguments, site.subagents, site.depth);
-  const existing = site.recovering ? run.writer.childConversationId(stream) : undefined;
+  const existing = site.recovering ? run.view.childConversationId(stream) : undefined;
   if (resolved.kind === 'result') {
     // A delegate that was running when the crash hit but is no longer declared: an error outcome.
     if (existing !== undefined && resolved.undeclared) return { isError: true, content: interruptedToolText(existing) };

@@ -8,7 +8,7 @@ import { init, useModel } from '@flue/runtime';
 import { useScriptedRuntime } from '../../../test/support/scripted-runtime.ts';
 import { buildAgentRouter, type RouterTiming } from './router.ts';
 import { configuredRuntime } from '../host/runtime.ts';
-import type { ConversationWriter } from '../engine/conversation-writer.ts';
+import type { ConversationView } from '../engine/conversation-view.ts';
 import { until } from '../../../test/support/engine.ts';
 
 const ctx = useScriptedRuntime();
@@ -57,8 +57,8 @@ function sleep(ms: number): Promise<void> {
 
 /** Reads parked on the conversation: the listeners of its fold in the Node runtime's engine. */
 function waitersOf(id: string): number {
-  const engine = configuredRuntime() as unknown as { writer: ConversationWriter };
-  return engine.writer.live('Support', id).listeners.size;
+  const engine = configuredRuntime() as unknown as { view: ConversationView };
+  return engine.view.live('Support', id).listeners.size;
 }
 
 type Chunk = { type: string; position?: { batch: number; index: number }; [key: string]: unknown };
