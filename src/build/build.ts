@@ -13,9 +13,9 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
-import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
+import { type ResolvedConfig, SOURCE_EXTENSIONS, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { generateEntry } from './entry.ts';
-import { checkModuleLoad, outcome } from './load-check.ts';
+import { bundleBesideLoadCheck } from './load-check.ts';
 import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
 import { inferModelProviders } from './model-providers.ts';
@@ -137,22 +137,10 @@ export function createBuilder(options: BuildOptions): Builder {
       contextKey = key;
     }
     log(`[flue] Bundling ${path.join('dist', 'worker.js')}${incremental ? ' (incremental)' : ''}`);
-    // Loading the modules on Node runs beside the bundling; a bundling error is reported first.
-    const loading = outcome(checkModuleLoad({ root, target: 'cloudflare', modules: [prepared.app, ...(prepared.cloudflare === undefined ? [] : [prepared.cloudflare]), ...prepared.scan.modules.map((m) => m.file)], define, alias, log }));
-    let result: esbuild.BuildResult<{ write: false; metafile: true }>;
-    try {
-      result = await context.rebuild();
-    } catch (error) {
-      await loading;
-      throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
-    }
-    const loadFailure = await loading;
-    if (loadFailure !== undefined) throw loadFailure;
-    for (const warning of result.warnings) {
-      // Only the project's own files: dependencies (and this package) are outside the root.
-      const file = warning.location?.file ?? '';
-      if (file.startsWith('../') || /(?:^|\/)node_modules\//.test(file)) continue;
-      const text = `esbuild: ${formatMessage(warning).trim()}`;
+    const bundling = context;
+    const modules = [prepared.app, ...(prepared.cloudflare === undefined ? [] : [prepared.cloudflare]), ...prepared.scan.modules.map((m) => m.file)];
+    const { result, warnings } = await bundleBesideLoadCheck(() => bundling.rebuild(), { root, target: 'cloudflare', modules, define, alias, log });
+    for (const text of warnings) {
       prepared.warnings.push(text);
       log(`[flue] warning: ${text}`);
     }

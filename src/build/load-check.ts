@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
 import { nodeModulesBuildOptions, outputUrlFor, processNodeConditions } from './plugins.ts';
-import type { BuildTarget } from './config.ts';
+import { type BuildTarget, formatEsbuildError, formatMessage } from './config.ts';
 import { resolveRuntimeExport } from './package-root.ts';
 
 /** A module that does not finish loading in this time (a top-level await that never settles) is not judged. */
@@ -179,8 +179,37 @@ export function sourceLocation(root: string, stack: string): string | undefined 
   return undefined;
 }
 
+/**
+ * One bundling pass with the module-load check running beside it (both targets build this way).
+ * A bundling error is reported first, then a load failure; what comes back are the bundle and
+ * esbuild's warnings about the project's own files (dependencies and this package are outside
+ * the root, and their warnings are not the user's to fix).
+ */
+export async function bundleBesideLoadCheck<R extends esbuild.BuildResult>(
+  bundle: () => Promise<R>,
+  loadCheck: LoadCheckOptions,
+): Promise<{ result: R; warnings: string[] }> {
+  const loading = outcome(checkModuleLoad(loadCheck));
+  let result: R;
+  try {
+    result = await bundle();
+  } catch (error) {
+    await loading;
+    throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
+  }
+  const loadFailure = await loading;
+  if (loadFailure !== undefined) throw loadFailure;
+  const warnings: string[] = [];
+  for (const warning of result.warnings) {
+    const file = warning.location?.file ?? '';
+    if (file.startsWith('../') || /(?:^|\/)node_modules\//.test(file)) continue;
+    warnings.push(`esbuild: ${formatMessage(warning).trim()}`);
+  }
+  return { result, warnings };
+}
+
 /** A promise's rejection as a value (undefined when it fulfils), for work awaited later. */
-export async function outcome(work: Promise<unknown>): Promise<unknown> {
+async function outcome(work: Promise<unknown>): Promise<unknown> {
   try {
     await work;
     return undefined;

@@ -13,8 +13,8 @@ import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { globAgents } from './build.ts';
 import { FlueBuildError } from './build-errors.ts';
-import { formatEsbuildError, formatMessage, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
-import { checkModuleLoad, outcome } from './load-check.ts';
+import { loadConfig, requireAppEntry, resolveEntry } from './config.ts';
+import { bundleBesideLoadCheck } from './load-check.ts';
 import { generateNodeEntry } from './node-entry.ts';
 import { NODE_CONDITIONS, agentBindingPlugin, cloudflareExternalPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin, processNodeConditions } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
@@ -86,11 +86,8 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   const dist = path.join(root, 'dist');
   const outfile = path.join(dist, SERVER_FILE);
   log(`[flue] Bundling ${path.join('dist', SERVER_FILE)}`);
-  // Loading the modules runs beside the bundling; a bundling error is reported first.
-  const loading = outcome(checkModuleLoad({ root, target: 'node', modules: [app, ...scan.modules.map((m) => m.file)], log }));
-  let result: esbuild.BuildResult<{ write: false; metafile: true }>;
-  try {
-    result = await esbuild.build({
+  const bundle = () =>
+    esbuild.build({
       stdin: { contents: entry, resolveDir: packageRoot(), sourcefile: 'server.entry.generated.mjs', loader: 'js' },
       absWorkingDir: root,
       outfile,
@@ -113,17 +110,8 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       // runs with `--conditions=flue-source` (this repository's tests).
       plugins: [flueRuntimePlugin({ conditions: processNodeConditions() }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternalPlugin(), quietSqlite()],
     });
-  } catch (error) {
-    await loading;
-    throw new FlueBuildError('BundleError', `Bundling failed:\n${formatEsbuildError(error)}`, {}, error);
-  }
-  const loadFailure = await loading;
-  if (loadFailure !== undefined) throw loadFailure;
-  for (const warning of result.warnings) {
-    const file = warning.location?.file ?? '';
-    if (file.startsWith('../') || /(?:^|\/)node_modules\//.test(file)) continue;
-    log(`[flue] warning: esbuild: ${formatMessage(warning).trim()}`);
-  }
+  const { result, warnings } = await bundleBesideLoadCheck(bundle, { root, target: 'node', modules: [app, ...scan.modules.map((m) => m.file)], log });
+  for (const text of warnings) log(`[flue] warning: ${text}`);
   const chain = importChain(result.metafile, graphRoots(result.metafile), (_, imported) => imported.startsWith('cloudflare:'));
   if (chain !== undefined) {
     // The generated entry is virtual (stdin): name it by the file the build writes for inspection.
