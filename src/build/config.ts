@@ -25,18 +25,13 @@ export interface FlueConfig {
 export type BuildTarget = 'cloudflare' | 'node';
 export const BUILD_TARGETS: readonly BuildTarget[] = ['cloudflare', 'node'];
 
-export interface ResolvedConfig {
+/**
+ * The config as the build uses it: the same fields, entries made absolute (existence checked),
+ * `agents` still a scan glob relative to `src/`.
+ */
+export interface ResolvedConfig extends FlueConfig {
   /** Absolute path of the config file, if any. */
   file: string | undefined;
-  /** Absolute paths of explicitly configured entries (existence checked). */
-  app?: string;
-  cloudflare?: string;
-  db?: string;
-  schedules?: string;
-  /** Scan glob relative to `src/`. */
-  agents?: string;
-  providers?: string[];
-  target?: BuildTarget;
 }
 
 export const CONFIG_FILES = ['flue.config.ts', 'flue.config.mts', 'flue.config.js', 'flue.config.mjs'] as const;
