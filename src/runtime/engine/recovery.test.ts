@@ -1,0 +1,577 @@
+/**
+ * The recovery rules of docs/design/durability.md (§3–§9) as tables: given this log and ledger
+ * (and this crash point), one attempt of the engine appends exactly these batches. Every expected
+ * record is written from the design, not copied from a run; recovery-journal.fixtures.ts seeds the
+ * store and normalizes ids (`msg_1`, `sub_1`, … in order of first appearance) and clocks (`'ts'`).
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import * as v from 'valibot';
+import type { ToolCall } from '@earendil-works/pi-ai';
+import { useAgentStart, useModel, useSubagent, useTool } from '../index.ts';
+import { defineTool } from '../authoring/define-tool.ts';
+import { emptyUsage } from '../model/usage.ts';
+import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
+import type { Agent } from '../authoring/identity.ts';
+import { type Attempt, type CrashAt, type Given, type LedgerRow, BIRTH, TABLE_MODEL, runAttempt } from './recovery-journal.fixtures.ts';
+import type { ScriptedStep } from './scripted-stream.fixtures.ts';
+
+// ── Agents ──────────────────────────────────────────────────────────────────────────────────
+
+const runs = { plain: 0, reserve: 0, capture: 0, agentStart: 0 };
+beforeEach(() => {
+  runs.plain = runs.reserve = runs.capture = runs.agentStart = 0;
+});
+
+const charge = defineTool({
+  name: 'charge',
+  description: 'Charges in two durable steps.',
+  input: v.object({}),
+  durable: true,
+  run: async ({ step }) => {
+    const reserved = await step.do('reserve', () => (runs.reserve++, 'r-new'));
+    const captured = await step.do('capture', () => (runs.capture++, 'c1'));
+    return `${reserved}+${captured}`;
+  },
+});
+
+function Shop() {
+  useModel(TABLE_MODEL);
+  useTool({ name: 'plain', description: 'Counts.', input: v.object({}), run: () => (runs.plain++, 'ok') });
+  useTool(charge);
+  return 'Use the tools.';
+}
+
+/** Shop with an attempt budget of two. */
+function Budgeted() {
+  return Shop();
+}
+Budgeted.durability = { maxAttempts: 2 };
+
+/** Shop whose model streams are abandoned after 20 ms of silence. */
+function Impatient() {
+  return Shop();
+}
+Impatient.durability = { modelIdleTimeoutMs: 20 };
+
+function Greeter() {
+  useModel(TABLE_MODEL);
+  useAgentStart(({ append }) => {
+    runs.agentStart++;
+    append({ kind: 'signal', type: 'note', body: 'remember' });
+  });
+  return 'Greet.';
+}
+
+function Boss() {
+  useModel(TABLE_MODEL);
+  useSubagent({ name: 'helper', description: 'Finds things.', agent: () => 'Find what you are asked for.' });
+  return 'Delegate.';
+}
+
+// ── Records, written from the design ────────────────────────────────────────────────────────
+
+const ts = 'ts';
+const GIVEN_TS = '2026-01-01T00:00:00.000Z';
+
+/** The input record of a delivery (§1 "input applied"): its message id derives from the submission. */
+const input = (submissionId: string, body: string, joinedInto?: string) => ({
+  type: 'user_message',
+  messageId: `msg_in_${submissionId}`,
+  submissionId,
+  ...(joinedInto === undefined ? {} : { joinedInto }),
+  deliveryOrigin: 'app',
+  body,
+  ts,
+});
+
+const snapshot = { type: 'resource_snapshot', baseline: true };
+
+/** What the scripted model answers, as the completed step keeps it. */
+const answer = (content: unknown[], stopReason: string, errorMessage?: string) => ({
+  role: 'assistant',
+  content,
+  api: 'scripted',
+  provider: 'table',
+  model: 'model',
+  usage: emptyUsage(),
+  stopReason,
+  ...(errorMessage === undefined ? {} : { errorMessage }),
+  timestamp: ts,
+});
+
+const text = (said: string) => ({ type: 'text', text: said });
+const toolCall = (id: string, name: string, args: Record<string, unknown> = {}) => ({ type: 'toolCall', id, name, arguments: args });
+
+/** One streamed model step of this attempt, committed as one batch. */
+function step(ids: { message: string; step: string; sub?: string }, said: string | undefined, calls: unknown[] = []) {
+  const submissionId = ids.sub ?? 'sub_a';
+  const base = { stepId: ids.step, messageId: ids.message };
+  return [
+    { type: 'assistant_started', messageId: ids.message, stepId: ids.step, submissionId, attemptId: 'attempt_1', ts },
+    ...(said === undefined ? [] : [{ type: 'assistant_delta', ...base, kind: 'text', block: 0, delta: said }]),
+    {
+      type: 'assistant_completed',
+      ...base,
+      submissionId,
+      message: answer([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop'),
+      ts,
+    },
+  ];
+}
+
+const settled = (submissionId: string, outcome: string, error?: unknown, answeredBy = 'sub_a') => ({
+  type: 'submission_settled',
+  submissionId,
+  outcome,
+  ...(error === undefined ? {} : { error }),
+  answeredBySubmissionId: answeredBy,
+  ts,
+});
+
+/** An open step closed as aborted, keeping what it said (§6.1 step 2, §6.3). */
+const closed = (stepId: string, said: string[]) => ({
+  type: 'assistant_completed',
+  stepId,
+  messageId: 'msg_r',
+  submissionId: 'sub_a',
+  message: {
+    role: 'assistant',
+    content: said.map(text),
+    api: 'openai-completions',
+    provider: 'flue',
+    model: 'interrupted',
+    usage: emptyUsage(),
+    stopReason: 'aborted',
+    errorMessage: 'Stream interrupted before completion.',
+    timestamp: ts,
+  },
+  ts,
+});
+
+const streamSignal = (signalType: 'stream_interrupted' | 'stream_continued', stepId: string) => ({
+  type: 'signal',
+  messageId: `msg_${signalType}_${stepId}`,
+  submissionId: 'sub_a',
+  origin: 'framework',
+  signalType,
+  body: signalType === 'stream_interrupted' ? 'Your previous response was interrupted before it completed.' : 'Continue from where the interrupted response stopped.',
+  ts,
+});
+
+/** The advisory signal of a failed or aborted settlement (§4). */
+const advisory = (kind: 'aborted' | 'interrupted', body: string, attributes: Record<string, string>) => ({
+  type: 'signal',
+  messageId: `msg_${kind}_sub_a`,
+  submissionId: 'sub_a',
+  origin: 'framework',
+  signalType: `submission_${kind}`,
+  body,
+  attributes: { submissionId: 'sub_a', kind: 'dispatch', ...attributes },
+  ts,
+});
+
+const interrupted = (toolCallId: string, toolName: string) => ({ toolCallId, toolName, isError: true, content: INTERRUPTED_TOOL_TEXT });
+
+const toolResults = (stepId: string, outcomes: unknown[], messageId = 'msg_r') => ({ type: 'tool_results', stepId, messageId, submissionId: 'sub_a', outcomes, ts });
+
+// ── Given logs ──────────────────────────────────────────────────────────────────────────────
+
+const applied: ConversationRecord[] = [
+  { type: 'user_message', messageId: 'msg_in_sub_a', submissionId: 'sub_a', deliveryOrigin: 'app', body: 'go', ts: GIVEN_TS },
+];
+
+const opened = (deltas: string[]): ConversationRecord[] => [
+  { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_open', submissionId: 'sub_a', attemptId: 'attempt_given_0', ts: GIVEN_TS },
+  ...deltas.map((delta): ConversationRecord => ({ type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind: 'text', block: 0, delta })),
+];
+
+/** A completed step of an earlier attempt that issued tool calls, whose results never committed. */
+const issued = (...calls: { id: string; name: string; arguments?: ToolCall['arguments'] }[]): ConversationRecord[] => [
+  { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_1', submissionId: 'sub_a', attemptId: 'attempt_given_0', ts: GIVEN_TS },
+  {
+    type: 'assistant_completed',
+    messageId: 'msg_r',
+    stepId: 'step_1',
+    submissionId: 'sub_a',
+    message: {
+      role: 'assistant',
+      content: calls.map((call) => ({ type: 'toolCall', id: call.id, name: call.name, arguments: call.arguments ?? {} })),
+      api: 'scripted',
+      provider: 'table',
+      model: 'model',
+      usage: emptyUsage(),
+      stopReason: 'toolUse',
+      timestamp: 0,
+    },
+    ts: GIVEN_TS,
+  },
+];
+
+const first: Given['submissions'] = [{ id: 'sub_a', body: 'go' }];
+/** sub_a after one attempt that died. */
+const retried: Given['submissions'] = [{ id: 'sub_a', body: 'go', attempts: 1 }];
+
+const CHILD = 'tasks/agents/Boss/t1/step_1/call_1';
+
+// ── The tables ──────────────────────────────────────────────────────────────────────────────
+
+interface Case {
+  rule: string;
+  agent: Agent;
+  given: Given;
+  crashAt?: CrashAt;
+  sliceBudgetMs?: number;
+  script: ScriptedStep[];
+  appends: unknown[][];
+  /** Batches appended to other streams (a task's child conversation). */
+  streams?: Record<string, unknown[][]>;
+  ledger: Record<string, Partial<LedgerRow>>;
+  /** How often tool bodies, step fns and hooks ran in this attempt. */
+  ran?: Partial<typeof runs>;
+}
+
+const cases: Case[] = [
+  {
+    rule: '§6.1.1 a first attempt applies the input, runs the turn and settles completed, the settlement alone in its batch',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ text: ['Hello.'] }],
+    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.'), [settled('sub_a', 'completed')]],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
+  },
+  {
+    rule: '§6.1.1 an input already in the log is not applied again by a recovered attempt',
+    agent: Shop,
+    given: { log: [applied], submissions: retried },
+    script: [{ text: ['Hello.'] }],
+    appends: [[snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.'), [settled('sub_a', 'completed')]],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§6.1.2 an open step that said something is closed as aborted with stream_interrupted and stream_continued, then the turn continues',
+    agent: Shop,
+    given: { log: [applied, opened(['Half ', 'a'])], submissions: retried },
+    script: [{ text: ['Whole answer.'] }],
+    appends: [
+      [closed('step_open', ['Half a']), streamSignal('stream_interrupted', 'step_open'), streamSignal('stream_continued', 'step_open')],
+      [snapshot],
+      step({ message: 'msg_r', step: 'msg_1' }, 'Whole answer.'),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§6.1.2 an open step that said nothing is closed silently',
+    agent: Shop,
+    given: { log: [applied, opened([])], submissions: retried },
+    script: [{ text: ['Answer.'] }],
+    appends: [[closed('step_open', [])], [snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Answer.'), [settled('sub_a', 'completed')]],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
+    rule: '§6.2 an unresolved ordinary tool call is not re-run: it gets the interrupted marker the model sees',
+    agent: Shop,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: retried },
+    script: [{ text: ['Sorry, again?'] }],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'plain')])],
+      [snapshot],
+      step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§6.2/§7 an unresolved durable tool call re-runs: a recorded step is replayed, not run again; the rest runs',
+    agent: Shop,
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'charge' })],
+      submissions: retried,
+      steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }],
+    },
+    script: [{ text: ['Charged.'] }],
+    appends: [
+      [
+        toolResults('step_1', [
+          {
+            toolCallId: 'call_1',
+            toolName: 'charge',
+            isError: false,
+            content: '"r1+c1"',
+            output: 'r1+c1',
+            durationMs: 'ms',
+          },
+        ]),
+      ],
+      [snapshot],
+      step({ message: 'msg_r', step: 'msg_1' }, 'Charged.'),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { reserve: 0, capture: 1 },
+  },
+  {
+    rule: '§6.2 an unresolved task call resumes its child conversation and commits the child\'s real result',
+    agent: Boss,
+    given: {
+      log: [
+        applied,
+        issued({ id: 'call_1', name: 'task', arguments: { agent: 'helper', prompt: 'Find it.' } }),
+        [
+          {
+            type: 'child_session_retained',
+            child: {
+              type: 'task',
+              conversationId: 'conv_child',
+              stream: CHILD,
+              agent: 'helper',
+              taskId: 'call_1',
+              harness: 'default',
+              session: 'task:step_1/call_1',
+              parentToolCallId: 'call_1',
+              parentAssistantEntryId: 'step_1',
+            },
+            ts: GIVEN_TS,
+          },
+        ],
+      ],
+      streams: {
+        [CHILD]: [
+          [
+            { type: 'conversation_created', conversationId: 'conv_child', uid: BIRTH.uid, kind: 'task', parentConversationId: BIRTH.conversationId, taskId: 'call_1', agent: 'helper', ts: GIVEN_TS },
+            { type: 'user_message', messageId: 'msg_task', submissionId: 'sub_a', deliveryOrigin: 'agent', body: 'Find it.', ts: GIVEN_TS },
+          ],
+        ],
+      },
+      submissions: retried,
+    },
+    // The child's turn first (inside the parent's tool batch), then the parent's.
+    script: [{ text: ['Found.'] }, { text: ['The helper found it.'] }],
+    appends: [
+      [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'task', isError: false, content: 'Found.', output: 'Found.', durationMs: 'ms' }])],
+      [snapshot],
+      step({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
+      [settled('sub_a', 'completed')],
+    ],
+    streams: { [CHILD]: [[snapshot], step({ message: 'msg_2', step: 'msg_3' }, 'Found.')] },
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
+    rule: '§9 useAgentStart that committed its marker is not run again',
+    agent: Greeter,
+    given: {
+      log: [
+        applied,
+        [
+          { type: 'signal', messageId: 'msg_note', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts: GIVEN_TS },
+          { type: 'agent_start_run', submissionId: 'sub_a' },
+        ],
+      ],
+      submissions: retried,
+    },
+    script: [{ text: ['Hi.'] }],
+    appends: [[snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hi.'), [settled('sub_a', 'completed')]],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { agentStart: 0 },
+  },
+  {
+    rule: '§9 useAgentStart without a committed marker runs (again): its appends commit with the marker',
+    agent: Greeter,
+    given: { log: [applied], submissions: retried },
+    script: [{ text: ['Hi.'] }],
+    appends: [
+      [{ type: 'signal', messageId: 'msg_1', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts }, { type: 'agent_start_run', submissionId: 'sub_a' }],
+      [snapshot],
+      step({ message: 'msg_2', step: 'msg_3' }, 'Hi.'),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { agentStart: 1 },
+  },
+  {
+    rule: '§3/§6.1.4 a delivery queued while a step streams joins at the next turn boundary, after the step\'s tool results, and takes the host\'s outcome',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], deliver: 'also this' }, { text: ['Both done.'] }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
+      [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
+      [input('sub_1', 'also this', 'sub_a')],
+      step({ message: 'msg_1', step: 'msg_3' }, 'Both done.'),
+      [settled('sub_a', 'completed'), settled('sub_1', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_1: { status: 'settled', outcome: 'completed', attempts: 0 } },
+    ran: { plain: 1 },
+  },
+  {
+    rule: '§5/§10 the yield rule: past the slice budget a wake yields after progress, never between a step and its tool calls',
+    agent: Shop,
+    given: { submissions: first },
+    sliceBudgetMs: -1,
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
+      [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
+    ],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+    ran: { plain: 1 },
+  },
+  {
+    rule: '§5/§10 the yield rule: a continued wake makes progress before it yields again, in the same attempt',
+    agent: Shop,
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'plain' }), [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok' }]) as ConversationRecord]],
+      submissions: [{ id: 'sub_a', body: 'go', attempts: 1, continuation: true }],
+    },
+    sliceBudgetMs: -1,
+    script: [{ text: ['Done.'] }],
+    appends: [[snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Done.')],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+  {
+    rule: '§4/§6.3 a model error fails the submission: the advisory signal and the settlement commit together',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ error: 'The model refused.' }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      [
+        { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
+        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: answer([], 'error', 'The model refused.'), ts },
+      ],
+      [
+        advisory('interrupted', 'The submission failed: The prompt operation failed: The model refused.', { reason: 'failed' }),
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'operation_failed',
+          message: 'The prompt operation failed: The model refused.',
+          meta: { operation: 'prompt', reason: 'The model refused.' },
+        }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
+  },
+  {
+    rule: '§5/§6.3 an exhausted attempt budget fails before any work: pending calls are interrupted in the settlement batch',
+    agent: Budgeted,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: [{ id: 'sub_a', body: 'go', attempts: 2 }] },
+    script: [],
+    appends: [
+      [
+        toolResults('step_1', [interrupted('call_1', 'plain')]),
+        advisory('interrupted', 'The submission failed: The submission was interrupted 2 times and reached its attempt budget (2). Interrupted tool calls: plain.', {
+          reason: 'exhausted_retry_budget',
+          interruptedTools: 'plain',
+        }),
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'submission_retry_exhausted',
+          message: 'The submission was interrupted 2 times and reached its attempt budget (2).',
+          meta: { attemptCount: 2, maxAttempts: 2, interruptedTools: [{ name: 'plain', id: 'call_1' }] },
+        }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 2 } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§8/§6.3 a durable abort request settles aborted before any work: an open step is closed, the advisory written',
+    agent: Shop,
+    given: { log: [applied, opened(['Half'])], submissions: retried, abortRequested: true },
+    script: [],
+    appends: [
+      [
+        closed('step_open', ['Half']),
+        advisory('aborted', 'The submission was aborted.', { reason: 'aborted' }),
+        settled('sub_a', 'aborted', { name: 'FlueError', type: 'submission_aborted', message: 'The submission was aborted.' }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'aborted', attempts: 1 } },
+  },
+  {
+    rule: '§8 an abort during a model call ends the step with what it said, then settles aborted',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ text: ['Half'], stall: true, abort: true }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      [
+        { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
+        { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
+        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: answer([text('Half')], 'aborted', 'Request was aborted'), ts },
+      ],
+      [
+        advisory('aborted', 'The submission was aborted.', { reason: 'aborted' }),
+        settled('sub_a', 'aborted', { name: 'FlueError', type: 'submission_aborted', message: 'The submission was aborted.' }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'aborted' } },
+  },
+  {
+    rule: '§5 a model stream idle past modelIdleTimeoutMs abandons the attempt: the step stays open as a crash leaves it, nothing settles',
+    agent: Impatient,
+    given: { submissions: first },
+    script: [{ text: ['Half a'], stall: true }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      [
+        { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
+        { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half a' },
+      ],
+    ],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+  {
+    rule: '§6 a crash as a tool starts writes nothing more: the step that issued the call stays, with no results',
+    agent: Shop,
+    given: { submissions: first },
+    crashAt: { point: 'tool', tool: 'plain' },
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
+    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§7 a crash after a step fn ran and before its memo is stored: the fn ran, nothing is recorded',
+    agent: Shop,
+    given: { log: [applied, issued({ id: 'call_1', name: 'charge' })], submissions: retried },
+    crashAt: { point: 'step', tool: 'charge', step: 'reserve' },
+    script: [],
+    appends: [],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 2 } },
+    ran: { reserve: 1, capture: 0 },
+  },
+  {
+    rule: '§4 a crash just before the settlement commits leaves the submission unsettled in the log and the ledger',
+    agent: Shop,
+    given: { submissions: first },
+    crashAt: { point: 'settlement' },
+    script: [{ text: ['Hello.'] }],
+    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.')],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+];
+
+describe('recovery rules (durability.md): given this log, one attempt appends exactly these batches', () => {
+  it.each(cases)('$rule', async (table) => {
+    const attempt: Attempt = { agent: table.agent, given: table.given, script: table.script };
+    if (table.crashAt !== undefined) attempt.crashAt = table.crashAt;
+    if (table.sliceBudgetMs !== undefined) attempt.sliceBudgetMs = table.sliceBudgetMs;
+    const result = await runAttempt(attempt);
+    expect(result.appends).toEqual(table.appends);
+    expect(result.streams).toEqual(table.streams ?? {});
+    for (const [id, row] of Object.entries(table.ledger)) expect(result.ledger[id]).toMatchObject(row);
+    expect(result.crashed).toBe(table.crashAt !== undefined);
+    // Every scripted answer was asked for.
+    expect(result.scriptLeft).toBe(0);
+    expect(runs).toMatchObject(table.ran ?? {});
+  });
+});
