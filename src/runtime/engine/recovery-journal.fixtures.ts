@@ -37,6 +37,8 @@ export interface GivenSubmission {
   body: string;
   /** Attempts already claimed (the row is `running`); absent or 0: `queued`. */
   attempts?: number;
+  /** When the first attempt started (epoch ms; default now): the deadline counts from it. */
+  startedAt?: number;
   /** The last attempt yielded at a turn boundary: the next claim continues it. */
   continuation?: true;
 }
@@ -74,6 +76,8 @@ export interface LedgerRow {
   status: SubmissionStatus;
   outcome: string | null;
   attempts: number;
+  /** The attempt yielded: the next wake continues it without spending an attempt. */
+  continuation: boolean;
 }
 
 export interface AttemptResult {
@@ -82,6 +86,10 @@ export interface AttemptResult {
   /** Batches appended to other streams (child conversations), by stream. */
   streams: Record<string, unknown[][]>;
   ledger: Record<string, LedgerRow>;
+  /** The conversation's committed persistent state after the attempt. */
+  state: Record<string, unknown>;
+  /** Recorded durable step memos, by `<key>/<step>`. */
+  steps: Record<string, unknown>;
   /** The crash point was reached (the attempt died there). */
   crashed: boolean;
   /** Script steps no model call took. */
@@ -149,12 +157,23 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
     if (batches.length > 0) streams[key] = batches;
   }
   const ledger: Record<string, LedgerRow> = {};
-  for (const row of store.driver.query('SELECT id FROM flue_submissions ORDER BY ord')) {
+  for (const row of store.driver.query('SELECT id, continuation FROM flue_submissions ORDER BY ord')) {
     const submission = store.getSubmission(String(row.id))!;
-    ledger[String(ids.replace(submission.id))] = { status: submission.status, outcome: submission.outcome, attempts: submission.attemptCount };
+    ledger[ids.replace(submission.id)] = {
+      status: submission.status,
+      outcome: submission.outcome,
+      attempts: submission.attemptCount,
+      continuation: row.continuation === 1,
+    };
   }
+  const steps: Record<string, unknown> = {};
+  for (const row of store.driver.query('SELECT tool_call_id, step FROM flue_steps WHERE stream = ? ORDER BY tool_call_id, step', stream)) {
+    const memo = store.readStep(stream, String(row.tool_call_id), String(row.step));
+    if (memo.found) steps[`${row.tool_call_id}/${row.step}`] = memo.value;
+  }
+  const state = Object.fromEntries(store.readState(stream));
   adapter.close();
-  return { appends, streams, ledger, crashed, scriptLeft: model.left };
+  return { appends, streams, ledger, state, steps, crashed, scriptLeft: model.left };
 }
 
 function seed(store: SqlStore, agent: string, stream: string, given: Given): void {
@@ -169,7 +188,8 @@ function seed(store: SqlStore, agent: string, stream: string, given: Given): voi
     for (const submission of given.submissions) {
       store.insertSubmission({ id: submission.id, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: submission.body } }, acceptedAt: TS });
       for (let claim = 0; claim < (submission.attempts ?? 0); claim++) {
-        store.claimAttempt(submission.id, { attemptId: `attempt_given_${claim}`, now: Date.now(), maxAttempts: 10, timeoutMs: 3_600_000 });
+        const now = submission.startedAt ?? Date.now();
+        store.claimAttempt(submission.id, { attemptId: `attempt_given_${claim}`, now, maxAttempts: 10, timeoutMs: 3_600_000 });
       }
       if (submission.continuation) store.markContinuation(submission.id);
     }

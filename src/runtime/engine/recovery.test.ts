@@ -7,7 +7,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import * as v from 'valibot';
 import type { ToolCall } from '@earendil-works/pi-ai';
-import { useAgentStart, useModel, useSubagent, useTool } from '../index.ts';
+import { useAgentStart, useModel, usePersistentState, useResponseStart, useSubagent, useTool } from '../index.ts';
 import { defineTool } from '../authoring/define-tool.ts';
 import { emptyUsage } from '../model/usage.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
@@ -17,9 +17,9 @@ import type { ScriptedStep } from './scripted-stream.fixtures.ts';
 
 // ── Agents ──────────────────────────────────────────────────────────────────────────────────
 
-const runs = { plain: 0, reserve: 0, capture: 0, agentStart: 0 };
+const runs = { plain: 0, reserve: 0, capture: 0, agentStart: 0, responseStart: 0 };
 beforeEach(() => {
-  runs.plain = runs.reserve = runs.capture = runs.agentStart = 0;
+  runs.plain = runs.reserve = runs.capture = runs.agentStart = runs.responseStart = 0;
 });
 
 const charge = defineTool({
@@ -36,9 +36,35 @@ const charge = defineTool({
 
 function Shop() {
   useModel(TABLE_MODEL);
-  useTool({ name: 'plain', description: 'Counts.', input: v.object({}), run: () => (runs.plain++, 'ok') });
+  const [count, setCount] = usePersistentState('count', 0);
+  useTool({
+    name: 'plain',
+    description: 'Counts in persistent state.',
+    input: v.object({}),
+    run: () => {
+      runs.plain++;
+      setCount(count + 1);
+      return 'ok';
+    },
+  });
   useTool(charge);
   return 'Use the tools.';
+}
+
+/** Declares `plain` but no longer the durable `charge`. */
+function Forgetful() {
+  useModel(TABLE_MODEL);
+  useTool({ name: 'plain', description: 'Counts.', input: v.object({}), run: () => (runs.plain++, 'ok') });
+  return 'Use the tools.';
+}
+
+function Tagged() {
+  useModel(TABLE_MODEL);
+  useResponseStart(() => {
+    runs.responseStart++;
+    return { tag: 'first' };
+  });
+  return 'Answer.';
 }
 
 /** Shop with an attempt budget of two. */
@@ -226,6 +252,10 @@ interface Case {
   /** Batches appended to other streams (a task's child conversation). */
   streams?: Record<string, unknown[][]>;
   ledger: Record<string, Partial<LedgerRow>>;
+  /** Committed persistent state after the attempt (default: none). */
+  state?: Record<string, unknown>;
+  /** Recorded durable step memos after the attempt, by `<step id>:<call id>/<step>` (default: none). */
+  steps?: Record<string, unknown>;
   /** How often tool bodies, step fns and hooks ran in this attempt. */
   ran?: Partial<typeof runs>;
 }
@@ -309,7 +339,23 @@ const cases: Case[] = [
       [settled('sub_a', 'completed')],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/capture': 'c1' },
     ran: { reserve: 0, capture: 1 },
+  },
+  {
+    rule: '§6.2 an unresolved call of a tool the render no longer declares durable takes the interrupted path',
+    agent: Forgetful,
+    given: { log: [applied, issued({ id: 'call_1', name: 'charge' })], submissions: retried, steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }] },
+    script: [{ text: ['Sorry.'] }],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'charge')])],
+      [snapshot],
+      step({ message: 'msg_r', step: 'msg_1' }, 'Sorry.'),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_1/reserve': 'r1' },
+    ran: { reserve: 0, capture: 0 },
   },
   {
     rule: '§6.2 an unresolved task call resumes its child conversation and commits the child\'s real result',
@@ -358,6 +404,28 @@ const cases: Case[] = [
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
   },
   {
+    rule: '§6.1.1/§9 useResponseStart runs while the response has no durable step: its metadata opens the first step',
+    agent: Tagged,
+    given: { log: [applied], submissions: retried },
+    script: [{ text: ['Tagged.'] }],
+    appends: [
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) => (record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record)),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { responseStart: 1 },
+  },
+  {
+    rule: '§9 useResponseStart does not run again once the response has a durable step',
+    agent: Tagged,
+    given: { log: [applied, opened([])], submissions: retried },
+    script: [{ text: ['Again.'] }],
+    appends: [[closed('step_open', [])], [snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Again.'), [settled('sub_a', 'completed')]],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { responseStart: 0 },
+  },
+  {
     rule: '§9 useAgentStart that committed its marker is not run again',
     agent: Greeter,
     given: {
@@ -390,6 +458,20 @@ const cases: Case[] = [
     ran: { agentStart: 1 },
   },
   {
+    rule: '§3 a delivery queued behind the head joins its response at the first turn boundary, before the model is called',
+    agent: Shop,
+    given: { submissions: [...first, { id: 'sub_b', body: 'and this' }] },
+    script: [{ text: ['Both.'] }],
+    appends: [
+      [input('sub_a', 'go')],
+      [input('sub_b', 'and this', 'sub_a')],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, 'Both.'),
+      [settled('sub_a', 'completed'), settled('sub_b', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_b: { status: 'settled', outcome: 'completed', attempts: 0 } },
+  },
+  {
     rule: '§3/§6.1.4 a delivery queued while a step streams joins at the next turn boundary, after the step\'s tool results, and takes the host\'s outcome',
     agent: Shop,
     given: { submissions: first },
@@ -404,6 +486,7 @@ const cases: Case[] = [
       [settled('sub_a', 'completed'), settled('sub_1', 'completed')],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_1: { status: 'settled', outcome: 'completed', attempts: 0 } },
+    state: { count: 1 },
     ran: { plain: 1 },
   },
   {
@@ -418,7 +501,8 @@ const cases: Case[] = [
       step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
       [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
     ],
-    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1, continuation: true } },
+    state: { count: 1 },
     ran: { plain: 1 },
   },
   {
@@ -431,7 +515,7 @@ const cases: Case[] = [
     sliceBudgetMs: -1,
     script: [{ text: ['Done.'] }],
     appends: [[snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Done.')],
-    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1, continuation: true } },
   },
   {
     rule: '§4/§6.3 a model error fails the submission: the advisory signal and the settlement commit together',
@@ -478,6 +562,41 @@ const cases: Case[] = [
       ],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 2 } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§5 an exhausted budget before the input was applied fails with nothing to bring to rest',
+    agent: Budgeted,
+    given: { submissions: [{ id: 'sub_a', body: 'go', attempts: 2 }] },
+    script: [],
+    appends: [
+      [
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'submission_retry_exhausted',
+          message: 'Every attempt (2 of 2) was interrupted before the delivered input was applied.',
+          meta: { phase: 'retry_exhausted_before_input', attemptCount: 2, maxAttempts: 2 },
+        }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 2 } },
+  },
+  {
+    rule: '§5/§6.3 a passed deadline fails the submission before a new attempt: pending calls are interrupted in the settlement batch',
+    agent: Shop,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: [{ id: 'sub_a', body: 'go', attempts: 1, startedAt: Date.now() - 3_700_000 }] },
+    script: [],
+    appends: [
+      [
+        toolResults('step_1', [interrupted('call_1', 'plain')]),
+        advisory('interrupted', 'The submission failed: The submission exceeded its durability timeout of 3600000ms. Interrupted tool calls: plain.', {
+          reason: 'exceeded_timeout',
+          interruptedTools: 'plain',
+        }),
+        settled('sub_a', 'failed', { name: 'FlueError', type: 'submission_timeout', message: 'The submission exceeded its durability timeout of 3600000ms.' }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
     ran: { plain: 0 },
   },
   {
@@ -569,6 +688,8 @@ describe('recovery rules (durability.md): given this log, one attempt appends ex
     expect(result.appends).toEqual(table.appends);
     expect(result.streams).toEqual(table.streams ?? {});
     for (const [id, row] of Object.entries(table.ledger)) expect(result.ledger[id]).toMatchObject(row);
+    expect(result.state).toEqual(table.state ?? {});
+    expect(result.steps).toEqual(table.steps ?? {});
     expect(result.crashed).toBe(table.crashAt !== undefined);
     // Every scripted answer was asked for.
     expect(result.scriptLeft).toBe(0);
