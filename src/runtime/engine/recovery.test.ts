@@ -113,7 +113,7 @@ const input = (submissionId: string, body: string, joinedInto?: string) => ({
 const snapshot = { type: 'resource_snapshot', baseline: true };
 
 /** What the scripted model answers, as the completed step keeps it. */
-const answer = (content: unknown[], stopReason: string, errorMessage?: string) => ({
+const modelMessage = (content: unknown[], stopReason: string, errorMessage?: string) => ({
   role: 'assistant',
   content,
   api: 'scripted',
@@ -139,11 +139,14 @@ function step(ids: { message: string; step: string; sub?: string }, said: string
       type: 'assistant_completed',
       ...base,
       submissionId,
-      message: answer([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop'),
+      message: modelMessage([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop'),
       ts,
     },
   ];
 }
+
+/** The rest of a response that answers in one turn: the first turn's baseline snapshot, the step, the settlement. */
+const answers = (ids: { message: string; step: string }, said: string) => [[snapshot], step(ids, said), [settled('sub_a', 'completed')]];
 
 const settled = (submissionId: string, outcome: string, error?: unknown, answeredBy = 'sub_a') => ({
   type: 'submission_settled',
@@ -266,7 +269,7 @@ const cases: Case[] = [
     agent: Shop,
     given: { submissions: first },
     script: [{ text: ['Hello.'] }],
-    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.'), [settled('sub_a', 'completed')]],
+    appends: [[input('sub_a', 'go')], ...answers({ message: 'msg_1', step: 'msg_2' }, 'Hello.')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
@@ -274,7 +277,7 @@ const cases: Case[] = [
     agent: Shop,
     given: { log: [applied], submissions: retried },
     script: [{ text: ['Hello.'] }],
-    appends: [[snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.'), [settled('sub_a', 'completed')]],
+    appends: answers({ message: 'msg_1', step: 'msg_2' }, 'Hello.'),
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },
   {
@@ -284,9 +287,7 @@ const cases: Case[] = [
     script: [{ text: ['Whole answer.'] }],
     appends: [
       [closed('step_open', ['Half a']), streamSignal('stream_interrupted', 'step_open'), streamSignal('stream_continued', 'step_open')],
-      [snapshot],
-      step({ message: 'msg_r', step: 'msg_1' }, 'Whole answer.'),
-      [settled('sub_a', 'completed')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Whole answer.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },
@@ -295,7 +296,7 @@ const cases: Case[] = [
     agent: Shop,
     given: { log: [applied, opened([])], submissions: retried },
     script: [{ text: ['Answer.'] }],
-    appends: [[closed('step_open', [])], [snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Answer.'), [settled('sub_a', 'completed')]],
+    appends: [[closed('step_open', [])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Answer.')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
   },
   {
@@ -305,9 +306,7 @@ const cases: Case[] = [
     script: [{ text: ['Sorry, again?'] }],
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
-      [snapshot],
-      step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
-      [settled('sub_a', 'completed')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { plain: 0 },
@@ -334,9 +333,7 @@ const cases: Case[] = [
           },
         ]),
       ],
-      [snapshot],
-      step({ message: 'msg_r', step: 'msg_1' }, 'Charged.'),
-      [settled('sub_a', 'completed')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Charged.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/capture': 'c1' },
@@ -349,9 +346,7 @@ const cases: Case[] = [
     script: [{ text: ['Sorry.'] }],
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'charge')])],
-      [snapshot],
-      step({ message: 'msg_r', step: 'msg_1' }, 'Sorry.'),
-      [settled('sub_a', 'completed')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     steps: { 'step_1:call_1/reserve': 'r1' },
@@ -396,9 +391,7 @@ const cases: Case[] = [
     script: [{ text: ['Found.'] }, { text: ['The helper found it.'] }],
     appends: [
       [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'task', isError: false, content: 'Found.', output: 'Found.', durationMs: 'ms' }])],
-      [snapshot],
-      step({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
-      [settled('sub_a', 'completed')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
     ],
     streams: { [CHILD]: [[snapshot], step({ message: 'msg_2', step: 'msg_3' }, 'Found.')] },
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
@@ -421,7 +414,7 @@ const cases: Case[] = [
     agent: Tagged,
     given: { log: [applied, opened([])], submissions: retried },
     script: [{ text: ['Again.'] }],
-    appends: [[closed('step_open', [])], [snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Again.'), [settled('sub_a', 'completed')]],
+    appends: [[closed('step_open', [])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Again.')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { responseStart: 0 },
   },
@@ -439,7 +432,7 @@ const cases: Case[] = [
       submissions: retried,
     },
     script: [{ text: ['Hi.'] }],
-    appends: [[snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hi.'), [settled('sub_a', 'completed')]],
+    appends: answers({ message: 'msg_1', step: 'msg_2' }, 'Hi.'),
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { agentStart: 0 },
   },
@@ -450,9 +443,7 @@ const cases: Case[] = [
     script: [{ text: ['Hi.'] }],
     appends: [
       [{ type: 'signal', messageId: 'msg_1', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts }, { type: 'agent_start_run', submissionId: 'sub_a' }],
-      [snapshot],
-      step({ message: 'msg_2', step: 'msg_3' }, 'Hi.'),
-      [settled('sub_a', 'completed')],
+      ...answers({ message: 'msg_2', step: 'msg_3' }, 'Hi.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { agentStart: 1 },
@@ -527,7 +518,7 @@ const cases: Case[] = [
       [snapshot],
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
-        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: answer([], 'error', 'The model refused.'), ts },
+        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: modelMessage([], 'error', 'The model refused.'), ts },
       ],
       [
         advisory('interrupted', 'The submission failed: The prompt operation failed: The model refused.', { reason: 'failed' }),
@@ -624,7 +615,7 @@ const cases: Case[] = [
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
-        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: answer([text('Half')], 'aborted', 'Request was aborted'), ts },
+        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: modelMessage([text('Half')], 'aborted', 'Request was aborted'), ts },
       ],
       [
         advisory('aborted', 'The submission was aborted.', { reason: 'aborted' }),
