@@ -26,7 +26,7 @@ export const TABLE_MODEL = 'table/model';
 const model = scriptedModel('table');
 
 /** The conversation every case runs in: `agents/<agent>/t1`, born with these ids. */
-export const INSTANCE = 't1';
+const INSTANCE = 't1';
 export const BIRTH = { conversationId: 'conv_t', uid: 'inst_t' } as const;
 const TS = '2026-01-01T00:00:00.000Z';
 
@@ -96,7 +96,7 @@ export interface AttemptResult {
   scriptLeft: number;
 }
 
-export function streamOf(agent: Agent): string {
+function streamOf(agent: Agent): string {
   return `agents/${agentName(agent)}/${INSTANCE}`;
 }
 
@@ -111,13 +111,21 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
   await adapter.migrate();
   const driver = new FreezableDriver(await adapter.connect());
   const store = new SqlStore(driver);
-  const name = agentName(attempt.agent);
   const stream = streamOf(attempt.agent);
-  seed(store, name, stream, attempt.given);
+  seed(store, agentName(attempt.agent), stream, attempt.given);
   const heads = new Map([stream, ...Object.keys(attempt.given.streams ?? {})].map((key) => [key, store.head(key)]));
+  try {
+    const crashed = await runOnce(attempt, store, driver);
+    return { ...report(store, stream, heads), crashed, scriptLeft: model.left };
+  } finally {
+    adapter.close();
+  }
+}
 
+/** One `runNext` of a fresh engine over the store; true when it died at the crash point. */
+async function runOnce(attempt: Attempt, store: SqlStore, driver: FreezableDriver): Promise<boolean> {
   const registry = new AgentRegistry();
-  registry.register(attempt.agent);
+  const name = registry.register(attempt.agent);
   const engine = new ConversationEngine({
     store,
     registry,
@@ -141,20 +149,23 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
     throw new RunStopped();
   });
   try {
-    await engine.runNext(stream);
+    await engine.runNext(streamOf(attempt.agent));
   } finally {
     installCrashProbe(previous);
     driver.frozen = false;
   }
+  return crashed;
+}
 
+/** What the store holds after the attempt: batches appended past `heads`, the ledger, state and memos. */
+function report(store: SqlStore, stream: string, heads: Map<string, number>): Omit<AttemptResult, 'crashed' | 'scriptLeft'> {
   const ids = new Placeholders();
   const appended = (key: string) => store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));
   const appends = appended(stream);
   const streams: Record<string, unknown[][]> = {};
-  for (const key of store.driver.query('SELECT DISTINCT stream FROM flue_batches ORDER BY stream').map((row) => String(row.stream))) {
-    if (key === stream) continue;
-    const batches = appended(key);
-    if (batches.length > 0) streams[key] = batches;
+  for (const row of store.driver.query('SELECT DISTINCT stream FROM flue_batches WHERE stream <> ? ORDER BY stream', stream)) {
+    const batches = appended(String(row.stream));
+    if (batches.length > 0) streams[String(row.stream)] = batches;
   }
   const ledger: Record<string, LedgerRow> = {};
   for (const row of store.driver.query('SELECT id, continuation FROM flue_submissions ORDER BY ord')) {
@@ -171,9 +182,7 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
     const memo = store.readStep(stream, String(row.tool_call_id), String(row.step));
     if (memo.found) steps[`${row.tool_call_id}/${row.step}`] = memo.value;
   }
-  const state = Object.fromEntries(store.readState(stream));
-  adapter.close();
-  return { appends, streams, ledger, state, steps, crashed, scriptLeft: model.left };
+  return { appends, streams, ledger, state: Object.fromEntries(store.readState(stream)), steps };
 }
 
 function seed(store: SqlStore, agent: string, stream: string, given: Given): void {
