@@ -418,6 +418,15 @@ const cases: Case[] = [
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
   {
+    rule: '§6 a crash at a model call\'s first delta leaves no trace of the step: its text was not due for a commit',
+    agent: Shop,
+    given: { submissions: first },
+    crashAt: { point: 'model' },
+    script: [{ text: ['Hal', 'f'] }],
+    appends: [[input('sub_a', 'go')], [snapshot]],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+  {
     rule: '§6 a crash as a tool starts writes nothing more: the step that issued the call stays, with no results',
     agent: Shop,
     given: { submissions: first },
