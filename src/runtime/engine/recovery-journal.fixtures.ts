@@ -3,8 +3,8 @@
  * ledger (and a crash point), run one attempt of the engine and answer the batches it appended.
  *
  * It drives the engine only from outside — `new ConversationEngine(…)`, `runNext`, `admit`,
- * `abort` — over a `SqlStore` seeded through the store's own methods, and reports points through
- * the crash probe, so the loop's internals can change shape without touching the tables.
+ * `abort` — over a `SqlStore` seeded through the store's own methods, and kills it at a point the
+ * crash probe reports, so the loop's internals can change shape without touching the tables.
  *
  * A test-support module (`.fixtures.ts`): scripts/check-imports.mjs skips fixtures like test
  * files, so it may use the Node host's `sqlite()` adapter, whose default database is
@@ -85,6 +85,7 @@ export interface AttemptResult {
   appends: unknown[][];
   /** Batches appended to other streams (child conversations), by stream. */
   streams: Record<string, unknown[][]>;
+  /** Every ledger row after the attempt, by submission id (a generated one as its placeholder). */
   ledger: Record<string, LedgerRow>;
   /** The conversation's committed persistent state after the attempt. */
   state: Record<string, unknown>;
