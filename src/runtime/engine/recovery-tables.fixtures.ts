@@ -1,0 +1,236 @@
+/**
+ * What the recovery tables (recovery.test.ts) are written with: the agents, the given logs, and the
+ * expected records, each built from docs/design/durability.md rather than from a run.
+ */
+import * as v from 'valibot';
+import type { ToolCall } from '@earendil-works/pi-ai';
+import { useAgentStart, useModel, usePersistentState, useResponseStart, useSubagent, useTool } from '../index.ts';
+import { defineTool } from '../authoring/define-tool.ts';
+import { emptyUsage } from '../model/usage.ts';
+import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
+import { type Given, TABLE_MODEL } from './recovery-journal.fixtures.ts';
+
+// ── Agents ──────────────────────────────────────────────────────────────────────────────────
+
+/** How often tool bodies, step fns and hooks ran; the test resets it before each case. */
+export const runs = { plain: 0, reserve: 0, capture: 0, agentStart: 0, responseStart: 0 };
+
+const charge = defineTool({
+  name: 'charge',
+  description: 'Charges in two durable steps.',
+  input: v.object({}),
+  durable: true,
+  run: async ({ step }) => {
+    const reserved = await step.do('reserve', () => (runs.reserve++, 'r-new'));
+    const captured = await step.do('capture', () => (runs.capture++, 'c1'));
+    return `${reserved}+${captured}`;
+  },
+});
+
+export function Shop() {
+  useModel(TABLE_MODEL);
+  const [count, setCount] = usePersistentState('count', 0);
+  useTool({
+    name: 'plain',
+    description: 'Counts in persistent state.',
+    input: v.object({}),
+    run: () => {
+      runs.plain++;
+      setCount(count + 1);
+      return 'ok';
+    },
+  });
+  useTool(charge);
+  return 'Use the tools.';
+}
+
+/** Declares `plain` but no longer the durable `charge`. */
+export function Forgetful() {
+  useModel(TABLE_MODEL);
+  useTool({ name: 'plain', description: 'Counts.', input: v.object({}), run: () => (runs.plain++, 'ok') });
+  return 'Use the tools.';
+}
+
+export function Tagged() {
+  useModel(TABLE_MODEL);
+  useResponseStart(() => {
+    runs.responseStart++;
+    return { tag: 'first' };
+  });
+  return 'Answer.';
+}
+
+/** Shop with an attempt budget of two. */
+export function Budgeted() {
+  return Shop();
+}
+Budgeted.durability = { maxAttempts: 2 };
+
+/** Shop whose model streams are abandoned after 20 ms of silence. */
+export function Impatient() {
+  return Shop();
+}
+Impatient.durability = { modelIdleTimeoutMs: 20 };
+
+export function Greeter() {
+  useModel(TABLE_MODEL);
+  useAgentStart(({ append }) => {
+    runs.agentStart++;
+    append({ kind: 'signal', type: 'note', body: 'remember' });
+  });
+  return 'Greet.';
+}
+
+export function Boss() {
+  useModel(TABLE_MODEL);
+  useSubagent({ name: 'helper', description: 'Finds things.', agent: () => 'Find what you are asked for.' });
+  return 'Delegate.';
+}
+
+// ── Records, written from the design ────────────────────────────────────────────────────────
+
+export const ts = 'ts';
+export const GIVEN_TS = '2026-01-01T00:00:00.000Z';
+
+/** The input record of a delivery (§1 "input applied"): its message id derives from the submission. */
+export const input = (submissionId: string, body: string, joinedInto?: string) => ({
+  type: 'user_message',
+  messageId: `msg_in_${submissionId}`,
+  submissionId,
+  ...(joinedInto === undefined ? {} : { joinedInto }),
+  deliveryOrigin: 'app',
+  body,
+  ts,
+});
+
+export const snapshot = { type: 'resource_snapshot', baseline: true };
+
+/** What the scripted model answers, as the completed step keeps it. */
+export const modelMessage = (content: unknown[], stopReason: string, errorMessage?: string) => ({
+  role: 'assistant',
+  content,
+  api: 'scripted',
+  provider: 'table',
+  model: 'model',
+  usage: emptyUsage(),
+  stopReason,
+  ...(errorMessage === undefined ? {} : { errorMessage }),
+  timestamp: ts,
+});
+
+export const text = (said: string) => ({ type: 'text', text: said });
+export const toolCall = (id: string, name: string, args: Record<string, unknown> = {}) => ({ type: 'toolCall', id, name, arguments: args });
+
+/** One streamed model step of this attempt, committed as one batch. */
+export function step(ids: { message: string; step: string; sub?: string }, said: string | undefined, calls: unknown[] = []) {
+  const submissionId = ids.sub ?? 'sub_a';
+  const base = { stepId: ids.step, messageId: ids.message };
+  return [
+    { type: 'assistant_started', messageId: ids.message, stepId: ids.step, submissionId, attemptId: 'attempt_1', ts },
+    ...(said === undefined ? [] : [{ type: 'assistant_delta', ...base, kind: 'text', block: 0, delta: said }]),
+    {
+      type: 'assistant_completed',
+      ...base,
+      submissionId,
+      message: modelMessage([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop'),
+      ts,
+    },
+  ];
+}
+
+/** The rest of a response that answers in one turn: the first turn's baseline snapshot, the step, the settlement. */
+export const answers = (ids: { message: string; step: string }, said: string) => [[snapshot], step(ids, said), [settled('sub_a', 'completed')]];
+
+export const settled = (submissionId: string, outcome: string, error?: unknown, answeredBy = 'sub_a') => ({
+  type: 'submission_settled',
+  submissionId,
+  outcome,
+  ...(error === undefined ? {} : { error }),
+  answeredBySubmissionId: answeredBy,
+  ts,
+});
+
+/** An open step closed as aborted, keeping what it said (§6.1 step 2, §6.3). */
+export const closed = (stepId: string, said: string[]) => ({
+  type: 'assistant_completed',
+  stepId,
+  messageId: 'msg_r',
+  submissionId: 'sub_a',
+  message: {
+    role: 'assistant',
+    content: said.map(text),
+    api: 'openai-completions',
+    provider: 'flue',
+    model: 'interrupted',
+    usage: emptyUsage(),
+    stopReason: 'aborted',
+    errorMessage: 'Stream interrupted before completion.',
+    timestamp: ts,
+  },
+  ts,
+});
+
+export const streamSignal = (signalType: 'stream_interrupted' | 'stream_continued', stepId: string) => ({
+  type: 'signal',
+  messageId: `msg_${signalType}_${stepId}`,
+  submissionId: 'sub_a',
+  origin: 'framework',
+  signalType,
+  body: signalType === 'stream_interrupted' ? 'Your previous response was interrupted before it completed.' : 'Continue from where the interrupted response stopped.',
+  ts,
+});
+
+/** The advisory signal of a failed or aborted settlement (§4). */
+export const advisory = (kind: 'aborted' | 'interrupted', body: string, attributes: Record<string, string>) => ({
+  type: 'signal',
+  messageId: `msg_${kind}_sub_a`,
+  submissionId: 'sub_a',
+  origin: 'framework',
+  signalType: `submission_${kind}`,
+  body,
+  attributes: { submissionId: 'sub_a', kind: 'dispatch', ...attributes },
+  ts,
+});
+
+export const interrupted = (toolCallId: string, toolName: string) => ({ toolCallId, toolName, isError: true, content: INTERRUPTED_TOOL_TEXT });
+
+export const toolResults = (stepId: string, outcomes: unknown[], messageId = 'msg_r') => ({ type: 'tool_results', stepId, messageId, submissionId: 'sub_a', outcomes, ts });
+
+// ── Given logs ──────────────────────────────────────────────────────────────────────────────
+
+export const applied: ConversationRecord[] = [
+  { type: 'user_message', messageId: 'msg_in_sub_a', submissionId: 'sub_a', deliveryOrigin: 'app', body: 'go', ts: GIVEN_TS },
+];
+
+export const opened = (deltas: string[]): ConversationRecord[] => [
+  { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_open', submissionId: 'sub_a', attemptId: 'attempt_given_0', ts: GIVEN_TS },
+  ...deltas.map((delta): ConversationRecord => ({ type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind: 'text', block: 0, delta })),
+];
+
+/** A completed step of an earlier attempt that issued tool calls, whose results never committed. */
+export const issued = (...calls: { id: string; name: string; arguments?: ToolCall['arguments'] }[]): ConversationRecord[] => [
+  { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_1', submissionId: 'sub_a', attemptId: 'attempt_given_0', ts: GIVEN_TS },
+  {
+    type: 'assistant_completed',
+    messageId: 'msg_r',
+    stepId: 'step_1',
+    submissionId: 'sub_a',
+    message: {
+      role: 'assistant',
+      content: calls.map((call) => ({ type: 'toolCall', id: call.id, name: call.name, arguments: call.arguments ?? {} })),
+      api: 'scripted',
+      provider: 'table',
+      model: 'model',
+      usage: emptyUsage(),
+      stopReason: 'toolUse',
+      timestamp: 0,
+    },
+    ts: GIVEN_TS,
+  },
+];
+
+export const first: Given['submissions'] = [{ id: 'sub_a', body: 'go' }];
+/** sub_a after one attempt that died. */
+export const retried: Given['submissions'] = [{ id: 'sub_a', body: 'go', attempts: 1 }];
+
+export const CHILD = 'tasks/agents/Boss/t1/step_1/call_1';

@@ -1,0 +1,476 @@
+/**
+ * The recovery rules of docs/design/durability.md (§3–§9) as tables: given this log and ledger
+ * (and this crash point), one attempt of the engine appends exactly these batches. Every expected
+ * record is written from the design, not copied from a run (recovery-tables.fixtures.ts);
+ * recovery-journal.fixtures.ts seeds the store and normalizes ids (`msg_1`, `sub_1`, … in order of
+ * first appearance) and clocks (`'ts'`).
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Agent } from '../authoring/identity.ts';
+import type { ConversationRecord } from '../store/records.ts';
+import { type Attempt, type CrashAt, type Given, type LedgerRow, BIRTH, runAttempt } from './recovery-journal.fixtures.ts';
+import type { ScriptedStep } from './scripted-stream.fixtures.ts';
+import {
+  Boss, Budgeted, Forgetful, Greeter, Impatient, Shop, Tagged, runs,
+  CHILD, GIVEN_TS, advisory, answers, applied, closed, first, input, interrupted, issued, modelMessage,
+  opened, retried, settled, snapshot, step, streamSignal, text, toolCall, toolResults, ts,
+} from './recovery-tables.fixtures.ts';
+
+beforeEach(() => {
+  runs.plain = runs.reserve = runs.capture = runs.agentStart = runs.responseStart = 0;
+});
+
+// ── The tables ──────────────────────────────────────────────────────────────────────────────
+
+interface Case {
+  rule: string;
+  agent: Agent;
+  given: Given;
+  crashAt?: CrashAt;
+  sliceBudgetMs?: number;
+  script: ScriptedStep[];
+  appends: unknown[][];
+  /** Batches appended to other streams (a task's child conversation). */
+  streams?: Record<string, unknown[][]>;
+  ledger: Record<string, Partial<LedgerRow>>;
+  /** Committed persistent state after the attempt (default: none). */
+  state?: Record<string, unknown>;
+  /** Recorded durable step memos after the attempt, by `<step id>:<call id>/<step>` (default: none). */
+  steps?: Record<string, unknown>;
+  /** How often tool bodies, step fns and hooks ran in this attempt. */
+  ran?: Partial<typeof runs>;
+}
+
+const cases: Case[] = [
+  {
+    rule: '§6.1.1 a first attempt applies the input, runs the turn and settles completed, the settlement alone in its batch',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ text: ['Hello.'] }],
+    appends: [[input('sub_a', 'go')], ...answers({ message: 'msg_1', step: 'msg_2' }, 'Hello.')],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
+  },
+  {
+    rule: '§6.1.1 an input already in the log is not applied again by a recovered attempt',
+    agent: Shop,
+    given: { log: [applied], submissions: retried },
+    script: [{ text: ['Hello.'] }],
+    appends: answers({ message: 'msg_1', step: 'msg_2' }, 'Hello.'),
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§6.1.2 an open step that said something is closed as aborted with stream_interrupted and stream_continued, then the turn continues',
+    agent: Shop,
+    given: { log: [applied, opened(['Half ', 'a'])], submissions: retried },
+    script: [{ text: ['Whole answer.'] }],
+    appends: [
+      [closed('step_open', ['Half a']), streamSignal('stream_interrupted', 'step_open'), streamSignal('stream_continued', 'step_open')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Whole answer.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§6.1.2 an open step that said nothing is closed silently',
+    agent: Shop,
+    given: { log: [applied, opened([])], submissions: retried },
+    script: [{ text: ['Answer.'] }],
+    appends: [[closed('step_open', [])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Answer.')],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
+    rule: '§6.2 an unresolved ordinary tool call is not re-run: it gets the interrupted marker the model sees',
+    agent: Shop,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: retried },
+    script: [{ text: ['Sorry, again?'] }],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'plain')])],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§6.2/§7 an unresolved durable tool call re-runs: a recorded step is replayed, not run again; the rest runs',
+    agent: Shop,
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'charge' })],
+      submissions: retried,
+      steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }],
+    },
+    script: [{ text: ['Charged.'] }],
+    appends: [
+      [
+        toolResults('step_1', [
+          {
+            toolCallId: 'call_1',
+            toolName: 'charge',
+            isError: false,
+            content: '"r1+c1"',
+            output: 'r1+c1',
+            durationMs: 'ms',
+          },
+        ]),
+      ],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Charged.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/capture': 'c1' },
+    ran: { reserve: 0, capture: 1 },
+  },
+  {
+    rule: '§6.2 an unresolved call of a tool the render no longer declares durable takes the interrupted path',
+    agent: Forgetful,
+    given: { log: [applied, issued({ id: 'call_1', name: 'charge' })], submissions: retried, steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }] },
+    script: [{ text: ['Sorry.'] }],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'charge')])],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_1/reserve': 'r1' },
+    ran: { reserve: 0, capture: 0 },
+  },
+  {
+    rule: '§6.2 an unresolved task call resumes its child conversation and commits the child\'s real result',
+    agent: Boss,
+    given: {
+      log: [
+        applied,
+        issued({ id: 'call_1', name: 'task', arguments: { agent: 'helper', prompt: 'Find it.' } }),
+        [
+          {
+            type: 'child_session_retained',
+            child: {
+              type: 'task',
+              conversationId: 'conv_child',
+              stream: CHILD,
+              agent: 'helper',
+              taskId: 'call_1',
+              harness: 'default',
+              session: 'task:step_1/call_1',
+              parentToolCallId: 'call_1',
+              parentAssistantEntryId: 'step_1',
+            },
+            ts: GIVEN_TS,
+          },
+        ],
+      ],
+      streams: {
+        [CHILD]: [
+          [
+            { type: 'conversation_created', conversationId: 'conv_child', uid: BIRTH.uid, kind: 'task', parentConversationId: BIRTH.conversationId, taskId: 'call_1', agent: 'helper', ts: GIVEN_TS },
+            { type: 'user_message', messageId: 'msg_task', submissionId: 'sub_a', deliveryOrigin: 'agent', body: 'Find it.', ts: GIVEN_TS },
+          ],
+        ],
+      },
+      submissions: retried,
+    },
+    // The child's turn first (inside the parent's tool batch), then the parent's.
+    script: [{ text: ['Found.'] }, { text: ['The helper found it.'] }],
+    appends: [
+      [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'task', isError: false, content: 'Found.', output: 'Found.', durationMs: 'ms' }])],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
+    ],
+    streams: { [CHILD]: [[snapshot], step({ message: 'msg_2', step: 'msg_3' }, 'Found.')] },
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
+    rule: '§6.1.1/§9 useResponseStart runs while the response has no durable step: its metadata opens the first step',
+    agent: Tagged,
+    given: { log: [applied], submissions: retried },
+    script: [{ text: ['Tagged.'] }],
+    appends: [
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) => (record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record)),
+      [settled('sub_a', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { responseStart: 1 },
+  },
+  {
+    rule: '§9 useResponseStart does not run again once the response has a durable step',
+    agent: Tagged,
+    given: { log: [applied, opened([])], submissions: retried },
+    script: [{ text: ['Again.'] }],
+    appends: [[closed('step_open', [])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Again.')],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { responseStart: 0 },
+  },
+  {
+    rule: '§9 useAgentStart that committed its marker is not run again',
+    agent: Greeter,
+    given: {
+      log: [
+        applied,
+        [
+          { type: 'signal', messageId: 'msg_note', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts: GIVEN_TS },
+          { type: 'agent_start_run', submissionId: 'sub_a' },
+        ],
+      ],
+      submissions: retried,
+    },
+    script: [{ text: ['Hi.'] }],
+    appends: answers({ message: 'msg_1', step: 'msg_2' }, 'Hi.'),
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { agentStart: 0 },
+  },
+  {
+    rule: '§9 useAgentStart without a committed marker runs (again): its appends commit with the marker',
+    agent: Greeter,
+    given: { log: [applied], submissions: retried },
+    script: [{ text: ['Hi.'] }],
+    appends: [
+      [{ type: 'signal', messageId: 'msg_1', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts }, { type: 'agent_start_run', submissionId: 'sub_a' }],
+      ...answers({ message: 'msg_2', step: 'msg_3' }, 'Hi.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    ran: { agentStart: 1 },
+  },
+  {
+    rule: '§3 a delivery queued behind the head joins its response at the first turn boundary, before the model is called',
+    agent: Shop,
+    given: { submissions: [...first, { id: 'sub_b', body: 'and this' }] },
+    script: [{ text: ['Both.'] }],
+    appends: [
+      [input('sub_a', 'go')],
+      [input('sub_b', 'and this', 'sub_a')],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, 'Both.'),
+      [settled('sub_a', 'completed'), settled('sub_b', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_b: { status: 'settled', outcome: 'completed', attempts: 0 } },
+  },
+  {
+    rule: '§3/§6.1.4 a delivery queued while a step streams joins at the next turn boundary, after the step\'s tool results, and takes the host\'s outcome',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], deliver: 'also this' }, { text: ['Both done.'] }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
+      [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
+      [input('sub_1', 'also this', 'sub_a')],
+      step({ message: 'msg_1', step: 'msg_3' }, 'Both done.'),
+      [settled('sub_a', 'completed'), settled('sub_1', 'completed')],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_1: { status: 'settled', outcome: 'completed', attempts: 0 } },
+    state: { count: 1 },
+    ran: { plain: 1 },
+  },
+  {
+    rule: '§5/§10 the yield rule: past the slice budget a wake yields after progress, never between a step and its tool calls',
+    agent: Shop,
+    given: { submissions: first },
+    sliceBudgetMs: -1,
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
+      [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
+    ],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1, continuation: true } },
+    state: { count: 1 },
+    ran: { plain: 1 },
+  },
+  {
+    rule: '§5/§10 the yield rule: a continued wake makes progress before it yields again, in the same attempt',
+    agent: Shop,
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'plain' }), [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok' }]) as ConversationRecord]],
+      submissions: [{ id: 'sub_a', body: 'go', attempts: 1, continuation: true }],
+    },
+    sliceBudgetMs: -1,
+    script: [{ text: ['Done.'] }],
+    appends: [[snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Done.')],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1, continuation: true } },
+  },
+  {
+    rule: '§4/§6.3 a model error fails the submission: the advisory signal and the settlement commit together',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ error: 'The model refused.' }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      [
+        { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
+        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: modelMessage([], 'error', 'The model refused.'), ts },
+      ],
+      [
+        advisory('interrupted', 'The submission failed: The prompt operation failed: The model refused.', { reason: 'failed' }),
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'operation_failed',
+          message: 'The prompt operation failed: The model refused.',
+          meta: { operation: 'prompt', reason: 'The model refused.' },
+        }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
+  },
+  {
+    rule: '§5/§6.3 an exhausted attempt budget fails before any work: pending calls are interrupted in the settlement batch',
+    agent: Budgeted,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: [{ id: 'sub_a', body: 'go', attempts: 2 }] },
+    script: [],
+    appends: [
+      [
+        toolResults('step_1', [interrupted('call_1', 'plain')]),
+        advisory('interrupted', 'The submission failed: The submission was interrupted 2 times and reached its attempt budget (2). Interrupted tool calls: plain.', {
+          reason: 'exhausted_retry_budget',
+          interruptedTools: 'plain',
+        }),
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'submission_retry_exhausted',
+          message: 'The submission was interrupted 2 times and reached its attempt budget (2).',
+          meta: { attemptCount: 2, maxAttempts: 2, interruptedTools: [{ name: 'plain', id: 'call_1' }] },
+        }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 2 } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§5 an exhausted budget before the input was applied fails with nothing to bring to rest',
+    agent: Budgeted,
+    given: { submissions: [{ id: 'sub_a', body: 'go', attempts: 2 }] },
+    script: [],
+    appends: [
+      [
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'submission_retry_exhausted',
+          message: 'Every attempt (2 of 2) was interrupted before the delivered input was applied.',
+          meta: { phase: 'retry_exhausted_before_input', attemptCount: 2, maxAttempts: 2 },
+        }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 2 } },
+  },
+  {
+    rule: '§5/§6.3 a passed deadline fails the submission before a new attempt: pending calls are interrupted in the settlement batch',
+    agent: Shop,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: [{ id: 'sub_a', body: 'go', attempts: 1, startedAt: Date.now() - 3_700_000 }] },
+    script: [],
+    appends: [
+      [
+        toolResults('step_1', [interrupted('call_1', 'plain')]),
+        advisory('interrupted', 'The submission failed: The submission exceeded its durability timeout of 3600000ms. Interrupted tool calls: plain.', {
+          reason: 'exceeded_timeout',
+          interruptedTools: 'plain',
+        }),
+        settled('sub_a', 'failed', { name: 'FlueError', type: 'submission_timeout', message: 'The submission exceeded its durability timeout of 3600000ms.' }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§8/§6.3 a durable abort request settles aborted before any work: an open step is closed, the advisory written',
+    agent: Shop,
+    given: { log: [applied, opened(['Half'])], submissions: retried, abortRequested: true },
+    script: [],
+    appends: [
+      [
+        closed('step_open', ['Half']),
+        advisory('aborted', 'The submission was aborted.', { reason: 'aborted' }),
+        settled('sub_a', 'aborted', { name: 'FlueError', type: 'submission_aborted', message: 'The submission was aborted.' }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'aborted', attempts: 1 } },
+  },
+  {
+    rule: '§8 an abort during a model call ends the step with what it said, then settles aborted',
+    agent: Shop,
+    given: { submissions: first },
+    script: [{ text: ['Half'], stall: true, abort: true }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      [
+        { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
+        { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
+        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: modelMessage([text('Half')], 'aborted', 'Request was aborted'), ts },
+      ],
+      [
+        advisory('aborted', 'The submission was aborted.', { reason: 'aborted' }),
+        settled('sub_a', 'aborted', { name: 'FlueError', type: 'submission_aborted', message: 'The submission was aborted.' }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'aborted' } },
+  },
+  {
+    rule: '§5 a model stream idle past modelIdleTimeoutMs abandons the attempt: the step stays open as a crash leaves it, nothing settles',
+    agent: Impatient,
+    given: { submissions: first },
+    script: [{ text: ['Half a'], stall: true }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      [
+        { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
+        { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half a' },
+      ],
+    ],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+  {
+    rule: '§6 a crash at a model call\'s first delta leaves no trace of the step: its text was not due for a commit',
+    agent: Shop,
+    given: { submissions: first },
+    crashAt: { point: 'model' },
+    script: [{ text: ['Hal', 'f'] }],
+    appends: [[input('sub_a', 'go')], [snapshot]],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+  {
+    rule: '§6 a crash as a tool starts writes nothing more: the step that issued the call stays, with no results',
+    agent: Shop,
+    given: { submissions: first },
+    crashAt: { point: 'tool', tool: 'plain' },
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
+    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+    ran: { plain: 0 },
+  },
+  {
+    rule: '§7 a crash after a step fn ran and before its memo is stored: the fn ran, nothing is recorded',
+    agent: Shop,
+    given: { log: [applied, issued({ id: 'call_1', name: 'charge' })], submissions: retried },
+    crashAt: { point: 'step', tool: 'charge', step: 'reserve' },
+    script: [],
+    appends: [],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 2 } },
+    ran: { reserve: 1, capture: 0 },
+  },
+  {
+    rule: '§4 a crash just before the settlement commits leaves the submission unsettled in the log and the ledger',
+    agent: Shop,
+    given: { submissions: first },
+    crashAt: { point: 'settlement' },
+    script: [{ text: ['Hello.'] }],
+    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.')],
+    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
+  },
+];
+
+describe('recovery rules (durability.md): given this log, one attempt appends exactly these batches', () => {
+  it.each(cases)('$rule', async (table) => {
+    const attempt: Attempt = { agent: table.agent, given: table.given, script: table.script };
+    if (table.crashAt !== undefined) attempt.crashAt = table.crashAt;
+    if (table.sliceBudgetMs !== undefined) attempt.sliceBudgetMs = table.sliceBudgetMs;
+    const result = await runAttempt(attempt);
+    expect(result.appends).toEqual(table.appends);
+    expect(result.streams).toEqual(table.streams ?? {});
+    for (const [id, row] of Object.entries(table.ledger)) expect(result.ledger[id]).toMatchObject(row);
+    expect(result.state).toEqual(table.state ?? {});
+    expect(result.steps).toEqual(table.steps ?? {});
+    expect(result.crashed).toBe(table.crashAt !== undefined);
+    // Every scripted answer was asked for.
+    expect(result.scriptLeft).toBe(0);
+    expect(runs).toMatchObject(table.ran ?? {});
+  });
+});
