@@ -151,14 +151,14 @@ export const settled = (submissionId: string, outcome: string, error?: unknown, 
 });
 
 /** An open step closed as aborted, keeping what it said (§6.1 step 2, §6.3). */
-export const closed = (stepId: string, said: string[]) => ({
+export const closed = (stepId: string, said: string[], kind: 'text' | 'reasoning' = 'text') => ({
   type: 'assistant_completed',
   stepId,
   messageId: 'msg_r',
   submissionId: 'sub_a',
   message: {
     role: 'assistant',
-    content: said.map(text),
+    content: said.map(kind === 'text' ? text : (thought: string) => ({ type: 'thinking', thinking: thought })),
     api: 'openai-completions',
     provider: 'flue',
     model: 'interrupted',
@@ -202,9 +202,9 @@ export const applied: ConversationRecord[] = [
   { type: 'user_message', messageId: 'msg_in_sub_a', submissionId: 'sub_a', deliveryOrigin: 'app', body: 'go', ts: GIVEN_TS },
 ];
 
-export const opened = (deltas: string[]): ConversationRecord[] => [
+export const opened = (deltas: string[], kind: 'text' | 'reasoning' = 'text'): ConversationRecord[] => [
   { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_open', submissionId: 'sub_a', attemptId: 'attempt_given_0', ts: GIVEN_TS },
-  ...deltas.map((delta): ConversationRecord => ({ type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind: 'text', block: 0, delta })),
+  ...deltas.map((delta): ConversationRecord => ({ type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind, block: 0, delta })),
 ];
 
 /** A completed step of an earlier attempt that issued tool calls, whose results never committed. */

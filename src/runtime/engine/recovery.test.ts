@@ -70,6 +70,17 @@ const cases: Case[] = [
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },
   {
+    rule: '§6.1.2 an open step that only reasoned counts as having said something: its thinking is kept and the model is told',
+    agent: Shop,
+    given: { log: [applied, opened(['Let me think'], 'reasoning')], submissions: retried },
+    script: [{ text: ['Answer.'] }],
+    appends: [
+      [closed('step_open', ['Let me think'], 'reasoning'), streamSignal('stream_interrupted', 'step_open'), streamSignal('stream_continued', 'step_open')],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Answer.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
     rule: '§6.1.2 an open step that said nothing is closed silently',
     agent: Shop,
     given: { log: [applied, opened([])], submissions: retried },
