@@ -32,7 +32,7 @@
  * (for its types, or beside the scripted provider) inside workerd.
  */
 import type { Provider } from '../runtime/model/model-types.ts';
-import { type ProbeEvent, crashProbe, installCrashProbe } from '../runtime/store/crash-probe.ts';
+import { type ProbeEvent, type ProbedEngine, crashProbe, installCrashProbe } from '../runtime/store/crash-probe.ts';
 import type { ConversationEngine } from '../runtime/engine/engine.ts';
 import { FlueError } from '../runtime/common/errors.ts';
 import { type Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
@@ -203,6 +203,9 @@ const POINTS: readonly CrashPointName[] = ['admission', 'model', 'tool', 'step',
 interface Generation {
   flue: NodeHost.Flue;
   runtime: FlueRuntime;
+  /** The runtime itself: on Node the engine is what start() configures (src/node/start.ts). */
+  engine: ConversationEngine;
+  /** The driver this harness handed start(): freezing it is what kills the generation's store. */
   driver: FreezableDriver;
   adapter: NodeHost.PersistenceAdapter;
   dead: boolean;
@@ -295,6 +298,8 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   const seenTools = new Set<string>();
   let declared: Set<string> | undefined;
   let current: Generation | undefined;
+  /** Every generation by the engine a probe event names: events carry the engine, not its store. */
+  const generations = new WeakMap<ProbedEngine, Generation>();
   let armed: Armed | undefined;
   let watch: ReturnType<typeof setInterval> | undefined;
   let admissions = 0;
@@ -312,10 +317,10 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   const totalCount = (): number => Number(inspect().driver.query('SELECT count(*) AS n FROM flue_submissions')[0]?.n ?? 0);
 
   const probe = (event: ProbeEvent): void => {
-    const driver = event.engine.store.driver;
-    if (current === undefined || driver !== current.driver) {
+    const generation = generations.get(event.engine);
+    if (current === undefined || generation !== current) {
       // A runtime this harness killed: its remaining code reaches no further point.
-      if (driver instanceof FreezableDriver && driver.frozenBy !== undefined) throw new SimulatedCrashError(driver.frozenBy);
+      if (generation?.driver.frozenBy !== undefined) throw new SimulatedCrashError(generation.driver.frozenBy);
       return;
     }
     if (event.point === 'tool') {
@@ -395,8 +400,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       miss(arm, { why: 'timeout', timeoutMs: arm.spec.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS, open: openSubmissions() });
       return;
     }
-    const engine = current.runtime as unknown as ConversationEngine;
-    if (!arm.sawWork || engine.busy) {
+    if (!arm.sawWork || current.engine.busy) {
       arm.idleAt = undefined;
       return;
     }
@@ -422,7 +426,10 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       ...(options.providers === undefined ? {} : { providers: options.providers }),
       ...(options.env === undefined ? {} : { env: options.env }),
     });
-    const generation: Generation = { flue, runtime: configuredRuntime()!, driver: driver!, adapter, dead: false };
+    const runtime = configuredRuntime()!;
+    const engine = runtime as unknown as ConversationEngine;
+    const generation: Generation = { flue, runtime, engine, driver: driver!, adapter, dead: false };
+    generations.set(engine, generation);
     // start() already woke recovery, but it runs from a later task, after this assignment.
     current = generation;
     if (armed !== undefined && armed.state === 'armed') {
