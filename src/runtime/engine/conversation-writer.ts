@@ -20,6 +20,14 @@ export interface StepMemo {
   record(step: string, value: unknown): void;
 }
 
+/** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
+export interface SettlementWrite {
+  records: ConversationRecord[];
+  settled: readonly SubmissionRow[];
+  outcome: SubmissionOutcome;
+  error: string | null;
+}
+
 export class ConversationWriter {
   private readonly store: SqlStore;
   /** Whose folds this writer advances as its batches commit. */
@@ -60,7 +68,7 @@ export class ConversationWriter {
   }
 
   /** Settles submissions with the batch that says so; the first terminal state of a row wins. */
-  settle(live: LiveConversation, records: ConversationRecord[], settled: readonly SubmissionRow[], outcome: SubmissionOutcome, error: string | null): void {
+  settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
     const now = Date.now();
     this.commit(live, records, () => {
       for (const row of settled) this.store.markSettled(row.id, outcome, error, now);

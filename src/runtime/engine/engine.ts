@@ -75,6 +75,14 @@ export interface EngineOptions {
   sliceBudgetMs?: number;
 }
 
+/** How a settlement ends a submission: its outcome, the error it reports, and why it did not complete. */
+interface Settlement {
+  outcome: SubmissionOutcome;
+  error?: SettlementError;
+  /** Why a submission that did not complete ended, as its interruption signal tells the agent (`failed` when unset). */
+  reason?: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed';
+}
+
 export class ConversationEngine implements ProbedEngine {
   /** The one way to read this engine's store: the engine, its loop, its reader and its host read through it. */
   readonly view: ConversationView;
@@ -286,16 +294,20 @@ export class ConversationEngine implements ProbedEngine {
     try {
       durability = resolveDurability(agent);
     } catch (error) {
-      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), undefined);
+      this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()) });
       return true;
     }
     const now = Date.now();
     if (row.abortRequestedAt !== null) {
-      this.settle(live, row, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+      this.settle(live, row, { outcome: 'aborted', error: toSettlementError(new SubmissionAbortedError()), reason: 'aborted' });
       return true;
     }
     if (row.startedAt !== null && now > row.startedAt + (row.timeoutMs ?? durability.timeoutMs)) {
-      this.settle(live, row, 'failed', toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)), 'exceeded_timeout');
+      this.settle(live, row, {
+        outcome: 'failed',
+        error: toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)),
+        reason: 'exceeded_timeout',
+      });
       return true;
     }
     if (row.attemptCount >= durability.maxAttempts) {
@@ -307,7 +319,7 @@ export class ConversationEngine implements ProbedEngine {
             ...this.interruptedTools(live),
           })
         : new SubmissionRetryExhaustedError({ phase: 'retry_exhausted_before_input', attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
-      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
+      this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'exhausted_retry_budget' });
       return true;
     }
     const claimed = this.writer.claimAttempt(row.id, {
@@ -344,7 +356,7 @@ export class ConversationEngine implements ProbedEngine {
         },
       );
       if (paused !== undefined) throw paused;
-      this.settle(live, claimed, 'completed', undefined, undefined);
+      this.settle(live, claimed, { outcome: 'completed' });
     } catch (error) {
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
       if (error instanceof AttemptStalled || run.abortReason instanceof AttemptStalled) {
@@ -363,16 +375,16 @@ export class ConversationEngine implements ProbedEngine {
         return true;
       }
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
-        this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+        this.settle(live, claimed, { outcome: 'aborted', error: toSettlementError(new SubmissionAbortedError()), reason: 'aborted' });
       } else if (error instanceof SubmissionTimeoutError || run.abortReason instanceof SubmissionTimeoutError) {
         // The work the deadline aborted may reject with its own AbortError: the deadline is the cause.
         const timeout = error instanceof SubmissionTimeoutError ? error : (run.abortReason as SubmissionTimeoutError);
-        this.settle(live, claimed, 'failed', toSettlementError(timeout, isDevMode()), 'exceeded_timeout');
+        this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(timeout, isDevMode()), reason: 'exceeded_timeout' });
       } else {
         // A typed error says everything in its message; anything else is logged with its stack.
         if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
         else console.error(`[flue] Submission ${claimed.id} failed:`, error);
-        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'failed');
+        this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'failed' });
       }
     } finally {
       deadline.clear();
@@ -392,13 +404,7 @@ export class ConversationEngine implements ProbedEngine {
    * Settles a submission and the deliveries that joined it, in one batch. Failure and abort first
    * bring the conversation to rest, so the next message starts from a coherent log.
    */
-  settle(
-    live: LiveConversation,
-    row: SubmissionRow,
-    outcome: SubmissionOutcome,
-    error: SettlementError | undefined,
-    reason: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed' | undefined,
-  ): void {
+  private settle(live: LiveConversation, row: SubmissionRow, { outcome, error, reason }: Settlement): void {
     const ts = new Date().toISOString();
     const joined = this.view.joinedInto(row);
     const records: ConversationRecord[] = [];
@@ -435,7 +441,7 @@ export class ConversationEngine implements ProbedEngine {
       });
     }
     crashProbe()?.({ point: 'settlement', engine: this, agent: live.agentName, instanceId: live.instanceId, submissionId: row.id, outcome });
-    this.writer.settle(live, records, [row, ...joined], outcome, error?.message ?? null);
+    this.writer.settle(live, { records, settled: [row, ...joined], outcome, error: error?.message ?? null });
     for (const settled of [row, ...joined]) {
       this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
     }
