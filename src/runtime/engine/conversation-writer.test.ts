@@ -44,13 +44,6 @@ describe('ConversationWriter', () => {
     expect(view.live('Agent', 'a1')).toBe(live);
   });
 
-  it('does not keep the fold of a conversation that does not exist', async () => {
-    const opened = await open();
-    const { view, writer } = opened;
-    view.live('Agent', 'nobody');
-    expect([...view.conversations()]).toEqual([]);
-  });
-
   it('commits a batch at the head it knows, advances the fold and tells the listeners', async () => {
     const opened = await open();
     const { store, view, writer } = opened;
