@@ -34,6 +34,7 @@
 import type { Provider } from '../runtime/model/model-types.ts';
 import { type ProbeEvent, type ProbedEngine, crashProbe, installCrashProbe } from '../runtime/store/crash-probe.ts';
 import type { ConversationEngine } from '../runtime/engine/engine.ts';
+import { ConversationView } from '../runtime/engine/conversation-view.ts';
 import { FlueError } from '../runtime/common/errors.ts';
 import { type Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
 import { render, renderDelegate, type RenderResult } from '../runtime/authoring/render.ts';
@@ -304,17 +305,21 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   let watch: ReturnType<typeof setInterval> | undefined;
   let admissions = 0;
   let closed = false;
-  let inspector: { adapter: NodeHost.PersistenceAdapter; store: SqlStore } | undefined;
+  let inspector: { adapter: NodeHost.PersistenceAdapter; view: ConversationView } | undefined;
 
-  const inspect = (): SqlStore => {
+  /**
+   * The file as the harness sees it, through its own connection and read view: it counts across
+   * runtimes that died and while none is up, so it never reads through a runtime's engine.
+   */
+  const inspect = (): ConversationView => {
     if (inspector === undefined) {
       const adapter = host.sqlite(path);
-      inspector = { adapter, store: new SqlStore(adapter.connect() as SqlDriver) };
+      inspector = { adapter, view: new ConversationView(new SqlStore(adapter.connect() as SqlDriver)) };
     }
-    return inspector.store;
+    return inspector.view;
   };
-  const openCount = (): number => Number(inspect().driver.query('SELECT count(*) AS n FROM flue_submissions WHERE settled_at IS NULL')[0]?.n ?? 0);
-  const totalCount = (): number => Number(inspect().driver.query('SELECT count(*) AS n FROM flue_submissions')[0]?.n ?? 0);
+  const hasOpenWork = (): boolean => inspect().streamsWithOpenWork().length > 0;
+  const totalCount = (): number => inspect().submissions().length;
 
   const probe = (event: ProbeEvent): void => {
     const generation = generations.get(event.engine);
@@ -374,7 +379,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   const checkIdle = (): void => {
     const arm = armed;
     if (arm === undefined || arm.state !== 'armed' || !arm.sawWork || current === undefined || current.dead) return;
-    if (openCount() === 0) miss(arm);
+    if (!hasOpenWork()) miss(arm);
   };
 
   const openSubmissions = (): string[] =>
@@ -433,7 +438,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     // start() already woke recovery, but it runs from a later task, after this assignment.
     current = generation;
     if (armed !== undefined && armed.state === 'armed') {
-      if (openCount() > 0) armed.sawWork = true;
+      if (hasOpenWork()) armed.sawWork = true;
       armed.deadline = Date.now() + (armed.spec.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS);
     }
   };
@@ -453,28 +458,26 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   };
 
   const report = (): CrashReport => {
-    const store = inspect();
+    const view = inspect();
     const settlements = new Map<string, number>();
-    for (const row of store.driver.query('SELECT stream FROM flue_streams')) {
-      for (const batch of store.readBatches(String(row.stream), -1)) {
+    for (const stream of view.streams()) {
+      for (const batch of view.batches(stream, -1)) {
         for (const record of batch.records) {
           if (record.type === 'submission_settled') settlements.set(record.submissionId, (settlements.get(record.submissionId) ?? 0) + 1);
         }
       }
     }
-    const submissions = store.driver
-      .query(
-        `SELECT s.id, s.outcome, s.attempt_count, st.agent, st.instance_id
-           FROM flue_submissions s LEFT JOIN flue_streams st ON st.stream = s.stream ORDER BY s.ord`,
-      )
-      .map((row) => ({
-        id: String(row.id),
-        agent: String(row.agent),
-        instanceId: String(row.instance_id),
-        outcome: row.outcome === null ? null : (String(row.outcome) as SubmissionReport['outcome']),
-        settlements: settlements.get(String(row.id)) ?? 0,
-        attempts: Number(row.attempt_count),
-      }));
+    const submissions = view.submissions().map((row) => {
+      const stream = view.streamInfo(row.stream);
+      return {
+        id: row.id,
+        agent: String(stream?.agent),
+        instanceId: String(stream?.instanceId),
+        outcome: row.outcome,
+        settlements: settlements.get(row.id) ?? 0,
+        attempts: row.attemptCount,
+      };
+    });
     return { submissions, toolRuns: { ...toolRuns }, stepRuns: { ...stepRuns }, crashes: [...crashes] };
   };
 
@@ -537,7 +540,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
         spec: { ...point },
         identity,
         seen: 0,
-        sawWork: up && openCount() > 0,
+        sawWork: up && hasOpenWork(),
         state: 'armed',
         deadline: Date.now() + (point.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS),
         idleAt: undefined,
@@ -572,7 +575,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
         if (current === undefined || current.dead) {
           throw new CrashHarnessError(`the runtime is down after ${where()}, with submissions still open; call restart() first, then settle().`);
         }
-        if (openCount() === 0) break;
+        if (!hasOpenWork()) break;
         if (armed?.missed !== undefined) throw armed.missed;
         if (Date.now() > deadline) {
           throw new CrashHarnessError(`settle() timed out after ${timeoutMs} ms; still open: ${openSubmissions().join(', ')}.`);

@@ -57,6 +57,18 @@ describe('ConversationView', () => {
     expect(() => view.liveByStream('agents/Agent/none')).toThrow('No conversation stream "agents/Agent/none"');
   });
 
+  it('lists every stream and every submission, settled ones included, for a post-mortem', async () => {
+    const { store, view } = await open();
+    const one = born(store, 'a1', 'sub_1');
+    const two = born(store, 'a2', 'sub_2');
+    store.markSettled('sub_2', 'failed', 'boom', 1);
+    expect(view.streams().sort()).toEqual([one, two]);
+    expect(view.submissions().map((row) => [row.id, row.stream, row.outcome])).toEqual([
+      ['sub_1', one, null],
+      ['sub_2', two, 'failed'],
+    ]);
+  });
+
   it('bounds the batches of one answer by bytes, always answering at least one', async () => {
     const { store, view } = await open();
     const stream = born(store, 'a1', 'sub_1');
