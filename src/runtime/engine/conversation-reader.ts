@@ -63,7 +63,8 @@ export class ConversationReader {
     // In process the reader waits as long as it takes: until the settlement, or the drain's end.
     const next = async (afterSeq: number, batches: boolean): Promise<ReadPoll> => {
       const settled = () => live.conv.settlements.has(submissionId);
-      await this.whenReady(live, () => this.lifecycle.readsClosed() || settled() || (batches && live.conv.head > afterSeq), undefined, signal);
+      const ready = () => this.lifecycle.readsClosed() || settled() || (batches && live.conv.head > afterSeq);
+      await this.whenReady(live, ready, undefined, signal);
       if (!settled() && this.lifecycle.readsClosed()) throw stoppedBeforeSettlement(submissionId);
       return this.answer(live, submissionId, afterSeq, batches, undefined);
     };
@@ -77,12 +78,10 @@ export class ConversationReader {
   async poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
     const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    await this.whenReady(
-      live,
-      () => this.lifecycle.isStopping() || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq),
-      options.waitMs,
-    );
-    if (!live.conv.settlements.has(submissionId) && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
+    const settled = () => live.conv.settlements.has(submissionId);
+    const ready = () => this.lifecycle.isStopping() || settled() || (options.batches && live.conv.head > options.afterSeq);
+    await this.whenReady(live, ready, options.waitMs);
+    if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
     return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
   }
 

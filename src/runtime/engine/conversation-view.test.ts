@@ -19,7 +19,8 @@ function born(store: SqlStore, instanceId: string, submissionId: string): string
   const stream = streamKey('Agent', instanceId);
   store.createStream({ stream, agent: 'Agent', instanceId, incarnation: `inc_${instanceId}` });
   store.append(stream, [{ type: 'conversation_created', conversationId: `conv_${instanceId}`, uid: `inst_${instanceId}`, ts }]);
-  store.insertSubmission({ id: submissionId, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } }, acceptedAt: ts });
+  const payload = { message: { kind: 'user' as const, body: 'hi' } };
+  store.insertSubmission({ id: submissionId, stream, kind: 'dispatch', payload, acceptedAt: ts });
   return stream;
 }
 
