@@ -14,18 +14,18 @@ import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from 
 import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
-/** A durable tool call's step memos: first write wins, a recorded step is never rewritten. */
-export interface StepMemo {
-  lookup(step: string): { found: true; value: unknown } | { found: false };
-  record(step: string, value: unknown): void;
-}
-
 /** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
 export interface SettlementWrite {
   records: ConversationRecord[];
   settled: readonly SubmissionRow[];
   outcome: SubmissionOutcome;
   error: string | null;
+}
+
+/** A durable tool call's step memos: first write wins, a recorded step is never rewritten. */
+export interface StepMemo {
+  lookup(step: string): { found: true; value: unknown } | { found: false };
+  record(step: string, value: unknown): void;
 }
 
 export class ConversationWriter {
