@@ -49,7 +49,7 @@ test('a response that outlives its wall-time slice yields at a turn boundary and
   const { receipt } = await engine.admit('Stepper', { id: 's1', message: parseDeliveredMessage('go') }, 'dispatch');
   const stream = 'agents/Stepper/s1';
   let passes = 0;
-  while (engine.hasOpenWork(stream)) {
+  while (engine.view.openSubmissions(stream).length > 0) {
     expect(await engine.runNext(stream)).toBe(true);
     if (++passes > 20) throw new Error('did not settle');
   }

@@ -1,7 +1,8 @@
 /**
  * The Durable Object base every generated agent class extends: one object is one conversation.
  * Its SQLite holds the conversation's log, submissions, state and step memos through the same
- * store as Node. Only `alarm()` runs agent work; RPC admits, aborts and serves reads.
+ * store as Node, which it hands the engine and reads only through the engine's read view. Only
+ * `alarm()` runs agent work; RPC admits, aborts and serves reads.
  */
 import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
@@ -34,7 +35,6 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   private readonly entry: FlueAgentEntry;
   private engine!: ConversationEngine;
-  private store!: SqlStore;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
@@ -54,9 +54,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       }
       const driver = durableObjectSqlDriver(ctx.storage);
       driver.transaction(() => migrate(driver));
-      this.store = new SqlStore(driver);
       this.engine = new ConversationEngine({
-        store: this.store,
+        store: new SqlStore(driver),
         registry: workerConfig().registry,
         env,
         wake: () => this.arm(),
@@ -67,7 +66,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       const statusUrl = devStatusUrl(env);
       if (statusUrl !== undefined) await loadDevSourceMap(statusUrl);
       // After an eviction or a deploy, unsettled work needs a wake even if no alarm survived.
-      if (this.store.listStreamsWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
+      if (this.engine.view.streamsWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
         await ctx.storage.setAlarm(Date.now());
       }
     });
@@ -121,11 +120,12 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   override async alarm(): Promise<void> {
     await this.ctx.storage.setAlarm(Date.now() + BACKSTOP_MS);
-    const streams = this.store.listStreamsWithOpenWork();
+    const view = this.engine.view;
+    const streams = view.streamsWithOpenWork();
     let progressed = false;
     try {
       for (const stream of streams) {
-        const instanceId = this.store.getStream(stream)?.instanceId;
+        const instanceId = view.streamInfo(stream)?.instanceId;
         progressed = (await runInCloudflareContext(this.context(instanceId), () => this.engine.runNext(stream))) || progressed;
       }
     } catch (error) {
@@ -134,7 +134,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       return;
     }
     // No await between the emptiness check and the alarm call, so no admission can slip between.
-    if (this.store.listStreamsWithOpenWork().length === 0) await this.ctx.storage.deleteAlarm();
+    if (view.streamsWithOpenWork().length === 0) await this.ctx.storage.deleteAlarm();
     else if (progressed) await this.ctx.storage.setAlarm(Date.now());
     // Otherwise the head cannot progress now (e.g. its agent is not deployed): the backstop retries.
   }

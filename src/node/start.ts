@@ -101,7 +101,7 @@ export async function start(options: StartOptions): Promise<Flue> {
   // On Node the engine is the runtime: the verbs run in this process.
   serveRuntime(engine);
   // Recovery: every conversation with unsettled work is driven again, oldest work first.
-  for (const stream of engine.openStreams()) void engine.runQueue(stream);
+  for (const stream of engine.view.streamsWithOpenWork()) void engine.runQueue(stream);
 
   let stopped: Promise<void> | undefined;
   const stop = (stopOptions?: StopOptions) => {

@@ -32,8 +32,9 @@
  * (for its types, or beside the scripted provider) inside workerd.
  */
 import type { Provider } from '../runtime/model/model-types.ts';
-import { type ProbeEvent, crashProbe, installCrashProbe } from '../runtime/store/crash-probe.ts';
+import { type ProbeEvent, type ProbedEngine, crashProbe, installCrashProbe } from '../runtime/store/crash-probe.ts';
 import type { ConversationEngine } from '../runtime/engine/engine.ts';
+import { ConversationView } from '../runtime/engine/conversation-view.ts';
 import { FlueError } from '../runtime/common/errors.ts';
 import { type Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
 import { render, renderDelegate, type RenderResult } from '../runtime/authoring/render.ts';
@@ -203,6 +204,9 @@ const POINTS: readonly CrashPointName[] = ['admission', 'model', 'tool', 'step',
 interface Generation {
   flue: NodeHost.Flue;
   runtime: FlueRuntime;
+  /** The runtime itself: on Node the engine is what start() configures (src/node/start.ts). */
+  engine: ConversationEngine;
+  /** The driver this harness handed start(): freezing it is what kills the generation's store. */
   driver: FreezableDriver;
   adapter: NodeHost.PersistenceAdapter;
   dead: boolean;
@@ -295,27 +299,33 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   const seenTools = new Set<string>();
   let declared: Set<string> | undefined;
   let current: Generation | undefined;
+  /** Every generation by the engine a probe event names: events carry the engine, not its store. */
+  const generations = new WeakMap<ProbedEngine, Generation>();
   let armed: Armed | undefined;
   let watch: ReturnType<typeof setInterval> | undefined;
   let admissions = 0;
   let closed = false;
-  let inspector: { adapter: NodeHost.PersistenceAdapter; store: SqlStore } | undefined;
+  let inspector: { adapter: NodeHost.PersistenceAdapter; view: ConversationView } | undefined;
 
-  const inspect = (): SqlStore => {
+  /**
+   * The file as the harness sees it, through its own connection and read view: it counts across
+   * runtimes that died and while none is up, so it never reads through a runtime's engine.
+   */
+  const inspect = (): ConversationView => {
     if (inspector === undefined) {
       const adapter = host.sqlite(path);
-      inspector = { adapter, store: new SqlStore(adapter.connect() as SqlDriver) };
+      inspector = { adapter, view: new ConversationView(new SqlStore(adapter.connect() as SqlDriver)) };
     }
-    return inspector.store;
+    return inspector.view;
   };
-  const openCount = (): number => Number(inspect().driver.query('SELECT count(*) AS n FROM flue_submissions WHERE settled_at IS NULL')[0]?.n ?? 0);
-  const totalCount = (): number => Number(inspect().driver.query('SELECT count(*) AS n FROM flue_submissions')[0]?.n ?? 0);
+  const hasOpenWork = (): boolean => inspect().streamsWithOpenWork().length > 0;
+  const totalCount = (): number => inspect().submissions().length;
 
   const probe = (event: ProbeEvent): void => {
-    const driver = event.engine.store.driver;
-    if (current === undefined || driver !== current.driver) {
+    const generation = generations.get(event.engine);
+    if (current === undefined || generation !== current) {
       // A runtime this harness killed: its remaining code reaches no further point.
-      if (driver instanceof FreezableDriver && driver.frozenBy !== undefined) throw new SimulatedCrashError(driver.frozenBy);
+      if (generation?.driver.frozenBy !== undefined) throw new SimulatedCrashError(generation.driver.frozenBy);
       return;
     }
     if (event.point === 'tool') {
@@ -369,7 +379,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   const checkIdle = (): void => {
     const arm = armed;
     if (arm === undefined || arm.state !== 'armed' || !arm.sawWork || current === undefined || current.dead) return;
-    if (openCount() === 0) miss(arm);
+    if (!hasOpenWork()) miss(arm);
   };
 
   const openSubmissions = (): string[] =>
@@ -395,8 +405,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       miss(arm, { why: 'timeout', timeoutMs: arm.spec.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS, open: openSubmissions() });
       return;
     }
-    const engine = current.runtime as unknown as ConversationEngine;
-    if (!arm.sawWork || engine.busy) {
+    if (!arm.sawWork || current.engine.busy) {
       arm.idleAt = undefined;
       return;
     }
@@ -422,11 +431,14 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       ...(options.providers === undefined ? {} : { providers: options.providers }),
       ...(options.env === undefined ? {} : { env: options.env }),
     });
-    const generation: Generation = { flue, runtime: configuredRuntime()!, driver: driver!, adapter, dead: false };
+    const runtime = configuredRuntime()!;
+    const engine = runtime as unknown as ConversationEngine;
+    const generation: Generation = { flue, runtime, engine, driver: driver!, adapter, dead: false };
+    generations.set(engine, generation);
     // start() already woke recovery, but it runs from a later task, after this assignment.
     current = generation;
     if (armed !== undefined && armed.state === 'armed') {
-      if (openCount() > 0) armed.sawWork = true;
+      if (hasOpenWork()) armed.sawWork = true;
       armed.deadline = Date.now() + (armed.spec.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS);
     }
   };
@@ -446,28 +458,26 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   };
 
   const report = (): CrashReport => {
-    const store = inspect();
+    const view = inspect();
     const settlements = new Map<string, number>();
-    for (const row of store.driver.query('SELECT stream FROM flue_streams')) {
-      for (const batch of store.readBatches(String(row.stream), -1)) {
+    for (const stream of view.streams()) {
+      for (const batch of view.batches(stream, -1)) {
         for (const record of batch.records) {
           if (record.type === 'submission_settled') settlements.set(record.submissionId, (settlements.get(record.submissionId) ?? 0) + 1);
         }
       }
     }
-    const submissions = store.driver
-      .query(
-        `SELECT s.id, s.outcome, s.attempt_count, st.agent, st.instance_id
-           FROM flue_submissions s LEFT JOIN flue_streams st ON st.stream = s.stream ORDER BY s.ord`,
-      )
-      .map((row) => ({
-        id: String(row.id),
-        agent: String(row.agent),
-        instanceId: String(row.instance_id),
-        outcome: row.outcome === null ? null : (String(row.outcome) as SubmissionReport['outcome']),
-        settlements: settlements.get(String(row.id)) ?? 0,
-        attempts: Number(row.attempt_count),
-      }));
+    const submissions = view.submissions().map((row) => {
+      const stream = view.streamInfo(row.stream);
+      return {
+        id: row.id,
+        agent: String(stream?.agent),
+        instanceId: String(stream?.instanceId),
+        outcome: row.outcome,
+        settlements: settlements.get(row.id) ?? 0,
+        attempts: row.attemptCount,
+      };
+    });
     return { submissions, toolRuns: { ...toolRuns }, stepRuns: { ...stepRuns }, crashes: [...crashes] };
   };
 
@@ -530,7 +540,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
         spec: { ...point },
         identity,
         seen: 0,
-        sawWork: up && openCount() > 0,
+        sawWork: up && hasOpenWork(),
         state: 'armed',
         deadline: Date.now() + (point.timeoutMs ?? DEFAULT_POINT_TIMEOUT_MS),
         idleAt: undefined,
@@ -565,7 +575,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
         if (current === undefined || current.dead) {
           throw new CrashHarnessError(`the runtime is down after ${where()}, with submissions still open; call restart() first, then settle().`);
         }
-        if (openCount() === 0) break;
+        if (!hasOpenWork()) break;
         if (armed?.missed !== undefined) throw armed.missed;
         if (Date.now() > deadline) {
           throw new CrashHarnessError(`settle() timed out after ${timeoutMs} ms; still open: ${openSubmissions().join(', ')}.`);

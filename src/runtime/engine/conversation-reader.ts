@@ -1,16 +1,15 @@
 /**
- * Reading conversations: waiting for a reply, the
- * bounded polls a remote reader makes, the history and updates views, attachments and the
- * in-process inspection of child conversations. Reads only: every write goes through the
- * conversation writer. The engine extends this class with admission, the queue and settlement.
+ * Reading conversations: waiting for a reply, the bounded polls a remote reader makes, the
+ * history and updates views, attachments and the in-process inspection of child conversations.
+ * Reads only, all through the read view (conversation-view.ts); every write goes through the
+ * conversation writer. The engine holds one reader and serves the read verbs through it; the
+ * reader asks the engine's lifecycle whether a drain has begun or ended, and never changes it.
  */
-import { type ChildConversation, Conversation, type FlueConversationSnapshot } from './conversation.ts';
+import type { ChildConversation, Conversation, FlueConversationSnapshot } from './conversation.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
-import { AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, type SettlementError, abortError } from '../common/errors.ts';
+import { AgentInstanceNotFoundError, RuntimeUnavailableError, abortError } from '../common/errors.ts';
 import { assertInstanceIdShape } from '../common/input-limits.ts';
-import { Projector, type ConversationStreamChunk, projectBatch } from './projection.ts';
-import type { SubmissionOutcome } from '../store/records.ts';
-import type { Batch } from '../store/sql-store.ts';
+import { projectBatch } from './projection.ts';
 import type { AgentInstanceInfo, AgentReply } from '../common/types.ts';
 import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
 import { readReply } from './reply-reader.ts';
@@ -21,14 +20,21 @@ export type { ReadOptions, ReadPoll, StoredAttachment, UpdatesResult } from './v
 /** Batches one remote answer (poll, updates) carries stop growing past this (always at least one). */
 export const MAX_ANSWER_BATCH_BYTES = 8 * 1024 * 1024;
 
-export class ConversationReader {
-  protected readonly view: ConversationView;
-  protected stopping = false;
-  /** Set once draining is over: readers still waiting will not see a settlement in this process. */
-  protected readsClosed = false;
+/** What a reader asks of the runtime's lifecycle: waiting reads follow a drain to its end. */
+export interface ReaderLifecycle {
+  /** A drain has begun: remote pollers answer at once (their host keeps running the work). */
+  isStopping(): boolean;
+  /** The drain is over: readers still waiting will not see a settlement in this process. */
+  readsClosed(): boolean;
+}
 
-  constructor(view: ConversationView) {
+export class ConversationReader {
+  private readonly view: ConversationView;
+  private readonly lifecycle: ReaderLifecycle;
+
+  constructor(view: ConversationView, lifecycle: ReaderLifecycle) {
     this.view = view;
+    this.lifecycle = lifecycle;
   }
 
   /**
@@ -36,7 +42,7 @@ export class ConversationReader {
    * this is the backstop for any host path that skipped it, since storage would cut a NUL-bearing
    * id short.
    */
-  protected addressed(agentName: string, instanceId: string): LiveConversation {
+  addressed(agentName: string, instanceId: string): LiveConversation {
     assertInstanceIdShape(instanceId);
     return this.view.live(agentName, instanceId);
   }
@@ -57,8 +63,9 @@ export class ConversationReader {
     // In process the reader waits as long as it takes: until the settlement, or the drain's end.
     const next = async (afterSeq: number, batches: boolean): Promise<ReadPoll> => {
       const settled = () => live.conv.settlements.has(submissionId);
-      await this.whenReady(live, () => this.readsClosed || settled() || (batches && live.conv.head > afterSeq), undefined, signal);
-      if (!settled() && this.readsClosed) throw stoppedBeforeSettlement(submissionId);
+      const ready = () => this.lifecycle.readsClosed() || settled() || (batches && live.conv.head > afterSeq);
+      await this.whenReady(live, ready, undefined, signal);
+      if (!settled() && this.lifecycle.readsClosed()) throw stoppedBeforeSettlement(submissionId);
       return this.answer(live, submissionId, afterSeq, batches, undefined);
     };
     return readReply(next, submissionId, options);
@@ -71,12 +78,10 @@ export class ConversationReader {
   async poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
     const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    await this.whenReady(
-      live,
-      () => this.stopping || live.conv.settlements.has(submissionId) || (options.batches && live.conv.head > options.afterSeq),
-      options.waitMs,
-    );
-    if (!live.conv.settlements.has(submissionId) && this.stopping) throw new RuntimeUnavailableError('draining');
+    const settled = () => live.conv.settlements.has(submissionId);
+    const ready = () => this.lifecycle.isStopping() || settled() || (options.batches && live.conv.head > options.afterSeq);
+    await this.whenReady(live, ready, options.waitMs);
+    if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
     return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
   }
 
@@ -161,7 +166,7 @@ export class ConversationReader {
     agentName: string,
     instanceId: string,
     afterSeq: number,
-    options: { waitMs: number; maxBatches: number; signal?: AbortSignal },
+    options: UpdatesOptions,
   ): Promise<UpdatesResult> {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return { kind: 'not_found' };
@@ -169,7 +174,7 @@ export class ConversationReader {
     if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
     // Watchers follow a draining response to its end; one parked across the end of the drain gets
     // a retryable 503, not a failure of the closed store.
-    if (this.readsClosed) throw new RuntimeUnavailableError('draining');
+    if (this.lifecycle.readsClosed()) throw new RuntimeUnavailableError('draining');
     const batches = this.view.boundedBatches(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES);
     const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
     const nextSeq = batches.at(-1)?.seq ?? afterSeq;

@@ -121,6 +121,11 @@ export class ConversationView {
     return this.store.getStream(stream);
   }
 
+  /** Every stream in the store, child conversations' included. */
+  streams(): string[] {
+    return this.store.listStreams();
+  }
+
   /** The conversation id of a child conversation, once it exists. */
   childConversationId(stream: string): string | undefined {
     const birth = this.store.firstBatch(stream)?.records[0];
@@ -145,6 +150,11 @@ export class ConversationView {
   /** Streams with unsettled submissions: what a host drives on start (recovery). */
   streamsWithOpenWork(): string[] {
     return this.store.listStreamsWithOpenWork();
+  }
+
+  /** Every submission, settled ones included, in admission order: what a post-mortem counts. */
+  submissions(): SubmissionRow[] {
+    return this.store.listSubmissions();
   }
 
   // ── Attachments and files ────────────────────────────────────────────────────────────────

@@ -44,13 +44,6 @@ describe('ConversationWriter', () => {
     expect(view.live('Agent', 'a1')).toBe(live);
   });
 
-  it('does not keep the fold of a conversation that does not exist', async () => {
-    const opened = await open();
-    const { view, writer } = opened;
-    view.live('Agent', 'nobody');
-    expect([...view.conversations()]).toEqual([]);
-  });
-
   it('commits a batch at the head it knows, advances the fold and tells the listeners', async () => {
     const opened = await open();
     const { store, view, writer } = opened;
@@ -106,8 +99,8 @@ describe('ConversationWriter', () => {
     const live = admitted(opened, 'sub_1');
     const [row] = view.openSubmissions(live.stream) as [SubmissionRow];
     const settled = (outcome: 'completed' | 'failed'): ConversationRecord => ({ type: 'submission_settled', submissionId: row.id, outcome, ts });
-    writer.settle(live, [settled('completed')], [row], 'completed', null);
-    writer.settle(live, [settled('failed')], [row], 'failed', 'late');
+    writer.settle(live, { records: [settled('completed')], settled: [row], outcome: 'completed', error: null });
+    writer.settle(live, { records: [settled('failed')], settled: [row], outcome: 'failed', error: 'late' });
     expect(store.getSubmission(row.id)).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
   });
 
@@ -119,7 +112,7 @@ describe('ConversationWriter', () => {
     writer.join(live, joined, leader.id);
     const records: ConversationRecord[] = [leader, joined].map((row) => ({ type: 'submission_settled', submissionId: row.id, outcome: 'failed', answeredBySubmissionId: leader.id, ts }));
     const head = live.conv.head;
-    writer.settle(live, records, [leader, ...view.joinedInto(leader)], 'failed', 'boom');
+    writer.settle(live, { records, settled: [leader, ...view.joinedInto(leader)], outcome: 'failed', error: 'boom' });
     expect(['sub_1', 'sub_2', 'sub_3'].map((id) => [id, store.getSubmission(id)?.status, store.getSubmission(id)?.outcome, store.getSubmission(id)?.error])).toEqual([
       ['sub_1', 'settled', 'failed', 'boom'],
       ['sub_2', 'settled', 'failed', 'boom'],

@@ -14,6 +14,14 @@ import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from 
 import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
+/** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
+export interface SettlementWrite {
+  records: ConversationRecord[];
+  settled: readonly SubmissionRow[];
+  outcome: SubmissionOutcome;
+  error: string | null;
+}
+
 /** A durable tool call's step memos: first write wins, a recorded step is never rewritten. */
 export interface StepMemo {
   lookup(step: string): { found: true; value: unknown } | { found: false };
@@ -60,7 +68,7 @@ export class ConversationWriter {
   }
 
   /** Settles submissions with the batch that says so; the first terminal state of a row wins. */
-  settle(live: LiveConversation, records: ConversationRecord[], settled: readonly SubmissionRow[], outcome: SubmissionOutcome, error: string | null): void {
+  settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
     const now = Date.now();
     this.commit(live, records, () => {
       for (const row of settled) this.store.markSettled(row.id, outcome, error, now);

@@ -67,7 +67,7 @@ describe('admission', () => {
     expect(wakes).toEqual(['agents/Echo/a1']);
     expect(engine.getInstance('Echo', 'a1')).toEqual({ id: 'a1', uid: receipt.uid });
     expect(engine.getInstance('Echo', 'other')).toBeNull();
-    expect(engine.openStreams()).toEqual(['agents/Echo/a1']);
+    expect(engine.view.streamsWithOpenWork()).toEqual(['agents/Echo/a1']);
   });
 
   it('honours the uid condition: null creates only, a string continues only that incarnation', async () => {
@@ -94,7 +94,7 @@ describe('the queue', () => {
     server.script({ toolCalls: [{ name: 'ping', arguments: {} }] }, { text: 'Done.' });
     const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('ping please') }, 'dispatch');
     await engine.runQueue('agents/Echo/a1');
-    expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
+    expect(engine.view.openSubmissions('agents/Echo/a1')).toEqual([]);
     const reply = await engine.read('Echo', 'a1', receipt.submissionId);
     expect(reply).toMatchObject({ text: 'Done.', submissionId: receipt.submissionId });
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
@@ -123,7 +123,7 @@ describe('the queue', () => {
       [one.receipt.submissionId, 'settled', 'completed'],
       [two.receipt.submissionId, 'settled', 'completed'],
     ]);
-    expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
+    expect(engine.view.openSubmissions('agents/Echo/a1')).toEqual([]);
   });
 
   it('a failed leader settles its joined deliveries failed too, each once, in the log and the ledger', async () => {
@@ -157,7 +157,7 @@ describe('the queue', () => {
       [one.receipt.submissionId, 'settled', 'failed'],
       [two, 'settled', 'failed'],
     ]);
-    expect(engine.hasOpenWork('agents/Joiner/j1')).toBe(false);
+    expect(engine.view.openSubmissions('agents/Joiner/j1')).toEqual([]);
   });
 
   it('settles an aborted submission as aborted, without calling the model', async () => {
@@ -181,7 +181,7 @@ describe('the queue', () => {
     expect((error as AgentRunError).outcome).toBe('failed');
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'settled', outcome: 'failed' });
     expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
-    expect(engine.hasOpenWork('agents/Echo/a1')).toBe(false);
+    expect(engine.view.openSubmissions('agents/Echo/a1')).toEqual([]);
   });
 });
 

@@ -1,11 +1,13 @@
 /**
- * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement and
- * abort; reading replies is the part it inherits (conversation-reader.ts). It is host-neutral: a
- * host supplies the SQL driver and a waker ("run this conversation's queue soon") — an alarm on
- * Cloudflare, a task in the Node process.
+ * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement, abort
+ * and the drain that stops it. It is host-neutral: a host supplies the SQL store and a waker ("run
+ * this conversation's queue soon") — an alarm on Cloudflare, a task in the Node process.
  *
- * One engine owns every conversation in its store. It decides what is written; the conversation
- * writer (conversation-writer.ts) writes it, and keeps each conversation's log fold in memory.
+ * One engine owns every conversation in its store, through three parts it holds: the read view
+ * (conversation-view.ts), the one way anything reads the store, which it also lends its host; the
+ * writer (conversation-writer.ts), the one way to write what the engine and the response loop
+ * decide; and the reader (conversation-reader.ts), which serves the read verbs and asks the
+ * engine's lifecycle whether a drain has begun or ended.
  */
 import * as v from 'valibot';
 import { type ResolvedDurability, resolveDurability } from '../authoring/durability-config.ts';
@@ -24,7 +26,7 @@ import {
   toSettlementError,
 } from '../common/errors.ts';
 import { type ProbedEngine, crashProbe } from '../store/crash-probe.ts';
-import { ConversationReader } from './conversation-reader.ts';
+import { ConversationReader, type ReaderLifecycle } from './conversation-reader.ts';
 import { ConversationWriter } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { emit } from '../common/events.ts';
@@ -37,14 +39,24 @@ import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
 import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
-import type { DeliveredMessage, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import type { AgentInstanceInfo, AgentReply, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from '../common/limits.ts';
 
 export { MAX_ANSWER_BATCH_BYTES } from './conversation-reader.ts';
 export type { Admission, AdmissionRequest, ReadOptions, ReadPoll } from './verbs.ts';
-import type { Admission, AdmissionRequest } from './verbs.ts';
+import type {
+  Admission,
+  AdmissionRequest,
+  PollOptions,
+  ReadOptions,
+  ReadPoll,
+  StoredAttachment,
+  UpdatesOptions,
+  UpdatesResult,
+} from './verbs.ts';
+import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
 export { LiveConversation, streamKey } from './conversation-view.ts';
 
 /** How long `stop()` lets running responses run to settlement before cutting them off. */
@@ -63,22 +75,35 @@ export interface EngineOptions {
   sliceBudgetMs?: number;
 }
 
-export class ConversationEngine extends ConversationReader implements ProbedEngine {
-  /** The store itself, for what tests and the crash harness inspect; the engine reads through the view. */
-  readonly store: SqlStore;
+/** How a settlement ends a submission: its outcome, the error it reports, and why it did not complete. */
+interface Settlement {
+  outcome: SubmissionOutcome;
+  error?: SettlementError;
+  /** Why a submission that did not complete ended, as its interruption signal tells the agent (`failed` when unset). */
+  reason?: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed';
+}
+
+export class ConversationEngine implements ProbedEngine {
+  /** The one way to read this engine's store: the engine, its loop, its reader and its host read through it. */
+  readonly view: ConversationView;
   private readonly writer: ConversationWriter;
+  private readonly reader: ConversationReader;
   readonly registry: AgentRegistry;
   readonly env: Record<string, unknown>;
   private readonly wake: (stream: string) => void;
   private readonly sliceBudgetMs: number | undefined;
   private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<string, ResponseRun>();
+  /** A drain has begun: no new work is admitted or started. */
+  private stopping = false;
+  /** The drain is over: readers still waiting will not see a settlement in this process. */
+  private readsClosed = false;
 
   constructor(options: EngineOptions) {
-    const view = new ConversationView(options.store);
-    super(view);
-    this.store = options.store;
-    this.writer = new ConversationWriter(options.store, view);
+    this.view = new ConversationView(options.store);
+    this.writer = new ConversationWriter(options.store, this.view);
+    const lifecycle: ReaderLifecycle = { isStopping: () => this.stopping, readsClosed: () => this.readsClosed };
+    this.reader = new ConversationReader(this.view, lifecycle);
     this.registry = options.registry;
     this.env = options.env;
     this.wake = options.wake;
@@ -172,7 +197,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
   // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
 
   abort(agentName: string, instanceId: string): boolean {
-    const live = this.addressed(agentName, instanceId);
+    const live = this.reader.addressed(agentName, instanceId);
     const affected = this.writer.requestAbort(live, Date.now());
     if (affected === 0) return false;
     this.runs.get(live.stream)?.abort(new SubmissionAbortedError());
@@ -180,12 +205,41 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     return true;
   }
 
-  // ── The queue ─────────────────────────────────────────────────────────────────────────────
+  // ── Reading (conversation-reader.ts, delivery.md §6, streaming-protocol.md §5–§9) ──────────
 
-  /** Streams with unsettled submissions: what a host drives on start (recovery). */
-  openStreams(): string[] {
-    return this.view.streamsWithOpenWork();
+  getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
+    return this.reader.getInstance(agentName, instanceId);
   }
+
+  read(agentName: string, instanceId: string, submissionId: string, options?: ReadOptions): Promise<AgentReply> {
+    return this.reader.read(agentName, instanceId, submissionId, options);
+  }
+
+  poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
+    return this.reader.poll(agentName, instanceId, submissionId, options);
+  }
+
+  history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
+    return this.reader.history(agentName, instanceId);
+  }
+
+  childConversations(agentName: string, instanceId: string): ChildConversation[] | null {
+    return this.reader.childConversations(agentName, instanceId);
+  }
+
+  streamHead(agentName: string, instanceId: string): { head: number; incarnation: string } | null {
+    return this.reader.streamHead(agentName, instanceId);
+  }
+
+  updates(agentName: string, instanceId: string, afterSeq: number, options: UpdatesOptions): Promise<UpdatesResult> {
+    return this.reader.updates(agentName, instanceId, afterSeq, options);
+  }
+
+  attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
+    return this.reader.attachment(agentName, instanceId, attachmentId);
+  }
+
+  // ── The queue ─────────────────────────────────────────────────────────────────────────────
 
   /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
   runQueue(stream: string): Promise<void> {
@@ -229,10 +283,6 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     return this.runSubmission(this.view.liveByStream(stream), head);
   }
 
-  hasOpenWork(stream: string): boolean {
-    return this.view.openSubmissions(stream).length > 0;
-  }
-
   /** Runs one attempt of the head submission; false when it cannot progress now. */
   private async runSubmission(live: LiveConversation, row: SubmissionRow): Promise<boolean> {
     const agent = this.registry.get(live.agentName);
@@ -244,16 +294,20 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     try {
       durability = resolveDurability(agent);
     } catch (error) {
-      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), undefined);
+      this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()) });
       return true;
     }
     const now = Date.now();
     if (row.abortRequestedAt !== null) {
-      this.settle(live, row, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+      this.settle(live, row, { outcome: 'aborted', error: toSettlementError(new SubmissionAbortedError()), reason: 'aborted' });
       return true;
     }
     if (row.startedAt !== null && now > row.startedAt + (row.timeoutMs ?? durability.timeoutMs)) {
-      this.settle(live, row, 'failed', toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)), 'exceeded_timeout');
+      this.settle(live, row, {
+        outcome: 'failed',
+        error: toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)),
+        reason: 'exceeded_timeout',
+      });
       return true;
     }
     if (row.attemptCount >= durability.maxAttempts) {
@@ -265,7 +319,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
             ...this.interruptedTools(live),
           })
         : new SubmissionRetryExhaustedError({ phase: 'retry_exhausted_before_input', attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
-      this.settle(live, row, 'failed', toSettlementError(error, isDevMode()), 'exhausted_retry_budget');
+      this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'exhausted_retry_budget' });
       return true;
     }
     const claimed = this.writer.claimAttempt(row.id, {
@@ -302,7 +356,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
         },
       );
       if (paused !== undefined) throw paused;
-      this.settle(live, claimed, 'completed', undefined, undefined);
+      this.settle(live, claimed, { outcome: 'completed' });
     } catch (error) {
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
       if (error instanceof AttemptStalled || run.abortReason instanceof AttemptStalled) {
@@ -321,16 +375,16 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
         return true;
       }
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {
-        this.settle(live, claimed, 'aborted', toSettlementError(new SubmissionAbortedError()), 'aborted');
+        this.settle(live, claimed, { outcome: 'aborted', error: toSettlementError(new SubmissionAbortedError()), reason: 'aborted' });
       } else if (error instanceof SubmissionTimeoutError || run.abortReason instanceof SubmissionTimeoutError) {
         // The work the deadline aborted may reject with its own AbortError: the deadline is the cause.
         const timeout = error instanceof SubmissionTimeoutError ? error : (run.abortReason as SubmissionTimeoutError);
-        this.settle(live, claimed, 'failed', toSettlementError(timeout, isDevMode()), 'exceeded_timeout');
+        this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(timeout, isDevMode()), reason: 'exceeded_timeout' });
       } else {
         // A typed error says everything in its message; anything else is logged with its stack.
         if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
         else console.error(`[flue] Submission ${claimed.id} failed:`, error);
-        this.settle(live, claimed, 'failed', toSettlementError(error, isDevMode()), 'failed');
+        this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'failed' });
       }
     } finally {
       deadline.clear();
@@ -350,13 +404,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
    * Settles a submission and the deliveries that joined it, in one batch. Failure and abort first
    * bring the conversation to rest, so the next message starts from a coherent log.
    */
-  settle(
-    live: LiveConversation,
-    row: SubmissionRow,
-    outcome: SubmissionOutcome,
-    error: SettlementError | undefined,
-    reason: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed' | undefined,
-  ): void {
+  private settle(live: LiveConversation, row: SubmissionRow, { outcome, error, reason }: Settlement): void {
     const ts = new Date().toISOString();
     const joined = this.view.joinedInto(row);
     const records: ConversationRecord[] = [];
@@ -393,7 +441,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
       });
     }
     crashProbe()?.({ point: 'settlement', engine: this, agent: live.agentName, instanceId: live.instanceId, submissionId: row.id, outcome });
-    this.writer.settle(live, records, [row, ...joined], outcome, error?.message ?? null);
+    this.writer.settle(live, { records, settled: [row, ...joined], outcome, error: error?.message ?? null });
     for (const settled of [row, ...joined]) {
       this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
     }
@@ -432,6 +480,7 @@ export class ConversationEngine extends ConversationReader implements ProbedEngi
     for (const live of this.view.conversations()) live.notify();
   }
 
+  /** A drain has begun (the response loop finishes the response in progress, then stops). */
   get isStopping(): boolean {
     return this.stopping;
   }

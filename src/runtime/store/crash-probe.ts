@@ -5,13 +5,12 @@
  *
  * A probe may throw; the engine code that reached the point then stops there, exactly as if the
  * process had died at that instruction. The probe also learns which engine reached the point, so
- * it can freeze that engine's store and cut its work off (see src/testing/crash-harness.ts).
+ * it can tell which runtime's store to freeze and cut that engine's work off (see
+ * src/testing/crash-harness.ts).
  */
-import type { SqlStore } from './sql-store.ts';
 
-/** What a probe may do with the engine whose work reached a point: find its store, stop it. */
+/** What a probe may do with the engine whose work reached a point: know it by identity, stop it. */
 export interface ProbedEngine {
-  readonly store: SqlStore;
   stop(graceMs?: number): Promise<void>;
 }
 

@@ -302,6 +302,10 @@ export class SqlStore {
       .map((row) => String(row.stream));
   }
 
+  listStreams(): string[] {
+    return this.driver.query('SELECT stream FROM flue_streams').map((row) => String(row.stream));
+  }
+
   // ── Submissions ──────────────────────────────────────────────────────────────────────────
 
   getSubmission(id: string): SubmissionRow | undefined {
@@ -343,6 +347,11 @@ export class SqlStore {
     const openMax = open === undefined || open.ord === null ? 0 : Number(open.ord);
     this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, openMax + 1);
     return this.lastOrd;
+  }
+
+  /** Every submission of every conversation, settled ones included, in admission order. */
+  listSubmissions(): SubmissionRow[] {
+    return this.driver.query('SELECT * FROM flue_submissions ORDER BY ord').map((row) => this.toSubmission(row));
   }
 
   /** Unsettled submissions of one conversation in admission order. */

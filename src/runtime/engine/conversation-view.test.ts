@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { sqlite } from '../../node/sqlite.ts';
+import { ConversationView, streamKey } from './conversation-view.ts';
+import type { ConversationRecord } from '../store/records.ts';
+import { SqlStore } from '../store/sql-store.ts';
+
+const ts = '2026-01-01T00:00:00.000Z';
+
+/** A view over a fresh store, and the store it reads (the tests write it directly, as another process would). */
+async function open(): Promise<{ store: SqlStore; view: ConversationView }> {
+  const adapter = sqlite();
+  await adapter.migrate();
+  const store = new SqlStore(await adapter.connect());
+  return { store, view: new ConversationView(store) };
+}
+
+/** A stored conversation of agent `Agent` with its birth record and one queued submission. */
+function born(store: SqlStore, instanceId: string, submissionId: string): string {
+  const stream = streamKey('Agent', instanceId);
+  store.createStream({ stream, agent: 'Agent', instanceId, incarnation: `inc_${instanceId}` });
+  store.append(stream, [{ type: 'conversation_created', conversationId: `conv_${instanceId}`, uid: `inst_${instanceId}`, ts }]);
+  const payload = { message: { kind: 'user' as const, body: 'hi' } };
+  store.insertSubmission({ id: submissionId, stream, kind: 'dispatch', payload, acceptedAt: ts });
+  return stream;
+}
+
+function signal(body: string): ConversationRecord {
+  return { type: 'signal', messageId: `msg_${body}`, origin: 'framework', signalType: 'note', body, ts };
+}
+
+describe('ConversationView', () => {
+  it('does not keep the fold of a conversation that does not exist', async () => {
+    const { view } = await open();
+    view.live('Agent', 'nobody');
+    expect([...view.conversations()]).toEqual([]);
+  });
+
+  it('catches a kept fold up with the log on each look', async () => {
+    const { store, view } = await open();
+    const stream = born(store, 'a1', 'sub_1');
+    const live = view.live('Agent', 'a1');
+    expect([live.conv.head, live.incarnation, live.conv.uid]).toEqual([0, 'inc_a1', 'inst_a1']);
+    store.append(stream, [signal('later')]);
+    expect(view.live('Agent', 'a1')).toBe(live);
+    expect(live.conv.head).toBe(1);
+    expect(view.liveByStream(stream)).toBe(live);
+  });
+
+  it('answers a host which streams have open work and which instance each one is', async () => {
+    const { store, view } = await open();
+    const one = born(store, 'a1', 'sub_1');
+    const two = born(store, 'a2', 'sub_2');
+    store.markSettled('sub_1', 'completed', null, 1);
+    expect(view.streamsWithOpenWork()).toEqual([two]);
+    expect(view.streamInfo(two)).toEqual({ stream: two, agent: 'Agent', instanceId: 'a2', incarnation: 'inc_a2' });
+    expect(view.streamInfo(one)?.instanceId).toBe('a1');
+    expect(view.streamInfo('agents/Agent/none')).toBeUndefined();
+    expect(() => view.liveByStream('agents/Agent/none')).toThrow('No conversation stream "agents/Agent/none"');
+  });
+
+  it('lists every stream and every submission, settled ones included, for a post-mortem', async () => {
+    const { store, view } = await open();
+    const one = born(store, 'a1', 'sub_1');
+    const two = born(store, 'a2', 'sub_2');
+    store.markSettled('sub_2', 'failed', 'boom', 1);
+    expect(view.streams().sort()).toEqual([one, two]);
+    expect(view.submissions().map((row) => [row.id, row.stream, row.outcome])).toEqual([
+      ['sub_1', one, null],
+      ['sub_2', two, 'failed'],
+    ]);
+  });
+
+  it('bounds the batches of one answer by bytes, always answering at least one', async () => {
+    const { store, view } = await open();
+    const stream = born(store, 'a1', 'sub_1');
+    store.append(stream, [signal('one')]);
+    store.append(stream, [signal('two')]);
+    expect(view.boundedBatches(stream, -1, undefined, 1).map((batch) => batch.seq)).toEqual([0]);
+    expect(view.boundedBatches(stream, 0, 1, Infinity).map((batch) => batch.seq)).toEqual([1]);
+    expect(view.batches(stream, -1).map((batch) => batch.seq)).toEqual([0, 1, 2]);
+    expect(view.fold(stream, 2).head).toBe(1);
+  });
+});
