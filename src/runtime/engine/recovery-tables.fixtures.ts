@@ -158,7 +158,7 @@ export const closed = (stepId: string, said: string[], kind: 'text' | 'reasoning
   submissionId: 'sub_a',
   message: {
     role: 'assistant',
-    content: said.map(kind === 'text' ? text : (thought: string) => ({ type: 'thinking', thinking: thought })),
+    content: said.map((part): Record<string, string> => (kind === 'text' ? text(part) : { type: 'thinking', thinking: part })),
     api: 'openai-completions',
     provider: 'flue',
     model: 'interrupted',
