@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
+import { skipUnknown } from '../shared/exhaustive.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { agentGuardPlugin, importChain, nodeModulesBuildOptions, outputUrlFor, processNodeConditions } from './plugins.ts';
 import { FlueBuildError } from './build-errors.ts';
@@ -334,13 +335,27 @@ async function resolveDb(root: string, dbNamespace: Record<string, unknown> | un
 
 // ── Streaming to stderr ─────────────────────────────────────────────────────────────────────────
 
-/** The stream chunks (streaming-protocol.md) the printer shows, as far as it reads them; it skips other types. */
-type PrintedChunk =
+/**
+ * The stream chunks (streaming-protocol.md), as far as the printer reads them. The build may not
+ * import the engine's `ConversationStreamChunk`, so its types are listed here; a type test keeps
+ * the two lists equal.
+ */
+export type PrintedChunk =
   | { type: 'message-delta'; kind: string; delta: string }
   | { type: 'tool-input'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-output'; toolCallId: string; durationMs?: number }
   | { type: 'tool-output-error'; toolCallId: string; errorText: string }
-  | { type: 'message-completed' };
+  | { type: 'message-completed' }
+  | {
+      type:
+        | 'conversation-reset'
+        | 'message-appended'
+        | 'message-started'
+        | 'message-metadata'
+        | 'data-part'
+        | 'submission-settled'
+        | 'stream-checkpoint';
+    };
 
 class StreamPrinter {
   private atLineStart = true;
@@ -382,8 +397,17 @@ class StreamPrinter {
       case 'message-completed':
         if (!this.atLineStart) this.out('\n');
         break;
-      default:
+      // The printer shows the reply as it streams; history, metadata and settlement are not shown.
+      case 'conversation-reset':
+      case 'message-appended':
+      case 'message-started':
+      case 'message-metadata':
+      case 'data-part':
+      case 'submission-settled':
+      case 'stream-checkpoint':
         break;
+      default:
+        skipUnknown(chunk);
     }
   }
 
