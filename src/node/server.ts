@@ -7,7 +7,8 @@
 import path from 'node:path';
 import type { Provider } from '../runtime/model/model-types.ts';
 import { devModeFromEnv, setDevMode } from '../runtime/common/dev-mode.ts';
-import { assertFetchable, serveFetchable } from './http-server.ts';
+import { serveFetchable } from './http-server.ts';
+import { assertFetchable } from '../runtime/host/app-entry.ts';
 import { devStatusUrl } from '../runtime/host/dev-status.ts';
 import { type ScheduleRunner, type Schedules, appCronSchedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
