@@ -12,6 +12,7 @@ import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { skipUnknown } from '../shared/exhaustive.ts';
+import { type AdapterVerbs, hasAdapterVerbs, notAnAdapterMessage } from '../shared/persistence-adapter.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { agentGuardPlugin, importChain, nodeModulesBuildOptions, outputUrlFor, processNodeConditions } from './plugins.ts';
 import { FlueBuildError } from './build-errors.ts';
@@ -40,13 +41,6 @@ export interface RunCommandOptions {
   /** Where stdout/stderr text goes; defaults to the process streams. */
   stdout?: (text: string) => void;
   stderr?: (text: string) => void;
-}
-
-/** What `flue run` checks a `db` entry's default export for: a persistence adapter's verbs. */
-interface RunDb {
-  migrate: Function;
-  connect: Function;
-  close: Function;
 }
 
 interface FoundAgent {
@@ -103,7 +97,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
 
   try {
     let agent: FoundAgent;
-    let db: RunDb;
+    let db: AdapterVerbs;
     try {
       if (options.envFile !== undefined && !existsSync(path.resolve(root, options.envFile))) {
         throw new FlueBuildError('RunSetupError', `--env file not found: ${options.envFile}`);
@@ -314,20 +308,11 @@ export function pickAgent(namespace: Record<string, unknown>, modulePath: string
   return selected;
 }
 
-async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<RunDb> {
+async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<AdapterVerbs> {
   if (dbNamespace !== undefined) {
-    const adapter = dbNamespace['default'] as Partial<RunDb> | undefined;
-    const ok =
-      typeof adapter === 'object' &&
-      adapter !== null &&
-      typeof adapter.migrate === 'function' &&
-      typeof adapter.connect === 'function' &&
-      typeof adapter.close === 'function';
-    if (!ok) {
-      const rel = path.relative(root, dbFile!);
-      throw new FlueBuildError('RunSetupError', `${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
-    }
-    return adapter as RunDb;
+    const adapter = dbNamespace['default'];
+    if (!hasAdapterVerbs(adapter)) throw new FlueBuildError('RunSetupError', notAnAdapterMessage(path.relative(root, dbFile!)));
+    return adapter;
   }
   const { sqlite } = await import('@flue/runtime/node');
   return sqlite(path.join(root, 'node_modules', '.cache', 'flue', 'run.db'));

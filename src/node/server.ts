@@ -12,6 +12,7 @@ import { assertFetchable } from '../runtime/host/app-entry.ts';
 import { devStatusUrl } from '../runtime/host/dev-status.ts';
 import { type ScheduleRunner, type Schedules, appCronSchedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
+import { hasAdapterVerbs, notAnAdapterMessage } from '../shared/persistence-adapter.ts';
 import { type Flue, type StartAgentEntry, start } from './start.ts';
 
 export const DEFAULT_PORT = 3000;
@@ -130,13 +131,6 @@ function parsePort(value: string | undefined): number {
 }
 
 function assertAdapter(value: unknown): PersistenceAdapter {
-  const adapter = value as Partial<PersistenceAdapter> | null;
-  const ok =
-    typeof adapter === 'object' &&
-    adapter !== null &&
-    typeof adapter.migrate === 'function' &&
-    typeof adapter.connect === 'function' &&
-    typeof adapter.close === 'function';
-  if (!ok) throw new Error("[flue] db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.");
-  return adapter as PersistenceAdapter;
+  if (!hasAdapterVerbs(value)) throw new Error(`[flue] ${notAnAdapterMessage('db.ts')}`);
+  return value as PersistenceAdapter;
 }
