@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as v from 'valibot';
-import { defineTool, observe, useModel, useTool, type FlueEvent } from '@flue/runtime';
+import { defineTool, observe, useModel, useTool, type FlueEvent, type PersistenceAdapter } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { scriptedProvider, startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { registerProviders } from '../src/runtime/model/providers.ts';
@@ -30,6 +30,22 @@ function admittingEngine(store: SqlStore): ConversationEngine {
   return new ConversationEngine({ store, registry, env: {}, wake: () => undefined });
 }
 
+/** A fresh in-memory store, migrated as a host migrates it at start. */
+async function openStore(): Promise<{ store: SqlStore; adapter: PersistenceAdapter }> {
+  const adapter = sqlite();
+  await adapter.migrate();
+  return { store: new SqlStore(await adapter.connect()), adapter };
+}
+
+/** Records every runtime event until `stop()`. */
+function recordEvents(): { events: FlueEvent[]; stop: () => void } {
+  const events: FlueEvent[] = [];
+  const stop = observe((event) => {
+    events.push(event);
+  });
+  return { events, stop };
+}
+
 const posted: AdmissionRequest = {
   id: 'k1',
   idempotencyKey: 'client-key-1',
@@ -38,9 +54,7 @@ const posted: AdmissionRequest = {
 
 describe("HTTP submissions ('http', formerly 'direct')", () => {
   it("a keyed HTTP submission stored as 'direct' by an earlier version replays onto itself after migration", async () => {
-    const adapter = sqlite();
-    await adapter.migrate();
-    const store = new SqlStore(await adapter.connect());
+    const { store, adapter } = await openStore();
     const first = admittingEngine(store);
     const original = await first.admit('Keeper', posted, 'http');
     await first.stop();
@@ -52,10 +66,7 @@ describe("HTTP submissions ('http', formerly 'direct')", () => {
     store.driver.run(`DELETE FROM flue_meta WHERE key != 'format_version'`);
     await adapter.migrate();
 
-    const events: FlueEvent[] = [];
-    const stop = observe((event) => {
-      events.push(event);
-    });
+    const { events, stop } = recordEvents();
     const second = admittingEngine(store);
     const replay = await second.admit('Keeper', posted, 'http');
     stop();
@@ -67,13 +78,8 @@ describe("HTTP submissions ('http', formerly 'direct')", () => {
   });
 
   it("events name the kinds as the published event type does: 'direct' for HTTP, 'dispatch' for dispatch()", async () => {
-    const adapter = sqlite();
-    await adapter.migrate();
-    const store = new SqlStore(await adapter.connect());
-    const events: FlueEvent[] = [];
-    const stop = observe((event) => {
-      events.push(event);
-    });
+    const { store, adapter } = await openStore();
+    const { events, stop } = recordEvents();
     const engine = admittingEngine(store);
     await engine.admit('Keeper', { id: 'k2', message: parseDeliveredMessage('from a client') }, 'http');
     await engine.admit('Keeper', { id: 'k3', message: parseDeliveredMessage('from the app') }, 'dispatch');
@@ -111,13 +117,8 @@ describe("HTTP submissions ('http', formerly 'direct')", () => {
     }
 
     it("an aborted HTTP submission's advisory signal names its kind 'direct', its running event too", async () => {
-      const adapter = sqlite();
-      await adapter.migrate();
-      const store = new SqlStore(await adapter.connect());
-      const events: FlueEvent[] = [];
-      const stop = observe((event) => {
-        events.push(event);
-      });
+      const { store, adapter } = await openStore();
+      const { events, stop } = recordEvents();
       server.script({ toolCalls: [{ name: 'wait', arguments: {} }] });
       const engine = engineOn(store, [Waiter]);
       const { receipt } = await engine.admit('Waiter', { id: 'w1', message: parseDeliveredMessage('wait') }, 'http');
