@@ -150,7 +150,7 @@ describe('across engines on one store (recovery)', () => {
     const registry = new AgentRegistry();
     registry.register(Recorder);
     const first = new ConversationEngine({ store, registry, env: {}, wake: () => undefined });
-    const posted = await first.admit('Recorder', { id: 'r1', message: parseDeliveredMessage('from a client') }, 'direct');
+    const posted = await first.admit('Recorder', { id: 'r1', message: parseDeliveredMessage('from a client') }, 'http');
     const dispatched = await first.admit('Recorder', { id: 'r2', message: parseDeliveredMessage('from the app') }, 'dispatch');
     // What useDispatchMessage() admits (the engine sets this flag only for its own agents).
     const fromAgent = await first.admit('Recorder', { id: 'r3', message: parseDeliveredMessage('from the agent') }, 'dispatch', true);

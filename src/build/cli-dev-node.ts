@@ -8,7 +8,7 @@
  * provider key the models are the offline model, as under `flue dev` on Cloudflare; its server
  * lives in this process, so it outlasts the restarts.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
@@ -18,6 +18,7 @@ import { describeBuildError } from './build-errors.ts';
 import { type ModelMode, serveModel } from './model-choice.ts';
 import { DEV_STATUS_VAR, startDevStatusServer } from './dev-status.ts';
 import { watchSources } from './source-watch.ts';
+import { onTerminationSignal, superviseChild } from './child-supervisor.ts';
 
 export interface NodeDevOptions {
   root: string;
@@ -56,40 +57,18 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
   });
 
   return await new Promise<number>((resolve) => {
-    let child: ChildProcess | undefined;
     let stopping = false;
-    let lastUrl: string | undefined;
 
-    const startServer = () => {
-      const proc = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', SERVER_FILE)], { cwd: root, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
-      child = proc;
-      proc.stdout?.on('data', (data: Buffer) => {
-        const text = data.toString('utf8');
-        stderr(text);
-        const match = /Listening on (http:\/\/\S+)/.exec(text);
-        if (match !== null && match[1] !== lastUrl) {
-          lastUrl = match[1]!;
-          stdout(`${lastUrl}\n`);
-        }
-      });
-      proc.stderr?.on('data', (data: Buffer) => stderr(data.toString('utf8')));
-      proc.on('exit', (code, signal) => {
-        if (child === proc) child = undefined;
-        if (!stopping && child === undefined) stderr(`[flue] The server exited (${signal ?? `code ${code}`}); waiting for a change to restart it.\n`);
-      });
-    };
-
-    const stopServer = () =>
-      new Promise<void>((done) => {
-        const proc = child;
-        if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return done();
-        const kill = setTimeout(() => proc.kill('SIGKILL'), STOP_GRACE_MS);
-        proc.once('exit', () => {
-          clearTimeout(kill);
-          done();
-        });
-        proc.kill('SIGTERM');
-      });
+    const server = superviseChild({
+      spawn: () => spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', SERVER_FILE)], { cwd: root, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }),
+      output: stderr,
+      readyPattern: /Listening on (http:\/\/\S+)/,
+      onNewUrl: (url) => stdout(`${url}\n`),
+      onExit: (code, signal) => {
+        if (!stopping) stderr(`[flue] The server exited (${signal ?? `code ${code}`}); waiting for a change to restart it.\n`);
+      },
+      graceMs: STOP_GRACE_MS,
+    });
 
     const sources = watchSources({
       root,
@@ -107,8 +86,8 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
         }
         if (stopping) return;
         stderr('[flue] Rebuilt; restarting the server\n');
-        await stopServer();
-        if (!stopping) startServer();
+        await server.stop('SIGTERM');
+        if (!stopping) server.start();
       },
     });
 
@@ -116,20 +95,16 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
       if (stopping) return;
       stopping = true;
       sources.close();
-      process.off('SIGINT', onSigint);
-      process.off('SIGTERM', onSigterm);
+      removeSignalListeners();
       void (async () => {
-        await stopServer();
+        await server.stop('SIGTERM');
         await scripted?.close().catch(() => {});
         await status.close();
         resolve(code);
       })();
     };
-    const onSigint = () => finish(130);
-    const onSigterm = () => finish(143);
-    process.on('SIGINT', onSigint);
-    process.on('SIGTERM', onSigterm);
-    startServer();
+    const removeSignalListeners = onTerminationSignal(finish);
+    server.start();
   });
 }
 

@@ -7,7 +7,6 @@
  * model of offline-model.ts (it echoes, and calls the agent's tools on `/tool <name> {…}`), so a
  * new project answers before anyone has an API key.
  */
-import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createBuilder } from './build.ts';
 import { CONFIG_FILES } from './config.ts';
@@ -17,6 +16,7 @@ import { watchSources } from './source-watch.ts';
 import { GENERATED_CONFIG_FILE } from './wrangler-config.ts';
 import { offlineWranglerEnv, spawnWrangler } from './wrangler-bin.ts';
 import { type ModelMode, serveModel } from './model-choice.ts';
+import { onTerminationSignal, superviseChild } from './child-supervisor.ts';
 import type { ScriptedModelServer } from '../testing/index.ts';
 
 export interface DevOptions {
@@ -75,50 +75,22 @@ export async function devCommand(options: DevOptions): Promise<number> {
   ];
 
   return await new Promise<number>((resolve) => {
-    let child: ChildProcess | undefined;
     let stopping = false;
-    let restarting = false;
-    let lastUrl: string | undefined;
     let lastError: string | undefined;
 
-    const start = () => {
-      const proc = spawnWrangler(root, wranglerArgs, { env: offlineWranglerEnv(root), stdio: ['ignore', 'pipe', 'pipe'] });
-      child = proc;
-      let buffered = '';
-      proc.stdout?.on('data', (data: Buffer) => {
-        const text = data.toString('utf8');
-        stderr(text);
-        buffered = (buffered + text).slice(-4096);
-        const match = /Ready on (https?:\/\/[^\s\u001b]+)/.exec(buffered.replace(/\u001b\[[0-9;]*m/g, ''));
-        if (match !== null) {
-          buffered = '';
-          if (match[1] !== lastUrl) {
-            lastUrl = match[1]!;
-            stdout(`${lastUrl}\n`);
-          }
-          options.onReady?.(match[1]!);
-        }
-      });
-      proc.stderr?.on('data', (data: Buffer) => stderr(data.toString('utf8')));
-      proc.on('exit', (code, signal) => {
-        if (child === proc) child = undefined;
-        if (stopping || restarting) return;
+    const wrangler = superviseChild({
+      spawn: () => spawnWrangler(root, wranglerArgs, { env: offlineWranglerEnv(root), stdio: ['ignore', 'pipe', 'pipe'] }),
+      output: stderr,
+      readyPattern: /Ready on (https?:\/\/[^\s\u001b]+)/,
+      onNewUrl: (url) => stdout(`${url}\n`),
+      onReady: options.onReady,
+      onExit: (code, signal) => {
+        if (stopping) return;
         stderr(`[flue] wrangler dev exited (${signal ?? `code ${code}`}).\n`);
         finish(code === null || code === 0 ? 1 : code);
-      });
-    };
-
-    const stopChild = (signal: NodeJS.Signals) =>
-      new Promise<void>((done) => {
-        const proc = child;
-        if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return done();
-        const kill = setTimeout(() => proc.kill('SIGKILL'), STOP_GRACE_MS);
-        proc.once('exit', () => {
-          clearTimeout(kill);
-          done();
-        });
-        proc.kill(signal);
-      });
+      },
+      graceMs: STOP_GRACE_MS,
+    });
 
     const sources = watchSources({
       root,
@@ -129,10 +101,8 @@ export async function devCommand(options: DevOptions): Promise<number> {
           const result = await builder.build();
           if (result.wranglerConfigChanged && !stopping) {
             stderr(`[flue] ${GENERATED_CONFIG_FILE} changed; restarting wrangler dev\n`);
-            restarting = true;
-            await stopChild('SIGTERM');
-            restarting = false;
-            if (!stopping) start();
+            await wrangler.stop('SIGTERM');
+            if (!stopping) wrangler.start();
           }
           lastError = undefined;
           status.setBuildError(undefined);
@@ -150,21 +120,17 @@ export async function devCommand(options: DevOptions): Promise<number> {
       if (stopping) return;
       stopping = true;
       sources.close();
-      process.off('SIGINT', onSigint);
-      process.off('SIGTERM', onSigterm);
+      removeSignalListeners();
       void (async () => {
-        await stopChild('SIGINT');
+        await wrangler.stop('SIGINT');
         await builder.dispose().catch(() => {});
         await scripted?.close().catch(() => {});
         await status.close();
         resolve(code);
       })();
     };
-    const onSigint = () => finish(130);
-    const onSigterm = () => finish(143);
-    process.on('SIGINT', onSigint);
-    process.on('SIGTERM', onSigterm);
+    const removeSignalListeners = onTerminationSignal(finish);
 
-    start();
+    wrangler.start();
   });
 }

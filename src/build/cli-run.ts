@@ -11,6 +11,8 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import * as esbuild from 'esbuild';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
+import { skipUnknown } from '../shared/exhaustive.ts';
+import { type AdapterVerbs, hasAdapterVerbs, notAnAdapterMessage } from '../shared/persistence-adapter.ts';
 import { formatEsbuildError, loadConfig, resolveEntry } from './config.ts';
 import { agentGuardPlugin, importChain, nodeModulesBuildOptions, outputUrlFor, processNodeConditions } from './plugins.ts';
 import { FlueBuildError } from './build-errors.ts';
@@ -39,13 +41,6 @@ export interface RunCommandOptions {
   /** Where stdout/stderr text goes; defaults to the process streams. */
   stdout?: (text: string) => void;
   stderr?: (text: string) => void;
-}
-
-/** What `flue run` checks a `db` entry's default export for: a persistence adapter's verbs. */
-interface RunDb {
-  migrate: Function;
-  connect: Function;
-  close: Function;
 }
 
 interface FoundAgent {
@@ -102,7 +97,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
 
   try {
     let agent: FoundAgent;
-    let db: RunDb;
+    let db: AdapterVerbs;
     try {
       if (options.envFile !== undefined && !existsSync(path.resolve(root, options.envFile))) {
         throw new FlueBuildError('RunSetupError', `--env file not found: ${options.envFile}`);
@@ -313,20 +308,11 @@ export function pickAgent(namespace: Record<string, unknown>, modulePath: string
   return selected;
 }
 
-async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<RunDb> {
+async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<AdapterVerbs> {
   if (dbNamespace !== undefined) {
-    const adapter = dbNamespace['default'] as Partial<RunDb> | undefined;
-    const ok =
-      typeof adapter === 'object' &&
-      adapter !== null &&
-      typeof adapter.migrate === 'function' &&
-      typeof adapter.connect === 'function' &&
-      typeof adapter.close === 'function';
-    if (!ok) {
-      const rel = path.relative(root, dbFile!);
-      throw new FlueBuildError('RunSetupError', `${rel} must default-export a persistence adapter, e.g. \`export default sqlite('./data/flue.db')\`.`);
-    }
-    return adapter as RunDb;
+    const adapter = dbNamespace['default'];
+    if (!hasAdapterVerbs(adapter)) throw new FlueBuildError('RunSetupError', notAnAdapterMessage(path.relative(root, dbFile!)));
+    return adapter;
   }
   const { sqlite } = await import('@flue/runtime/node');
   return sqlite(path.join(root, 'node_modules', '.cache', 'flue', 'run.db'));
@@ -334,13 +320,27 @@ async function resolveDb(root: string, dbNamespace: Record<string, unknown> | un
 
 // ── Streaming to stderr ─────────────────────────────────────────────────────────────────────────
 
-/** The stream chunks (streaming-protocol.md) the printer shows, as far as it reads them; it skips other types. */
-type PrintedChunk =
+/**
+ * The stream chunks (streaming-protocol.md), as far as the printer reads them. The build may not
+ * import the engine's `ConversationStreamChunk`, so its types are listed here; a type test keeps
+ * the two lists equal.
+ */
+export type PrintedChunk =
   | { type: 'message-delta'; kind: string; delta: string }
   | { type: 'tool-input'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-output'; toolCallId: string; durationMs?: number }
   | { type: 'tool-output-error'; toolCallId: string; errorText: string }
-  | { type: 'message-completed' };
+  | { type: 'message-completed' }
+  | {
+      type:
+        | 'conversation-reset'
+        | 'message-appended'
+        | 'message-started'
+        | 'message-metadata'
+        | 'data-part'
+        | 'submission-settled'
+        | 'stream-checkpoint';
+    };
 
 class StreamPrinter {
   private atLineStart = true;
@@ -382,8 +382,17 @@ class StreamPrinter {
       case 'message-completed':
         if (!this.atLineStart) this.out('\n');
         break;
-      default:
+      // The printer shows the reply as it streams; history, metadata and settlement are not shown.
+      case 'conversation-reset':
+      case 'message-appended':
+      case 'message-started':
+      case 'message-metadata':
+      case 'data-part':
+      case 'submission-settled':
+      case 'stream-checkpoint':
         break;
+      default:
+        skipUnknown(chunk);
     }
   }
 

@@ -7,11 +7,11 @@
 import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
 import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
-import { type ConversationVerbs, VERB_NAMES } from '../runtime/engine/verbs.ts';
+import type { ConversationVerbs } from '../runtime/engine/verbs.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { envelope } from './rpc-errors.ts';
 import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
-import { type AgentObjectRpc, receiveVerb } from './rpc-verbs.ts';
+import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 

@@ -1,15 +1,47 @@
 /**
- * The conversation verbs of runtime/engine/verbs.ts across the Worker → Durable Object RPC: the object's
- * method types, what the object does with a call it receives, and how the Worker sends one. Errors
- * travel as envelopes (rpc-errors.ts), large values as streams of their JSON (rpc-values.ts).
+ * The conversation verbs of runtime/engine/verbs.ts across the Worker → Durable Object RPC: how
+ * each crosses, the object's method types, what the object does with a call it receives, and how
+ * the Worker sends one. Errors travel as envelopes (rpc-errors.ts), large values as streams of
+ * their JSON (rpc-values.ts).
  */
-import type { AdmissionRequest } from '../runtime/engine/verbs.ts';
+import type { AdmissionRequest, VerbArgs, VerbName, VerbResult } from '../runtime/engine/verbs.ts';
 import { raceAbort } from '../runtime/common/race-abort.ts';
-import { type RpcCrossing, VERBS, type VerbArgs, type VerbName, type VerbResult } from '../runtime/engine/verbs.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 
-type Crossing<K extends VerbName> = (typeof VERBS)[K];
+/** How one verb crosses the Worker → Durable Object RPC. */
+export interface RpcCrossing {
+  /** The object's method (internal; the name agent classes may not define, see `extend()`). */
+  method: `__flue${string}`;
+  /** How a failed call names the verb to the caller. */
+  label: string;
+  /**
+   * Where the instance id is: the first argument, or the admission request's `id` (which the
+   * object then sets from the id it is addressed by).
+   */
+  instance?: 'request';
+  /** Values that may be large travel as a stream of their JSON (rpc-values.ts): arguments, result. */
+  stream?: 'args' | 'result';
+  /** The last argument's `signal` stays with the caller: the Worker stops waiting, the object finishes its bounded wait. */
+  abortable?: true;
+}
+
+/** Every verb of the engine has its crossing: a verb added there fails to compile until it has one here. */
+export const CROSSINGS = {
+  admit: { method: '__flueAdmit', label: 'dispatch()', instance: 'request', stream: 'args' },
+  getInstance: { method: '__flueInstanceInfo', label: 'getAgentInstance()' },
+  history: { method: '__flueHistory', label: 'history', stream: 'result' },
+  childConversations: { method: '__flueChildConversations', label: 'child conversations', stream: 'result' },
+  streamHead: { method: '__flueStreamHead', label: 'stream head' },
+  updates: { method: '__flueUpdates', label: 'updates', stream: 'result', abortable: true },
+  attachment: { method: '__flueAttachment', label: 'attachment' },
+  abort: { method: '__flueAbort', label: 'handle.abort()' },
+  poll: { method: '__fluePoll', label: 'handle.read()', stream: 'result' },
+} as const satisfies { [K in VerbName]: RpcCrossing };
+
+export const VERB_NAMES = Object.keys(CROSSINGS) as VerbName[];
+
+type Crossing<K extends VerbName> = (typeof CROSSINGS)[K];
 type Tail<T extends unknown[]> = T extends [unknown, ...infer Rest] ? Rest : never;
 type PackEach<T extends unknown[]> = { [I in keyof T]: Packed<T[I]> };
 /** The arguments after the instance id (an admission sends its whole request, id included). */
@@ -30,7 +62,7 @@ export function receiveVerb(verb: VerbName): {
   method: string;
   serve(instanceId: string, wire: unknown[], call: (args: unknown[]) => unknown): Promise<unknown>;
 } {
-  const crossing: RpcCrossing = VERBS[verb];
+  const crossing: RpcCrossing = CROSSINGS[verb];
   return {
     method: crossing.method,
     async serve(instanceId, wire, call) {
@@ -45,7 +77,7 @@ export function receiveVerb(verb: VerbName): {
 
 /** The instance id a call addresses. */
 export function instanceOf<K extends VerbName>(verb: K, args: VerbArgs<K>): string {
-  return (VERBS[verb] as RpcCrossing).instance === 'request' ? (args[0] as AdmissionRequest).id : (args[0] as string);
+  return (CROSSINGS[verb] as RpcCrossing).instance === 'request' ? (args[0] as AdmissionRequest).id : (args[0] as string);
 }
 
 /**
@@ -59,7 +91,7 @@ export async function sendVerb<K extends VerbName>(
   args: VerbArgs<K>,
   signal?: AbortSignal,
 ): Promise<RpcEnvelope<VerbResult<K>>> {
-  const crossing: RpcCrossing = VERBS[verb];
+  const crossing: RpcCrossing = CROSSINGS[verb];
   let wire: unknown[] = crossing.instance === 'request' ? [...args] : args.slice(1);
   if (crossing.abortable) {
     const { signal: own, ...options } = wire.at(-1) as { signal?: AbortSignal };

@@ -12,10 +12,10 @@ import type { Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
 import { registerDefaultProviders } from '../runtime/model/providers.ts';
 import { type NextAnswer, readReply } from '../runtime/engine/reply-reader.ts';
 import type { FlueRuntime } from '../runtime/host/runtime.ts';
-import { VERBS, VERB_NAMES, type VerbArgs, type VerbName } from '../runtime/engine/verbs.ts';
+import type { VerbArgs, VerbName } from '../runtime/engine/verbs.ts';
 import type { AgentReply } from '../runtime/common/types.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
-import { type AgentObjectRpc, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
+import { type AgentObjectRpc, CROSSINGS, VERB_NAMES, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
 import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';
 
 export interface FlueAgentEntry {
@@ -85,7 +85,7 @@ function stubFor(config: WorkerConfig, identity: string, instanceId: string, ver
 /** Every verb but `poll` is one RPC to the conversation's object; `read()` is a loop of polls. */
 function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
   const call = <K extends VerbName>(verb: K) => (agentName: string, ...args: VerbArgs<K>) =>
-    callVerb(stubFor(config, agentName, instanceOf(verb, args), VERBS[verb].label), verb, args);
+    callVerb(stubFor(config, agentName, instanceOf(verb, args), CROSSINGS[verb].label), verb, args);
   const verbs = Object.fromEntries(VERB_NAMES.filter((verb) => verb !== 'poll').map((verb) => [verb, call(verb)]));
   return {
     ...(verbs as Omit<FlueRuntime, 'registry' | 'read'>),
@@ -106,7 +106,7 @@ async function readRemote(
   options: ReadOptions = {},
 ): Promise<AgentReply> {
   const { signal } = options;
-  const label = VERBS.poll.label;
+  const label = CROSSINGS.poll.label;
   let stub = stubFor(config, agentName, instanceId, label);
   let failures = 0;
   const next: NextAnswer = async (afterSeq, batches) => {

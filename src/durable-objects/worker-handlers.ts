@@ -10,21 +10,15 @@ import { FlueHttpError } from '../runtime/common/errors.ts';
 import { isDevMode } from '../runtime/common/dev-mode.ts';
 import { renderError } from '../runtime/http/http-errors.ts';
 import { devStatusUrl, fetchBuildError, loadDevSourceMap, withBuildErrorHeader } from '../runtime/host/dev-status.ts';
-
-interface Fetchable {
-  fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
-  scheduled?: unknown;
-}
+import { assertFetchable } from '../runtime/host/app-entry.ts';
 
 export function createFlueWorkerHandlers(options: {
   app: unknown;
   cloudflare?: Record<string, unknown>;
   generatedExports: readonly string[];
 }): Record<string, unknown> {
-  const app = options.app as Fetchable | undefined;
-  if (typeof app !== 'object' || app === null || typeof app.fetch !== 'function') {
-    throw new Error('[flue] app.ts default export must be a Hono app or an object with a fetch(request, env, ctx) method.');
-  }
+  const app = options.app;
+  assertFetchable(app);
   const handlers = options.cloudflare?.default;
   if (handlers !== undefined && (typeof handlers !== 'object' || handlers === null || Array.isArray(handlers))) {
     throw new Error('[flue] cloudflare.ts default export must be an object containing non-HTTP Worker handlers.');

@@ -5,6 +5,7 @@
  */
 import { getCurrentSystemPrompt, getCurrentTools } from '@earendil-works/pi-ai';
 import type { Message, TranscriptContext } from '@earendil-works/pi-ai';
+import { skipUnknown } from '../shared/exhaustive.ts';
 
 export interface WorkersAIToolCall {
   id: string;
@@ -73,6 +74,9 @@ function mapMessage(message: Message): WorkersAIMessage | undefined {
     }
     case 'toolResult':
       return { role: 'tool', content: textOf(message.content), tool_call_id: message.toolCallId, name: message.toolName };
+    default:
+      skipUnknown(message);
+      return undefined;
   }
 }
 

@@ -6,7 +6,8 @@
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InvalidRequestError } from '../runtime/common/errors.ts';
-import { type Fetchable, type RunningHttpServer, serveFetchable } from './http-server.ts';
+import type { Fetchable } from '../runtime/routing.ts';
+import { type RunningHttpServer, serveFetchable } from './http-server.ts';
 
 let server: RunningHttpServer | undefined;
 afterEach(() => {

@@ -11,10 +11,7 @@ import { InvalidRequestError } from '../runtime/common/errors.ts';
 import { renderError } from '../runtime/http/http-errors.ts';
 import { isDevMode } from '../runtime/common/dev-mode.ts';
 import { fetchBuildError, withBuildErrorHeader } from '../runtime/host/dev-status.ts';
-
-export interface Fetchable {
-  fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
-}
+import type { Fetchable } from '../runtime/host/app-entry.ts';
 
 export interface HttpServerOptions {
   port: number;
@@ -30,12 +27,6 @@ export interface RunningHttpServer {
   readonly url: string;
   /** Stops accepting connections and closes idle ones; open streams end with the process. */
   close(): void;
-}
-
-export function assertFetchable(app: unknown, file = 'app.ts'): asserts app is Fetchable {
-  if (typeof app !== 'object' || app === null || typeof (app as Fetchable).fetch !== 'function') {
-    throw new Error(`[flue] ${file} default export must be a Hono app or an object with a fetch(request, env, ctx) method.`);
-  }
 }
 
 export async function serveFetchable(app: Fetchable, options: HttpServerOptions): Promise<RunningHttpServer> {

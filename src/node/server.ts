@@ -7,10 +7,12 @@
 import path from 'node:path';
 import type { Provider } from '../runtime/model/model-types.ts';
 import { devModeFromEnv, setDevMode } from '../runtime/common/dev-mode.ts';
-import { assertFetchable, serveFetchable } from './http-server.ts';
+import { serveFetchable } from './http-server.ts';
+import { assertFetchable } from '../runtime/host/app-entry.ts';
 import { devStatusUrl } from '../runtime/host/dev-status.ts';
 import { type ScheduleRunner, type Schedules, appCronSchedules, startSchedules, validateSchedules } from './schedules.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
+import { hasAdapterVerbs, notAnAdapterMessage } from '../shared/persistence-adapter.ts';
 import { type Flue, type StartAgentEntry, start } from './start.ts';
 
 export const DEFAULT_PORT = 3000;
@@ -129,13 +131,6 @@ function parsePort(value: string | undefined): number {
 }
 
 function assertAdapter(value: unknown): PersistenceAdapter {
-  const adapter = value as Partial<PersistenceAdapter> | null;
-  const ok =
-    typeof adapter === 'object' &&
-    adapter !== null &&
-    typeof adapter.migrate === 'function' &&
-    typeof adapter.connect === 'function' &&
-    typeof adapter.close === 'function';
-  if (!ok) throw new Error("[flue] db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.");
-  return adapter as PersistenceAdapter;
+  if (!hasAdapterVerbs(value)) throw new Error(`[flue] ${notAnAdapterMessage('db.ts')}`);
+  return value as PersistenceAdapter;
 }

@@ -11,6 +11,7 @@
  */
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
 import type { FlueExecutionContext, FlueExecutionOperation, FlueInstrumentation } from '../runtime/common/instrumentation.ts';
+import { skipUnknown } from '../shared/exhaustive.ts';
 
 export interface OtelInstrumentationOptions {
   /** Defaults to the global tracer provider's tracer named `@flue/runtime`, looked up per span. */
@@ -77,10 +78,14 @@ function parentContext(ctx: FlueExecutionContext, submissions: Map<string, Submi
   return attempt === undefined ? active : trace.setSpan(active, attempt.span);
 }
 
+const SPAN_NAMES = {
+  agent: 'flue.submission',
+  model: 'flue.model_call',
+  tool: 'flue.tool_call',
+} as const satisfies Record<FlueExecutionOperation['type'], string>;
+
 function spanName(op: FlueExecutionOperation): string {
-  if (op.type === 'agent') return 'flue.submission';
-  if (op.type === 'model') return 'flue.model_call';
-  return 'flue.tool_call';
+  return SPAN_NAMES[op.type];
 }
 
 function startAttributes(op: FlueExecutionOperation, ctx: FlueExecutionContext): Attributes {
@@ -113,17 +118,25 @@ function startAttributes(op: FlueExecutionOperation, ctx: FlueExecutionContext):
 
 function recordResult(op: FlueExecutionOperation, span: Span, result: unknown, attempt: SubmissionSpan | undefined): void {
   if (typeof result !== 'object' || result === null) return;
-  if (op.type === 'agent') {
-    const outcome = (result as { outcome?: unknown }).outcome;
-    if (typeof outcome === 'string') span.setAttribute('flue.attempt.outcome', outcome);
-    return;
+  switch (op.type) {
+    case 'agent': {
+      const outcome = (result as { outcome?: unknown }).outcome;
+      if (typeof outcome === 'string') span.setAttribute('flue.attempt.outcome', outcome);
+      return;
+    }
+    case 'tool': {
+      const { isError, content } = result as { isError?: unknown; content?: unknown };
+      if (isError === true) span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(typeof content === 'string' ? content : 'the tool call failed') });
+      return;
+    }
+    case 'model':
+      return recordModelResult(span, result as ModelResultShape, attempt);
+    default:
+      return skipUnknown(op);
   }
-  if (op.type === 'tool') {
-    const { isError, content } = result as { isError?: unknown; content?: unknown };
-    if (isError === true) span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(typeof content === 'string' ? content : 'the tool call failed') });
-    return;
-  }
-  const message = result as ModelResultShape;
+}
+
+function recordModelResult(span: Span, message: ModelResultShape, attempt: SubmissionSpan | undefined): void {
   const usage = message.usage;
   if (usage !== undefined) {
     const input = usage.input ?? 0;

@@ -1,17 +1,4 @@
 /** `@flue/runtime/routing`: the HTTP mount of agents. */
 export { createAgentRouter, type AgentRouterOptions } from './http/router.ts';
 
-/**
- * The structural contract of an authored app entry's default export: anything with a compatible
- * `fetch`, a Hono app included. Cloudflare passes bindings as `env` and the ExecutionContext as
- * `ctx`; on Node `ctx` is undefined.
- */
-export interface Fetchable {
-  fetch(request: Request, env?: unknown, ctx?: unknown): Response | Promise<Response>;
-  /**
-   * A cron callback beside `fetch`, fired on the crons of the wrangler file (`triggers.crons`) on
-   * both targets: the Worker's `scheduled` handler on Cloudflare, a timer of the Node server (no
-   * `env` there; `ctx.waitUntil` work is awaited). Define it here or in `cloudflare.ts`, not both.
-   */
-  scheduled?(controller: { readonly cron: string; readonly scheduledTime: number; noRetry(): void }, env?: unknown, ctx?: unknown): unknown;
-}
+export type { Fetchable } from './host/app-entry.ts';

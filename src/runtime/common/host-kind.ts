@@ -3,6 +3,7 @@
  * no `start()`, a Node user has no `wrangler secret`. Set by the host bootstrap, cleared on stop;
  * a message raised before any host decided names both.
  */
+import { unreachable } from '../../shared/exhaustive.ts';
 
 export type HostKind = 'cloudflare' | 'node';
 
@@ -29,7 +30,7 @@ export function registrationHint(): string {
     case undefined:
       return "Register it via start({ agents }) or export it from a 'use agent' module.";
     default:
-      return unreachable(kind);
+      return unreachable(kind, 'host kind');
   }
 }
 
@@ -44,10 +45,6 @@ export function credentialsHint(vars: string): string {
     case undefined:
       return `Set ${vars} (in .dev.vars for flue dev, or the Worker's secrets; on Node, the environment or start({ env }))`;
     default:
-      return unreachable(kind);
+      return unreachable(kind, 'host kind');
   }
-}
-
-function unreachable(kind: never): never {
-  throw new Error(`[flue] Unknown host kind ${String(kind)}.`);
 }

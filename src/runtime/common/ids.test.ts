@@ -70,14 +70,14 @@ describe('ulid', () => {
 
   it('keyedSubmissionId keeps HTTP keys apart: another preimage prefix, the dispatch format unchanged', async () => {
     const dispatched = await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7', 'dispatch');
-    const posted = await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7', 'direct');
+    const posted = await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7', 'http');
     expect(dispatched).toBe(await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7'));
     expect(posted).toBe(
       'sub_ik_' +
         createHash('sha256').update('flue-submission-key/http\nIssueTriage\norder-42\napproval:7', 'utf8').digest('hex').slice(0, 32),
     );
     expect(posted).not.toBe(dispatched);
-    expect(await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7', 'direct')).toBe(posted);
+    expect(await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7', 'http')).toBe(posted);
   });
 });
 

@@ -84,12 +84,12 @@ export async function sha256HexBytes(bytes: Uint8Array<ArrayBuffer>): Promise<st
  * Frozen format: a redelivery after a deploy must derive the same id, so the
  * preimage and truncation never change.
  *
- * Keys posted over HTTP (`'direct'`) hash under their own prefix. An HTTP client picks any key it
+ * Keys posted over HTTP (`'http'`) hash under their own prefix. An HTTP client picks any key it
  * likes, so a shared namespace would let it take a key trusted code uses (an approval route's
  * `approval:<id>`) and turn that code's later, legitimate dispatch into a 409.
  */
-export async function keyedSubmissionId(agent: string, id: string, key: string, transport: 'dispatch' | 'direct' = 'dispatch'): Promise<string> {
-  const domain = transport === 'direct' ? 'flue-submission-key/http' : 'flue-submission-key';
+export async function keyedSubmissionId(agent: string, id: string, key: string, transport: 'dispatch' | 'http' = 'dispatch'): Promise<string> {
+  const domain = transport === 'http' ? 'flue-submission-key/http' : 'flue-submission-key';
   const hex = await sha256Hex(`${domain}\n${agent}\n${id}\n${key}`);
   return `sub_ik_${hex.slice(0, 32)}`;
 }

@@ -5,6 +5,7 @@
  */
 import { sha256HexBytes } from '../common/ids.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
+import { FROZEN_KIND_NAMES, type SubmissionKind } from '../store/sql-store.ts';
 import type { DeliveredMessage } from '../common/types.ts';
 
 export interface PreparedAttachment {
@@ -29,7 +30,7 @@ export function encodeBase64(bytes: Uint8Array): string {
 /** Attachment ids are deterministic (`att_<kind>_<submissionId>_<index>`), so replays converge. */
 export async function prepareAttachments(
   message: DeliveredMessage,
-  kind: 'dispatch' | 'direct',
+  kind: SubmissionKind,
   submissionId: string,
 ): Promise<PreparedAttachment[]> {
   if (message.kind !== 'user' || message.attachments === undefined) return [];
@@ -38,7 +39,7 @@ export async function prepareAttachments(
       const bytes = decodeBase64(attachment.data);
       return {
         ref: {
-          id: `att_${kind}_${submissionId}_${index}`,
+          id: `att_${FROZEN_KIND_NAMES[kind]}_${submissionId}_${index}`,
           type: attachment.type,
           mimeType: attachment.mimeType,
           size: bytes.length,

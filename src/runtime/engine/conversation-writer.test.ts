@@ -177,7 +177,7 @@ describe('ConversationWriter', () => {
   });
 
   it('writes the canonical input record of a delivery, with its origin from the transport', () => {
-    const row = { id: 'sub_9', kind: 'direct', payload: { message: { kind: 'user', body: 'hi' } } } as SubmissionRow;
+    const row = { id: 'sub_9', kind: 'http', payload: { message: { kind: 'user', body: 'hi' } } } as SubmissionRow;
     expect(inputRecord(row)).toMatchObject({ type: 'user_message', messageId: 'msg_in_sub_9', deliveryOrigin: 'http', body: 'hi' });
     const joined = inputRecord({ ...row, kind: 'dispatch', payload: { ...row.payload, fromAgent: true } }, 'sub_1');
     expect(joined).toMatchObject({ joinedInto: 'sub_1', deliveryOrigin: 'agent' });

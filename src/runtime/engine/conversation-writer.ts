@@ -185,6 +185,6 @@ export function inputRecord(row: SubmissionRow, joinedInto?: string): Conversati
 
 /** The transport the submission was admitted through decides its origin, never the payload's sender. */
 function submissionOrigin(row: SubmissionRow): DeliveryOrigin {
-  if (row.kind === 'direct') return 'http';
+  if (row.kind === 'http') return 'http';
   return row.payload.fromAgent === true ? 'agent' : 'app';
 }

@@ -15,6 +15,7 @@ import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
 import { isPlainObject } from '../common/values.ts';
 import type { ResourceSnapshot } from '../authoring/narration.ts';
 import { DOCUMENT_REF_PREFIX } from '../model/documents.ts';
+import { skipUnknown } from '../../shared/exhaustive.ts';
 
 // ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
 
@@ -305,6 +306,8 @@ export class Conversation {
           ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
         });
         return;
+      default:
+        return skipUnknown(record);
     }
   }
 

@@ -38,7 +38,7 @@ import type { ConversationRecord, SubmissionOutcome } from '../store/records.ts'
 import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
-import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import { FROZEN_KIND_NAMES, type SqlStore, type SubmissionKind, type SubmissionPayload, type SubmissionRow } from '../store/sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
@@ -142,7 +142,7 @@ export class ConversationEngine implements ProbedEngine {
       if (existing !== undefined) {
         // A keyed replay converges on the original, even if its own uid condition would now fail.
         if (existing.kind !== kind || !deepEqualJson(existing.payload, payload)) throw new SubmissionConflictError(submissionId);
-        this.emitFor(live, submissionId, 'submission_queued', { kind });
+        this.emitFor(live, submissionId, 'submission_queued', { kind: FROZEN_KIND_NAMES[kind] });
         return { receipt: { submissionId, acceptedAt: existing.acceptedAt, uid: live.conv.uid!, deduplicated: true }, head: -1 };
       }
     }
@@ -162,7 +162,7 @@ export class ConversationEngine implements ProbedEngine {
     this.writer.admit(live, birth, { id: submissionId, kind, payload, acceptedAt }, attachments);
     crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
     if (birth !== undefined) this.view.keep(live);
-    this.emitFor(live, submissionId, 'submission_queued', { kind });
+    this.emitFor(live, submissionId, 'submission_queued', { kind: FROZEN_KIND_NAMES[kind] });
     this.wake(live.stream);
     return { receipt: { submissionId, acceptedAt, uid: live.conv.uid! }, head: live.conv.head };
   }
@@ -329,7 +329,7 @@ export class ConversationEngine implements ProbedEngine {
       timeoutMs: durability.timeoutMs,
     });
     this.emitFor(live, row.id, 'submission_running', {
-      kind: row.kind,
+      kind: FROZEN_KIND_NAMES[row.kind],
       attemptCount: claimed.attemptCount,
       maxAttempts: durability.maxAttempts,
     });
@@ -423,7 +423,7 @@ export class ConversationEngine implements ProbedEngine {
           (interrupted.tools.length ? ` Interrupted tool calls: ${interrupted.tools.join(', ')}.` : ''),
         attributes: {
           submissionId: row.id,
-          kind: row.kind,
+          kind: FROZEN_KIND_NAMES[row.kind],
           reason: reason ?? 'failed',
           ...(interrupted.tools.length ? { interruptedTools: interrupted.tools.join(',') } : {}),
         },

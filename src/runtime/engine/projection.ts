@@ -6,6 +6,7 @@ import { Conversation, type FlueConversationMessage, type FlueConversationSnapsh
 import type { SettlementError } from '../common/errors.ts';
 import type { Batch } from '../store/sql-store.ts';
 import type { ToolLogLine } from '../store/tool-log.ts';
+import { skipUnknown } from '../../shared/exhaustive.ts';
 
 interface Positioned {
   conversationId: string;
@@ -128,8 +129,17 @@ export function projectBatch(
           ...at(),
         });
         break;
-      default:
+      // Not part of the client stream: creation and compaction became a reset above; the rest is
+      // bookkeeping the loop reads back (runs, cycles, narration, child links).
+      case 'conversation_created':
+      case 'compaction':
+      case 'agent_start_run':
+      case 'agent_finish_cycle':
+      case 'resource_snapshot':
+      case 'child_session_retained':
         break;
+      default:
+        skipUnknown(record);
     }
   }
   return chunks;

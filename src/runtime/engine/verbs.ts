@@ -1,10 +1,11 @@
 /**
  * The conversation verbs, declared once: what a host serves for one conversation, with the
- * argument and result types of each and how it crosses the Worker → Durable Object RPC.
+ * argument and result types of each.
  *
- * Everything that lists the verbs is derived from this table: `FlueRuntime` (runtime.ts), the
- * Durable Object's RPC methods (durable-objects/agent-object.ts) and the Worker's client
- * (durable-objects/worker-config.ts). On Node the engine serves them itself: it is the runtime.
+ * Everything that lists the verbs is derived from these signatures: `FlueRuntime` (runtime.ts),
+ * and on Cloudflare the table of how each crosses the Worker → Durable Object RPC
+ * (durable-objects/rpc-verbs.ts), from which the object's RPC methods and the Worker's client
+ * follow. On Node the engine serves them itself: it is the runtime.
  */
 import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
 import type { SettlementError } from '../common/errors.ts';
@@ -115,34 +116,3 @@ export type VerbResult<K extends VerbName> = VerbSignatures[K]['result'];
 export type ConversationVerbs = {
   [K in VerbName]: (agentName: string, ...args: VerbArgs<K>) => VerbResult<K> | Promise<VerbResult<K>>;
 };
-
-/** How one verb crosses the Worker → Durable Object RPC. */
-export interface RpcCrossing {
-  /** The object's method (internal; the name agent classes may not define, see `extend()`). */
-  method: `__flue${string}`;
-  /** How a failed call names the verb to the caller. */
-  label: string;
-  /**
-   * Where the instance id is: the first argument, or the admission request's `id` (which the
-   * object then sets from the id it is addressed by).
-   */
-  instance?: 'request';
-  /** Values that may be large travel as a stream of their JSON (rpc-values.ts): arguments, result. */
-  stream?: 'args' | 'result';
-  /** The last argument's `signal` stays with the caller: the Worker stops waiting, the object finishes its bounded wait. */
-  abortable?: true;
-}
-
-export const VERBS = {
-  admit: { method: '__flueAdmit', label: 'dispatch()', instance: 'request', stream: 'args' },
-  getInstance: { method: '__flueInstanceInfo', label: 'getAgentInstance()' },
-  history: { method: '__flueHistory', label: 'history', stream: 'result' },
-  childConversations: { method: '__flueChildConversations', label: 'child conversations', stream: 'result' },
-  streamHead: { method: '__flueStreamHead', label: 'stream head' },
-  updates: { method: '__flueUpdates', label: 'updates', stream: 'result', abortable: true },
-  attachment: { method: '__flueAttachment', label: 'attachment' },
-  abort: { method: '__flueAbort', label: 'handle.abort()' },
-  poll: { method: '__fluePoll', label: 'handle.read()', stream: 'result' },
-} as const satisfies { [K in VerbName]: RpcCrossing };
-
-export const VERB_NAMES = Object.keys(VERBS) as VerbName[];

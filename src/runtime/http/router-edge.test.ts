@@ -171,7 +171,7 @@ describe('stored attachments', () => {
     const { receipt } = await requireRuntime('test').admit(
       'Echo',
       { id: 'legacy', message: { kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png\r\nx-evil: 1' }] } },
-      'direct',
+      'http',
     );
     const response = await request(mounted(), `${MOUNT}/legacy/attachments/att_direct_${receipt.submissionId}_0`);
     expect(response.status).toBe(200);

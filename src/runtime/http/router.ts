@@ -101,7 +101,7 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
     if (request.message.kind === 'signal' && !signals) throw new SignalNotAcceptedError();
     checkDeliveredMessage(request.message, request.initialData);
     const { runtime, agentName } = target();
-    const { receipt, head } = await runtime.admit(agentName, request, 'direct');
+    const { receipt, head } = await runtime.admit(agentName, request, 'http');
     const streamUrl = conversationUrl(c.req.url);
     // A keyed replay does not know the original's offset; clients then read from the start (delivery.md §3).
     const offset = receipt.deduplicated ? '-1' : formatOffset(head);

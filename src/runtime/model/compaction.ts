@@ -8,6 +8,7 @@ import type { Message, TextContent, ImageContent, ToolCall, Usage } from '@earen
 import type { CompactionConfig } from '../common/types.ts';
 import { DOCUMENT_REF_PREFIX } from './documents.ts';
 import { describeValue } from '../common/values.ts';
+import { skipUnknown } from '../../shared/exhaustive.ts';
 
 // ── Options ───────────────────────────────────────────────────────────────────────────────────
 
@@ -132,6 +133,8 @@ export function estimateTokens(message: Message): number {
       for (const section of Object.values(message.sections ?? {})) chars += section?.length ?? 0;
       if (message.toolsAdded) chars += JSON.stringify(message.toolsAdded).length;
       break;
+    default:
+      skipUnknown(message);
   }
   return Math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS;
 }
@@ -274,6 +277,8 @@ export function serializeConversation(messages: readonly Message[]): string {
       }
       case 'system':
         break;
+      default:
+        skipUnknown(message);
     }
   }
   return parts.join('\n\n');

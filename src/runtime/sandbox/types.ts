@@ -60,17 +60,12 @@ export interface Sandbox {
   resolvePath(p: string): string;
 }
 
-/** What adapters implement: `Sandbox` verbs without `cwd`/`resolvePath`; paths arrive absolute. */
-export interface SandboxDriver {
-  exec(command: string, options: { cwd: string; env?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal }): Promise<ShellResult>;
-  readFile(path: string): Promise<string>;
-  readFileBuffer(path: string): Promise<Uint8Array>;
-  writeFile(path: string, content: string | Uint8Array): Promise<void>;
-  stat(path: string): Promise<FileStat>;
-  readdir(path: string): Promise<string[]>;
-  exists(path: string): Promise<boolean>;
-  mkdir(path: string, options?: MkdirOptions): Promise<void>;
-  rm(path: string, options?: RmOptions): Promise<void>;
+/**
+ * What adapters implement: the `Sandbox` verbs without `cwd`/`resolvePath`; paths arrive absolute,
+ * and `exec` always gets the directory to run in.
+ */
+export interface SandboxDriver extends Omit<Sandbox, 'exec' | 'cwd' | 'resolvePath'> {
+  exec(command: string, options: Omit<ExecOptions, 'cwd'> & { cwd: string }): Promise<ShellResult>;
 }
 
 /** Reported when an aborted exec's underlying command finally settles; its output is discarded. */

@@ -183,6 +183,44 @@ describe('the submission ledger', () => {
   });
 });
 
+describe('the submission kind', () => {
+  const driverOf = (db: DatabaseSync) => ({
+    query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
+    run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
+    transaction: <T>(fn: () => T) => fn(),
+  });
+  const insertRow = (db: DatabaseSync, id: string, kind: string) =>
+    db.exec(`INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status)
+      VALUES ('${id}', (SELECT count(*) FROM flue_submissions), 's', '${kind}', '{"message":{"kind":"user","body":"${id}"}}', 'then', 'queued')`);
+
+  it("a store that holds HTTP submissions as 'direct' reads them as 'http' after migrating, its dispatches unchanged", () => {
+    // A store as the version before the rename left it: the current tables, no migration marker.
+    const db = new DatabaseSync(':memory:');
+    migrate(driverOf(db));
+    db.exec(`DELETE FROM flue_meta WHERE key != 'format_version'`);
+    insertRow(db, 'posted', 'direct');
+    insertRow(db, 'sent', 'dispatch');
+    migrate(driverOf(db));
+    const store = new SqlStore(driverOf(db));
+    expect(store.getSubmission('posted')).toMatchObject({ kind: 'http', payload: { message: { kind: 'user', body: 'posted' } } });
+    expect(store.getSubmission('sent')!.kind).toBe('dispatch');
+    expect(store.openSubmissions('s').map((row) => [row.id, row.kind])).toEqual([
+      ['posted', 'http'],
+      ['sent', 'dispatch'],
+    ]);
+  });
+
+  it('the rewrite runs once per store: later migrations look up its marker instead of scanning the ledger', () => {
+    const db = new DatabaseSync(':memory:');
+    migrate(driverOf(db));
+    // No version writes 'direct' any more; one that appears after the rewrite shows it did not run again.
+    insertRow(db, 'later', 'direct');
+    migrate(driverOf(db));
+    expect(db.prepare(`SELECT kind FROM flue_submissions WHERE id = 'later'`).get()).toEqual({ kind: 'direct' });
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+  });
+});
+
 describe('the row guard', () => {
   it('counts strings as UTF-8 and refuses statements over the platform row limit, naming the table', async () => {
     expect(() => guardStatement('INSERT INTO t (a) VALUES (?)', ['a'.repeat(MAX_STATEMENT_BYTES)])).not.toThrow();
