@@ -193,14 +193,11 @@ describe('the submission kind', () => {
     db.exec(`INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status)
       VALUES ('${id}', (SELECT count(*) FROM flue_submissions), 's', '${kind}', '{"message":{"kind":"user","body":"${id}"}}', 'then', 'queued')`);
 
-  it("a store that holds HTTP submissions as 'direct' reads them as 'http' after migrating, its dispatches unchanged", () => {
-    // A store as the version before the rename left it: the current tables, no migration marker.
+  it("rows an earlier version stored as 'direct' read as 'http', its dispatches unchanged", () => {
     const db = new DatabaseSync(':memory:');
     migrate(driverOf(db));
-    db.exec(`DELETE FROM flue_meta WHERE key != 'format_version'`);
     insertRow(db, 'posted', 'direct');
     insertRow(db, 'sent', 'dispatch');
-    migrate(driverOf(db));
     const store = new SqlStore(driverOf(db));
     expect(store.getSubmission('posted')).toMatchObject({ kind: 'http', payload: { message: { kind: 'user', body: 'posted' } } });
     expect(store.getSubmission('sent')!.kind).toBe('dispatch');
@@ -210,14 +207,17 @@ describe('the submission kind', () => {
     ]);
   });
 
-  it('the rewrite runs once per store: later migrations look up its marker instead of scanning the ledger', () => {
+  it("an HTTP submission is stored as 'direct', as every earlier version wrote it, so a rolled-back runtime reads its rows", () => {
     const db = new DatabaseSync(':memory:');
     migrate(driverOf(db));
-    // No version writes 'direct' any more; one that appears after the rewrite shows it did not run again.
-    insertRow(db, 'later', 'direct');
-    migrate(driverOf(db));
-    expect(db.prepare(`SELECT kind FROM flue_submissions WHERE id = 'later'`).get()).toEqual({ kind: 'direct' });
-    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+    const store = new SqlStore(driverOf(db));
+    store.insertSubmission({ id: 'posted', stream: 's', kind: 'http', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
+    store.insertSubmission({ id: 'sent', stream: 's', kind: 'dispatch', payload: { message: { kind: 'user', body: 'y' } }, acceptedAt: 'now' });
+    expect(db.prepare(`SELECT id, kind FROM flue_submissions ORDER BY ord`).all()).toEqual([
+      { id: 'posted', kind: 'direct' },
+      { id: 'sent', kind: 'dispatch' },
+    ]);
+    expect(store.getSubmission('posted')!.kind).toBe('http');
   });
 });
 

@@ -100,15 +100,6 @@ const SCHEMA = [
    )`,
 ];
 
-/**
- * Rewrites of stored data, in order. Each runs once per store, in the migration's transaction, and
- * is remembered in `flue_meta` under its key, so a wake costs one lookup rather than a table scan.
- */
-const DATA_MIGRATIONS: readonly { key: string; statements: readonly string[] }[] = [
-  // HTTP submissions were stored with kind 'direct' before the kind was named for its transport.
-  { key: 'migration:submission_kind_http', statements: [`UPDATE flue_submissions SET kind = 'http' WHERE kind = 'direct'`] },
-];
-
 /** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
 export function migrate(driver: SqlDriver): void {
   driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
@@ -123,12 +114,6 @@ export function migrate(driver: SqlDriver): void {
     throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
   }
   for (const statement of SCHEMA) driver.run(statement);
-  const applied = new Set(driver.query(`SELECT key FROM flue_meta WHERE key LIKE 'migration:%'`).map((row) => String(row.key)));
-  for (const migration of DATA_MIGRATIONS) {
-    if (applied.has(migration.key)) continue;
-    for (const statement of migration.statements) driver.run(statement);
-    driver.run(`INSERT INTO flue_meta (key, value) VALUES (?, 'applied')`, migration.key);
-  }
 }
 
 /** How a submission was admitted: `dispatch()` (in process, or over a Worker's RPC) or a POST to the agent router. */
@@ -136,11 +121,12 @@ export type SubmissionKind = 'dispatch' | 'http';
 
 /**
  * The kind where its name is frozen, as it was spelled before HTTP submissions were called
- * `'http'`: the `kind` of the `submission_queued` and `submission_running` events (public, typed
- * `'dispatch' | 'direct'`), the `kind` attribute of the advisory signal a failed or aborted
- * submission leaves in the log (the model and clients read it), and the segment of attachment ids
- * (`att_<segment>_<submission id>_<n>`), which a keyed replay compares with the ids its original
- * stored.
+ * `'http'`: the ledger's `kind` column (so a store stays readable by the version before, after a
+ * rollback, and needs no rewrite), the `kind` of the `submission_queued` and `submission_running`
+ * events (public, typed `'dispatch' | 'direct'`), the `kind` attribute of the advisory signal a
+ * failed or aborted submission leaves in the log (the model and clients read it), and the segment
+ * of attachment ids (`att_<segment>_<submission id>_<n>`), which a keyed replay compares with the
+ * ids its original stored.
  */
 export const FROZEN_KIND_NAMES = { dispatch: 'dispatch', http: 'direct' } as const satisfies Record<SubmissionKind, string>;
 export type SubmissionStatus = 'queued' | 'running' | 'joined' | 'settled';
@@ -183,7 +169,7 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
     ord: Number(row.ord),
     id: String(row.id),
     stream: String(row.stream),
-    kind: row.kind as SubmissionKind,
+    kind: row.kind === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch',
     payload: JSON.parse(payload) as SubmissionPayload,
     acceptedAt: String(row.accepted_at),
     status: row.status as SubmissionStatus,
@@ -345,7 +331,7 @@ export class SqlStore {
       input.id,
       this.nextOrd(input.stream),
       input.stream,
-      input.kind,
+      FROZEN_KIND_NAMES[input.kind],
       this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
     );
