@@ -5,7 +5,7 @@
  * store, keyed deterministically by the delegating stream, the step that issued the call and the
  * call id: `tasks/<parent stream>/<step id>/<tool call id>`. The child is born (its
  * `conversation_created` and the task prompt) in the same transaction as a
- * `child_session_retained` record on the parent (the writer's `openChild`), then driven by the
+ * `child_session_retained` record on the parent (the response writer's `openChild`), then driven by the
  * same response loop as the main conversation over the child's stream, inside the parent's
  * attempt and budget: its records carry the parent's submission and attempt, and the parent's
  * deadline applies.
