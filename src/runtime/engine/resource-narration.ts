@@ -1,10 +1,10 @@
 /**
- * What the model is told about its resources at a turn boundary (skills-subagents-mcp.md §4): the
- * render is compared with the last narrated snapshot. First contact records the baseline silently
- * (the prompt catalogs are rendered from it). Otherwise an instruction change is marked with an
- * `instructions` signal, and a sandbox presence flip is restated by one `environment` signal that
- * supersedes the boundary's `resources` deltas. Signals and the new snapshot are one batch;
- * framework signals never move the `useDelivery()` cursor.
+ * What the model is told about its resources at a turn boundary: the render is compared with the
+ * last narrated snapshot. First contact records the baseline silently (the prompt catalogs are
+ * rendered from it). Otherwise an instruction change is marked with an `instructions` signal, and
+ * a sandbox presence flip is restated by one `environment` signal that supersedes the boundary's
+ * `resources` deltas. Signals and the new snapshot are one batch; framework signals never move the
+ * `useDelivery()` cursor.
  */
 import type { Conversation } from './conversation.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
@@ -38,6 +38,7 @@ export function narrateResourceChanges({
     instructions: rendered.instructions,
     sandbox: sandbox !== undefined,
   });
+  // Narration and the frozen prompt catalogs (skills-subagents-mcp.md §4).
   const previous = conv.resourceSnapshot;
   if (previous === undefined || conv.resourceBaseline === undefined) return [{ type: 'resource_snapshot', baseline: true, snapshot: current }];
   if (sameSnapshot(previous, current)) return [];

@@ -1,9 +1,8 @@
 /**
- * The hook seams of a response (agents-and-hooks.md §6): `useResponseStart` and
- * `useResponseFinish` (synchronous, they contribute message metadata), `useAgentStart` per
- * delivery and `useAgentFinish` at would-stop points (async, they may append messages and get a
- * harness scoped to the callback). Each seam returns the records it decided; the loop commits them
- * with the state writes the callbacks made.
+ * The hook seams of a response: `useResponseStart` and `useResponseFinish` (synchronous, they
+ * contribute message metadata), `useAgentStart` per delivery and `useAgentFinish` at would-stop
+ * points (async, they may append messages and get a harness scoped to the callback). Each seam
+ * returns the records it decided; the loop commits them with the state writes the callbacks made.
  */
 import { type ResponseInfo, deepMerge } from './conversation.ts';
 import { parseAppendMessage } from './delivered-message.ts';

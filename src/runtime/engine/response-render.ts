@@ -1,9 +1,8 @@
 /**
  * The agent's render for one response: the scope its hooks see (the delivery with its attachment
  * bytes, persistent state through the pending writes, data writers, `useDispatchMessage()`), and
- * the model, thinking level and compaction latched by the first render of the attempt
- * (agents-and-hooks.md §5). A delegate renders its subagent instead, with the model latched from
- * the parent turn's.
+ * the model, thinking level and compaction latched by the first render of the attempt. A delegate
+ * renders its subagent instead, with the model latched from the parent turn's.
  */
 import { type AttachmentBytes, deliveryWithAttachments } from './attachment-hydration.ts';
 import type { LiveConversation } from './conversation-view.ts';
@@ -65,6 +64,7 @@ export class ResponseRender {
     };
     const result = render(agent, { kind: 'root', scope, props: { id: live.instanceId } });
     this.dataWriterNames = result.dataWriterNames;
+    // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
     if (this.latched === undefined) {
       if (result.model === undefined) {
         throw new AgentDefinitionError('model_required', `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`, {

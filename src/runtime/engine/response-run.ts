@@ -160,7 +160,7 @@ export class ResponseRun {
         if (!this.conv.startRuns.has(joined.id)) await this.agentStart(joined.id);
       }
     }
-    /** The last turn this attempt streamed: the tool batch its step issued runs fresh. */
+    // The last turn this attempt streamed: the tool batch its step issued runs fresh.
     let issued: IssuedTurn | undefined;
     let progressed = false;
     for (;;) {
@@ -176,13 +176,14 @@ export class ResponseRun {
         // issued them. Any other batch was left unresolved by a crash: it is recovered against a
         // new render, a turn boundary of this attempt (the environment that recovered `task`
         // children share is brought in line with the render first).
-        const fresh = issued?.stepId === batch.stepId;
-        const against = fresh ? issued! : issuedBy(await this.renderWithEnvironment());
+        const own = issued?.stepId === batch.stepId ? issued : undefined;
+        const against = own ?? issuedBy(await this.renderWithEnvironment());
         const results = await runToolBatch(
           {
             batch,
-            fresh,
-            ...against,
+            fresh: own !== undefined,
+            tools: against.tools,
+            subagents: against.subagents,
             attempt: this.attempt,
             site: this.site,
             environment: this.environment,

@@ -1,7 +1,7 @@
 /**
- * Where a response runs, as the things outside the log are told: log lines (events.md §4),
- * interceptors (the ids `observe()` events carry) and the crash probe. A delegated task's response
- * says which task and session it runs for.
+ * Where a response runs, as the things outside the log are told: log lines, interceptors (the ids
+ * `observe()` events carry) and the crash probe. A delegated task's response says which task and
+ * session it runs for.
  */
 import type { LiveConversation } from './conversation-view.ts';
 import { createLogger } from '../common/events.ts';

@@ -4,7 +4,7 @@
  * the batch is fresh (its step completed in this attempt) or recovered (a crash left it
  * unresolved): a recovered `task` call resumes its child conversation, a recovered durable tool
  * re-runs with its finished steps replayed, and any other recovered call gets the interrupted
- * marker (durability.md §6.2).
+ * marker.
  *
  * The tool chain, one verb per layer: `runToolBatch` (a step's calls) → `callTool` (one call, with
  * the conversation's logs, step memos and probe points) → `dispatchToolCall` (tool-dispatch.ts,
