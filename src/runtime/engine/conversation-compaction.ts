@@ -21,49 +21,67 @@ import { OperationFailedError } from '../common/errors.ts';
 import { intercept } from '../common/instrumentation.ts';
 import { newId } from '../common/ids.ts';
 import { getModels, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
-import type { RunContext } from './run-context.ts';
+import type { Conversation } from './conversation.ts';
+import type { LatchedModel } from './response-render.ts';
+import type { ResponseSite } from './response-site.ts';
+import type { ConversationRecord } from '../store/records.ts';
 import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
 
-/** The threshold trigger, checked when a turn loop reaches a would-stop point. */
-export async function maybeCompactAfterTurn(run: RunContext): Promise<void> {
-  const config = run.model?.compaction;
-  if (config === false || run.model === undefined || run.conv.compactedSinceLastStep) return;
-  const model = resolveModel(run.model.spec);
-  if (model.contextWindow <= 0) return;
-  const last = lastAnswer(run.conv.modelContext());
-  if (last === undefined) return;
+/** What compaction reads: the conversation and the model the response latched. */
+export interface CompactionInput {
+  conv: Conversation;
+  model: LatchedModel;
+  signal: AbortSignal;
+  site: ResponseSite;
+}
+
+/**
+ * The threshold trigger, checked when a turn loop reaches a would-stop point: the compaction
+ * batch when the last answer's context nears the window; empty otherwise.
+ */
+export async function compactAfterTurn(input: Omit<CompactionInput, 'model'> & { model: LatchedModel | undefined }): Promise<ConversationRecord[]> {
+  const { conv, model: latched } = input;
+  const config = latched?.compaction;
+  if (config === false || latched === undefined || conv.compactedSinceLastStep) return [];
+  const model = resolveModel(latched.spec);
+  if (model.contextWindow <= 0) return [];
+  const last = lastAnswer(conv.modelContext());
+  if (last === undefined) return [];
   const settings = resolveCompactionSettings(config, model);
-  if (!shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow: model.contextWindow, reserveTokens: settings.reserveTokens })) return;
+  if (!shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow: model.contextWindow, reserveTokens: settings.reserveTokens })) return [];
   try {
-    await compactConversation(run, 'threshold');
+    return (await compactConversation({ ...input, model: latched }, 'threshold')) ?? [];
   } catch (error) {
     // Automatic compaction is best effort: the conversation goes on uncompacted.
-    run.logger({ compaction: 'threshold' }).warn('[flue:compaction] automatic compaction failed', { error: error as Error });
+    input.site.logger({ compaction: 'threshold' }).warn('[flue:compaction] automatic compaction failed', { error: error as Error });
+    return [];
   }
 }
 
-export async function compactConversation(run: RunContext, _reason: 'threshold' | 'overflow'): Promise<boolean> {
-  const spec = run.model!.spec;
-  const config = run.model!.compaction || undefined;
+/** The compaction batch: the summary and the prompt's rebaseline; undefined when nothing can be cut. */
+export async function compactConversation(input: CompactionInput, _reason: 'threshold' | 'overflow'): Promise<ConversationRecord[] | undefined> {
+  const { conv, site, signal } = input;
+  const spec = input.model.spec;
+  const config = input.model.compaction || undefined;
   const sessionModel = resolveModel(spec);
   const settings = resolveCompactionSettings(config, sessionModel);
   const summarizer = settings.model === undefined ? sessionModel : resolveModel(settings.model);
-  const entries = run.conv.compactableEntries();
+  const entries = conv.compactableEntries();
   const messages = entries.map((entry) => entry.message);
   const cut = findCutPoint(messages, settings.keepRecentTokens);
-  if (cut === null) return false;
+  if (cut === null) return undefined;
   let usage = emptyUsage();
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
     const request = buildSummaryRequest({ messages: part, ...(previousSummary === undefined ? {} : { previousSummary }), ...(prefix ? { splitTurn: true } : {}) });
     const turnId = newId('msg');
     const reply = await intercept(
-      () => [{ type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id }, { ...run.executionContext(), turnId }],
+      () => [{ type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id }, { ...site.executionContext(), turnId }],
       () =>
         getModels().completeSimple(
           summarizer,
           { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
           {
-            signal: run.signal,
+            signal,
             maxTokens: Math.max(256, summaryMaxTokens(settings.reserveTokens, prefix)),
             ...(summarizer.reasoning ? { reasoning: 'high' as const } : {}),
           },
@@ -77,7 +95,7 @@ export async function compactConversation(run: RunContext, _reason: 'threshold' 
   };
   const splitAt = cut.splitTurnStart ?? cut.firstKeptIndex;
   const history = messages.slice(0, splitAt);
-  let summary = history.length > 0 ? await summarize(history, false, run.conv.previousSummary) : (run.conv.previousSummary ?? '');
+  let summary = history.length > 0 ? await summarize(history, false, conv.previousSummary) : (conv.previousSummary ?? '');
   if (cut.splitTurnStart !== undefined) {
     summary = joinSplitSummary(summary, await summarize(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), true));
   }
@@ -85,8 +103,8 @@ export async function compactConversation(run: RunContext, _reason: 'threshold' 
   // The recomposed prompt rebaselines the skill catalog and agent roster to what the model was last
   // told, in the same batch as the summary: the narration snapshot and the prompt agree again, and
   // the summarized add/remove signals stop mattering (skills-subagents-mcp.md §4).
-  const narrated = run.conv.resourceSnapshot;
-  run.commit([
+  const narrated = conv.resourceSnapshot;
+  return [
     {
       type: 'compaction',
       summary,
@@ -96,8 +114,7 @@ export async function compactConversation(run: RunContext, _reason: 'threshold' 
       ts: new Date().toISOString(),
     },
     ...(narrated === undefined ? [] : [{ type: 'resource_snapshot' as const, baseline: true, snapshot: narrated }]),
-  ]);
-  return true;
+  ];
 }
 
 function lastAnswer(messages: Message[]): AssistantMessage | undefined {

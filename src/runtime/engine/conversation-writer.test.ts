@@ -166,12 +166,12 @@ describe('ConversationWriter', () => {
         } as ConversationRecord,
       };
     };
-    const child = writer.openChild(parent, stream, birthOf);
+    const child = writer.openChild({ parent, stream, birth: birthOf });
     expect(child.conv.conversationId).toBe('conv_child');
     expect(parent.conv.children.map((ref) => ref.stream)).toEqual([stream]);
     expect(view.childConversationId(stream)).toBe('conv_child');
     expect(store.getStream(stream)).toMatchObject({ agent: 'Agent', instanceId: 'a1' });
-    const again = writer.openChild(parent, stream, birthOf);
+    const again = writer.openChild({ parent, stream, birth: birthOf });
     expect(again.conv.conversationId).toBe('conv_child');
     expect(births).toBe(1);
   });

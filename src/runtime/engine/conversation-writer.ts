@@ -28,6 +28,12 @@ export interface StepMemo {
   record(step: string, value: unknown): void;
 }
 
+/** A new child conversation's first records, and the record on its parent that says where it lives. */
+export interface ChildBirth {
+  records: ConversationRecord[];
+  retained: ConversationRecord;
+}
+
 export class ConversationWriter {
   private readonly store: SqlStore;
   /** Whose folds this writer advances as its batches commit. */
@@ -127,11 +133,7 @@ export class ConversationWriter {
    * A child conversation's fold. One that does not exist yet is born from `birth()` (its records),
    * in the same transaction as `retained` on the parent: the record that says where it lives.
    */
-  openChild(
-    parent: LiveConversation,
-    stream: string,
-    birth: () => { records: ConversationRecord[]; retained: ConversationRecord },
-  ): LiveConversation {
+  openChild({ parent, stream, birth }: { parent: LiveConversation; stream: string; birth: () => ChildBirth }): LiveConversation {
     const child = new LiveConversation(stream, parent.agentName, parent.instanceId);
     for (const batch of this.view.batches(stream, -1)) child.conv.apply(batch);
     if (child.conv.created) return child;

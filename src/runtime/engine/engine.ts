@@ -333,7 +333,15 @@ export class ConversationEngine implements ProbedEngine {
       attemptCount: claimed.attemptCount,
       maxAttempts: durability.maxAttempts,
     });
-    const run = new ResponseRun(this, this.view, this.writer, live, claimed, agent, this.sliceBudgetMs === undefined ? undefined : Date.now() + this.sliceBudgetMs);
+    const run = new ResponseRun({
+      engine: this,
+      view: this.view,
+      writer: this.writer,
+      live,
+      row: claimed,
+      agent,
+      ...(this.sliceBudgetMs === undefined ? {} : { sliceDeadline: Date.now() + this.sliceBudgetMs }),
+    });
     this.runs.set(live.stream, run);
     // The deadline ends a running attempt too, not only at turn boundaries: a model call or a tool
     // that never answers is aborted with the timeout, and the attempt settles the submission.

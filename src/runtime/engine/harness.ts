@@ -155,7 +155,7 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
   }
 
   function prompt(text: string, options: PromptOptions<v.GenericSchema | undefined> = {}): CallHandle<PromptResponse | PromptResultResponse<unknown>> {
-    const { promise, controller } = operate('prompt', [options.signal], (signal) => runPrompt(deps, scratch, text, options, signal));
+    const { promise, controller } = operate('prompt', [options.signal], (signal) => runPrompt({ deps, scratch, text, options, signal }));
     return Object.assign(promise, {
       signal: controller.signal,
       abort(reason?: unknown) {
@@ -186,13 +186,20 @@ const RESULT_FOOTER =
   '\n\nWhen you are done, call the `finish` tool with the result; its arguments are validated against the required schema. ' +
   'If you cannot produce the result, call `give_up` with the reason. Do not answer in plain text.';
 
-async function runPrompt(
-  deps: HarnessDeps,
-  scratch: Message[],
-  text: string,
-  options: PromptOptions<v.GenericSchema | undefined>,
-  signal: AbortSignal,
-): Promise<PromptResponse | PromptResultResponse<unknown>> {
+/** One `prompt()` of the scratch conversation: turns, and the calls they make, until it answers. */
+async function runPrompt({
+  deps,
+  scratch,
+  text,
+  options,
+  signal,
+}: {
+  deps: HarnessDeps;
+  scratch: Message[];
+  text: string;
+  options: PromptOptions<v.GenericSchema | undefined>;
+  signal: AbortSignal;
+}): Promise<PromptResponse | PromptResultResponse<unknown>> {
   const render = deps.render();
   const model = resolveModel(options.model ?? deps.modelSpec);
   const modelInfo = { provider: model.provider, id: model.id };

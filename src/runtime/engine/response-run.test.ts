@@ -8,8 +8,7 @@ import { ConversationWriter } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { defineTool } from '../authoring/define-tool.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
-import { ResponseRun } from './response-run.ts';
-import type { RunEngine } from './run-context.ts';
+import { ResponseRun, type RunEngine } from './response-run.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 import type { Agent } from '../authoring/identity.ts';
 
@@ -59,7 +58,7 @@ const engine: RunEngine = {
   env: {},
   isStopping: false,
   get probed() {
-    return { store, stop: async () => {} };
+    return { stop: async () => {} };
   },
   dispatchFromAgent: async (_live, message) => {
     dispatched.push(message);
@@ -95,7 +94,7 @@ function claimed(body = 'go'): { live: LiveConversation; row: SubmissionRow } {
   return { live, row };
 }
 
-const run = (live: LiveConversation, row: SubmissionRow) => new ResponseRun(engine, view, writer, live, row, Worker as Agent);
+const run = (live: LiveConversation, row: SubmissionRow) => new ResponseRun({ engine, view, writer, live, row, agent: Worker as Agent });
 
 function records(live: LiveConversation): ConversationRecord[] {
   return store.readBatches(live.stream, -1).flatMap((batch) => batch.records);

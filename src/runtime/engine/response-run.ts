@@ -3,132 +3,145 @@
  * first attempt and a recovery after a crash are the same code: apply the input if it is not
  * applied, run the start seam if it did not commit, close an interrupted stream, repair an
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
- * "Lifecycle order of one response"; durability.md §6).
+ * "Lifecycle order of one response"; durability.md §6). `execute()` is that order.
  *
- * The loop and the turn live here; its parts live beside it: the streamed step and its flush
- * policy (turn-stream.ts), the tool batch (tool-batch.ts, over the `dispatchToolCall` the harness
- * shares), the hook seams (response-hooks.ts) and delegated tasks (task-run.ts). They see the run
- * as a `RunContext` (run-context.ts); every write goes through the conversation writer.
+ * The loop decides nothing a part decides: each part is a function of what it is handed and
+ * returns what it decided — the turn stream (turn-stream.ts) the completed step, the tool batch
+ * (tool-batch.ts) its `tool_results`, the hook seams (response-hooks.ts) their records, compaction
+ * (conversation-compaction.ts) its batch, the narration (resource-narration.ts) its signals — and
+ * the loop commits it. A part that must write while it runs (streamed deltas, step memos, child
+ * conversations, data writes) gets the response's narrow writer (response-writer.ts).
  */
-import type { Message } from '@earendil-works/pi-ai';
-import { encodeBase64 } from './attachments.ts';
-import { compactConversation, maybeCompactAfterTurn } from './conversation-compaction.ts';
-import { ATTACHMENT_DATA_PREFIX, withOrigin } from './conversation.ts';
+import { compactAfterTurn, compactConversation } from './conversation-compaction.ts';
 import { type ConversationWriter, inputRecord } from './conversation-writer.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
-import { DOCUMENT_REF_PREFIX, DocumentPlacement } from '../model/documents.ts';
-import { jsonNormalize } from '../common/values.ts';
-import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
-import { AgentDefinitionError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError, abortError } from '../common/errors.ts';
-import { createLogger } from '../common/events.ts';
-import type { FlueExecutionContext } from '../common/instrumentation.ts';
-import { type HarnessDeps, createHarness } from './harness.ts';
-import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from '../authoring/narration.ts';
-import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from '../authoring/subagents.ts';
-import { runTaskCall } from './task-run.ts';
-import { type ResolvedMcpConnections, resolveMcpConnections } from '../mcp/resolve.ts';
-import { type WorkspaceContext, discoverWorkspace, withWorkspaceContext } from '../skills/workspace-context.ts';
 import { AgentSandbox } from './agent-sandbox.ts';
-import type { Sandbox } from '../sandbox/types.ts';
-import type { Agent } from '../authoring/identity.ts';
-import { deepEqualJson, newId } from '../common/ids.ts';
-import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
-import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
-import type { ConversationRecord } from '../store/records.ts';
-import { type RenderResult, type RenderScope, render, renderDelegate } from '../authoring/render.ts';
-import { runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
-import type { Delegation, DelegateRun, RunContext, RunEngine } from './run-context.ts';
+import { AttachmentBytes, hydrateAttachments } from './attachment-hydration.ts';
+import { AttemptAbort } from './attempt-abort.ts';
+import { AttemptResources } from './attempt-resources.ts';
+import { createHarness } from './harness.ts';
+import { PendingState } from './pending-state.ts';
+import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
+import { ResponseRender } from './response-render.ts';
+import { ResponseSite } from './response-site.ts';
+import { ResponseWriter } from './response-writer.ts';
+import { narrateMcpUnavailable, narrateResourceChanges } from './resource-narration.ts';
 import { RunYield } from './run-signals.ts';
-import type { SubmissionRow } from '../store/sql-store.ts';
-import { MAX_STATE_VALUE_BYTES, checkSize, jsonSize } from '../common/limits.ts';
 import { systemPrompt } from './system-prompt.ts';
+import { type DelegatingResponse, type Delegation, runTaskCall } from './task-run.ts';
 import { runToolBatch } from './tool-batch.ts';
 import { frameworkTools } from './tool-dispatch.ts';
 import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
-import type { Delivery, FlueHarness, FlueLogger } from '../common/types.ts';
+import { DocumentPlacement } from '../model/documents.ts';
+import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
+import { resolveDurability } from '../authoring/durability-config.ts';
+import type { Agent } from '../authoring/identity.ts';
+import type { RenderResult } from '../authoring/render.ts';
+import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from '../authoring/subagents.ts';
+import { DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError } from '../common/errors.ts';
+import type { FlueExecutionContext } from '../common/instrumentation.ts';
+import { newId } from '../common/ids.ts';
+import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
+import type { ProbedEngine } from '../store/crash-probe.ts';
+import type { SubmissionRow } from '../store/sql-store.ts';
+import type { DeliveredMessageInput, DispatchReceipt, FlueHarness } from '../common/types.ts';
 
 export { RunStopped, RunYield } from './run-signals.ts';
 
-export class ResponseRun implements RunContext {
-  readonly engine: RunEngine;
-  readonly writer: ConversationWriter;
-  readonly view: ConversationView;
-  readonly live: LiveConversation;
-  readonly row: SubmissionRow;
-  readonly agent: Agent;
-  private readonly controller = new AbortController();
-  abortReason: unknown;
-  /** Pending `usePersistentState` writes; they commit with the next tool batch or hook seam. */
-  private readonly stateWrites = new Map<string, unknown>();
-  /** Model, thinking level and compaction as latched by the first render of this attempt. */
-  model: RenderResult['model'];
-  private dataWriterNames: readonly string[] | undefined;
-  readonly freshSteps = new Set<string>();
-  lastTools = new Map<string, ToolDefinition>();
-  private plannedMessageId = newId('msg');
-  startMetadata: Record<string, unknown> | undefined;
-  private consecutiveErrors = 0;
-  private readonly attachmentCache = new Map<string, string>();
+/** What a run asks of the engine that started it (the engine implements it). */
+export interface RunEngine {
+  readonly env: Record<string, unknown>;
+  /** A drain finishes the response in progress; queued deliveries wait for the next start. */
+  readonly isStopping: boolean;
+  /** What the crash probe is told reached a point. */
+  readonly probed: ProbedEngine;
+  /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
+  dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt>;
+  emitFor(live: LiveConversation, submissionId: string | undefined, type: string, payload?: Record<string, unknown>): void;
+}
+
+export interface ResponseRunOptions {
+  engine: RunEngine;
+  view: ConversationView;
+  writer: ConversationWriter;
+  live: LiveConversation;
+  /** The leader's submission row, as claimed for this attempt. */
+  row: SubmissionRow;
+  agent: Agent;
+  /** When the wake's wall-time slice ends: past it the response yields at a turn boundary. */
+  sliceDeadline?: number;
+  /** Set when this run drives a delegated task's child conversation (task-run.ts). */
+  delegation?: Delegation;
+}
+
+/** A turn whose step this attempt completed: what the tool batch that step issued runs against. */
+interface IssuedTurn {
+  stepId: string;
+  tools: ReadonlyMap<string, ToolDefinition>;
+  subagents: readonly SubagentDefinition[];
+}
+
+export class ResponseRun {
+  private readonly options: ResponseRunOptions;
+  private readonly live: LiveConversation;
+  private readonly row: SubmissionRow;
+  private readonly attempt = new AttemptAbort();
+  private readonly state: PendingState;
+  private readonly out: ResponseWriter;
+  private readonly renderer: ResponseRender;
+  private readonly resources = new AttemptResources();
+  private readonly site: ResponseSite;
+  private readonly bytes: AttachmentBytes;
   /** The agent's environment; a delegate shares its parent's. */
-  readonly environment: AgentSandbox;
-  /** Set when this run drives a delegated task's child conversation. */
-  private readonly delegate: Delegation | undefined;
+  private readonly environment: AgentSandbox;
   /** Delegation depth of this conversation (the main conversation is 0). */
-  readonly depth: number;
-  /** This conversation's session name: `'default'` for the main one, `task:…` for a delegate's. */
-  readonly session: string;
-  /** Where attachment bytes live: the root conversation's stream (a delegate forwards refs). */
-  readonly attachmentStream: string;
-  /** This attempt's MCP connections, resolved once from the first render that declares any. */
-  private mcp: Promise<ResolvedMcpConnections> | undefined;
-  private workspace: { sandbox: Sandbox; context: Promise<WorkspaceContext>; resolved?: WorkspaceContext } | undefined;
-  /** The live roster of the latest turn's render (what `task` calls resolve against). */
-  subagents: readonly SubagentDefinition[] = [];
+  private readonly depth: number;
+  /** The response message's id until its first step commits one. */
+  private readonly plannedMessageId = newId('msg');
+  /** The model-error policy of the turns: retries in a row, and the one compaction an overflow gets. */
+  private consecutiveErrors = 0;
   private overflowRetried = false;
 
-  private readonly sliceDeadline: number | undefined;
-  private progressed = false;
-
-  constructor(
-    engine: RunEngine,
-    view: ConversationView,
-    writer: ConversationWriter,
-    live: LiveConversation,
-    row: SubmissionRow,
-    agent: Agent,
-    sliceDeadline?: number,
-    delegate?: Delegation,
-  ) {
-    this.engine = engine;
-    this.view = view;
-    this.writer = writer;
+  constructor(options: ResponseRunOptions) {
+    const { engine, view, writer, live, row, agent, delegation } = options;
+    this.options = options;
     this.live = live;
     this.row = row;
-    this.agent = agent;
-    this.sliceDeadline = sliceDeadline;
-    this.delegate = delegate;
-    this.depth = delegate?.depth ?? 0;
-    this.session = delegate?.session ?? 'default';
-    this.attachmentStream = delegate?.attachmentStream ?? live.stream;
-    this.model = delegate?.model;
-    this.environment = delegate?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
+    this.depth = delegation?.depth ?? 0;
+    this.environment = delegation?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
+    this.state = new PendingState(() => view.stateOf(live));
+    this.out = new ResponseWriter({ writer, live, state: this.state });
+    // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
+    this.bytes = new AttachmentBytes(view, delegation?.attachmentStream ?? live.stream);
+    this.site = new ResponseSite({ live, submissionId: row.id, env: engine.env, probed: engine.probed, ...(delegation === undefined ? {} : { task: delegation }) });
+    this.renderer = new ResponseRender({
+      agent,
+      live,
+      submissionId: row.id,
+      responseMessageId: () => this.responseMessageId,
+      state: this.state,
+      bytes: this.bytes,
+      writer: this.out,
+      dispatch: (message) => engine.dispatchFromAgent(live, message),
+      ...(delegation === undefined ? {} : { delegate: { subagent: delegation.subagent, model: delegation.model } }),
+    });
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  get abortReason(): unknown {
+    return this.attempt.reason;
   }
 
+  /** Ends this attempt's work: `reason` becomes the signal's reason and `abortReason`. */
   abort(reason: unknown): void {
-    if (this.controller.signal.aborted) return;
-    this.abortReason = reason;
-    this.controller.abort(reason);
+    this.attempt.abort(reason);
   }
 
-  get conv() {
+  private get conv() {
     return this.live.conv;
   }
 
-  get responseMessageId(): string {
+  private get responseMessageId(): string {
     return this.conv.response(this.row.id).messageId ?? this.plannedMessageId;
   }
 
@@ -136,226 +149,130 @@ export class ResponseRun implements RunContext {
 
   async execute(): Promise<void> {
     const leader = this.row;
+    const delegated = this.options.delegation !== undefined;
+    let startMetadata: Record<string, unknown> | undefined;
     // A delegate's input (the task prompt) is written with its birth; it has no seams of its own.
-    if (this.delegate === undefined) {
-      if (!this.conv.applied.has(leader.id)) this.commit([inputRecord(leader)]);
-      if (this.conv.response(leader.id).steps === 0) runResponseStart(this);
-      if (!this.conv.startRuns.has(leader.id)) await runAgentStart(this, leader.id);
-      for (const joined of this.view.joinedInto(leader)) {
-        if (!this.conv.startRuns.has(joined.id)) await runAgentStart(this, joined.id);
+    if (!delegated) {
+      if (!this.conv.applied.has(leader.id)) this.out.commit([inputRecord(leader)]);
+      if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);
+      if (!this.conv.startRuns.has(leader.id)) await this.agentStart(leader.id);
+      for (const joined of this.options.view.joinedInto(leader)) {
+        if (!this.conv.startRuns.has(joined.id)) await this.agentStart(joined.id);
       }
     }
+    // The last turn this attempt streamed: the tool batch its step issued runs fresh.
+    let issued: IssuedTurn | undefined;
+    let progressed = false;
     for (;;) {
-      this.checkpoint();
+      this.checkpoint(progressed);
       const tail = this.conv.tail;
       if (tail.openStep !== undefined) {
-        convergeInterruptedStream(this);
+        this.out.commit(convergeInterruptedStream(tail.openStep, leader.id));
         continue;
       }
       if (tail.pendingToolCalls !== undefined) {
-        await runToolBatch(this);
-        this.progressed = true;
+        const batch = tail.pendingToolCalls;
+        // Calls of a step this attempt completed run against the tools and roster of the turn that
+        // issued them. Any other batch was left unresolved by a crash: it is recovered against a
+        // new render, a turn boundary of this attempt (the environment that recovered `task`
+        // children share is brought in line with the render first).
+        const own = issued?.stepId === batch.stepId ? issued : undefined;
+        const against = own ?? issuedBy(await this.renderWithEnvironment());
+        const results = await runToolBatch(
+          {
+            batch,
+            fresh: own !== undefined,
+            tools: against.tools,
+            subagents: against.subagents,
+            attempt: this.attempt,
+            site: this.site,
+            environment: this.environment,
+            depth: this.depth,
+            harness: (scope) => this.toolHarness(scope),
+            task: (call, site) => runTaskCall(this.delegating(), call, site),
+          },
+          this.out,
+        );
+        this.out.commitWithState([results]);
+        progressed = true;
         continue;
       }
-      if (this.delegate === undefined && (await this.joinQueued()) > 0) continue;
+      if (!delegated && (await this.joinQueued()) > 0) continue;
       if (tail.unread) {
-        await this.turn();
-        this.progressed = true;
+        issued = await this.turn(startMetadata);
+        progressed = true;
         continue;
       }
-      await maybeCompactAfterTurn(this);
-      if (this.delegate === undefined && (await runAgentFinish(this))) continue;
+      const compaction = await compactAfterTurn({ conv: this.conv, model: this.renderer.model, signal: this.attempt.signal, site: this.site });
+      if (compaction.length > 0) this.out.commit(compaction);
+      if (!delegated) {
+        const finish = await runAgentFinish({
+          hooks: (await this.renderWithEnvironment()).agentFinish,
+          submissionId: leader.id,
+          response: this.conv.response(leader.id),
+          hasPendingState: () => !this.state.isEmpty,
+          seam: this.seam(),
+        });
+        if (finish.records.length > 0) this.out.commitWithState(finish.records);
+        if (finish.continues) continue;
+      }
       break;
     }
-    if (this.delegate === undefined) runResponseFinish(this);
+    if (!delegated) {
+      const metadata = runResponseFinish({
+        hooks: this.renderer.render().responseFinish,
+        submissionId: leader.id,
+        response: this.conv.response(leader.id),
+        messageId: this.responseMessageId,
+        metadata: this.conv.messages.find((message) => message.id === this.responseMessageId)?.metadata,
+        site: this.site,
+      });
+      if (metadata !== undefined) this.out.commitWithState([metadata]);
+    }
   }
 
   /** Cooperative checks before each turn and before recovery work. */
-  private checkpoint(): void {
-    if (this.controller.signal.aborted) throw this.abortReason ?? abortError();
+  private checkpoint(progressed: boolean): void {
+    this.attempt.throwIfAborted();
     const startedAt = this.row.startedAt ?? Date.now();
     const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
     if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
     // Yield only after this wake moved the response forward, so every wake makes progress, and
     // never between a model step and its tool calls: the next wake would take calls that never
     // started for calls a crash cut off, and answer them with the interrupted marker.
-    if (this.sliceDeadline !== undefined && this.progressed && this.conv.tail.pendingToolCalls === undefined && Date.now() > this.sliceDeadline) {
+    const sliceDeadline = this.options.sliceDeadline;
+    if (sliceDeadline !== undefined && progressed && this.conv.tail.pendingToolCalls === undefined && Date.now() > sliceDeadline) {
       throw new RunYield();
     }
   }
 
-  // ── Rendering ─────────────────────────────────────────────────────────────────────────────
-
-  render(): RenderResult {
-    if (this.delegate !== undefined) return renderDelegate(this.delegate.subagent, this.deliveryWithAttachments());
-    const run = this;
-    const scope: RenderScope = {
-      instanceId: this.live.instanceId,
-      delivery: this.deliveryWithAttachments(),
-      initialData: this.conv.initialData,
-      dataWriterNames: this.dataWriterNames,
-      readState: (name) => {
-        if (run.stateWrites.has(name)) return { found: true, value: run.stateWrites.get(name) };
-        const committed = run.view.stateOf(run.live);
-        return committed.has(name) ? { found: true, value: committed.get(name) } : { found: false };
-      },
-      setState: (name, next, defaultValue) => run.setState(name, next, defaultValue),
-      writeData: (name, data) => run.writeData(name, data),
-      dispatch: (message) => run.engine.dispatchFromAgent(run.live, message),
-    };
-    const result = render(this.agent, { kind: 'root', scope, props: { id: this.live.instanceId } });
-    this.dataWriterNames = result.dataWriterNames;
-    // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
-    if (this.model === undefined) {
-      if (result.model === undefined) {
-        throw new AgentDefinitionError('model_required', `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`, {
-          agent: this.live.agentName,
-        });
-      }
-      this.model = result.model;
-    }
-    return result;
-  }
-
-  /** `useDelivery()` shows attachments as delivered: base64 data, loaded from the store. */
-  private deliveryWithAttachments(): Delivery | undefined {
-    const delivery = this.conv.lastDelivery;
-    if (delivery?.kind !== 'user' || delivery.attachments === undefined) return delivery;
-    // A spread copies only enumerable properties: the origin is carried over explicitly.
-    return withOrigin(delivery.origin, {
-      ...delivery,
-      attachments: delivery.attachments.map((attachment) =>
-        attachment.data.startsWith(ATTACHMENT_DATA_PREFIX)
-          ? { ...attachment, data: this.attachmentBase64(attachment.data.slice(ATTACHMENT_DATA_PREFIX.length)) }
-          : attachment,
-      ),
-    });
-  }
-
   /** Renders, then brings the environment in line with the render (a turn boundary). */
-  async renderWithEnvironment(): Promise<RenderResult> {
-    const rendered = this.render();
+  private async renderWithEnvironment(): Promise<RenderResult> {
+    const rendered = this.renderer.render();
     // A delegate declares no sandbox: it uses its parent's environment as the parent leaves it.
-    if (this.delegate === undefined) await this.environment.follow(rendered.sandbox, rendered.skills);
-    const sandbox = this.environment.current;
-    if (sandbox === undefined) return rendered;
-    // Discovered once per sandbox an attempt sees (a delegate's is the one at its own cwd).
-    if (this.workspace?.sandbox !== sandbox) {
-      const workspace: NonNullable<ResponseRun['workspace']> = { sandbox, context: discoverWorkspace(sandbox) };
-      this.workspace = workspace;
-      void workspace.context.then((context) => (workspace.resolved = context), () => {});
-    }
-    return withWorkspaceContext(rendered, await this.workspace.context);
+    if (this.options.delegation === undefined) await this.environment.follow(rendered.sandbox, rendered.skills);
+    return this.resources.withWorkspace(rendered, this.environment.current);
   }
 
-  /** A harness prompt sees the workspace context its turn saw (it cannot wait for discovery). */
-  private renderForHarness(): RenderResult {
-    const rendered = this.render();
-    const workspace = this.workspace;
-    if (workspace?.resolved === undefined || workspace.sandbox !== this.environment.current) return rendered;
-    return withWorkspaceContext(rendered, workspace.resolved);
+  /** `useAgentStart` for one delivery, at a turn boundary. */
+  private async agentStart(submissionId: string): Promise<void> {
+    const hooks = (await this.renderWithEnvironment()).agentStart;
+    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => !this.state.isEmpty, seam: this.seam() });
+    if (records.length > 0) this.out.commitWithState(records);
   }
-
-  private setState(name: string, next: unknown, defaultValue: unknown): void {
-    const current = this.stateWrites.has(name)
-      ? this.stateWrites.get(name)
-      : this.view.stateOf(this.live).has(name)
-        ? this.view.stateOf(this.live).get(name)
-        : defaultValue;
-    const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
-    if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
-    const normalized = jsonNormalize(value, `usePersistentState("${name}")`);
-    checkSize(`usePersistentState("${name}") value`, jsonSize(normalized), MAX_STATE_VALUE_BYTES, 'Keep persistent state small; store large data elsewhere, e.g. in a sandbox file.');
-    if (deepEqualJson(normalized, current)) return;
-    this.stateWrites.set(name, normalized);
-  }
-
-  get hasStateWrites(): boolean {
-    return this.stateWrites.size > 0;
-  }
-
-  commit(records: ConversationRecord[]): void {
-    this.writer.commit(this.live, records);
-  }
-
-  /** Commits a batch together with the pending state writes it explains. */
-  commitWithState(records: ConversationRecord[]): void {
-    const writes = [...this.stateWrites];
-    this.stateWrites.clear();
-    this.writer.commitWithState(this.live, records, writes);
-  }
-
-  private writeData(name: string, data: unknown): void {
-    if (data === undefined) throw new Error(`[flue] useDataWriter("${name}") cannot write undefined.`);
-    const normalized = jsonNormalize(data, `useDataWriter("${name}")`);
-    this.commit([
-      { type: 'data_write', submissionId: this.row.id, messageId: this.responseMessageId, name, data: normalized },
-    ]);
-  }
-
-  logger(provenance: Record<string, unknown>): FlueLogger {
-    const delegate = this.delegate;
-    return createLogger(
-      {
-        instanceId: this.live.instanceId,
-        agentName: this.live.agentName,
-        env: this.engine.env,
-        submissionId: this.row.id,
-        // Inside a delegated task, lines say which task and session they come from (events.md §4).
-        ...(delegate === undefined
-          ? {}
-          : {
-              correlation: {
-                conversationId: this.conv.conversationId,
-                session: delegate.session,
-                parentSession: delegate.parentSession,
-                taskId: delegate.taskId,
-              },
-            }),
-      },
-      provenance,
-    );
-  }
-
-  /** A harness over this response; `scope` (a tool call's, by default the response's) closes it. */
-  harness(depth = this.depth, scope: AbortSignal = this.signal): FlueHarness {
-    return createHarness({ name: 'default', render: () => this.renderForHarness(), ...this.delegationDeps(depth), signal: scope });
-  }
-
-  /** A `harness: true` tool's harness: one delegation level below this conversation, within the cap. */
-  toolHarness(scope: AbortSignal): FlueHarness {
-    if (this.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
-    return this.harness(this.depth + 1, scope);
-  }
-
-  /** What a harness or a delegated task inherits from this response. */
-  private delegationDeps(depth: number): Omit<HarnessDeps, 'name' | 'render'> {
-    return {
-      modelSpec: this.model?.spec ?? this.render().model!.spec,
-      thinkingLevel: this.model?.thinkingLevel,
-      signal: this.signal,
-      executionContext: () => this.executionContext(),
-      log: (toolCallId, toolName) => this.logger({ tool: toolName, toolCallId }),
-      depth,
-      environment: this.environment,
-      // A harness scratch conversation's `task` calls are recorded children of this conversation.
-      task: (call, site) => runTaskCall(this, call, { ...site, stepId: newId('msg') }),
-    };
-  }
-
 
   // ── Joins at turn boundaries (delivery.md §5) ─────────────────────────────────────────────
 
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
-    if (this.engine.isStopping) return 0;
-    const open = this.view.openSubmissions(this.live.stream);
+    if (this.options.engine.isStopping) return 0;
+    const open = this.options.view.openSubmissions(this.live.stream);
     let joined = 0;
     for (const row of open) {
       if (row.id === this.row.id || row.status === 'joined') continue;
       if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
-      this.writer.join(this.live, row, this.row.id);
-      await runAgentStart(this, row.id);
+      this.options.writer.join(this.live, row, this.row.id);
+      await this.agentStart(row.id);
       joined++;
     }
     return joined;
@@ -363,189 +280,127 @@ export class ResponseRun implements RunContext {
 
   // ── A model turn ──────────────────────────────────────────────────────────────────────────
 
-  private async turn(): Promise<void> {
+  /** One model turn: the boundary's render, tool set and narration, then one streamed step. */
+  private async turn(startMetadata: Record<string, unknown> | undefined): Promise<IssuedTurn> {
     const rendered = await this.renderWithEnvironment();
-    this.subagents = rendered.subagents;
-    const tools = assembleToolSet({
-      framework: frameworkTools(rendered),
-      builtin: this.environment.toolDefinitions(rendered.subagents),
-      custom: [...rendered.tools, ...(await this.mcpTools(rendered))],
-    });
-    this.lastTools = new Map(tools.map((tool) => [tool.name, tool]));
-    this.narrateResourceChanges(tools, rendered);
-    const model = resolveModel(this.model!.spec);
-    const documents = new DocumentPlacement(model);
-    const message = await streamStep(
-      this,
-      model,
+    const framework = frameworkTools(rendered);
+    const builtin = this.environment.toolDefinitions(rendered.subagents);
+    const mcp = await this.resources.mcpTools(rendered);
+    if (mcp.unavailable.length > 0) {
+      this.out.commit([narrateMcpUnavailable(mcp.unavailable, { submissionId: this.row.id, logger: (provenance) => this.site.logger(provenance) })]);
+    }
+    const tools = assembleToolSet({ framework, builtin, custom: [...rendered.tools, ...mcp.tools] });
+    const narration = narrateResourceChanges({ conv: this.conv, submissionId: this.row.id, tools, rendered, sandbox: this.environment.current });
+    if (narration.length > 0) this.out.commit(narration);
+    const latched = this.renderer.model!;
+    const model = resolveModel(latched.spec);
+    const placement = new DocumentPlacement(model);
+    const { stepId, message } = await streamStep(
       {
-        // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
-        ...systemPrompt(rendered, this.conv.resourceBaseline),
-        messages: this.hydrateAttachments(this.conv.modelContext(), documents),
-        tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
+        model,
+        context: {
+          // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
+          ...systemPrompt(rendered, this.conv.resourceBaseline),
+          messages: hydrateAttachments(this.conv.modelContext(), { bytes: this.bytes, documents: this.conv.documents, placement }),
+          tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
+        },
+        onPayload: placement.onPayload,
+        thinkingLevel: latched.thinkingLevel,
+        messageId: this.responseMessageId,
+        submissionId: this.row.id,
+        attemptId: this.row.attemptId ?? '',
+        // The `useResponseStart` metadata rides on the response's first step.
+        metadata: this.conv.response(this.row.id).steps === 0 ? startMetadata : undefined,
+        sessionId: this.conv.conversationId,
+        idleMs: resolveDurability(this.options.agent).modelIdleTimeoutMs,
+        attempt: this.attempt,
+        site: this.site,
       },
-      documents.onPayload,
+      this.out,
     );
-    if (message.stopReason === 'aborted') throw this.abortReason ?? abortError();
+    const turn: IssuedTurn = { stepId, ...issuedBy({ tools, subagents: rendered.subagents }) };
+    if (message.stopReason === 'aborted') throw this.attempt.error;
     if (message.stopReason !== 'error') {
       this.consecutiveErrors = 0;
-      return;
+      return turn;
     }
     if (isOverflow(message, model.contextWindow) && !this.overflowRetried) {
       this.overflowRetried = true;
-      await compactConversation(this, 'overflow');
-      return;
+      const compaction = await compactConversation({ conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site }, 'overflow');
+      if (compaction !== undefined) this.out.commit(compaction);
+      return turn;
     }
     if (isRetryableModelError(message) && this.consecutiveErrors < MAX_MODEL_RETRIES) {
       this.consecutiveErrors++;
-      await sleep(retryDelayMs(this.consecutiveErrors), this.signal);
-      return;
+      await sleep(retryDelayMs(this.consecutiveErrors), this.attempt.signal);
+      return turn;
     }
     throw modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
   }
 
-  /**
-   * Loads image bytes the fold left as store references (once per attempt), and places document
-   * references for the model's API: a native document block, or a placeholder.
-   */
-  private hydrateAttachments(messages: Message[], documents: DocumentPlacement): Message[] {
-    const isRef = (part: { type: string; data?: string; text?: string }) =>
-      (part.type === 'image' && part.data!.startsWith(ATTACHMENT_DATA_PREFIX)) || (part.type === 'text' && part.text!.startsWith(DOCUMENT_REF_PREFIX));
-    return messages.map((message) => {
-      if (message.role !== 'user' || typeof message.content === 'string') return message;
-      if (!message.content.some(isRef)) return message;
-      return {
-        ...message,
-        content: message.content.map((part) => {
-          if (part.type === 'image' && part.data.startsWith(ATTACHMENT_DATA_PREFIX)) {
-            return { ...part, data: this.attachmentBase64(part.data.slice(ATTACHMENT_DATA_PREFIX.length)) };
-          }
-          if (part.type !== 'text' || !part.text.startsWith(DOCUMENT_REF_PREFIX)) return part;
-          const id = part.text.slice(DOCUMENT_REF_PREFIX.length);
-          const ref = this.conv.documents.get(id);
-          const name = ref?.filename ?? id;
-          return documents.place(
-            id,
-            () => ({ data: this.attachmentBase64(id), mimeType: ref?.mimeType ?? 'application/pdf', ...(ref?.filename === undefined ? {} : { filename: ref.filename }) }),
-            name,
-          );
-        }),
-      };
+  // ── What parts and delegates get of this response ─────────────────────────────────────────
+
+  /** What an async hook seam's callbacks get: a harness at this conversation's depth. */
+  private seam(): HookSeam {
+    return { signal: this.attempt.signal, site: this.site, harness: (scope) => this.harness(this.depth, scope) };
+  }
+
+  /** A harness over this response; `scope` (a tool call's or a hook callback's) closes it. */
+  private harness(depth: number, scope: AbortSignal): FlueHarness {
+    const renderer = this.renderer;
+    return createHarness({
+      name: 'default',
+      // A harness prompt sees the workspace context its turn saw (it cannot wait for discovery).
+      render: () => this.resources.withDiscoveredWorkspace(renderer.render(), this.environment.current),
+      modelSpec: renderer.model?.spec ?? renderer.render().model!.spec,
+      thinkingLevel: renderer.model?.thinkingLevel,
+      signal: scope,
+      executionContext: () => this.site.executionContext(),
+      log: (toolCallId, toolName) => this.site.logger({ tool: toolName, toolCallId }),
+      depth,
+      environment: this.environment,
+      // A harness scratch conversation's `task` calls are recorded children of this conversation.
+      task: (call, site) => runTaskCall(this.delegating(), call, { ...site, stepId: newId('msg') }),
     });
   }
 
-  private attachmentBase64(id: string): string {
-    let data = this.attachmentCache.get(id);
-    if (data === undefined) {
-      const found = this.view.attachment(this.attachmentStream, id)?.bytes;
-      data = found === undefined ? '' : encodeBase64(found);
-      this.attachmentCache.set(id, data);
-    }
-    return data;
+  /** A `harness: true` tool's harness: one delegation level below this conversation, within the cap. */
+  private toolHarness(scope: AbortSignal): FlueHarness {
+    if (this.depth + 1 > DELEGATION_DEPTH_CAP) throw new DelegationDepthExceededError(DELEGATION_DEPTH_CAP);
+    return this.harness(this.depth + 1, scope);
   }
 
-  /**
-   * MCP tools are submission-scoped: connected once per attempt. A failing optional server mounts
-   * nothing and is narrated to the model; a failing required one fails the submission.
-   */
-  private async mcpTools(rendered: RenderResult): Promise<ToolDefinition[]> {
-    if (this.mcp === undefined) {
-      if (rendered.mcpConnections.length === 0) return [];
-      this.mcp = resolveMcpConnections(rendered.mcpConnections);
-      const resolved = await this.mcp;
-      if (resolved.failures.length > 0) {
-        this.commit([
-          {
-            type: 'signal',
-            messageId: newId('msg'),
-            submissionId: this.row.id,
-            origin: 'framework',
-            signalType: 'resources',
-            body: mcpUnavailableBody(resolved.failures),
-            attributes: { resource: 'mcp' },
-            ts: new Date().toISOString(),
-          },
-        ]);
-        for (const failure of resolved.failures) this.logger({ mcp: failure.name }).warn(`[flue:mcp] optional server "${failure.name}" is unavailable`, { reason: failure.reason });
-      }
-    }
-    return [...(await this.mcp).tools];
-  }
-
-  /** Closes what the attempt opened (MCP clients). */
-  async dispose(): Promise<void> {
-    const mcp = this.mcp;
-    this.mcp = undefined;
-    if (mcp !== undefined) await mcp.then((resolved) => resolved.close(), () => undefined);
-  }
-
-  /**
-   * Dynamic-resource narration at a turn boundary: the render is
-   * compared with the last narrated snapshot. First contact records the baseline silently (the
-   * prompt catalogs are rendered from it). Otherwise an instruction change is marked with an
-   * `instructions` signal, and a sandbox presence flip is restated by one `environment` signal
-   * that supersedes the boundary's `resources` deltas. Signals and the new snapshot commit in one
-   * batch; framework signals never move the `useDelivery()` cursor.
-   */
-  private narrateResourceChanges(tools: readonly ToolDefinition[], rendered: RenderResult): void {
-    const current = resourceSnapshot({
-      tools,
-      skills: rendered.skills,
-      subagents: rendered.subagents,
-      instructions: rendered.instructions,
-      // The environment as this boundary left it (a delegate shares its parent's).
-      sandbox: this.environment.current !== undefined,
-    });
-    const previous = this.conv.resourceSnapshot;
-    if (previous === undefined || this.conv.resourceBaseline === undefined) {
-      this.commit([{ type: 'resource_snapshot', baseline: true, snapshot: current }]);
-      return;
-    }
-    if (sameSnapshot(previous, current)) return;
-    const signals: { signalType: string; body: string; attributes?: Record<string, string> }[] = [];
-    if (previous.instructionsDigest !== current.instructionsDigest) signals.push({ signalType: 'instructions', body: INSTRUCTIONS_UPDATED_BODY });
-    if (previous.sandbox !== current.sandbox) {
-      signals.push({
-        signalType: 'environment',
-        body: environmentBody({
-          cwd: current.sandbox ? this.environment.current?.cwd : undefined,
-          tools: current.tools.map((tool) => tool.name),
-          skills: current.skills,
-          subagents: current.subagents,
-        }),
-      });
-    } else {
-      for (const { kind, body } of narrate(previous, current)) signals.push({ signalType: 'resources', body, attributes: { resource: kind } });
-    }
-    const ts = new Date().toISOString();
-    this.commit([
-      ...signals.map((signal): ConversationRecord => ({ type: 'signal', messageId: newId('msg'), submissionId: this.row.id, origin: 'framework', ...signal, ts })),
-      { type: 'resource_snapshot', baseline: false, snapshot: current },
-    ]);
+  /** This response as a `task` call it makes sees it: a delegate's loop runs inside this attempt. */
+  private delegating(): DelegatingResponse {
+    const { engine, view, writer, agent } = this.options;
+    return {
+      live: this.live,
+      submissionId: this.row.id,
+      environment: this.environment,
+      model: this.renderer.model!,
+      session: this.site.session,
+      attachmentStream: this.options.delegation?.attachmentStream ?? this.live.stream,
+      childConversationId: (stream) => view.childConversationId(stream),
+      emit: (type, payload) => engine.emitFor(this.live, this.row.id, type, payload),
+      delegateTo: (child, delegation) => new ResponseRun({ engine, view, writer, live: child, row: this.row, agent, delegation }),
+      writer: this.out,
+    };
   }
 
   /** What interceptors are told about where an operation runs (the ids `observe()` events carry). */
   executionContext(): FlueExecutionContext {
-    const delegate = this.delegate;
-    return {
-      instanceId: this.live.instanceId,
-      agentName: this.live.agentName,
-      submissionId: this.row.id,
-      conversationId: this.conv.conversationId,
-      session: this.session,
-      ...(delegate === undefined ? {} : { taskId: delegate.taskId }),
-    };
+    return this.site.executionContext();
   }
 
-  /** Where this run is, for the crash probe (crash-probe.ts). */
-  probeSite() {
-    return { engine: this.engine.probed, agent: this.live.agentName, instanceId: this.live.instanceId, submissionId: this.row.id };
+  /** Closes what the attempt opened (MCP clients). */
+  dispose(): Promise<void> {
+    return this.resources.dispose();
   }
+}
 
-  /** A delegate's loop over a child conversation, inside this attempt (task-run.ts). */
-  delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun {
-    return new ResponseRun(this.engine, this.view, this.writer, child, this.row, this.agent, undefined, delegation);
-  }
+/** The tool set and roster a batch's calls resolve against, from a render (or a turn's tool list). */
+function issuedBy(from: { tools: readonly ToolDefinition[]; subagents: readonly SubagentDefinition[] }): Omit<IssuedTurn, 'stepId'> {
+  return { tools: new Map(from.tools.map((tool) => [tool.name, tool])), subagents: from.subagents };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

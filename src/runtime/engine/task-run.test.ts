@@ -5,11 +5,12 @@ import { AgentSandbox } from './agent-sandbox.ts';
 import { ConversationWriter } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation, childConversationStream } from './conversation-view.ts';
 import { interruptedToolText } from '../store/records.ts';
-import type { Delegation, DelegateRun, RunContext } from './run-context.ts';
 import { RunStopped } from './run-signals.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 import type { SubagentDefinition } from '../authoring/subagents.ts';
-import { runTaskCall } from './task-run.ts';
+import { type DelegateRun, type DelegatingResponse, type Delegation, runTaskCall } from './task-run.ts';
+import { PendingState } from './pending-state.ts';
+import { ResponseWriter } from './response-writer.ts';
 import { emptyUsage } from '../model/usage.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
@@ -59,22 +60,17 @@ function answer(child: LiveConversation, text: string): void {
   ]);
 }
 
-/** The delegating run, as a task run sees it. */
-function delegating(): RunContext {
-  const environment = new AgentSandbox('b1');
+/** The delegating response, as a task run sees it. */
+function delegating(): DelegatingResponse {
   return {
-    view,
-    writer,
     live: parent,
-    conv: parent.conv,
-    row,
-    agent: (() => 'Boss.') as never,
-    environment,
-    depth: 0,
+    submissionId: row.id,
+    environment: new AgentSandbox('b1'),
+    model: { spec: 'p/m', thinkingLevel: undefined, compaction: undefined },
     session: 'default',
     attachmentStream: parent.stream,
-    model: { spec: 'p/m', thinkingLevel: undefined, compaction: undefined } as never,
-    engine: { emitFor: (_live: LiveConversation, _id: string | undefined, type: string, payload: Record<string, unknown> = {}) => events.push({ type, payload }) },
+    childConversationId: (stream) => view.childConversationId(stream),
+    emit: (type, payload) => events.push({ type, payload }),
     delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun {
       delegated.push(delegation);
       return {
@@ -83,7 +79,8 @@ function delegating(): RunContext {
         dispose: async () => {},
       };
     },
-  } as unknown as RunContext;
+    writer: new ResponseWriter({ writer, live: parent, state: new PendingState(() => view.stateOf(parent)) }),
+  };
 }
 
 const call = (args: ToolCall['arguments']): ToolCall => ({ type: 'toolCall', id: 'call_1', name: 'task', arguments: args });

@@ -5,7 +5,7 @@
  * store, keyed deterministically by the delegating stream, the step that issued the call and the
  * call id: `tasks/<parent stream>/<step id>/<tool call id>`. The child is born (its
  * `conversation_created` and the task prompt) in the same transaction as a
- * `child_session_retained` record on the parent (the writer's `openChild`), then driven by the
+ * `child_session_retained` record on the parent (the response writer's `openChild`), then driven by the
  * same response loop as the main conversation over the child's stream, inside the parent's
  * attempt and budget: its records carry the parent's submission and attempt, and the parent's
  * deadline applies.
@@ -18,11 +18,12 @@
 import type { ToolCall } from '@earendil-works/pi-ai';
 import { type LiveConversation, childConversationStream } from './conversation-view.ts';
 import type { AgentSandbox } from './agent-sandbox.ts';
+import type { LatchedModel } from './response-render.ts';
+import type { ResponseWriter } from './response-writer.ts';
 import { AttachmentNotAvailableError, SubmissionTimeoutError } from '../common/errors.ts';
 import { errorInfo } from '../common/events.ts';
 import { newId } from '../common/ids.ts';
 import { type AttachmentRecordRef, type ChildConversationRef, type ConversationRecord, interruptedToolText } from '../store/records.ts';
-import type { RunContext } from './run-context.ts';
 import { RunInterrupted } from './run-signals.ts';
 import { type SubagentDefinition, resolveTask } from '../authoring/subagents.ts';
 
@@ -43,13 +44,63 @@ export interface TaskSite {
   recovering?: boolean;
 }
 
+/** What the parent model sees of a `task` call. */
+export interface TaskOutcome {
+  isError: boolean;
+  content: string;
+}
+
+/** What a task run reads of the delegating response, and how it writes to its conversation. */
+export interface DelegatingResponse {
+  live: LiveConversation;
+  submissionId: string;
+  environment: AgentSandbox;
+  /** The model the delegating response latched; a delegate inherits what its subagent leaves unset. */
+  model: LatchedModel;
+  session: string;
+  /** The stream whose attachment store holds the bytes of forwarded attachments (the root's). */
+  attachmentStream: string;
+  /** The id of the child conversation at `stream`, when one exists. */
+  childConversationId(stream: string): string | undefined;
+  /** Publishes an event of the delegating submission. */
+  emit(type: string, payload: Record<string, unknown>): void;
+  /** The delegate's loop over a child conversation, inside the delegating attempt. */
+  delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun;
+  writer: ResponseWriter;
+}
+
+/**
+ * A delegated task's child conversation: the same loop over the child's own stream, inside the
+ * parent's attempt (same submission row, deadline and signal), with the delegate's render, the
+ * parent's environment and a model latched from the parent turn's.
+ */
+export interface Delegation {
+  subagent: SubagentDefinition;
+  depth: number;
+  environment: AgentSandbox;
+  model: LatchedModel;
+  /** The child's session name (what its events' `session` says), and the `task` call it runs for. */
+  session: string;
+  parentSession: string;
+  taskId: string;
+  /** The stream whose attachment store holds the bytes of forwarded attachments (the root's). */
+  attachmentStream: string;
+}
+
+/** A delegate's loop, as the task run that drives it sees it. */
+export interface DelegateRun {
+  execute(): Promise<void>;
+  abort(reason: unknown): void;
+  dispose(): Promise<void>;
+}
+
 /** The session name of a task call's child conversation (opaque; unique per instance, as step ids are). */
 function taskSessionName(stepId: string, toolCallId: string): string {
   return `task:${stepId}/${toolCallId}`;
 }
 
 /**
- * Runs (or resumes) one `task` call of `run`'s conversation; the outcome is what the parent model
+ * Runs (or resumes) one `task` call of the delegating conversation; the outcome is what the parent model
  * sees. Stopping, a stalled model stream, the parent's abort and the parent's deadline propagate
  * (the call stays unresolved, so recovery resumes it); any other failure of the child is the
  * tool's error result.
@@ -59,10 +110,10 @@ function taskSessionName(stepId: string, toolCallId: string): string {
  * result and no child is created. A child that exists (recovery) is continued as it was born.
  * Every run of a child publishes `task_start` and then exactly one `task`.
  */
-export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSite): Promise<{ isError: boolean; content: string }> {
-  const stream = childConversationStream(run.live.stream, site.stepId, call.id);
+export async function runTaskCall(parent: DelegatingResponse, call: ToolCall, site: TaskSite): Promise<TaskOutcome> {
+  const stream = childConversationStream(parent.live.stream, site.stepId, call.id);
   const resolved = resolveTask(call.arguments, site.subagents, site.depth);
-  const existing = site.recovering ? run.view.childConversationId(stream) : undefined;
+  const existing = site.recovering ? parent.childConversationId(stream) : undefined;
   if (resolved.kind === 'result') {
     // A delegate that was running when the crash hit but is no longer declared: an error outcome.
     if (existing !== undefined && resolved.undeclared) return { isError: true, content: interruptedToolText(existing) };
@@ -70,26 +121,26 @@ export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSit
   }
   const { subagent } = resolved;
   let attachments: AttachmentRecordRef[] = [];
-  let environment = run.environment;
+  let environment = parent.environment;
   let cwd = resolved.cwd;
   if (resolved.cwd !== undefined) {
-    const placed = await taskEnvironment(run.environment, resolved.cwd, existing === undefined);
+    const placed = await taskEnvironment(parent.environment, resolved.cwd, existing === undefined);
     if ('error' in placed) return { isError: true, content: placed.error };
     environment = placed.environment;
     cwd = placed.cwd;
   }
   if (existing === undefined) {
     for (const id of resolved.attachmentIds) {
-      const ref = run.conv.attachments.get(id);
+      const ref = parent.live.conv.attachments.get(id);
       if (ref === undefined) return { isError: true, content: new AttachmentNotAvailableError(id).message };
       attachments.push(ref);
     }
   }
   const session = taskSessionName(site.stepId, call.id);
-  const child = openChild(run, stream, call, site, subagent, resolved.prompt, attachments, session);
+  const child = openChild({ parent, stream, call, site, subagent, prompt: resolved.prompt, attachments, session });
   attachments = [...child.conv.attachments.values()];
-  const parentModel = run.model!;
-  const delegate = run.delegateTo(child, {
+  const parentModel = parent.model;
+  const delegate = parent.delegateTo(child, {
     subagent,
     depth: resolved.depth,
     environment,
@@ -99,18 +150,18 @@ export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSit
       thinkingLevel: subagent.thinkingLevel ?? parentModel.thinkingLevel,
     },
     session,
-    parentSession: run.session,
+    parentSession: parent.session,
     taskId: call.id,
-    attachmentStream: run.attachmentStream,
+    attachmentStream: parent.attachmentStream,
   });
   const correlation = {
-    parentSession: run.session,
+    parentSession: parent.session,
     session,
     conversationId: child.conv.conversationId,
     ...(site.harness === undefined ? {} : { harness: site.harness }),
   };
   const started = Date.now();
-  run.engine.emitFor(run.live, run.row.id, 'task_start', {
+  parent.emit('task_start', {
     taskId: call.id,
     prompt: resolved.prompt,
     agent: subagent.name,
@@ -123,7 +174,7 @@ export async function runTaskCall(run: RunContext, call: ToolCall, site: TaskSit
     },
   });
   const finished = (isError: boolean, result: string, error?: unknown) =>
-    run.engine.emitFor(run.live, run.row.id, 'task', {
+    parent.emit('task', {
       taskId: call.id,
       agent: subagent.name,
       isError,
@@ -181,53 +232,65 @@ async function taskEnvironment(
 }
 
 /** The child's live fold; a new child is born here, retained on the parent in the same transaction. */
-function openChild(
-  run: RunContext,
-  stream: string,
-  call: ToolCall,
-  site: TaskSite,
-  subagent: SubagentDefinition,
-  prompt: string,
-  attachments: AttachmentRecordRef[],
-  session: string,
-): LiveConversation {
-  return run.writer.openChild(run.live, stream, () => {
-    const ts = new Date().toISOString();
-    const conversationId = newId('conv');
-    const records: ConversationRecord[] = [
-      {
-        type: 'conversation_created',
+function openChild({
+  parent,
+  stream,
+  call,
+  site,
+  subagent,
+  prompt,
+  attachments,
+  session,
+}: {
+  parent: DelegatingResponse;
+  stream: string;
+  call: ToolCall;
+  site: TaskSite;
+  subagent: SubagentDefinition;
+  prompt: string;
+  attachments: AttachmentRecordRef[];
+  session: string;
+}): LiveConversation {
+  return parent.writer.openChild({
+    stream,
+    birth: () => {
+      const ts = new Date().toISOString();
+      const conversationId = newId('conv');
+      const records: ConversationRecord[] = [
+        {
+          type: 'conversation_created',
+          conversationId,
+          uid: parent.live.conv.uid ?? '',
+          kind: 'task',
+          parentConversationId: parent.live.conv.conversationId,
+          taskId: call.id,
+          agent: subagent.name,
+          ts,
+        },
+        {
+          type: 'user_message',
+          messageId: newId('msg'),
+          submissionId: parent.submissionId,
+          // The delegating agent (its model) wrote the prompt, not whoever delivered the parent's message.
+          deliveryOrigin: 'agent',
+          body: prompt,
+          // References only: the bytes stay where they were delivered (the root's attachment store).
+          ...(attachments.length === 0 ? {} : { attachments }),
+          ts,
+        },
+      ];
+      const ref: ChildConversationRef = {
+        type: 'task',
         conversationId,
-        uid: run.conv.uid ?? '',
-        kind: 'task',
-        parentConversationId: run.conv.conversationId,
-        taskId: call.id,
+        stream,
         agent: subagent.name,
-        ts,
-      },
-      {
-        type: 'user_message',
-        messageId: newId('msg'),
-        submissionId: run.row.id,
-        // The delegating agent (its model) wrote the prompt, not whoever delivered the parent's message.
-        deliveryOrigin: 'agent',
-        body: prompt,
-        // References only: the bytes stay where they were delivered (the root's attachment store).
-        ...(attachments.length === 0 ? {} : { attachments }),
-        ts,
-      },
-    ];
-    const ref: ChildConversationRef = {
-      type: 'task',
-      conversationId,
-      stream,
-      agent: subagent.name,
-      taskId: call.id,
-      harness: site.harness ?? 'default',
-      session,
-      parentToolCallId: call.id,
-      ...(site.harness === undefined ? { parentAssistantEntryId: site.stepId } : {}),
-    };
-    return { records, retained: { type: 'child_session_retained', child: ref, ts } };
+        taskId: call.id,
+        harness: site.harness ?? 'default',
+        session,
+        parentToolCallId: call.id,
+        ...(site.harness === undefined ? { parentAssistantEntryId: site.stepId } : {}),
+      };
+      return { records, retained: { type: 'child_session_retained', child: ref, ts } };
+    },
   });
 }

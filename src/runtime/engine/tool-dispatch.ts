@@ -38,10 +38,11 @@ export interface ToolCallSite {
  * outcome is what the log keeps (no `aborted`, no `error`).
  */
 export function dispatchToolCall(call: ToolCall, tool: ToolDefinition | undefined, site: ToolCallSite): Promise<ToolOutcome> {
-  return intercept(() => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, site.context], () => runCall(call, tool, site));
+  return intercept(() => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, site.context], () => routeToolCall(call, tool, site));
 }
 
-async function runCall(call: ToolCall, tool: ToolDefinition | undefined, site: ToolCallSite): Promise<ToolOutcome> {
+/** Which kind of tool answers the call: the `task` tool, an environment built-in, or a `defineTool` tool's run. */
+async function routeToolCall(call: ToolCall, tool: ToolDefinition | undefined, site: ToolCallSite): Promise<ToolOutcome> {
   const named = { toolCallId: call.id, toolName: call.name };
   if (tool === taskTool) {
     const started = Date.now();

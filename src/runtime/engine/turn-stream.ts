@@ -10,9 +10,12 @@ import { newId } from '../common/ids.ts';
 import { getModels, reasoningOption } from '../model/model-registry.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { convergeOpenStep } from './rest-records.ts';
-import type { RunContext } from './run-context.ts';
-import { resolveDurability } from '../authoring/durability-config.ts';
+import type { AttemptAbort } from './attempt-abort.ts';
+import type { ResponseTail } from './conversation.ts';
+import type { ResponseSite } from './response-site.ts';
+import type { ResponseWriter } from './response-writer.ts';
 import { AttemptStalled, RunInterrupted } from './run-signals.ts';
+import type { ThinkingLevel } from '../common/types.ts';
 
 /**
  * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
@@ -24,33 +27,56 @@ const DELTA_FLUSH_MAX_MS = 2_000;
 
 export type StepContext = Parameters<ReturnType<typeof getModels>['streamSimple']>[1];
 
-/** Streams one step inside the installed interceptors. */
-export function streamStep(run: RunContext, model: Model<Api>, context: StepContext, onPayload?: (payload: unknown) => unknown): Promise<AssistantMessage> {
-  const stepId = newId('msg');
-  return intercept(
-    () => [
-      { type: 'model', turnId: stepId, purpose: 'agent', provider: model.provider, model: model.id },
-      { ...run.executionContext(), turnId: stepId },
-    ],
-    () => streamInto(run, stepId, model, context, onPayload),
-  );
+/** What one streamed step reads. */
+export interface StepInput {
+  model: Model<Api>;
+  context: StepContext;
+  onPayload?: (payload: unknown) => unknown;
+  thinkingLevel: ThinkingLevel | undefined;
+  /** The response message the step belongs to, and the submission and attempt it runs in. */
+  messageId: string;
+  submissionId: string;
+  attemptId: string;
+  /** `useResponseStart` metadata; the loop passes it to the response's first step only. */
+  metadata: Record<string, unknown> | undefined;
+  /** The provider's session id: the conversation's id. */
+  sessionId: string;
+  /** How long the stream may stay silent before the attempt is abandoned. */
+  idleMs: number;
+  attempt: AttemptAbort;
+  site: ResponseSite;
 }
 
-async function streamInto(
-  run: RunContext,
-  stepId: string,
-  model: Model<Api>,
-  context: StepContext,
-  onPayload?: (payload: unknown) => unknown,
-): Promise<AssistantMessage> {
-  const messageId = run.responseMessageId;
+/** A completed step: its id, and the message it ended in. */
+export interface CompletedStep {
+  stepId: string;
+  message: AssistantMessage;
+}
+
+/** Streams one step inside the installed interceptors. */
+export async function streamStep(input: StepInput, writer: ResponseWriter): Promise<CompletedStep> {
+  const stepId = newId('msg');
+  const { model, site } = input;
+  // Interceptors see the step's message as the model call's result.
+  const message = await intercept(
+    () => [
+      { type: 'model', turnId: stepId, purpose: 'agent', provider: model.provider, model: model.id },
+      { ...site.executionContext(), turnId: stepId },
+    ],
+    () => streamInto(input, stepId, writer),
+  );
+  return { stepId, message };
+}
+
+async function streamInto(input: StepInput, stepId: string, writer: ResponseWriter): Promise<AssistantMessage> {
+  const { model, attempt, messageId } = input;
   const startedRecord: ConversationRecord = {
     type: 'assistant_started',
     messageId,
     stepId,
-    submissionId: run.row.id,
-    attemptId: run.row.attemptId ?? '',
-    ...(run.startMetadata === undefined || run.conv.response(run.row.id).steps > 0 ? {} : { metadata: run.startMetadata }),
+    submissionId: input.submissionId,
+    attemptId: input.attemptId,
+    ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
     ts: new Date().toISOString(),
   };
   let started = false;
@@ -68,27 +94,27 @@ async function streamInto(
     pending = [];
     lastFlush = Date.now();
     interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
-    run.commit(records);
+    writer.commit(records);
   };
   // A provider that accepts and never answers, or stalls mid-stream, would hold the attempt
   // forever: past the idle window the attempt is abandoned (the engine runs a new one).
   // One timer per window, not one per event: each event only records its time, and a timer that
   // fires early (events came meanwhile) re-arms for what is left of the window.
-  const idleMs = resolveDurability(run.agent).modelIdleTimeoutMs;
+  const idleMs = input.idleMs;
   let lastEvent = Date.now();
   let idle: ReturnType<typeof setTimeout> | undefined;
   const arm = (delay: number) => {
     idle = setTimeout(() => {
       const quiet = Date.now() - lastEvent;
-      if (quiet >= idleMs) run.abort(new AttemptStalled(idleMs));
+      if (quiet >= idleMs) attempt.abort(new AttemptStalled(idleMs));
       else arm(idleMs - quiet);
     }, delay);
   };
-  const stream = getModels().streamSimple(model, context, {
-    signal: run.signal,
-    sessionId: run.conv.conversationId,
-    ...reasoningOption(model, run.model?.thinkingLevel),
-    ...(onPayload === undefined ? {} : { onPayload }),
+  const stream = getModels().streamSimple(model, input.context, {
+    signal: attempt.signal,
+    sessionId: input.sessionId,
+    ...reasoningOption(model, input.thinkingLevel),
+    ...(input.onPayload === undefined ? {} : { onPayload: input.onPayload }),
   });
   let firstDelta = true;
   arm(idleMs);
@@ -103,10 +129,10 @@ async function streamInto(
       const elapsed = Date.now() - lastFlush;
       if (elapsed >= interval) flush();
       // Once the run is aborted the loop's exit flushes; a timer must not write for a stopped runtime.
-      else trailing ??= setTimeout(() => run.signal.aborted || flush(), interval - elapsed);
+      else trailing ??= setTimeout(() => attempt.signal.aborted || flush(), interval - elapsed);
       if (firstDelta) {
         firstDelta = false;
-        crashProbe()?.({ point: 'model', ...run.probeSite() });
+        crashProbe()?.({ point: 'model', ...input.site.probeSite() });
       }
     }
   } finally {
@@ -114,20 +140,18 @@ async function streamInto(
     if (trailing !== undefined) clearTimeout(trailing);
   }
   const final = await stream.result();
-  if (final.stopReason === 'aborted' && run.abortReason instanceof RunInterrupted) {
+  if (final.stopReason === 'aborted' && attempt.reason instanceof RunInterrupted) {
     // A shutdown or a stall cut the stream: leave the step open, so the next start or attempt
     // converges and continues it.
     flush();
-    throw run.abortReason;
+    throw attempt.reason;
   }
-  run.freshSteps.add(stepId);
-  flush([{ type: 'assistant_completed', stepId, messageId, submissionId: run.row.id, message: final, ts: new Date().toISOString() }]);
+  flush([{ type: 'assistant_completed', stepId, messageId, submissionId: input.submissionId, message: final, ts: new Date().toISOString() }]);
   return final;
 }
 
-/** A stream that a crash cut off: close it, and tell the model it was interrupted. */
-export function convergeInterruptedStream(run: RunContext): void {
-  const open = run.conv.tail.openStep!;
+/** A stream that a crash cut off: the batch that closes it and tells the model it was interrupted. */
+export function convergeInterruptedStream(open: NonNullable<ResponseTail['openStep']>, submissionId: string): ConversationRecord[] {
   const ts = new Date().toISOString();
   const said = open.blocks.some((block) => block !== undefined && block.text.length > 0);
   const records: ConversationRecord[] = [convergeOpenStep(open, ts)];
@@ -136,7 +160,7 @@ export function convergeInterruptedStream(run: RunContext): void {
       records.push({
         type: 'signal',
         messageId: `msg_${signalType}_${open.stepId}`,
-        submissionId: run.row.id,
+        submissionId,
         origin: 'framework',
         signalType,
         body:
@@ -147,5 +171,5 @@ export function convergeInterruptedStream(run: RunContext): void {
       });
     }
   }
-  run.commit(records);
+  return records;
 }

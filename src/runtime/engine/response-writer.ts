@@ -1,0 +1,42 @@
+/**
+ * The writes one response makes to its conversation: the only way a part of the loop (the turn
+ * stream, the tool batch, task runs, the render scope) writes. Bound to one conversation and to
+ * the response's pending `usePersistentState` writes; every write goes through the conversation
+ * writer, one transaction each.
+ */
+import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-writer.ts';
+import type { LiveConversation } from './conversation-view.ts';
+import type { PendingState } from './pending-state.ts';
+import type { ConversationRecord } from '../store/records.ts';
+
+export class ResponseWriter {
+  private readonly writer: ConversationWriter;
+  private readonly live: LiveConversation;
+  private readonly state: PendingState;
+
+  constructor(options: { writer: ConversationWriter; live: LiveConversation; state: PendingState }) {
+    this.writer = options.writer;
+    this.live = options.live;
+    this.state = options.state;
+  }
+
+  /** Appends one batch. */
+  commit(records: ConversationRecord[]): void {
+    this.writer.commit(this.live, records);
+  }
+
+  /** Appends one batch together with the pending state writes it explains. */
+  commitWithState(records: ConversationRecord[]): void {
+    this.writer.commitWithState(this.live, records, this.state.take());
+  }
+
+  /** The memos of one durable tool call, keyed by `key` in this conversation's stream. */
+  stepMemo(key: string): StepMemo {
+    return this.writer.stepMemo(this.live, key);
+  }
+
+  /** A child conversation of this one, born (and retained here) when it does not exist yet. */
+  openChild(child: { stream: string; birth: () => ChildBirth }): LiveConversation {
+    return this.writer.openChild({ parent: this.live, ...child });
+  }
+}
