@@ -158,7 +158,7 @@ describe('across engines on one store (recovery)', () => {
 
     server.script({ text: 'one' }, { text: 'two' }, { text: 'three' });
     const second = engineOn(store, [Recorder]);
-    for (const stream of second.view.streamsWithOpenWork()) void second.runQueue(stream);
+    for (const stream of second.view.keysWithOpenWork()) void second.runQueue(stream);
     await second.read('Recorder', 'r1', posted.receipt.submissionId);
     await second.read('Recorder', 'r2', dispatched.receipt.submissionId);
     await second.read('Recorder', 'r3', fromAgent.receipt.submissionId);

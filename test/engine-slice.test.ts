@@ -8,6 +8,7 @@ import { ConversationEngine } from '../src/runtime/engine/engine.ts';
 import { AgentRegistry } from '../src/runtime/authoring/identity.ts';
 import { registerProviders } from '../src/runtime/model/providers.ts';
 import { SqlStore } from '../src/runtime/store/sql-store.ts';
+import { conversationKey } from '../src/runtime/store/conversation-key.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -47,7 +48,7 @@ test('a response that outlives its wall-time slice yields at a turn boundary and
     { text: 'Ticked twice.' },
   );
   const { receipt } = await engine.admit('Stepper', { id: 's1', message: parseDeliveredMessage('go') }, 'dispatch');
-  const stream = 'agents/Stepper/s1';
+  const stream = conversationKey('Stepper', 's1');
   let passes = 0;
   while (engine.view.openSubmissions(stream).length > 0) {
     expect(await engine.runNext(stream)).toBe(true);

@@ -35,7 +35,7 @@ test('stop() cuts a stalled model stream off after its grace period; the next en
 
   server.script({ text: 'and they lived happily.' });
   const second = await engineOn(store, [Talker]);
-  for (const stream of second.view.streamsWithOpenWork()) void second.runQueue(stream);
+  for (const stream of second.view.keysWithOpenWork()) void second.runQueue(stream);
   const reply = await second.read('Talker', 't1', receipt.submissionId);
   expect(reply.text).toContain('and they lived happily.');
   const resumed = server.requests[1]!;

@@ -17,6 +17,7 @@ import { AgentRegistry } from '../src/runtime/authoring/identity.ts';
 import { SqlStore } from '../src/runtime/store/sql-store.ts';
 import { parseDeliveredMessage } from '../src/runtime/engine/delivered-message.ts';
 import type { AdmissionRequest } from '../src/runtime/engine/verbs.ts';
+import { storedConversationKey } from '../src/runtime/store/conversation-key.ts';
 
 function Keeper() {
   useModel('anthropic/claude-haiku-4-5');
@@ -127,7 +128,7 @@ describe("HTTP submissions ('http', formerly 'direct')", () => {
       await expect(reply).rejects.toThrow();
       stop();
       await engine.stop();
-      const records = store.readBatches('agents/Waiter/w1', -1).flatMap((batch) => batch.records);
+      const records = store.readBatches(storedConversationKey('agents/Waiter/w1'), -1).flatMap((batch) => batch.records);
       const advisory = records.find((record) => record.type === 'signal' && record.signalType === 'submission_aborted');
       expect(advisory).toMatchObject({ attributes: { submissionId: receipt.submissionId, kind: 'direct', reason: 'aborted' } });
       expect(events.filter((e) => e.type === 'submission_running').map((e) => e.kind)).toEqual(['direct']);

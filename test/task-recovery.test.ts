@@ -64,7 +64,7 @@ test('a resumed task child keeps its cwd and its forwarded image', async () => {
     { text: 'Catalogued.' },
   );
   const second = await engineOn(store, [Curator]);
-  for (const stream of second.view.streamsWithOpenWork()) void second.runQueue(stream);
+  for (const stream of second.view.keysWithOpenWork()) void second.runQueue(stream);
   const reply = await second.read('Curator', 'c1', receipt.submissionId);
   expect(reply.text).toBe('Catalogued.');
   expect(server.requests).toHaveLength(5);

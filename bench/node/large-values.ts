@@ -20,6 +20,7 @@ import { sqlite } from '@flue/runtime/node';
 import type { ConversationRecord } from '../../src/runtime/store/records.ts';
 import { SPILL_BYTES, SqlStore } from '../../src/runtime/store/sql-store.ts';
 import { type BenchRow, median, saveRows } from '../results.ts';
+import { conversationKey } from '../../src/runtime/store/conversation-key.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SIZE = 20 * 1000 * 1000;
@@ -63,14 +64,14 @@ function time<T>(work: () => T): [T, number] {
 }
 
 async function oursMessage(run: number, value: string): Promise<Timing> {
-  const stream = `agents/Agent/large-m${run}`;
+  const stream = conversationKey('Agent', `large-m${run}`);
   const id = `sub_large_m${run}`;
   const ts = new Date().toISOString();
   const writer = await openStore();
   const [, write] = time(() => {
     writer.store.transaction(() => {
-      writer.store.createStream({ stream, agent: 'Agent', instanceId: `large-m${run}`, incarnation: 'inc_bench' });
-      writer.store.insertSubmission({ id, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: value } }, acceptedAt: ts });
+      writer.store.createConversation({ key: stream, agent: 'Agent', instanceId: `large-m${run}`, incarnation: 'inc_bench' });
+      writer.store.insertSubmission({ id, conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: value } }, acceptedAt: ts });
     });
     const record: ConversationRecord = { type: 'user_message', messageId: `msg_${run}`, submissionId: id, body: value, ts };
     writer.store.transaction(() => writer.store.append(stream, [record]));
@@ -88,14 +89,14 @@ async function oursMessage(run: number, value: string): Promise<Timing> {
 }
 
 async function oursToolOutput(run: number, value: string): Promise<Timing> {
-  const stream = `agents/Agent/large-t${run}`;
+  const stream = conversationKey('Agent', `large-t${run}`);
   const ts = new Date().toISOString();
   const writer = await openStore();
   // The outcome as the runtime builds it (tool-runner.ts runToolCall): content is the output's JSON.
   const outcome = { toolCallId: 'call_1', toolName: 'lookup', isError: false, content: JSON.stringify(value), output: value, durationMs: 1 };
   const [, write] = time(() => {
     writer.store.transaction(() => {
-      writer.store.createStream({ stream, agent: 'Agent', instanceId: `large-t${run}`, incarnation: 'inc_bench' });
+      writer.store.createConversation({ key: stream, agent: 'Agent', instanceId: `large-t${run}`, incarnation: 'inc_bench' });
       writer.store.append(stream, [{ type: 'tool_results', stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', outcomes: [outcome], ts }]);
     });
   });

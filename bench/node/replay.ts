@@ -14,6 +14,7 @@ import { AgentRegistry } from '../../src/runtime/authoring/identity.ts';
 import type { ConversationRecord } from '../../src/runtime/store/records.ts';
 import { SqlStore } from '../../src/runtime/store/sql-store.ts';
 import { median, saveRows } from '../results.ts';
+import { conversationKey } from '../../src/runtime/store/conversation-key.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const TAIL = 10;
@@ -62,8 +63,8 @@ async function conversation(batches: number): Promise<{ engine: ConversationEngi
   registry.register(Agent);
   const engine = new ConversationEngine({ store, registry, env: {}, wake: () => {} });
   const id = `c${batches}`;
-  const stream = `agents/Agent/${id}`;
-  store.createStream({ stream, agent: 'Agent', instanceId: id, incarnation: 'inc_bench' });
+  const stream = conversationKey('Agent', id);
+  store.createConversation({ key: stream, agent: 'Agent', instanceId: id, incarnation: 'inc_bench' });
   store.transaction(() => {
     store.append(stream, [{ type: 'conversation_created', conversationId: 'conv_bench', uid: 'inst_bench', ts: new Date().toISOString() }]);
     let written = 1;

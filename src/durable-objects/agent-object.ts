@@ -66,7 +66,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       const statusUrl = devStatusUrl(env);
       if (statusUrl !== undefined) await loadDevSourceMap(statusUrl);
       // After an eviction or a deploy, unsettled work needs a wake even if no alarm survived.
-      if (this.engine.view.streamsWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
+      if (this.engine.view.keysWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
         await ctx.storage.setAlarm(Date.now());
       }
     });
@@ -121,12 +121,12 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   override async alarm(): Promise<void> {
     await this.ctx.storage.setAlarm(Date.now() + BACKSTOP_MS);
     const view = this.engine.view;
-    const streams = view.streamsWithOpenWork();
+    const keys = view.keysWithOpenWork();
     let progressed = false;
     try {
-      for (const stream of streams) {
-        const instanceId = view.streamInfo(stream)?.instanceId;
-        progressed = (await runInCloudflareContext(this.context(instanceId), () => this.engine.runNext(stream))) || progressed;
+      for (const key of keys) {
+        const instanceId = view.conversationInfo(key)?.instanceId;
+        progressed = (await runInCloudflareContext(this.context(instanceId), () => this.engine.runNext(key))) || progressed;
       }
     } catch (error) {
       // Never rethrown: platform alarm retries must not mix with our own re-arm (§6.5).
@@ -134,7 +134,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       return;
     }
     // No await between the emptiness check and the alarm call, so no admission can slip between.
-    if (view.streamsWithOpenWork().length === 0) await this.ctx.storage.deleteAlarm();
+    if (view.keysWithOpenWork().length === 0) await this.ctx.storage.deleteAlarm();
     else if (progressed) await this.ctx.storage.setAlarm(Date.now());
     // Otherwise the head cannot progress now (e.g. its agent is not deployed): the backstop retries.
   }

@@ -8,6 +8,7 @@ import { expect, test } from 'vitest';
 import { PersistedFormatVersionError } from '../runtime/common/errors.ts';
 import { SqlStore } from '../runtime/store/sql-store.ts';
 import { sqlite } from './sqlite.ts';
+import { storedConversationKey } from '../runtime/store/conversation-key.ts';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'flue-sqlite-'));
 
@@ -60,21 +61,21 @@ test('batches append under dense sequences, all-or-nothing with the writes of th
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  store.createStream({ stream: 's', agent: 'A', instanceId: 'i', incarnation: 'inc_1' });
-  expect(store.head('s')).toBe(-1);
-  expect(store.append('s', [{ type: 'agent_start_run', submissionId: 'a' }])).toBe(0);
+  store.createConversation({ key: storedConversationKey('s'), agent: 'A', instanceId: 'i', incarnation: 'inc_1' });
+  expect(store.head(storedConversationKey('s'))).toBe(-1);
+  expect(store.append(storedConversationKey('s'), [{ type: 'agent_start_run', submissionId: 'a' }])).toBe(0);
   expect(() =>
     store.transaction(() => {
-      store.append('s', [{ type: 'agent_start_run', submissionId: 'b' }]);
-      store.writeState('s', 'k', 1);
+      store.append(storedConversationKey('s'), [{ type: 'agent_start_run', submissionId: 'b' }]);
+      store.writeState(storedConversationKey('s'), 'k', 1);
       throw new Error('boom');
     }),
   ).toThrow('boom');
-  expect(store.head('s')).toBe(0);
-  expect(store.readState('s').has('k')).toBe(false);
-  expect(store.append('s', [{ type: 'agent_start_run', submissionId: 'c' }])).toBe(1);
-  expect(store.readBatches('s', 0).map((b) => b.seq)).toEqual([1]);
-  expect(() => store.append('s', [])).toThrow(/at least one record/);
+  expect(store.head(storedConversationKey('s'))).toBe(0);
+  expect(store.readState(storedConversationKey('s')).has('k')).toBe(false);
+  expect(store.append(storedConversationKey('s'), [{ type: 'agent_start_run', submissionId: 'c' }])).toBe(1);
+  expect(store.readBatches(storedConversationKey('s'), 0).map((b) => b.seq)).toEqual([1]);
+  expect(() => store.append(storedConversationKey('s'), [])).toThrow(/at least one record/);
   await adapter.close();
 });
 
@@ -82,7 +83,7 @@ test('settled submissions are never rewritten: the first terminal state wins', a
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  store.insertSubmission({ id: 'sub_1', stream: 's', kind: 'dispatch', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
+  store.insertSubmission({ id: 'sub_1', conversation: storedConversationKey('s'), kind: 'dispatch', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
   expect(store.markSettled('sub_1', 'completed', null, 1)).toBe(true);
   expect(store.markSettled('sub_1', 'failed', 'late', 2)).toBe(false);
   expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
@@ -94,7 +95,7 @@ test('a write waits out a lock another process holds instead of failing with "da
   const adapter = sqlite(path);
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  store.createStream({ stream: 's', agent: 'A', instanceId: 'i', incarnation: 'inc_1' });
+  store.createConversation({ key: storedConversationKey('s'), agent: 'A', instanceId: 'i', incarnation: 'inc_1' });
   // Another process (a restarted Flue process recovering the WAL, a backup, the sqlite3 shell)
   // holds the write lock for a moment. Our driver is synchronous, so the holder must live in a
   // separate process to be able to let go while this one waits.
@@ -115,9 +116,9 @@ test('a write waits out a lock another process holds instead of failing with "da
   );
   const exited = once(holder, 'exit');
   await once(holder.stdout, 'data');
-  expect(store.append('s', [{ type: 'agent_start_run', submissionId: 'a' }])).toBe(0);
+  expect(store.append(storedConversationKey('s'), [{ type: 'agent_start_run', submissionId: 'a' }])).toBe(0);
   expect(await exited).toEqual([0, null]);
-  expect(store.readBatches('s', -1).map((b) => b.seq)).toEqual([0]);
+  expect(store.readBatches(storedConversationKey('s'), -1).map((b) => b.seq)).toEqual([0]);
   const db = new DatabaseSync(path);
   expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'held'`).get()).toEqual({ value: 'yes' });
   db.close();

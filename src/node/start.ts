@@ -89,8 +89,8 @@ export async function start(options: StartOptions): Promise<Flue> {
       registry,
       env,
       // The Node waker: a task in this process drives the conversation's queue.
-      wake: (stream) => {
-        setImmediate(() => void engine.runQueue(stream));
+      wake: (key) => {
+        setImmediate(() => void engine.runQueue(key));
       },
     });
   } catch (error) {
@@ -101,7 +101,7 @@ export async function start(options: StartOptions): Promise<Flue> {
   // On Node the engine is the runtime: the verbs run in this process.
   serveRuntime(engine);
   // Recovery: every conversation with unsettled work is driven again, oldest work first.
-  for (const stream of engine.view.streamsWithOpenWork()) void engine.runQueue(stream);
+  for (const key of engine.view.keysWithOpenWork()) void engine.runQueue(key);
 
   let stopped: Promise<void> | undefined;
   const stop = (stopOptions?: StopOptions) => {

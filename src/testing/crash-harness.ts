@@ -318,7 +318,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     }
     return inspector.view;
   };
-  const hasOpenWork = (): boolean => inspect().streamsWithOpenWork().length > 0;
+  const hasOpenWork = (): boolean => inspect().keysWithOpenWork().length > 0;
   const totalCount = (): number => inspect().submissions().length;
 
   const probe = (event: ProbeEvent): void => {
@@ -460,7 +460,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
   const report = (): CrashReport => {
     const view = inspect();
     const settlements = new Map<string, number>();
-    for (const stream of view.streams()) {
+    for (const stream of view.conversationKeys()) {
       for (const batch of view.batches(stream, -1)) {
         for (const record of batch.records) {
           if (record.type === 'submission_settled') settlements.set(record.submissionId, (settlements.get(record.submissionId) ?? 0) + 1);
@@ -468,7 +468,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       }
     }
     const submissions = view.submissions().map((row) => {
-      const stream = view.streamInfo(row.stream);
+      const stream = view.conversationInfo(row.conversation);
       return {
         id: row.id,
         agent: String(stream?.agent),

@@ -10,24 +10,25 @@ import type { ConversationView } from './conversation-view.ts';
 import { DOCUMENT_REF_PREFIX, type DocumentPlacement } from '../model/documents.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { Delivery } from '../common/types.ts';
+import type { ConversationKey } from '../store/conversation-key.ts';
 
 /** One attempt's cache of attachment bytes, read from the stream that holds them. */
 export class AttachmentBytes {
   private readonly cache = new Map<string, string>();
   private readonly view: ConversationView;
   /** The root conversation's stream: a delegate forwards references to the root's attachments. */
-  private readonly stream: string;
+  private readonly key: ConversationKey;
 
-  constructor(view: ConversationView, stream: string) {
+  constructor(view: ConversationView, key: ConversationKey) {
     this.view = view;
-    this.stream = stream;
+    this.key = key;
   }
 
   /** The attachment's bytes as base64; empty when the store no longer has them. */
   base64(id: string): string {
     let data = this.cache.get(id);
     if (data === undefined) {
-      const found = this.view.attachment(this.stream, id)?.bytes;
+      const found = this.view.attachment(this.key, id)?.bytes;
       data = found === undefined ? '' : encodeBase64(found);
       this.cache.set(id, data);
     }

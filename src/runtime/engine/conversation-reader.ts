@@ -49,7 +49,7 @@ export class ConversationReader {
 
   getInstance(agentName: string, instanceId: string): AgentInstanceInfo | null {
     const live = this.addressed(agentName, instanceId);
-    if (this.view.streamInfo(live.stream) === undefined) return null;
+    if (this.view.conversationInfo(live.key) === undefined) return null;
     return live.conv.uid === undefined ? { id: instanceId } : { id: instanceId, uid: live.conv.uid };
   }
 
@@ -121,8 +121,8 @@ export class ConversationReader {
     const read = !batches
       ? []
       : maxBytes === undefined
-        ? this.view.batches(live.stream, afterSeq)
-        : this.view.boundedBatches(live.stream, afterSeq, undefined, maxBytes);
+        ? this.view.batches(live.key, afterSeq)
+        : this.view.boundedBatches(live.key, afterSeq, undefined, maxBytes);
     const settlement = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : found;
     return {
       batches: read,
@@ -175,7 +175,7 @@ export class ConversationReader {
     // Watchers follow a draining response to its end; one parked across the end of the drain gets
     // a retryable 503, not a failure of the closed store.
     if (this.lifecycle.readsClosed()) throw new RuntimeUnavailableError('draining');
-    const batches = this.view.boundedBatches(live.stream, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES);
+    const batches = this.view.boundedBatches(live.key, afterSeq, options.maxBatches, MAX_ANSWER_BATCH_BYTES);
     const chunks = batches.flatMap((batch) => projectBatch(batch, live.conv.conversationId, (seq) => this.snapshotAfter(live, seq)));
     const nextSeq = batches.at(-1)?.seq ?? afterSeq;
     return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
@@ -184,7 +184,7 @@ export class ConversationReader {
   /** The snapshot after one batch: the live fold at the head, a fresh fold otherwise (resets are rare). */
   private snapshotAfter(live: LiveConversation, seq: number): Omit<FlueConversationSnapshot, 'incarnation'> {
     if (seq === live.conv.head) return live.conv.snapshot();
-    return this.view.fold(live.stream, seq + 1).snapshot();
+    return this.view.fold(live.key, seq + 1).snapshot();
   }
 
   private nextAppend(live: LiveConversation, waitMs: number, signal?: AbortSignal): Promise<void> {
@@ -204,7 +204,7 @@ export class ConversationReader {
   attachment(agentName: string, instanceId: string, attachmentId: string): StoredAttachment | null | undefined {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return undefined;
-    const found = this.view.attachment(live.stream, attachmentId);
+    const found = this.view.attachment(live.key, attachmentId);
     if (found === undefined) return null;
     return {
       id: found.ref.id,
@@ -230,7 +230,7 @@ function childConversations(view: ConversationView, root: Conversation): ChildCo
   const visit = (parent: Conversation) => {
     for (const ref of parent.children) {
       const fold = view.fold(ref.stream);
-      const incarnation = view.streamInfo(ref.stream)?.incarnation;
+      const incarnation = view.conversationInfo(ref.stream)?.incarnation;
       out.push({
         conversationId: ref.conversationId,
         parentConversationId: parent.conversationId,

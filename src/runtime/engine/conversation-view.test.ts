@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
-import { ConversationView, streamKey } from './conversation-view.ts';
+import { ConversationView } from './conversation-view.ts';
+import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore } from '../store/sql-store.ts';
+import { storedConversationKey } from '../store/conversation-key.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
 
@@ -15,12 +17,12 @@ async function open(): Promise<{ store: SqlStore; view: ConversationView }> {
 }
 
 /** A stored conversation of agent `Agent` with its birth record and one queued submission. */
-function born(store: SqlStore, instanceId: string, submissionId: string): string {
-  const stream = streamKey('Agent', instanceId);
-  store.createStream({ stream, agent: 'Agent', instanceId, incarnation: `inc_${instanceId}` });
+function born(store: SqlStore, instanceId: string, submissionId: string): ConversationKey {
+  const stream = conversationKey('Agent', instanceId);
+  store.createConversation({ key: stream, agent: 'Agent', instanceId, incarnation: `inc_${instanceId}` });
   store.append(stream, [{ type: 'conversation_created', conversationId: `conv_${instanceId}`, uid: `inst_${instanceId}`, ts }]);
   const payload = { message: { kind: 'user' as const, body: 'hi' } };
-  store.insertSubmission({ id: submissionId, stream, kind: 'dispatch', payload, acceptedAt: ts });
+  store.insertSubmission({ id: submissionId, conversation: stream, kind: 'dispatch', payload, acceptedAt: ts });
   return stream;
 }
 
@@ -43,19 +45,19 @@ describe('ConversationView', () => {
     store.append(stream, [signal('later')]);
     expect(view.live('Agent', 'a1')).toBe(live);
     expect(live.conv.head).toBe(1);
-    expect(view.liveByStream(stream)).toBe(live);
+    expect(view.liveByKey(stream)).toBe(live);
   });
 
-  it('answers a host which streams have open work and which instance each one is', async () => {
+  it('answers a host which conversations have open work and which instance each one is', async () => {
     const { store, view } = await open();
     const one = born(store, 'a1', 'sub_1');
     const two = born(store, 'a2', 'sub_2');
     store.markSettled('sub_1', 'completed', null, 1);
-    expect(view.streamsWithOpenWork()).toEqual([two]);
-    expect(view.streamInfo(two)).toEqual({ stream: two, agent: 'Agent', instanceId: 'a2', incarnation: 'inc_a2' });
-    expect(view.streamInfo(one)?.instanceId).toBe('a1');
-    expect(view.streamInfo('agents/Agent/none')).toBeUndefined();
-    expect(() => view.liveByStream('agents/Agent/none')).toThrow('No conversation stream "agents/Agent/none"');
+    expect(view.keysWithOpenWork()).toEqual([two]);
+    expect(view.conversationInfo(two)).toEqual({ key: two, agent: 'Agent', instanceId: 'a2', incarnation: 'inc_a2' });
+    expect(view.conversationInfo(one)?.instanceId).toBe('a1');
+    expect(view.conversationInfo(storedConversationKey('agents/Agent/none'))).toBeUndefined();
+    expect(() => view.liveByKey(storedConversationKey('agents/Agent/none'))).toThrow('No conversation stream "agents/Agent/none"');
   });
 
   it('lists every stream and every submission, settled ones included, for a post-mortem', async () => {
@@ -63,8 +65,8 @@ describe('ConversationView', () => {
     const one = born(store, 'a1', 'sub_1');
     const two = born(store, 'a2', 'sub_2');
     store.markSettled('sub_2', 'failed', 'boom', 1);
-    expect(view.streams().sort()).toEqual([one, two]);
-    expect(view.submissions().map((row) => [row.id, row.stream, row.outcome])).toEqual([
+    expect(view.conversationKeys().sort()).toEqual([one, two]);
+    expect(view.submissions().map((row) => [row.id, row.conversation, row.outcome])).toEqual([
       ['sub_1', one, null],
       ['sub_2', two, 'failed'],
     ]);

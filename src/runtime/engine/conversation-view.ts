@@ -10,11 +10,13 @@
 import { Conversation } from './conversation.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
-import type { Batch, SqlStore, StreamInfo, SubmissionRow } from '../store/sql-store.ts';
+import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
+import type { Batch, ConversationInfo, SqlStore, SubmissionRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
-  readonly stream: string;
+  /** Where its log lives in the store. */
+  readonly key: ConversationKey;
   readonly agentName: string;
   readonly instanceId: string;
   readonly conv = new Conversation();
@@ -25,8 +27,8 @@ export class LiveConversation {
   /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
   logBytes = 0;
 
-  constructor(stream: string, agentName: string, instanceId: string) {
-    this.stream = stream;
+  constructor(key: ConversationKey, agentName: string, instanceId: string) {
+    this.key = key;
     this.agentName = agentName;
     this.instanceId = instanceId;
   }
@@ -36,21 +38,9 @@ export class LiveConversation {
   }
 }
 
-export function streamKey(agentName: string, instanceId: string): string {
-  return `agents/${agentName}/${instanceId}`;
-}
-
-/**
- * The stream of a `task` call's child conversation, keyed deterministically by the delegating
- * stream, the step that issued the call and the call id.
- */
-export function childConversationStream(parentStream: string, stepId: string, toolCallId: string): string {
-  return `tasks/${parentStream}/${stepId}/${toolCallId}`;
-}
-
 export class ConversationView {
   private readonly store: SqlStore;
-  private readonly lives = new Map<string, LiveConversation>();
+  private readonly lives = new Map<ConversationKey, LiveConversation>();
 
   constructor(store: SqlStore) {
     this.store = store;
@@ -60,30 +50,30 @@ export class ConversationView {
 
   /** The conversation's fold, caught up with its log. */
   live(agentName: string, instanceId: string): LiveConversation {
-    const stream = streamKey(agentName, instanceId);
-    let live = this.lives.get(stream);
+    const key = conversationKey(agentName, instanceId);
+    let live = this.lives.get(key);
     if (live === undefined) {
-      live = new LiveConversation(stream, agentName, instanceId);
+      live = new LiveConversation(key, agentName, instanceId);
       // Only conversations that exist are kept: reads of random ids must not grow memory.
-      if (this.store.getStream(stream) !== undefined) this.lives.set(stream, live);
+      if (this.store.getConversation(key) !== undefined) this.lives.set(key, live);
     }
-    if (live.incarnation === undefined) live.incarnation = this.store.getStream(stream)?.incarnation;
-    for (const { batch, bytes } of this.store.readBatchesSized(stream, live.conv.head)) {
+    if (live.incarnation === undefined) live.incarnation = this.store.getConversation(key)?.incarnation;
+    for (const { batch, bytes } of this.store.readBatchesSized(key, live.conv.head)) {
       live.conv.apply(batch);
       live.logBytes += bytes;
     }
     return live;
   }
 
-  liveByStream(stream: string): LiveConversation {
-    const info = this.store.getStream(stream);
-    if (info === undefined) throw new Error(`[flue] No conversation stream "${stream}".`);
+  liveByKey(key: ConversationKey): LiveConversation {
+    const info = this.store.getConversation(key);
+    if (info === undefined) throw new Error(`[flue] No conversation is stored under "${key}".`);
     return this.live(info.agent, info.instanceId);
   }
 
   /** After a birth: the conversation is kept, its fold caught up and its waiters told. */
   keep(live: LiveConversation): void {
-    this.lives.set(live.stream, live);
+    this.lives.set(live.key, live);
     this.live(live.agentName, live.instanceId);
     live.notify();
   }
@@ -93,42 +83,42 @@ export class ConversationView {
     return this.lives.values();
   }
 
-  /** A fresh fold of a stream's first `limit` batches (all by default); child conversations are not kept in memory. */
-  fold(stream: string, limit?: number): Conversation {
+  /** A fresh fold of a conversation's first `limit` batches (all by default); child conversations are not kept in memory. */
+  fold(key: ConversationKey, limit?: number): Conversation {
     const fold = new Conversation();
-    for (const batch of this.store.readBatches(stream, -1, limit)) fold.apply(batch);
+    for (const batch of this.store.readBatches(key, -1, limit)) fold.apply(batch);
     return fold;
   }
 
   /** Committed persistent state of the conversation (read once, then kept current by writes). */
   stateOf(live: LiveConversation): Map<string, unknown> {
-    if (live.state === undefined) live.state = this.store.readState(live.stream);
+    if (live.state === undefined) live.state = this.store.readState(live.key);
     return live.state;
   }
 
   // ── The log ──────────────────────────────────────────────────────────────────────────────
 
-  batches(stream: string, after: number, limit?: number): Batch[] {
-    return this.store.readBatches(stream, after, limit);
+  batches(key: ConversationKey, after: number, limit?: number): Batch[] {
+    return this.store.readBatches(key, after, limit);
   }
 
   /** Batches after `after`, at most `limit` of them, stopping once `maxBytes` is passed (always at least one). */
-  boundedBatches(stream: string, after: number, limit: number | undefined, maxBytes: number): Batch[] {
-    return this.store.readBatchesSized(stream, after, limit, maxBytes).map(({ batch }) => batch);
+  boundedBatches(key: ConversationKey, after: number, limit: number | undefined, maxBytes: number): Batch[] {
+    return this.store.readBatchesSized(key, after, limit, maxBytes).map(({ batch }) => batch);
   }
 
-  streamInfo(stream: string): StreamInfo | undefined {
-    return this.store.getStream(stream);
+  conversationInfo(key: ConversationKey): ConversationInfo | undefined {
+    return this.store.getConversation(key);
   }
 
-  /** Every stream in the store, child conversations' included. */
-  streams(): string[] {
-    return this.store.listStreams();
+  /** Every conversation in the store, child conversations included. */
+  conversationKeys(): ConversationKey[] {
+    return this.store.conversationKeys();
   }
 
   /** The conversation id of a child conversation, once it exists. */
-  childConversationId(stream: string): string | undefined {
-    const birth = this.store.firstBatch(stream)?.records[0];
+  childConversationId(key: ConversationKey): string | undefined {
+    const birth = this.store.firstBatch(key)?.records[0];
     return birth?.type === 'conversation_created' ? birth.conversationId : undefined;
   }
 
@@ -138,18 +128,18 @@ export class ConversationView {
     return this.store.getSubmission(id);
   }
 
-  /** Unsettled submissions of the stream, in admission order (joined ones included). */
-  openSubmissions(stream: string): SubmissionRow[] {
-    return this.store.openSubmissions(stream);
+  /** Unsettled submissions of the conversation, in admission order (joined ones included). */
+  openSubmissions(key: ConversationKey): SubmissionRow[] {
+    return this.store.openSubmissions(key);
   }
 
-  joinedInto(leader: { id: string; stream: string }): SubmissionRow[] {
+  joinedInto(leader: { id: string; conversation: ConversationKey }): SubmissionRow[] {
     return this.store.joinedInto(leader);
   }
 
-  /** Streams with unsettled submissions: what a host drives on start (recovery). */
-  streamsWithOpenWork(): string[] {
-    return this.store.listStreamsWithOpenWork();
+  /** Conversations with unsettled submissions: what a host drives on start (recovery). */
+  keysWithOpenWork(): ConversationKey[] {
+    return this.store.keysWithOpenWork();
   }
 
   /** Every submission, settled ones included, in admission order: what a post-mortem counts. */
@@ -159,12 +149,12 @@ export class ConversationView {
 
   // ── Attachments and files ────────────────────────────────────────────────────────────────
 
-  attachment(stream: string, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
-    return this.store.readAttachment(stream, id);
+  attachment(key: ConversationKey, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
+    return this.store.readAttachment(key, id);
   }
 
   /** The conversation's durable `virtualSandbox()` files (the sandbox reads and writes them itself). */
   sandboxFiles(live: LiveConversation): SqlSandboxFiles {
-    return this.store.sandboxFiles(live.stream);
+    return this.store.sandboxFiles(live.key);
   }
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { ConversationWriter, inputRecord } from './conversation-writer.ts';
-import { ConversationView, childConversationStream, streamKey } from './conversation-view.ts';
+import { ConversationView } from './conversation-view.ts';
+import { childConversationKey, conversationKey } from '../store/conversation-key.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 
@@ -36,10 +37,10 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1');
-    expect(live.stream).toBe(streamKey('Agent', 'a1'));
+    expect(live.key).toBe(conversationKey('Agent', 'a1'));
     expect(live.conv.uid).toBe('inst_1');
     expect(live.incarnation).toMatch(/^inc_/);
-    expect(store.openSubmissions(live.stream).map((row) => row.id)).toEqual(['sub_1']);
+    expect(store.openSubmissions(live.key).map((row) => row.id)).toEqual(['sub_1']);
     expect([...view.conversations()]).toEqual([live]);
     expect(view.live('Agent', 'a1')).toBe(live);
   });
@@ -55,7 +56,7 @@ describe('ConversationWriter', () => {
     writer.commit(live, [signal('two')]);
     expect(told).toBe(2);
     expect(live.conv.head).toBe(2);
-    expect(store.readBatches(live.stream, 0).map((batch) => batch.seq)).toEqual([1, 2]);
+    expect(store.readBatches(live.key, 0).map((batch) => batch.seq)).toEqual([1, 2]);
     expect(live.logBytes).toBeGreaterThan(before);
   });
 
@@ -66,7 +67,7 @@ describe('ConversationWriter', () => {
     expect(view.stateOf(live).size).toBe(0);
     writer.commitWithState(live, [signal('state')], [['count', 2]]);
     expect(view.stateOf(live).get('count')).toBe(2);
-    expect(store.readState(live.stream).get('count')).toBe(2);
+    expect(store.readState(live.key).get('count')).toBe(2);
   });
 
   it('rolls the batch and its state writes back together', async () => {
@@ -74,11 +75,11 @@ describe('ConversationWriter', () => {
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1');
     expect(() => writer.commit(live, [signal('x')], () => {
-      store.writeState(live.stream, 'lost', 1);
+      store.writeState(live.key, 'lost', 1);
       throw new Error('boom');
     })).toThrow('boom');
-    expect(store.readState(live.stream).has('lost')).toBe(false);
-    expect(store.readBatches(live.stream, -1)).toHaveLength(1);
+    expect(store.readState(live.key).has('lost')).toBe(false);
+    expect(store.readBatches(live.key, -1)).toHaveLength(1);
     expect(live.conv.head).toBe(0);
   });
 
@@ -86,7 +87,7 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1', 'sub_2');
-    const [leader, queued] = view.openSubmissions(live.stream) as [SubmissionRow, SubmissionRow];
+    const [leader, queued] = view.openSubmissions(live.key) as [SubmissionRow, SubmissionRow];
     writer.join(live, queued, leader.id);
     expect(live.conv.applied.has('sub_2')).toBe(true);
     expect(view.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2']);
@@ -97,7 +98,7 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1');
-    const [row] = view.openSubmissions(live.stream) as [SubmissionRow];
+    const [row] = view.openSubmissions(live.key) as [SubmissionRow];
     const settled = (outcome: 'completed' | 'failed'): ConversationRecord => ({ type: 'submission_settled', submissionId: row.id, outcome, ts });
     writer.settle(live, { records: [settled('completed')], settled: [row], outcome: 'completed', error: null });
     writer.settle(live, { records: [settled('failed')], settled: [row], outcome: 'failed', error: 'late' });
@@ -108,7 +109,7 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1', 'sub_2', 'sub_3');
-    const [leader, joined] = view.openSubmissions(live.stream) as [SubmissionRow, SubmissionRow];
+    const [leader, joined] = view.openSubmissions(live.key) as [SubmissionRow, SubmissionRow];
     writer.join(live, joined, leader.id);
     const records: ConversationRecord[] = [leader, joined].map((row) => ({ type: 'submission_settled', submissionId: row.id, outcome: 'failed', answeredBySubmissionId: leader.id, ts }));
     const head = live.conv.head;
@@ -119,7 +120,7 @@ describe('ConversationWriter', () => {
       ['sub_3', 'queued', null, null],
     ]);
     expect(view.joinedInto(leader)).toEqual([]);
-    const batches = store.readBatches(live.stream, head);
+    const batches = store.readBatches(live.key, head);
     expect(batches.map((batch) => batch.records.map((record) => record.type))).toEqual([['submission_settled', 'submission_settled']]);
   });
 
@@ -151,8 +152,8 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, view, writer } = opened;
     const parent = admitted(opened, 'sub_1');
-    const stream = childConversationStream(parent.stream, 'step_1', 'call_1');
-    expect(stream).toBe(`tasks/${parent.stream}/step_1/call_1`);
+    const stream = childConversationKey(parent.key, 'step_1', 'call_1');
+    expect(stream).toBe(`tasks/${parent.key}/step_1/call_1`);
     expect(view.childConversationId(stream)).toBeUndefined();
     let births = 0;
     const birthOf = () => {
@@ -166,12 +167,12 @@ describe('ConversationWriter', () => {
         } as ConversationRecord,
       };
     };
-    const child = writer.openChild({ parent, stream, birth: birthOf });
+    const child = writer.openChild({ parent, key: stream, birth: birthOf });
     expect(child.conv.conversationId).toBe('conv_child');
     expect(parent.conv.children.map((ref) => ref.stream)).toEqual([stream]);
     expect(view.childConversationId(stream)).toBe('conv_child');
-    expect(store.getStream(stream)).toMatchObject({ agent: 'Agent', instanceId: 'a1' });
-    const again = writer.openChild({ parent, stream, birth: birthOf });
+    expect(store.getConversation(stream)).toMatchObject({ agent: 'Agent', instanceId: 'a1' });
+    const again = writer.openChild({ parent, key: stream, birth: birthOf });
     expect(again.conv.conversationId).toBe('conv_child');
     expect(births).toBe(1);
   });

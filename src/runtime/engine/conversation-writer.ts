@@ -10,6 +10,7 @@
  */
 import { newId } from '../common/ids.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
+import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
@@ -50,7 +51,7 @@ export class ConversationWriter {
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
     const { seq, bytes } = this.store.transaction(() => {
       // The fold is this single writer's view of the log, so its head is the store's.
-      const appended = this.store.appendSized(live.stream, records, live.conv.head);
+      const appended = this.store.appendSized(live.key, records, live.conv.head);
       alsoWrite?.();
       return appended;
     });
@@ -63,7 +64,7 @@ export class ConversationWriter {
   commitWithState(live: LiveConversation, records: ConversationRecord[], writes: readonly [string, unknown][]): void {
     const state = this.view.stateOf(live);
     this.commit(live, records, () => {
-      for (const [name, value] of writes) this.store.writeState(live.stream, name, value);
+      for (const [name, value] of writes) this.store.writeState(live.key, name, value);
     });
     for (const [name, value] of writes) state.set(name, value);
   }
@@ -95,11 +96,11 @@ export class ConversationWriter {
   ): void {
     this.store.transaction(() => {
       if (birth !== undefined) {
-        this.store.createStream({ stream: live.stream, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
-        this.store.append(live.stream, [birth]);
+        this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
+        this.store.append(live.key, [birth]);
       }
-      this.store.insertSubmission({ ...submission, stream: live.stream });
-      for (const attachment of attachments) this.store.putAttachment(live.stream, attachment.ref, attachment.bytes);
+      this.store.insertSubmission({ ...submission, conversation: live.key });
+      for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
     });
   }
 
@@ -113,17 +114,17 @@ export class ConversationWriter {
 
   /** Stamps every unsettled submission of the conversation; answers how many there were. */
   requestAbort(live: LiveConversation, now: number): number {
-    return this.store.transaction(() => this.store.requestAbort(live.stream, now));
+    return this.store.transaction(() => this.store.requestAbort(live.key, now));
   }
 
   // ── Step memos ───────────────────────────────────────────────────────────────────────────
 
-  /** The memos of one durable tool call, keyed by `key` in the conversation's stream. */
+  /** The memos of one durable tool call, keyed by `key` within the conversation. */
   stepMemo(live: LiveConversation, key: string): StepMemo {
     const { store } = this;
     return {
-      lookup: (step) => store.readStep(live.stream, key, step),
-      record: (step, value) => store.writeStep(live.stream, key, step, value),
+      lookup: (step) => store.readStep(live.key, key, step),
+      record: (step, value) => store.writeStep(live.key, key, step, value),
     };
   }
 
@@ -133,15 +134,15 @@ export class ConversationWriter {
    * A child conversation's fold. One that does not exist yet is born from `birth()` (its records),
    * in the same transaction as `retained` on the parent: the record that says where it lives.
    */
-  openChild({ parent, stream, birth }: { parent: LiveConversation; stream: string; birth: () => ChildBirth }): LiveConversation {
-    const child = new LiveConversation(stream, parent.agentName, parent.instanceId);
-    for (const batch of this.view.batches(stream, -1)) child.conv.apply(batch);
+  openChild({ parent, key, birth }: { parent: LiveConversation; key: ConversationKey; birth: () => ChildBirth }): LiveConversation {
+    const child = new LiveConversation(key, parent.agentName, parent.instanceId);
+    for (const batch of this.view.batches(key, -1)) child.conv.apply(batch);
     if (child.conv.created) return child;
     const { records, retained } = birth();
     let seq = -1;
     this.commit(parent, [retained], () => {
-      this.store.createStream({ stream, agent: parent.agentName, instanceId: parent.instanceId, incarnation: newIncarnation() });
-      seq = this.store.append(stream, records);
+      this.store.createConversation({ key, agent: parent.agentName, instanceId: parent.instanceId, incarnation: newIncarnation() });
+      seq = this.store.append(key, records);
     });
     child.conv.apply({ seq, records });
     return child;

@@ -17,6 +17,7 @@ import { registerProviders } from '../model/providers.ts';
 import { SqlStore } from '../store/sql-store.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { ConversationEngine } from './engine.ts';
+import { conversationKey, storedConversationKey } from '../store/conversation-key.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -67,7 +68,7 @@ beforeEach(async () => {
 describe('a conversation log of 64 MiB', () => {
   it('admits a message that fills the log exactly and refuses one a byte larger', async () => {
     const { receipt } = await engine.admit('Keeper', { id: 'full', message: parseDeliveredMessage('hi') }, 'dispatch');
-    const stream = 'agents/Keeper/full';
+    const stream = conversationKey('Keeper', 'full');
     const born = store.readBatchesSized(stream, -1).reduce((sum, { bytes }) => sum + bytes, 0);
     // Filler written straight to the log: 40 MiB, so what is left fits one message (32 MiB).
     const filler = store.appendSized(stream, [{ type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: 'f'.repeat(40 * MiB) }]);
@@ -103,13 +104,13 @@ describe('a usePersistentState value of 24 MiB', () => {
       { text: 'Done.' },
     );
     await engine.admit('Keeper', { id: 'keep', message: parseDeliveredMessage('save both') }, 'dispatch');
-    await engine.runQueue('agents/Keeper/keep');
+    await engine.runQueue(storedConversationKey('agents/Keeper/keep'));
     const results = server.requests[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(results).toEqual([
       '"saved"',
       JSON.stringify({ refused: { field: 'usePersistentState("blob") value', limit: MAX_STATE_VALUE_BYTES, size: MAX_STATE_VALUE_BYTES + 1 } }),
     ]);
-    const kept = store.readState('agents/Keeper/keep').get('blob') as string;
+    const kept = store.readState(storedConversationKey('agents/Keeper/keep')).get('blob') as string;
     expect(kept.length).toBe(MAX_STATE_VALUE_BYTES - 2 - 4096);
   });
 });

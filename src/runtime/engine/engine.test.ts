@@ -10,6 +10,7 @@ import { AgentInstanceExistsError, AgentInstanceNotFoundError, AgentRunError, Ru
 import { AgentRegistry } from '../authoring/identity.ts';
 import { registerProviders } from '../model/providers.ts';
 import { SqlStore } from '../store/sql-store.ts';
+import { type ConversationKey, conversationKey, storedConversationKey } from '../store/conversation-key.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -45,7 +46,7 @@ const message = (body: string) => parseDeliveredMessage(body);
  * The log's own word on settlement: `submission_settled` records per submission, read from the raw
  * batches (the fold keeps one settlement per id, so it would hide a second record).
  */
-function settledRecords(stream: string): Record<string, number> {
+function settledRecords(stream: ConversationKey): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const batch of store.readBatches(stream, -1)) {
     for (const record of batch.records) {
@@ -67,7 +68,7 @@ describe('admission', () => {
     expect(wakes).toEqual(['agents/Echo/a1']);
     expect(engine.getInstance('Echo', 'a1')).toEqual({ id: 'a1', uid: receipt.uid });
     expect(engine.getInstance('Echo', 'other')).toBeNull();
-    expect(engine.view.streamsWithOpenWork()).toEqual(['agents/Echo/a1']);
+    expect(engine.view.keysWithOpenWork()).toEqual(['agents/Echo/a1']);
   });
 
   it('honours the uid condition: null creates only, a string continues only that incarnation', async () => {
@@ -76,7 +77,7 @@ describe('admission', () => {
     await expect(engine.admit('Echo', { id: 'a1', message: message('x'), uid: 'inst_other' }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
     await expect(engine.admit('Echo', { id: 'a2', message: message('x'), uid: receipt.uid }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
     await engine.admit('Echo', { id: 'a1', message: message('continue'), uid: receipt.uid }, 'dispatch');
-    expect(store.openSubmissions('agents/Echo/a1')).toHaveLength(2);
+    expect(store.openSubmissions(storedConversationKey('agents/Echo/a1'))).toHaveLength(2);
   });
 
   it('converges a keyed replay on the original and refuses a different payload under the same key', async () => {
@@ -85,7 +86,7 @@ describe('admission', () => {
     expect(replay.receipt).toMatchObject({ submissionId: first.receipt.submissionId, deduplicated: true });
     expect(replay.head).toBe(-1);
     await expect(engine.admit('Echo', { id: 'a1', message: message('changed'), idempotencyKey: 'k1' }, 'dispatch')).rejects.toBeInstanceOf(SubmissionConflictError);
-    expect(store.openSubmissions('agents/Echo/a1')).toHaveLength(1);
+    expect(store.openSubmissions(storedConversationKey('agents/Echo/a1'))).toHaveLength(1);
   });
 });
 
@@ -93,12 +94,12 @@ describe('the queue', () => {
   it('runs the head submission through a tool call to a completed settlement', async () => {
     server.script({ toolCalls: [{ name: 'ping', arguments: {} }] }, { text: 'Done.' });
     const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('ping please') }, 'dispatch');
-    await engine.runQueue('agents/Echo/a1');
-    expect(engine.view.openSubmissions('agents/Echo/a1')).toEqual([]);
+    await engine.runQueue(storedConversationKey('agents/Echo/a1'));
+    expect(engine.view.openSubmissions(storedConversationKey('agents/Echo/a1'))).toEqual([]);
     const reply = await engine.read('Echo', 'a1', receipt.submissionId);
     expect(reply).toMatchObject({ text: 'Done.', submissionId: receipt.submissionId });
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
-    expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
+    expect(settledRecords(conversationKey('Echo', 'a1'))).toEqual({ [receipt.submissionId]: 1 });
     const history = engine.history('Echo', 'a1')!;
     expect(history.settlements.map((settlement) => settlement.outcome)).toEqual(['completed']);
   });
@@ -108,7 +109,7 @@ describe('the queue', () => {
     const requests = server.requests.length;
     const one = await engine.admit('Echo', { id: 'a1', message: message('one') }, 'dispatch');
     const two = await engine.admit('Echo', { id: 'a1', message: message('two') }, 'dispatch');
-    expect(await engine.runNext('agents/Echo/a1')).toBe(true);
+    expect(await engine.runNext(storedConversationKey('agents/Echo/a1'))).toBe(true);
     expect(server.requests.length).toBe(requests + 1);
     expect((await engine.read('Echo', 'a1', two.receipt.submissionId)).text).toBe('Both answered.');
     const settlements = engine.history('Echo', 'a1')!.settlements;
@@ -116,14 +117,14 @@ describe('the queue', () => {
       [one.receipt.submissionId, one.receipt.submissionId],
       [two.receipt.submissionId, one.receipt.submissionId],
     ]);
-    expect(await engine.runNext('agents/Echo/a1')).toBe(false);
+    expect(await engine.runNext(storedConversationKey('agents/Echo/a1'))).toBe(false);
     // Exactly one settlement record each, and the ledger settles the joined row with its leader.
-    expect(settledRecords('agents/Echo/a1')).toEqual({ [one.receipt.submissionId]: 1, [two.receipt.submissionId]: 1 });
+    expect(settledRecords(conversationKey('Echo', 'a1'))).toEqual({ [one.receipt.submissionId]: 1, [two.receipt.submissionId]: 1 });
     expect(ledger(one.receipt.submissionId, two.receipt.submissionId)).toEqual([
       [one.receipt.submissionId, 'settled', 'completed'],
       [two.receipt.submissionId, 'settled', 'completed'],
     ]);
-    expect(engine.view.openSubmissions('agents/Echo/a1')).toEqual([]);
+    expect(engine.view.openSubmissions(storedConversationKey('agents/Echo/a1'))).toEqual([]);
   });
 
   it('a failed leader settles its joined deliveries failed too, each once, in the log and the ledger', async () => {
@@ -149,25 +150,25 @@ describe('the queue', () => {
     engine = new ConversationEngine({ store, registry, env: {}, wake: () => undefined });
     server.script({ toolCalls: [{ name: 'ping', arguments: {} }] }, { status: 400, errorBody: 'bad request' });
     const one = await engine.admit('Joiner', { id: 'j1', message: message('one') }, 'dispatch');
-    expect(await engine.runNext('agents/Joiner/j1')).toBe(true);
+    expect(await engine.runNext(storedConversationKey('agents/Joiner/j1'))).toBe(true);
     const two = (await second!).receipt.submissionId;
     expect(store.getSubmission(two)?.joinedInto).toBe(one.receipt.submissionId);
-    expect(settledRecords('agents/Joiner/j1')).toEqual({ [one.receipt.submissionId]: 1, [two]: 1 });
+    expect(settledRecords(conversationKey('Joiner', 'j1'))).toEqual({ [one.receipt.submissionId]: 1, [two]: 1 });
     expect(ledger(one.receipt.submissionId, two)).toEqual([
       [one.receipt.submissionId, 'settled', 'failed'],
       [two, 'settled', 'failed'],
     ]);
-    expect(engine.view.openSubmissions('agents/Joiner/j1')).toEqual([]);
+    expect(engine.view.openSubmissions(storedConversationKey('agents/Joiner/j1'))).toEqual([]);
   });
 
   it('settles an aborted submission as aborted, without calling the model', async () => {
     const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
     const requests = server.requests.length;
     expect(engine.abort('Echo', 'a1')).toBe(true);
-    await engine.runQueue('agents/Echo/a1');
+    await engine.runQueue(storedConversationKey('agents/Echo/a1'));
     await expect(engine.read('Echo', 'a1', receipt.submissionId)).rejects.toBeInstanceOf(AgentRunError);
     expect(store.getSubmission(receipt.submissionId)?.outcome).toBe('aborted');
-    expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
+    expect(settledRecords(conversationKey('Echo', 'a1'))).toEqual({ [receipt.submissionId]: 1 });
     expect(server.requests.length).toBe(requests);
     expect(engine.abort('Echo', 'a1')).toBe(false);
   });
@@ -175,13 +176,13 @@ describe('the queue', () => {
   it('fails a submission whose model call fails', async () => {
     server.script({ status: 400, errorBody: 'bad request' });
     const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
-    await engine.runQueue('agents/Echo/a1');
+    await engine.runQueue(storedConversationKey('agents/Echo/a1'));
     const error = await engine.read('Echo', 'a1', receipt.submissionId).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AgentRunError);
     expect((error as AgentRunError).outcome).toBe('failed');
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'settled', outcome: 'failed' });
-    expect(settledRecords('agents/Echo/a1')).toEqual({ [receipt.submissionId]: 1 });
-    expect(engine.view.openSubmissions('agents/Echo/a1')).toEqual([]);
+    expect(settledRecords(conversationKey('Echo', 'a1'))).toEqual({ [receipt.submissionId]: 1 });
+    expect(engine.view.openSubmissions(storedConversationKey('agents/Echo/a1'))).toEqual([]);
   });
 });
 

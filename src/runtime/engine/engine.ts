@@ -57,7 +57,8 @@ import type {
   UpdatesResult,
 } from './verbs.ts';
 import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
-export { LiveConversation, streamKey } from './conversation-view.ts';
+import type { ConversationKey } from '../store/conversation-key.ts';
+export { LiveConversation } from './conversation-view.ts';
 
 /** How long `stop()` lets running responses run to settlement before cutting them off. */
 export const STOP_GRACE_MS = 10_000;
@@ -66,7 +67,7 @@ export interface EngineOptions {
   store: SqlStore;
   registry: AgentRegistry;
   /** Ask the host to drive this conversation's queue soon (it calls `runQueue`). */
-  wake(stream: string): void;
+  wake(key: ConversationKey): void;
   env: Record<string, unknown>;
   /**
    * Wall time one wake may spend on a response before it yields at a turn boundary (Cloudflare's
@@ -90,10 +91,10 @@ export class ConversationEngine implements ProbedEngine {
   private readonly reader: ConversationReader;
   readonly registry: AgentRegistry;
   readonly env: Record<string, unknown>;
-  private readonly wake: (stream: string) => void;
+  private readonly wake: (key: ConversationKey) => void;
   private readonly sliceBudgetMs: number | undefined;
-  private readonly queues = new Map<string, { running: Promise<void>; again: boolean }>();
-  private readonly runs = new Map<string, ResponseRun>();
+  private readonly queues = new Map<ConversationKey, { running: Promise<void>; again: boolean }>();
+  private readonly runs = new Map<ConversationKey, ResponseRun>();
   /** A drain has begun: no new work is admitted or started. */
   private stopping = false;
   /** The drain is over: readers still waiting will not see a settlement in this process. */
@@ -163,7 +164,7 @@ export class ConversationEngine implements ProbedEngine {
     crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
     if (birth !== undefined) this.view.keep(live);
     this.emitFor(live, submissionId, 'submission_queued', { kind: FROZEN_KIND_NAMES[kind] });
-    this.wake(live.stream);
+    this.wake(live.key);
     return { receipt: { submissionId, acceptedAt, uid: live.conv.uid! }, head: live.conv.head };
   }
 
@@ -200,8 +201,8 @@ export class ConversationEngine implements ProbedEngine {
     const live = this.reader.addressed(agentName, instanceId);
     const affected = this.writer.requestAbort(live, Date.now());
     if (affected === 0) return false;
-    this.runs.get(live.stream)?.abort(new SubmissionAbortedError());
-    this.wake(live.stream);
+    this.runs.get(live.key)?.abort(new SubmissionAbortedError());
+    this.wake(live.key);
     return true;
   }
 
@@ -242,8 +243,8 @@ export class ConversationEngine implements ProbedEngine {
   // ── The queue ─────────────────────────────────────────────────────────────────────────────
 
   /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
-  runQueue(stream: string): Promise<void> {
-    const active = this.queues.get(stream);
+  runQueue(key: ConversationKey): Promise<void> {
+    const active = this.queues.get(key);
     if (active !== undefined) {
       active.again = true;
       return active.running;
@@ -253,21 +254,21 @@ export class ConversationEngine implements ProbedEngine {
       try {
         do {
           entry.again = false;
-          await this.drain(stream);
+          await this.drain(key);
         } while (entry.again && !this.stopping);
       } catch (error) {
         // Work cut off by a stop (or a simulated crash) while settling stays for the next start.
         if (!(error instanceof RunStopped)) throw error;
       } finally {
-        this.queues.delete(stream);
+        this.queues.delete(key);
       }
     })();
-    this.queues.set(stream, entry);
+    this.queues.set(key, entry);
     return entry.running;
   }
 
-  private async drain(stream: string): Promise<void> {
-    while (!this.stopping && (await this.runNext(stream))) {
+  private async drain(key: ConversationKey): Promise<void> {
+    while (!this.stopping && (await this.runNext(key))) {
       // keep going until the queue is empty or cannot progress
     }
   }
@@ -276,18 +277,18 @@ export class ConversationEngine implements ProbedEngine {
    * Runs one attempt of the head submission (the Durable Object runs one per alarm invocation).
    * Returns false when there is nothing to run or the head cannot progress now.
    */
-  async runNext(stream: string): Promise<boolean> {
+  async runNext(key: ConversationKey): Promise<boolean> {
     if (this.stopping) return false;
-    const head = this.view.openSubmissions(stream).find((row) => row.status !== 'joined');
+    const head = this.view.openSubmissions(key).find((row) => row.status !== 'joined');
     if (head === undefined) return false;
-    return this.runSubmission(this.view.liveByStream(stream), head);
+    return this.runSubmission(this.view.liveByKey(key), head);
   }
 
   /** Runs one attempt of the head submission; false when it cannot progress now. */
   private async runSubmission(live: LiveConversation, row: SubmissionRow): Promise<boolean> {
     const agent = this.registry.get(live.agentName);
     if (agent === undefined) {
-      console.warn(`[flue] Conversation "${live.stream}" has queued work for agent "${live.agentName}", which this runtime does not register.`);
+      console.warn(`[flue] Conversation "${live.key}" has queued work for agent "${live.agentName}", which this runtime does not register.`);
       return false;
     }
     let durability: ResolvedDurability;
@@ -342,7 +343,7 @@ export class ConversationEngine implements ProbedEngine {
       agent,
       ...(this.sliceBudgetMs === undefined ? {} : { sliceDeadline: Date.now() + this.sliceBudgetMs }),
     });
-    this.runs.set(live.stream, run);
+    this.runs.set(live.key, run);
     // The deadline ends a running attempt too, not only at turn boundaries: a model call or a tool
     // that never answers is aborted with the timeout, and the attempt settles the submission.
     const timeoutMs = claimed.timeoutMs ?? durability.timeoutMs;
@@ -396,7 +397,7 @@ export class ConversationEngine implements ProbedEngine {
       }
     } finally {
       deadline.clear();
-      this.runs.delete(live.stream);
+      this.runs.delete(live.key);
       await run.dispose();
     }
     return true;

@@ -20,6 +20,7 @@ import { registerProviders } from '../model/providers.ts';
 import { type ProbeEvent, installCrashProbe } from '../store/crash-probe.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { type SqlDriver, SqlStore, type SqlValue, type SubmissionStatus } from '../store/sql-store.ts';
+import { type ConversationKey, conversationKey, storedConversationKey } from '../store/conversation-key.ts';
 
 /** The model every table agent uses (`useModel(TABLE_MODEL)`). */
 export const TABLE_MODEL = 'table/model';
@@ -97,8 +98,8 @@ export interface AttemptResult {
   scriptLeft: number;
 }
 
-function streamOf(agent: Agent): string {
-  return `agents/${agentName(agent)}/${INSTANCE}`;
+function streamOf(agent: Agent): ConversationKey {
+  return conversationKey(agentName(agent), INSTANCE);
 }
 
 function agentName(agent: Agent): string {
@@ -114,7 +115,7 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
   const store = new SqlStore(driver);
   const stream = streamOf(attempt.agent);
   seed(store, agentName(attempt.agent), stream, attempt.given);
-  const heads = new Map([stream, ...Object.keys(attempt.given.streams ?? {})].map((key) => [key, store.head(key)]));
+  const heads = new Map([stream, ...Object.keys(attempt.given.streams ?? {}).map(storedConversationKey)].map((key) => [key, store.head(key)]));
   try {
     const crashed = await runOnce(attempt, store, driver);
     return { ...report(store, stream, heads), crashed, scriptLeft: model.left };
@@ -159,13 +160,13 @@ async function runOnce(attempt: Attempt, store: SqlStore, driver: FreezableDrive
 }
 
 /** What the store holds after the attempt: batches appended past `heads`, the ledger, state and memos. */
-function report(store: SqlStore, stream: string, heads: Map<string, number>): Omit<AttemptResult, 'crashed' | 'scriptLeft'> {
+function report(store: SqlStore, stream: ConversationKey, heads: Map<ConversationKey, number>): Omit<AttemptResult, 'crashed' | 'scriptLeft'> {
   const ids = new Placeholders();
-  const appended = (key: string) => store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));
+  const appended = (key: ConversationKey) => store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));
   const appends = appended(stream);
   const streams: Record<string, unknown[][]> = {};
   for (const row of store.driver.query('SELECT DISTINCT stream FROM flue_batches WHERE stream <> ? ORDER BY stream', stream)) {
-    const batches = appended(String(row.stream));
+    const batches = appended(storedConversationKey(row.stream));
     if (batches.length > 0) streams[String(row.stream)] = batches;
   }
   const ledger: Record<string, LedgerRow> = {};
@@ -186,17 +187,18 @@ function report(store: SqlStore, stream: string, heads: Map<string, number>): Om
   return { appends, streams, ledger, state: Object.fromEntries(store.readState(stream)), steps };
 }
 
-function seed(store: SqlStore, agent: string, stream: string, given: Given): void {
+function seed(store: SqlStore, agent: string, stream: ConversationKey, given: Given): void {
   store.transaction(() => {
-    store.createStream({ stream, agent, instanceId: INSTANCE, incarnation: 'inc_t' });
+    store.createConversation({ key: stream, agent, instanceId: INSTANCE, incarnation: 'inc_t' });
     store.append(stream, [{ type: 'conversation_created', ...BIRTH, ts: TS }]);
     for (const batch of given.log ?? []) store.append(stream, batch);
-    for (const [other, batches] of Object.entries(given.streams ?? {})) {
-      store.createStream({ stream: other, agent, instanceId: INSTANCE, incarnation: 'inc_t' });
+    for (const [name, batches] of Object.entries(given.streams ?? {})) {
+      const other = storedConversationKey(name);
+      store.createConversation({ key: other, agent, instanceId: INSTANCE, incarnation: 'inc_t' });
       for (const batch of batches) store.append(other, batch);
     }
     for (const submission of given.submissions) {
-      store.insertSubmission({ id: submission.id, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: submission.body } }, acceptedAt: TS });
+      store.insertSubmission({ id: submission.id, conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: submission.body } }, acceptedAt: TS });
       for (let claim = 0; claim < (submission.attempts ?? 0); claim++) {
         const now = submission.startedAt ?? Date.now();
         store.claimAttempt(submission.id, { attemptId: `attempt_given_${claim}`, now, maxAttempts: 10, timeoutMs: 3_600_000 });

@@ -9,6 +9,7 @@ import { defineTool } from '../authoring/define-tool.ts';
 import { emptyUsage } from '../model/usage.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
 import { type Given, TABLE_MODEL } from './recovery-journal.fixtures.ts';
+import { childConversationKey, conversationKey } from '../store/conversation-key.ts';
 
 // ── Agents ──────────────────────────────────────────────────────────────────────────────────
 
@@ -233,4 +234,4 @@ export const first: Given['submissions'] = [{ id: 'sub_a', body: 'go' }];
 /** sub_a after one attempt that died. */
 export const retried: Given['submissions'] = [{ id: 'sub_a', body: 'go', attempts: 1 }];
 
-export const CHILD = 'tasks/agents/Boss/t1/step_1/call_1';
+export const CHILD = childConversationKey(conversationKey('Boss', 't1'), 'step_1', 'call_1');

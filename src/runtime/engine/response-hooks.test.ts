@@ -6,8 +6,9 @@ import type { RenderResult } from '../authoring/render.ts';
 import { emptyUsage } from '../model/usage.ts';
 import type { ResponseInfo } from './conversation.ts';
 import type { FlueHarness } from '../common/types.ts';
+import { storedConversationKey } from '../store/conversation-key.ts';
 
-const site = new ResponseSite({ live: new LiveConversation('stream_1', 'Worker', 'w1'), submissionId: 'sub_1', env: {}, probed: {} as never });
+const site = new ResponseSite({ live: new LiveConversation(storedConversationKey('stream_1'), 'Worker', 'w1'), submissionId: 'sub_1', env: {}, probed: {} as never });
 const seam: HookSeam = {
   signal: new AbortController().signal,
   site,

@@ -97,7 +97,7 @@ function claimed(body = 'go'): { live: LiveConversation; row: SubmissionRow } {
 const run = (live: LiveConversation, row: SubmissionRow) => new ResponseRun({ engine, view, writer, live, row, agent: Worker as Agent });
 
 function records(live: LiveConversation): ConversationRecord[] {
-  return store.readBatches(live.stream, -1).flatMap((batch) => batch.records);
+  return store.readBatches(live.key, -1).flatMap((batch) => batch.records);
 }
 
 describe('ResponseRun', () => {
@@ -119,7 +119,7 @@ describe('ResponseRun', () => {
     server.script({ text: ['Short ', 'reply.'] });
     const { live, row } = claimed();
     await run(live, row).execute();
-    const step = store.readBatches(live.stream, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
+    const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
     expect(step.records.map((record) => record.type)).toEqual(['assistant_started', 'assistant_delta', 'assistant_completed']);
   });
 

@@ -113,7 +113,7 @@ export class ResponseRun {
     this.state = new PendingState(() => view.stateOf(live));
     this.out = new ResponseWriter({ writer, live, state: this.state });
     // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
-    this.bytes = new AttachmentBytes(view, delegation?.attachmentStream ?? live.stream);
+    this.bytes = new AttachmentBytes(view, delegation?.attachmentKey ?? live.key);
     this.site = new ResponseSite({ live, submissionId: row.id, env: engine.env, probed: engine.probed, ...(delegation === undefined ? {} : { task: delegation }) });
     this.renderer = new ResponseRender({
       agent,
@@ -266,7 +266,7 @@ export class ResponseRun {
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.options.engine.isStopping) return 0;
-    const open = this.options.view.openSubmissions(this.live.stream);
+    const open = this.options.view.openSubmissions(this.live.key);
     let joined = 0;
     for (const row of open) {
       if (row.id === this.row.id || row.status === 'joined') continue;
@@ -379,8 +379,8 @@ export class ResponseRun {
       environment: this.environment,
       model: this.renderer.model!,
       session: this.site.session,
-      attachmentStream: this.options.delegation?.attachmentStream ?? this.live.stream,
-      childConversationId: (stream) => view.childConversationId(stream),
+      attachmentKey: this.options.delegation?.attachmentKey ?? this.live.key,
+      childConversationId: (key) => view.childConversationId(key),
       emit: (type, payload) => engine.emitFor(this.live, this.row.id, type, payload),
       delegateTo: (child, delegation) => new ResponseRun({ engine, view, writer, live: child, row: this.row, agent, delegation }),
       writer: this.out,

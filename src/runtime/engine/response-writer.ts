@@ -8,6 +8,7 @@ import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-wr
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
 import type { ConversationRecord } from '../store/records.ts';
+import type { ConversationKey } from '../store/conversation-key.ts';
 
 export class ResponseWriter {
   private readonly writer: ConversationWriter;
@@ -36,7 +37,7 @@ export class ResponseWriter {
   }
 
   /** A child conversation of this one, born (and retained here) when it does not exist yet. */
-  openChild(child: { stream: string; birth: () => ChildBirth }): LiveConversation {
+  openChild(child: { key: ConversationKey; birth: () => ChildBirth }): LiveConversation {
     return this.writer.openChild({ parent: this.live, ...child });
   }
 }

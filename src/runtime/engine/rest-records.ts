@@ -5,7 +5,8 @@
  * abort, and by the response loop when it recovers a stream a crash cut off.
  */
 import type { Conversation } from './conversation.ts';
-import { type ConversationView, type LiveConversation, childConversationStream } from './conversation-view.ts';
+import type { ConversationView, LiveConversation } from './conversation-view.ts';
+import { childConversationKey } from '../store/conversation-key.ts';
 import { type ConversationRecord, interruptedToolText } from '../store/records.ts';
 import { emptyUsage } from '../model/usage.ts';
 
@@ -23,7 +24,7 @@ export function restRecords(live: LiveConversation, ts: string, view: Conversati
       submissionId: pending.submissionId,
       outcomes: pending.calls.map((call) => {
         tools.push(call.name);
-        const child = call.name === 'task' ? view.childConversationId(childConversationStream(live.stream, pending.stepId, call.id)) : undefined;
+        const child = call.name === 'task' ? view.childConversationId(childConversationKey(live.key, pending.stepId, call.id)) : undefined;
         return { toolCallId: call.id, toolName: call.name, isError: true, content: interruptedToolText(child) };
       }),
       ts,

@@ -3,7 +3,8 @@ import type { ToolCall } from '@earendil-works/pi-ai';
 import { sqlite } from '../../node/sqlite.ts';
 import { AgentSandbox } from './agent-sandbox.ts';
 import { ConversationWriter } from './conversation-writer.ts';
-import { ConversationView, type LiveConversation, childConversationStream } from './conversation-view.ts';
+import { ConversationView, type LiveConversation } from './conversation-view.ts';
+import { childConversationKey } from '../store/conversation-key.ts';
 import { interruptedToolText } from '../store/records.ts';
 import { RunStopped } from './run-signals.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
@@ -68,7 +69,7 @@ function delegating(): DelegatingResponse {
     environment: new AgentSandbox('b1'),
     model: { spec: 'p/m', thinkingLevel: undefined, compaction: undefined },
     session: 'default',
-    attachmentStream: parent.stream,
+    attachmentKey: parent.key,
     childConversationId: (stream) => view.childConversationId(stream),
     emit: (type, payload) => events.push({ type, payload }),
     delegateTo(child: LiveConversation, delegation: Delegation): DelegateRun {
@@ -102,7 +103,7 @@ describe('runTaskCall', () => {
   it('bears the child conversation with the task prompt, retained on the parent, and returns its final text', async () => {
     const outcome = await runTaskCall(delegating(), call({ prompt: 'Do it.', agent: 'helper' }), site());
     expect(outcome).toEqual({ isError: false, content: 'child says hi' });
-    const stream = childConversationStream(parent.stream, 'step_1', 'call_1');
+    const stream = childConversationKey(parent.key, 'step_1', 'call_1');
     expect(parent.conv.children).toMatchObject([{ stream, agent: 'helper', taskId: 'call_1', session: 'task:step_1/call_1', parentAssistantEntryId: 'step_1' }]);
     const [birth] = store.readBatches(stream, -1);
     expect(birth!.records).toMatchObject([

@@ -1,12 +1,12 @@
 /**
  * Delegated tasks as recorded child conversations.
  *
- * Each `task` call runs its delegate in a child conversation with a stream of its own in the same
- * store, keyed deterministically by the delegating stream, the step that issued the call and the
- * call id: `tasks/<parent stream>/<step id>/<tool call id>`. The child is born (its
+ * Each `task` call runs its delegate in a child conversation of its own in the same store, keyed
+ * deterministically by the delegating conversation's key, the step that issued the call and the
+ * call id (`childConversationKey`, store/conversation-key.ts). The child is born (its
  * `conversation_created` and the task prompt) in the same transaction as a
  * `child_session_retained` record on the parent (the response writer's `openChild`), then driven by the
- * same response loop as the main conversation over the child's stream, inside the parent's
+ * same response loop as the main conversation over the child's log, inside the parent's
  * attempt and budget: its records carry the parent's submission and attempt, and the parent's
  * deadline applies.
  *
@@ -16,7 +16,8 @@
  * text becomes the parent's tool result.
  */
 import type { ToolCall } from '@earendil-works/pi-ai';
-import { type LiveConversation, childConversationStream } from './conversation-view.ts';
+import type { LiveConversation } from './conversation-view.ts';
+import { type ConversationKey, childConversationKey } from '../store/conversation-key.ts';
 import type { AgentSandbox } from './agent-sandbox.ts';
 import type { LatchedModel } from './response-render.ts';
 import type { ResponseWriter } from './response-writer.ts';
@@ -58,10 +59,10 @@ export interface DelegatingResponse {
   /** The model the delegating response latched; a delegate inherits what its subagent leaves unset. */
   model: LatchedModel;
   session: string;
-  /** The stream whose attachment store holds the bytes of forwarded attachments (the root's). */
-  attachmentStream: string;
-  /** The id of the child conversation at `stream`, when one exists. */
-  childConversationId(stream: string): string | undefined;
+  /** The conversation whose attachment store holds the bytes of forwarded attachments (the root's). */
+  attachmentKey: ConversationKey;
+  /** The id of the child conversation at `key`, when one exists. */
+  childConversationId(key: ConversationKey): string | undefined;
   /** Publishes an event of the delegating submission. */
   emit(type: string, payload: Record<string, unknown>): void;
   /** The delegate's loop over a child conversation, inside the delegating attempt. */
@@ -70,7 +71,7 @@ export interface DelegatingResponse {
 }
 
 /**
- * A delegated task's child conversation: the same loop over the child's own stream, inside the
+ * A delegated task's child conversation: the same loop over the child's own log, inside the
  * parent's attempt (same submission row, deadline and signal), with the delegate's render, the
  * parent's environment and a model latched from the parent turn's.
  */
@@ -83,8 +84,8 @@ export interface Delegation {
   session: string;
   parentSession: string;
   taskId: string;
-  /** The stream whose attachment store holds the bytes of forwarded attachments (the root's). */
-  attachmentStream: string;
+  /** The conversation whose attachment store holds the bytes of forwarded attachments (the root's). */
+  attachmentKey: ConversationKey;
 }
 
 /** A delegate's loop, as the task run that drives it sees it. */
@@ -111,9 +112,9 @@ function taskSessionName(stepId: string, toolCallId: string): string {
  * Every run of a child publishes `task_start` and then exactly one `task`.
  */
 export async function runTaskCall(parent: DelegatingResponse, call: ToolCall, site: TaskSite): Promise<TaskOutcome> {
-  const stream = childConversationStream(parent.live.stream, site.stepId, call.id);
+  const key = childConversationKey(parent.live.key, site.stepId, call.id);
   const resolved = resolveTask(call.arguments, site.subagents, site.depth);
-  const existing = site.recovering ? parent.childConversationId(stream) : undefined;
+  const existing = site.recovering ? parent.childConversationId(key) : undefined;
   if (resolved.kind === 'result') {
     // A delegate that was running when the crash hit but is no longer declared: an error outcome.
     if (existing !== undefined && resolved.undeclared) return { isError: true, content: interruptedToolText(existing) };
@@ -137,7 +138,7 @@ export async function runTaskCall(parent: DelegatingResponse, call: ToolCall, si
     }
   }
   const session = taskSessionName(site.stepId, call.id);
-  const child = openChild({ parent, stream, call, site, subagent, prompt: resolved.prompt, attachments, session });
+  const child = openChild({ parent, key, call, site, subagent, prompt: resolved.prompt, attachments, session });
   attachments = [...child.conv.attachments.values()];
   const parentModel = parent.model;
   const delegate = parent.delegateTo(child, {
@@ -152,7 +153,7 @@ export async function runTaskCall(parent: DelegatingResponse, call: ToolCall, si
     session,
     parentSession: parent.session,
     taskId: call.id,
-    attachmentStream: parent.attachmentStream,
+    attachmentKey: parent.attachmentKey,
   });
   const correlation = {
     parentSession: parent.session,
@@ -234,7 +235,7 @@ async function taskEnvironment(
 /** The child's live fold; a new child is born here, retained on the parent in the same transaction. */
 function openChild({
   parent,
-  stream,
+  key,
   call,
   site,
   subagent,
@@ -243,7 +244,7 @@ function openChild({
   session,
 }: {
   parent: DelegatingResponse;
-  stream: string;
+  key: ConversationKey;
   call: ToolCall;
   site: TaskSite;
   subagent: SubagentDefinition;
@@ -252,7 +253,7 @@ function openChild({
   session: string;
 }): LiveConversation {
   return parent.writer.openChild({
-    stream,
+    key,
     birth: () => {
       const ts = new Date().toISOString();
       const conversationId = newId('conv');
@@ -282,7 +283,7 @@ function openChild({
       const ref: ChildConversationRef = {
         type: 'task',
         conversationId,
-        stream,
+        stream: key,
         agent: subagent.name,
         taskId: call.id,
         harness: site.harness ?? 'default',

@@ -92,7 +92,7 @@ describe('runToolBatch', () => {
       ['charge', false, '"charged"'],
     ]);
     expect([plainRuns, durableRuns]).toEqual([1, 1]);
-    expect(store.readBatches(live.stream, -1).flatMap((batch) => batch.records).map((r) => r.type)).toEqual(['conversation_created']);
+    expect(store.readBatches(live.key, -1).flatMap((batch) => batch.records).map((r) => r.type)).toEqual(['conversation_created']);
     expect(writer.stepMemo(live, 'step_1:call_charge').lookup('charge')).toEqual({ found: true, value: 'charged' });
   });
 

@@ -26,7 +26,7 @@ import {
   seededRng,
 } from '../../../test/support/router-fuzz.ts';
 import { seedProviders } from '../../../test/support/scripted-runtime.ts';
-import { streamKey } from '../engine/engine.ts';
+import { conversationKey } from '../store/conversation-key.ts';
 import { buildAgentRouter } from './router.ts';
 
 const ORIGIN = 'http://flue.test';
@@ -102,7 +102,7 @@ it('answers every malformed request with a 4xx envelope and writes only the addr
   // Every row that names a conversation belongs to an id some accepted request addressed exactly.
   const db = new DatabaseSync(file, { readOnly: true });
   try {
-    const allowed = new Set([...addressed].map((id) => streamKey('Echo', id)));
+    const allowed = new Set<string>([...addressed].map((id) => conversationKey('Echo', id)));
     const ids = (db.prepare('SELECT instance_id FROM flue_streams').all() as { instance_id: string }[]).map((row) => row.instance_id);
     expect(ids.filter(isUnstorableId), `seed ${seed}`).toEqual([]);
     expect(ids.filter((id) => !addressed.has(id)), `seed ${seed}`).toEqual([]);

@@ -3,6 +3,7 @@ import { sqlite } from '../../node/sqlite.ts';
 import type { ConversationRecord, ToolOutcome } from './records.ts';
 import { PACK_MIN_CHARS, packRecords, unpackRecords } from './record-packing.ts';
 import { SqlStore } from './sql-store.ts';
+import { storedConversationKey } from './conversation-key.ts';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string) => encoder.encode(text).byteLength;
@@ -65,11 +66,11 @@ describe('record packing', () => {
   it('through the store: the row holds the value once, sizes count the derived text, reads are exact', async () => {
     const store = await openStore();
     const records = results(succeeded(largeOutput()), succeeded('plain', 'plain'));
-    const { bytes } = store.appendSized('s', records, -1);
+    const { bytes } = store.appendSized(storedConversationKey('s'), records, -1);
     expect(bytes).toBe(utf8(packRecords(records).text) + packRecords(records).derivedBytes);
-    const [read] = store.readBatchesSized('s', -1);
+    const [read] = store.readBatchesSized(storedConversationKey('s'), -1);
     expect(read!.batch.records).toEqual(records);
     expect(read!.bytes).toBe(bytes);
-    expect(store.readBatches('s', -1)[0]!.records).toEqual(records);
+    expect(store.readBatches(storedConversationKey('s'), -1)[0]!.records).toEqual(records);
   });
 });

@@ -5,6 +5,7 @@
  * Records stay small: streamed text is stored as coalesced deltas, and the completed assistant
  * step carries the provider message the model context is rebuilt from.
  */
+import type { ConversationKey } from './conversation-key.ts';
 import type { ToolLogLine } from './tool-log.ts';
 import type { AssistantMessage } from '../model/model-types.ts';
 import type { SettlementError } from '../common/errors.ts';
@@ -169,8 +170,8 @@ export interface ToolOutcome {
 export interface ChildConversationRef {
   type: 'task';
   conversationId: string;
-  /** The child's stream in the same store (`tasks/<parent stream>/<step>/<toolCallId>`). */
-  stream: string;
+  /** The child's key in the same store (conversation-key.ts); stored under the name `stream`. */
+  stream: ConversationKey;
   agent: string;
   taskId: string;
   /** The delegating harness's name (`'default'` for the agent's own; the main conversation too). */

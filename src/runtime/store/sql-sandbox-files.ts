@@ -4,6 +4,7 @@
  * 1 MiB sit in the row itself; larger files are split into 1 MiB chunks (Durable Object SQLite
  * caps a value at 2 MB). A write is one row (plus its chunks), a rename one UPDATE per table.
  */
+import type { ConversationKey } from './conversation-key.ts';
 import type { SandboxFileStore, StoredSandboxEntry } from '../sandbox/file-store.ts';
 import type { SqlDriver, SqlValue } from './sql-driver.ts';
 
@@ -27,16 +28,16 @@ function subtree(path: string): { where: string; params: SqlValue[] } {
 
 export class SqlSandboxFiles implements SandboxFileStore {
   private readonly driver: SqlDriver;
-  private readonly stream: string;
+  private readonly key: ConversationKey;
   private depth = 0;
 
-  constructor(driver: SqlDriver, stream: string) {
+  constructor(driver: SqlDriver, key: ConversationKey) {
     this.driver = driver;
-    this.stream = stream;
+    this.key = key;
   }
 
   list(): StoredSandboxEntry[] | undefined {
-    const rows = this.driver.query('SELECT path, kind, size, mtime FROM flue_sandbox_files WHERE stream = ? ORDER BY path', this.stream);
+    const rows = this.driver.query('SELECT path, kind, size, mtime FROM flue_sandbox_files WHERE stream = ? ORDER BY path', this.key);
     if (rows[0]?.path !== '/') return undefined;
     return rows.map((row) => ({
       path: String(row.path),
@@ -49,7 +50,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
   read(path: string): Uint8Array {
     const row = this.driver.query(
       `SELECT data, size, chunks FROM flue_sandbox_files WHERE stream = ? AND path = ? AND kind = 'file'`,
-      this.stream,
+      this.key,
       path,
     )[0];
     if (row === undefined) throw new Error(`[flue] The sandbox file ${path} is missing from the conversation's store.`);
@@ -58,7 +59,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
     let offset = 0;
     for (const chunk of this.driver.query(
       'SELECT data FROM flue_sandbox_chunks WHERE stream = ? AND path = ? ORDER BY idx',
-      this.stream,
+      this.key,
       path,
     )) {
       const part = bytesOf(chunk.data ?? null);
@@ -87,7 +88,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
         `INSERT INTO flue_sandbox_files (stream, path, kind, mode, size, mtime, chunks, data) VALUES (?, ?, 'file', ?, ?, ?, ?, ?)
            ON CONFLICT (stream, path) DO UPDATE SET kind = 'file', size = excluded.size, mtime = excluded.mtime,
              chunks = excluded.chunks, data = excluded.data`,
-        this.stream,
+        this.key,
         path,
         FILE_MODE,
         data.byteLength,
@@ -95,11 +96,11 @@ export class SqlSandboxFiles implements SandboxFileStore {
         chunks,
         chunks === 0 ? data : null,
       );
-      this.driver.run('DELETE FROM flue_sandbox_chunks WHERE stream = ? AND path = ?', this.stream, path);
+      this.driver.run('DELETE FROM flue_sandbox_chunks WHERE stream = ? AND path = ?', this.key, path);
       for (let idx = 0; idx < chunks; idx++) {
         this.driver.run(
           'INSERT INTO flue_sandbox_chunks (stream, path, idx, data) VALUES (?, ?, ?, ?)',
-          this.stream,
+          this.key,
           path,
           idx,
           data.subarray(idx * CHUNK_BYTES, (idx + 1) * CHUNK_BYTES),
@@ -112,7 +113,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
     this.driver.run(
       `INSERT INTO flue_sandbox_files (stream, path, kind, mode, size, mtime, chunks, data) VALUES (?, ?, 'dir', ?, 0, ?, 0, NULL)
          ON CONFLICT (stream, path) DO UPDATE SET mtime = excluded.mtime`,
-      this.stream,
+      this.key,
       path,
       DIR_MODE,
       mtime,
@@ -120,14 +121,14 @@ export class SqlSandboxFiles implements SandboxFileStore {
   }
 
   setMtime(path: string, mtime: number): void {
-    this.driver.run('UPDATE flue_sandbox_files SET mtime = ? WHERE stream = ? AND path = ?', mtime, this.stream, path);
+    this.driver.run('UPDATE flue_sandbox_files SET mtime = ? WHERE stream = ? AND path = ?', mtime, this.key, path);
   }
 
   remove(path: string): void {
     const { where, params } = subtree(path);
     this.transaction(() => {
-      this.driver.run(`DELETE FROM flue_sandbox_files WHERE stream = ? AND ${where}`, this.stream, ...params);
-      this.driver.run(`DELETE FROM flue_sandbox_chunks WHERE stream = ? AND ${where}`, this.stream, ...params);
+      this.driver.run(`DELETE FROM flue_sandbox_files WHERE stream = ? AND ${where}`, this.key, ...params);
+      this.driver.run(`DELETE FROM flue_sandbox_chunks WHERE stream = ? AND ${where}`, this.key, ...params);
     });
   }
 
@@ -139,7 +140,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
           `UPDATE ${table} SET path = ? || substr(path, length(?) + 1) WHERE stream = ? AND ${where}`,
           to,
           from,
-          this.stream,
+          this.key,
           ...params,
         );
       }

@@ -4,6 +4,7 @@ import { sqlite } from '../../node/sqlite.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationRecord } from './records.ts';
 import { MAX_STATEMENT_BYTES, RowTooLargeError, SPILL_BYTES, SqlStore, guardStatement, migrate } from './sql-store.ts';
+import { storedConversationKey } from './conversation-key.ts';
 
 async function openStore(): Promise<SqlStore> {
   const adapter = sqlite();
@@ -35,16 +36,16 @@ function spillRows(store: SqlStore): number {
 describe('spilled values', () => {
   it('keeps a batch at exactly the threshold in its row and spills one byte more', async () => {
     const store = await openStore();
-    store.append('s', signalOfSize(SPILL_BYTES));
+    store.append(storedConversationKey('s'), signalOfSize(SPILL_BYTES));
     expect(spillRows(store)).toBe(0);
     const over = signalOfSize(SPILL_BYTES + 1);
-    store.append('s', over);
+    store.append(storedConversationKey('s'), over);
     expect(spillRows(store)).toBe(2);
     const marker = String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 1')[0].records);
     expect(marker.startsWith('~')).toBe(true);
     expect(() => JSON.parse(marker)).toThrow();
-    expect(store.readBatches('s', 0)).toEqual([{ seq: 1, records: over }]);
-    expect(store.readBatchesSized('s', -1).map((item) => item.bytes)).toEqual([SPILL_BYTES, SPILL_BYTES + 1]);
+    expect(store.readBatches(storedConversationKey('s'), 0)).toEqual([{ seq: 1, records: over }]);
+    expect(store.readBatchesSized(storedConversationKey('s'), -1).map((item) => item.bytes)).toEqual([SPILL_BYTES, SPILL_BYTES + 1]);
   });
 
   it('round-trips multi-byte text split across chunk boundaries byte-identically', async () => {
@@ -56,8 +57,8 @@ describe('spilled values', () => {
       ['a😀é€', 5 * SPILL_BYTES - 1],
     ] as const) {
       const records = signalOfSize(size, fill);
-      const seq = store.append('s', records);
-      const [read] = store.readBatches('s', seq - 1, 1);
+      const seq = store.append(storedConversationKey('s'), records);
+      const [read] = store.readBatches(storedConversationKey('s'), seq - 1, 1);
       expect(JSON.stringify(read.records)).toBe(JSON.stringify(records));
     }
   });
@@ -66,30 +67,30 @@ describe('spilled values', () => {
     const store = await openStore();
     const big = '€'.repeat(SPILL_BYTES);
     const message = { kind: 'user' as const, body: big };
-    store.insertSubmission({ id: 'sub_1', stream: 's', kind: 'dispatch', payload: { message }, acceptedAt: 'now' });
+    store.insertSubmission({ id: 'sub_1', conversation: storedConversationKey('s'), kind: 'dispatch', payload: { message }, acceptedAt: 'now' });
     expect(store.getSubmission('sub_1')!.payload.message).toEqual(message);
-    expect(store.openSubmissions('s')[0].payload.message).toEqual(message);
+    expect(store.openSubmissions(storedConversationKey('s'))[0].payload.message).toEqual(message);
 
-    store.writeState('s', 'big', { text: big });
-    store.writeState('s', 'empty', '');
-    expect(store.readState('s')).toEqual(new Map<string, unknown>([['big', { text: big }], ['empty', '']]));
+    store.writeState(storedConversationKey('s'), 'big', { text: big });
+    store.writeState(storedConversationKey('s'), 'empty', '');
+    expect(store.readState(storedConversationKey('s'))).toEqual(new Map<string, unknown>([['big', { text: big }], ['empty', '']]));
 
-    store.writeStep('s', 'call', 'one', [big, '']);
-    store.writeStep('s', 'call', 'one', 'ignored: the first write wins');
-    store.writeStep('s', 'call', 'empty', '');
-    expect(store.readStep('s', 'call', 'one')).toEqual({ found: true, value: [big, ''] });
-    expect(store.readStep('s', 'call', 'empty')).toEqual({ found: true, value: '' });
+    store.writeStep(storedConversationKey('s'), 'call', 'one', [big, '']);
+    store.writeStep(storedConversationKey('s'), 'call', 'one', 'ignored: the first write wins');
+    store.writeStep(storedConversationKey('s'), 'call', 'empty', '');
+    expect(store.readStep(storedConversationKey('s'), 'call', 'one')).toEqual({ found: true, value: [big, ''] });
+    expect(store.readStep(storedConversationKey('s'), 'call', 'empty')).toEqual({ found: true, value: '' });
   });
 
   it('an overwritten state value drops the chunks of the previous one', async () => {
     const store = await openStore();
-    store.writeState('s', 'v', 'a'.repeat(3 * SPILL_BYTES - 2)); // plus two quotes
+    store.writeState(storedConversationKey('s'), 'v', 'a'.repeat(3 * SPILL_BYTES - 2)); // plus two quotes
     expect(spillRows(store)).toBe(3);
-    store.writeState('s', 'v', 'b'.repeat(2 * SPILL_BYTES - 2));
+    store.writeState(storedConversationKey('s'), 'v', 'b'.repeat(2 * SPILL_BYTES - 2));
     expect(spillRows(store)).toBe(2);
-    store.writeState('s', 'v', 'small');
+    store.writeState(storedConversationKey('s'), 'v', 'small');
     expect(spillRows(store)).toBe(0);
-    expect(store.readState('s').get('v')).toBe('small');
+    expect(store.readState(storedConversationKey('s')).get('v')).toBe('small');
   });
 
   describe('a damaged chunk is a typed storage error, never a shorter value', () => {
@@ -102,10 +103,10 @@ describe('spilled values', () => {
     ];
     it.each(damages)('%s', async (_, damage) => {
       const store = await openStore();
-      const seq = store.append('s', signalOfSize(3 * SPILL_BYTES - 5));
+      const seq = store.append(storedConversationKey('s'), signalOfSize(3 * SPILL_BYTES - 5));
       expect(spillRows(store)).toBe(3);
       damage(store);
-      for (const read of [() => store.readBatches('s', seq - 1), () => store.readBatchesSized('s', seq - 1)]) {
+      for (const read of [() => store.readBatches(storedConversationKey('s'), seq - 1), () => store.readBatchesSized(storedConversationKey('s'), seq - 1)]) {
         expect(read).toThrow(ConversationRecordInvariantError);
         expect(read).toThrow(/\(spilled value\)/);
       }
@@ -114,10 +115,10 @@ describe('spilled values', () => {
 
   it('bounds a sized read by bytes, returning at least one batch', async () => {
     const store = await openStore();
-    for (let i = 0; i < 5; i++) store.append('s', signalOfSize(3 * SPILL_BYTES));
-    expect(store.readBatchesSized('s', -1, 100, 1).map((item) => item.batch.seq)).toEqual([0]);
-    expect(store.readBatchesSized('s', -1, 100, 7 * SPILL_BYTES).map((item) => item.batch.seq)).toEqual([0, 1, 2]);
-    expect(store.readBatchesSized('s', 1, 2).map((item) => item.batch.seq)).toEqual([2, 3]);
+    for (let i = 0; i < 5; i++) store.append(storedConversationKey('s'), signalOfSize(3 * SPILL_BYTES));
+    expect(store.readBatchesSized(storedConversationKey('s'), -1, 100, 1).map((item) => item.batch.seq)).toEqual([0]);
+    expect(store.readBatchesSized(storedConversationKey('s'), -1, 100, 7 * SPILL_BYTES).map((item) => item.batch.seq)).toEqual([0, 1, 2]);
+    expect(store.readBatchesSized(storedConversationKey('s'), 1, 2).map((item) => item.batch.seq)).toEqual([2, 3]);
   });
 
   it('a store created before spilling existed gains the table and keeps its rows', () => {
@@ -132,15 +133,15 @@ describe('spilled values', () => {
     };
     migrate(driver);
     const store = new SqlStore(driver);
-    expect(store.readBatches('s', -1)).toEqual([{ seq: 0, records: [{ type: 'x' }] }]);
+    expect(store.readBatches(storedConversationKey('s'), -1)).toEqual([{ seq: 0, records: [{ type: 'x' }] }]);
   });
 });
 
 describe('the submission ledger', () => {
   const ledgerOrder = (store: SqlStore) =>
     store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
-  const admit = (store: SqlStore, id: string, stream = 's') =>
-    store.insertSubmission({ id, stream, kind: 'dispatch', payload: { message: { kind: 'user', body: id } }, acceptedAt: 'now' });
+  const admit = (store: SqlStore, id: string, stream = storedConversationKey('s')) =>
+    store.insertSubmission({ id, conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: id } }, acceptedAt: 'now' });
 
   it('a new store keys submissions by id and keeps admission order, also once all are settled', async () => {
     const store = await openStore();
@@ -149,13 +150,13 @@ describe('the submission ledger', () => {
     admit(store, 'a');
     store.markSettled('a', 'completed', null, 1);
     admit(store, 'b');
-    admit(store, 'c', 't');
+    admit(store, 'c', storedConversationKey('t'));
     store.markSettled('b', 'completed', null, 2);
     admit(store, 'd');
     admit(store, 'e');
     expect(ledgerOrder(store)).toEqual(['a', 'b', 'c', 'd', 'e']);
-    expect(store.openSubmissions('s').map((row) => row.id)).toEqual(['d', 'e']);
-    expect(store.getSubmission('c')!.stream).toBe('t');
+    expect(store.openSubmissions(storedConversationKey('s')).map((row) => row.id)).toEqual(['d', 'e']);
+    expect(store.getSubmission('c')!.conversation).toBe('t');
   });
 
   it('a store created with the rowid ledger keeps it and its rows', () => {
@@ -178,7 +179,7 @@ describe('the submission ledger', () => {
     admit(store, 'new');
     expect(String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql)).not.toMatch(/WITHOUT ROWID/);
     expect(store.driver.query('SELECT ord FROM flue_submissions ORDER BY ord').map((row) => Number(row.ord))).toEqual([1, 2]);
-    expect(store.openSubmissions('s').map((row) => row.id)).toEqual(['old', 'new']);
+    expect(store.openSubmissions(storedConversationKey('s')).map((row) => row.id)).toEqual(['old', 'new']);
     expect(store.getSubmission('old')!.payload.message).toEqual({ kind: 'user', body: 'old' });
   });
 });
@@ -201,7 +202,7 @@ describe('the submission kind', () => {
     const store = new SqlStore(driverOf(db));
     expect(store.getSubmission('posted')).toMatchObject({ kind: 'http', payload: { message: { kind: 'user', body: 'posted' } } });
     expect(store.getSubmission('sent')!.kind).toBe('dispatch');
-    expect(store.openSubmissions('s').map((row) => [row.id, row.kind])).toEqual([
+    expect(store.openSubmissions(storedConversationKey('s')).map((row) => [row.id, row.kind])).toEqual([
       ['posted', 'http'],
       ['sent', 'dispatch'],
     ]);
@@ -211,8 +212,8 @@ describe('the submission kind', () => {
     const db = new DatabaseSync(':memory:');
     migrate(driverOf(db));
     const store = new SqlStore(driverOf(db));
-    store.insertSubmission({ id: 'posted', stream: 's', kind: 'http', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
-    store.insertSubmission({ id: 'sent', stream: 's', kind: 'dispatch', payload: { message: { kind: 'user', body: 'y' } }, acceptedAt: 'now' });
+    store.insertSubmission({ id: 'posted', conversation: storedConversationKey('s'), kind: 'http', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
+    store.insertSubmission({ id: 'sent', conversation: storedConversationKey('s'), kind: 'dispatch', payload: { message: { kind: 'user', body: 'y' } }, acceptedAt: 'now' });
     expect(db.prepare(`SELECT id, kind FROM flue_submissions ORDER BY ord`).all()).toEqual([
       { id: 'posted', kind: 'direct' },
       { id: 'sent', kind: 'dispatch' },

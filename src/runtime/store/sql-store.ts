@@ -14,6 +14,7 @@ import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
 import { packRecords, unpackRecords } from './record-packing.ts';
+import { type ConversationKey, storedConversationKey } from './conversation-key.ts';
 
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
 
@@ -148,7 +149,8 @@ export interface SubmissionPayload {
 export interface SubmissionRow {
   ord: number;
   id: string;
-  stream: string;
+  /** The conversation the submission was delivered to. */
+  conversation: ConversationKey;
   kind: SubmissionKind;
   payload: SubmissionPayload;
   acceptedAt: string;
@@ -168,7 +170,7 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
   return {
     ord: Number(row.ord),
     id: String(row.id),
-    stream: String(row.stream),
+    conversation: storedConversationKey(row.stream),
     kind: row.kind === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch',
     payload: JSON.parse(payload) as SubmissionPayload,
     acceptedAt: String(row.accepted_at),
@@ -190,8 +192,8 @@ function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (st
   return JSON.stringify([kind, ...parts]);
 }
 
-export interface StreamInfo {
-  stream: string;
+export interface ConversationInfo {
+  key: ConversationKey;
   agent: string;
   instanceId: string;
   incarnation: string;
@@ -215,21 +217,21 @@ export class SqlStore {
 
   // ── Streams and batches ──────────────────────────────────────────────────────────────────
 
-  getStream(stream: string): StreamInfo | undefined {
-    const row = this.driver.query('SELECT * FROM flue_streams WHERE stream = ?', stream)[0];
+  getConversation(key: ConversationKey): ConversationInfo | undefined {
+    const row = this.driver.query('SELECT * FROM flue_streams WHERE stream = ?', key)[0];
     if (row === undefined) return undefined;
     return {
-      stream,
+      key,
       agent: String(row.agent),
       instanceId: String(row.instance_id),
       incarnation: String(row.incarnation),
     };
   }
 
-  createStream(info: StreamInfo): void {
+  createConversation(info: ConversationInfo): void {
     this.driver.run(
       'INSERT INTO flue_streams (stream, agent, instance_id, incarnation) VALUES (?, ?, ?, ?)',
-      info.stream,
+      info.key,
       info.agent,
       info.instanceId,
       info.incarnation,
@@ -237,14 +239,14 @@ export class SqlStore {
   }
 
   /** Sequence of the last batch, or -1 for an empty stream. */
-  head(stream: string): number {
-    const row = this.driver.query('SELECT max(seq) AS seq FROM flue_batches WHERE stream = ?', stream)[0];
+  head(key: ConversationKey): number {
+    const row = this.driver.query('SELECT max(seq) AS seq FROM flue_batches WHERE stream = ?', key)[0];
     return row === undefined || row.seq === null ? -1 : Number(row.seq);
   }
 
   /** Appends one batch under the next sequence; callers hold the conversation's single writer. */
-  append(stream: string, records: readonly ConversationRecord[]): number {
-    return this.appendSized(stream, records).seq;
+  append(key: ConversationKey, records: readonly ConversationRecord[]): number {
+    return this.appendSized(key, records).seq;
   }
 
   /**
@@ -252,31 +254,31 @@ export class SqlStore {
    * A writer that keeps the log's fold passes the head it knows, saving a `max(seq)` read per
    * append; a stale head cannot overwrite anything: the insert then fails on the primary key.
    */
-  appendSized(stream: string, records: readonly ConversationRecord[], head = this.head(stream)): { seq: number; bytes: number } {
+  appendSized(key: ConversationKey, records: readonly ConversationRecord[], head = this.head(key)): { seq: number; bytes: number } {
     if (records.length === 0) {
       throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
     }
     const seq = head + 1;
     const packed = packRecords(records);
-    const value = this.spill(spillKey('batch', stream, seq), packed.text);
-    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', stream, seq, value.column);
+    const value = this.spill(spillKey('batch', key, seq), packed.text);
+    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, value.column);
     return { seq, bytes: value.bytes + packed.derivedBytes };
   }
 
   /** Batches with sequence greater than `after`, in order. */
-  readBatches(stream: string, after: number, limit = 1_000_000): Batch[] {
-    return this.batchRows(stream, after, limit, Infinity, false).map(({ batch }) => batch);
+  readBatches(key: ConversationKey, after: number, limit = 1_000_000): Batch[] {
+    return this.batchRows(key, after, limit, Infinity, false).map(({ batch }) => batch);
   }
 
   /**
    * Batches with their stored UTF-8 size. With `maxBytes`, reading stops once the batches read
    * reach it (always at least one), so one answer stays bounded however large the batches are.
    */
-  readBatchesSized(stream: string, after: number, limit = 1_000_000, maxBytes = Infinity): { batch: Batch; bytes: number }[] {
-    return this.batchRows(stream, after, limit, maxBytes, true);
+  readBatchesSized(key: ConversationKey, after: number, limit = 1_000_000, maxBytes = Infinity): { batch: Batch; bytes: number }[] {
+    return this.batchRows(key, after, limit, maxBytes, true);
   }
 
-  private batchRows(stream: string, after: number, limit: number, maxBytes: number, sized: boolean): { batch: Batch; bytes: number }[] {
+  private batchRows(key: ConversationKey, after: number, limit: number, maxBytes: number, sized: boolean): { batch: Batch; bytes: number }[] {
     const out: { batch: Batch; bytes: number }[] = [];
     let total = 0;
     let cursor = after;
@@ -286,7 +288,7 @@ export class SqlStore {
       const want = Math.min(page, limit - out.length);
       const rows = this.driver.query(
         'SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
-        stream,
+        key,
         cursor,
         want,
       );
@@ -304,18 +306,18 @@ export class SqlStore {
     return out;
   }
 
-  firstBatch(stream: string): Batch | undefined {
-    return this.readBatches(stream, -1, 1)[0];
+  firstBatch(key: ConversationKey): Batch | undefined {
+    return this.readBatches(key, -1, 1)[0];
   }
 
-  listStreamsWithOpenWork(): string[] {
+  keysWithOpenWork(): ConversationKey[] {
     return this.driver
       .query(`SELECT DISTINCT stream FROM flue_submissions WHERE settled_at IS NULL`)
-      .map((row) => String(row.stream));
+      .map((row) => storedConversationKey(row.stream));
   }
 
-  listStreams(): string[] {
-    return this.driver.query('SELECT stream FROM flue_streams').map((row) => String(row.stream));
+  conversationKeys(): ConversationKey[] {
+    return this.driver.query('SELECT stream FROM flue_streams').map((row) => storedConversationKey(row.stream));
   }
 
   // ── Submissions ──────────────────────────────────────────────────────────────────────────
@@ -325,12 +327,12 @@ export class SqlStore {
     return row === undefined ? undefined : this.toSubmission(row);
   }
 
-  insertSubmission(input: { id: string; stream: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
+  insertSubmission(input: { id: string; conversation: ConversationKey; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
     this.driver.run(
       `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, ?, 'queued')`,
       input.id,
-      this.nextOrd(input.stream),
-      input.stream,
+      this.nextOrd(input.conversation),
+      input.conversation,
       FROZEN_KIND_NAMES[input.kind],
       this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
@@ -349,13 +351,13 @@ export class SqlStore {
    * one handed out), past every `ord` this store handed out, and past the conversation's open
    * submissions (read through the open-queue index), which is what FIFO order needs.
    */
-  private nextOrd(stream: string): number | null {
+  private nextOrd(key: ConversationKey): number | null {
     if (this.rowidLedger === undefined) {
       const table = this.driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
       this.rowidLedger = !/WITHOUT\s+ROWID/i.test(String(table?.sql ?? ''));
     }
     if (this.rowidLedger) return null;
-    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, stream)[0];
+    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, key)[0];
     const openMax = open === undefined || open.ord === null ? 0 : Number(open.ord);
     this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, openMax + 1);
     return this.lastOrd;
@@ -367,9 +369,9 @@ export class SqlStore {
   }
 
   /** Unsettled submissions of one conversation in admission order. */
-  openSubmissions(stream: string): SubmissionRow[] {
+  openSubmissions(key: ConversationKey): SubmissionRow[] {
     return this.driver
-      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, stream)
+      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
       .map((row) => this.toSubmission(row));
   }
 
@@ -406,11 +408,11 @@ export class SqlStore {
    * waiting for its outcome. They are unsettled rows of the leader's conversation, so the
    * open-submissions index finds them without a scan.
    */
-  joinedInto(leader: { id: string; stream: string }): SubmissionRow[] {
+  joinedInto(leader: { id: string; conversation: ConversationKey }): SubmissionRow[] {
     return this.driver
       .query(
         `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
-        leader.stream,
+        leader.conversation,
         leader.id,
       )
       .map((row) => this.toSubmission(row));
@@ -431,12 +433,12 @@ export class SqlStore {
   }
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
-  requestAbort(stream: string, now: number): number {
-    const open = this.openSubmissions(stream);
+  requestAbort(key: ConversationKey, now: number): number {
+    const open = this.openSubmissions(key);
     this.driver.run(
       `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND settled_at IS NULL`,
       now,
-      stream,
+      key,
     );
     return open.length;
   }
@@ -444,22 +446,22 @@ export class SqlStore {
   // ── Attachments ────────────────────────────────────────────────────────────────────────
 
   /** Idempotent: an attachment id is written once (ids are deterministic per submission). */
-  putAttachment(stream: string, ref: AttachmentRecordRef, bytes: Uint8Array): void {
-    if (this.driver.query('SELECT id FROM flue_attachments WHERE stream = ? AND id = ?', stream, ref.id).length > 0) return;
+  putAttachment(key: ConversationKey, ref: AttachmentRecordRef, bytes: Uint8Array): void {
+    if (this.driver.query('SELECT id FROM flue_attachments WHERE stream = ? AND id = ?', key, ref.id).length > 0) return;
     const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
-    this.driver.run('INSERT INTO flue_attachments (stream, id, ref, chunks) VALUES (?, ?, ?, ?)', stream, ref.id, JSON.stringify(ref), chunks);
+    this.driver.run('INSERT INTO flue_attachments (stream, id, ref, chunks) VALUES (?, ?, ?, ?)', key, ref.id, JSON.stringify(ref), chunks);
     for (let idx = 0; idx < chunks; idx++) {
       const part = bytes.subarray(idx * ATTACHMENT_CHUNK_BYTES, (idx + 1) * ATTACHMENT_CHUNK_BYTES);
-      this.driver.run('INSERT INTO flue_attachment_chunks (stream, id, idx, data) VALUES (?, ?, ?, ?)', stream, ref.id, idx, part);
+      this.driver.run('INSERT INTO flue_attachment_chunks (stream, id, idx, data) VALUES (?, ?, ?, ?)', key, ref.id, idx, part);
     }
   }
 
-  readAttachment(stream: string, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
-    const row = this.driver.query('SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', stream, id)[0];
+  readAttachment(key: ConversationKey, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
+    const row = this.driver.query('SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', key, id)[0];
     if (row === undefined) return undefined;
     const ref = JSON.parse(String(row.ref)) as AttachmentRecordRef;
     const parts = this.driver
-      .query('SELECT data FROM flue_attachment_chunks WHERE stream = ? AND id = ? ORDER BY idx', stream, id)
+      .query('SELECT data FROM flue_attachment_chunks WHERE stream = ? AND id = ? ORDER BY idx', key, id)
       .map((chunk) => toBytes(chunk.data));
     if (parts.length !== Number(row.chunks)) {
       throw new ConversationRecordInvariantError(id, 'attachment', `expected ${row.chunks} chunks, found ${parts.length}`);
@@ -475,30 +477,30 @@ export class SqlStore {
 
   // ── Persistent state and durable steps ───────────────────────────────────────────────────
 
-  readState(stream: string): Map<string, unknown> {
+  readState(key: ConversationKey): Map<string, unknown> {
     const state = new Map<string, unknown>();
-    for (const row of this.driver.query('SELECT name, value FROM flue_state WHERE stream = ?', stream)) {
+    for (const row of this.driver.query('SELECT name, value FROM flue_state WHERE stream = ?', key)) {
       state.set(String(row.name), JSON.parse(this.unspill(row.value).text));
     }
     return state;
   }
 
-  writeState(stream: string, name: string, value: unknown): void {
-    const key = spillKey('state', stream, name);
+  writeState(key: ConversationKey, name: string, value: unknown): void {
+    const spilled = spillKey('state', key, name);
     // An overwrite must not leave the previous value's chunks behind.
-    this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
+    this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
     this.driver.run(
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
-      stream,
+      key,
       name,
-      this.spill(key, JSON.stringify(value)).column,
+      this.spill(spilled, JSON.stringify(value)).column,
     );
   }
 
-  readStep(stream: string, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
+  readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
     const row = this.driver.query(
       'SELECT value FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
-      stream,
+      key,
       toolCallId,
       step,
     )[0];
@@ -506,21 +508,21 @@ export class SqlStore {
   }
 
   /** First write wins: a recorded step is never rewritten. */
-  writeStep(stream: string, toolCallId: string, step: string, value: unknown): void {
+  writeStep(key: ConversationKey, toolCallId: string, step: string, value: unknown): void {
     this.driver.transaction(() => {
       const exists = this.driver.query(
         'SELECT 1 AS found FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
-        stream,
+        key,
         toolCallId,
         step,
       );
       if (exists.length > 0) return;
       this.driver.run(
         'INSERT INTO flue_steps (stream, tool_call_id, step, value) VALUES (?, ?, ?, ?)',
-        stream,
+        key,
         toolCallId,
         step,
-        this.spill(spillKey('step', stream, toolCallId, step), JSON.stringify(value)).column,
+        this.spill(spillKey('step', key, toolCallId, step), JSON.stringify(value)).column,
       );
     });
   }
@@ -587,7 +589,7 @@ export class SqlStore {
   // ── Sandbox files ────────────────────────────────────────────────────────────────────────
 
   /** The conversation's durable `virtualSandbox()` files. */
-  sandboxFiles(stream: string): SqlSandboxFiles {
-    return new SqlSandboxFiles(this.driver, stream);
+  sandboxFiles(key: ConversationKey): SqlSandboxFiles {
+    return new SqlSandboxFiles(this.driver, key);
   }
 }
