@@ -45,6 +45,8 @@ export interface StorageMeter {
 }
 
 const KV_WRITES = new Set(['put', 'delete', 'deleteAll']);
+/** Statements that may change the database's size. */
+const WRITES = /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i;
 
 /** Every meter made in this isolate, for `isolateWrites()`. */
 const meters: StorageMeter[] = [];
@@ -128,6 +130,12 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const storage = ctx.storage;
   const sql = storage.sql;
   let state = fresh();
+  // Read inside the object after each write: `databaseSize` is storage I/O, which the Worker's
+  // `/meter` handler may not do on the object's behalf.
+  let bytesStored = sql.databaseSize;
+  const noteSize = () => {
+    bytesStored = sql.databaseSize;
+  };
 
   function fresh() {
     return { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0, writes: [] as WriteRecord[] };
@@ -150,6 +158,7 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const exec = (query: string, ...bindings: unknown[]) => {
     const cursor = sql.exec(query, ...bindings);
     state.sqlStatements++;
+    if (WRITES.test(query)) noteSize();
     open.set(cursor, [query, bindings]);
     return new Proxy(cursor, {
       get(target, key) {
@@ -195,7 +204,14 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
       get(target, key) {
         const value = Reflect.get(target, key, target);
         if (typeof value !== 'function') return value;
-        if (key === 'put' || key === 'delete') return (...args: unknown[]) => (state.kvWrites++, value.apply(target, args));
+        if (key === 'put' || key === 'delete') {
+          return (...args: unknown[]) => {
+            state.kvWrites++;
+            const result = value.apply(target, args);
+            noteSize();
+            return result;
+          };
+        }
         return value.bind(target);
       },
     });
@@ -208,7 +224,14 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
       if (typeof value !== 'function') return value;
       if (key === 'setAlarm') return (...args: unknown[]) => (state.setAlarm++, value.apply(target, args));
       if (key === 'deleteAlarm') return (...args: unknown[]) => (state.deleteAlarm++, value.apply(target, args));
-      if (typeof key === 'string' && KV_WRITES.has(key)) return (...args: unknown[]) => (state.kvWrites++, value.apply(target, args));
+      if (typeof key === 'string' && KV_WRITES.has(key)) {
+        return async (...args: unknown[]) => {
+          state.kvWrites++;
+          const result = await value.apply(target, args);
+          noteSize();
+          return result;
+        };
+      }
       return value.bind(target);
     },
   });
@@ -219,7 +242,7 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const meter: StorageMeter = {
     snapshot: (settleOpen = false) => {
       if (settleOpen) for (const [cursor, [query, bindings]] of [...open]) settle(cursor, query, bindings);
-      return { ...state, writes: [...state.writes], unconsumed: open.size, bytesStored: sql.databaseSize };
+      return { ...state, writes: [...state.writes], unconsumed: open.size, bytesStored };
     },
     reset: () => {
       state = fresh();
