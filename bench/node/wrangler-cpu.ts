@@ -244,7 +244,9 @@ async function streamedScenario(side: Side, run: number): Promise<StreamedSample
   const id = `streamed-${run}`;
   await turn(side, id, `${id}-first`);
   const before = await meterOf(side);
-  const sample = await measure(side, () => modelRequests(side, 2, () => turn(side, id, `${SLOW_KEY_PREFIX}${id}`)).then(() => {}));
+  const sample = await measure(side, async () => {
+    await modelRequests(side, 2, () => turn(side, id, `${SLOW_KEY_PREFIX}${id}`));
+  });
   return { sample, use: objectUse(before, await meterOf(side), 1) };
 }
 
@@ -284,9 +286,10 @@ const times = (value: number) => `${value.toFixed(2)}×`;
 // ── The bill ────────────────────────────────────────────────────────────────────────────────
 
 type Scenario = 'instant' | 'streamed';
+/** Both turns are a `lookup` tool call, then the 200-chunk reply: at once, or streamed. */
 const SCENARIO_LABEL: Record<Scenario, string> = {
-  instant: 'instant reply (one tool call, then 200 chunks at once)',
-  streamed: `reply streamed for ${SLOW_STREAM_MS / 1000} s (one tool call first)`,
+  instant: 'instant turn',
+  streamed: `${SLOW_STREAM_MS / 1000} s streamed turn`,
 };
 type Bills = Record<Scenario, Record<SideName, { usage: TurnUsage; bill: Bill }>>;
 
@@ -339,7 +342,7 @@ function billRows(bills: Bills): BenchRow[] {
   for (const scenario of ['instant', 'streamed'] as const) {
     const { ours, bare, agents } = bills[scenario];
     const row = (figure: string, pick: (bill: Bill) => number): BenchRow => ({
-      figure: `${SCENARIO_LABEL[scenario]}: ${figure}, $ per million turns`,
+      figure: `bill, ${SCENARIO_LABEL[scenario]}: ${figure}, $ per million turns`,
       ours: dollars(pick(ours.bill)),
       baseline: dollars(pick(bare.bill)),
       ratio: pick(bare.bill) === 0 ? '—' : times(pick(ours.bill) / pick(bare.bill)),
@@ -350,7 +353,7 @@ function billRows(bills: Bills): BenchRow[] {
     for (const line of BILL_LINES) rows.push(row(line, (bill) => bill[line]));
     rows.push(row('total', billTotal));
     rows.push({
-      figure: `${SCENARIO_LABEL[scenario]}: the line that dominates`,
+      figure: `bill, ${SCENARIO_LABEL[scenario]}: the line that dominates`,
       ours: share(ours.bill),
       baseline: share(bare.bill),
       ratio: '—',
@@ -365,7 +368,7 @@ function billRows(bills: Bills): BenchRow[] {
 /** The meters each bill was priced from, and the bill with all three sides side by side. */
 function printBills(bills: Bills): void {
   for (const scenario of ['instant', 'streamed'] as const) {
-    console.log(`\nThe bill, ${SCENARIO_LABEL[scenario]}: a turn's meters, then $ per million turns`);
+    console.log(`\nThe bill, ${SCENARIO_LABEL[scenario]} (a tool call, then the 200-chunk reply): a turn's meters, then $ per million turns`);
     const sides = ['ours', 'bare', 'agents'] as const;
     console.log(`| meter | ${sides.join(' | ')} |\n| --- | --- | --- | --- |`);
     for (const meter of Object.keys(bills[scenario].ours.usage) as (keyof TurnUsage)[]) {
