@@ -12,6 +12,7 @@ export interface BenchRow {
   baseline: string;
   /** ours / baseline, or another comparison the target is stated in. */
   ratio: string;
+  /** '—' for a figure without a target (context, such as a line of the bill): its `met` is not shown. */
   target: string;
   met: boolean;
   /** What the baseline is, where the figure does not say (e.g. "floor: pi-ai alone"). */
@@ -29,7 +30,8 @@ export function markdownTable(rows: BenchRow[]): string {
   const lines = ['| figure | ours | baseline | ratio | target | met? |', '| --- | --- | --- | --- | --- | --- |'];
   for (const row of rows) {
     const baseline = row.note ? `${row.baseline} (${row.note})` : row.baseline;
-    lines.push(`| ${row.figure} | ${row.ours} | ${baseline} | ${row.ratio} | ${row.target} | ${row.met ? 'yes' : '**no**'} |`);
+    const met = row.target === '—' ? '—' : row.met ? 'yes' : '**no**';
+    lines.push(`| ${row.figure} | ${row.ours} | ${baseline} | ${row.ratio} | ${row.target} | ${met} |`);
   }
   return lines.join('\n');
 }

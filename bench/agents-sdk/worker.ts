@@ -4,7 +4,7 @@
  * other two sides: `POST /turn/:id` (one exchange) and `GET /meter` (rows written in this isolate).
  */
 import { getAgentByName } from 'agents';
-import { benchRoutes, meterStorage } from '../workers/storage-meter.ts';
+import { benchRoutes, meterRequests, meterStorage } from '../workers/storage-meter.ts';
 import { ChatAgent as Agent, type Env } from './agent.ts';
 
 export class ChatAgent extends Agent {
@@ -13,6 +13,11 @@ export class ChatAgent extends Agent {
     super(ctx, env);
   }
 }
+
+// The entry points a turn reaches: `getAgentByName()` calls `__unsafe_ensureInitialized` over RPC
+// before `turn`; alarms and HTTP requests if the SDK schedules or routes any.
+const ENTRY_POINTS = new Set(['__unsafe_ensureInitialized', 'turn', 'alarm', 'fetch']);
+meterRequests(ChatAgent.prototype, (name) => ENTRY_POINTS.has(name));
 
 export default {
   fetch: (request: Request, env: Env) =>

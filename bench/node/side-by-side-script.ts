@@ -22,6 +22,9 @@ export const FANOUT_CONVERSATIONS = 200;
 export const FANOUT_CONCURRENCY = 8;
 /** (a) and (b) first run this many discarded turns on a conversation of their own (see the child). */
 export const WARMUP_TURNS = 3;
+/** A question whose key starts with this is answered by a reply streamed over SLOW_STREAM_MS. */
+export const SLOW_KEY_PREFIX = 'slow-';
+export const SLOW_STREAM_MS = 10_000;
 
 export function question(key: string): string {
   return `question ${key}`;

@@ -6,7 +6,7 @@
  */
 import { startScriptedModelServer } from '@flue/runtime/testing';
 import type { RecordedRequest, ScriptedModelServer, ScriptedResponse } from '@flue/runtime/testing';
-import { TOOL_NAME, keyOfQuestion, replyChunks, valueInToolResult } from './side-by-side-script.ts';
+import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, TEXT_CHUNKS, TOOL_NAME, keyOfQuestion, replyChunks, valueInToolResult } from './side-by-side-script.ts';
 
 export function scriptedReply(request: RecordedRequest): ScriptedResponse {
   const messages = request.messages;
@@ -18,10 +18,13 @@ export function scriptedReply(request: RecordedRequest): ScriptedResponse {
     }
   }
   if (asked < 0) return { text: 'scripted model: no question found in the request' };
+  const key = keyOfQuestion(messages[asked]!.content)!;
   const result = messages.slice(asked + 1).find((message) => message.role === 'tool');
-  if (result === undefined) return { toolCalls: [{ name: TOOL_NAME, arguments: { key: keyOfQuestion(messages[asked]!.content)! } }] };
+  if (result === undefined) return { toolCalls: [{ name: TOOL_NAME, arguments: { key } }] };
   const value = valueInToolResult(result.content);
   if (value === undefined) return { text: `scripted model: the tool result carries no value: ${result.content.slice(0, 200)}` };
+  // A model that takes its time: the object waits on this stream (bench/node/wrangler-cpu.ts prices that wait).
+  if (key.startsWith(SLOW_KEY_PREFIX)) return { text: replyChunks(value), chunkDelayMs: SLOW_STREAM_MS / TEXT_CHUNKS };
   return { text: replyChunks(value) };
 }
 

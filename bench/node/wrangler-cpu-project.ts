@@ -7,13 +7,14 @@ import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME } from './side-by-side-scrip
 /**
  * The agent, with the same model, tool and instruction as the bare object's calls. Its object's
  * storage is metered (bench/workers/storage-meter.ts, installed through `extend({ base })`), like
- * the bare object's and the Agents SDK object's, so `GET /meter` can say how many rows a turn wrote.
+ * the bare object's and the Agents SDK object's, so `GET /meter` can say how many rows a turn wrote
+ * and read, how many bytes it left stored and how many requests its object received.
  */
 export const AGENT = `'use agent';
 import * as v from 'valibot';
 import { useModel, useTool } from '@flue/runtime';
 import { extend } from '@flue/runtime/cloudflare';
-import { meterStorage } from '../storage-meter.ts';
+import { meterRequests, meterStorage } from '../storage-meter.ts';
 
 export function Bench() {
   useModel('anthropic/claude-haiku-4-5');
@@ -28,13 +29,16 @@ export function Bench() {
 }
 
 export const cloudflare = extend({
-  base: (Base) =>
-    class extends Base {
+  base: (Base) => {
+    // Every verb the Worker calls over RPC, and the alarm that runs the turn.
+    meterRequests(Base.prototype, (name) => name.startsWith('__flue') || name === 'alarm');
+    return class extends Base {
       constructor(ctx, env) {
         meterStorage(ctx);
         super(ctx, env);
       }
-    },
+    };
+  },
 });
 `;
 

@@ -11,6 +11,8 @@
  *     a turn to the model server receiving its first request. All three sides.
  * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU. Ours and bare.
  * (3) burst: 250 concurrent sends to one conversation; wall time and workerd CPU. Ours and bare.
+ * (4) the bill: one turn whose reply streams for 10 s, metered like (1), then both kinds of turn
+ *     priced on Cloudflare's price list (bench/pricing.ts), dollars per million turns. All three sides.
  * See bench/README.md for why process CPU is the honest figure here.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -20,9 +22,10 @@ import { fileURLToPath } from 'node:url';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { buildProject, startWranglerDev, type DevServer } from '../../test/support/wrangler-dev.ts';
 import { type BenchRow, median, saveRows } from '../results.ts';
+import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, dollars, dominantLine } from '../pricing.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
-import { expectedReply, question } from './side-by-side-script.ts';
+import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
 const TURNS = 20;
@@ -117,11 +120,38 @@ async function turn(side: Side, conversation: string, key: string, accept?: Set<
   }
 }
 
-/** Rows the side's objects have written so far (the storage meter, summed in the Worker's isolate). */
-async function rowsWritten(side: Side): Promise<number> {
-  const meter = (await (await fetch(`${side.dev.base}/meter`)).json()) as { objects: number; billed: number };
+/** The fields of `GET /meter` (storage-meter.ts's `IsolateWrites`, read over HTTP) this bench uses. */
+interface MeterReading {
+  objects: number;
+  /** Rows written as billed. */
+  billed: number;
+  sqlRowsRead: number;
+  bytesStored: number;
+  requests: number;
+}
+
+/** What the side's objects have done so far (the storage and request meters, summed in the Worker's isolate). */
+async function meterOf(side: Side): Promise<MeterReading> {
+  const meter = (await (await fetch(`${side.dev.base}/meter`)).json()) as MeterReading;
   if (meter.objects === 0) throw new Error(`${side.name}: no metered object in the Worker's isolate`);
-  return meter.billed;
+  return meter;
+}
+
+/** What the objects did between two readings of the meter, per turn. */
+interface ObjectUse {
+  rowsWritten: number;
+  rowsRead: number;
+  bytesStored: number;
+  requests: number;
+}
+
+function objectUse(before: MeterReading, after: MeterReading, turns: number): ObjectUse {
+  return {
+    rowsWritten: (after.billed - before.billed) / turns,
+    rowsRead: (after.sqlRowsRead - before.sqlRowsRead) / turns,
+    bytesStored: (after.bytesStored - before.bytesStored) / turns,
+    requests: (after.requests - before.requests) / turns,
+  };
 }
 
 /** Fails unless `work` made exactly `expected` model requests; returns how many it made. */
@@ -166,16 +196,21 @@ async function measure(side: Side, work: () => Promise<void>): Promise<Sample> {
 interface TurnsSample {
   /** Per turn index: mean workerd CPU per turn over CONVERSATIONS_PER_TURN conversations. */
   cpu: number[];
+  /** Per turn index: mean wall time from send to reply. */
+  wall: number[];
   /** Rows written per turn over turns 2–20 (turn 1 creates the conversation and its schema). */
   rows: number;
+  /** All the object meters per turn over turns 2–20. */
+  use: ObjectUse;
   /** Per turn: ms from just before the request is sent to the model server receiving the turn's first request. */
   firstRequest: number[];
 }
 
 async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
   const cpu: number[] = [];
+  const wall: number[] = [];
   const firstRequest: number[] = [];
-  let rowsBefore = 0;
+  let before: MeterReading | undefined;
   // The Agents SDK side runs one conversation: its turns cost several times ours, and the run must fit the bench's time.
   const ids = Array.from({ length: side.name === 'agents' ? 1 : CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`);
   for (let t = 1; t <= TURNS; t++) {
@@ -189,10 +224,30 @@ async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
       }
     });
     cpu.push(sample.cpu / ids.length);
-    if (t === 1) rowsBefore = await rowsWritten(side);
+    wall.push(sample.wall / ids.length);
+    if (t === 1) before = await meterOf(side);
   }
-  const rows = (await rowsWritten(side)) - rowsBefore;
-  return { cpu, rows: rows / ((TURNS - 1) * ids.length), firstRequest };
+  const use = objectUse(before!, await meterOf(side), (TURNS - 1) * ids.length);
+  return { cpu, wall, rows: use.rowsWritten, use, firstRequest };
+}
+
+interface StreamedSample {
+  sample: Sample;
+  use: ObjectUse;
+}
+
+/**
+ * One follow-up turn whose reply streams for SLOW_STREAM_MS (the tool call before it is instant):
+ * the object waits on the model that long. One conversation per run; its first turn is not measured.
+ */
+async function streamedScenario(side: Side, run: number): Promise<StreamedSample> {
+  const id = `streamed-${run}`;
+  await turn(side, id, `${id}-first`);
+  const before = await meterOf(side);
+  const sample = await measure(side, async () => {
+    await modelRequests(side, 2, () => turn(side, id, `${SLOW_KEY_PREFIX}${id}`));
+  });
+  return { sample, use: objectUse(before, await meterOf(side), 1) };
 }
 
 async function fanoutScenario(side: Side, run: number): Promise<Sample> {
@@ -228,6 +283,103 @@ const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.le
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 const times = (value: number) => `${value.toFixed(2)}×`;
 
+// ── The bill ────────────────────────────────────────────────────────────────────────────────
+
+type Scenario = 'instant' | 'streamed';
+/** Both turns are a `lookup` tool call, then the 200-chunk reply: at once, or streamed. */
+const SCENARIO_LABEL: Record<Scenario, string> = {
+  instant: 'instant turn',
+  streamed: `${SLOW_STREAM_MS / 1000} s streamed turn`,
+};
+type Bills = Record<Scenario, Record<SideName, { usage: TurnUsage; bill: Bill }>>;
+
+const medianOf = <T>(samples: T[], pick: (sample: T) => number) => median(samples.map(pick));
+
+/**
+ * Each side's turn as the price list sees it. One inbound Worker request per turn on every side
+ * (the `POST /turn` that runs it). Workers CPU is all of workerd's CPU, the object's included:
+ * an upper bound, since Cloudflare bills an object's time as duration, not CPU. The object is held
+ * awake for the turn's wall time from send to reply (an upper bound too: it includes the Worker's
+ * hop); an object idle after its turn is eligible for hibernation and billed nothing more.
+ */
+function billOf(turns: Record<string, TurnsSample[]>, streamed: Record<string, StreamedSample[]>): Bills {
+  const bills = { instant: {}, streamed: {} } as Bills;
+  for (const side of ['ours', 'bare', 'agents'] as const) {
+    const follow = turns[side]!;
+    const instant: TurnUsage = {
+      workerRequests: 1,
+      workerCpuMs: medianOf(follow, (sample) => mean(sample.cpu.slice(1))),
+      objectRequests: medianOf(follow, (sample) => sample.use.requests),
+      objectAwakeMs: medianOf(follow, (sample) => mean(sample.wall.slice(1))),
+      rowsRead: medianOf(follow, (sample) => sample.use.rowsRead),
+      rowsWritten: medianOf(follow, (sample) => sample.use.rowsWritten),
+      bytesStored: medianOf(follow, (sample) => sample.use.bytesStored),
+    };
+    const slow = streamed[side]!;
+    const streaming: TurnUsage = {
+      workerRequests: 1,
+      workerCpuMs: medianOf(slow, (sample) => sample.sample.cpu),
+      objectRequests: medianOf(slow, (sample) => sample.use.requests),
+      objectAwakeMs: medianOf(slow, (sample) => sample.sample.wall),
+      rowsRead: medianOf(slow, (sample) => sample.use.rowsRead),
+      rowsWritten: medianOf(slow, (sample) => sample.use.rowsWritten),
+      bytesStored: medianOf(slow, (sample) => sample.use.bytesStored),
+    };
+    bills.instant[side] = { usage: instant, bill: billPerMillionTurns(instant) };
+    bills.streamed[side] = { usage: streaming, bill: billPerMillionTurns(streaming) };
+  }
+  return bills;
+}
+
+const share = (bill: Bill) => {
+  const { line, share: part } = dominantLine(bill);
+  return `${line} (${Math.round(part * 100)}%)`;
+};
+
+/** Per scenario: each line and the total, ours against bare, the Agents SDK in the note; then the dominant line. */
+function billRows(bills: Bills): BenchRow[] {
+  const rows: BenchRow[] = [];
+  for (const scenario of ['instant', 'streamed'] as const) {
+    const { ours, bare, agents } = bills[scenario];
+    const row = (figure: string, pick: (bill: Bill) => number): BenchRow => ({
+      figure: `bill, ${SCENARIO_LABEL[scenario]}: ${figure}, $ per million turns`,
+      ours: dollars(pick(ours.bill)),
+      baseline: dollars(pick(bare.bill)),
+      ratio: pick(bare.bill) === 0 ? '—' : times(pick(ours.bill) / pick(bare.bill)),
+      target: '—',
+      met: true,
+      note: `bare Worker + DO; Agents SDK ${dollars(pick(agents.bill))}`,
+    });
+    for (const line of BILL_LINES) rows.push(row(line, (bill) => bill[line]));
+    rows.push(row('total', billTotal));
+    rows.push({
+      figure: `bill, ${SCENARIO_LABEL[scenario]}: the line that dominates`,
+      ours: share(ours.bill),
+      baseline: share(bare.bill),
+      ratio: '—',
+      target: '—',
+      met: true,
+      note: `bare Worker + DO; Agents SDK ${share(agents.bill)}`,
+    });
+  }
+  return rows;
+}
+
+/** The meters each bill was priced from, and the bill with all three sides side by side. */
+function printBills(bills: Bills): void {
+  for (const scenario of ['instant', 'streamed'] as const) {
+    console.log(`\nThe bill, ${SCENARIO_LABEL[scenario]} (a tool call, then the 200-chunk reply): a turn's meters, then $ per million turns`);
+    const sides = ['ours', 'bare', 'agents'] as const;
+    console.log(`| meter | ${sides.join(' | ')} |\n| --- | --- | --- | --- |`);
+    for (const meter of Object.keys(bills[scenario].ours.usage) as (keyof TurnUsage)[]) {
+      console.log(`| ${meter} | ${sides.map((side) => bills[scenario][side].usage[meter].toFixed(1)).join(' | ')} |`);
+    }
+    for (const line of BILL_LINES) console.log(`| ${line} | ${sides.map((side) => dollars(bills[scenario][side].bill[line])).join(' | ')} |`);
+    console.log(`| **total** | ${sides.map((side) => `**${dollars(billTotal(bills[scenario][side].bill))}**`).join(' | ')} |`);
+    console.log(`| dominates | ${sides.map((side) => share(bills[scenario][side].bill)).join(' | ')} |`);
+  }
+}
+
 const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], { stdio: 'inherit' });
 if (installed.status !== 0) process.exit(installed.status ?? 1);
 
@@ -257,12 +409,14 @@ try {
   }
 
   const turns: Record<string, TurnsSample[]> = { ours: [], bare: [], agents: [] };
+  const streamed: Record<string, StreamedSample[]> = { ours: [], bare: [], agents: [] };
   const fan: Record<string, Sample[]> = { ours: [], bare: [] };
   const burst: Record<string, (Sample & { requests: number })[]> = { ours: [], bare: [] };
   const ticksBefore = sides.map((s) => [tickCpuMs(s.processes.worker), cpuMs(s.processes.worker)]);
   for (let run = 0; run < RUNS; run++) {
     const rotate = <T>(list: T[]) => [...list.slice(run % list.length), ...list.slice(0, run % list.length)];
     for (const s of rotate(sides)) turns[s.name]!.push(await turnsScenario(s, run));
+    for (const s of rotate(sides)) streamed[s.name]!.push(await streamedScenario(s, run));
     for (const s of rotate(pair)) fan[s.name]!.push(await fanoutScenario(s, run));
     for (const s of rotate(pair)) burst[s.name]!.push(await burstScenario(s, run));
   }
@@ -324,8 +478,11 @@ try {
     vsAgents('workerd CPU per turn, 20-turn conversations', perTurn('ours'), perTurn('agents'), ms),
     vsAgents('send → first model request, follow-up turn', firstRequest('ours'), firstRequest('agents'), ms),
   ];
+  const bills = billOf(turns, streamed);
   saveRows('wrangler-dev-cpu', `wrangler dev, workerd process CPU from /proc, median of ${RUNS} runs`, rows);
   saveRows('agents-sdk', `the same one-tool agent on the Cloudflare Agents SDK, wrangler dev, median of ${RUNS} runs`, agentsRows);
+  saveRows('bill', `dollars per million turns on Cloudflare's price list (bench/pricing.ts), from the meters of (1) and (4), median of ${RUNS} runs`, billRows(bills));
+  printBills(bills);
   console.log(`\nload average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   for (const s of sides) {
     const name = s.name;

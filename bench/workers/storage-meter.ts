@@ -11,6 +11,8 @@
  * iteration to the end) its `rowsWritten` / `rowsRead` are added. Those are workerd's own per-statement
  * counters, the ones Cloudflare bills (index entries included). Alarm and KV calls are counted per
  * call: Cloudflare bills "each setAlarm()" as one row written (Durable Objects pricing page).
+ * Storage is read from `sql.databaseSize`, the size Cloudflare bills stored data on. Requests are
+ * counted by `meterRequests`, on the class's entry points rather than through `ctx`.
  */
 
 export interface WriteRecord {
@@ -30,6 +32,8 @@ export interface MeterSnapshot {
   setAlarm: number;
   deleteAlarm: number;
   kvWrites: number;
+  /** The database's size now (`ctx.storage.sql.databaseSize`). */
+  bytesStored: number;
   /** Every statement that wrote at least one row, in order. */
   writes: WriteRecord[];
 }
@@ -41,6 +45,8 @@ export interface StorageMeter {
 }
 
 const KV_WRITES = new Set(['put', 'delete', 'deleteAll']);
+/** Statements that may change the database's size. */
+const WRITES = /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i;
 
 /** Every meter made in this isolate, for `isolateWrites()`. */
 const meters: StorageMeter[] = [];
@@ -53,6 +59,39 @@ export interface IsolateWrites {
   kvWrites: number;
   /** SQL rows + `setAlarm` calls + KV writes: rows as billed. */
   billed: number;
+  /** SQL rows read (workerd's per-statement counter; KV reads are not counted). */
+  sqlRowsRead: number;
+  /** Bytes the objects' SQLite databases hold now (`ctx.storage.sql.databaseSize`, what storage is billed on). */
+  bytesStored: number;
+  /** Calls of the objects' request entry points (`meterRequests`): what Cloudflare bills as requests. */
+  requests: number;
+}
+
+let requests = 0;
+
+/**
+ * Counts every call of the request entry points of a Durable Object class: its RPC methods and
+ * `alarm`, the calls Cloudflare bills as one request each ("Every RPC method call on a Durable
+ * Objects stub is its own RPC session"; alarm invocations count too). Each method of the chain
+ * above `prototype` that `isEntry` names is redefined on `prototype` to count, then run as before.
+ */
+export function meterRequests(prototype: object, isEntry: (name: string) => boolean): void {
+  const names = new Set<string>();
+  for (let at: object | null = prototype; at !== null && at !== Object.prototype; at = Object.getPrototypeOf(at)) {
+    for (const name of Object.getOwnPropertyNames(at)) if (name !== 'constructor' && isEntry(name)) names.add(name);
+  }
+  for (const name of names) {
+    const original = (prototype as Record<string, unknown>)[name];
+    if (typeof original !== 'function') continue;
+    Object.defineProperty(prototype, name, {
+      configurable: true,
+      writable: true,
+      value(this: unknown, ...args: unknown[]) {
+        requests++;
+        return original.apply(this, args);
+      },
+    });
+  }
 }
 
 /**
@@ -62,12 +101,14 @@ export interface IsolateWrites {
  * the cursors of their writes.
  */
 export function isolateWrites(): IsolateWrites {
-  const total: IsolateWrites = { objects: meters.length, sqlRowsWritten: 0, setAlarm: 0, kvWrites: 0, billed: 0 };
+  const total: IsolateWrites = { objects: meters.length, sqlRowsWritten: 0, setAlarm: 0, kvWrites: 0, billed: 0, sqlRowsRead: 0, bytesStored: 0, requests };
   for (const meter of meters) {
-    const { sqlRowsWritten, setAlarm, kvWrites } = meter.snapshot(true);
+    const { sqlRowsWritten, setAlarm, kvWrites, sqlRowsRead, bytesStored } = meter.snapshot(true);
     total.sqlRowsWritten += sqlRowsWritten;
     total.setAlarm += setAlarm;
     total.kvWrites += kvWrites;
+    total.sqlRowsRead += sqlRowsRead;
+    total.bytesStored += bytesStored;
   }
   total.billed = total.sqlRowsWritten + total.setAlarm + total.kvWrites;
   return total;
@@ -89,6 +130,12 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const storage = ctx.storage;
   const sql = storage.sql;
   let state = fresh();
+  // Read inside the object after each write: `databaseSize` is storage I/O, which the Worker's
+  // `/meter` handler may not do on the object's behalf.
+  let bytesStored = sql.databaseSize;
+  const noteSize = () => {
+    bytesStored = sql.databaseSize;
+  };
 
   function fresh() {
     return { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0, writes: [] as WriteRecord[] };
@@ -111,6 +158,7 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const exec = (query: string, ...bindings: unknown[]) => {
     const cursor = sql.exec(query, ...bindings);
     state.sqlStatements++;
+    if (WRITES.test(query)) noteSize();
     open.set(cursor, [query, bindings]);
     return new Proxy(cursor, {
       get(target, key) {
@@ -156,7 +204,14 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
       get(target, key) {
         const value = Reflect.get(target, key, target);
         if (typeof value !== 'function') return value;
-        if (key === 'put' || key === 'delete') return (...args: unknown[]) => (state.kvWrites++, value.apply(target, args));
+        if (key === 'put' || key === 'delete') {
+          return (...args: unknown[]) => {
+            state.kvWrites++;
+            const result = value.apply(target, args);
+            noteSize();
+            return result;
+          };
+        }
         return value.bind(target);
       },
     });
@@ -169,7 +224,14 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
       if (typeof value !== 'function') return value;
       if (key === 'setAlarm') return (...args: unknown[]) => (state.setAlarm++, value.apply(target, args));
       if (key === 'deleteAlarm') return (...args: unknown[]) => (state.deleteAlarm++, value.apply(target, args));
-      if (typeof key === 'string' && KV_WRITES.has(key)) return (...args: unknown[]) => (state.kvWrites++, value.apply(target, args));
+      if (typeof key === 'string' && KV_WRITES.has(key)) {
+        return async (...args: unknown[]) => {
+          state.kvWrites++;
+          const result = await value.apply(target, args);
+          noteSize();
+          return result;
+        };
+      }
       return value.bind(target);
     },
   });
@@ -180,7 +242,7 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   const meter: StorageMeter = {
     snapshot: (settleOpen = false) => {
       if (settleOpen) for (const [cursor, [query, bindings]] of [...open]) settle(cursor, query, bindings);
-      return { ...state, writes: [...state.writes], unconsumed: open.size };
+      return { ...state, writes: [...state.writes], unconsumed: open.size, bytesStored };
     },
     reset: () => {
       state = fresh();

@@ -13,7 +13,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { createModels, createProvider } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, toolOutput } from '../../node/side-by-side-script.ts';
-import { benchRoutes, meterStorage } from '../storage-meter.ts';
+import { benchRoutes, meterRequests, meterStorage } from '../storage-meter.ts';
 
 interface Env {
   MODEL_URL: string;
@@ -151,6 +151,9 @@ export class BareConversation extends DurableObject<Env> {
     }
   }
 }
+
+// One RPC per turn: `turn` is the object's only entry point (it sets no alarm).
+meterRequests(BareConversation.prototype, (name) => name === 'turn');
 
 export default {
   fetch: (request: Request, env: Env) => benchRoutes(request, (id, text) => env.BARE_CONVERSATION.getByName(id).turn(text)),
