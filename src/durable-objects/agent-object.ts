@@ -8,6 +8,8 @@ import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
 import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
 import type { ConversationVerbs } from '../runtime/engine/verbs.ts';
+import type { ConversationView } from '../runtime/engine/conversation-view.ts';
+import type { AgentRegistry } from '../runtime/authoring/identity.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
 import { envelope } from './rpc-errors.ts';
 import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
@@ -19,6 +21,22 @@ import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 const BACKSTOP_MS = 30_000;
 /** A response yields at a turn boundary after this much wall time in one alarm (§6.5). */
 const SLICE_BUDGET_MS = 10 * 60_000;
+
+/**
+ * The identity the object's conversation was born under: the class's own, unless a
+ * `renamed_classes` migration moved the object here from the class of the agent's earlier
+ * identity. Its conversation stays keyed by that identity (`agents/<identity>/<id>`, in records
+ * that never change), so the object keeps serving it under it, with the renamed agent's code. An
+ * identity another agent of the app holds is never taken over.
+ */
+function bornIdentity(view: ConversationView, entry: FlueAgentEntry, registry: AgentRegistry): string {
+  // One object holds one conversation: its root (task children live under `tasks/`).
+  const born = view.conversationKeys().filter((key) => key.startsWith('agents/')).map((key) => view.conversationInfo(key)!.agent);
+  const earlier = born.includes(entry.identity) ? undefined : born[0];
+  if (earlier === undefined) return entry.identity;
+  const holder = registry.get(earlier);
+  return holder === undefined || holder === entry.agent ? earlier : entry.identity;
+}
 
 // The RPC methods are defined below from the verb table; this declares them to TypeScript.
 export interface FlueAgentDurableObject extends AgentObjectRpc {}
@@ -34,6 +52,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   static sliceBudgetMs = SLICE_BUDGET_MS;
 
   private readonly entry: FlueAgentEntry;
+  /** The identity this object's conversation is keyed by (see `bornIdentity`). */
+  private identity!: string;
   private engine!: ConversationEngine;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
@@ -54,13 +74,16 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       }
       const driver = durableObjectSqlDriver(ctx.storage);
       driver.transaction(() => migrate(driver));
+      const { registry } = workerConfig();
       this.engine = new ConversationEngine({
         store: new SqlStore(driver),
-        registry: workerConfig().registry,
+        registry,
         env,
         wake: () => this.arm(),
         sliceBudgetMs,
       });
+      this.identity = bornIdentity(this.engine.view, entry, registry);
+      if (this.identity !== entry.identity) registry.alias(this.identity, entry.agent);
       // Under flue dev: an object woken by its alarm after a reload maps its errors to src/ too
       // (a Worker request usually loaded the map into this isolate already; then this is free).
       const statusUrl = devStatusUrl(env);
@@ -107,7 +130,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
               runInCloudflareContext(this.context(instanceId), () => {
                 // The engine serves every verb of the table: checked here, where it is called.
                 const verbs: ConversationVerbs = this.engine;
-                return (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, this.entry.identity, ...args);
+                return (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, this.identity, ...args);
               }),
             ),
           );

@@ -192,6 +192,22 @@ describe('AgentRegistry', () => {
     expect(registry.list()).toHaveLength(1);
   });
 
+  it('an alias resolves an earlier identity to a registered agent, and nothing else changes', () => {
+    const registry = new AgentRegistry();
+    const renamed = named('Renamed');
+    const other = named('Other');
+    registry.register(renamed);
+    registry.register(other);
+    registry.alias('Earlier', renamed);
+    expect(registry.get('Earlier')).toBe(renamed);
+    expect(registry.identityOf(renamed)).toBe('Renamed');
+    expect(registry.list().map((entry) => entry.identity)).toEqual(['Renamed', 'Other']);
+    expect(() => registry.alias('Other', renamed)).toThrowError('[flue] Cannot alias "Other": another agent holds that identity.');
+    expect(() => registry.alias('Stranger', named('Unregistered'))).toThrowError(/not registered/);
+    // An alias never takes an identity from a later registration either.
+    expect(() => registry.register(named('Earlier'))).toThrowError(/Duplicate agent identity "Earlier"/);
+  });
+
   it('propagates resolution errors', () => {
     const registry = new AgentRegistry();
     expect(() => registry.register(anonymous())).toThrowError(/anonymous/);

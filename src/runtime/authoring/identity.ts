@@ -94,6 +94,8 @@ export interface AgentRegistration {
 export class AgentRegistry {
   readonly #byIdentity = new Map<string, Agent>();
   readonly #byFunction = new Map<Agent, string>();
+  /** Earlier identities of registered agents, resolved by `get` only (see `alias`). */
+  readonly #aliases = new Map<string, Agent>();
 
   /**
    * Registering the same function under the same identity again is a no-op (a module re-exported
@@ -107,7 +109,7 @@ export class AgentRegistry {
         `[flue] The same agent function is registered under two identities: "${existing}" and "${identity}".`,
       );
     }
-    const holder = this.#byIdentity.get(identity);
+    const holder = this.get(identity);
     if (holder !== undefined && holder !== fn) {
       throw new Error(
         `[flue] Duplicate agent identity "${identity}": two different agent functions resolve to it. ` +
@@ -126,7 +128,7 @@ export class AgentRegistry {
    * the app's other agents keep working.
    */
   assertDefinition(identity: string): void {
-    const fn = this.#byIdentity.get(identity);
+    const fn = this.get(identity);
     if (fn === undefined) return;
     if (isAsyncFunction(fn)) throw asyncAgentError(identity);
     resolveDurability(fn);
@@ -148,7 +150,20 @@ export class AgentRegistry {
   }
 
   get(identity: string): Agent | undefined {
-    return this.#byIdentity.get(identity);
+    return this.#byIdentity.get(identity) ?? this.#aliases.get(identity);
+  }
+
+  /**
+   * Resolves `identity`, which no agent holds, to the registered `fn`: storage born under an
+   * agent's earlier identity (a Durable Object a `renamed_classes` migration moved to the renamed
+   * agent's class) keeps its keys and runs the agent's code. The agent's own identity is unchanged.
+   */
+  alias(identity: string, fn: Agent): void {
+    assertIdentity(identity, 'earlier identity');
+    if (!this.#byFunction.has(fn)) throw new Error(`[flue] Cannot alias "${identity}" to an agent function that is not registered.`);
+    const holder = this.get(identity);
+    if (holder !== undefined && holder !== fn) throw new Error(`[flue] Cannot alias "${identity}": another agent holds that identity.`);
+    this.#aliases.set(identity, fn);
   }
 
   /** In registration order. */

@@ -24,7 +24,9 @@ import { type ConversationKey, conversationKey, storedConversationKey } from '..
 
 /** The model every table agent uses (`useModel(TABLE_MODEL)`). */
 export const TABLE_MODEL = 'table/model';
-const model = scriptedModel('table');
+/** Another model of the same scripted provider: an agent whose render changed its model. */
+export const NEXT_MODEL = 'table/next';
+const model = scriptedModel('table', ['model', 'next']);
 
 /** The conversation every case runs in: `agents/<agent>/t1`, born with these ids. */
 const INSTANCE = 't1';

@@ -5,10 +5,10 @@
 import * as v from 'valibot';
 import type { ToolCall } from '@earendil-works/pi-ai';
 import { useAgentStart, useModel, usePersistentState, useResponseStart, useSubagent, useTool } from '../index.ts';
-import { defineTool } from '../authoring/define-tool.ts';
+import { type ToolDefinition, type ToolInputSchema, defineTool } from '../authoring/define-tool.ts';
 import { emptyUsage } from '../model/usage.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records.ts';
-import { type Given, TABLE_MODEL } from './recovery-journal.fixtures.ts';
+import { BIRTH, type Given, NEXT_MODEL, TABLE_MODEL } from './recovery-journal.fixtures.ts';
 import { childConversationKey, conversationKey } from '../store/conversation-key.ts';
 
 // ── Agents ──────────────────────────────────────────────────────────────────────────────────
@@ -88,6 +88,70 @@ export function Boss() {
   return 'Delegate.';
 }
 
+// ── Agents after a deploy: the code changed between the crash and the recovery ──────────────
+
+/** A durable `charge` taking `input`, whose steps are `names` in order, each answering `<name>-new`. */
+function chargeWith(names: string[], input: ToolInputSchema = v.object({})) {
+  return defineTool({
+    name: 'charge',
+    description: 'Charges in durable steps.',
+    input,
+    durable: true,
+    run: async ({ step }) => {
+      const values: unknown[] = [];
+      for (const name of names) values.push(await step.do(name, () => `${name}-new`));
+      return values.join('+');
+    },
+  });
+}
+
+/** Shop as a deploy changed it: the same identity, declaring only `tool`. */
+function declaring(tool: ToolDefinition, model = TABLE_MODEL) {
+  return function Shop() {
+    useModel(model);
+    useTool(tool);
+    return 'Use the tools.';
+  };
+}
+
+/** `plain` renamed to `tally` and `charge` to `bill`. */
+export function Renamed() {
+  useModel(TABLE_MODEL);
+  useTool({ name: 'tally', description: 'Counts.', input: v.object({}), run: () => (runs.plain++, 'ok') });
+  useTool({ ...charge, name: 'bill' });
+  return 'Use the tools.';
+}
+
+/** `charge` now requires an amount: arguments recorded before the deploy no longer validate. */
+export const Stricter = declaring(chargeWith(['reserve', 'capture'], v.object({ amount: v.number() })));
+/** `charge` no longer asks for its `reserve` step. */
+export const Trimmed = declaring(chargeWith(['capture']));
+/** `charge` asks for a new `verify` step between its two. */
+export const Extended = declaring(chargeWith(['reserve', 'verify', 'capture']));
+/** `charge`'s `reserve` step renamed to `hold`. */
+export const Relabelled = declaring(chargeWith(['hold', 'capture']));
+
+/** `charge` declared as an ordinary tool. */
+export const Demoted = declaring(defineTool({ name: 'charge', description: 'Charges.', input: v.object({}), run: () => (runs.capture++, 'c1') }));
+
+const durablePlain = defineTool({ name: 'plain', description: 'Counts.', input: v.object({}), durable: true, run: ({ step }) => step.do('count', () => (runs.plain++, 'ok')) });
+/** `plain` declared durable, its work in one step. */
+export const Promoted = declaring(durablePlain);
+
+/** Shop rendering another model. */
+export function Switched() {
+  useModel(NEXT_MODEL);
+  useTool(charge);
+  return 'Use the tools.';
+}
+
+/** Boss renamed, its identity kept, and its `helper` subagent removed. */
+export function Manager() {
+  useModel(TABLE_MODEL);
+  return 'Delegate.';
+}
+Manager.agentName = 'Boss';
+
 // ── Records, written from the design ────────────────────────────────────────────────────────
 
 export const ts = 'ts';
@@ -107,12 +171,12 @@ export const input = (submissionId: string, body: string, joinedInto?: string) =
 export const snapshot = { type: 'resource_snapshot', baseline: true };
 
 /** What the scripted model answers, as the completed step keeps it. */
-export const modelMessage = (content: unknown[], stopReason: string, errorMessage?: string) => ({
+export const modelMessage = (content: unknown[], stopReason: string, errorMessage?: string, model = 'model') => ({
   role: 'assistant',
   content,
   api: 'scripted',
   provider: 'table',
-  model: 'model',
+  model,
   usage: emptyUsage(),
   stopReason,
   ...(errorMessage === undefined ? {} : { errorMessage }),
@@ -122,8 +186,8 @@ export const modelMessage = (content: unknown[], stopReason: string, errorMessag
 export const text = (said: string) => ({ type: 'text', text: said });
 export const toolCall = (id: string, name: string, args: Record<string, unknown> = {}) => ({ type: 'toolCall', id, name, arguments: args });
 
-/** One streamed model step of this attempt, committed as one batch. */
-export function step(ids: { message: string; step: string; sub?: string }, said: string | undefined, calls: unknown[] = []) {
+/** One streamed model step of this attempt, committed as one batch (`ids.model`: the scripted model's id, default `model`). */
+export function step(ids: { message: string; step: string; sub?: string; model?: string }, said: string | undefined, calls: unknown[] = []) {
   const submissionId = ids.sub ?? 'sub_a';
   const base = { stepId: ids.step, messageId: ids.message };
   return [
@@ -133,14 +197,14 @@ export function step(ids: { message: string; step: string; sub?: string }, said:
       type: 'assistant_completed',
       ...base,
       submissionId,
-      message: modelMessage([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop'),
+      message: modelMessage([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop', undefined, ids.model),
       ts,
     },
   ];
 }
 
 /** The rest of a response that answers in one turn: the first turn's baseline snapshot, the step, the settlement. */
-export const answers = (ids: { message: string; step: string }, said: string) => [[snapshot], step(ids, said), [settled('sub_a', 'completed')]];
+export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [[snapshot], step(ids, said), [settled('sub_a', 'completed')]];
 
 export const settled = (submissionId: string, outcome: string, error?: unknown, answeredBy = 'sub_a') => ({
   type: 'submission_settled',
@@ -235,3 +299,40 @@ export const first: Given['submissions'] = [{ id: 'sub_a', body: 'go' }];
 export const retried: Given['submissions'] = [{ id: 'sub_a', body: 'go', attempts: 1 }];
 
 export const CHILD = childConversationKey(conversationKey('Boss', 't1'), 'step_1', 'call_1');
+
+/** Boss's step that delegated to `helper`, whose result never committed. */
+export const delegating = issued({ id: 'call_1', name: 'task', arguments: { agent: 'helper', prompt: 'Find it.' } });
+
+/** A crash while `helper` worked: the call is unresolved, its child conversation born with the task prompt. */
+export const delegated: Given = {
+  log: [
+    applied,
+    delegating,
+    [
+      {
+        type: 'child_session_retained',
+        child: {
+          type: 'task',
+          conversationId: 'conv_child',
+          stream: CHILD,
+          agent: 'helper',
+          taskId: 'call_1',
+          harness: 'default',
+          session: 'task:step_1/call_1',
+          parentToolCallId: 'call_1',
+          parentAssistantEntryId: 'step_1',
+        },
+        ts: GIVEN_TS,
+      },
+    ],
+  ],
+  streams: {
+    [CHILD]: [
+      [
+        { type: 'conversation_created', conversationId: 'conv_child', uid: BIRTH.uid, kind: 'task', parentConversationId: BIRTH.conversationId, taskId: 'call_1', agent: 'helper', ts: GIVEN_TS },
+        { type: 'user_message', messageId: 'msg_task', submissionId: 'sub_a', deliveryOrigin: 'agent', body: 'Find it.', ts: GIVEN_TS },
+      ],
+    ],
+  },
+  submissions: retried,
+};

@@ -7,12 +7,12 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../authoring/identity.ts';
-import type { ConversationRecord } from '../store/records.ts';
+import { type ConversationRecord, interruptedToolText } from '../store/records.ts';
 import { type Attempt, type CrashAt, type Given, type LedgerRow, BIRTH, runAttempt } from './recovery-journal.fixtures.ts';
 import type { ScriptedStep } from './scripted-stream.fixtures.ts';
 import {
-  Boss, Budgeted, Forgetful, Greeter, Impatient, Shop, Tagged, runs,
-  CHILD, GIVEN_TS, advisory, answers, applied, closed, first, input, interrupted, issued, modelMessage,
+  Boss, Budgeted, Demoted, Extended, Forgetful, Greeter, Impatient, Manager, Promoted, Relabelled, Renamed, Shop, Stricter, Switched, Tagged, Trimmed, runs,
+  CHILD, GIVEN_TS, advisory, answers, applied, closed, delegated, delegating, first, input, interrupted, issued, modelMessage,
   opened, retried, settled, snapshot, step, streamSignal, text, toolCall, toolResults, ts,
 } from './recovery-tables.fixtures.ts';
 
@@ -144,38 +144,7 @@ const cases: Case[] = [
   {
     rule: '§6.2 an unresolved task call resumes its child conversation and commits the child\'s real result',
     agent: Boss,
-    given: {
-      log: [
-        applied,
-        issued({ id: 'call_1', name: 'task', arguments: { agent: 'helper', prompt: 'Find it.' } }),
-        [
-          {
-            type: 'child_session_retained',
-            child: {
-              type: 'task',
-              conversationId: 'conv_child',
-              stream: CHILD,
-              agent: 'helper',
-              taskId: 'call_1',
-              harness: 'default',
-              session: 'task:step_1/call_1',
-              parentToolCallId: 'call_1',
-              parentAssistantEntryId: 'step_1',
-            },
-            ts: GIVEN_TS,
-          },
-        ],
-      ],
-      streams: {
-        [CHILD]: [
-          [
-            { type: 'conversation_created', conversationId: 'conv_child', uid: BIRTH.uid, kind: 'task', parentConversationId: BIRTH.conversationId, taskId: 'call_1', agent: 'helper', ts: GIVEN_TS },
-            { type: 'user_message', messageId: 'msg_task', submissionId: 'sub_a', deliveryOrigin: 'agent', body: 'Find it.', ts: GIVEN_TS },
-          ],
-        ],
-      },
-      submissions: retried,
-    },
+    given: delegated,
     // The child's turn first (inside the parent's tool batch), then the parent's.
     script: [{ text: ['Found.'] }, { text: ['The helper found it.'] }],
     appends: [
@@ -468,8 +437,133 @@ const cases: Case[] = [
   },
 ];
 
+/** A durable `charge` call left unresolved with its `reserve` step recorded, recovered by `agent`. */
+const chargeRecovered = (agent: Agent) => ({
+  agent,
+  given: {
+    log: [applied, issued({ id: 'call_1', name: 'charge' })],
+    submissions: retried,
+    steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }],
+  },
+  script: [{ text: ['Done.'] }],
+  ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } } as const,
+});
+
+/** The recovered `charge` call's result, then the model's answer. */
+const charged = (outcome: Record<string, unknown>) => [
+  [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'charge', ...outcome }])],
+  ...answers({ message: 'msg_r', step: 'msg_1' }, 'Done.'),
+];
+
+const succeeded = (output: string) => ({ isError: false, content: JSON.stringify(output), output, durationMs: 'ms' });
+
+const notDeclared = 'Subagent "helper" is not declared. Available subagents: (none).';
+
+/** §6.5: the log was written by the code before a deploy; the attempt runs the code after it. */
+const afterDeploy: Case[] = [
+  {
+    rule: '§6.5 a pending call of a tool renamed or removed takes the interrupted path under its recorded name; the renamed tool does not run',
+    agent: Renamed,
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'plain' }, { id: 'call_2', name: 'charge' })],
+      submissions: retried,
+      steps: [{ key: 'step_1:call_2', step: 'reserve', value: 'r1' }],
+    },
+    script: [{ text: ['Sorry.'] }],
+    appends: [[toolResults('step_1', [interrupted('call_1', 'plain'), interrupted('call_2', 'charge')])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.')],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_2/reserve': 'r1' },
+    ran: { plain: 0, reserve: 0, capture: 0 },
+  },
+  {
+    ...chargeRecovered(Stricter),
+    rule: '§6.5 a durable call whose recorded arguments no longer validate settles as the validation error the model sees; no step runs',
+    appends: charged({
+      isError: true,
+      content: 'Arguments for tool "charge" do not match the required schema: Invalid key: Expected "amount" but received undefined (at amount). Call the tool again with corrected arguments.',
+      durationMs: 'ms',
+    }),
+    steps: { 'step_1:call_1/reserve': 'r1' },
+  },
+  {
+    ...chargeRecovered(Trimmed),
+    rule: '§6.5 a durable call whose recorded step is no longer asked for: the memo stays unread, the remaining steps run',
+    appends: charged(succeeded('capture-new')),
+    steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/capture': 'capture-new' },
+  },
+  {
+    ...chargeRecovered(Extended),
+    rule: '§6.5 a durable call with a step added: recorded steps replay, the new step runs in its place',
+    appends: charged(succeeded('r1+verify-new+capture-new')),
+    steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/verify': 'verify-new', 'step_1:call_1/capture': 'capture-new' },
+  },
+  {
+    ...chargeRecovered(Relabelled),
+    rule: '§6.5 a durable call whose step was renamed: the renamed step is a new step and runs',
+    appends: charged(succeeded('hold-new+capture-new')),
+    steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/hold': 'hold-new', 'step_1:call_1/capture': 'capture-new' },
+  },
+  {
+    ...chargeRecovered(Demoted),
+    rule: '§6.5 a pending call of a tool that is no longer durable takes the interrupted path, though declared',
+    appends: [[toolResults('step_1', [interrupted('call_1', 'charge')])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Done.')],
+    steps: { 'step_1:call_1/reserve': 'r1' },
+    ran: { capture: 0 },
+  },
+  {
+    rule: '§6.5 a pending call of a tool that became durable re-runs as durable',
+    agent: Promoted,
+    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: retried },
+    script: [{ text: ['Counted.'] }],
+    appends: [
+      [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'plain', ...succeeded('ok') }])],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Counted.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_1/count': 'ok' },
+    ran: { plain: 1 },
+  },
+  {
+    rule: '§6.5 a render that names another model: the recovered attempt continues the conversation on it',
+    agent: Switched,
+    given: { log: [applied, opened(['Half'])], submissions: retried },
+    script: [{ text: ['Whole.'] }],
+    appends: [
+      [closed('step_open', ['Half']), streamSignal('stream_interrupted', 'step_open'), streamSignal('stream_continued', 'step_open')],
+      ...answers({ message: 'msg_r', step: 'msg_1', model: 'next' }, 'Whole.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
+    rule: '§6.5 a task call whose subagent was removed after its child was born gets the interrupted marker naming the child; the child does not run',
+    agent: Manager,
+    given: delegated,
+    script: [{ text: ['The helper is gone.'] }],
+    appends: [
+      [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'task', isError: true, content: interruptedToolText('conv_child'), durationMs: 'ms' }])],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper is gone.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+  {
+    rule: '§6.5 a task call whose subagent was removed before its child was born is answered as a fresh call would be: not declared; no child is born',
+    agent: Manager,
+    given: { log: [applied, delegating], submissions: retried },
+    script: [{ text: ['No helper.'] }],
+    appends: [
+      [
+        toolResults('step_1', [
+          { toolCallId: 'call_1', toolName: 'task', isError: false, content: notDeclared, output: notDeclared, durationMs: 'ms' },
+        ]),
+      ],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'No helper.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+  },
+];
+
 describe('recovery rules (durability.md): given this log, one attempt appends exactly these batches', () => {
-  it.each(cases)('$rule', async (table) => {
+  it.each([...cases, ...afterDeploy])('$rule', async (table) => {
     const attempt: Attempt = { agent: table.agent, given: table.given, script: table.script };
     if (table.crashAt !== undefined) attempt.crashAt = table.crashAt;
     if (table.sliceBudgetMs !== undefined) attempt.sliceBudgetMs = table.sliceBudgetMs;

@@ -44,7 +44,8 @@ export interface ScriptedModel {
   readonly left: number;
 }
 
-export function scriptedModel(providerId: string, modelId = 'model'): ScriptedModel {
+/** One provider serving every id of `modelIds` from the same script. */
+export function scriptedModel(providerId: string, modelIds: readonly string[] = ['model']): ScriptedModel {
   let script: ScriptedStep[] = [];
   let actions: StepActions | undefined;
   const streamSimple = (model: Model<Api>, _context: unknown, options?: SimpleStreamOptions): AssistantMessageEventStream => {
@@ -58,20 +59,18 @@ export function scriptedModel(providerId: string, modelId = 'model'): ScriptedMo
     name: providerId,
     baseUrl: '',
     auth: { apiKey: { name: 'scripted', resolve: async () => ({ auth: { apiKey: 'scripted' }, source: 'scripted' }) } },
-    models: [
-      {
-        id: modelId,
-        name: modelId,
-        api: 'scripted',
-        provider: providerId,
-        baseUrl: '',
-        reasoning: false,
-        input: ['text'],
-        contextWindow: 128_000,
-        maxTokens: 8192,
-        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-      },
-    ],
+    models: modelIds.map((modelId) => ({
+      id: modelId,
+      name: modelId,
+      api: 'scripted',
+      provider: providerId,
+      baseUrl: '',
+      reasoning: false,
+      input: ['text'],
+      contextWindow: 128_000,
+      maxTokens: 8192,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    })),
     api: { stream: streamSimple, streamSimple },
   });
   return {
