@@ -88,9 +88,11 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       // (a Worker request usually loaded the map into this isolate already; then this is free).
       const statusUrl = devStatusUrl(env);
       if (statusUrl !== undefined) await loadDevSourceMap(statusUrl);
-      // After an eviction or a deploy, unsettled work needs a wake even if no alarm survived.
-      if (this.engine.view.keysWithOpenWork().length > 0 && (await ctx.storage.getAlarm()) === null) {
-        await ctx.storage.setAlarm(Date.now());
+      // A new instance means no attempt of an earlier one still runs (an eviction, a crash, a
+      // deploy): unsettled work is resumed now, not when the backstop alarm would have fired.
+      if (this.engine.view.keysWithOpenWork().length > 0) {
+        const alarm = await ctx.storage.getAlarm();
+        if (alarm === null || alarm > Date.now()) await ctx.storage.setAlarm(Date.now());
       }
     });
   }

@@ -223,8 +223,8 @@ it('work blocked in a tool when the agent module changes recovers on the new cod
   writeFileSync(path.join(dir, 'src/agents/desk.ts'), deskModule('b'));
   await until('the reload onto the renamed function', async () => ((await agentName()) === 'FrontDesk' ? true : undefined));
 
-  // The reload cut every alarm pass off: each conversation recovers on its backstop alarm, armed
-  // before the pass (cloudflare.md §6.2), so within 30 s of the cut.
+  // The reload cut every alarm pass off: each object, constructed again on the new code by the
+  // first read, finds its unsettled work and resumes it at once (not at the 30 s backstop).
   const [fulfil, pack, label, task] = await Promise.all([
     read('fulfil', receipts.fulfil),
     read('pack', receipts.pack),

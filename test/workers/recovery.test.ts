@@ -55,16 +55,22 @@ test('read() survives the object being reset mid-response; durable steps and sta
   expect(attempts).toEqual([{ attempt_count: 2 }]);
 });
 
-test('an object constructed with unsettled work and no alarm arms one: the first call after the reset wakes the conversation', async () => {
+test.each([
+  { left: 'no alarm', alarmIn: null, id: 'lost-alarm' },
+  // The backstop a cut-off pass leaves: an hour away here, so only the constructor can explain a prompt wake.
+  { left: 'a distant backstop alarm', alarmIn: 3_600_000, id: 'late-alarm' },
+])('an object constructed with unsettled work and $left resumes it at once: the first call after the reset wakes the conversation', async ({ alarmIn, id }) => {
   // Slow enough that the pass the new alarm starts is still running when the test looks.
   await scriptLane(ECHO_LANE, { text: ['Back ', 'after ', 'the ', 'reset.'], chunkDelayMs: 300 });
   // A fresh stub per call: a stub that reached the object before its reset stays broken.
-  const stub = () => namespace('FLUE_ECHO_AGENT').getByName('lost-alarm');
+  const stub = () => namespace('FLUE_ECHO_AGENT').getByName(id);
   // Admitted, then its wake undone in the same turn, before the alarm can fire: the state a lost
-  // alarm leaves (an eviction or a deploy between admission and the alarm).
+  // alarm leaves (an eviction or a deploy between admission and the alarm), or one whose pass was
+  // cut off and left only its backstop.
   const receipt = await runInDurableObject(stub(), async (instance, state): Promise<DispatchReceipt> => {
-    const admitted = await (instance as unknown as FlueAgentDurableObject).__flueAdmit('lost-alarm', { id: 'lost-alarm', message: parseDeliveredMessage('Still there?') }, 'dispatch');
-    await state.storage.deleteAlarm();
+    const admitted = await (instance as unknown as FlueAgentDurableObject).__flueAdmit(id, { id, message: parseDeliveredMessage('Still there?') }, 'dispatch');
+    if (alarmIn === null) await state.storage.deleteAlarm();
+    else await state.storage.setAlarm(Date.now() + alarmIn);
     if (!admitted.ok) throw new Error(admitted.error.message);
     return admitted.value.receipt;
   });
@@ -72,16 +78,16 @@ test('an object constructed with unsettled work and no alarm arms one: the first
     alarm: await state.storage.getAlarm(),
     submissions: state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),
   }));
-  expect(stranded).toEqual({ alarm: null, submissions: [{ status: 'queued', attempt_count: 0 }] });
+  expect(stranded).toEqual({ alarm: alarmIn === null ? null : expect.any(Number), submissions: [{ status: 'queued', attempt_count: 0 }] });
 
   await resetObject(stub());
   // Any call constructs the object again; a read-only one is enough.
-  expect(await getAgentInstance(Echo, 'lost-alarm')).not.toBeNull();
-  // The constructor armed an alarm, and the pass it started calls the model. (Between an alarm
+  expect(await getAgentInstance(Echo, id)).not.toBeNull();
+  // The constructor armed an alarm for now, and the pass it started calls the model. (Between an alarm
   // firing and its handler arming the backstop, getAlarm() is briefly null: wait for the request.)
   await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
   expect(await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
-  const reply = await init(Echo, { id: 'lost-alarm' }).read(receipt);
+  const reply = await init(Echo, { id }).read(receipt);
   expect(reply.text).toBe('Back after the reset.');
   expect(await laneRequests(ECHO_LANE)).toHaveLength(1);
   const settled = await runInDurableObject(stub(), (_instance, state) =>
