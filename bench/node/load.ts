@@ -140,7 +140,8 @@ async function baseline(run: string): Promise<Sample> {
     for (const row of rows) waiting.get(row.id)!(text);
   };
   const wake = () => {
-    running ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+    if (running !== undefined) return;
+    running = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
       while ((open.all('load') as unknown[]).length > 0) await pass();
       running = undefined;
     });

@@ -18,7 +18,7 @@ import {
   type ConversationStreamChunk,
 } from '@flue/runtime';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
-import { MODEL, expectFlueError, expectPlainFlueError, rejection, thrown, transcript, within } from './helpers.ts';
+import { MODEL, expectFlueError, expectPlainFlueError, rejection, thrown, within } from './helpers.ts';
 
 const ctx = useScriptedRuntime();
 

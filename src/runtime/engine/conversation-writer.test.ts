@@ -35,7 +35,7 @@ function signal(body: string): ConversationRecord {
 describe('ConversationWriter', () => {
   it('admits with a birth record, keeps the conversation and folds it', async () => {
     const opened = await open();
-    const { store, view, writer } = opened;
+    const { store, view } = opened;
     const live = admitted(opened, 'sub_1');
     expect(live.key).toBe(conversationKey('Agent', 'a1'));
     expect(live.conv.uid).toBe('inst_1');
@@ -47,7 +47,7 @@ describe('ConversationWriter', () => {
 
   it('commits a batch at the head it knows, advances the fold and tells the listeners', async () => {
     const opened = await open();
-    const { store, view, writer } = opened;
+    const { store, writer } = opened;
     const live = admitted(opened, 'sub_1');
     let told = 0;
     live.listeners.add(() => told++);
@@ -72,7 +72,7 @@ describe('ConversationWriter', () => {
 
   it('rolls the batch and its state writes back together', async () => {
     const opened = await open();
-    const { store, view, writer } = opened;
+    const { store, writer } = opened;
     const live = admitted(opened, 'sub_1');
     expect(() => writer.commit(live, [signal('x')], () => {
       store.writeState(live.key, 'lost', 1);
@@ -126,7 +126,7 @@ describe('ConversationWriter', () => {
 
   it('claims attempts, marks continuations and stamps aborts through the ledger', async () => {
     const opened = await open();
-    const { store, view, writer } = opened;
+    const { store, writer } = opened;
     const live = admitted(opened, 'sub_1', 'sub_2');
     const claimed = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: 1, maxAttempts: 3, timeoutMs: 1000 });
     expect(claimed).toMatchObject({ status: 'running', attemptCount: 1, attemptId: 'attempt_1' });
@@ -138,7 +138,7 @@ describe('ConversationWriter', () => {
 
   it('keeps durable step memos per key; the first write wins', async () => {
     const opened = await open();
-    const { view, writer } = opened;
+    const { writer } = opened;
     const live = admitted(opened, 'sub_1');
     const memo = writer.stepMemo(live, 'step_1:call_1');
     expect(memo.lookup('fetch')).toEqual({ found: false });

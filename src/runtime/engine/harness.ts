@@ -6,8 +6,6 @@
 import {
   type AssistantMessage,
   type Message,
-  type Model,
-  type Api,
   type ToolCall,
 } from '@earendil-works/pi-ai';
 import * as v from 'valibot';

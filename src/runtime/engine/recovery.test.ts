@@ -8,7 +8,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../authoring/identity.ts';
 import { type ConversationRecord, interruptedToolText } from '../store/records.ts';
-import { type Attempt, type CrashAt, type Given, type LedgerRow, BIRTH, runAttempt } from './recovery-journal.fixtures.ts';
+import { type Attempt, type CrashAt, type Given, type LedgerRow, runAttempt } from './recovery-journal.fixtures.ts';
 import type { ScriptedStep } from './scripted-stream.fixtures.ts';
 import {
   Boss, Budgeted, Demoted, Extended, Forgetful, Greeter, Impatient, Manager, Promoted, Relabelled, Renamed, Shop, Stricter, Switched, Tagged, Trimmed, runs,

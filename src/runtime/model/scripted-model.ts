@@ -6,7 +6,7 @@
  */
 
 import { createProvider } from '@earendil-works/pi-ai';
-import type { Api, Model, Provider, ProviderAuth } from '@earendil-works/pi-ai';
+import type { Model, Provider, ProviderAuth } from '@earendil-works/pi-ai';
 import type { ScriptedApi, ScriptedProviderOptions } from './scripted-options.ts';
 
 const SCRIPTED_API_KEY = 'scripted';

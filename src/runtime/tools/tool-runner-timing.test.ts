@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { defineTool } from '../authoring/define-tool.ts';
 import type { ToolDefinition, ToolStep } from '../authoring/define-tool.ts';
 import { ToolInputValidationError, ToolTimeoutError } from '../common/errors.ts';
-import { SUFFIX, environment, expectError, returning, sleep } from './tool-runner.fixtures.ts';
+import { SUFFIX, environment, expectError, sleep } from './tool-runner.fixtures.ts';
 import { invokeTool, raceToolRun, runToolCall } from './tool-runner.ts';
 import type { ToolOutcome } from './tool-runner.ts';
 import type { FlueHarness } from '../common/types.ts';

@@ -1,7 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import * as v from 'valibot';
 import { defineTool } from '../authoring/define-tool.ts';
-import type { ToolDefinition } from '../authoring/define-tool.ts';
 import {
   ToolInputValidationError,
   ToolOutputSerializationError,
