@@ -39,7 +39,12 @@ export default defineConfig({
       { extends: true, test: { name: 'slow', include: SLOW, exclude: EXCLUDE, testTimeout: SLOW_TEST_TIMEOUT_MS } },
       {
         extends: true,
-        test: { name: 'unit', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [...EXCLUDE, ...SLOW], testTimeout: TEST_TIMEOUT_MS },
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: [...EXCLUDE, ...SLOW],
+          testTimeout: TEST_TIMEOUT_MS,
+        },
       },
     ],
   },

@@ -40,7 +40,13 @@ export default defineConfig({
       wrangler: { configPath: './test/workers/wrangler.jsonc' },
       // GITHUB_WEBHOOK_SECRET: the secret the test app's GitHub channel reads (test/workers/channel-app.ts).
       // FLUE_FUZZ_SEED replays a router fuzz run (test/workers/router-fuzz.test.ts).
-      miniflare: { bindings: { SCRIPTED_MODEL_URL: inject('scriptedModelUrl'), FLUE_FUZZ_SEED: process.env.FLUE_FUZZ_SEED ?? '', GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET } },
+      miniflare: {
+        bindings: {
+          SCRIPTED_MODEL_URL: inject('scriptedModelUrl'),
+          FLUE_FUZZ_SEED: process.env.FLUE_FUZZ_SEED ?? '',
+          GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET,
+        },
+      },
     })),
   ],
   test: {

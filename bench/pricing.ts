@@ -50,7 +50,15 @@ export interface TurnUsage {
   bytesStored: number;
 }
 
-export const BILL_LINES = ['Workers requests', 'Workers CPU', 'DO requests', 'DO duration', 'rows read', 'rows written', 'storage (per month kept)'] as const;
+export const BILL_LINES = [
+  'Workers requests',
+  'Workers CPU',
+  'DO requests',
+  'DO duration',
+  'rows read',
+  'rows written',
+  'storage (per month kept)',
+] as const;
 export type BillLine = (typeof BILL_LINES)[number];
 
 /** Dollars per million turns, by line. */

@@ -37,4 +37,3 @@ export function loadGroups(): BenchGroup[] {
   }
   return files.sort().map((name) => JSON.parse(readFileSync(join(resultsDir, name), 'utf8')) as BenchGroup);
 }
-

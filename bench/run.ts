@@ -22,7 +22,10 @@ const BENCHMARKS: Record<string, { what: string; command: string[]; env?: Record
   bundle: { what: 'Worker bundle size', command: [...node, 'bench/node/bundle-size.ts'] },
   startup: { what: 'Worker startup CPU (wrangler check startup)', command: [...node, 'bench/node/startup.ts'] },
   load: { what: 'load: 1,000 concurrent dispatches to one conversation on Node', command: [...node, 'bench/node/load.ts'] },
-  large: { what: 'large values: 20 MB through spill and reassembly vs raw chunks in the same SQLite', command: [...node, 'bench/node/large-values.ts'] },
+  large: {
+    what: 'large values: 20 MB through spill and reassembly vs raw chunks in the same SQLite',
+    command: [...node, 'bench/node/large-values.ts'],
+  },
   wrangler: {
     what: 'workerd CPU per turn, 200 conversations and 250 sends to one on wrangler dev, vs a bare Worker + Durable Object and the Agents SDK',
     command: [...node, 'bench/node/wrangler-cpu.ts'],

@@ -25,13 +25,40 @@ const outdir = path.join(root, 'dist', 'types');
 const tsc = path.join(path.dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
 
 const COMMON = [
-  '--declaration', '--emitDeclarationOnly', '--rootDir', 'src',
-  '--target', 'ES2023', '--module', 'ESNext', '--moduleResolution', 'bundler',
-  '--allowImportingTsExtensions', '--verbatimModuleSyntax', '--strict', '--skipLibCheck',
-  '--customConditions', 'flue-source', '--pretty', 'false', '--ignoreConfig',
+  '--declaration',
+  '--emitDeclarationOnly',
+  '--rootDir',
+  'src',
+  '--target',
+  'ES2023',
+  '--module',
+  'ESNext',
+  '--moduleResolution',
+  'bundler',
+  '--allowImportingTsExtensions',
+  '--verbatimModuleSyntax',
+  '--strict',
+  '--skipLibCheck',
+  '--customConditions',
+  'flue-source',
+  '--pretty',
+  'false',
+  '--ignoreConfig',
 ];
 const PASSES = [
-  { lib: 'ES2023,DOM,DOM.Iterable', types: 'node', entries: ['src/runtime/index.ts', 'src/runtime/tool-entry.ts', 'src/runtime/routing.ts', 'src/node/index.ts', 'src/testing/index.ts', 'src/runtime/channels/github.ts', 'src/otel/index.ts'] },
+  {
+    lib: 'ES2023,DOM,DOM.Iterable',
+    types: 'node',
+    entries: [
+      'src/runtime/index.ts',
+      'src/runtime/tool-entry.ts',
+      'src/runtime/routing.ts',
+      'src/node/index.ts',
+      'src/testing/index.ts',
+      'src/runtime/channels/github.ts',
+      'src/otel/index.ts',
+    ],
+  },
   { lib: 'ES2023', types: '@cloudflare/workers-types', entries: ['src/durable-objects/index.ts', 'src/workflows/index.ts'] },
 ];
 
@@ -51,7 +78,12 @@ export function buildTypes(dir = outdir) {
 // Where each export runs, so which globals its declarations are checked against. A Worker project
 // has the Workers runtime's (and no Node or DOM ones); `./node` and `./testing` run in Node.
 const TARGETS = [
-  { name: 'Workers', lib: ['ES2023'], types: ['@cloudflare/workers-types'], entries: ['.', './tool', './routing', './cloudflare', './workflows', './channels/github', './otel'] },
+  {
+    name: 'Workers',
+    lib: ['ES2023'],
+    types: ['@cloudflare/workers-types'],
+    entries: ['.', './tool', './routing', './cloudflare', './workflows', './channels/github', './otel'],
+  },
   { name: 'Node', lib: ['ES2023', 'DOM', 'DOM.Iterable'], types: ['node'], entries: ['./node', './testing'] },
 ];
 /** Declaration files no entry may load, by where they are installed. */
@@ -73,7 +105,17 @@ export function checkDeclarations(dir = outdir, targets = TARGETS) {
   const problems = [];
   for (const target of targets) {
     const config = path.join(dir, `tsconfig.check-${target.name.toLowerCase()}.json`);
-    const compilerOptions = { target: 'ES2023', module: 'ESNext', moduleResolution: 'bundler', lib: target.lib, types: target.types, strict: true, noEmit: true, skipLibCheck: false, paths };
+    const compilerOptions = {
+      target: 'ES2023',
+      module: 'ESNext',
+      moduleResolution: 'bundler',
+      lib: target.lib,
+      types: target.types,
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      paths,
+    };
     writeFileSync(config, JSON.stringify({ compilerOptions, files: target.entries.map(declarationOf) }));
     const run = spawnSync(process.execPath, [tsc, '-p', config, '--listFiles', '--pretty', 'false'], { cwd: root, encoding: 'utf8' });
     rmSync(config);
@@ -86,7 +128,8 @@ export function checkDeclarations(dir = outdir, targets = TARGETS) {
     for (const { pattern, why } of FORBIDDEN) {
       if (target.types.includes('node') && why === "Node's globals") continue;
       const loaded = lines.filter((line) => path.isAbsolute(line) && pattern.test(line));
-      if (loaded.length > 0) problems.push(`${target.name} entries (${target.entries.join(', ')}) load ${why}:\n${loaded.slice(0, 5).join('\n')}`);
+      if (loaded.length > 0)
+        problems.push(`${target.name} entries (${target.entries.join(', ')}) load ${why}:\n${loaded.slice(0, 5).join('\n')}`);
     }
   }
   if (problems.length > 0) throw new Error(`The emitted declarations in ${dir} are not fit to publish:\n${problems.join('\n')}`);
@@ -113,16 +156,20 @@ export function checkCitations(dir = outdir) {
       const file = path.join(folder, entry.name);
       if (entry.isDirectory()) visit(file);
       else if (entry.name.endsWith('.d.ts')) {
-        readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-          const hit = CITATIONS.find(({ pattern }) => pattern.test(line));
-          if (hit) problems.push(`${path.relative(dir, file)}:${i + 1} cites ${hit.what}: ${line.trim()}`);
-        });
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .forEach((line, i) => {
+            const hit = CITATIONS.find(({ pattern }) => pattern.test(line));
+            if (hit) problems.push(`${path.relative(dir, file)}:${i + 1} cites ${hit.what}: ${line.trim()}`);
+          });
       }
     }
   };
   visit(dir);
   if (problems.length > 0) {
-    throw new Error(`Comments in the emitted declarations cite what users cannot read; say it in the comment itself (the source is the file under src/ of the same path):\n${problems.join('\n')}`);
+    throw new Error(
+      `Comments in the emitted declarations cite what users cannot read; say it in the comment itself (the source is the file under src/ of the same path):\n${problems.join('\n')}`,
+    );
   }
 }
 

@@ -69,7 +69,11 @@ function importsOf(file) {
     tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
   });
   walk(parse(code, { ecmaVersion: 'latest', sourceType: 'module' }), (node) => {
-    if (node.type === 'ImportDeclaration' || node.type === 'ExportAllDeclaration' || (node.type === 'ExportNamedDeclaration' && node.source)) {
+    if (
+      node.type === 'ImportDeclaration' ||
+      node.type === 'ExportAllDeclaration' ||
+      (node.type === 'ExportNamedDeclaration' && node.source)
+    ) {
       add(node.source.value, 'static');
     } else if (node.type === 'ImportExpression' && node.source.type === 'Literal' && typeof node.source.value === 'string') {
       add(node.source.value, 'dynamic');
@@ -159,7 +163,9 @@ const problems = [];
 for (const rule of RULES) {
   const hits = edges.filter(rule.test);
   if (hits.length > 0) {
-    problems.push(`${rule.name}: ${rule.why}\n${hits.map((e) => `  ${e.from} → ${e.specifier}${e.kind === 'static' ? '' : ` (${e.kind})`}`).join('\n')}`);
+    problems.push(
+      `${rule.name}: ${rule.why}\n${hits.map((e) => `  ${e.from} → ${e.specifier}${e.kind === 'static' ? '' : ` (${e.kind})`}`).join('\n')}`,
+    );
   }
 }
 

@@ -23,8 +23,14 @@ const vars = server ? ['--var', `FLUE_SCRIPTED_MODEL_URL:${server.url}`] : [];
 const operatorToken = process.env.OPERATOR_TOKEN || 'dev-operator-token';
 vars.push('--var', `OPERATOR_TOKEN:${operatorToken}`);
 
-console.error(real ? 'Model: anthropic/claude-haiku-4-5 (ANTHROPIC_API_KEY is set)' : `Model: scripted local model at ${server!.url} (set ANTHROPIC_API_KEY for a real one)`);
-console.error(`Operator token for approvals on the page: ${process.env.OPERATOR_TOKEN ? '(OPERATOR_TOKEN from your environment)' : operatorToken}`);
+console.error(
+  real
+    ? 'Model: anthropic/claude-haiku-4-5 (ANTHROPIC_API_KEY is set)'
+    : `Model: scripted local model at ${server!.url} (set ANTHROPIC_API_KEY for a real one)`,
+);
+console.error(
+  `Operator token for approvals on the page: ${process.env.OPERATOR_TOKEN ? '(OPERATOR_TOKEN from your environment)' : operatorToken}`,
+);
 const child = spawn(process.execPath, [`${root}bin/flue.js`, 'dev', '--port', port, '--', ...vars], {
   cwd: example,
   stdio: 'inherit',

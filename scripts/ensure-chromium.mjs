@@ -9,7 +9,10 @@ if (!existsSync(CHROMIUM)) {
   const prefix = root ? [] : ['sudo'];
   console.error(`[flue] ${CHROMIUM} is missing; installing Debian's chromium package for the page test…`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['apt-get', 'update', '-qq'], ['apt-get', 'install', '-y', '-qq', 'chromium']]) {
+  for (const args of [
+    ['apt-get', 'update', '-qq'],
+    ['apt-get', 'install', '-y', '-qq', 'chromium'],
+  ]) {
     const [command, ...rest] = [...prefix, ...args];
     const result = spawnSync(command, rest, { stdio: 'inherit', env });
     if (result.status !== 0) {

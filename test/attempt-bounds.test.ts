@@ -5,7 +5,18 @@
  * public API on Node, against a scripted model server that hangs the way real providers do.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentRunError, type SandboxFactory, defineSubagent, defineTool, init, useModel, useSandbox, useSubagent, useTool, virtualSandbox } from '@flue/runtime';
+import {
+  AgentRunError,
+  type SandboxFactory,
+  defineSubagent,
+  defineTool,
+  init,
+  useModel,
+  useSandbox,
+  useSubagent,
+  useTool,
+  virtualSandbox,
+} from '@flue/runtime';
 import { type Flue, sqlite, start } from '@flue/runtime/node';
 import { type RecordedRequest, type ScriptedModelServer, type ScriptedResponse, startScriptedModelServer } from '@flue/runtime/testing';
 import { seedProviders } from './support/scripted-runtime.ts';

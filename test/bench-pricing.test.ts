@@ -2,7 +2,15 @@
 import { describe, expect, test } from 'vitest';
 import { type TurnUsage, billPerMillionTurns, billTotal, dollars, dominantLine } from '../bench/pricing.ts';
 
-const none: TurnUsage = { workerRequests: 0, workerCpuMs: 0, objectRequests: 0, objectAwakeMs: 0, rowsRead: 0, rowsWritten: 0, bytesStored: 0 };
+const none: TurnUsage = {
+  workerRequests: 0,
+  workerCpuMs: 0,
+  objectRequests: 0,
+  objectAwakeMs: 0,
+  rowsRead: 0,
+  rowsWritten: 0,
+  bytesStored: 0,
+};
 
 describe('billPerMillionTurns', () => {
   test('each meter is priced at its published rate, per million turns', () => {

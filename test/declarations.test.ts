@@ -35,7 +35,10 @@ test('the emitted declarations pass the check: Worker entries against Workers gl
 test('the check fails an entry whose declarations import pi-ai', () => {
   const dir = path.join(scratch, 'pi-ai');
   mkdirSync(path.join(dir, 'runtime'), { recursive: true });
-  writeFileSync(path.join(dir, 'runtime', 'index.d.ts'), "import type { Message } from '@earendil-works/pi-ai';\nexport type M = Message;\n");
+  writeFileSync(
+    path.join(dir, 'runtime', 'index.d.ts'),
+    "import type { Message } from '@earendil-works/pi-ai';\nexport type M = Message;\n",
+  );
   expect(() => checkDeclarations(dir, [{ ...WORKERS, entries: ['.'] }])).toThrow(/load pi-ai's types/);
 }, 120_000);
 
@@ -123,7 +126,10 @@ describe('Markdown imports through @flue/runtime/skill-md', () => {
     mkdirSync(path.join(project, 'node_modules/@flue'), { recursive: true });
     symlinkSync(pkg, path.join(project, 'node_modules/@flue/runtime'), 'dir');
     mkdirSync(path.join(project, 'skills/review'), { recursive: true });
-    writeFileSync(path.join(project, 'skills/review/SKILL.md'), '---\nname: review\ndescription: Review a pull request.\n---\n\nRead the diff.\n');
+    writeFileSync(
+      path.join(project, 'skills/review/SKILL.md'),
+      '---\nname: review\ndescription: Review a pull request.\n---\n\nRead the diff.\n',
+    );
     writeFileSync(path.join(project, 'prompt.md'), 'You review pull requests.\n');
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
     writeFileSync(path.join(project, 'agent.ts'), AGENT);
@@ -151,7 +157,10 @@ describe('Markdown imports through @flue/runtime/skill-md', () => {
   }
 
   function typecheck(config: string): { status: number | null; output: string } {
-    const result = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', config], { cwd: project, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', config], {
+      cwd: project,
+      encoding: 'utf8',
+    });
     return { status: result.status, output: `${result.stdout}${result.stderr}` };
   }
 

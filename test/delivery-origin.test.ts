@@ -128,7 +128,9 @@ describe('across engines on one store (recovery)', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     server = await startScriptedModelServer();
-    registerProviders([scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })]);
+    registerProviders([
+      scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' }),
+    ]);
   });
   afterAll(async () => server.close());
 

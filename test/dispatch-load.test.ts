@@ -31,7 +31,13 @@ const INSTANCE = 'load';
 
 function Load() {
   useModel('scripted/model');
-  useTool({ name: 'noop', description: 'Does nothing.', async run() { return 'done'; } });
+  useTool({
+    name: 'noop',
+    description: 'Does nothing.',
+    async run() {
+      return 'done';
+    },
+  });
   return 'Answer briefly.';
 }
 
@@ -110,7 +116,7 @@ describe(`${COUNT} concurrent dispatches to one conversation`, () => {
     expect(replies.filter((r) => r.text !== answerOf.get(hostOf.get(r.submissionId)!)).map((r) => r.submissionId)).toEqual([]);
   });
 
-  it('in waves over running responses: each wave joins its first delivery\'s live response, in order and once', async () => {
+  it("in waves over running responses: each wave joins its first delivery's live response, in order and once", async () => {
     const file = join(dir, 'waves.db');
     await startOn(file);
     // A request that ends with one fresh delivery (a wave's first) gets a tool call, so the response

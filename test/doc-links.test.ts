@@ -34,7 +34,7 @@ function withoutCode(text: string): string {
   const kept = text.split('\n').map((line) => {
     const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
     if (fence === undefined && marker !== undefined) fence = marker;
-    else if (fence !== undefined && marker !== undefined && line.trim() === marker) return (fence = undefined), '';
+    else if (fence !== undefined && marker !== undefined && line.trim() === marker) return ((fence = undefined), '');
     return fence === undefined ? line : '';
   });
   return kept.join('\n').replace(/`[^`\n]*`/g, '');
@@ -85,5 +85,10 @@ test('the README stays a front door: at most 20 KB, the two set-up commands firs
   const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
   expect(Buffer.byteLength(readme)).toBeLessThanOrEqual(20 * 1024);
   const firstBlock = /```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
-  expect(firstBlock.trim().split('\n').map((line) => line.split('#')[0]!.trim())).toEqual(['npm install && npm run dev', 'npm test']);
+  expect(
+    firstBlock
+      .trim()
+      .split('\n')
+      .map((line) => line.split('#')[0]!.trim()),
+  ).toEqual(['npm install && npm run dev', 'npm test']);
 });

@@ -63,10 +63,7 @@ function walk(dir: string, out: string[]): void {
 // `§6`, `§3, §6`, `§4–§6, §9`, `§3.4/§4`, `§2–§7 and §11`, `§5.` (sentence end).
 const SECTION = String.raw`§\s?\d+(?:\.\d+)*`;
 const SEPARATOR = String.raw`\s*(?:,|–|—|-|/|&|\band\b)\s*`;
-const REFERENCE = new RegExp(
-  String.raw`(?<![\w./@-])([a-z][a-z0-9-]*)\.md\b((?:\s*${SECTION})(?:${SEPARATOR}${SECTION})*)?`,
-  'g',
-);
+const REFERENCE = new RegExp(String.raw`(?<![\w./@-])([a-z][a-z0-9-]*)\.md\b((?:\s*${SECTION})(?:${SEPARATOR}${SECTION})*)?`, 'g');
 
 function collect(): Reference[] {
   const files: string[] = [];
@@ -96,9 +93,7 @@ function headings(path: string): Set<string> {
 }
 
 function documentFor(name: string): string[] {
-  return [join(root, 'docs', 'design', `${name}.md`), join(root, 'docs', `${name}.md`)].filter((p) =>
-    existsSync(p),
-  );
+  return [join(root, 'docs', 'design', `${name}.md`), join(root, 'docs', `${name}.md`)].filter((p) => existsSync(p));
 }
 
 function designDocNames(refs: Reference[]): Set<string> {

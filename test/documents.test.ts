@@ -81,17 +81,26 @@ test('other model APIs get a placeholder, and the runtime warns once per API', a
   const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
   promptModel = 'scripted/model';
   await ctx.start([PlainReader]);
-  ctx.server.script({ text: 'No document here.' }, { text: 'Nor here.' }, { toolCalls: [{ name: 'read_pdf', arguments: {} }] }, { text: 'Helper.' }, { text: 'Done.' });
+  ctx.server.script(
+    { text: 'No document here.' },
+    { text: 'Nor here.' },
+    { toolCalls: [{ name: 'read_pdf', arguments: {} }] },
+    { text: 'Helper.' },
+    { text: 'Done.' },
+  );
   const handle = init(PlainReader, { id: 'doc-plain' });
   await handle.read(await handle.dispatch(withDocument('Summarize this')));
   await handle.read(await handle.dispatch(withDocument('And this one')));
   await handle.read(await handle.dispatch('Use the tool'));
 
   const userContents = (index: number) =>
-    (ctx.server.requests[index]!.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').map((m) => JSON.stringify(m.content));
+    (ctx.server.requests[index]!.body.messages as { role: string; content: unknown }[])
+      .filter((m) => m.role === 'user')
+      .map((m) => JSON.stringify(m.content));
   expect(userContents(0)[0]).toContain('[document report.pdf omitted: this model API does not accept documents]');
   expect(userContents(1)).toHaveLength(2);
-  for (const content of userContents(1)) expect(content).toContain('[document report.pdf omitted: this model API does not accept documents]');
+  for (const content of userContents(1))
+    expect(content).toContain('[document report.pdf omitted: this model API does not accept documents]');
   expect(userContents(3)[0]).toContain('[document omitted: this model API does not accept documents]');
   for (const request of ctx.server.requests) expect(JSON.stringify(request.body)).not.toContain(pdf.toString('base64'));
 

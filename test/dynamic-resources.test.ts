@@ -71,7 +71,10 @@ test('the skill catalog stays on the baseline while activate_skill resolves agai
   expect(narrated).toContain('All available skills: triage');
   // Activation resolves against the live set, not the catalog.
   expect(lastToolResult(third!).content).toContain('TRIAGE BODY');
-  expect(lastToolResult(fourth!)).toMatchObject({ isError: false, content: 'Skill "release-notes" is not available. Available skills: triage.' });
+  expect(lastToolResult(fourth!)).toMatchObject({
+    isError: false,
+    content: 'Skill "release-notes" is not available. Available skills: triage.',
+  });
 
   // The baseline is durable: a later response, and a restarted runtime, still render it.
   ctx.server.script({ text: 'again' });
@@ -169,7 +172,11 @@ function Roaming() {
 
 test('a sandbox presence flip is one environment signal that supersedes the resources deltas', async () => {
   await ctx.start([Roaming]);
-  ctx.server.script({ toolCalls: [{ name: 'toggle', arguments: {} }] }, { toolCalls: [{ name: 'toggle', arguments: {} }] }, { text: 'done' });
+  ctx.server.script(
+    { toolCalls: [{ name: 'toggle', arguments: {} }] },
+    { toolCalls: [{ name: 'toggle', arguments: {} }] },
+    { text: 'done' },
+  );
   const handle = init(Roaming, { id: 'dr-environment' });
   expect((await handle.read(await handle.dispatch('go'))).text).toBe('done');
   const [first, attached, detached] = ctx.server.requests;

@@ -19,7 +19,6 @@ function Talker() {
   return 'Talk.';
 }
 
-
 test('stop() cuts a stalled model stream off after its grace period; the next engine continues it', async () => {
   const adapter = sqlite();
   await adapter.migrate();

@@ -76,8 +76,14 @@ const reuse = defineTool({
   name: 'reuse',
   description: 'Use the harness kept by an earlier call.',
   async run() {
-    later.prompt = await stashed!.prompt('Are you still there?').then(() => 'resolved', (error: unknown) => error);
-    later.compact = await stashed!.compact().then(() => 'resolved', (error: unknown) => error);
+    later.prompt = await stashed!.prompt('Are you still there?').then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
+    later.compact = await stashed!.compact().then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     return 'tried';
   },
 });
@@ -96,7 +102,10 @@ const abortProbe = defineTool({
     const reason = data.reason === undefined ? undefined : new Error(data.reason);
     if (data.via === 'abort') call.abort(reason);
     else controller.abort(reason);
-    const error = await call.then(() => undefined, (thrown: unknown) => thrown);
+    const error = await call.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
     aborts.push({ via: data.via, error, reason, signalReason: call.signal.reason });
     return 'aborted';
   },
@@ -177,12 +186,7 @@ test('aborting harness.prompt() rejects with an AbortError DOMException whose ca
   await ctx.start([Reviewer]);
   aborts.length = 0;
   const handle = init(Reviewer, { id: 'scope-abort' });
-  const cases = [
-    { via: 'abort', reason: 'changed my mind' },
-    { via: 'abort' },
-    { via: 'signal', reason: 'user left' },
-    { via: 'signal' },
-  ];
+  const cases = [{ via: 'abort', reason: 'changed my mind' }, { via: 'abort' }, { via: 'signal', reason: 'user left' }, { via: 'signal' }];
   for (const args of cases) {
     ctx.server.script({ toolCalls: [{ name: 'abort_probe', arguments: args }] }, { text: ['Hmm'], hangAfterChunks: 2 }, { text: 'ok' });
     expect((await handle.read(await handle.dispatch('Probe'))).text).toBe('ok');
@@ -214,7 +218,13 @@ test('aborting harness.prompt() while its model is inside a bash tool call rejec
       const call = harness.prompt('Run the long command.');
       await vi.waitFor(() => expect(hanging).toBe(true));
       call.abort('user-cancel');
-      seen = { error: await call.then(() => undefined, (thrown: unknown) => thrown), signalReason: call.signal.reason };
+      seen = {
+        error: await call.then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        ),
+        signalReason: call.signal.reason,
+      };
       return 'aborted';
     },
   });
@@ -226,7 +236,11 @@ test('aborting harness.prompt() while its model is inside a bash tool call rejec
     return 'Operate.';
   }
   await ctx.start([Operator]);
-  ctx.server.script({ toolCalls: [{ name: 'abort_in_bash', arguments: {} }] }, { toolCalls: [{ name: 'bash', arguments: { command: 'hang' } }] }, { text: 'ok' });
+  ctx.server.script(
+    { toolCalls: [{ name: 'abort_in_bash', arguments: {} }] },
+    { toolCalls: [{ name: 'bash', arguments: { command: 'hang' } }] },
+    { text: 'ok' },
+  );
   const handle = init(Operator, { id: 'scope-bash-abort' });
   expect((await handle.read(await handle.dispatch('Probe'))).text).toBe('ok');
   expect(ctx.server.requests).toHaveLength(3);

@@ -54,7 +54,7 @@ const posted: AdmissionRequest = {
 };
 
 describe("HTTP submissions ('http', formerly 'direct')", () => {
-  it("a keyed HTTP submission stored by an earlier version replays onto itself", async () => {
+  it('a keyed HTTP submission stored by an earlier version replays onto itself', async () => {
     const { store, adapter } = await openStore();
     const first = admittingEngine(store);
     const original = await first.admit('Keeper', posted, 'http');
@@ -96,7 +96,9 @@ describe("HTTP submissions ('http', formerly 'direct')", () => {
     let server: ScriptedModelServer;
     beforeAll(async () => {
       server = await startScriptedModelServer();
-      registerProviders([scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })]);
+      registerProviders([
+        scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' }),
+      ]);
     });
     afterAll(async () => server.close());
 

@@ -79,12 +79,20 @@ test('interceptors wrap the submission attempt, each model call and each tool ca
   });
   expect(shape).toEqual(['start:agent', 'start:model', 'end:model', 'start:tool', 'end:tool', 'start:model', 'end:model', 'end:agent']);
 
-  const starts = log.filter((entry) => (entry as unknown[])[1] === 'start') as Array<[string, string, Record<string, unknown>, Record<string, unknown>]>;
+  const starts = log.filter((entry) => (entry as unknown[])[1] === 'start') as Array<
+    [string, string, Record<string, unknown>, Record<string, unknown>]
+  >;
   const [agent, firstModel, tool] = starts;
   const ids = { instanceId: 'calc-1', agentName: expect.any(String), submissionId: receipt.submissionId };
   expect(agent![2]).toEqual({ type: 'agent', operationId: receipt.submissionId, operationKind: 'prompt' });
   expect(agent![3]).toMatchObject({ ...ids, session: 'default' });
-  expect(firstModel![2]).toEqual({ type: 'model', turnId: expect.any(String), purpose: 'agent', provider: 'anthropic', model: 'claude-haiku-4-5' });
+  expect(firstModel![2]).toEqual({
+    type: 'model',
+    turnId: expect.any(String),
+    purpose: 'agent',
+    provider: 'anthropic',
+    model: 'claude-haiku-4-5',
+  });
   expect(firstModel![3]).toMatchObject({ ...ids, turnId: (firstModel![2] as { turnId: string }).turnId });
   expect(tool![2]).toEqual({ type: 'tool', toolCallId: 'call_add', toolName: 'add' });
   // The tool call knows the model step that issued it.
@@ -101,7 +109,11 @@ test('several instrumentations nest in registration order; uninstalling removes 
   const log: unknown[] = [];
   const dispose = vi.fn();
   const observed: string[] = [];
-  const instrumentation = { interceptor: recorder('outer', log), dispose, observe: (event: { type: string }) => void observed.push(event.type) };
+  const instrumentation = {
+    interceptor: recorder('outer', log),
+    dispose,
+    observe: (event: { type: string }) => void observed.push(event.type),
+  };
   const uninstallOuter = install(instrumentation);
   expect(instrument(instrumentation)).toBe(uninstallOuter);
   install({ interceptor: recorder('inner', log) });
@@ -110,7 +122,12 @@ test('several instrumentations nest in registration order; uninstalling removes 
     const op = (entry as unknown[])[2];
     return op === 'agent' || (op as { type?: string }).type === 'agent';
   });
-  expect(agentEntries.map((entry) => `${(entry as string[])[0]}:${(entry as string[])[1]}`)).toEqual(['outer:start', 'inner:start', 'inner:end', 'outer:end']);
+  expect(agentEntries.map((entry) => `${(entry as string[])[0]}:${(entry as string[])[1]}`)).toEqual([
+    'outer:start',
+    'inner:start',
+    'inner:end',
+    'outer:end',
+  ]);
 
   expect(observed).toContain('submission_settled');
 
@@ -196,7 +213,9 @@ test('an interceptor that throws or misuses next() is logged and the operation r
   // The model saw the real tool result.
   expect(JSON.stringify(ctx.server.requests[1]!.messages)).toContain('"content":"5"');
   const lines = errors.mock.calls.map((call) => `${call[0]} ${(call[1] as Error)?.message}`);
-  expect(lines.some((line) => line.includes('[flue:instrument]') && line.includes('"before"') && line.includes('broken before next'))).toBe(true);
+  expect(lines.some((line) => line.includes('[flue:instrument]') && line.includes('"before"') && line.includes('broken before next'))).toBe(
+    true,
+  );
   expect(lines.some((line) => line.includes('"after"') && line.includes('broken after next'))).toBe(true);
   expect(lines.some((line) => line.includes('"twice"') && line.includes('Flue execution next() called more than once.'))).toBe(true);
   expect(lines.some((line) => line.includes('"skips"') && line.includes('without calling next()'))).toBe(true);
@@ -272,6 +291,8 @@ test('harness prompts are wrapped too: their model and tool calls carry the harn
     'end:model',
     'end:agent',
   ]);
-  const harnessModel = log.find((entry) => (entry as unknown[])[1] === 'start' && ((entry as unknown[])[3] as { harness?: string }).harness !== undefined) as unknown[];
+  const harnessModel = log.find(
+    (entry) => (entry as unknown[])[1] === 'start' && ((entry as unknown[])[3] as { harness?: string }).harness !== undefined,
+  ) as unknown[];
   expect(harnessModel[3]).toMatchObject({ harness: 'default', instanceId: 'ask-1', submissionId: receipt.submissionId });
 });

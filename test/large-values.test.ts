@@ -150,7 +150,11 @@ describe('limits', () => {
     const message = await refused(dispatch(Echo, { id: 'm', message: 'x'.repeat(32 * MiB) }), 'message');
     expect(message.message).toMatch(/^message is 32(\.\d+)? MiB, over the 32 MiB limit\.$/);
     await refused(
-      dispatch(Echo, { id: 'm', message: { kind: 'user', body: 'hi', initialData: undefined } as never, initialData: 'x'.repeat(32 * MiB) }),
+      dispatch(Echo, {
+        id: 'm',
+        message: { kind: 'user', body: 'hi', initialData: undefined } as never,
+        initialData: 'x'.repeat(32 * MiB),
+      }),
       'message',
     );
     await refused(
@@ -176,10 +180,17 @@ describe('limits', () => {
     const ofSize = (bytes: number) => ({ kind: 'user' as const, body: 'x'.repeat(bytes - overhead) });
     const app = createAgentRouter(Echo);
     const post = (body: string) =>
-      app.request('/edge', { method: 'POST', body, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } });
-    const errorOf = async (response: Response) => ((await response.json()) as { error: { type: string; meta?: Record<string, unknown> } }).error;
+      app.request('/edge', {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      });
+    const errorOf = async (response: Response) =>
+      ((await response.json()) as { error: { type: string; meta?: Record<string, unknown> } }).error;
 
-    await expect(dispatch(Echo, { id: 'edge', message: ofSize(MAX_MESSAGE_BYTES), uid })).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
+    await expect(dispatch(Echo, { id: 'edge', message: ofSize(MAX_MESSAGE_BYTES), uid })).rejects.toBeInstanceOf(
+      AgentInstanceNotFoundError,
+    );
     const viaDispatch = await refused(dispatch(Echo, { id: 'edge', message: ofSize(MAX_MESSAGE_BYTES + 1), uid }), 'message');
     expect(viaDispatch.meta).toMatchObject({ limit: MAX_MESSAGE_BYTES, size: MAX_MESSAGE_BYTES + 1 });
 
@@ -195,7 +206,11 @@ describe('limits', () => {
     expect(atBody.status).toBe(404);
     const pastBody = await post(small.padEnd(MAX_REQUEST_BODY_BYTES + 1, ' '));
     expect(pastBody.status).toBe(413);
-    expect((await errorOf(pastBody)).meta).toEqual({ field: 'request body', limit: MAX_REQUEST_BODY_BYTES, size: MAX_REQUEST_BODY_BYTES + 1 });
+    expect((await errorOf(pastBody)).meta).toEqual({
+      field: 'request body',
+      limit: MAX_REQUEST_BODY_BYTES,
+      size: MAX_REQUEST_BODY_BYTES + 1,
+    });
     expect(count(path, 'SELECT count(*) AS n FROM flue_submissions')).toBe(0);
   });
 
@@ -204,7 +219,12 @@ describe('limits', () => {
     await ctx.start([Echo], { db: sqlite(path) });
     const app = createAgentRouter(Echo);
     const post = (body: BodyInit, headers: Record<string, string> = {}) =>
-      app.request('/h', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, duplex: 'half' } as RequestInit);
+      app.request('/h', {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', ...headers },
+        duplex: 'half',
+      } as RequestInit);
 
     const declared = await post('{}', { 'content-length': String(40 * MiB) });
     expect(declared.status).toBe(413);
@@ -248,7 +268,12 @@ describe('limits', () => {
     const path = tmpDb();
     await ctx.start([Dumper], { db: sqlite(path) });
     ctx.server.script(
-      { toolCalls: [{ name: 'huge', arguments: {} }, { name: 'memo', arguments: {} }] },
+      {
+        toolCalls: [
+          { name: 'huge', arguments: {} },
+          { name: 'memo', arguments: {} },
+        ],
+      },
       { text: 'Understood.' },
     );
     const handle = init(Dumper, { id: 'huge' });

@@ -1,7 +1,15 @@
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import * as v from 'valibot';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { type Context, type ContextManager, type TracerProvider, ROOT_CONTEXT, SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
+import {
+  type Context,
+  type ContextManager,
+  type TracerProvider,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  context as otelContext,
+  trace,
+} from '@opentelemetry/api';
 import { defineTool, init, instrument, useModel, useTool } from '@flue/runtime';
 import { otelInstrumentation } from '@flue/runtime/otel';
 import { RecordingTracer, spansNamed as byName } from './support/recording-tracer.ts';
@@ -13,7 +21,12 @@ class AsyncLocalContextManager implements ContextManager {
   active(): Context {
     return this.storage.getStore() ?? ROOT_CONTEXT;
   }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    context: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.storage.run(context, () => fn.call(thisArg, ...args));
   }
   bind<T>(_context: Context, target: T): T {
@@ -95,7 +108,12 @@ test('spans nest submission > model call and submission > tool call, and carry t
     expect(child.traceId).toBe(submission!.traceId);
   }
   const ids = { 'flue.instance_id': 'shop-1', 'flue.submission_id': submissionId, 'flue.agent': expect.any(String) };
-  expect(submission!.attributes).toMatchObject({ ...ids, 'gen_ai.usage.input_tokens': 250, 'gen_ai.usage.output_tokens': 15, 'flue.attempt.outcome': 'completed' });
+  expect(submission!.attributes).toMatchObject({
+    ...ids,
+    'gen_ai.usage.input_tokens': 250,
+    'gen_ai.usage.output_tokens': 15,
+    'flue.attempt.outcome': 'completed',
+  });
   expect(models[0]!.attributes).toMatchObject({
     ...ids,
     'gen_ai.system': 'anthropic',

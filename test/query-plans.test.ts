@@ -59,7 +59,12 @@ describe('query plans', () => {
     await ctx.start([Indexed], { db: recorded.adapter });
     const agent = init(Indexed, { id: 'plans' });
     ctx.server.script(
-      { toolCalls: [{ name: 'lookup', arguments: { key: 'a' } }, { name: 'write', arguments: { path: 'notes.txt', content: 'hi' } }] },
+      {
+        toolCalls: [
+          { name: 'lookup', arguments: { key: 'a' } },
+          { name: 'write', arguments: { path: 'notes.txt', content: 'hi' } },
+        ],
+      },
       { text: 'first answer' },
       { toolCalls: [{ name: 'read', arguments: { path: 'notes.txt' } }] },
       { text: 'second answer' },
@@ -74,7 +79,8 @@ describe('query plans', () => {
       const plan = recorded.driver().query(`EXPLAIN QUERY PLAN ${sql}`, ...params);
       for (const step of plan) {
         const detail = String(step.detail);
-        if (/^SCAN \w+$/.test(detail) && !/^SCAN (CONSTANT ROW|sqlite_master)/.test(detail)) scans.push(`${detail}  ←  ${sql.replace(/\s+/g, ' ').trim()}`);
+        if (/^SCAN \w+$/.test(detail) && !/^SCAN (CONSTANT ROW|sqlite_master)/.test(detail))
+          scans.push(`${detail}  ←  ${sql.replace(/\s+/g, ' ').trim()}`);
       }
     }
     expect(recorded.statements.size).toBeGreaterThan(10);

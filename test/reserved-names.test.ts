@@ -47,14 +47,19 @@ test('a per-mount override of GeneralSubagent spreads cleanly: { ...GeneralSubag
     return 'Delegate.';
   }
   await ctx.start([Delegator]);
-  ctx.server.script({ toolCalls: [{ name: 'task', arguments: { agent: 'flue-general', prompt: 'Say hi.' } }] }, { text: 'hi' }, { text: 'Delegated.' });
+  ctx.server.script(
+    { toolCalls: [{ name: 'task', arguments: { agent: 'flue-general', prompt: 'Say hi.' } }] },
+    { text: 'hi' },
+    { text: 'Delegated.' },
+  );
   const handle = init(Delegator, { id: 'reserved-spread' });
   expect((await handle.read(await handle.dispatch('go'))).text).toBe('Delegated.');
   expect(ctx.server.requests[0]!.system).toContain('- **flue-general** — A general-purpose agent');
   expect(ctx.server.requests.map((r) => r.body.model)).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-6', 'claude-haiku-4-5']);
 });
 
-const custom = (name: string) => defineTool({ name, description: `A custom ${name}.`, input: v.object({}), run: () => `custom ${name} ran` });
+const custom = (name: string) =>
+  defineTool({ name, description: `A custom ${name}.`, input: v.object({}), run: () => `custom ${name} ran` });
 
 test('a custom tool may not take a framework name; finish and give_up are free outside harness prompts', async () => {
   function Clash() {
@@ -72,13 +77,19 @@ test('a custom tool may not take a framework name; finish and give_up are free o
   const clash = init(Clash, { id: 'reserved-3' });
   const failed = await clash.read(await clash.dispatch('hi')).catch((error: unknown) => error);
   expect(failed).toBeInstanceOf(AgentRunError);
-  expect((failed as AgentRunError).cause).toMatchObject({ type: 'tool_name_conflict', message: 'Tool name "activate_skill" is reserved by the framework.' });
+  expect((failed as AgentRunError).cause).toMatchObject({
+    type: 'tool_name_conflict',
+    message: 'Tool name "activate_skill" is reserved by the framework.',
+  });
 
   ctx.server.script({ toolCalls: [{ name: 'finish', arguments: {} }] }, { text: 'Done.' });
   const finisher = init(Finisher, { id: 'reserved-4' });
   expect((await finisher.read(await finisher.dispatch('hi'))).text).toBe('Done.');
   expect(ctx.server.requests[0]!.tools.map((t) => t.name)).toEqual(['task', 'finish', 'give_up']);
-  expect(ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)).toMatchObject({ content: JSON.stringify('custom finish ran'), isError: false });
+  expect(ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)).toMatchObject({
+    content: JSON.stringify('custom finish ran'),
+    isError: false,
+  });
 });
 
 test('inside a harness prompt, finish and give_up are reserved: a tool of that name fails the prompt with tool_name_conflict', async () => {

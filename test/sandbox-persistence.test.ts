@@ -35,7 +35,12 @@ test('files written in one message are read in the next, and after a restart on 
   const path = join(mkdtempSync(join(tmpdir(), 'flue-vsb-')), 'flue.db');
   await ctx.start([Keeper], { db: sqlite(path) });
   ctx.server.script(
-    { toolCalls: [{ name: 'write', arguments: { path: 'kept.txt', content: 'v1' } }, { name: 'write', arguments: { path: 'seed.txt', content: 'changed' } }] },
+    {
+      toolCalls: [
+        { name: 'write', arguments: { path: 'kept.txt', content: 'v1' } },
+        { name: 'write', arguments: { path: 'seed.txt', content: 'changed' } },
+      ],
+    },
     { text: 'written' },
     { toolCalls: [{ name: 'read', arguments: { path: 'kept.txt' } }] },
     { text: 'read' },

@@ -15,10 +15,7 @@ export const reviewContract = defineTool({
   harness: true,
   async run({ harness, data }) {
     await harness.sandbox.writeFile('contract.md', data.contract);
-    const { data: report } = await harness.prompt(
-      '审查 contract.md 的非标准条款并评估风险。',
-      { result: Report },
-    );
+    const { data: report } = await harness.prompt('审查 contract.md 的非标准条款并评估风险。', { result: Report });
     return { output: report };
   },
 });
@@ -48,14 +45,28 @@ function Bare() {
 test('with useSandbox the model gets the six built-in tools, and they act on the sandbox', async () => {
   await ctx.start([Worker]);
   ctx.server.script(
-    { toolCalls: [{ name: 'read', arguments: { path: 'notes.txt' } }, { name: 'write', arguments: { path: 'out/result.txt', content: 'done' } }] },
+    {
+      toolCalls: [
+        { name: 'read', arguments: { path: 'notes.txt' } },
+        { name: 'write', arguments: { path: 'out/result.txt', content: 'done' } },
+      ],
+    },
     { toolCalls: [{ name: 'bash', arguments: { command: 'cat out/result.txt && ls' } }] },
     { text: 'All set.' },
   );
   const handle = init(Worker, { id: 'sb-1' });
   const reply = await handle.read(await handle.dispatch('Read the notes and write a result.'));
   expect(reply.text).toBe('All set.');
-  expect(ctx.server.requests[0]!.tools.map((t) => t.name).sort()).toEqual(['bash', 'edit', 'glob', 'grep', 'read', 'review_contract', 'task', 'write']);
+  expect(ctx.server.requests[0]!.tools.map((t) => t.name).sort()).toEqual([
+    'bash',
+    'edit',
+    'glob',
+    'grep',
+    'read',
+    'review_contract',
+    'task',
+    'write',
+  ]);
   const results = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool');
   expect(results[0]!.content).toContain('line one');
   expect(results[1]!.content).toBe('Successfully wrote 4 bytes to out/result.txt');
@@ -90,7 +101,9 @@ test('without useSandbox there are no built-in tools and harness.sandbox throws'
   expect(ctx.server.requests[0]!.tools.map((t) => t.name)).toEqual(['task', 'peek']);
   const result = ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)!;
   expect(result.isError).toBe(true);
-  expect(result.content).toContain('[flue] This agent has no sandbox. Declare one with useSandbox() to use shell and filesystem operations.');
+  expect(result.content).toContain(
+    '[flue] This agent has no sandbox. Declare one with useSandbox() to use shell and filesystem operations.',
+  );
 });
 
 test('local() on Node: the built-in tools work in the root and cannot escape it', async () => {
@@ -108,7 +121,12 @@ test('local() on Node: the built-in tools work in the root and cannot escape it'
   }
   await ctx.start([OnDisk]);
   ctx.server.script(
-    { toolCalls: [{ name: 'read', arguments: { path: 'hello.txt' } }, { name: 'write', arguments: { path: outside, content: 'escaped' } }] },
+    {
+      toolCalls: [
+        { name: 'read', arguments: { path: 'hello.txt' } },
+        { name: 'write', arguments: { path: outside, content: 'escaped' } },
+      ],
+    },
     { text: 'done' },
   );
   const handle = init(OnDisk, { id: 'sb-local' });

@@ -19,9 +19,7 @@ afterEach(() => releases.reset());
 // ── The seed's src/ui/Approvals.tsx, its logic verbatim ─────────────────────────────────────────
 
 function pendingApprovals(messages: FlueConversationMessage[]) {
-  const decided = new Set(
-    messages.flatMap((message) => message.signal?.attributes?.approvalId ?? []),
-  );
+  const decided = new Set(messages.flatMap((message) => message.signal?.attributes?.approvalId ?? []));
   return messages.flatMap((message) =>
     message.parts.flatMap((part) =>
       part.type === 'dynamic-tool' &&

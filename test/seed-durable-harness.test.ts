@@ -6,7 +6,13 @@
 import * as v from 'valibot';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { defineTool, dispatch, init, useModel, useTool } from '@flue/runtime';
-import { type CrashHarness, type ScriptedModelServer, crashHarness, scriptedProvider, startScriptedModelServer } from '@flue/runtime/testing';
+import {
+  type CrashHarness,
+  type ScriptedModelServer,
+  crashHarness,
+  scriptedProvider,
+  startScriptedModelServer,
+} from '@flue/runtime/testing';
 
 /** What the `file` step filed, in this process (the harness counts runs on its own). */
 const filed: string[] = [];

@@ -6,7 +6,17 @@
  */
 import { expect, test } from 'vitest';
 import * as v from 'valibot';
-import { HarnessClosedError, ResultUnavailableError, defineTool, init, useAgentStart, useModel, useTool, type FlueHarness, type PromptUsage } from '@flue/runtime';
+import {
+  HarnessClosedError,
+  ResultUnavailableError,
+  defineTool,
+  init,
+  useAgentStart,
+  useModel,
+  useTool,
+  type FlueHarness,
+  type PromptUsage,
+} from '@flue/runtime';
 import type { RecordedRequest } from '@flue/runtime/testing';
 import { RATES, startWithExtraModels, thinkingBudget } from './support/extra-models.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
@@ -61,7 +71,13 @@ test('prompt() model / thinkingLevel / images overrides reach the model request 
     { provider: 'anthropic', id: 'claude-haiku-4-5' },
   ]);
   const [high, minimal, off, fallback, main] = ctx.server.requests;
-  expect([high, minimal, off, fallback, main].map((r) => r!.body.model)).toEqual(['think', 'think', 'think', 'claude-haiku-4-5', 'claude-haiku-4-5']);
+  expect([high, minimal, off, fallback, main].map((r) => r!.body.model)).toEqual([
+    'think',
+    'think',
+    'think',
+    'claude-haiku-4-5',
+    'claude-haiku-4-5',
+  ]);
 
   // The reasoning level sets the thinking budget; `off` turns thinking off.
   expect(thinkingBudget(high!)).toBeGreaterThan(thinkingBudget(minimal!)!);
@@ -71,7 +87,11 @@ test('prompt() model / thinkingLevel / images overrides reach the model request 
   expect([thinking(fallback!), thinking(main!)]).toEqual([undefined, undefined]);
 
   // The image rides on the operation's user message, after its text.
-  const content = high!.body.messages[0].content as { type: string; text?: string; source?: { type: string; media_type: string; data: string } }[];
+  const content = high!.body.messages[0].content as {
+    type: string;
+    text?: string;
+    source?: { type: string; media_type: string; data: string };
+  }[];
   expect(content.map((part) => part.type)).toEqual(['text', 'image']);
   expect(content[0]!.text).toBe('Describe the picture.');
   expect(content[1]!.source).toEqual({ type: 'base64', media_type: 'image/png', data: PIXEL });
@@ -134,7 +154,10 @@ test('a prompt the model refuses as too large compacts the scratch conversation 
     { text: 'SCRATCH SUMMARY', usage: { input: 500, output: 50 } },
     { text: 'answer after compaction', usage: { input: 9000, output: 20 } },
   );
-  const responses = await withHarness('overflow', async (harness) => [await harness.prompt('hello'), await harness.prompt('y'.repeat(40_000))]);
+  const responses = await withHarness('overflow', async (harness) => [
+    await harness.prompt('hello'),
+    await harness.prompt('y'.repeat(40_000)),
+  ]);
   expect(responses[1]!.text).toBe('answer after compaction');
   expect(responses[1]!.usage).toMatchObject({ input: 9500, output: 70, totalTokens: 9570 });
   const summarize = ctx.server.requests[2]!;
@@ -195,10 +218,9 @@ test('a result prompt whose model keeps calling finish with invalid data is reje
 
 test('tool turns of a result prompt are work, not failed attempts: the cap counts only turns without a result', async () => {
   const lookup = defineTool({ name: 'lookup', description: 'Look it up.', run: () => 'found' });
-  ctx.server.script(
-    ...Array.from({ length: 34 }, () => ({ toolCalls: [{ name: 'lookup', arguments: {} }] })),
-    { toolCalls: [{ name: 'finish', arguments: { count: 34 } }] },
-  );
+  ctx.server.script(...Array.from({ length: 34 }, () => ({ toolCalls: [{ name: 'lookup', arguments: {} }] })), {
+    toolCalls: [{ name: 'finish', arguments: { count: 34 } }],
+  });
   const response = await withHarness('cap-work', (harness) => harness.prompt('Count.', { result: Count, tools: [lookup] }));
   expect(response.data).toEqual({ count: 34 });
 });
@@ -240,9 +262,19 @@ test('compact() rejects with SessionBusyError while a prompt runs, and when summ
     await harness.prompt('hello');
     await harness.prompt('z'.repeat(40_000));
     const running = harness.prompt('slow');
-    seen.push(await harness.compact().then(() => 'compacted', (error: unknown) => error));
+    seen.push(
+      await harness.compact().then(
+        () => 'compacted',
+        (error: unknown) => error,
+      ),
+    );
     await running;
-    seen.push(await harness.compact().then(() => 'compacted', (error: unknown) => error));
+    seen.push(
+      await harness.compact().then(
+        () => 'compacted',
+        (error: unknown) => error,
+      ),
+    );
     seen.push((await harness.prompt('after the failure')).text);
     return seen;
   });
@@ -251,7 +283,15 @@ test('compact() rejects with SessionBusyError while a prompt runs, and when summ
   expect(String((outcomes[1] as Error).message)).toContain('The summarizer refused.');
   expect(outcomes[2]).toBe('still here');
   // The failed compaction left the scratch conversation whole.
-  expect(ctx.server.requests[4]!.messages.map((m) => m.content.slice(0, 5))).toEqual(['hello', 'hi', 'zzzzz', 'first', 'slow', 'slow ', 'after']);
+  expect(ctx.server.requests[4]!.messages.map((m) => m.content.slice(0, 5))).toEqual([
+    'hello',
+    'hi',
+    'zzzzz',
+    'first',
+    'slow',
+    'slow ',
+    'after',
+  ]);
 });
 
 test('compact() in flight when the turn is aborted rejects with an AbortError; a kept harness then refuses with HarnessClosedError', async () => {
@@ -265,7 +305,10 @@ test('compact() in flight when the turn is aborted rejects with an AbortError; a
       kept = harness;
       await harness.prompt('hello');
       await harness.prompt('n'.repeat(40_000));
-      inFlight = await harness.compact().then(() => 'compacted', (error: unknown) => error);
+      inFlight = await harness.compact().then(
+        () => 'compacted',
+        (error: unknown) => error,
+      );
       return 'done';
     },
   });
@@ -291,7 +334,10 @@ test('compact() in flight when the turn is aborted rejects with an AbortError; a
   expect((inFlight as DOMException).message).toBe('harness.compact() was aborted.');
 
   // The call is over; its harness closed with it, so a kept reference calls no model.
-  const closed = await kept!.compact().then(() => undefined, (error: unknown) => error);
+  const closed = await kept!.compact().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   expect(closed).toBeInstanceOf(HarnessClosedError);
   expect(closed).toMatchObject({ type: 'harness_closed', meta: { operation: 'compact' } });
   expect(ctx.server.requests).toHaveLength(4);

@@ -16,7 +16,7 @@ const researcher = defineSubagent({
   agent: () => 'You research.',
 });
 
-test('a subagent runs on its model / thinkingLevel override; without one it inherits the parent turn\'s', async () => {
+test("a subagent runs on its model / thinkingLevel override; without one it inherits the parent turn's", async () => {
   function Lead() {
     useModel('reasoner/think', { thinkingLevel: 'high' });
     useSubagent(researcher); // inherits both

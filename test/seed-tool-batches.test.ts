@@ -63,18 +63,18 @@ function toolingSandbox(): SandboxFactory {
 
 function toolsOf(sandbox: Sandbox): AgentTool[] {
   return [
-      createReadTool(sandbox),
-      {
-        name: 'count_lines',
-        label: 'Count lines',
-        description: 'Counts the lines of a file.',
-        parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-        async execute(_id, params) {
-          const text = await sandbox.readFile(String(params.path));
-          return { content: [{ type: 'text', text: String(text.split('\n').filter(Boolean).length) }] };
-        },
+    createReadTool(sandbox),
+    {
+      name: 'count_lines',
+      label: 'Count lines',
+      description: 'Counts the lines of a file.',
+      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+      async execute(_id, params) {
+        const text = await sandbox.readFile(String(params.path));
+        return { content: [{ type: 'text', text: String(text.split('\n').filter(Boolean).length) }] };
       },
-      stamp(),
+    },
+    stamp(),
   ];
 }
 
@@ -114,13 +114,21 @@ test('a failed call never counts as terminating: terminate + throw goes on to th
   const reply = await run('failed', ['park', 'broken'], ['The other tool failed.']);
   expect(reply.text).toBe('The other tool failed.');
   expect(ctx.server.requests).toHaveLength(2);
-  expect(toolResult(ctx.server.requests[1]!, 'failed_1')).toMatchObject({ isError: true, content: expect.stringContaining('out of order') });
+  expect(toolResult(ctx.server.requests[1]!, 'failed_1')).toMatchObject({
+    isError: true,
+    content: expect.stringContaining('out of order'),
+  });
 });
 
 test('SandboxFactory.tools replaces the six built-in tools; its tools act on the sandbox', async () => {
   await ctx.start([Desk]);
   ctx.server.script(
-    { toolCalls: [{ id: 'r', name: 'read', arguments: { path: 'notes.txt' } }, { id: 'c', name: 'count_lines', arguments: { path: 'notes.txt' } }] },
+    {
+      toolCalls: [
+        { id: 'r', name: 'read', arguments: { path: 'notes.txt' } },
+        { id: 'c', name: 'count_lines', arguments: { path: 'notes.txt' } },
+      ],
+    },
     { text: 'Three lines.' },
   );
   const handle = init(Desk, { id: 'factory' });

@@ -14,7 +14,8 @@ import { parseSkillMarkdown } from '../src/runtime/skills/define-skill.ts';
 import { SkillDefinitionValidationError } from '../src/runtime/skills/errors.ts';
 import { readSkillMarkdown } from '../src/shared/skill-format.ts';
 
-const skill = (...frontmatter: string[]) => ['---', 'name: review', 'description: Review a PR.', ...frontmatter, '---', 'Body.', ''].join('\n');
+const skill = (...frontmatter: string[]) =>
+  ['---', 'name: review', 'description: Review a PR.', ...frontmatter, '---', 'Body.', ''].join('\n');
 
 const readers = { build: readYamlFrontmatter, runtime: readFrontmatterSubset };
 
@@ -80,7 +81,7 @@ describe.each(Object.entries(readers))('a duplicate key, read by the %s reader',
 describe('the build and the runtime agree', () => {
   const inputs = [
     skill('license: |', '  line 1', '  line 2', 'compatibility: >-', '  Needs git', '  and gh.'),
-    skill('metadata:', '  version: 1.0', "  'owner': \"team-a\"  # comment", 'allowed-tools: Bash(git:*) Read'),
+    skill('metadata:', '  version: 1.0', '  \'owner\': "team-a"  # comment', 'allowed-tools: Bash(git:*) Read'),
     skill('allowed-tools:', '  - Read  # the reader', '  - "Bash(git status:*)"', 'unknown: [1, 2]'),
     skill('description-extra: first', '  second'),
   ];

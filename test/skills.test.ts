@@ -60,7 +60,14 @@ test('a skill mounted by a later render is narrated to the model with a resource
   function Unlocking() {
     useModel('anthropic/claude-haiku-4-5');
     const [unlocked, setUnlocked] = usePersistentState('unlocked', false);
-    useTool({ name: 'unlock', description: 'Unlock the release skill.', run: () => { setUnlocked(true); return 'unlocked'; } });
+    useTool({
+      name: 'unlock',
+      description: 'Unlock the release skill.',
+      run: () => {
+        setUnlocked(true);
+        return 'unlocked';
+      },
+    });
     if (unlocked) useSkill(release);
     return 'Write things.';
   }

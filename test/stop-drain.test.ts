@@ -119,7 +119,9 @@ test('stop() during a hung response cuts it off after graceMs: read() rejects wi
 
 test('stop() refuses a graceMs that is not a non-negative number, naming the field', async () => {
   const flue = await ctx.start([Clerk]);
-  await expect(flue.stop({ graceMs: -1 })).rejects.toThrow(/options\.graceMs must be a non-negative, finite number of milliseconds; got -1/);
+  await expect(flue.stop({ graceMs: -1 })).rejects.toThrow(
+    /options\.graceMs must be a non-negative, finite number of milliseconds; got -1/,
+  );
   await expect(flue.stop({ graceMs: Number.NaN })).rejects.toThrow(TypeError);
   await flue.stop();
 });

@@ -42,7 +42,12 @@ test('the task tool delegates to a declared subagent and returns only its final 
   ctx.server.script(
     { toolCalls: [{ name: 'task', arguments: { agent: 'classifier', prompt: 'Classify: it crashes on start.' } }] },
     // The delegate's own conversation: it has its tools and the shared sandbox, none of the parent's history.
-    { toolCalls: [{ name: 'read', arguments: { path: 'issue.txt' } }, { name: 'label', arguments: { kind: 'bug' } }] },
+    {
+      toolCalls: [
+        { name: 'read', arguments: { path: 'issue.txt' } },
+        { name: 'label', arguments: { kind: 'bug' } },
+      ],
+    },
     { text: 'It is a bug.' },
     { text: 'Classified as a bug.' },
   );
@@ -72,7 +77,10 @@ test('the task tool delegates to a declared subagent and returns only its final 
   const taskCallId = ctx.server.requests[3]!.messages.find((m) => m.role === 'tool')!.toolCallId;
   expect(retained).toMatchObject({ agent: 'classifier', via: 'conversation', toolCallId: taskCallId });
   expect(retained!.conversationId).toMatch(/^conv_/);
-  const transcript = retained!.snapshot.messages.map((m) => [m.role, m.parts.map((p) => (p.type === 'text' ? p.text : p.type === 'dynamic-tool' ? `${p.toolName}:${p.state}` : p.type))]);
+  const transcript = retained!.snapshot.messages.map((m) => [
+    m.role,
+    m.parts.map((p) => (p.type === 'text' ? p.text : p.type === 'dynamic-tool' ? `${p.toolName}:${p.state}` : p.type)),
+  ]);
   expect(transcript).toEqual([
     ['user', ['Classify: it crashes on start.']],
     ['assistant', ['read:output-available', 'label:output-available', 'It is a bug.']],
@@ -163,7 +171,18 @@ test('delegation deeper than the cap is refused with the exact message', async (
   await ctx.start([Top]);
   const call = { toolCalls: [{ name: 'task', arguments: { agent: 'deeper', prompt: 'go deeper' } }] };
   // Delegates run at depths 1 to 4; the depth-4 delegate's task call (a fifth level) is refused.
-  ctx.server.script(call, call, call, call, call, { text: 'depth 4 done' }, { text: 'd3' }, { text: 'd2' }, { text: 'd1' }, { text: 'top done' });
+  ctx.server.script(
+    call,
+    call,
+    call,
+    call,
+    call,
+    { text: 'depth 4 done' },
+    { text: 'd3' },
+    { text: 'd2' },
+    { text: 'd1' },
+    { text: 'top done' },
+  );
   const handle = init(Top, { id: 'sub-3' });
   const reply = await handle.read(await handle.dispatch('go'));
   expect(reply.text).toBe('top done');
@@ -176,7 +195,11 @@ test('delegation deeper than the cap is refused with the exact message', async (
   expect(children[1]!.parentConversationId).toBe(children[0]!.conversationId);
   expect(children[2]!.parentConversationId).toBe(children[1]!.conversationId);
   expect(children[3]!.parentConversationId).toBe(children[2]!.conversationId);
-  const finalText = (c: (typeof children)[number]) => c.snapshot.messages.filter((m) => m.role === 'assistant').at(-1)!.parts.at(-1);
+  const finalText = (c: (typeof children)[number]) =>
+    c.snapshot.messages
+      .filter((m) => m.role === 'assistant')
+      .at(-1)!
+      .parts.at(-1);
   expect(children.map(finalText)).toMatchObject([
     { type: 'text', text: 'd1' },
     { type: 'text', text: 'd2' },

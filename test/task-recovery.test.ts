@@ -31,7 +31,6 @@ function Curator() {
   return 'Curate.';
 }
 
-
 const pixel = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex');
 
 test('a resumed task child keeps its cwd and its forwarded image', async () => {
@@ -44,7 +43,11 @@ test('a resumed task child keeps its cwd and its forwarded image', async () => {
   server.script(
     (request) => {
       imageId = /<image id=\\"([^"\\]+)\\"/.exec(JSON.stringify(request.body.messages.at(-1)))![1]!;
-      return { toolCalls: [{ id: 'call_view', name: 'task', arguments: { agent: 'viewer', prompt: 'Look.', cwd: 'pkg', attachments: [{ id: imageId }] } }] };
+      return {
+        toolCalls: [
+          { id: 'call_view', name: 'task', arguments: { agent: 'viewer', prompt: 'Look.', cwd: 'pkg', attachments: [{ id: imageId }] } },
+        ],
+      };
     },
     { text: ['It is ', 'a tiny'], hangAfterChunks: 4 }, // the child stalls mid-stream
   );

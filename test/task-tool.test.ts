@@ -74,7 +74,12 @@ test('cwd re-points the child at a directory of the parent sandbox; the parent s
   watchEvents();
   ctx.server.script(
     { toolCalls: [{ id: 'call_cwd', name: 'task', arguments: { agent: 'helper', prompt: 'Read the notes.', cwd: 'pkg' } }] },
-    { toolCalls: [{ name: 'read', arguments: { path: 'notes.txt' } }, { name: 'bash', arguments: { command: 'pwd' } }] }, // child
+    {
+      toolCalls: [
+        { name: 'read', arguments: { path: 'notes.txt' } },
+        { name: 'bash', arguments: { command: 'pwd' } },
+      ],
+    }, // child
     { text: 'The notes say: package notes.' }, // child
     { toolCalls: [{ name: 'read', arguments: { path: 'top.txt' } }] }, // parent, relative to its own cwd
     { text: 'Done.' },
@@ -206,8 +211,16 @@ test('attachments hand images of the conversation to the child; an unknown id is
       documentId = imageId.replace(/_0$/, '_1');
       return {
         toolCalls: [
-          { id: 'call_img', name: 'task', arguments: { agent: 'helper', prompt: 'Describe the image.', attachments: [{ id: imageId }, { id: imageId }] } },
-          { id: 'call_unknown', name: 'task', arguments: { agent: 'helper', prompt: 'x', attachments: [{ id: imageId }, { id: 'att_nope' }] } },
+          {
+            id: 'call_img',
+            name: 'task',
+            arguments: { agent: 'helper', prompt: 'Describe the image.', attachments: [{ id: imageId }, { id: imageId }] },
+          },
+          {
+            id: 'call_unknown',
+            name: 'task',
+            arguments: { agent: 'helper', prompt: 'x', attachments: [{ id: imageId }, { id: 'att_nope' }] },
+          },
           { id: 'call_doc', name: 'task', arguments: { agent: 'helper', prompt: 'x', attachments: [{ id: documentId }] } },
         ],
       };
@@ -230,11 +243,15 @@ test('attachments hand images of the conversation to the child; an unknown id is
   expect(imageId).toBe(`att_dispatch_${receipt.submissionId}_0`);
 
   // The child's first user message carries the image (once) to the model, after its manifest.
-  const childFirst = ctx.server.requests[1]!.body.messages[0] as { content: { type: string; text?: string; source?: { data: string; media_type: string } }[] };
+  const childFirst = ctx.server.requests[1]!.body.messages[0] as {
+    content: { type: string; text?: string; source?: { data: string; media_type: string } }[];
+  };
   expect(childFirst.content.filter((b) => b.type === 'image').map((b) => b.source)).toEqual([
     { type: 'base64', media_type: 'image/png', data: pixel.toString('base64') },
   ]);
-  expect(childFirst.content[0]!.text).toBe(`Describe the image.\n\n<attachments>\n<image id="${imageId}" mimeType="image/png" />\n</attachments>`);
+  expect(childFirst.content[0]!.text).toBe(
+    `Describe the image.\n\n<attachments>\n<image id="${imageId}" mimeType="image/png" />\n</attachments>`,
+  );
   expect(delegateSaw).toEqual({
     kind: 'user',
     body: 'Describe the image.',
@@ -298,7 +315,13 @@ test('a failing child publishes a task event with isError and the error message;
   const result = toolResults(3).at(-1)!;
   expect(result).toMatchObject({ toolCallId: 'call_fail', isError: true });
   const end = events.find((e) => e.type === 'task')!;
-  expect(end).toMatchObject({ taskId: 'call_fail', agent: 'noisy', isError: true, result: result.content, errorInfo: { type: 'operation_failed' } });
+  expect(end).toMatchObject({
+    taskId: 'call_fail',
+    agent: 'noisy',
+    isError: true,
+    result: result.content,
+    errorInfo: { type: 'operation_failed' },
+  });
   expect(events.map((e) => e.type).filter((t) => t.startsWith('task'))).toEqual(['task_start', 'task']);
   const start = events.find((e) => e.type === 'task_start')!;
   const line = events.find((e) => e.type === 'log' && e.message === 'shouting')!;

@@ -31,7 +31,7 @@ const expectedLines = [
   { level: 'warn', message: 'page 2 was slow', timestamp: expect.any(String) },
 ];
 
-test('tool log lines ride on the call\'s output chunk, are durable, and are never model context', async () => {
+test("tool log lines ride on the call's output chunk, are durable, and are never model context", async () => {
   await ctx.start([Crawler]);
   ctx.server.script({ toolCalls: [{ id: 'call_log', name: 'crawl', arguments: { pages: 2 } }] }, { text: 'Crawled.' });
   const handle = init(Crawler, { id: 'logs-1' });
@@ -42,7 +42,11 @@ test('tool log lines ride on the call\'s output chunk, are durable, and are neve
   // Not client data: the reply's data holds useDataWriter parts only.
   expect(reply.data).toEqual({});
 
-  expect(chunks.find((chunk) => chunk.type === 'tool-output')).toMatchObject({ toolCallId: 'call_log', output: { pages: 2 }, logs: expectedLines });
+  expect(chunks.find((chunk) => chunk.type === 'tool-output')).toMatchObject({
+    toolCallId: 'call_log',
+    output: { pages: 2 },
+    logs: expectedLines,
+  });
   expect(chunks.filter((chunk) => 'logs' in chunk)).toHaveLength(1);
 
   // Never part of the model's context: the next request carries the result, not the lines.
@@ -90,7 +94,12 @@ test('a failing call keeps its lines on the error chunk; a chatty one is bounded
   }
   await ctx.start([Flaky]);
   ctx.server.script(
-    { toolCalls: [{ id: 'call_f', name: 'flaky', arguments: {} }, { id: 'call_c', name: 'chatty', arguments: {} }] },
+    {
+      toolCalls: [
+        { id: 'call_f', name: 'flaky', arguments: {} },
+        { id: 'call_c', name: 'chatty', arguments: {} },
+      ],
+    },
     { text: 'Failed.' },
   );
   const handle = init(Flaky, { id: 'logs-3' });

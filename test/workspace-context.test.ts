@@ -6,7 +6,19 @@
  */
 import { afterEach, expect, test, vi } from 'vitest';
 import * as v from 'valibot';
-import { AgentRunError, GeneralSubagent, defineSkill, defineTool, init, useTool, useModel, useSandbox, useSkill, useSubagent, virtualSandbox } from '@flue/runtime';
+import {
+  AgentRunError,
+  GeneralSubagent,
+  defineSkill,
+  defineTool,
+  init,
+  useTool,
+  useModel,
+  useSandbox,
+  useSkill,
+  useSubagent,
+  virtualSandbox,
+} from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -16,7 +28,11 @@ const skillMd = (name: string, description: string, body: string) => `---\nname:
 
 const repo = {
   '/repo/AGENTS.md': 'Run `npm test` before you say you are done.',
-  '/repo/.agents/skills/release-notes/SKILL.md': skillMd('release-notes', 'Write release notes from the changelog.', 'Read CHANGELOG.md and summarize it.'),
+  '/repo/.agents/skills/release-notes/SKILL.md': skillMd(
+    'release-notes',
+    'Write release notes from the changelog.',
+    'Read CHANGELOG.md and summarize it.',
+  ),
   '/repo/.agents/skills/broken/SKILL.md': 'no frontmatter here',
   '/repo/.agents/skills/empty-dir/notes.txt': 'not a skill',
   '/repo/pkg/AGENTS.md': 'This package is frozen: change nothing in it.',
@@ -76,7 +92,9 @@ test('a task with a cwd gives the delegate the workspace context of that directo
   expect(delegate.system).not.toContain('Run `npm test`');
   expect(delegate.system).toContain('- **pkg-audit** — Audit the package.');
   expect(delegate.system).not.toContain('release-notes');
-  expect(ctx.server.requests[2]!.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain('<skill_instructions>\nList every file.');
+  expect(ctx.server.requests[2]!.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain(
+    '<skill_instructions>\nList every file.',
+  );
   // The parent keeps its own context.
   expect(ctx.server.requests[3]!.system).toContain('Run `npm test`');
 });

@@ -40,7 +40,10 @@ export class ChatAgent extends AIChatAgent<Env> {
    * message, run the chat turn (model call, tool, model call), answer the reply text.
    */
   async turn(text: string): Promise<string> {
-    const result = await this.saveMessages((messages) => [...messages, { id: crypto.randomUUID(), role: 'user', parts: [{ type: 'text', text }] }]);
+    const result = await this.saveMessages((messages) => [
+      ...messages,
+      { id: crypto.randomUUID(), role: 'user', parts: [{ type: 'text', text }] },
+    ]);
     if (result.status !== 'completed') throw new Error(`agents: the chat turn ended ${result.status}: ${String(result.error ?? '')}`);
     const last = this.messages.at(-1);
     if (last?.role !== 'assistant') throw new Error('agents: no assistant message after the turn');

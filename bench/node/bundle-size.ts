@@ -68,7 +68,8 @@ async function flueBundle(minify: boolean): Promise<Size> {
   const dir = templateCopy('bench-bundle');
   try {
     const agent = path.join(dir, 'src', 'agents', 'hello.ts');
-    if (PROVIDER !== 'anthropic') writeFileSync(agent, readFileSync(agent, 'utf8').replace("'anthropic/claude-haiku-4-5'", `'${PROVIDER}/any-model'`));
+    if (PROVIDER !== 'anthropic')
+      writeFileSync(agent, readFileSync(agent, 'utf8').replace("'anthropic/claude-haiku-4-5'", `'${PROVIDER}/any-model'`));
     const result = await build({ root: dir, minify, log: () => {} });
     const included = result.entrySource.match(/providers: \(\) => \[(.*)\]/)?.[1];
     if (included !== `${factoryName(PROVIDER)}()`) {
@@ -79,7 +80,6 @@ async function flueBundle(minify: boolean): Promise<Size> {
     removeDir(dir);
   }
 }
-
 
 /** A Worker with only the provider (provider-alone.ts). */
 async function providerAlone(minify: boolean): Promise<Size> {
@@ -95,11 +95,17 @@ async function agentsSdk(minify: boolean): Promise<Size> {
   const options = workerBundleOptions(minify);
   // Its dependencies import Node built-ins without `node:`, which nodejs_compat serves (as wrangler does, leave them external).
   const external = [...options.external, ...builtinModules];
-  const out = await esbuild.build({ entryPoints: [fileURLToPath(new URL('../agents-sdk/bundle-entry.ts', import.meta.url))], ...options, external });
+  const out = await esbuild.build({
+    entryPoints: [fileURLToPath(new URL('../agents-sdk/bundle-entry.ts', import.meta.url))],
+    ...options,
+    external,
+  });
   return sizeOf(out.outputFiles[0]!.contents, out.metafile);
 }
 
-const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], { stdio: 'inherit' });
+const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], {
+  stdio: 'inherit',
+});
 if (installed.status !== 0) process.exit(installed.status ?? 1);
 
 const rows: BenchRow[] = [];
@@ -116,7 +122,12 @@ for (const minify of [false, true]) {
     target: '< 1× (ahead)',
     met: ours.gzip < agents.gzip,
   });
-  detail.push(`${minify ? 'minified' : 'unminified'}: Agents SDK ${kib(agents.bytes)} (${kib(agents.gzip)} gzip); largest parts: ${agents.parts.slice(0, 8).map(([part, bytes]) => `${part} ${kib(bytes)}`).join(', ')}`);
+  detail.push(
+    `${minify ? 'minified' : 'unminified'}: Agents SDK ${kib(agents.bytes)} (${kib(agents.gzip)} gzip); largest parts: ${agents.parts
+      .slice(0, 8)
+      .map(([part, bytes]) => `${part} ${kib(bytes)}`)
+      .join(', ')}`,
+  );
   const extra = ours.gzip - alone.gzip;
   rows.push({
     figure: `Worker bundle, template with one agent, no config (${PROVIDER} inferred), gzip${minify ? ', minified' : ''}`,
@@ -128,9 +139,12 @@ for (const minify of [false, true]) {
     met: kb(extra) <= MARGIN_KB,
   });
   const theirs = new Map(alone.parts);
-  detail.push(`${minify ? 'minified' : 'unminified'}: ours ${kib(ours.bytes)} (${kib(ours.gzip)} gzip), provider alone ${kib(alone.bytes)} (${kib(alone.gzip)} gzip)`);
+  detail.push(
+    `${minify ? 'minified' : 'unminified'}: ours ${kib(ours.bytes)} (${kib(ours.gzip)} gzip), provider alone ${kib(alone.bytes)} (${kib(alone.gzip)} gzip)`,
+  );
   detail.push('  largest parts of ours not in the baseline (output bytes before gzip):');
-  for (const [part, bytes] of ours.parts.filter(([part]) => !theirs.has(part)).slice(0, 12)) detail.push(`    ${kib(bytes).padStart(8)}  ${part}`);
+  for (const [part, bytes] of ours.parts.filter(([part]) => !theirs.has(part)).slice(0, 12))
+    detail.push(`    ${kib(bytes).padStart(8)}  ${part}`);
   // Run with `node --conditions=flue-source` to see our runtime by source file instead of dist chunk.
   const theirModules = new Map(alone.modules);
   detail.push('  largest modules of ours not in the baseline:');
@@ -143,5 +157,6 @@ const method = 'Node, esbuild with the Worker build settings, gzip -9 of the bun
 saveRows('bundle-size', method, rows);
 saveRows('agents-sdk-bundle', method, agentsRows);
 console.log(`Bundle size (${method})`);
-for (const row of [...rows, ...agentsRows]) console.log(`  ${row.figure}: ${row.ours} vs ${row.baseline} → ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'NOT met'}`);
+for (const row of [...rows, ...agentsRows])
+  console.log(`  ${row.figure}: ${row.ours} vs ${row.baseline} → ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'NOT met'}`);
 console.log(detail.join('\n'));

@@ -71,7 +71,13 @@ async function oursMessage(run: number, value: string): Promise<Timing> {
   const [, write] = time(() => {
     writer.store.transaction(() => {
       writer.store.createConversation({ key: stream, agent: 'Agent', instanceId: `large-m${run}`, incarnation: 'inc_bench' });
-      writer.store.insertSubmission({ id, conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: value } }, acceptedAt: ts });
+      writer.store.insertSubmission({
+        id,
+        conversation: stream,
+        kind: 'dispatch',
+        payload: { message: { kind: 'user', body: value } },
+        acceptedAt: ts,
+      });
     });
     const record: ConversationRecord = { type: 'user_message', messageId: `msg_${run}`, submissionId: id, body: value, ts };
     writer.store.transaction(() => writer.store.append(stream, [record]));
@@ -93,11 +99,20 @@ async function oursToolOutput(run: number, value: string): Promise<Timing> {
   const ts = new Date().toISOString();
   const writer = await openStore();
   // The outcome as the runtime builds it (tool-runner.ts runToolCall): content is the output's JSON.
-  const outcome = { toolCallId: 'call_1', toolName: 'lookup', isError: false, content: JSON.stringify(value), output: value, durationMs: 1 };
+  const outcome = {
+    toolCallId: 'call_1',
+    toolName: 'lookup',
+    isError: false,
+    content: JSON.stringify(value),
+    output: value,
+    durationMs: 1,
+  };
   const [, write] = time(() => {
     writer.store.transaction(() => {
       writer.store.createConversation({ key: stream, agent: 'Agent', instanceId: `large-t${run}`, incarnation: 'inc_bench' });
-      writer.store.append(stream, [{ type: 'tool_results', stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', outcomes: [outcome], ts }]);
+      writer.store.append(stream, [
+        { type: 'tool_results', stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', outcomes: [outcome], ts },
+      ]);
     });
   });
   writer.close();
@@ -118,13 +133,17 @@ function raw(key: string, value: string): Timing {
     const bytes = encoder.encode(value);
     const insert = writer.prepare('INSERT INTO raw_chunks (key, idx, data) VALUES (?, ?, ?)');
     writer.exec('BEGIN');
-    for (let idx = 0; idx * SPILL_BYTES < bytes.byteLength; idx++) insert.run(key, idx, bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES));
+    for (let idx = 0; idx * SPILL_BYTES < bytes.byteLength; idx++)
+      insert.run(key, idx, bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES));
     writer.exec('COMMIT');
   });
   writer.close();
   const reader = openRaw();
   const [, read] = time(() => {
-    const parts = reader.prepare('SELECT data FROM raw_chunks WHERE key = ? ORDER BY idx').all(key).map((row) => row.data as Uint8Array);
+    const parts = reader
+      .prepare('SELECT data FROM raw_chunks WHERE key = ? ORDER BY idx')
+      .all(key)
+      .map((row) => row.data as Uint8Array);
     const bytes = new Uint8Array(parts.reduce((total, part) => total + part.byteLength, 0));
     let offset = 0;
     for (const part of parts) {
@@ -185,6 +204,14 @@ for (const [label, ours, theirs] of [
   });
 }
 saveRows('large-values', `Node, node:sqlite file (WAL), median of ${RUNS} runs`, rows);
-console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-for (const [name, list] of Object.entries(samples)) console.log(`${name}: ${list.map((t) => `write ${t.write.toFixed(0)} + read ${t.read.toFixed(0)} ms`).join('; ')}`);
-for (const row of rows) console.log(`${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'} — ${row.note}`);
+console.log(
+  `load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+for (const [name, list] of Object.entries(samples))
+  console.log(`${name}: ${list.map((t) => `write ${t.write.toFixed(0)} + read ${t.read.toFixed(0)} ms`).join('; ')}`);
+for (const row of rows)
+  console.log(
+    `${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'} — ${row.note}`,
+  );

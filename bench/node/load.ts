@@ -26,7 +26,8 @@ const SYSTEM_PROMPT = 'Answer briefly.';
 const bodies = Array.from({ length: COUNT }, (_, i) => `load-${i}`);
 
 /** The model answers every request with the number of deliveries it was sent. */
-const seen = (request: RecordedRequest) => request.messages.filter((m) => m.role === 'user').flatMap((m) => m.content.match(/load-\d+/g) ?? []).length;
+const seen = (request: RecordedRequest) =>
+  request.messages.filter((m) => m.role === 'user').flatMap((m) => m.content.match(/load-\d+/g) ?? []).length;
 const server = await startScriptedModelServer({ fallback: (request) => ({ text: `saw ${seen(request)}` }) });
 const provider = () => scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'], api: 'openai-completions' });
 const dir = mkdtempSync(join(tmpdir(), 'flue-bench-load-'));
@@ -55,7 +56,8 @@ function check(label: string, ids: string[], replies: string[], requestsBefore: 
   const answers = new Set(requests.map((request) => `saw ${seen(request)}`));
   const stray = replies.filter((reply) => !answers.has(reply));
   if (stray.length > 0) throw new Error(`${label}: ${stray.length} replies are no model answer, e.g. ${JSON.stringify(stray[0])}`);
-  if (requests.length === 0 || seen(requests.at(-1)!) !== COUNT) throw new Error(`${label}: the last model request did not carry all ${COUNT} deliveries`);
+  if (requests.length === 0 || seen(requests.at(-1)!) !== COUNT)
+    throw new Error(`${label}: the last model request did not carry all ${COUNT} deliveries`);
   return requests.length;
 }
 
@@ -78,7 +80,12 @@ async function ours(run: string): Promise<Sample> {
     const replies = await Promise.all(receipts.map((receipt) => handle.read(receipt)));
     const settledMs = performance.now() - started;
     const cpuMs = cpuSince(cpu);
-    const modelRequests = check('ours', receipts.map((r) => r.submissionId), replies.map((r) => r.text), before);
+    const modelRequests = check(
+      'ours',
+      receipts.map((r) => r.submissionId),
+      replies.map((r) => r.text),
+      before,
+    );
     return { admittedMs, settledMs, cpuMs, modelRequests };
   } finally {
     await flue.stop();
@@ -134,7 +141,11 @@ async function baseline(run: string): Promise<Sample> {
     const text = message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
     const now = Date.now();
     db.exec('BEGIN IMMEDIATE');
-    append.run('load', seq++, JSON.stringify([{ type: 'assistant', message }, ...rows.map((row) => ({ type: 'settled', submissionId: row.id }))]));
+    append.run(
+      'load',
+      seq++,
+      JSON.stringify([{ type: 'assistant', message }, ...rows.map((row) => ({ type: 'settled', submissionId: row.id }))]),
+    );
     for (const row of rows) settle.run(now, text, row.id);
     db.exec('COMMIT');
     for (const row of rows) waiting.get(row.id)!(text);
@@ -167,7 +178,12 @@ async function baseline(run: string): Promise<Sample> {
     const replies = await Promise.all(receipts.map((receipt) => receipt.settled));
     const settledMs = performance.now() - started;
     const cpuMs = cpuSince(cpu);
-    const modelRequests = check('baseline', receipts.map((r) => r.id), replies, before);
+    const modelRequests = check(
+      'baseline',
+      receipts.map((r) => r.id),
+      replies,
+      before,
+    );
     return { admittedMs, settledMs, cpuMs, modelRequests };
   } finally {
     db.close();
@@ -226,19 +242,32 @@ try {
       met: true,
     },
   ];
-  console.log(`Load: ${COUNT} concurrent dispatches to one conversation (median of ${RUNS} runs, Node ${process.versions.node}, node:sqlite file, WAL)`);
+  console.log(
+    `Load: ${COUNT} concurrent dispatches to one conversation (median of ${RUNS} runs, Node ${process.versions.node}, node:sqlite file, WAL)`,
+  );
   console.log('| figure | ours | baseline | ratio | target | met? |');
   console.log('| --- | --- | --- | --- | --- | --- |');
-  for (const row of rows) console.log(`| ${row.figure} | ${row.ours} | ${row.note ? `${row.baseline} (${row.note})` : row.baseline} | ${row.ratio} | ${row.target} | ${row.met ? 'yes' : 'NO'} |`);
+  for (const row of rows)
+    console.log(
+      `| ${row.figure} | ${row.ours} | ${row.note ? `${row.baseline} (${row.note})` : row.baseline} | ${row.ratio} | ${row.target} | ${row.met ? 'yes' : 'NO'} |`,
+    );
   const perRun = (key: keyof Sample) => samples.ours.map((sample, i) => (sample[key] / samples.baseline[i]![key]).toFixed(2)).join(', ');
   const perRunMedian = (key: keyof Sample) => median(samples.ours.map((sample, i) => sample[key] / samples.baseline[i]![key])).toFixed(2);
-  console.log(`median of per-run ratios: admitted ${perRunMedian('admittedMs')}×, settled ${perRunMedian('settledMs')}×, CPU ${perRunMedian('cpuMs')}×`);
+  console.log(
+    `median of per-run ratios: admitted ${perRunMedian('admittedMs')}×, settled ${perRunMedian('settledMs')}×, CPU ${perRunMedian('cpuMs')}×`,
+  );
   console.log(`per-run ratios: admitted ${perRun('admittedMs')}; settled ${perRun('settledMs')}; CPU ${perRun('cpuMs')}`);
-  console.log(`model requests per run: ours ${samples.ours.map((s) => s.modelRequests).join(', ')}; baseline ${samples.baseline.map((s) => s.modelRequests).join(', ')}`);
+  console.log(
+    `model requests per run: ours ${samples.ours.map((s) => s.modelRequests).join(', ')}; baseline ${samples.baseline.map((s) => s.modelRequests).join(', ')}`,
+  );
   const raw = (side: Sample[]) => side.map((s) => `${s.admittedMs.toFixed(0)}/${s.settledMs.toFixed(0)}/${s.cpuMs.toFixed(0)}`).join(', ');
   console.log(`raw ms (admitted/settled/CPU): ours ${raw(samples.ours)}`);
   console.log(`                               baseline ${raw(samples.baseline)}`);
-  console.log(`load average: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+  console.log(
+    `load average: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+  );
   saveRows('load', `Node ${process.versions.node}, node:sqlite file (WAL), ${COUNT} dispatches, medians of ${RUNS} runs`, rows);
 } finally {
   await server.close();

@@ -44,7 +44,14 @@ function turnBatches(turn: number): ConversationRecord[][] {
           api: 'anthropic-messages',
           provider: 'anthropic',
           model: 'm',
-          usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+          usage: {
+            input: 1,
+            output: 1,
+            cacheRead: 0,
+            cacheWrite: 0,
+            totalTokens: 2,
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+          },
           stopReason: 'stop',
           timestamp: Date.now(),
         },
@@ -80,7 +87,7 @@ async function conversation(batches: number): Promise<{ engine: ConversationEngi
 
 async function timeTailRead(engine: ConversationEngine, id: string): Promise<number> {
   const started = performance.now();
-  const head = (engine.streamHead('Agent', id))!.head;
+  const head = engine.streamHead('Agent', id)!.head;
   const result = await engine.updates('Agent', id, head - TAIL, { waitMs: 0, maxBatches: 100 });
   const elapsed = performance.now() - started;
   if (result.kind !== 'ok' || result.nextSeq !== head || result.chunks.length === 0) throw new Error('tail read did not reach the head');
@@ -117,4 +124,6 @@ saveRows('replay', `Node, node:sqlite in memory, medians of ${RUNS} runs`, [
     met: ratio <= 1.5,
   },
 ]);
-console.log(`(first read after a cold start, folding the log once: ${coldSmall.toFixed(1)} ms for 100 batches, ${coldLarge.toFixed(1)} ms for 10,000)`);
+console.log(
+  `(first read after a cold start, folding the log once: ${coldSmall.toFixed(1)} ms for 100 batches, ${coldLarge.toFixed(1)} ms for 10,000)`,
+);

@@ -27,16 +27,32 @@ const out = path.join(resultsDir, `side-by-side-${runtime}-${scenario}`);
 const server = await startSideBySideServer();
 try {
   await new Promise<void>((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${out}`, child, runtime, scenario, server.url], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const proc = spawn(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        '--cpu-prof',
+        '--cpu-prof-interval=200',
+        `--cpu-prof-dir=${out}`,
+        child,
+        runtime,
+        scenario,
+        server.url,
+      ],
+      {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
     proc.on('error', reject);
     proc.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${code}`))));
   });
 } finally {
   await server.close();
 }
-const file = readdirSync(out).filter((name) => name.endsWith('.cpuprofile')).sort().at(-1)!;
+const file = readdirSync(out)
+  .filter((name) => name.endsWith('.cpuprofile'))
+  .sort()
+  .at(-1)!;
 const profile = JSON.parse(readFileSync(path.join(out, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const self = new Map<number, number>();
@@ -62,8 +78,11 @@ const sums = (key: (node: ProfileNode) => string) => {
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 console.log(`${runtime}: ${total.toFixed(0)} ms sampled; profile in ${path.join(out, file)}`);
 console.log('self time by source:');
-for (const [name, ms] of sums((node) => group(node.callFrame.url)).slice(0, 12)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${((ms / total) * 100).toFixed(1).padStart(5)}%  ${name}`);
+for (const [name, ms] of sums((node) => group(node.callFrame.url)).slice(0, 12))
+  console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${((ms / total) * 100).toFixed(1).padStart(5)}%  ${name}`);
 console.log('self time by function:');
-for (const [name, ms] of sums((node) => `${node.callFrame.functionName || '(anonymous)'} ${path.basename(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`).slice(0, 30)) {
+for (const [name, ms] of sums(
+  (node) => `${node.callFrame.functionName || '(anonymous)'} ${path.basename(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`,
+).slice(0, 30)) {
   console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${((ms / total) * 100).toFixed(1).padStart(5)}%  ${name}`);
 }

@@ -6,7 +6,15 @@
  */
 import { startScriptedModelServer } from '@flue/runtime/testing';
 import type { RecordedRequest, ScriptedModelServer, ScriptedResponse } from '@flue/runtime/testing';
-import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, TEXT_CHUNKS, TOOL_NAME, keyOfQuestion, replyChunks, valueInToolResult } from './side-by-side-script.ts';
+import {
+  SLOW_KEY_PREFIX,
+  SLOW_STREAM_MS,
+  TEXT_CHUNKS,
+  TOOL_NAME,
+  keyOfQuestion,
+  replyChunks,
+  valueInToolResult,
+} from './side-by-side-script.ts';
 
 export function scriptedReply(request: RecordedRequest): ScriptedResponse {
   const messages = request.messages;
@@ -31,4 +39,3 @@ export function scriptedReply(request: RecordedRequest): ScriptedResponse {
 export function startSideBySideServer(): Promise<ScriptedModelServer> {
   return startScriptedModelServer({ fallback: scriptedReply });
 }
-

@@ -121,7 +121,9 @@ for (const runtime of RUNTIMES) {
 const benchStarted = performance.now();
 console.error(
   `[bench] side by side: ${RUNS} runs × ${SCENARIOS.length} scenarios × ${RUNTIMES.length} runtimes, model server at ${server.url}; ` +
-    `load average ${loadavg().map((v) => v.toFixed(1)).join(' ')} on ${availableParallelism()} cores`,
+    `load average ${loadavg()
+      .map((v) => v.toFixed(1))
+      .join(' ')} on ${availableParallelism()} cores`,
 );
 try {
   for (let run = 0; run < RUNS; run++) {
@@ -189,7 +191,12 @@ const FIGURES: Figure[] = [
   { figure: `(a) wall per turn, ${TURNS}-turn conversation`, metric: 'wallPerTurn', format: ms, target: 1.5 },
   { figure: `(a) CPU per turn, ${TURNS}-turn conversation`, metric: 'cpuPerTurn', format: ms, target: 1.5 },
   { figure: '(a) peak RSS', metric: 'turnsRss', format: mib, target: 1.3 },
-  { figure: `(b) wall, ${FANOUT_CONVERSATIONS} one-turn conversations ${FANOUT_CONCURRENCY} at a time`, metric: 'fanoutWall', format: ms, target: 1.5 },
+  {
+    figure: `(b) wall, ${FANOUT_CONVERSATIONS} one-turn conversations ${FANOUT_CONCURRENCY} at a time`,
+    metric: 'fanoutWall',
+    format: ms,
+    target: 1.5,
+  },
   { figure: `(b) CPU, ${FANOUT_CONVERSATIONS} conversations`, metric: 'fanoutCpu', format: ms, target: 1.25 },
   { figure: '(b) peak RSS', metric: 'fanoutRss', format: mib, target: 1.3 },
   { figure: '(c) cold start: spawn → first settled reply', metric: 'cold', format: ms, target: 1.3 },
@@ -251,13 +258,22 @@ console.log(markdownTable(rows));
 
 console.log('\nCross-check, median of per-run ratios (each run against the same run of the floor):');
 for (const { figure, metric } of FIGURES) {
-  console.log(`  ${figure}: ours ${times(pairedRatio('ours', 'floor', metric))}, original ${times(pairedRatio('original', 'floor', metric))}`);
+  console.log(
+    `  ${figure}: ours ${times(pairedRatio('ours', 'floor', metric))}, original ${times(pairedRatio('original', 'floor', metric))}`,
+  );
 }
 for (const field of ['wallMs', 'cpuMs'] as const) {
-  console.log(`\n${field === 'wallMs' ? 'Wall' : 'CPU'} time of each turn of the ${TURNS}-turn conversation (median over runs, ms, turn 1 → ${TURNS}):`);
-  for (const runtime of RUNTIMES) console.log(`  ${runtime.padEnd(8)} ${perTurn(runtime, field).map((v) => v.toFixed(0)).join(' ')}`);
+  console.log(
+    `\n${field === 'wallMs' ? 'Wall' : 'CPU'} time of each turn of the ${TURNS}-turn conversation (median over runs, ms, turn 1 → ${TURNS}):`,
+  );
+  for (const runtime of RUNTIMES)
+    console.log(
+      `  ${runtime.padEnd(8)} ${perTurn(runtime, field)
+        .map((v) => v.toFixed(0))
+        .join(' ')}`,
+    );
 }
-console.log('\n(c) where the cold start goes, on the child\'s clock (median over runs, ms):');
+console.log("\n(c) where the cold start goes, on the child's clock (median over runs, ms):");
 for (const runtime of RUNTIMES) {
   const phases = samples.cold.get(runtime)!;
   console.log(
@@ -268,12 +284,20 @@ for (const runtime of RUNTIMES) {
 console.log('\nRaw samples per run:');
 for (const runtime of RUNTIMES) {
   console.log(
-    `  ${runtime.padEnd(8)} (a) wall/turn ${METRICS.wallPerTurn(runtime).map((v) => v.toFixed(1)).join(', ')} ms; ` +
-      `(b) ${METRICS.fanoutWall(runtime).map((v) => (v / 1000).toFixed(2)).join(', ')} s; ` +
-      `(c) ${METRICS.cold(runtime).map((v) => v.toFixed(0)).join(', ')} ms`,
+    `  ${runtime.padEnd(8)} (a) wall/turn ${METRICS.wallPerTurn(runtime)
+      .map((v) => v.toFixed(1))
+      .join(', ')} ms; ` +
+      `(b) ${METRICS.fanoutWall(runtime)
+        .map((v) => (v / 1000).toFixed(2))
+        .join(', ')} s; ` +
+      `(c) ${METRICS.cold(runtime)
+        .map((v) => v.toFixed(0))
+        .join(', ')} ms`,
   );
 }
 console.log(
   `\n[bench] side by side took ${((performance.now() - benchStarted) / 1000).toFixed(0)} s; ` +
-    `load average ${loadavg().map((v) => v.toFixed(1)).join(' ')} on ${availableParallelism()} cores (other work on the machine inflates wall times)`,
+    `load average ${loadavg()
+      .map((v) => v.toFixed(1))
+      .join(' ')} on ${availableParallelism()} cores (other work on the machine inflates wall times)`,
 );

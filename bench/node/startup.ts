@@ -138,7 +138,9 @@ try {
   const method = `wrangler check startup (local workerd, V8 sampling profile, active CPU), median of ${ROUNDS} alternating rounds`;
   saveRows(MINIFY ? 'startup-minified' : 'startup', method, rows);
   console.log(`Worker startup (${method})`);
-  console.log(`  ours ${o} ms (bundle ${sizes.ours}) vs provider alone ${p} ms (bundle ${sizes.alone}) → ${ratio.toFixed(2)}× (target ≤ ${TARGET_RATIO}×)`);
+  console.log(
+    `  ours ${o} ms (bundle ${sizes.ours}) vs provider alone ${p} ms (bundle ${sizes.alone}) → ${ratio.toFixed(2)}× (target ≤ ${TARGET_RATIO}×)`,
+  );
   console.log(`  all rounds: ours [${oursMs.join(', ')}], provider alone [${aloneMs.join(', ')}]`);
   const top = (modules: Map<string, number>) =>
     [...modules]

@@ -112,11 +112,15 @@ async function turn(side: Side, conversation: string, key: string, accept?: Set<
   const replies = accept ? (body.reply ?? '').split(/(?=The answer is )/) : [];
   if (accept && replies.length > 1 && !unusual) {
     unusual = true;
-    console.log(`${side.name}: a burst reply of ${replies.length} parts: ${replies.map((part) => `${part.length} chars, ${accept.has(part) ? 'a scripted reply' : JSON.stringify(part.slice(0, 60))}`).join('; ')}`);
+    console.log(
+      `${side.name}: a burst reply of ${replies.length} parts: ${replies.map((part) => `${part.length} chars, ${accept.has(part) ? 'a scripted reply' : JSON.stringify(part.slice(0, 60))}`).join('; ')}`,
+    );
   }
   if (response.status !== 200 || !(accept ? replies.some((reply) => accept.has(reply)) : body.reply === expectedReply(key))) {
     const reply = JSON.stringify(body);
-    throw new Error(`${side.name}: turn ${conversation}/${key} answered ${response.status} (${reply.length} chars) ${reply.slice(0, 200)} … ${reply.slice(-200)}`);
+    throw new Error(
+      `${side.name}: turn ${conversation}/${key} answered ${response.status} (${reply.length} chars) ${reply.slice(0, 200)} … ${reply.slice(-200)}`,
+    );
   }
 }
 
@@ -159,7 +163,8 @@ async function modelRequests(side: Side, expected: number | undefined, work: () 
   const before = server.requests.length;
   await work();
   const made = server.requests.length - before;
-  if (expected !== undefined && made !== expected) throw new Error(`${side.name}: expected ${expected} model requests, the server saw ${made}`);
+  if (expected !== undefined && made !== expected)
+    throw new Error(`${side.name}: expected ${expected} model requests, the server saw ${made}`);
   return made;
 }
 
@@ -368,19 +373,24 @@ function billRows(bills: Bills): BenchRow[] {
 /** The meters each bill was priced from, and the bill with all three sides side by side. */
 function printBills(bills: Bills): void {
   for (const scenario of ['instant', 'streamed'] as const) {
-    console.log(`\nThe bill, ${SCENARIO_LABEL[scenario]} (a tool call, then the 200-chunk reply): a turn's meters, then $ per million turns`);
+    console.log(
+      `\nThe bill, ${SCENARIO_LABEL[scenario]} (a tool call, then the 200-chunk reply): a turn's meters, then $ per million turns`,
+    );
     const sides = ['ours', 'bare', 'agents'] as const;
     console.log(`| meter | ${sides.join(' | ')} |\n| --- | --- | --- | --- |`);
     for (const meter of Object.keys(bills[scenario].ours.usage) as (keyof TurnUsage)[]) {
       console.log(`| ${meter} | ${sides.map((side) => bills[scenario][side].usage[meter].toFixed(1)).join(' | ')} |`);
     }
-    for (const line of BILL_LINES) console.log(`| ${line} | ${sides.map((side) => dollars(bills[scenario][side].bill[line])).join(' | ')} |`);
+    for (const line of BILL_LINES)
+      console.log(`| ${line} | ${sides.map((side) => dollars(bills[scenario][side].bill[line])).join(' | ')} |`);
     console.log(`| **total** | ${sides.map((side) => `**${dollars(billTotal(bills[scenario][side].bill))}**`).join(' | ')} |`);
     console.log(`| dominates | ${sides.map((side) => share(bills[scenario][side].bill)).join(' | ')} |`);
   }
 }
 
-const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], { stdio: 'inherit' });
+const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-sdk/ensure-installed.mjs', import.meta.url))], {
+  stdio: 'inherit',
+});
 if (installed.status !== 0) process.exit(installed.status ?? 1);
 
 const server = await startSideBySideServer();
@@ -423,15 +433,19 @@ try {
 
   sides.forEach((s, i) => {
     const [ticks, ns] = ticksBefore[i]!;
-    console.log(`${s.name}: Worker workerd CPU over all runs: ${(tickCpuMs(s.processes.worker) - ticks!).toFixed(0)} ms by /proc stat, ${(cpuMs(s.processes.worker) - ns!).toFixed(0)} ms by thread schedstat`);
+    console.log(
+      `${s.name}: Worker workerd CPU over all runs: ${(tickCpuMs(s.processes.worker) - ticks!).toFixed(0)} ms by /proc stat, ${(cpuMs(s.processes.worker) - ns!).toFixed(0)} ms by thread schedstat`,
+    );
   });
   const perTurn = (name: string) => median(turns[name]!.map((sample) => mean(sample.cpu)));
   const late = (name: string) => median(turns[name]!.map((sample) => mean(sample.cpu.slice(15))));
   const first = (name: string) => median(turns[name]!.map((sample) => sample.cpu[0]!));
   const rowsPerTurn = (name: string) => median(turns[name]!.map((sample) => sample.rows));
   // Turn 1 of each conversation creates it; the figure is a follow-up turn's.
-  const firstRequest = (name: string) => median(turns[name]!.flatMap((sample) => sample.firstRequest.slice(name === 'agents' ? 1 : CONVERSATIONS_PER_TURN)));
-  const figure = (samples: Record<string, Sample[]>, name: string, key: keyof Sample) => median(samples[name]!.map((sample) => sample[key]));
+  const firstRequest = (name: string) =>
+    median(turns[name]!.flatMap((sample) => sample.firstRequest.slice(name === 'agents' ? 1 : CONVERSATIONS_PER_TURN)));
+  const figure = (samples: Record<string, Sample[]>, name: string, key: keyof Sample) =>
+    median(samples[name]!.map((sample) => sample[key]));
 
   const cpuRatio = perTurn('ours') / perTurn('bare');
   const flat = late('ours') / first('ours');
@@ -441,7 +455,15 @@ try {
   const burstCpu = figure(burst, 'ours', 'cpu') / figure(burst, 'bare', 'cpu');
   const exchanges = (name: string) => burst[name]!.map((sample) => sample.requests).join(', ');
   const rows: BenchRow[] = [
-    { figure: '(1) workerd CPU per turn, 20-turn conversations', ours: ms(perTurn('ours')), baseline: ms(perTurn('bare')), ratio: times(cpuRatio), target: '≤ 1.3×', met: cpuRatio <= 1.3, note: 'bare Worker + DO, pi-ai alone' },
+    {
+      figure: '(1) workerd CPU per turn, 20-turn conversations',
+      ours: ms(perTurn('ours')),
+      baseline: ms(perTurn('bare')),
+      ratio: times(cpuRatio),
+      target: '≤ 1.3×',
+      met: cpuRatio <= 1.3,
+      note: 'bare Worker + DO, pi-ai alone',
+    },
     {
       figure: '(1) flat: workerd CPU of turns 16–20 vs turn 1',
       ours: ms(late('ours')),
@@ -451,8 +473,22 @@ try {
       met: flat <= 1.2,
       note: `baseline: our own turn 1; bare ${times(late('bare') / first('bare'))}`,
     },
-    { figure: `(2) ${FANOUT} one-turn conversations at once, wall`, ours: ms(figure(fan, 'ours', 'wall')), baseline: ms(figure(fan, 'bare', 'wall')), ratio: times(fanWall), target: '≤ 1.5×', met: fanWall <= 1.5 },
-    { figure: `(2) ${FANOUT} one-turn conversations at once, workerd CPU`, ours: ms(figure(fan, 'ours', 'cpu')), baseline: ms(figure(fan, 'bare', 'cpu')), ratio: times(fanCpu), target: '≤ 1.5×', met: fanCpu <= 1.5 },
+    {
+      figure: `(2) ${FANOUT} one-turn conversations at once, wall`,
+      ours: ms(figure(fan, 'ours', 'wall')),
+      baseline: ms(figure(fan, 'bare', 'wall')),
+      ratio: times(fanWall),
+      target: '≤ 1.5×',
+      met: fanWall <= 1.5,
+    },
+    {
+      figure: `(2) ${FANOUT} one-turn conversations at once, workerd CPU`,
+      ours: ms(figure(fan, 'ours', 'cpu')),
+      baseline: ms(figure(fan, 'bare', 'cpu')),
+      ratio: times(fanCpu),
+      target: '≤ 1.5×',
+      met: fanCpu <= 1.5,
+    },
     {
       figure: `(3) ${BURST} concurrent sends to one conversation, wall`,
       ours: ms(figure(burst, 'ours', 'wall')),
@@ -462,7 +498,14 @@ try {
       met: burstWall <= 1.5,
       note: `bare DO queue: admit in SQL, join the next exchange; model requests per burst: ours ${exchanges('ours')}, bare ${exchanges('bare')}`,
     },
-    { figure: `(3) ${BURST} concurrent sends to one conversation, workerd CPU`, ours: ms(figure(burst, 'ours', 'cpu')), baseline: ms(figure(burst, 'bare', 'cpu')), ratio: times(burstCpu), target: '≤ 1.5×', met: burstCpu <= 1.5 },
+    {
+      figure: `(3) ${BURST} concurrent sends to one conversation, workerd CPU`,
+      ours: ms(figure(burst, 'ours', 'cpu')),
+      baseline: ms(figure(burst, 'bare', 'cpu')),
+      ratio: times(burstCpu),
+      target: '≤ 1.5×',
+      met: burstCpu <= 1.5,
+    },
   ];
   const vsAgents = (label: string, ours: number, theirs: number, format: (value: number) => string): BenchRow => ({
     figure: label,
@@ -474,25 +517,49 @@ try {
     note: 'Agents SDK 0.32 + ai-chat 0.12 + AI SDK 7',
   });
   const agentsRows: BenchRow[] = [
-    vsAgents('DO rows written per follow-up turn (SQL rows + setAlarm + KV writes)', rowsPerTurn('ours'), rowsPerTurn('agents'), (value) => `${value.toFixed(1)} rows`),
+    vsAgents(
+      'DO rows written per follow-up turn (SQL rows + setAlarm + KV writes)',
+      rowsPerTurn('ours'),
+      rowsPerTurn('agents'),
+      (value) => `${value.toFixed(1)} rows`,
+    ),
     vsAgents('workerd CPU per turn, 20-turn conversations', perTurn('ours'), perTurn('agents'), ms),
     vsAgents('send → first model request, follow-up turn', firstRequest('ours'), firstRequest('agents'), ms),
   ];
   const bills = billOf(turns, streamed);
   saveRows('wrangler-dev-cpu', `wrangler dev, workerd process CPU from /proc, median of ${RUNS} runs`, rows);
   saveRows('agents-sdk', `the same one-tool agent on the Cloudflare Agents SDK, wrangler dev, median of ${RUNS} runs`, agentsRows);
-  saveRows('bill', `dollars per million turns on Cloudflare's price list (bench/pricing.ts), from the meters of (1) and (4), median of ${RUNS} runs`, billRows(bills));
+  saveRows(
+    'bill',
+    `dollars per million turns on Cloudflare's price list (bench/pricing.ts), from the meters of (1) and (4), median of ${RUNS} runs`,
+    billRows(bills),
+  );
   printBills(bills);
-  console.log(`\nload average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `\nload average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   for (const s of sides) {
     const name = s.name;
-    console.log(`${name}: per-turn CPU series (median over runs, ms): ${Array.from({ length: TURNS }, (_, t) => median(turns[name]!.map((sample) => sample.cpu[t]!)).toFixed(1)).join(' ')}`);
-    console.log(`${name}: rows per follow-up turn by run: ${turns[name]!.map((sample) => sample.rows.toFixed(2)).join(', ')}; send → first model request, turn 1: ${median(turns[name]!.flatMap((sample) => sample.firstRequest.slice(0, name === 'agents' ? 1 : CONVERSATIONS_PER_TURN)))} ms, follow-ups: ${firstRequest(name)} ms`);
+    console.log(
+      `${name}: per-turn CPU series (median over runs, ms): ${Array.from({ length: TURNS }, (_, t) => median(turns[name]!.map((sample) => sample.cpu[t]!)).toFixed(1)).join(' ')}`,
+    );
+    console.log(
+      `${name}: rows per follow-up turn by run: ${turns[name]!.map((sample) => sample.rows.toFixed(2)).join(', ')}; send → first model request, turn 1: ${median(turns[name]!.flatMap((sample) => sample.firstRequest.slice(0, name === 'agents' ? 1 : CONVERSATIONS_PER_TURN)))} ms, follow-ups: ${firstRequest(name)} ms`,
+    );
     if (name === 'agents') continue;
-    console.log(`${name}: fan-out samples: ${fan[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, proxy workerd ${x.proxy.toFixed(0)} ms, wrangler node ${x.wrangler.toFixed(0)} ms, bench process (model server + client) ${x.bench.toFixed(0)} ms`).join('; ')}`);
-    console.log(`${name}: burst samples: ${burst[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, ${x.requests} model requests`).join('; ')}`);
+    console.log(
+      `${name}: fan-out samples: ${fan[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, proxy workerd ${x.proxy.toFixed(0)} ms, wrangler node ${x.wrangler.toFixed(0)} ms, bench process (model server + client) ${x.bench.toFixed(0)} ms`).join('; ')}`,
+    );
+    console.log(
+      `${name}: burst samples: ${burst[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, ${x.requests} model requests`).join('; ')}`,
+    );
   }
-  for (const row of [...rows, ...agentsRows]) console.log(`${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'}`);
+  for (const row of [...rows, ...agentsRows])
+    console.log(
+      `${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'}`,
+    );
 } finally {
   for (const s of sides) await s.dev.stop();
   await server.close();

@@ -36,7 +36,13 @@ if (!bare) buildProject(project);
 const inspectorPort = await freePort();
 const inspect = ['--inspector-port', String(inspectorPort)];
 const dev = bare
-  ? await startWranglerDev(fileURLToPath(new URL('../workers/bare-turns/', import.meta.url)), { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc', inspect)
+  ? await startWranglerDev(
+      fileURLToPath(new URL('../workers/bare-turns/', import.meta.url)),
+      { MODEL_URL: server.url },
+      90_000,
+      'wrangler.jsonc',
+      inspect,
+    )
   : await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url }, 90_000, '.flue.wrangler.json', inspect);
 
 async function turn(conversation: string, key: string): Promise<void> {
@@ -47,7 +53,10 @@ async function turn(conversation: string, key: string): Promise<void> {
 
 try {
   for (let t = 1; t <= 3; t++) await turn('warmup', `warmup-${t}`);
-  const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as { webSocketDebuggerUrl: string; title?: string }[];
+  const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as {
+    webSocketDebuggerUrl: string;
+    title?: string;
+  }[];
   // wrangler's inspector proxy accepts DevTools connections from local origins only.
   const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl, { headers: { origin: 'http://localhost' } } as unknown as string[]);
   await new Promise((resolve, reject) => {
@@ -105,7 +114,9 @@ try {
       .slice(0, n)
       .map(([name, ms]) => `  ${ms.toFixed(0).padStart(7)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${name}`)
       .join('\n');
-  console.log(`profile: ${total.toFixed(0)} ms sampled\nself time by source:\n${top(bySource, 15)}\nself time by function:\n${top(byFunction, 40)}`);
+  console.log(
+    `profile: ${total.toFixed(0)} ms sampled\nself time by source:\n${top(bySource, 15)}\nself time by function:\n${top(byFunction, 40)}`,
+  );
 } finally {
   await dev.stop();
   await server.close();

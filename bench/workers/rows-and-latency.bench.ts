@@ -358,7 +358,14 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
   const idle = await idleStub.benchMeter();
   const idleAlarm = await idleStub.benchAlarm();
   const idleWrites = idle.sqlRowsWritten + idle.setAlarm + idle.kvWrites;
-  row(`rows written and alarms set by a settled conversation in ${IDLE_MS / 1000} s idle`, idleWrites, undefined, '0', idleWrites === 0 && idleAlarm === null, 0);
+  row(
+    `rows written and alarms set by a settled conversation in ${IDLE_MS / 1000} s idle`,
+    idleWrites,
+    undefined,
+    '0',
+    idleWrites === 0 && idleAlarm === null,
+    0,
+  );
 
   // Where the rows of a submission go (the follow-up run whose total is the median).
   const breakdownRows: (string | number)[][] = [];
@@ -391,7 +398,9 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
   const exampleMedian = median(example.map((s) => s.meter.sqlRowsWritten));
   const shown = example.find((s) => s.meter.sqlRowsWritten === exampleMedian) ?? example[0]!;
   for (const write of shown.meter.writes) {
-    statements.push(`  ${String(write.rowsWritten).padStart(2)}  ${write.sql}${write.recordTypes ? `  [${summarizeTypes(write.recordTypes)}]` : ''}`);
+    statements.push(
+      `  ${String(write.rowsWritten).padStart(2)}  ${write.sql}${write.recordTypes ? `  [${summarizeTypes(write.recordTypes)}]` : ''}`,
+    );
   }
 
   const perRun = SCENARIOS.map(
@@ -424,7 +433,21 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
       '',
       'Rows per submission by cause (SQL rows written, follow-up submission, the median run):',
       table(
-        ['scenario', 'total', 'admission', 'attempt', 'input', 'tools snapshot', 'model step', 'tool results', 'settlement', 'other', 'setAlarm', 'deleteAlarm', 'unconsumed cursors'],
+        [
+          'scenario',
+          'total',
+          'admission',
+          'attempt',
+          'input',
+          'tools snapshot',
+          'model step',
+          'tool results',
+          'settlement',
+          'other',
+          'setAlarm',
+          'deleteAlarm',
+          'unconsumed cursors',
+        ],
         breakdownRows,
       ),
       '',

@@ -101,7 +101,16 @@ export function meterRequests(prototype: object, isEntry: (name: string) => bool
  * the cursors of their writes.
  */
 export function isolateWrites(): IsolateWrites {
-  const total: IsolateWrites = { objects: meters.length, sqlRowsWritten: 0, setAlarm: 0, kvWrites: 0, billed: 0, sqlRowsRead: 0, bytesStored: 0, requests };
+  const total: IsolateWrites = {
+    objects: meters.length,
+    sqlRowsWritten: 0,
+    setAlarm: 0,
+    kvWrites: 0,
+    billed: 0,
+    sqlRowsRead: 0,
+    bytesStored: 0,
+    requests,
+  };
   for (const meter of meters) {
     const { sqlRowsWritten, setAlarm, kvWrites, sqlRowsRead, bytesStored } = meter.snapshot(true);
     total.sqlRowsWritten += sqlRowsWritten;

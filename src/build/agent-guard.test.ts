@@ -49,10 +49,15 @@ export function helper() {
 }
 `;
 
-async function load(exportNames: string[]): Promise<{ code: string; mod: Record<string, () => string | undefined>; render: typeof render }> {
+async function load(
+  exportNames: string[],
+): Promise<{ code: string; mod: Record<string, () => string | undefined>; render: typeof render }> {
   const code = await guardAgentModule(path.join(dir, 'agents.ts'), SOURCE, exportNames);
   const file = path.join(dir, `agents-${exportNames.length}.mjs`);
-  writeFileSync(file, `${code}\nimport { __flueEnterAgent as ${ENTER_AGENT_LOCAL} } from ${RUNTIME};\nexport { render as __render } from ${RENDER};\n`);
+  writeFileSync(
+    file,
+    `${code}\nimport { __flueEnterAgent as ${ENTER_AGENT_LOCAL} } from ${RUNTIME};\nexport { render as __render } from ${RENDER};\n`,
+  );
   const mod = (await import(pathToFileURL(file).href)) as Record<string, () => string | undefined> & { __render: typeof render };
   return { code, mod, render: mod.__render };
 }

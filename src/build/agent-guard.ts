@@ -45,7 +45,8 @@ export async function guardAgentModule(file: string, source: string, exportNames
 function agentFunctions(program: Program, wanted: ReadonlySet<string>): FunctionNode[] {
   const locals = new Map<string, FunctionNode>();
   for (const item of program.body) {
-    const statement = (item.type === 'ExportNamedDeclaration' || item.type === 'ExportDefaultDeclaration') && item.declaration ? item.declaration : item;
+    const statement =
+      (item.type === 'ExportNamedDeclaration' || item.type === 'ExportDefaultDeclaration') && item.declaration ? item.declaration : item;
     if (statement.type === 'FunctionDeclaration' && statement.id) locals.set(statement.id.name, statement);
     if (statement.type === 'VariableDeclaration') {
       for (const declarator of statement.declarations) {
@@ -65,13 +66,18 @@ function agentFunctions(program: Program, wanted: ReadonlySet<string>): Function
       const declaration = statement.declaration;
       if (declaration?.type === 'FunctionDeclaration') take(declaration.id.name, declaration);
       else if (declaration?.type === 'VariableDeclaration') {
-        for (const declarator of declaration.declarations) if (declarator.id.type === 'Identifier') take(declarator.id.name, locals.get(declarator.id.name));
+        for (const declarator of declaration.declarations)
+          if (declarator.id.type === 'Identifier') take(declarator.id.name, locals.get(declarator.id.name));
       } else if (declaration == null) {
         for (const specifier of statement.specifiers) take(exportedName(specifier.exported), locals.get(exportedName(specifier.local)));
       }
     } else if (statement.type === 'ExportDefaultDeclaration') {
       const declaration = statement.declaration;
-      if (declaration.type === 'FunctionDeclaration' || declaration.type === 'FunctionExpression' || declaration.type === 'ArrowFunctionExpression') {
+      if (
+        declaration.type === 'FunctionDeclaration' ||
+        declaration.type === 'FunctionExpression' ||
+        declaration.type === 'ArrowFunctionExpression'
+      ) {
         take('default', declaration);
       } else if (declaration.type === 'Identifier') take('default', locals.get(declaration.name));
     }

@@ -129,8 +129,7 @@ export class AgentIdentifierCollisionError extends FlueBuildError {
     const list = occurrences.map((o) => `${JSON.stringify(o.identity)}${where(o)}`).join(' and ');
     super(
       'AgentIdentifierCollisionError',
-      `Agent identities ${list} both map to the ${what} ${generatedName}. ` +
-        'Rename one of them (or set a distinct `agentName`).',
+      `Agent identities ${list} both map to the ${what} ${generatedName}. ` + 'Rename one of them (or set a distinct `agentName`).',
       occurrences[0] ?? {},
     );
     this.generatedName = generatedName;
@@ -149,7 +148,7 @@ export class MisplacedUseAgentDirectiveError extends FlueBuildError {
       `${file} contains 'use agent', but not as the module's first statement, so ${listNames(exportNames)} ` +
         `would not be registered as ${exportNames.length === 1 ? 'an agent' : 'agents'}. Move 'use agent'; to the very top of the file, ` +
         'before every import and other statement (comments may precede it), written exactly as a plain string ' +
-        "('use agent' or \"use agent\", no escapes, parentheses or type casts).",
+        '(\'use agent\' or "use agent", no escapes, parentheses or type casts).',
       { file, exportName: exportNames[0] },
     );
   }
@@ -186,20 +185,13 @@ export class AsyncAgentExportError extends FlueBuildError {
 
 export class AgentModuleParseError extends FlueBuildError {
   constructor(file: string, detail: string, cause?: unknown) {
-    super(
-      'AgentModuleParseError',
-      `Cannot parse ${file}, which mentions 'use agent': ${detail}`,
-      { file },
-      cause,
-    );
+    super('AgentModuleParseError', `Cannot parse ${file}, which mentions 'use agent': ${detail}`, { file }, cause);
   }
 }
 
 function where(location: AgentLocation): string {
   if (location.file === undefined) return '';
-  return location.exportName === undefined
-    ? ` (${location.file})`
-    : ` (export ${location.exportName} in ${location.file})`;
+  return location.exportName === undefined ? ` (${location.file})` : ` (export ${location.exportName} in ${location.file})`;
 }
 
 function describeAll(occurrences: AgentLocation[]): string {

@@ -30,7 +30,13 @@ describe('build() of templates/cloudflare', () => {
   }, 60_000);
 
   it('writes the outputs of §3.1', () => {
-    for (const rel of ['dist/worker.js', 'dist/worker.js.map', 'dist/entry.generated.mjs', 'dist/flue-manifest.json', '.flue.wrangler.json']) {
+    for (const rel of [
+      'dist/worker.js',
+      'dist/worker.js.map',
+      'dist/entry.generated.mjs',
+      'dist/flue-manifest.json',
+      '.flue.wrangler.json',
+    ]) {
       expect(existsSync(path.join(dir, rel)), rel).toBe(true);
     }
     expect(JSON.parse(read(dir, '.wrangler/deploy/config.json'))).toEqual({ configPath: '../../.flue.wrangler.json' });
@@ -55,7 +61,15 @@ describe('build() of templates/cloudflare', () => {
 
   it('writes the manifest', () => {
     const manifest = {
-      agents: [{ identity: 'Hello', exportName: 'Hello', file: 'src/agents/hello.ts', className: 'FlueHelloAgent', bindingName: 'FLUE_HELLO_AGENT' }],
+      agents: [
+        {
+          identity: 'Hello',
+          exportName: 'Hello',
+          file: 'src/agents/hello.ts',
+          className: 'FlueHelloAgent',
+          bindingName: 'FLUE_HELLO_AGENT',
+        },
+      ],
       cloudflareExports: ['GreetingWorkflow'],
     };
     expect(result.manifest).toEqual(manifest);
@@ -125,7 +139,9 @@ describe('build() of templates/cloudflare', () => {
     const app = read(dir, 'src/app.ts');
     writeFileSync(path.join(dir, 'src/app.ts'), `import './missing.ts';\n${app}`);
     try {
-      await expect(build({ root: dir })).rejects.toThrow(/^\[flue\] Bundling failed:\n {2}src\/app\.ts:1:8: Could not resolve "\.\/missing\.ts"/);
+      await expect(build({ root: dir })).rejects.toThrow(
+        /^\[flue\] Bundling failed:\n {2}src\/app\.ts:1:8: Could not resolve "\.\/missing\.ts"/,
+      );
       expect(read(dir, 'dist/worker.js')).toBe(worker);
     } finally {
       writeFileSync(path.join(dir, 'src/app.ts'), app);
@@ -192,7 +208,9 @@ describe('build() infers providers from model ids', () => {
   it('a computed id warns with file:line, the providers included and how to add more', async () => {
     const dir = project({
       'src/app.ts': MINIMAL_APP,
-      'src/agents/a.ts': agent("export function A() {\n  useModel('anthropic/claude-haiku-4-5');\n  return '';\n}\nexport function B(props: { model: string }) {\n  useModel(props.model);\n  return '';\n}"),
+      'src/agents/a.ts': agent(
+        "export function A() {\n  useModel('anthropic/claude-haiku-4-5');\n  return '';\n}\nexport function B(props: { model: string }) {\n  useModel(props.model);\n  return '';\n}",
+      ),
       'wrangler.jsonc': wranglerJsonc(['FlueAAgent', 'FlueBAgent']),
     });
     const result = await build({ root: dir });
@@ -233,11 +251,12 @@ describe('build() of small projects', () => {
   it('lists cloudflare.ts named exports, imports .md as text, applies wrangler define', async () => {
     const dir = project({
       'flue.config.ts': config,
-      'src/app.ts': "import { Greeter } from './agents/greeter.ts';\nexport default { fetch() { return new Response(String(Greeter)); } };\n",
-      'src/agents/greeter.ts': "'use agent';\nimport prompt from '../prompts/greeter.md';\nexport function Greeter() { return prompt + BUILD_ID; }\nGreeter.agentName = 'greeter-bot';\n",
+      'src/app.ts':
+        "import { Greeter } from './agents/greeter.ts';\nexport default { fetch() { return new Response(String(Greeter)); } };\n",
+      'src/agents/greeter.ts':
+        "'use agent';\nimport prompt from '../prompts/greeter.md';\nexport function Greeter() { return prompt + BUILD_ID; }\nGreeter.agentName = 'greeter-bot';\n",
       'src/prompts/greeter.md': 'You greet people *warmly*.\n',
-      'src/cloudflare.ts':
-        "export class Counter {}\nexport const VERSION = '1';\nexport default { scheduled() {} };\n",
+      'src/cloudflare.ts': "export class Counter {}\nexport const VERSION = '1';\nexport default { scheduled() {} };\n",
       'wrangler.jsonc': wranglerJsonc(['FlueGreeterBotAgent', 'Counter'], {
         define: { BUILD_ID: '"build-42"' },
         durable_objects: { bindings: [{ name: 'COUNTER', class_name: 'Counter' }] },
@@ -247,7 +266,15 @@ describe('build() of small projects', () => {
     const lines: string[] = [];
     const result = await build({ root: dir, minify: true, log: (l) => lines.push(l) });
     expect(result.manifest).toEqual({
-      agents: [{ identity: 'greeter-bot', exportName: 'Greeter', file: 'src/agents/greeter.ts', className: 'FlueGreeterBotAgent', bindingName: 'FLUE_GREETER_BOT_AGENT' }],
+      agents: [
+        {
+          identity: 'greeter-bot',
+          exportName: 'Greeter',
+          file: 'src/agents/greeter.ts',
+          className: 'FlueGreeterBotAgent',
+          bindingName: 'FLUE_GREETER_BOT_AGENT',
+        },
+      ],
       cloudflareExports: ['Counter', 'VERSION'],
     });
     const js = read(dir, 'dist/worker.js');
@@ -281,7 +308,8 @@ describe('build() of small projects', () => {
   it('fails on node:sqlite in the Worker graph', async () => {
     const dir = project({
       'flue.config.ts': config,
-      'src/app.ts': "import { DatabaseSync } from 'node:sqlite';\nexport default { fetch() { return new Response(String(DatabaseSync)); } };\n",
+      'src/app.ts':
+        "import { DatabaseSync } from 'node:sqlite';\nexport default { fetch() { return new Response(String(DatabaseSync)); } };\n",
       'wrangler.jsonc': wranglerJsonc([]),
     });
     await expect(build({ root: dir })).rejects.toThrow('Import chain:\n  dist/entry.generated.mjs\n  → src/app.ts\n  → node:sqlite');
@@ -294,7 +322,9 @@ describe('build() of small projects', () => {
       'src/a.md': 'x',
       'wrangler.jsonc': wranglerJsonc([]),
     });
-    await expect(build({ root: dir })).rejects.toThrow("Import queries are not supported on .md imports (\"./a.md?raw\"). Use a plain import: import text from './a.md'.");
+    await expect(build({ root: dir })).rejects.toThrow(
+      'Import queries are not supported on .md imports ("./a.md?raw"). Use a plain import: import text from \'./a.md\'.',
+    );
     writeFiles(dir, {
       'src/app.ts': "export default { async fetch() { return new Response(String(await import('./skills/review/SKILL.md'))); } };\n",
       'src/skills/review/SKILL.md': '---\nname: review\ndescription: Review.\n---\n',
@@ -303,9 +333,7 @@ describe('build() of small projects', () => {
   }, 60_000);
 
   it('packages a SKILL.md import: the whole directory, junk skipped with warnings', async () => {
-    const app =
-      "import skill from './skills/review/SKILL.md';\n" +
-      'export default { fetch() { return Response.json(skill); } };\n';
+    const app = "import skill from './skills/review/SKILL.md';\n" + 'export default { fetch() { return Response.json(skill); } };\n';
     const dir = project({
       'flue.config.ts': config,
       'src/app.ts': app,
@@ -331,10 +359,18 @@ describe('build() of small projects', () => {
     const source = skillModuleSource(packaged.reference);
     const skill = (await import(`data:text/javascript,${encodeURIComponent(source)}`)).default;
     expect(Object.isFrozen(skill) && Object.isFrozen(skill.files)).toBe(true);
-    expect(skill).toMatchObject({ __flueSkillReference: true, name: 'review', description: 'Review a pull request.', instructions: '# Review\nRead the diff.\n' });
+    expect(skill).toMatchObject({
+      __flueSkillReference: true,
+      name: 'review',
+      description: 'Review a pull request.',
+      instructions: '# Review\nRead the diff.\n',
+    });
     expect(skill.id).toMatch(/^skill:review:[0-9a-f]{16}$/);
     expect(Object.keys(skill.files)).toEqual(['SKILL.md', 'logo.png', 'scripts/check.sh']);
-    expect(skill.files['logo.png']).toEqual({ kind: 'binary', content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]).toString('base64') });
+    expect(skill.files['logo.png']).toEqual({
+      kind: 'binary',
+      content: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]).toString('base64'),
+    });
     expect(bundle).toContain(skill.id);
   }, 60_000);
 

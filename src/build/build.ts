@@ -138,8 +138,19 @@ export function createBuilder(options: BuildOptions): Builder {
     }
     log(`[flue] Bundling ${path.join('dist', 'worker.js')}${incremental ? ' (incremental)' : ''}`);
     const bundling = context;
-    const modules = [prepared.app, ...(prepared.cloudflare === undefined ? [] : [prepared.cloudflare]), ...prepared.scan.modules.map((m) => m.file)];
-    const { result, warnings } = await bundleBesideLoadCheck(() => bundling.rebuild(), { root, target: 'cloudflare', modules, define, alias, log });
+    const modules = [
+      prepared.app,
+      ...(prepared.cloudflare === undefined ? [] : [prepared.cloudflare]),
+      ...prepared.scan.modules.map((m) => m.file),
+    ];
+    const { result, warnings } = await bundleBesideLoadCheck(() => bundling.rebuild(), {
+      root,
+      target: 'cloudflare',
+      modules,
+      define,
+      alias,
+      log,
+    });
     for (const text of warnings) {
       prepared.warnings.push(text);
       log(`[flue] warning: ${text}`);
@@ -195,7 +206,14 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
   }
   for (const warning of warnings) log(`[flue] warning: ${warning}`);
 
-  const providers = await buildProviders({ root, config, entries: [app, ...(cloudflare === undefined ? [] : [cloudflare]), ...scan.modules.map((m) => m.file)], alias: userBuildOptions(wrangler).alias, warnings, log });
+  const providers = await buildProviders({
+    root,
+    config,
+    entries: [app, ...(cloudflare === undefined ? [] : [cloudflare]), ...scan.modules.map((m) => m.file)],
+    alias: userBuildOptions(wrangler).alias,
+    warnings,
+    log,
+  });
   const entry = generateEntry({
     app,
     ...(cloudflare === undefined ? {} : { cloudflare }),
@@ -236,7 +254,9 @@ async function buildProviders(options: {
     else {
       // Possibly a provider the app registers itself (setProvider in src/cloudflare.ts): not an error.
       const site = inferred.sites.get(id)!;
-      warn(`${site.file}:${site.line} names provider "${id}", which is not a pi-ai provider; register it yourself with setProvider(...) or fix the model id.`);
+      warn(
+        `${site.file}:${site.line} names provider "${id}", which is not a pi-ai provider; register it yourself with setProvider(...) or fix the model id.`,
+      );
     }
   }
   out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -247,10 +267,15 @@ async function buildProviders(options: {
       `model id computed at run time at ${where}: its provider cannot be known at build time. ` +
         `The Worker includes ${ids.length > 0 ? `only ${ids.map((id) => `"${id}"`).join(', ')}` : 'no pi-ai provider'} ` +
         `(from the literal model ids). Add every provider it may name to ${label}, e.g. ` +
-        `export default { providers: [${[...ids, 'openai'].filter((v, i, a) => a.indexOf(v) === i).map((id) => `'${id}'`).join(', ')}] }.`,
+        `export default { providers: [${[...ids, 'openai']
+          .filter((v, i, a) => a.indexOf(v) === i)
+          .map((id) => `'${id}'`)
+          .join(', ')}] }.`,
     );
   }
-  log(`[flue] Providers: ${ids.length > 0 ? ids.join(', ') : '(none)'}${config.providers === undefined ? ' (from the model ids in the source)' : ''}`);
+  log(
+    `[flue] Providers: ${ids.length > 0 ? ids.join(', ') : '(none)'}${config.providers === undefined ? ' (from the model ids in the source)' : ''}`,
+  );
   return out;
 }
 
@@ -258,7 +283,10 @@ async function buildProviders(options: {
 export function globAgents(root: string, pattern: string): string[] {
   const src = path.join(root, 'src');
   const excluded = (rel: string) =>
-    rel.split(/[\\/]/).slice(0, -1).some((part) => part === 'node_modules' || part === 'dist' || part === '.wrangler' || part.startsWith('.'));
+    rel
+      .split(/[\\/]/)
+      .slice(0, -1)
+      .some((part) => part === 'node_modules' || part === 'dist' || part === '.wrangler' || part.startsWith('.'));
   return globSync(pattern, { cwd: src })
     .filter((rel) => (SOURCE_EXTENSIONS as readonly string[]).includes(path.extname(rel)) && !excluded(rel))
     .map((rel) => path.join(src, rel))
@@ -396,11 +424,20 @@ async function writeOutputs(
   if (js === undefined || map === undefined) throw new FlueBuildError('BundleError', 'esbuild produced no dist/worker.js.');
 
   const agents = prepared.scan.modules.flatMap((m) =>
-    m.agents.map((a) => ({ identity: a.identity, exportName: a.exportName, file: relative(root, m.file), className: a.className, bindingName: a.bindingName })),
+    m.agents.map((a) => ({
+      identity: a.identity,
+      exportName: a.exportName,
+      file: relative(root, m.file),
+      className: a.className,
+      bindingName: a.bindingName,
+    })),
   );
   const generated = new Set(agents.map((a) => a.className));
-  const outputMeta = result.metafile.outputs[relative(root, outputs.worker)] ?? Object.values(result.metafile.outputs).find((o) => o.entryPoint === '<stdin>');
-  const cloudflareExports = prepared.cloudflare === undefined ? [] : (outputMeta?.exports ?? []).filter((e) => e !== 'default' && !generated.has(e)).sort();
+  const outputMeta =
+    result.metafile.outputs[relative(root, outputs.worker)] ??
+    Object.values(result.metafile.outputs).find((o) => o.entryPoint === '<stdin>');
+  const cloudflareExports =
+    prepared.cloudflare === undefined ? [] : (outputMeta?.exports ?? []).filter((e) => e !== 'default' && !generated.has(e)).sort();
   const manifest: FlueManifest = { agents, cloudflareExports };
   const wranglerConfig = serializeWranglerConfig(mergeWranglerConfig(prepared.wrangler.raw, agents));
 

@@ -60,7 +60,12 @@ export async function devNodeCommand(options: NodeDevOptions): Promise<number> {
     let stopping = false;
 
     const server = superviseChild({
-      spawn: () => spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', SERVER_FILE)], { cwd: root, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }),
+      spawn: () =>
+        spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', SERVER_FILE)], {
+          cwd: root,
+          env: env(),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }),
       output: stderr,
       readyPattern: /Listening on (http:\/\/\S+)/,
       onNewUrl: (url) => stdout(`${url}\n`),
@@ -113,4 +118,3 @@ function projectEnv(root: string): Record<string, string> {
   const file = path.join(root, '.env');
   return existsSync(file) ? (parseEnv(readFileSync(file, 'utf8')) as Record<string, string>) : {};
 }
-

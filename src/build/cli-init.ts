@@ -144,7 +144,9 @@ async function runtimeDependency(directory: string, cwd: string, options: InitOp
   await mkdir(vendor, { recursive: true });
   const tarball = packCheckout(vendor);
   options.onWritten?.(path.relative(cwd, tarball) || tarball);
-  options.onNote?.(`packed this checkout into ${path.relative(cwd, tarball) || tarball}; the project installs it from there (its README says how to switch to the published package)`);
+  options.onNote?.(
+    `packed this checkout into ${path.relative(cwd, tarball) || tarball}; the project installs it from there (its README says how to switch to the published package)`,
+  );
   return `file:./vendor/${path.basename(tarball)}`;
 }
 
@@ -158,7 +160,10 @@ function packCheckout(destination: string): string {
   });
   const tarball = path.join(destination, `${PUBLISHED_NAME}-${packageVersion()}.tgz`);
   if (run.status !== 0 || !existsSync(tarball)) {
-    throw new FlueBuildError('InitError', `npm pack of ${packageRoot()} failed${run.error ? ` (${run.error.message})` : ''}:\n${run.stdout ?? ''}${run.stderr ?? ''}`);
+    throw new FlueBuildError(
+      'InitError',
+      `npm pack of ${packageRoot()} failed${run.error ? ` (${run.error.message})` : ''}:\n${run.stdout ?? ''}${run.stderr ?? ''}`,
+    );
   }
   return tarball;
 }
@@ -170,5 +175,7 @@ function withRuntime(text: string, spec: string): string {
 
 /** Replaces the template's `"name": "my-flue-app"` (and a README's `# my-flue-app` title), first occurrence. */
 function withProjectName(text: string, name: string): string {
-  return text.replace(`"name": "${TEMPLATE_NAME}"`, `"name": ${JSON.stringify(name)}`).replace(new RegExp(`^# ${TEMPLATE_NAME}$`, 'm'), `# ${name}`);
+  return text
+    .replace(`"name": "${TEMPLATE_NAME}"`, `"name": ${JSON.stringify(name)}`)
+    .replace(new RegExp(`^# ${TEMPLATE_NAME}$`, 'm'), `# ${name}`);
 }

@@ -146,7 +146,8 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
       const outcome = (error as { outcome?: unknown }).outcome;
       if (outcome === 'failed' || outcome === 'aborted') {
         const cause = (error as { cause?: unknown }).cause;
-        const message = typeof (cause as { message?: unknown })?.message === 'string' ? (cause as { message: string }).message : messageOf(error);
+        const message =
+          typeof (cause as { message?: unknown })?.message === 'string' ? (cause as { message: string }).message : messageOf(error);
         if (options.json === true) {
           stdout(`${JSON.stringify({ ...base, outcome, uid: receipt.uid, error: errorFields(message, cause) })}\n`);
         } else stderr(outcome === 'aborted' ? '[flue] The run was aborted.\n' : `[flue] The run failed: ${message}\n`);
@@ -246,7 +247,8 @@ export async function loadRunModules(root: string, modulePath: string): Promise<
     const rel = path.relative(root, entry).split(path.sep).join('/');
     const chain = importChain(result.metafile, [rel], (_, imported) => imported.startsWith('cloudflare:'));
     if (chain !== undefined) {
-      throw new FlueBuildError('RunSetupError',
+      throw new FlueBuildError(
+        'RunSetupError',
         `${rel} imports "${chain.at(-1)}", which exists only on Cloudflare Workers. Import chain:\n` +
           chain.map((step, i) => `${i === 0 ? '  ' : '  → '}${step}`).join('\n') +
           '\nRun it on the Workers runtime with `flue dev`, or use `import type` if you only need its types.',
@@ -288,7 +290,8 @@ export function findAgents(namespace: Record<string, unknown>): FoundAgent[] {
 export function pickAgent(namespace: Record<string, unknown>, modulePath: string, name: string | undefined): FoundAgent {
   const agents = findAgents(namespace);
   if (agents.length === 0) {
-    throw new FlueBuildError('RunSetupError',
+    throw new FlueBuildError(
+      'RunSetupError',
       `${modulePath} defines no agent. An agent is an exported function whose name starts with an uppercase letter.`,
     );
   }
@@ -296,19 +299,28 @@ export function pickAgent(namespace: Record<string, unknown>, modulePath: string
   let selected: FoundAgent | undefined;
   if (name !== undefined) {
     selected = agents.find((a) => a.identity === name);
-    if (selected === undefined) throw new FlueBuildError('RunSetupError', `--name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
+    if (selected === undefined)
+      throw new FlueBuildError('RunSetupError', `--name "${name}" does not match an agent of ${modulePath}. Agents: ${names.join(', ')}.`);
   } else if (agents.length > 1) {
-    throw new FlueBuildError('RunSetupError', `${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`);
+    throw new FlueBuildError(
+      'RunSetupError',
+      `${modulePath} defines ${agents.length} agents (${names.join(', ')}). Pick one with --name <agent>.`,
+    );
   } else selected = agents[0]!;
   if (!AGENT_IDENTITY_PATTERN.test(selected.identity)) {
-    throw new FlueBuildError('RunSetupError',
+    throw new FlueBuildError(
+      'RunSetupError',
       `Agent identity "${selected.identity}" (export ${selected.exportName} of ${modulePath}) must match ${AGENT_IDENTITY_PATTERN}.`,
     );
   }
   return selected;
 }
 
-async function resolveDb(root: string, dbNamespace: Record<string, unknown> | undefined, dbFile: string | undefined): Promise<AdapterVerbs> {
+async function resolveDb(
+  root: string,
+  dbNamespace: Record<string, unknown> | undefined,
+  dbFile: string | undefined,
+): Promise<AdapterVerbs> {
   if (dbNamespace !== undefined) {
     const adapter = dbNamespace['default'];
     if (!hasAdapterVerbs(adapter)) throw new FlueBuildError('RunSetupError', notAnAdapterMessage(path.relative(root, dbFile!)));

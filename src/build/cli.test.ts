@@ -67,7 +67,10 @@ describe('global rules', () => {
       [['build', '--minify=yes'], 'flue: --minify does not take a value.\nRun `flue build --help` for usage.\n'],
       [['run', 'a.ts', '--message'], 'flue: --message requires a value.\nRun `flue run --help` for usage.\n'],
       [['dev', '--port', 'abc'], 'flue: --port must be a port number (1-65535); got "abc".\nRun `flue dev --help` for usage.\n'],
-      [['init', '--template', 'nope'], 'flue: Unknown template "nope". Available templates: cloudflare.\nRun `flue init --help` for usage.\n'],
+      [
+        ['init', '--template', 'nope'],
+        'flue: Unknown template "nope". Available templates: cloudflare.\nRun `flue init --help` for usage.\n',
+      ],
     ];
     for (const [argv, stderr] of cases) expect(await cli(argv), argv.join(' ')).toEqual({ code: 1, stdout: '', stderr });
   });
@@ -75,30 +78,49 @@ describe('global rules', () => {
   it('flue run usage errors', async () => {
     const hint = 'Run `flue run --help` for usage.\n';
     expect((await cli(['run', 'a.ts'])).stderr).toBe(`flue: \`flue run\` requires --message <text>.\n${hint}`);
-    expect((await cli(['run', '-m', 'x'])).stderr).toBe(`flue: \`flue run\` requires a module path: flue run <path> --message <text>.\n${hint}`);
+    expect((await cli(['run', '-m', 'x'])).stderr).toBe(
+      `flue: \`flue run\` requires a module path: flue run <path> --message <text>.\n${hint}`,
+    );
     expect((await cli(['run', 'a.ts', '-m', 'x', '--data', '{bad'])).stderr).toBe(
       `flue: --data must be valid JSON, e.g. --data '{"issue": 17307}'.\n${hint}`,
     );
-    expect((await cli(['run', 'a.ts', '-m', 'x', '--uid', 'u', '--new'])).stderr).toBe(`flue: --uid cannot be combined with --new.\n${hint}`);
-    expect((await cli(['run', 'a.ts', '-m', 'x', '--uid', 'u', '--data', '{}'])).stderr).toContain('flue: --uid cannot be combined with --data');
+    expect((await cli(['run', 'a.ts', '-m', 'x', '--uid', 'u', '--new'])).stderr).toBe(
+      `flue: --uid cannot be combined with --new.\n${hint}`,
+    );
+    expect((await cli(['run', 'a.ts', '-m', 'x', '--uid', 'u', '--data', '{}'])).stderr).toContain(
+      'flue: --uid cannot be combined with --data',
+    );
   });
 
   it('takes string flag values literally and passes arguments after -- through', () => {
-    const parsed = parseCommandArgs('run', ['a.ts', '--id', '007', '-m', '1e3'], { id: { type: 'string' }, message: { type: 'string', short: 'm' } }, { maxPositionals: 1 });
+    const parsed = parseCommandArgs(
+      'run',
+      ['a.ts', '--id', '007', '-m', '1e3'],
+      { id: { type: 'string' }, message: { type: 'string', short: 'm' } },
+      { maxPositionals: 1 },
+    );
     expect(parsed.values).toEqual({ id: '007', message: '1e3' });
-    const dev = parseCommandArgs('dev', ['--port', '08080', '--', '--inspector-port', '0', '--', 'x'], { port: { type: 'string' } }, { maxPositionals: 0, passthrough: true });
+    const dev = parseCommandArgs(
+      'dev',
+      ['--port', '08080', '--', '--inspector-port', '0', '--', 'x'],
+      { port: { type: 'string' } },
+      { maxPositionals: 0, passthrough: true },
+    );
     expect(dev).toEqual({ values: { port: '08080' }, positionals: [], passthrough: ['--inspector-port', '0', '--', 'x'] });
   });
 
   it("a module whose 'use agent' is not its first statement fails the build, exit 1, no migration advice", async () => {
     const dir = project({
       'src/app.ts': "export default { fetch() { return new Response('ok'); } };\n",
-      'src/agents/hello.ts': "import { useModel } from '@flue/runtime';\n'use agent';\nexport function Hello() { useModel('anthropic/claude-haiku-4-5'); }\n",
+      'src/agents/hello.ts':
+        "import { useModel } from '@flue/runtime';\n'use agent';\nexport function Hello() { useModel('anthropic/claude-haiku-4-5'); }\n",
       'wrangler.jsonc': wranglerJsonc(['FlueHelloAgent']),
     });
     const r = await cli(['build'], dir);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("contains 'use agent', but not as the module's first statement, so Hello would not be registered as an agent.");
+    expect(r.stderr).toContain(
+      "contains 'use agent', but not as the module's first statement, so Hello would not be registered as an agent.",
+    );
     expect(r.stderr).not.toContain('deleted_classes');
     expect(existsSync(path.join(dir, 'dist/worker.js'))).toBe(false);
   });
@@ -107,7 +129,7 @@ describe('global rules', () => {
     const dir = project({
       'src/app.ts': "export default { fetch() { return new Response('ok'); } };\n",
       // Outside src/agents/ and without the directive: the scan finds no agent at all.
-      'src/bots/hello.ts': "export function Hello() {}\n",
+      'src/bots/hello.ts': 'export function Hello() {}\n',
       'wrangler.jsonc': wranglerJsonc(['FlueHelloAgent']),
     });
     const r = await cli(['build'], dir);
@@ -187,7 +209,9 @@ describe('flue init', () => {
     const cwd = project({ 'README.md': 'mine\n', 'src/app.ts': '// mine\n' });
     const r = await cli(['init', ...RUNTIME], cwd);
     expect(r.code).toBe(0);
-    expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(TEMPLATE_FILES.filter((f) => f !== 'README.md' && f !== 'src/app.ts').sort());
+    expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(
+      TEMPLATE_FILES.filter((f) => f !== 'README.md' && f !== 'src/app.ts').sort(),
+    );
     expect(r.stderr).toContain('kept existing README.md\n');
     expect(r.stderr).toContain('kept existing src/app.ts\n');
     expect(readFileSync(path.join(cwd, 'README.md'), 'utf8')).toBe('mine\n');
@@ -209,9 +233,15 @@ describe('flue init', () => {
 describe('flue dev and flue run: which model', () => {
   it('--scripted and --real-model exclude each other', async () => {
     const r = await cli(['dev', '--scripted', '--real-model']);
-    expect(r).toMatchObject({ code: 1, stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue dev --help` for usage.\n' });
+    expect(r).toMatchObject({
+      code: 1,
+      stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue dev --help` for usage.\n',
+    });
     const run = await cli(['run', 'a.ts', '-m', 'x', '--scripted', '--real-model']);
-    expect(run).toMatchObject({ code: 1, stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue run --help` for usage.\n' });
+    expect(run).toMatchObject({
+      code: 1,
+      stderr: 'flue: --scripted cannot be combined with --real-model.\nRun `flue run --help` for usage.\n',
+    });
   });
 
   it('--help of flue, flue dev and flue run teaches the /tool form of the offline model', async () => {
@@ -251,9 +281,18 @@ interface Spawned {
   stderr: string;
 }
 
-function runCli(cwd: string, args: string[], env: NodeJS.ProcessEnv, onStderr?: (text: string, child: ChildProcess) => void): Promise<Spawned> {
+function runCli(
+  cwd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  onStderr?: (text: string, child: ChildProcess) => void,
+): Promise<Spawned> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), ...args], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));
@@ -275,14 +314,17 @@ describe('flue run', () => {
     server = await startScriptedModelServer();
     dir = project({
       'src/agents/calc.ts': AGENT_MODULE,
-      'src/agents/two.ts': "export function Alpha() { return 'a'; }\nexport function Beta() { return 'b'; }\nBeta.agentName = 'beta-bot';\nexport function helper() {}\nexport class Gamma {}\n",
+      'src/agents/two.ts':
+        "export function Alpha() { return 'a'; }\nexport function Beta() { return 'b'; }\nBeta.agentName = 'beta-bot';\nexport function helper() {}\nexport class Gamma {}\n",
       'src/agents/none.ts': 'export const x = 1;\n',
       'src/agents/cf.ts': "import { lib } from '../lib.ts';\nexport function Edge() { return String(lib); }\n",
       'src/lib.ts': "import { env } from 'cloudflare:workers';\nexport const lib = env;\n",
       'src/agents/hello.ts': readFileSync(path.join(packageRoot(), 'templates/cloudflare/src/agents/hello.ts'), 'utf8'),
       // An agent function calling another directly, across modules.
-      'src/agents/inner.ts': "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Inner() {\n  useModel('anthropic/claude-haiku-4-5');\n  return 'inner';\n}\n",
-      'src/agents/outer.ts': "'use agent';\nimport { Inner } from './inner.ts';\nexport function Outer() {\n  Inner();\n  return 'outer';\n}\n",
+      'src/agents/inner.ts':
+        "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Inner() {\n  useModel('anthropic/claude-haiku-4-5');\n  return 'inner';\n}\n",
+      'src/agents/outer.ts':
+        "'use agent';\nimport { Inner } from './inner.ts';\nexport function Outer() {\n  Inner();\n  return 'outer';\n}\n",
       '.env': 'GREETING=from-dotenv\nSHELL_WINS=dotenv\n',
     });
     keyless = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_(?:API_KEY|OAUTH_TOKEN)$/.test(name)));
@@ -412,7 +454,10 @@ describe('flue run', () => {
     server.reset();
     const r = await runCli(dir, ['run', 'src/agents/outer.ts', '-m', 'hi', '--json'], env);
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout)).toMatchObject({ outcome: 'failed', error: { message: expect.stringContaining('[flue] Re-entrant agent render.') } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      outcome: 'failed',
+      error: { message: expect.stringContaining('[flue] Re-entrant agent render.') },
+    });
     expect(server.requests).toHaveLength(0);
   }, 60_000);
 
@@ -441,7 +486,9 @@ describe('flue run', () => {
     writeFileSync(path.join(dbDir, 'src/db.ts'), 'export default 42;\n');
     const bad = await runCli(dbDir, ['run', 'src/agents/calc.ts', '-m', 'x'], env);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain("[flue] src/db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.");
+    expect(bad.stderr).toContain(
+      "[flue] src/db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.",
+    );
   }, 60_000);
 
   it('--env loads another file; a missing one is an error', async () => {

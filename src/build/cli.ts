@@ -206,10 +206,15 @@ async function initCommand(args: readonly string[], io: CliIo): Promise<number> 
     onWritten: (p) => io.stdout(`${p}\n`),
     onNote: (line) => io.stderr(`${line}\n`),
   });
-  io.stderr(`[flue] ${result.written.length} file${result.written.length === 1 ? '' : 's'} written for "${result.projectName}"` +
-    (result.kept.length > 0 ? `, ${result.kept.length} kept (use --force to overwrite)` : '') + '.\n');
+  io.stderr(
+    `[flue] ${result.written.length} file${result.written.length === 1 ? '' : 's'} written for "${result.projectName}"` +
+      (result.kept.length > 0 ? `, ${result.kept.length} kept (use --force to overwrite)` : '') +
+      '.\n',
+  );
   const where = path.relative(io.cwd, result.directory);
-  io.stderr(`[flue] Next: ${where === '' ? '' : `cd ${where.includes(' ') ? JSON.stringify(where) : where} && `}npm install && npm run dev\n`);
+  io.stderr(
+    `[flue] Next: ${where === '' ? '' : `cd ${where.includes(' ') ? JSON.stringify(where) : where} && `}npm install && npm run dev\n`,
+  );
   return 0;
 }
 
@@ -253,7 +258,8 @@ function validPort(port: string): boolean {
 const MODEL_OPTIONS = { scripted: { type: 'boolean' }, 'real-model': { type: 'boolean' } } as const satisfies OptionSpecs;
 
 function checkModelFlags(command: Command, values: { scripted?: boolean; 'real-model'?: boolean }): void {
-  if (values.scripted === true && values['real-model'] === true) throw new UsageError('--scripted cannot be combined with --real-model.', command);
+  if (values.scripted === true && values['real-model'] === true)
+    throw new UsageError('--scripted cannot be combined with --real-model.', command);
 }
 
 function modelMode(values: { scripted?: boolean; 'real-model'?: boolean }): ModelMode {
@@ -268,12 +274,19 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
     { maxPositionals: 0, passthrough: true },
   );
   if (wantsHelp('dev', values, io)) return 0;
-  if (values.port !== undefined && !validPort(values.port)) throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
+  if (values.port !== undefined && !validPort(values.port))
+    throw new UsageError(`--port must be a port number (1-65535); got "${values.port}".`, 'dev');
   checkModelFlags('dev', values);
   if ((await resolveTarget('dev', values.target, io.cwd)) === 'node') {
     if (passthrough.length > 0) throw new UsageError('Arguments after -- go to wrangler; the Node target takes none.', 'dev');
     const { devNodeCommand } = await import('./cli-dev-node.ts');
-    return devNodeCommand({ root: io.cwd, model: modelMode(values), ...(values.port === undefined ? {} : { port: values.port }), stdout: io.stdout, stderr: io.stderr });
+    return devNodeCommand({
+      root: io.cwd,
+      model: modelMode(values),
+      ...(values.port === undefined ? {} : { port: values.port }),
+      stdout: io.stdout,
+      stderr: io.stderr,
+    });
   }
   const { devCommand } = await import('./cli-dev.ts');
   return devCommand({
@@ -287,7 +300,12 @@ async function devCommandCli(args: readonly string[], io: CliIo): Promise<number
 }
 
 async function deployCommand(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, passthrough } = parseCommandArgs('deploy', args, { ...HELP_OPTION, 'dry-run': { type: 'boolean' } }, { maxPositionals: 0, passthrough: true });
+  const { values, passthrough } = parseCommandArgs(
+    'deploy',
+    args,
+    { ...HELP_OPTION, 'dry-run': { type: 'boolean' } },
+    { maxPositionals: 0, passthrough: true },
+  );
   if (wantsHelp('deploy', values, io)) return 0;
   const { loadConfig } = await import('./config.ts');
   if ((await loadConfig(io.cwd)).target === 'node') {
@@ -339,7 +357,8 @@ async function runCommandCli(args: readonly string[], io: CliIo): Promise<number
   if (values.message === undefined) throw new UsageError('`flue run` requires --message <text>.', 'run');
   checkModelFlags('run', values);
   if (values.uid !== undefined && values.new === true) throw new UsageError('--uid cannot be combined with --new.', 'run');
-  if (values.uid !== undefined && values.data !== undefined) throw new UsageError('--uid cannot be combined with --data (initialData applies only when a run creates the instance).', 'run');
+  if (values.uid !== undefined && values.data !== undefined)
+    throw new UsageError('--uid cannot be combined with --data (initialData applies only when a run creates the instance).', 'run');
   let data: unknown;
   if (values.data !== undefined) {
     try {

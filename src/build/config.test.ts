@@ -46,7 +46,8 @@ describe('loadConfig', () => {
 
   it('bundles and imports a TypeScript config; relative paths resolve from the config file', async () => {
     const dir = project({
-      'flue.config.ts': "import { appPath } from './paths.ts';\nconst config: { app: string; agents: string } = { app: appPath, agents: 'agents/**/*.ts' };\nexport default config;\n",
+      'flue.config.ts':
+        "import { appPath } from './paths.ts';\nconst config: { app: string; agents: string } = { app: appPath, agents: 'agents/**/*.ts' };\nexport default config;\n",
       'paths.ts': "export const appPath = './server/main.ts';\n",
       'server/main.ts': 'export default { fetch() { return new Response("x"); } };\n',
     });
@@ -67,7 +68,9 @@ describe('loadConfig', () => {
 
   it('reports a config that does not compile', async () => {
     const dir = project({ 'flue.config.ts': 'export default {\n' });
-    await expect(loadConfig(dir)).rejects.toThrow(/^\[flue\] Could not load flue\.config\.ts:\n {2}flue\.config\.ts:2:1: Expected identifier/);
+    await expect(loadConfig(dir)).rejects.toThrow(
+      /^\[flue\] Could not load flue\.config\.ts:\n {2}flue\.config\.ts:2:1: Expected identifier/,
+    );
   });
 });
 
@@ -85,7 +88,11 @@ describe('resolveProviders', () => {
     expect(await resolveProviders(['anthropic', 'openai-codex', 'cloudflare-ai-gateway'])).toEqual([
       { id: 'anthropic', specifier: '@earendil-works/pi-ai/providers/anthropic', exportName: 'anthropicProvider' },
       { id: 'openai-codex', specifier: '@earendil-works/pi-ai/providers/openai-codex', exportName: 'openaiCodexProvider' },
-      { id: 'cloudflare-ai-gateway', specifier: '@earendil-works/pi-ai/providers/cloudflare-ai-gateway', exportName: 'cloudflareAIGatewayProvider' },
+      {
+        id: 'cloudflare-ai-gateway',
+        specifier: '@earendil-works/pi-ai/providers/cloudflare-ai-gateway',
+        exportName: 'cloudflareAIGatewayProvider',
+      },
     ]);
   });
 

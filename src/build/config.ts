@@ -104,7 +104,8 @@ export function validateConfig(value: unknown, file: string): ResolvedConfig {
     if (!Array.isArray(providers)) problems.push('"providers" must be an array of provider ids, e.g. ["anthropic"]');
     else {
       providers.forEach((id, i) => {
-        if (typeof id !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(id)) problems.push(`"providers[${i}]" must be a provider id such as "anthropic"`);
+        if (typeof id !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(id))
+          problems.push(`"providers[${i}]" must be a provider id such as "anthropic"`);
       });
       const seen = new Set<unknown>();
       for (const id of providers) {
@@ -127,7 +128,8 @@ export function validateConfig(value: unknown, file: string): ResolvedConfig {
     const v = config[key];
     if (typeof v !== 'string') continue;
     const abs = path.resolve(dir, v);
-    if (!existsSync(abs) || !statSync(abs).isFile()) throw new FlueBuildError('ConfigError', `Configured \`${key}\` entry not found: ${abs}`);
+    if (!existsSync(abs) || !statSync(abs).isFile())
+      throw new FlueBuildError('ConfigError', `Configured \`${key}\` entry not found: ${abs}`);
     resolved[key] = abs;
   }
   if (typeof config['agents'] === 'string') resolved.agents = config['agents'];

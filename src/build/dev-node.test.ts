@@ -68,17 +68,21 @@ it('flue dev --target node serves, runs tools offline, names src/ in errors, res
   const bin = path.join(packageRoot(), 'node_modules/.bin/node');
   let stdout = '';
   let stderr = '';
-  child = spawn(existsSync(bin) ? bin : process.execPath, ['--conditions=flue-source', path.join(packageRoot(), 'bin/flue.js'), 'dev', '--target', 'node', '--port', String(port)], {
-    cwd: dir,
-    // node_modules is a link to this checkout's: keep the dev database inside the project.
-    // No provider key: the offline model.
-    env: {
-      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_(?:API_KEY|OAUTH_TOKEN)$/.test(name))),
-      HOST: '127.0.0.1',
-      FLUE_DB: path.join(dir, '.flue', 'dev.db'),
+  child = spawn(
+    existsSync(bin) ? bin : process.execPath,
+    ['--conditions=flue-source', path.join(packageRoot(), 'bin/flue.js'), 'dev', '--target', 'node', '--port', String(port)],
+    {
+      cwd: dir,
+      // node_modules is a link to this checkout's: keep the dev database inside the project.
+      // No provider key: the offline model.
+      env: {
+        ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_(?:API_KEY|OAUTH_TOKEN)$/.test(name))),
+        HOST: '127.0.0.1',
+        FLUE_DB: path.join(dir, '.flue', 'dev.db'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   child.stdout!.on('data', (d: Buffer) => void (stdout += d.toString()));
   child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => resolve(code)));
@@ -112,12 +116,20 @@ it('flue dev --target node serves, runs tools offline, names src/ in errors, res
   renameSync(`${appFile}.tmp`, appFile);
   await until('the atomically saved server', async () => ((await get(`${url}/`))?.startsWith('version three') ? true : undefined));
   writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('version three', 'version two'));
-  await until('the server edited after the atomic save', async () => ((await get(`${url}/`))?.startsWith('version two') ? true : undefined));
+  await until('the server edited after the atomic save', async () =>
+    (await get(`${url}/`))?.startsWith('version two') ? true : undefined,
+  );
 
   // A definition error at module load: the [flue] line names the source line; the server stays.
-  writeFileSync(path.join(dir, 'src/agents/helper.ts'), "'use agent';\nimport { useModel } from '@flue/runtime';\nuseModel('anthropic/claude-haiku-4-5');\nexport function Helper() { return 'Help.'; }\n");
+  writeFileSync(
+    path.join(dir, 'src/agents/helper.ts'),
+    "'use agent';\nimport { useModel } from '@flue/runtime';\nuseModel('anthropic/claude-haiku-4-5');\nexport function Helper() { return 'Help.'; }\n",
+  );
   await until('the definition error', () =>
-    stderr.includes('[flue] src/agents/helper.ts:3:1: AgentDefinitionError: useModel() was called outside') && stderr.split('AgentDefinitionError')[1]?.includes('[flue] Keeping the running server.') ? true : undefined,
+    stderr.includes('[flue] src/agents/helper.ts:3:1: AgentDefinitionError: useModel() was called outside') &&
+    stderr.split('AgentDefinitionError')[1]?.includes('[flue] Keeping the running server.')
+      ? true
+      : undefined,
   );
   const kept = await fetch(`${url}/`);
   expect(await kept.text()).toBe('version two 1');

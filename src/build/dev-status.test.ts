@@ -19,7 +19,10 @@ let status: DevStatusServer;
 beforeAll(async () => {
   mkdirSync(path.join(root, 'dist'));
   // Generated line 1 maps to src/agents/orders.ts line 3, column 5 (esbuild writes sources relative to dist/).
-  writeFileSync(path.join(root, 'dist', 'worker.js.map'), JSON.stringify({ version: 3, sources: ['../src/agents/orders.ts'], mappings: 'AAEI', names: [] }));
+  writeFileSync(
+    path.join(root, 'dist', 'worker.js.map'),
+    JSON.stringify({ version: 3, sources: ['../src/agents/orders.ts'], mappings: 'AAEI', names: [] }),
+  );
   status = await startDevStatusServer({ root, sourceMap: path.join(root, 'dist', 'worker.js.map') });
 });
 

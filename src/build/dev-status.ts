@@ -69,6 +69,11 @@ function readSourceMap(root: string, file: string): DevSourceMapBody | undefined
   }
   if (!Array.isArray(map.sources) || typeof map.mappings !== 'string') return undefined;
   const base = path.resolve(path.dirname(file), typeof map.sourceRoot === 'string' ? map.sourceRoot : '');
-  const sources = map.sources.map((source) => path.relative(root, path.resolve(base, String(source))).split(path.sep).join('/'));
+  const sources = map.sources.map((source) =>
+    path
+      .relative(root, path.resolve(base, String(source)))
+      .split(path.sep)
+      .join('/'),
+  );
   return { bundle: path.basename(file).replace(/\.map$/, ''), sources, mappings: map.mappings };
 }

@@ -100,9 +100,13 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
   // file: both reload.
   writeFileSync(`${appFile}.tmp`, readFileSync(appFile, 'utf8').replace('Flue was edited.', 'Flue was saved atomically.'));
   renameSync(`${appFile}.tmp`, appFile);
-  await until('the atomically saved response', async () => ((await get(`${url}/`))?.includes('Flue was saved atomically.') ? true : undefined));
+  await until('the atomically saved response', async () =>
+    (await get(`${url}/`))?.includes('Flue was saved atomically.') ? true : undefined,
+  );
   writeFileSync(appFile, readFileSync(appFile, 'utf8').replace('Flue was saved atomically.', 'Flue was edited.'));
-  await until('the response edited after the atomic save', async () => ((await get(`${url}/`))?.includes('Flue was edited.') ? true : undefined));
+  await until('the response edited after the atomic save', async () =>
+    (await get(`${url}/`))?.includes('Flue was edited.') ? true : undefined,
+  );
 
   // A definition error at module load: one [flue] line naming the source line, the last good build
   // stays live, and wrangler never loads the broken bundle.
@@ -110,8 +114,12 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
   const hello = readFileSync(helloFile, 'utf8');
   writeFileSync(helloFile, `${hello}useModel('anthropic/claude-haiku-4-5');\n`);
   const line = hello.split('\n').length;
-  await until('the definition error', () => (stderr.includes(`[flue] src/agents/hello.ts:${line}:1: AgentDefinitionError: useModel() was called outside`) ? true : undefined));
-  await until('the keep line', () => (stderr.split('AgentDefinitionError')[1]?.includes('[flue] Keeping the last good build.') ? true : undefined));
+  await until('the definition error', () =>
+    stderr.includes(`[flue] src/agents/hello.ts:${line}:1: AgentDefinitionError: useModel() was called outside`) ? true : undefined,
+  );
+  await until('the keep line', () =>
+    stderr.split('AgentDefinitionError')[1]?.includes('[flue] Keeping the last good build.') ? true : undefined,
+  );
   expect(await get(`${url}/`)).toContain('Flue was edited.');
   writeFileSync(helloFile, hello);
 
@@ -122,10 +130,14 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
     "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Support() {\n  useModel('anthropic/claude-haiku-4-5');\n  throw new TypeError('the support desk is closed');\n}\n",
   );
   const migrationError = '"FlueSupportAgent" (agent "Support") is not introduced by the migrations in wrangler.jsonc';
-  await until('the migration error', () => (stderr.split(migrationError)[1]?.includes('[flue] Keeping the last good build.') ? true : undefined));
+  await until('the migration error', () =>
+    stderr.split(migrationError)[1]?.includes('[flue] Keeping the last good build.') ? true : undefined,
+  );
   const stale = await until('GET / on the last good build', () => getWithHeaders(`${url}/`));
   expect(stale.body).toContain('Flue was edited.');
-  expect(stale.headers.get('x-flue-build-error')).toMatch(/^\[flue\] .*"FlueSupportAgent" \(agent "Support"\) is not introduced by the migrations in wrangler\.jsonc/);
+  expect(stale.headers.get('x-flue-build-error')).toMatch(
+    /^\[flue\] .*"FlueSupportAgent" \(agent "Support"\) is not introduced by the migrations in wrangler\.jsonc/,
+  );
 
   // The migration lands: the generated config changes, wrangler restarts with the new binding.
   const wranglerFile = path.join(dir, 'wrangler.jsonc');
@@ -148,7 +160,10 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
   writeFileSync(
     appFile,
     readFileSync(appFile, 'utf8')
-      .replace("import { Hello } from './agents/hello.ts';", "import { Hello } from './agents/hello.ts';\nimport { Support } from './agents/support.ts';")
+      .replace(
+        "import { Hello } from './agents/hello.ts';",
+        "import { Hello } from './agents/hello.ts';\nimport { Support } from './agents/support.ts';",
+      )
       .replace(
         'export default app;',
         "app.post('/support/:id', async (c) => {\n  const support = init(Support, { id: c.req.param('id') });\n  const receipt = await support.dispatch('help');\n" +
@@ -160,7 +175,9 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
     return res?.status === 502 ? ((await res.json()) as { error: string }) : undefined;
   });
   expect(failed.error).toMatch(/^Submission "sub_\w+" failed: TypeError: the support desk is closed \(at src\/agents\/support\.ts:5:9\)$/);
-  await until('the mapped stack in the terminal', () => (/at Support \(\S*\/src\/agents\/support\.ts:5:9\)/.test(stderr) ? true : undefined));
+  await until('the mapped stack in the terminal', () =>
+    /at Support \(\S*\/src\/agents\/support\.ts:5:9\)/.test(stderr) ? true : undefined,
+  );
 
   expect(stderr).not.toMatch(/no such Durable Object class|no such named entrypoint|problem with the workerd binary/);
   child.kill('SIGINT');

@@ -34,7 +34,7 @@ describe('generateEntry', () => {
         'const agents = [];',
         'configureFlueWorker({ env, agents, providers: () => builtinProviders() });',
         '',
-        "export default createFlueWorkerHandlers({ app: userApp, cloudflare: undefined, generatedExports: [] });",
+        'export default createFlueWorkerHandlers({ app: userApp, cloudflare: undefined, generatedExports: [] });',
         '',
       ].join('\n'),
     );
@@ -56,8 +56,12 @@ describe('generateEntry', () => {
   it('2 agent modules (3 agents), in scan order, each class bound to its own module', async () => {
     const code = generateEntry({ app: '/p/src/app.ts', modules: [support, hello] });
     expect(code).toContain("import * as m0 from '/p/src/agents/support.ts';\nimport * as m1 from '/p/src/agents/hello.ts';");
-    expect(code).toContain("  { identity: 'support-chat', agent: m0['default'], className: 'FlueSupportChatAgent', bindingName: 'FLUE_SUPPORT_CHAT_AGENT' },");
-    expect(code).toContain("  { identity: 'Triage', agent: m0['Triage'], className: 'FlueTriageAgent', bindingName: 'FLUE_TRIAGE_AGENT' },");
+    expect(code).toContain(
+      "  { identity: 'support-chat', agent: m0['default'], className: 'FlueSupportChatAgent', bindingName: 'FLUE_SUPPORT_CHAT_AGENT' },",
+    );
+    expect(code).toContain(
+      "  { identity: 'Triage', agent: m0['Triage'], className: 'FlueTriageAgent', bindingName: 'FLUE_TRIAGE_AGENT' },",
+    );
     expect(code).toContain("export const FlueSupportChatAgent = createFlueAgentClass(agents[0], Reflect.get(m0, 'cloudflare'));");
     expect(code).toContain("export const FlueTriageAgent = createFlueAgentClass(agents[1], Reflect.get(m0, 'cloudflare'));");
     expect(code).toContain("export const FlueHelloAgent = createFlueAgentClass(agents[2], Reflect.get(m1, 'cloudflare'));");

@@ -48,8 +48,7 @@ export function generateEntry(options: EntryOptions): string {
     }
     lines.push('];');
   }
-  const providerList =
-    providers === undefined ? 'builtinProviders()' : `[${providers.map((p) => `${p.exportName}()`).join(', ')}]`;
+  const providerList = providers === undefined ? 'builtinProviders()' : `[${providers.map((p) => `${p.exportName}()`).join(', ')}]`;
   lines.push(`configureFlueWorker({ env, agents, providers: () => ${providerList} });`);
   lines.push('');
   entries.forEach(({ module, agent }, i) => {

@@ -59,19 +59,34 @@ const KINDS: { kind: string; files: Record<string, string>; location: string; me
   },
   {
     kind: 'defineSubagent() without a description',
-    files: { 'src/agents/helper.ts': agent("export const reviewer = defineSubagent({ name: 'reviewer', description: '', agent: () => 'Review.' });", "import { defineSubagent, useModel } from '@flue/runtime';") },
+    files: {
+      'src/agents/helper.ts': agent(
+        "export const reviewer = defineSubagent({ name: 'reviewer', description: '', agent: () => 'Review.' });",
+        "import { defineSubagent, useModel } from '@flue/runtime';",
+      ),
+    },
     location: 'src/agents/helper.ts:3:25',
     message: 'needs a non-empty description',
   },
   {
     kind: 'defineSkill() with an invalid name and no instructions',
-    files: { 'src/agents/helper.ts': agent("export const skill = defineSkill({ name: 'Bad Name!', description: 'x' } as never);", "import { defineSkill, useModel } from '@flue/runtime';") },
+    files: {
+      'src/agents/helper.ts': agent(
+        "export const skill = defineSkill({ name: 'Bad Name!', description: 'x' } as never);",
+        "import { defineSkill, useModel } from '@flue/runtime';",
+      ),
+    },
     location: 'src/agents/helper.ts:3:22',
     message: 'SkillDefinitionValidationError: Invalid skill definition "Bad Name!": `name` may only contain',
   },
   {
     kind: 'defineMcpConnection() with a URL that does not parse',
-    files: { 'src/agents/helper.ts': agent("export const docs = defineMcpConnection({ name: 'docs', url: 'not a url' });", "import { defineMcpConnection, useModel } from '@flue/runtime';") },
+    files: {
+      'src/agents/helper.ts': agent(
+        "export const docs = defineMcpConnection({ name: 'docs', url: 'not a url' });",
+        "import { defineMcpConnection, useModel } from '@flue/runtime';",
+      ),
+    },
     location: 'src/agents/helper.ts:3:21',
     message: 'defineMcpConnection',
   },
@@ -100,12 +115,16 @@ describe.each(['cloudflare', 'node'] as const)('checkModuleLoad (%s target)', (t
 describe('checkModuleLoad', () => {
   it('loads a module that uses cloudflare:workers at top level (classes, env) without complaint', async () => {
     const log: string[] = [];
-    const error = await check('cloudflare', {
-      'src/agents/helper.ts': agent(
-        "export class Greeter extends WorkflowEntrypoint { async run() { return env.GREETING ?? 'hi'; } }\nconst region = `${env.REGION}`;\nvoid region;",
-        "import { WorkflowEntrypoint, env } from 'cloudflare:workers';\nimport { useModel } from '@flue/runtime';",
-      ),
-    }, log);
+    const error = await check(
+      'cloudflare',
+      {
+        'src/agents/helper.ts': agent(
+          "export class Greeter extends WorkflowEntrypoint { async run() { return env.GREETING ?? 'hi'; } }\nconst region = `${env.REGION}`;\nvoid region;",
+          "import { WorkflowEntrypoint, env } from 'cloudflare:workers';\nimport { useModel } from '@flue/runtime';",
+        ),
+      },
+      log,
+    );
     expect(error).toBeUndefined();
     expect(log).toEqual([]);
   });
@@ -118,18 +137,28 @@ describe('checkModuleLoad', () => {
     };
     const log: string[] = [];
     expect(await check('cloudflare', files, log)).toBeUndefined();
-    expect(log).toEqual(['[flue] Note: src/agents/helper.ts could not be loaded on Node to check its definitions (this package runs on workerd only); workerd may still load it.']);
+    expect(log).toEqual([
+      '[flue] Note: src/agents/helper.ts could not be loaded on Node to check its definitions (this package runs on workerd only); workerd may still load it.',
+    ]);
     const error = await check('node', files);
     expect(error).toBeInstanceOf(ModuleLoadError);
-    expect((error as Error).message).toMatch(/^\[flue\] src\/agents\/helper\.ts: this package runs on workerd only \(thrown while loading src\/agents\/helper\.ts/);
+    expect((error as Error).message).toMatch(
+      /^\[flue\] src\/agents\/helper\.ts: this package runs on workerd only \(thrown while loading src\/agents\/helper\.ts/,
+    );
   });
 
   it('names the src/ line when node_modules is a symlink to another tree', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'flue-load-check-'));
     dirs.push(dir);
-    writeFiles(dir, { 'package.json': PACKAGE_JSON, 'src/app.ts': APP, 'src/agents/helper.ts': agent("useModel('anthropic/claude-haiku-4-5');") });
+    writeFiles(dir, {
+      'package.json': PACKAGE_JSON,
+      'src/app.ts': APP,
+      'src/agents/helper.ts': agent("useModel('anthropic/claude-haiku-4-5');"),
+    });
     symlinkSync(path.join(packageRoot(), 'node_modules'), path.join(dir, 'node_modules'));
-    const error = await checkModuleLoad({ root: dir, target: 'node', modules: [path.join(dir, 'src/agents/helper.ts')] }).catch((e: unknown) => e);
+    const error = await checkModuleLoad({ root: dir, target: 'node', modules: [path.join(dir, 'src/agents/helper.ts')] }).catch(
+      (e: unknown) => e,
+    );
     expect((error as ModuleLoadError).location).toBe('src/agents/helper.ts:3:1');
   });
 });
@@ -160,16 +189,19 @@ describe('flue build with a definition error', () => {
     ['cloudflare', [], 'dist/worker.js'],
     ['node', ['--target', 'node'], 'dist/server.mjs'],
   ] as const)('exits 1 on the %s target with the [flue] line and keeps the last good dist/', async (_target, flags, output) => {
-    const dir = project({ 'package.json': PACKAGE_JSON, 'src/app.ts': APP, 'src/agents/helper.ts': agent(''), 'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']) });
+    const dir = project({
+      'package.json': PACKAGE_JSON,
+      'src/app.ts': APP,
+      'src/agents/helper.ts': agent(''),
+      'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']),
+    });
     expect((await cli(['build', ...flags], dir)).code).toBe(0);
     const good = readFileSync(path.join(dir, output));
 
     writeFiles(dir, { 'src/agents/helper.ts': agent("useModel('anthropic/claude-haiku-4-5');") });
     const r = await cli(['build', ...flags], dir);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(
-      '[flue] src/agents/helper.ts:3:1: AgentDefinitionError: useModel() was called outside an agent function.',
-    );
+    expect(r.stderr).toContain('[flue] src/agents/helper.ts:3:1: AgentDefinitionError: useModel() was called outside an agent function.');
     expect(readFileSync(path.join(dir, output)).equals(good)).toBe(true);
   });
 
@@ -178,7 +210,8 @@ describe('flue build with a definition error', () => {
       'src/app.ts': APP,
       'src/agents/helper.ts': agent(''),
       'wrangler.jsonc': wranglerJsonc(['FlueHelperAgent']),
-      'src/cloudflare.ts': "import { WorkerEntrypoint } from 'cloudflare:workers';\nexport class Side extends WorkerEntrypoint {}\nif (Side.name === 'Side') throw new TypeError('cloudflare.ts failed');\n",
+      'src/cloudflare.ts':
+        "import { WorkerEntrypoint } from 'cloudflare:workers';\nexport class Side extends WorkerEntrypoint {}\nif (Side.name === 'Side') throw new TypeError('cloudflare.ts failed');\n",
     });
     const r = await cli(['build'], dir);
     expect(r.code).toBe(1);

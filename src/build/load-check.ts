@@ -96,14 +96,18 @@ export async function checkModuleLoad(options: LoadCheckOptions): Promise<void> 
     if (outputs.some((url) => url === undefined)) return;
     const report = await loadInChild(root, outputs as string[]);
     if (report === undefined) {
-      log(`[flue] Note: the agent modules did not finish loading within ${LOAD_TIMEOUT_MS / 1000} s (a top-level await that never settles?); their definitions were not checked.`);
+      log(
+        `[flue] Note: the agent modules did not finish loading within ${LOAD_TIMEOUT_MS / 1000} s (a top-level await that never settles?); their definitions were not checked.`,
+      );
       return;
     }
     if (report.index === undefined) return;
     const module = path.relative(root, modules[report.index]!).split(path.sep).join('/');
     const location = sourceLocation(root, report.stack ?? '');
     if (location === undefined && options.target === 'cloudflare') {
-      log(`[flue] Note: ${module} could not be loaded on Node to check its definitions (${firstLine(report.message ?? '')}); workerd may still load it.`);
+      log(
+        `[flue] Note: ${module} could not be loaded on Node to check its definitions (${firstLine(report.message ?? '')}); workerd may still load it.`,
+      );
       return;
     }
     throw new ModuleLoadError(module, location, report.message ?? 'unknown error', report.name ?? 'Error');
@@ -136,10 +140,14 @@ async function loadInChild(root: string, urls: string[]): Promise<ChildReport | 
     'report({});',
   ].join('\n');
   return await new Promise<ChildReport | undefined>((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', '--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--enable-source-maps', '--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script],
+      {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
     let stdout = '';
     child.stdout.on('data', (data: Buffer) => void (stdout += data.toString('utf8')));
     const timer = setTimeout(() => child.kill('SIGKILL'), LOAD_TIMEOUT_MS);

@@ -43,12 +43,23 @@ export function chooseModel(root: string, mode: ModelMode, host: ModelHost, env:
   const own = vars.find((source) => (source[SCRIPTED_URL] ?? '').trim() !== '')?.[SCRIPTED_URL];
   if (own !== undefined) return { scripted: false, notice: `[flue] Model: the scripted model server at ${own} (${SCRIPTED_URL}).` };
   const keys = providerKeys(vars);
-  const hint = `${providerKeyNames(root).map((name) => `${name}=…`).join(' or ')} in ${keyPlace(host)}`;
+  const hint = `${providerKeyNames(root)
+    .map((name) => `${name}=…`)
+    .join(' or ')} in ${keyPlace(host)}`;
   if (mode === 'real') {
-    return { scripted: false, notice: keys.length > 0 ? `[flue] Model: real (${keys.join(', ')}).` : `[flue] Model: real (--real-model), but no provider key is set: put ${hint}.` };
+    return {
+      scripted: false,
+      notice:
+        keys.length > 0
+          ? `[flue] Model: real (${keys.join(', ')}).`
+          : `[flue] Model: real (--real-model), but no provider key is set: put ${hint}.`,
+    };
   }
   if (mode === 'auto' && keys.length > 0) {
-    return { scripted: false, notice: `[flue] Model: real (${keys.join(', ')}); \`flue ${host.command} --scripted\` serves the offline scripted model.` };
+    return {
+      scripted: false,
+      notice: `[flue] Model: real (${keys.join(', ')}); \`flue ${host.command} --scripted\` serves the offline scripted model.`,
+    };
   }
   return {
     scripted: true,
@@ -62,7 +73,12 @@ export function chooseModel(root: string, mode: ModelMode, host: ModelHost, env:
  * Prints the choice and, when it is the offline model, starts its server (the caller closes it
  * and hands its URL to the app as FLUE_SCRIPTED_MODEL_URL).
  */
-export async function serveModel(root: string, mode: ModelMode, host: ModelHost, stderr: (text: string) => void): Promise<ScriptedModelServer | undefined> {
+export async function serveModel(
+  root: string,
+  mode: ModelMode,
+  host: ModelHost,
+  stderr: (text: string) => void,
+): Promise<ScriptedModelServer | undefined> {
   const choice = chooseModel(root, mode, host);
   stderr(`${choice.notice}\n`);
   if (!choice.scripted) return undefined;

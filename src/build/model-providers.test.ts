@@ -55,7 +55,8 @@ describe('scanSource', () => {
 describe('inferModelProviders', () => {
   it('follows the project modules an agent imports, not packages', async () => {
     const dir = tempProject('model-providers', {
-      'src/agents/a.ts': "'use agent';\nimport prompt from '../prompts/a.md';\nimport wasm from '../lib/x.wasm';\nimport { reviewer } from '../subagents/reviewer.ts';\nimport { useModel, useSubagent } from '@flue/runtime';\nexport function A() { useModel('anthropic/claude-haiku-4-5'); useSubagent(reviewer); return ''; }\n",
+      'src/agents/a.ts':
+        "'use agent';\nimport prompt from '../prompts/a.md';\nimport wasm from '../lib/x.wasm';\nimport { reviewer } from '../subagents/reviewer.ts';\nimport { useModel, useSubagent } from '@flue/runtime';\nexport function A() { useModel('anthropic/claude-haiku-4-5'); useSubagent(reviewer); return ''; }\n",
       'src/subagents/reviewer.ts': "export const reviewer = { name: 'reviewer', model: 'openai/gpt-5-mini' };\n",
       'src/unrelated.ts': "export const x = { model: 'google/gemini-2.5-pro' };\n",
     });

@@ -62,7 +62,9 @@ async function reachableFiles(root: string, entries: string[], alias: Record<str
         {
           name: 'flue-model-scan-assets',
           setup(build) {
-            build.onResolve({ filter: /\.[^./\\]+$/ }, (args) => (SOURCE.test(args.path) ? undefined : { path: args.path, external: true }));
+            build.onResolve({ filter: /\.[^./\\]+$/ }, (args) =>
+              SOURCE.test(args.path) ? undefined : { path: args.path, external: true },
+            );
           },
         },
       ],
@@ -181,7 +183,11 @@ export async function scanSource(file: string, source: string): Promise<SourceSi
     if (node.type === 'CallExpression') {
       const callee = node.callee;
       const name =
-        callee.type === 'Identifier' ? callee.name : callee.type === 'MemberExpression' && callee.property.type === 'Identifier' ? callee.property.name : undefined;
+        callee.type === 'Identifier'
+          ? callee.name
+          : callee.type === 'MemberExpression' && callee.property.type === 'Identifier'
+            ? callee.property.name
+            : undefined;
       const first = node.arguments[0];
       if (name === 'useModel' && first !== undefined && first.type !== 'SpreadElement') record(first, node, 'useModel(...)');
     } else if (node.type === 'Property' && !node.computed && propertyName(node.key) === 'model' && node.kind === 'init') {

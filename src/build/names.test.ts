@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  AgentIdentifierCollisionError,
-  DuplicateAgentIdentityError,
-  FlueBuildError,
-} from './build-errors.ts';
+import { AgentIdentifierCollisionError, DuplicateAgentIdentityError, FlueBuildError } from './build-errors.ts';
 import { AGENT_IDENTITY_PATTERN } from '../shared/identity.ts';
 import { bindingName, checkIdentityCollisions, className } from './names.ts';
 
@@ -51,12 +47,9 @@ describe('AGENT_IDENTITY_PATTERN (shared by the build and the runtime)', () => {
     expect(AGENT_IDENTITY_PATTERN.test(identity)).toBe(true);
   });
 
-  it.each(['', '2fast', '-a', 'a-', 'a--b', 'snake_case', 'has space', 'a:b', '$x', 'Ünicode'])(
-    'rejects %j',
-    (identity) => {
-      expect(AGENT_IDENTITY_PATTERN.test(identity)).toBe(false);
-    },
-  );
+  it.each(['', '2fast', '-a', 'a-', 'a--b', 'snake_case', 'has space', 'a:b', '$x', 'Ünicode'])('rejects %j', (identity) => {
+    expect(AGENT_IDENTITY_PATTERN.test(identity)).toBe(false);
+  });
 });
 
 describe('checkIdentityCollisions', () => {
@@ -78,9 +71,7 @@ describe('checkIdentityCollisions', () => {
   });
 
   it('reports duplicates before collisions', () => {
-    expect(() => checkIdentityCollisions(['support-chat', 'SupportChat', 'SupportChat'])).toThrow(
-      DuplicateAgentIdentityError,
-    );
+    expect(() => checkIdentityCollisions(['support-chat', 'SupportChat', 'SupportChat'])).toThrow(DuplicateAgentIdentityError);
   });
 
   it('rejects kebab/Pascal twins (same class and binding)', () => {

@@ -2,11 +2,7 @@
  * Agent identity → generated Durable Object class and binding names (cloudflare.md §2). The class
  * name is the storage identity, so these mappings must never change once shipped.
  */
-import {
-  AgentIdentifierCollisionError,
-  DuplicateAgentIdentityError,
-  type IdentityOccurrence,
-} from './build-errors.ts';
+import { AgentIdentifierCollisionError, DuplicateAgentIdentityError, type IdentityOccurrence } from './build-errors.ts';
 
 /** `Flue<Pascal>Agent`. Pure: callers validate the identity first. */
 export function className(identity: string): string {

@@ -32,7 +32,8 @@ async function cli(argv: string[], cwd: string): Promise<{ code: number; stdout:
   return { code, stdout, stderr };
 }
 
-const AGENT = "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Helper() {\n  useModel('anthropic/claude-haiku-4-5');\n  return 'Help.';\n}\n";
+const AGENT =
+  "'use agent';\nimport { useModel } from '@flue/runtime';\nexport function Helper() {\n  useModel('anthropic/claude-haiku-4-5');\n  return 'Help.';\n}\n";
 const APP = "export default { fetch: () => new Response('ok') };\n";
 
 describe('flue build --target node', () => {
@@ -48,13 +49,21 @@ describe('flue build --target node', () => {
     const r = await cli(['build', '--target', 'node', '--json'], dir);
     expect(r.stderr).toContain('[flue] Found 1 agent: Helper (src/agents/helper.ts)');
     expect(r.code).toBe(0);
-    const manifest = { target: 'node', agents: [{ identity: 'Helper', exportName: 'Helper', file: 'src/agents/helper.ts' }], db: 'src/db.ts', schedules: 'src/schedules.ts', crons: ['0 9 * * *', '*/15 * * * *'] };
+    const manifest = {
+      target: 'node',
+      agents: [{ identity: 'Helper', exportName: 'Helper', file: 'src/agents/helper.ts' }],
+      db: 'src/db.ts',
+      schedules: 'src/schedules.ts',
+      crons: ['0 9 * * *', '*/15 * * * *'],
+    };
     expect(JSON.parse(r.stdout)).toEqual(manifest);
     expect(JSON.parse(readFileSync(path.join(dir, 'dist/flue-manifest.json'), 'utf8'))).toEqual(manifest);
     expect(existsSync(path.join(dir, 'dist/server.mjs'))).toBe(true);
     expect(existsSync(path.join(dir, '.flue.wrangler.json'))).toBe(false);
     const entry = readFileSync(path.join(dir, 'dist/server.entry.generated.mjs'), 'utf8');
-    expect(entry).toContain("await runFlueServer({ app: userApp, agents, db: userDb, schedules: userSchedules, crons: ['0 9 * * *', '*/15 * * * *'] });");
+    expect(entry).toContain(
+      "await runFlueServer({ app: userApp, agents, db: userDb, schedules: userSchedules, crons: ['0 9 * * *', '*/15 * * * *'] });",
+    );
   });
 
   it('takes the target from flue.config.ts; --target overrides it; an unknown target is a usage error', async () => {
@@ -68,7 +77,9 @@ describe('flue build --target node', () => {
       stdout: '',
       stderr: 'flue: --target must be one of cloudflare, node; got "lambda".\nRun `flue build --help` for usage.\n',
     });
-    expect((await cli(['deploy', '--dry-run'], dir)).stderr).toContain("flue: `flue deploy` deploys a Cloudflare Worker, but flue.config sets target 'node'.");
+    expect((await cli(['deploy', '--dry-run'], dir)).stderr).toContain(
+      "flue: `flue deploy` deploys a Cloudflare Worker, but flue.config sets target 'node'.",
+    );
     const bad = project({ 'src/app.ts': APP, 'flue.config.ts': "export default { target: 'lambda' };\n" });
     expect((await cli(['build'], bad)).stderr).toContain('"target" must be one of "cloudflare", "node"; got "lambda"');
   });
@@ -86,7 +97,9 @@ describe('flue build --target node', () => {
     });
     const c = await cli(['build', '--target', 'node'], cf);
     expect(c.code).toBe(1);
-    expect(c.stderr).toContain('[flue] The Node server imports "cloudflare:workers", which exists only on Cloudflare Workers. Import chain:\n  dist/server.entry.generated.mjs\n  → src/app.ts\n  → cloudflare:workers\n');
+    expect(c.stderr).toContain(
+      '[flue] The Node server imports "cloudflare:workers", which exists only on Cloudflare Workers. Import chain:\n  dist/server.entry.generated.mjs\n  → src/app.ts\n  → cloudflare:workers\n',
+    );
     expect(existsSync(path.join(cf, 'dist'))).toBe(false);
   });
 
@@ -112,7 +125,10 @@ describe('flue build --target node', () => {
         .filter((file) => file.startsWith(own) && !file.startsWith(path.join(own, 'node_modules')) && !file.endsWith('.generated.mjs'))
         .map((file) => file.slice(own.length));
       expect(files.length, map).toBeGreaterThan(0);
-      expect(files.filter((file) => !/^dist\/.+\.js$/.test(file)), map).toEqual([]);
+      expect(
+        files.filter((file) => !/^dist\/.+\.js$/.test(file)),
+        map,
+      ).toEqual([]);
     }
   });
 

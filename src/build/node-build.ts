@@ -16,7 +16,16 @@ import { FlueBuildError } from './build-errors.ts';
 import { loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { bundleBesideLoadCheck } from './load-check.ts';
 import { generateNodeEntry } from './node-entry.ts';
-import { NODE_CONDITIONS, agentBindingPlugin, cloudflareExternalPlugin, flueRuntimePlugin, graphRoots, importChain, markdownPlugin, processNodeConditions } from './plugins.ts';
+import {
+  NODE_CONDITIONS,
+  agentBindingPlugin,
+  cloudflareExternalPlugin,
+  flueRuntimePlugin,
+  graphRoots,
+  importChain,
+  markdownPlugin,
+  processNodeConditions,
+} from './plugins.ts';
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
@@ -63,7 +72,9 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   log('[flue] Scanning src/ for agents');
   const files = config.agents === undefined ? undefined : globAgents(root, config.agents);
   const scan = await scanAgents(files === undefined ? { root } : { root, files });
-  const agents = scan.modules.flatMap((m) => m.agents.map((a) => ({ identity: a.identity, exportName: a.exportName, file: rel(root, m.file) })));
+  const agents = scan.modules.flatMap((m) =>
+    m.agents.map((a) => ({ identity: a.identity, exportName: a.exportName, file: rel(root, m.file) })),
+  );
   if (agents.length === 0) {
     throw new FlueBuildError(
       'NoAgentsError',
@@ -73,7 +84,9 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   log(`[flue] Found ${agents.length} agent${agents.length === 1 ? '' : 's'}: ${agents.map((a) => `${a.identity} (${a.file})`).join(', ')}`);
 
   const providers =
-    config.providers === undefined ? undefined : await resolveProviders(config.providers, config.file === undefined ? 'flue.config' : path.basename(config.file));
+    config.providers === undefined
+      ? undefined
+      : await resolveProviders(config.providers, config.file === undefined ? 'flue.config' : path.basename(config.file));
   const entry = generateNodeEntry({
     app,
     modules: scan.modules,
@@ -108,9 +121,20 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
       // @flue/runtime resolves as in `flue run` and the Worker build: to the package's built dist/
       // (an installed package ships nothing else), or to its sources when this process itself
       // runs with `--conditions=flue-source` (this repository's tests).
-      plugins: [flueRuntimePlugin({ conditions: processNodeConditions() }), markdownPlugin(), agentBindingPlugin(scan.modules), cloudflareExternalPlugin(), quietSqlite()],
+      plugins: [
+        flueRuntimePlugin({ conditions: processNodeConditions() }),
+        markdownPlugin(),
+        agentBindingPlugin(scan.modules),
+        cloudflareExternalPlugin(),
+        quietSqlite(),
+      ],
     });
-  const { result, warnings } = await bundleBesideLoadCheck(bundle, { root, target: 'node', modules: [app, ...scan.modules.map((m) => m.file)], log });
+  const { result, warnings } = await bundleBesideLoadCheck(bundle, {
+    root,
+    target: 'node',
+    modules: [app, ...scan.modules.map((m) => m.file)],
+    log,
+  });
   for (const text of warnings) log(`[flue] warning: ${text}`);
   const chain = importChain(result.metafile, graphRoots(result.metafile), (_, imported) => imported.startsWith('cloudflare:'));
   if (chain !== undefined) {

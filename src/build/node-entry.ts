@@ -33,7 +33,9 @@ export function generateNodeEntry(options: NodeEntryOptions): string {
   if (schedules !== undefined) lines.push(`import userSchedules from ${str(schedules)};`);
   modules.forEach((m, i) => lines.push(`import * as m${i} from ${str(m.file)};`));
   lines.push('');
-  const entries = modules.flatMap((m, i) => m.agents.map((agent) => `  { agent: m${i}[${str(agent.exportName)}], name: ${str(agent.identity)} },`));
+  const entries = modules.flatMap((m, i) =>
+    m.agents.map((agent) => `  { agent: m${i}[${str(agent.exportName)}], name: ${str(agent.identity)} },`),
+  );
   lines.push(entries.length === 0 ? 'const agents = [];' : ['const agents = [', ...entries, '];'].join('\n'));
   const fields = ['app: userApp', 'agents'];
   if (db !== undefined) fields.push('db: userDb');

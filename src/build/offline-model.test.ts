@@ -26,7 +26,9 @@ describe('the offline model', () => {
       toolCalls: [{ name: 'current_time', arguments: { timeZone: 'Asia/Tokyo' } }],
     });
     expect(offlineModel(request(user('  /tool current_time  \n')))).toEqual({ toolCalls: [{ name: 'current_time', arguments: {} }] });
-    expect(offlineModel(request(user('/tool add {\n  "a": 2,\n  "b": 3\n}')))).toEqual({ toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] });
+    expect(offlineModel(request(user('/tool add {\n  "a": 2,\n  "b": 3\n}')))).toEqual({
+      toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }],
+    });
   });
 
   it('answers with what the tool returned once the result comes back, naming the tool', () => {
@@ -42,7 +44,9 @@ describe('the offline model', () => {
     expect(offlineModel(request(user('/tool clock')))).toEqual({
       text: '(scripted model) This agent has no tool named "clock". This agent\'s tools: current_time, add.',
     });
-    expect(offlineModel(request(user('/tool clock'), []))).toEqual({ text: '(scripted model) This agent has no tool named "clock". This agent has no tools.' });
+    expect(offlineModel(request(user('/tool clock'), []))).toEqual({
+      text: '(scripted model) This agent has no tool named "clock". This agent has no tools.',
+    });
     expect(offlineModel(request(user('/tool')))).toEqual({
       text: '(scripted model) To call a tool, send: /tool <tool_name> {"argument":"value"} (the arguments are optional). This agent\'s tools: current_time, add.',
     });

@@ -29,9 +29,13 @@ describe('package root and @flue/runtime exports', () => {
     expect(resolveRuntimeExport('@flue/runtime', ['import'])).toBe(path.join(root, 'dist/index.js'));
     expect(resolveRuntimeExport('@flue/runtime/node', ['node', 'import'])).toBe(path.join(root, 'dist/node.js'));
     expect(resolveRuntimeExport('@flue/runtime/node', ['flue-source', 'node', 'import'])).toBe(path.join(root, 'src/node/index.ts'));
-    expect(resolveRuntimeExport('@flue/runtime/node', ['workerd', 'worker', 'browser', 'import', 'default'])).toBe(path.join(root, 'dist/node.js'));
+    expect(resolveRuntimeExport('@flue/runtime/node', ['workerd', 'worker', 'browser', 'import', 'default'])).toBe(
+      path.join(root, 'dist/node.js'),
+    );
     expect(resolveRuntimeExport('@flue/runtime/tool', ['workerd'])).toBe(path.join(root, 'dist/tool.js'));
-    expect(resolveRuntimeExport('@flue/runtime/cloudflare', ['flue-source', 'workerd'])).toBe(path.join(root, 'src/durable-objects/index.ts'));
+    expect(resolveRuntimeExport('@flue/runtime/cloudflare', ['flue-source', 'workerd'])).toBe(
+      path.join(root, 'src/durable-objects/index.ts'),
+    );
   });
 
   it('names the available entries for an unexported subpath', () => {

@@ -37,7 +37,11 @@ export function packageRoot(): string {
       if (json.name === PUBLISHED_NAME) return (cachedRoot = dir);
     }
     const parent = path.dirname(dir);
-    if (parent === dir) throw new FlueBuildError('PackageResolutionError', `Could not locate the ${PUBLISHED_NAME} package root from ${fileURLToPath(import.meta.url)}.`);
+    if (parent === dir)
+      throw new FlueBuildError(
+        'PackageResolutionError',
+        `Could not locate the ${PUBLISHED_NAME} package root from ${fileURLToPath(import.meta.url)}.`,
+      );
     dir = parent;
   }
 }

@@ -107,7 +107,11 @@ export function nodeModulesBuildOptions(options: {
     metafile: true,
     logLevel: 'silent',
     loader: { '.md': 'text' },
-    plugins: [flueRuntimePlugin({ conditions: options.conditions, external: options.runtimeExternal }), markdownPlugin(), cloudflareExternalPlugin()],
+    plugins: [
+      flueRuntimePlugin({ conditions: options.conditions, external: options.runtimeExternal }),
+      markdownPlugin(),
+      cloudflareExternalPlugin(),
+    ],
   };
 }
 
@@ -131,7 +135,13 @@ export function markdownPlugin(): Plugin {
       build.onResolve({ filter: /\.md(?:\?.*)?$/i }, async (args) => {
         const query = args.path.indexOf('?');
         if (query !== -1) {
-          return { errors: [{ text: `[flue] Import queries are not supported on .md imports ("${args.path}"). Use a plain import: import text from '${args.path.slice(0, query)}'.` }] };
+          return {
+            errors: [
+              {
+                text: `[flue] Import queries are not supported on .md imports ("${args.path}"). Use a plain import: import text from '${args.path.slice(0, query)}'.`,
+              },
+            ],
+          };
         }
         const attributeType = args.with?.['type'];
         if (attributeType !== undefined) {
@@ -223,24 +233,34 @@ export async function packageSkillDirectory(dir: string): Promise<PackagedSkillD
       const stat = await lstat(entryAbs);
       const lower = entry.toLowerCase();
       if (stat.isSymbolicLink()) {
-        errors.push(`"${label(entryRel)}" is a symlink. Skill directories are packaged as plain files; replace the link with the file itself.`);
+        errors.push(
+          `"${label(entryRel)}" is a symlink. Skill directories are packaged as plain files; replace the link with the file itself.`,
+        );
       } else if (stat.isDirectory()) {
         if (SENSITIVE_DIRS.has(lower)) {
-          errors.push(`"${label(entryRel)}/" looks like a credentials directory and must not be packaged into the bundle. Move it out of the skill directory.`);
+          errors.push(
+            `"${label(entryRel)}/" looks like a credentials directory and must not be packaged into the bundle. Move it out of the skill directory.`,
+          );
         } else if (EXCLUDED_DIRS.has(entry)) {
-          warnings.push(`[flue] Skipping "${label(entryRel)}/" while packaging skill "${path.basename(dir)}" (${entry} is never skill content).`);
+          warnings.push(
+            `[flue] Skipping "${label(entryRel)}/" while packaging skill "${path.basename(dir)}" (${entry} is never skill content).`,
+          );
         } else {
           watchDirs.push(entryAbs);
           await walk(entryAbs, entryRel);
         }
       } else if (stat.isFile()) {
         if (SENSITIVE_FILES.has(lower) || SENSITIVE_FILE_PATTERN.test(lower)) {
-          errors.push(`"${label(entryRel)}" looks like a secret or credential file and must not be packaged into the bundle. Move it out of the skill directory.`);
+          errors.push(
+            `"${label(entryRel)}" looks like a secret or credential file and must not be packaged into the bundle. Move it out of the skill directory.`,
+          );
         } else if (JUNK_FILE_PATTERN.test(entry)) {
           warnings.push(`[flue] Skipping "${label(entryRel)}" while packaging skill "${path.basename(dir)}" (editor or OS junk file).`);
         } else {
           if (stat.size > SKILL_FILE_WARN_BYTES) {
-            warnings.push(`[flue] "${label(entryRel)}" is ${(stat.size / 1024 / 1024).toFixed(1)} MiB; large skill files grow the Worker bundle.`);
+            warnings.push(
+              `[flue] "${label(entryRel)}" is ${(stat.size / 1024 / 1024).toFixed(1)} MiB; large skill files grow the Worker bundle.`,
+            );
           }
           files[entryRel] = new Uint8Array(await readFile(entryAbs));
           watchFiles.push(entryAbs);
@@ -315,14 +335,23 @@ export function agentGuardPlugin(): Plugin {
         if (!source.includes('use agent')) return undefined;
         const scanned = await scanModule(args.path, source);
         if (scanned === undefined) return undefined;
-        return guardedModule(args.path, source, scanned, `\n;\nimport { __flueEnterAgent as ${ENTER_AGENT_LOCAL} } from '@flue/runtime';\n`);
+        return guardedModule(
+          args.path,
+          source,
+          scanned,
+          `\n;\nimport { __flueEnterAgent as ${ENTER_AGENT_LOCAL} } from '@flue/runtime';\n`,
+        );
       });
     },
   };
 }
 
 async function guardedModule(file: string, source: string, scanned: ScannedModule, footer: string): Promise<OnLoadResult> {
-  const guarded = await guardAgentModule(file, source, scanned.agents.map((agent) => agent.exportName));
+  const guarded = await guardAgentModule(
+    file,
+    source,
+    scanned.agents.map((agent) => agent.exportName),
+  );
   // The footer goes before the inline source map comment, which stays the module's last line.
   const mapAt = guarded.lastIndexOf('\n//# sourceMappingURL=');
   const contents = mapAt === -1 ? guarded + footer : guarded.slice(0, mapAt) + footer + guarded.slice(mapAt);

@@ -58,9 +58,7 @@ export function readDirectivePrologue(source: string): string[] {
       const failedAt = (error as { pos?: number }).pos;
       const closedBySemicolon = after.length > 0 && after[0]!.type === tokTypes.semi;
       const closedByLineBreak =
-        after.length === 0 &&
-        typeof failedAt === 'number' &&
-        LINE_TERMINATOR.test(source.slice(literalEnd, failedAt));
+        after.length === 0 && typeof failedAt === 'number' && LINE_TERMINATOR.test(source.slice(literalEnd, failedAt));
       if (closedBySemicolon || closedByLineBreak) directives.push(source.slice(literalStart, literalEnd));
       break;
     }

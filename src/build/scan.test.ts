@@ -136,10 +136,7 @@ export function Triage(): void { helper(); }
   });
 
   it('reads the raw directive texts of the prologue', () => {
-    expect(readDirectivePrologue(`#!/bin/x\n'use strict'; "use agent"\n'a' + 'b';\n'not';`)).toEqual([
-      "'use strict'",
-      '"use agent"',
-    ]);
+    expect(readDirectivePrologue(`#!/bin/x\n'use strict'; "use agent"\n'a' + 'b';\n'not';`)).toEqual(["'use strict'", '"use agent"']);
     expect(readDirectivePrologue(`'use agent'; @decorator class X {}`)).toEqual(["'use agent'"]);
     expect(readDirectivePrologue(`'use agent' @decorator class X {}`)).toEqual([]);
     expect(readDirectivePrologue(`@decorator class X {}`)).toEqual([]);
@@ -301,20 +298,36 @@ export const Other = () => { const Triage = {} as any; Triage.agentName = 'y'; }
     ['a variable', `const name = 'x';\nexport function Triage() {}\nTriage.agentName = name;`, /not a string literal/],
     ['a template with a substitution', 'export function Triage() {}\nTriage.agentName = `t-${1}`;', /not a string literal/],
     ['a concatenation', `export function Triage() {}\nTriage.agentName = 'a-' + String(1);`, /not a string literal/],
-    ['a conditional statement', `export function Triage() {}\nif (Math.random()) Triage.agentName = 'x';`, /inside a function, block, condition/],
+    [
+      'a conditional statement',
+      `export function Triage() {}\nif (Math.random()) Triage.agentName = 'x';`,
+      /inside a function, block, condition/,
+    ],
     ['a conditional value', `export function Triage() {}\nTriage.agentName = Math.random() ? 'a' : 'b';`, /not a string literal/],
     ['a nested block', `export function Triage() {}\n{ Triage.agentName = 'x'; }`, /inside a function, block, condition/],
-    ['inside a function', `export function Triage() {}\nfunction setup() { Triage.agentName = 'x'; }`, /inside a function, block, condition/],
+    [
+      'inside a function',
+      `export function Triage() {}\nfunction setup() { Triage.agentName = 'x'; }`,
+      /inside a function, block, condition/,
+    ],
     ['inside the agent itself', `export function Triage() { Triage.agentName = 'x'; }`, /inside a function, block, condition/],
     ['a sequence expression', `export function Triage() {}\nTriage.agentName = 'x', 0;`, /inside a function, block, condition/],
-    ['a chained assignment', `let n: string;\nexport function Triage() {}\nn = Triage.agentName = 'x';`, /inside a function, block, condition/],
+    [
+      'a chained assignment',
+      `let n: string;\nexport function Triage() {}\nn = Triage.agentName = 'x';`,
+      /inside a function, block, condition/,
+    ],
     ['a compound operator', `export function Triage() {}\nTriage.agentName += 'x';`, /updated with `\+=`/],
     ['a logical assignment', `export function Triage() {}\nTriage.agentName ??= 'x';`, /updated with `\?\?=`/],
     ['two assignments', `export function Triage() {}\nTriage.agentName = 'a';\nTriage.agentName = 'b';`, /more than once/],
     ['destructuring', `export function Triage() {}\n[Triage.agentName] = ['x'];`, /destructuring/],
     ['delete', `export function Triage() {}\nTriage.agentName = 'a';\ndelete Triage.agentName;`, /changed with `delete`/],
     ['Object.assign', `export function Triage() {}\nObject.assign(Triage, { agentName: 'x' });`, /Object\/Reflect/],
-    ['Object.defineProperty', `export function Triage() {}\nObject.defineProperty(Triage, 'agentName', { value: 'x' });`, /Object\/Reflect/],
+    [
+      'Object.defineProperty',
+      `export function Triage() {}\nObject.defineProperty(Triage, 'agentName', { value: 'x' });`,
+      /Object\/Reflect/,
+    ],
     ['Reflect.set', `export function Triage() {}\nReflect.set(Triage, 'agentName', 'x');`, /Object\/Reflect/],
   ])('rejects %s with InvalidAgentNameStaticError', async (_, body, problem) => {
     const error = await scanError(`'use agent';\n${body}\n`);
@@ -322,7 +335,9 @@ export const Other = () => { const Triage = {} as any; Triage.agentName = 'y'; }
     expect(error.name).toBe('InvalidAgentNameStaticError');
     // The line of the offending write: the body's last line (line 1 is the directive).
     const line = 1 + body.split('\n').length;
-    expect(error.message).toMatch(new RegExp(`^\\[flue\\] Triage\\.agentName in /project/src/agents/triage\\.ts:${line} \\(agent export Triage\\)`));
+    expect(error.message).toMatch(
+      new RegExp(`^\\[flue\\] Triage\\.agentName in /project/src/agents/triage\\.ts:${line} \\(agent export Triage\\)`),
+    );
     expect(error.message).toMatch(problem);
     expect(error.file).toBe(FILE);
     expect(error.exportName).toBe('Triage');
@@ -448,7 +463,10 @@ describe('scanAgents over a project tree', () => {
     root = await mkdtemp(path.join(tmpdir(), 'flue-scan-'));
     // Written out of path order on purpose.
     await write('src/nested/deep/zed.ts', `'use agent';\nexport function Zed() {}\n`);
-    await write('src/agents/support.ts', `'use agent';\nexport const SupportChat = () => {};\nexport default function Triage() {}\nTriage.agentName = 'issue-triage';\n`);
+    await write(
+      'src/agents/support.ts',
+      `'use agent';\nexport const SupportChat = () => {};\nexport default function Triage() {}\nTriage.agentName = 'issue-triage';\n`,
+    );
     await write('src/agents/Beta.mts', `"use agent"\nexport function Beta(): void {}\n`);
     await write('src/app.ts', `export default { fetch() { return new Response('ok'); } };\n`);
     await write('src/tools/plain.js', `'use agent';\nexport function PlainJs() {}\n`);
@@ -526,9 +544,9 @@ describe('scanAgents over a project tree', () => {
   });
 
   it('fails on a broken candidate that is not excluded', async () => {
-    await expect(
-      scanAgents({ root, files: ['src/tools/plain.js', 'src/node_modules/pkg/index.ts'] }),
-    ).rejects.toBeInstanceOf(AgentModuleParseError);
+    await expect(scanAgents({ root, files: ['src/tools/plain.js', 'src/node_modules/pkg/index.ts'] })).rejects.toBeInstanceOf(
+      AgentModuleParseError,
+    );
   });
 
   describe('across modules', () => {

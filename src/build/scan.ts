@@ -54,9 +54,7 @@ const READ_CONCURRENCY = 16;
 /** Scans the project and checks identities across all agent modules. */
 export async function scanAgents(options: ScanAgentsOptions): Promise<ScanResult> {
   const root = path.resolve(options.root);
-  const listed = options.files
-    ? options.files.map((file) => path.resolve(root, file))
-    : await listSourceFiles(path.join(root, 'src'));
+  const listed = options.files ? options.files.map((file) => path.resolve(root, file)) : await listSourceFiles(path.join(root, 'src'));
   // Code-unit order, not locale order: the result must not depend on the machine.
   const files = [...new Set(listed)].sort(compareCodeUnits);
 
@@ -138,11 +136,7 @@ export async function scanModule(file: string, source: string, options: ScanModu
 }
 
 function isUseAgentStatement(node: AnyNode): boolean {
-  return (
-    node.type === 'ExpressionStatement' &&
-    node.expression.type === 'Literal' &&
-    node.expression.value === 'use agent'
-  );
+  return node.type === 'ExpressionStatement' && node.expression.type === 'Literal' && node.expression.value === 'use agent';
 }
 
 /**
@@ -247,9 +241,7 @@ function describe(error: unknown): string {
 // ---------------------------------------------------------------------------------------------
 // Exports (esbuild's output)
 
-type Binding =
-  | { kind: 'function'; functionName: string; async: boolean }
-  | { kind: 'import' | 'class' | 'value' };
+type Binding = { kind: 'function'; functionName: string; async: boolean } | { kind: 'import' | 'class' | 'value' };
 
 interface AgentCandidate {
   exportName: string;
@@ -283,7 +275,14 @@ function findAgents(file: string, program: Program, lineOf: (offset: number) => 
         async: binding.async,
       });
     } else if (startsUppercase(exportName)) {
-      candidates.push({ exportName, localName, defaultIdentity: exportName, defaultIdentitySource: 'export name', position, async: binding.async });
+      candidates.push({
+        exportName,
+        localName,
+        defaultIdentity: exportName,
+        defaultIdentitySource: 'export name',
+        position,
+        async: binding.async,
+      });
     }
   };
 
@@ -367,7 +366,12 @@ function rejectDuplicateExports(file: string, candidates: AgentCandidate[]): voi
   }
 }
 
-function resolveIdentity(file: string, candidate: AgentCandidate, writes: AgentNameWrite[], lineOf: (offset: number) => number | undefined): string {
+function resolveIdentity(
+  file: string,
+  candidate: AgentCandidate,
+  writes: AgentNameWrite[],
+  lineOf: (offset: number) => number | undefined,
+): string {
   const localName = candidate.localName ?? candidate.defaultIdentity;
   const invalid = writes.find((write) => write.problem !== undefined);
   if (invalid !== undefined) {
@@ -391,9 +395,7 @@ function collectTopLevelBindings(program: Program): Map<string, Binding> {
   const bindings = new Map<string, Binding>();
   for (const item of program.body) {
     const statement =
-      (item.type === 'ExportNamedDeclaration' || item.type === 'ExportDefaultDeclaration') && item.declaration
-        ? item.declaration
-        : item;
+      (item.type === 'ExportNamedDeclaration' || item.type === 'ExportDefaultDeclaration') && item.declaration ? item.declaration : item;
     switch (statement.type) {
       case 'ImportDeclaration':
         for (const specifier of statement.specifiers) bindings.set(specifier.local.name, { kind: 'import' });

@@ -57,7 +57,10 @@ function harness(files: Record<string, string>): Harness {
     file,
     async expectRebuild(rel, expected, change) {
       const seen = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no rebuild saw ${rel} = ${JSON.stringify(expected)} within ${WAIT_MS} ms`)), WAIT_MS);
+        const timer = setTimeout(
+          () => reject(new Error(`no rebuild saw ${rel} = ${JSON.stringify(expected)} within ${WAIT_MS} ms`)),
+          WAIT_MS,
+        );
         waiters.push({ rel, expected, resolve: () => (clearTimeout(timer), resolve()) });
       });
       change();

@@ -26,7 +26,10 @@ function base(extra: RawWranglerConfig = {}): RawWranglerConfig {
   };
 }
 
-const validate = (raw: RawWranglerConfig, agents = [HELLO]) => () => validateWranglerConfig(raw, 'wrangler.jsonc', agents);
+const validate =
+  (raw: RawWranglerConfig, agents = [HELLO]) =>
+  () =>
+    validateWranglerConfig(raw, 'wrangler.jsonc', agents);
 
 describe('validateWranglerConfig', () => {
   it('accepts a complete config', () => {
@@ -42,7 +45,9 @@ describe('validateWranglerConfig', () => {
   it('requires compatibility_date >= 2026-04-01 in YYYY-MM-DD form', () => {
     const { compatibility_date: _, ...raw } = base();
     expect(validate(raw)).toThrow('[flue] wrangler.jsonc must set "compatibility_date" to "2026-04-01" or later.');
-    expect(validate(base({ compatibility_date: '2026/08/01' }))).toThrow('"compatibility_date" must be a "YYYY-MM-DD" string; got "2026/08/01"');
+    expect(validate(base({ compatibility_date: '2026/08/01' }))).toThrow(
+      '"compatibility_date" must be a "YYYY-MM-DD" string; got "2026/08/01"',
+    );
     expect(validate(base({ compatibility_date: '2026-03-31' }))).toThrow(
       '[flue] wrangler.jsonc "compatibility_date" is "2026-03-31"; Flue needs "2026-04-01" or later',
     );
@@ -50,17 +55,23 @@ describe('validateWranglerConfig', () => {
   });
 
   it('requires the nodejs_compat flag, also where an env overrides the flags', () => {
-    expect(validate(base({ compatibility_flags: [] }))).toThrow('[flue] wrangler.jsonc "compatibility_flags" must include "nodejs_compat".');
+    expect(validate(base({ compatibility_flags: [] }))).toThrow(
+      '[flue] wrangler.jsonc "compatibility_flags" must include "nodejs_compat".',
+    );
     const { compatibility_flags: _, ...raw } = base();
     expect(validate(raw)).toThrow('must include "nodejs_compat"');
     expect(validate(base({ env: { staging: { compatibility_flags: ['streams_enable_constructors'] } } }))).toThrow(
       '[flue] wrangler.jsonc env "staging" overrides "compatibility_flags" without "nodejs_compat"; include it.',
     );
-    expect(validate(base({ env: { staging: { compatibility_date: '2025-01-01' } } }))).toThrow('env "staging" "compatibility_date" is "2025-01-01"');
+    expect(validate(base({ env: { staging: { compatibility_date: '2025-01-01' } } }))).toThrow(
+      'env "staging" "compatibility_date" is "2025-01-01"',
+    );
   });
 
   it('rejects keys that only make sense when wrangler bundles, naming them', () => {
-    expect(validate(base({ main: 'src/index.ts' }))).toThrow('[flue] wrangler.jsonc must not set "main": flue build bundles the Worker itself');
+    expect(validate(base({ main: 'src/index.ts' }))).toThrow(
+      '[flue] wrangler.jsonc must not set "main": flue build bundles the Worker itself',
+    );
     expect(validate(base({ no_bundle: true, rules: [], base_dir: 'src' }))).toThrow('must not set "no_bundle", "rules", "base_dir"');
     expect(validate(base({ find_additional_modules: true }))).toThrow('"find_additional_modules"');
     expect(validate(base({ env: { production: { main: 'x.js' } } }))).toThrow('[flue] wrangler.jsonc env "production" must not set "main"');
@@ -208,7 +219,12 @@ describe('checkMigrations', () => {
       /declare the Durable Object classes "FlueGoneAgent" \(agent "Gone"\), "FlueOldAgent" \(agent "Old"\).*"deleted_classes": \["FlueGoneAgent", "FlueOldAgent"\]/s,
     );
     // Deleted, or bound by the user's own binding: no error.
-    expect(check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueOldAgent'] }, { tag: 'v2', deleted_classes: ['FlueOldAgent'] }])).toEqual([]);
+    expect(
+      check([
+        { tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueOldAgent'] },
+        { tag: 'v2', deleted_classes: ['FlueOldAgent'] },
+      ]),
+    ).toEqual([]);
     expect(
       check([{ tag: 'v1', new_sqlite_classes: ['FlueHelloAgent', 'FlueRouterAgent'] }], [HELLO], {
         durable_objects: { bindings: [{ name: 'ROUTER', class_name: 'FlueRouterAgent' }] },
@@ -257,7 +273,10 @@ describe('mergeWranglerConfig', () => {
     });
     const merged = mergeWranglerConfig(raw, [HELLO]);
     const env = merged['env'] as Record<string, Record<string, unknown>>;
-    expect(env['staging']).toEqual({ vars: { A: '1' }, durable_objects: { bindings: [{ name: 'FLUE_HELLO_AGENT', class_name: 'FlueHelloAgent' }] } });
+    expect(env['staging']).toEqual({
+      vars: { A: '1' },
+      durable_objects: { bindings: [{ name: 'FLUE_HELLO_AGENT', class_name: 'FlueHelloAgent' }] },
+    });
     expect(env['production']!['durable_objects']).toEqual({
       bindings: [
         { name: 'PROD_DO', class_name: 'ProdDo' },
@@ -273,7 +292,16 @@ describe('mergeWranglerConfig', () => {
     const b = serializeWranglerConfig(mergeWranglerConfig(structuredClone(raw), [SUPPORT, HELLO]));
     expect(a).toBe(b);
     expect(a.endsWith('}\n')).toBe(true);
-    expect(Object.keys(JSON.parse(a))).toEqual(['name', 'compatibility_date', 'compatibility_flags', 'migrations', 'vars', 'main', 'no_bundle', 'durable_objects']);
+    expect(Object.keys(JSON.parse(a))).toEqual([
+      'name',
+      'compatibility_date',
+      'compatibility_flags',
+      'migrations',
+      'vars',
+      'main',
+      'no_bundle',
+      'durable_objects',
+    ]);
   });
 
   it('adds no durable_objects block when there are no agents', () => {

@@ -313,7 +313,8 @@ export function checkMigrations(raw: RawWranglerConfig, label: string, agents: r
       `${missing.length === 1 ? 'Durable Object class' : 'Durable Object classes'} ${list} ${missing.length === 1 ? 'is' : 'are'} ` +
       `not introduced by the migrations in ${label}. Append this entry to "migrations":\n  ${snippet}`;
     const deletedNotes = missing.filter((a) => state.deleted.has(a.className));
-    for (const a of deletedNotes) message += `\n(${a.className} was deleted by migration "${state.deleted.get(a.className)}"; re-adding it starts with empty storage.)`;
+    for (const a of deletedNotes)
+      message += `\n(${a.className} was deleted by migration "${state.deleted.get(a.className)}"; re-adding it starts with empty storage.)`;
     if (missing.length === 1 && stale.length === 1) {
       const rename = { tag: nextTag, renamed_classes: [{ from: stale[0], to: missing[0]!.className }] };
       message +=
@@ -349,7 +350,7 @@ function staleClassesMessage(stale: readonly string[], label: string, nextTag: s
   const example = identityOf(stale[0]!);
   return (
     `${label} migrations declare the Durable Object ${one ? 'class' : 'classes'} ${list}, but no agent generates ` +
-    `${one ? 'it' : 'them'} any more, so ${one ? "that agent's" : 'those agents\''} stored conversations would have no code to run.\n` +
+    `${one ? 'it' : 'them'} any more, so ${one ? "that agent's" : "those agents'"} stored conversations would have no code to run.\n` +
     `- If the agent still exists, check its module: 'use agent' must be the very first statement, and the agent an exported ` +
     'function with a capitalized name.\n' +
     `- If you renamed the function, keep its data by giving it the old identity: NewName.agentName = '${example}'` +
@@ -363,7 +364,10 @@ function staleClassesMessage(stale: readonly string[], label: string, nextTag: s
 /** One-line JSON the way it is pasted into JSONC: `{ "tag": "v2", "new_sqlite_classes": ["X"] }`. */
 export function inlineJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(inlineJson).join(', ')}]`;
-  if (isPlainObject(value)) return `{ ${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${inlineJson(v)}`).join(', ')} }`;
+  if (isPlainObject(value))
+    return `{ ${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${inlineJson(v)}`)
+      .join(', ')} }`;
   return JSON.stringify(value);
 }
 

@@ -31,7 +31,10 @@ const SLICE_BUDGET_MS = 10 * 60_000;
  */
 function bornIdentity(view: ConversationView, entry: FlueAgentEntry, registry: AgentRegistry): string {
   // One object holds one conversation: its root (task children live under `tasks/`).
-  const born = view.conversationKeys().filter((key) => key.startsWith('agents/')).map((key) => view.conversationInfo(key)!.agent);
+  const born = view
+    .conversationKeys()
+    .filter((key) => key.startsWith('agents/'))
+    .map((key) => view.conversationInfo(key)!.agent);
   const earlier = born.includes(entry.identity) ? undefined : born[0];
   if (earlier === undefined) return entry.identity;
   const holder = registry.get(earlier);

@@ -28,7 +28,9 @@ export function runInCloudflareContext<T>(context: CloudflareContext, fn: () => 
 export function getCloudflareContext(): CloudflareContext {
   const context = storage.getStore();
   if (context === undefined) {
-    throw new Error('[flue] Not running in a Cloudflare context. This function can only be called inside a Cloudflare Worker or Durable Object.');
+    throw new Error(
+      '[flue] Not running in a Cloudflare context. This function can only be called inside a Cloudflare Worker or Durable Object.',
+    );
   }
   return context;
 }

@@ -56,12 +56,10 @@ const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
     new PayloadTooLargeError(String(shape.meta?.field ?? ''), Number(shape.meta?.size ?? 0), Number(shape.meta?.limit ?? 0)),
   runtime_unavailable: (shape) => new RuntimeUnavailableError((shape.meta?.state as RuntimeState) ?? 'failed'),
   // Definition errors reject admission (a broken agent) and must keep their class on the Worker.
-  agent_definition_invalid: (shape) =>
-    new AgentDefinitionError((shape.meta?.rule as AgentDefinitionRule) ?? 'synchronous', shape.message),
+  agent_definition_invalid: (shape) => new AgentDefinitionError((shape.meta?.rule as AgentDefinitionRule) ?? 'synchronous', shape.message),
   tool_definition_invalid: (shape) => new ToolDefinitionError(shape.message, { site: 'useTool' }),
   invalid_model_specifier: (shape) => new InvalidModelSpecifierError(shape.message, String(shape.meta?.specifier ?? '')),
-  unknown_model: (shape) =>
-    new UnknownModelError(shape.message, { specifier: '', provider: '', reason: 'unknown_model' }),
+  unknown_model: (shape) => new UnknownModelError(shape.message, { specifier: '', provider: '', reason: 'unknown_model' }),
   provider_not_configured: (shape) => new ProviderNotConfiguredError(String(shape.meta?.provider ?? ''), []),
 };
 

@@ -68,7 +68,8 @@ export function receiveVerb(verb: VerbName): {
     async serve(instanceId, wire, call) {
       const sent = crossing.stream === 'args' ? await Promise.all(wire.map((value) => unpackValue(value))) : wire;
       // The object is addressed by the instance id: an admission's request gets that id.
-      const args = crossing.instance === 'request' ? [{ ...(sent[0] as AdmissionRequest), id: instanceId }, ...sent.slice(1)] : [instanceId, ...sent];
+      const args =
+        crossing.instance === 'request' ? [{ ...(sent[0] as AdmissionRequest), id: instanceId }, ...sent.slice(1)] : [instanceId, ...sent];
       const result = await call(args);
       return crossing.stream === 'result' ? packValue(result) : result;
     },

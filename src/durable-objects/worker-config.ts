@@ -84,8 +84,10 @@ function stubFor(config: WorkerConfig, identity: string, instanceId: string, ver
 
 /** Every verb but `poll` is one RPC to the conversation's object; `read()` is a loop of polls. */
 function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
-  const call = <K extends VerbName>(verb: K) => (agentName: string, ...args: VerbArgs<K>) =>
-    callVerb(stubFor(config, agentName, instanceOf(verb, args), CROSSINGS[verb].label), verb, args);
+  const call =
+    <K extends VerbName>(verb: K) =>
+    (agentName: string, ...args: VerbArgs<K>) =>
+      callVerb(stubFor(config, agentName, instanceOf(verb, args), CROSSINGS[verb].label), verb, args);
   const verbs = Object.fromEntries(VERB_NAMES.filter((verb) => verb !== 'poll').map((verb) => [verb, call(verb)]));
   return {
     ...(verbs as Omit<FlueRuntime, 'registry' | 'read'>),

@@ -9,7 +9,10 @@ import { createFlueWorkerHandlers } from './worker-handlers.ts';
 import { setDevMode } from '../runtime/common/dev-mode.ts';
 import { type DevStatusServer, startDevStatusServer } from '../build/dev-status.ts';
 
-type Handlers = { fetch(request: Request, env: unknown, ctx: unknown): Promise<Response>; scheduled?(controller: unknown, env: unknown, ctx: unknown): Promise<void> };
+type Handlers = {
+  fetch(request: Request, env: unknown, ctx: unknown): Promise<Response>;
+  scheduled?(controller: unknown, env: unknown, ctx: unknown): Promise<void>;
+};
 
 const app = {
   fetch(request: Request): Response {
@@ -73,10 +76,17 @@ describe('createFlueWorkerHandlers', () => {
   it('takes scheduled from cloudflare.ts when the app has none, and refuses two of them', async () => {
     const fromCloudflare = async () => {};
     const app = { fetch: () => new Response('ok') };
-    expect((createFlueWorkerHandlers({ app, cloudflare: { default: { scheduled: fromCloudflare } }, generatedExports: [] }) as Handlers).scheduled).toBe(fromCloudflare);
+    expect(
+      (createFlueWorkerHandlers({ app, cloudflare: { default: { scheduled: fromCloudflare } }, generatedExports: [] }) as Handlers)
+        .scheduled,
+    ).toBe(fromCloudflare);
     expect((createFlueWorkerHandlers({ app, generatedExports: [] }) as Handlers).scheduled).toBeUndefined();
     expect(() =>
-      createFlueWorkerHandlers({ app: { ...app, scheduled: async () => {} }, cloudflare: { default: { scheduled: fromCloudflare } }, generatedExports: [] }),
+      createFlueWorkerHandlers({
+        app: { ...app, scheduled: async () => {} },
+        cloudflare: { default: { scheduled: fromCloudflare } },
+        generatedExports: [],
+      }),
     ).toThrow('[flue] Both app.ts and cloudflare.ts define a scheduled handler; a Worker has one.');
   });
 });

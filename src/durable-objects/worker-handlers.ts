@@ -49,7 +49,9 @@ export function createFlueWorkerHandlers(options: {
   return {
     ...(handlers as Record<string, unknown> | undefined),
     // Called as a method: a class-based app may read `this` in its handler.
-    ...(appScheduled === undefined ? {} : { scheduled: (controller: unknown, env: unknown, ctx: unknown) => appScheduled.call(app, controller, env, ctx) }),
+    ...(appScheduled === undefined
+      ? {}
+      : { scheduled: (controller: unknown, env: unknown, ctx: unknown) => appScheduled.call(app, controller, env, ctx) }),
     async fetch(request: Request, env: unknown, ctx: unknown): Promise<Response> {
       const statusUrl = devStatusUrl(env as Record<string, unknown> | undefined);
       if (statusUrl === undefined) return await serve(request, env, ctx);

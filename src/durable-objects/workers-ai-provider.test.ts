@@ -67,7 +67,9 @@ describe('cloudflareBindingProvider', () => {
 
   it('passes an AI Gateway only when one is given', async () => {
     const { ai, runs } = binding(async () => ({ response: 'ok' }));
-    await cloudflareBindingProvider({ binding: ai, stream: false, gateway: { id: 'my-gateway' } }).streamSimple(model(), context()).result();
+    await cloudflareBindingProvider({ binding: ai, stream: false, gateway: { id: 'my-gateway' } })
+      .streamSimple(model(), context())
+      .result();
     await cloudflareBindingProvider({ binding: ai, stream: false }).streamSimple(model(), context()).result();
     expect(runs.map((run) => run.options)).toEqual([{ gateway: { id: 'my-gateway' } }, undefined]);
   });
@@ -90,10 +92,14 @@ describe('cloudflareBindingProvider', () => {
     const answer = (text: string) => async () => {
       throw new Error(text);
     };
-    const busy = await cloudflareBindingProvider({ binding: binding(answer('AiError: 3040: Capacity temporarily exceeded, please try again.')).ai })
+    const busy = await cloudflareBindingProvider({
+      binding: binding(answer('AiError: 3040: Capacity temporarily exceeded, please try again.')).ai,
+    })
       .streamSimple(model(), context())
       .result();
-    const invalid = await cloudflareBindingProvider({ binding: binding(answer('AiError: 3010: Invalid or incomplete input for the model')).ai })
+    const invalid = await cloudflareBindingProvider({
+      binding: binding(answer('AiError: 3010: Invalid or incomplete input for the model')).ai,
+    })
       .streamSimple(model(), context())
       .result();
     expect(isRetryableModelError(busy)).toBe(true);
@@ -129,7 +135,11 @@ describe('cloudflareBindingProvider', () => {
   it('streamed OpenAI-style tool call pieces are joined by index', async () => {
     const encoder = new TextEncoder();
     const events = [
-      { choices: [{ delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'forecast', arguments: '{"ci' } }] } }] },
+      {
+        choices: [
+          { delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'forecast', arguments: '{"ci' } }] } },
+        ],
+      },
       { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'ty":"Rome"}' } }] } }] },
       { choices: [{ delta: {}, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } },
     ];

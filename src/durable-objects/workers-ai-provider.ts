@@ -5,14 +5,7 @@
  * lives at Cloudflare, so unknown ids resolve to a zero-metadata model instead of failing.
  */
 import { createAssistantMessageEventStream, createProvider } from '@earendil-works/pi-ai';
-import type {
-  Api,
-  AssistantMessage,
-  AssistantMessageEventStream,
-  Model,
-  StreamOptions,
-  TranscriptContext,
-} from '@earendil-works/pi-ai';
+import type { Api, AssistantMessage, AssistantMessageEventStream, Model, StreamOptions, TranscriptContext } from '@earendil-works/pi-ai';
 import { withDynamicModels } from '../runtime/model/model-registry.ts';
 import type { Provider } from '../runtime/model/model-types.ts';
 import { REQUEST_TOO_LARGE_MARKER, RETRYABLE_INTERRUPTION_MARKER } from '../runtime/model/model-retry.ts';
@@ -104,7 +97,14 @@ function streamWorkersAI(
     api: model.api,
     provider: model.provider,
     model: model.id,
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
     stopReason: 'stop',
     timestamp: Date.now(),
   };
@@ -129,7 +129,11 @@ function streamWorkersAI(
     events.push({ type: 'start', partial: output });
     let result: unknown;
     try {
-      const run = binding.run(model.id, inputs as unknown as Record<string, unknown>, options.gateway ? { gateway: options.gateway } : undefined);
+      const run = binding.run(
+        model.id,
+        inputs as unknown as Record<string, unknown>,
+        options.gateway ? { gateway: options.gateway } : undefined,
+      );
       result = await (signal === undefined ? run : raceAbort(run, signal));
     } catch (error) {
       if (signal?.aborted) return fail('aborted', 'Request was aborted');
@@ -156,14 +160,18 @@ function streamWorkersAI(
       } else if (typeof result === 'object' && result !== null) {
         addText(response.add(result));
       } else {
-        return fail('invalid_response', `run() returned ${result === null ? 'null' : typeof result}, expected a text-generation result or a stream.`);
+        return fail(
+          'invalid_response',
+          `run() returned ${result === null ? 'null' : typeof result}, expected a text-generation result or a stream.`,
+        );
       }
     } catch (error) {
       if (signal?.aborted) return fail('aborted', 'Request was aborted');
       if (error instanceof StreamIdleError) return fail('stream_idle', error.message);
       return fail('invalid_response', error instanceof Error ? error.message : String(error));
     }
-    if (text !== undefined) events.push({ type: 'text_end', contentIndex: output.content.indexOf(text), content: text.text, partial: output });
+    if (text !== undefined)
+      events.push({ type: 'text_end', contentIndex: output.content.indexOf(text), content: text.text, partial: output });
     for (const call of response.toolCalls()) {
       output.content.push(call);
       const contentIndex = output.content.length - 1;
@@ -228,4 +236,3 @@ function guardedRead(
     }
   };
 }
-

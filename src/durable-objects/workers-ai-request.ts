@@ -44,7 +44,10 @@ export function workersAIInputs(
     if (mapped !== undefined) messages.push(mapped);
   }
   const tools = getCurrentTools(context.messages).map(
-    (tool): WorkersAITool => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }),
+    (tool): WorkersAITool => ({
+      type: 'function',
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }),
   );
   return {
     messages,

@@ -37,9 +37,25 @@ const streams = {
     ],
     events: [
       ...TEXT.map((content) => ({ choices: [{ delta: { content } }] })),
-      { choices: [{ delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'forecast', arguments: '{"city":"Bogo' } }] } }] },
+      {
+        choices: [
+          {
+            delta: {
+              tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'forecast', arguments: '{"city":"Bogo' } }],
+            },
+          },
+        ],
+      },
       { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'tá 🌧","note":"naïve €"}' } }] } }] },
-      { choices: [{ delta: { tool_calls: [{ index: 1, id: 'call_2', type: 'function', function: { name: 'translate', arguments: '{"to":"日本語"}' } }] } }] },
+      {
+        choices: [
+          {
+            delta: {
+              tool_calls: [{ index: 1, id: 'call_2', type: 'function', function: { name: 'translate', arguments: '{"to":"日本語"}' } }],
+            },
+          },
+        ],
+      },
       { choices: [{ delta: {}, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 17, completion_tokens: 42, total_tokens: 59 } },
     ],
   },

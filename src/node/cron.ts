@@ -9,7 +9,9 @@ export class InvalidCronExpressionError extends Error {
   readonly expression: string;
 
   constructor(expression: string, problem: string) {
-    super(`[flue] Invalid cron expression "${expression}": ${problem}. Expected five fields (minute hour day-of-month month day-of-week), e.g. "0 9 * * *".`);
+    super(
+      `[flue] Invalid cron expression "${expression}": ${problem}. Expected five fields (minute hour day-of-month month day-of-week), e.g. "0 9 * * *".`,
+    );
     this.name = 'InvalidCronExpressionError';
     this.expression = expression;
   }
@@ -133,6 +135,7 @@ function value(expression: string, spec: FieldSpec, text: string, item: string):
 }
 
 function bad(expression: string, spec: FieldSpec, item: string, why?: string): InvalidCronExpressionError {
-  const accepted = 'numbers, *, ranges (a-b), steps (*/n, a-b/n) and lists (a,b)' + (spec.names === undefined ? '' : ` or names (${spec.names[0]}…)`);
+  const accepted =
+    'numbers, *, ranges (a-b), steps (*/n, a-b/n) and lists (a,b)' + (spec.names === undefined ? '' : ` or names (${spec.names[0]}…)`);
   return new InvalidCronExpressionError(expression, `the ${spec.name} field "${item}" is not valid (${why ?? `use ${accepted}`})`);
 }

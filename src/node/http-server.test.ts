@@ -31,7 +31,12 @@ describe('serveFetchable', () => {
         const headers = new Headers({ 'content-type': 'application/json' });
         headers.append('set-cookie', 'a=1');
         headers.append('set-cookie', 'b=2');
-        const body = { method: request.method, path: new URL(request.url).pathname + new URL(request.url).search, auth: request.headers.get('authorization'), body: await request.text() };
+        const body = {
+          method: request.method,
+          path: new URL(request.url).pathname + new URL(request.url).search,
+          auth: request.headers.get('authorization'),
+          body: await request.text(),
+        };
         return new Response(JSON.stringify(body), { status: 201, headers });
       },
     });
@@ -83,7 +88,10 @@ describe('serveFetchable', () => {
     });
     const typed = await fetch(`${url}/typed`);
     expect(typed.status).toBe(400);
-    expect(((await typed.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'invalid_request', message: 'The name field is missing.' });
+    expect(((await typed.json()) as { error: { type: string; message: string } }).error).toMatchObject({
+      type: 'invalid_request',
+      message: 'The name field is missing.',
+    });
 
     const crashed = await fetch(`${url}/other`);
     expect(crashed.status).toBe(500);

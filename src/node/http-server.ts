@@ -40,7 +40,14 @@ export async function serveFetchable(app: Fetchable, options: HttpServerOptions)
     });
   });
   const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? (address.address === '::' ? 'localhost' : `[${address.address}]`) : address.address === '0.0.0.0' ? 'localhost' : address.address;
+  const host =
+    address.family === 'IPv6'
+      ? address.address === '::'
+        ? 'localhost'
+        : `[${address.address}]`
+      : address.address === '0.0.0.0'
+        ? 'localhost'
+        : address.address;
   return {
     server,
     url: `http://${host}:${address.port}`,
@@ -79,7 +86,10 @@ function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
   try {
     url = new URL(req.url ?? '/', `http://${host}`);
   } catch {
-    throw new InvalidRequestError('The request URL or Host header is malformed.', `Host "${host}" with path "${req.url ?? ''}" does not form a URL.`);
+    throw new InvalidRequestError(
+      'The request URL or Host header is malformed.',
+      `Host "${host}" with path "${req.url ?? ''}" does not form a URL.`,
+    );
   }
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -119,15 +129,16 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (!res.write(value)) await new Promise<void>((resolve) => {
-        const settle = () => {
-          res.off('drain', settle);
-          res.off('close', settle);
-          resolve();
-        };
-        res.once('drain', settle);
-        res.once('close', settle);
-      });
+      if (!res.write(value))
+        await new Promise<void>((resolve) => {
+          const settle = () => {
+            res.off('drain', settle);
+            res.off('close', settle);
+            resolve();
+          };
+          res.once('drain', settle);
+          res.once('close', settle);
+        });
       if (res.destroyed) break;
     }
     res.end();

@@ -1,7 +1,14 @@
 /** `@flue/runtime/node`: the Node target. */
 export { start, type Flue, type StartAgentConfig, type StartAgentEntry, type StartOptions, type StopOptions } from './start.ts';
 export { sqlite, type PersistenceAdapter } from './sqlite.ts';
-export { local, LocalSandboxInvalidPathError, LocalSandboxPathError, LOCAL_DEFAULT_ENV_KEYS, LOCAL_MAX_OUTPUT_BYTES, type LocalSandboxOptions } from './local.ts';
+export {
+  local,
+  LocalSandboxInvalidPathError,
+  LocalSandboxPathError,
+  LOCAL_DEFAULT_ENV_KEYS,
+  LOCAL_MAX_OUTPUT_BYTES,
+  type LocalSandboxOptions,
+} from './local.ts';
 export { runFlueServer, DEFAULT_PORT, type FlueServer, type FlueServerOptions } from './server.ts';
 export { InvalidSchedulesError, type ScheduleCallback, type ScheduledTick, type Schedules } from './schedules.ts';
 export { InvalidCronExpressionError } from './cron.ts';

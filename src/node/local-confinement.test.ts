@@ -115,7 +115,10 @@ describe.each(views)('grep over %s', (_label, view) => {
       isError: false,
       content: 'sub-link/deep/nested.txt:1:needle nested',
     });
-    expect(await run(grep(), { pattern: 'needle', path: 'inside-link' })).toEqual({ isError: false, content: 'inside-link:1:needle inside' });
+    expect(await run(grep(), { pattern: 'needle', path: 'inside-link' })).toEqual({
+      isError: false,
+      content: 'inside-link:1:needle inside',
+    });
     expect((await run(grep(), { pattern: 'needle', path: 'sub', include: 'deep/*' })).isError).toBe(false);
   });
 });
@@ -123,9 +126,12 @@ describe.each(views)('grep over %s', (_label, view) => {
 describe.each(views)('glob over %s', (_label, view) => {
   const glob = (): AgentTool => defaultSandboxTools(view()).find((t) => t.name === 'glob')!;
 
-  it.each(['/etc', '__OUTSIDE__', '..', '../..', 'sub/../../outside', 'escape', 'escape/dir', 'dangling'])('refuses path %s', async (path) => {
-    expectRefused(await run(glob(), { pattern: '*', path: path.replace('__OUTSIDE__', outside) }));
-  });
+  it.each(['/etc', '__OUTSIDE__', '..', '../..', 'sub/../../outside', 'escape', 'escape/dir', 'dangling'])(
+    'refuses path %s',
+    async (path) => {
+      expectRefused(await run(glob(), { pattern: '*', path: path.replace('__OUTSIDE__', outside) }));
+    },
+  );
 
   it.each(['../*', '../outside/*', '/etc/passwd', '/*', '/', 'sub/../../*', 'escape/*'])('refuses pattern %s', async (pattern) => {
     expectRefused(await run(glob(), { pattern }));
@@ -180,7 +186,18 @@ describe('read/write/edit over the agent overlay', () => {
 });
 
 describe('sandbox verbs', () => {
-  const hostile = (): string[] => ['/etc/passwd', '/etc', '..', '../..', 'sub/../../outside', 'escape', 'escape/dir', 'secret-link', 'dangling', outside];
+  const hostile = (): string[] => [
+    '/etc/passwd',
+    '/etc',
+    '..',
+    '../..',
+    'sub/../../outside',
+    'escape',
+    'escape/dir',
+    'secret-link',
+    'dangling',
+    outside,
+  ];
 
   it('refuse every hostile path with LocalSandboxPathError', async () => {
     for (const p of hostile()) {

@@ -60,9 +60,7 @@ describe('local() file verbs inside the root', () => {
     await sandbox.mkdir('x/y/z', { recursive: true });
     expect((await sandbox.stat('x/y/z')).isDirectory).toBe(true);
 
-    expect((await sandbox.readdir('.')).sort()).toEqual(
-      ['a.txt', 'bin.dat', 'd', 'dangling', 'escape', 'secret-link', 'x'].sort(),
-    );
+    expect((await sandbox.readdir('.')).sort()).toEqual(['a.txt', 'bin.dat', 'd', 'dangling', 'escape', 'secret-link', 'x'].sort());
     expect(await sandbox.exists('a.txt')).toBe(true);
     expect(await sandbox.exists('nope')).toBe(false);
 
@@ -133,9 +131,7 @@ describe('local() refuses paths outside the root', () => {
   });
 
   it('names the path in a clear error', async () => {
-    await expect(sandbox.readFile('../outside/secret.txt')).rejects.toThrow(
-      `${outside}/secret.txt is outside the sandbox root ${root}`,
-    );
+    await expect(sandbox.readFile('../outside/secret.txt')).rejects.toThrow(`${outside}/secret.txt is outside the sandbox root ${root}`);
     // The link is named, never its target: that would be a name from outside the root.
     await expect(sandbox.readFile('secret-link')).rejects.toThrow(
       `${root}/secret-link is outside the sandbox root ${root} (it is a symbolic link pointing out of it).`,
@@ -318,4 +314,3 @@ async function sleepers(seconds: string): Promise<number> {
   }
   return count;
 }
-

@@ -28,14 +28,7 @@ import * as fs from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { FlueError } from '../runtime/common/errors.ts';
 import { sandboxFromDriver } from '../runtime/sandbox/from-driver.ts';
-import type {
-  FileStat,
-  MkdirOptions,
-  RmOptions,
-  SandboxDriver,
-  SandboxFactory,
-  ShellResult,
-} from '../runtime/sandbox/types.ts';
+import type { FileStat, MkdirOptions, RmOptions, SandboxDriver, SandboxFactory, ShellResult } from '../runtime/sandbox/types.ts';
 
 const posix = nodePath.posix;
 
@@ -55,8 +48,20 @@ export interface LocalSandboxOptions {
 
 /** The only host variables the shell inherits by default. */
 export const LOCAL_DEFAULT_ENV_KEYS = [
-  'PATH', 'HOME', 'USER', 'LOGNAME', 'HOSTNAME', 'SHELL', 'LANG', 'LC_ALL',
-  'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'TMP', 'TEMP',
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'HOSTNAME',
+  'SHELL',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'TERM',
+  'TMPDIR',
+  'TMP',
+  'TEMP',
 ] as const;
 
 /** Output captured per exec (stdout + stderr) before the command is killed. */
@@ -107,7 +112,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function local(options: LocalSandboxOptions = {}): SandboxFactory {
   if (!isRecord(options as unknown)) throw new TypeError('[flue] local() options must be an object.');
   const { cwd, root, env, unrestricted } = options;
-  for (const [name, value] of [['cwd', cwd], ['root', root]] as const) {
+  for (const [name, value] of [
+    ['cwd', cwd],
+    ['root', root],
+  ] as const) {
     if (value !== undefined && (typeof value !== 'string' || value === '')) {
       throw new TypeError(`[flue] local() option ${name} must be a non-empty string.`);
     }
@@ -404,10 +412,13 @@ function runProcess(
 
     const timeoutTimer =
       options.timeoutMs !== undefined
-        ? setTimeout(() => {
-            timedOut = true;
-            terminate();
-          }, Math.max(0, options.timeoutMs))
+        ? setTimeout(
+            () => {
+              timedOut = true;
+              terminate();
+            },
+            Math.max(0, options.timeoutMs),
+          )
         : undefined;
 
     // The wrapper owns the abort race; here abort is only the cancellation primitive.

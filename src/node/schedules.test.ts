@@ -39,7 +39,10 @@ describe('startSchedules', () => {
   it('reports a failing callback and keeps the schedule armed', async () => {
     vi.useFakeTimers({ now: Date.parse('2026-07-17T10:00:00.000Z') });
     const errors: [ScheduledTick, unknown][] = [];
-    const runner = startSchedules({ '* * * * *': () => Promise.reject(new Error('boom')) }, { onError: (tick, error) => errors.push([tick, error]) });
+    const runner = startSchedules(
+      { '* * * * *': () => Promise.reject(new Error('boom')) },
+      { onError: (tick, error) => errors.push([tick, error]) },
+    );
     await vi.advanceTimersByTimeAsync(120_000);
     expect(errors.map(([tick, error]) => [tick.scheduledTime, (error as Error).message])).toEqual([
       [Date.parse('2026-07-17T10:01:00.000Z'), 'boom'],
@@ -50,8 +53,12 @@ describe('startSchedules', () => {
 
   it('rejects a default export that is not an object of callbacks, naming the entry', () => {
     expect(() => validateSchedules([() => {}])).toThrow(InvalidSchedulesError);
-    expect(() => validateSchedules(undefined)).toThrow('[flue] schedules.ts must default-export an object mapping cron expressions to callbacks');
-    expect(() => validateSchedules({ '0 9 * * *': 'dispatch' })).toThrow('[flue] schedules.ts: the value for "0 9 * * *" must be a function (tick) => …; got string.');
+    expect(() => validateSchedules(undefined)).toThrow(
+      '[flue] schedules.ts must default-export an object mapping cron expressions to callbacks',
+    );
+    expect(() => validateSchedules({ '0 9 * * *': 'dispatch' })).toThrow(
+      '[flue] schedules.ts: the value for "0 9 * * *" must be a function (tick) => …; got string.',
+    );
     expect(() => validateSchedules({ 'every day': () => {} })).toThrow('[flue] Invalid cron expression "every day": found 2 fields');
   });
 });
@@ -64,7 +71,12 @@ describe('appCronSchedules', () => {
     const later = new Promise<void>((resolve) => (finishLater = resolve));
     const app = {
       fetch: () => new Response('ok'),
-      scheduled(this: unknown, controller: { cron: string; scheduledTime: number; noRetry(): void }, env: unknown, ctx: { waitUntil(p: Promise<unknown>): void }) {
+      scheduled(
+        this: unknown,
+        controller: { cron: string; scheduledTime: number; noRetry(): void },
+        env: unknown,
+        ctx: { waitUntil(p: Promise<unknown>): void },
+      ) {
         controller.noRetry();
         calls.push({ self: this, cron: controller.cron, scheduledTime: controller.scheduledTime, env });
         ctx.waitUntil(later);

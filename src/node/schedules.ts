@@ -46,7 +46,9 @@ export function validateSchedules(value: unknown, file = 'schedules.ts'): { cron
   }
   return Object.entries(value).map(([expression, run]) => {
     if (typeof run !== 'function') {
-      throw new InvalidSchedulesError(`${file}: the value for "${expression}" must be a function (tick) => …; got ${run === null ? 'null' : typeof run}.`);
+      throw new InvalidSchedulesError(
+        `${file}: the value for "${expression}" must be a function (tick) => …; got ${run === null ? 'null' : typeof run}.`,
+      );
     }
     return { cron: parseCron(expression), run: run as ScheduleCallback };
   });
@@ -73,7 +75,11 @@ export function appCronSchedules(app: unknown, crons: readonly string[]): Schedu
       async (tick: ScheduledTick) => {
         const pending: Promise<unknown>[] = [];
         const controller: CronController = { cron: tick.cron, scheduledTime: tick.scheduledTime, noRetry() {} };
-        const ctx = { waitUntil: (work: Promise<unknown>) => void pending.push(Promise.resolve(work)), passThroughOnException() {}, props: {} };
+        const ctx = {
+          waitUntil: (work: Promise<unknown>) => void pending.push(Promise.resolve(work)),
+          passThroughOnException() {},
+          props: {},
+        };
         await scheduled.call(app, controller, undefined, ctx);
         await Promise.all(pending);
       },
@@ -87,7 +93,9 @@ export function appCronSchedules(app: unknown, crons: readonly string[]): Schedu
  */
 export function startSchedules(value: Schedules, options: ScheduleOptions = {}): ScheduleRunner {
   const entries = validateSchedules(value);
-  const onError = options.onError ?? ((tick, error) => console.error(`[flue] Schedule "${tick.cron}" (${new Date(tick.scheduledTime).toISOString()}) failed:`, error));
+  const onError =
+    options.onError ??
+    ((tick, error) => console.error(`[flue] Schedule "${tick.cron}" (${new Date(tick.scheduledTime).toISOString()}) failed:`, error));
   const timers = new Set<NodeJS.Timeout>();
   const running = new Set<Promise<void>>();
   let stopped = false;
@@ -96,22 +104,25 @@ export function startSchedules(value: Schedules, options: ScheduleOptions = {}):
     const due = cron.next(after);
     // setTimeout holds at most ~24.8 days; longer waits re-arm from the same due time.
     const wait = (target: number) => {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        if (stopped) return;
-        if (Date.now() < target) return wait(target);
-        const tick: ScheduledTick = { cron: cron.expression, scheduledTime: target };
-        arm(cron, run, target);
-        const job = (async () => {
-          try {
-            await run(tick);
-          } catch (error) {
-            onError(tick, error);
-          }
-        })();
-        running.add(job);
-        void job.finally(() => running.delete(job));
-      }, Math.min(Math.max(0, target - Date.now()), 2 ** 31 - 1));
+      const timer = setTimeout(
+        () => {
+          timers.delete(timer);
+          if (stopped) return;
+          if (Date.now() < target) return wait(target);
+          const tick: ScheduledTick = { cron: cron.expression, scheduledTime: target };
+          arm(cron, run, target);
+          const job = (async () => {
+            try {
+              await run(tick);
+            } catch (error) {
+              onError(tick, error);
+            }
+          })();
+          running.add(job);
+          void job.finally(() => running.delete(job));
+        },
+        Math.min(Math.max(0, target - Date.now()), 2 ** 31 - 1),
+      );
       timers.add(timer);
     };
     wait(due);

@@ -58,13 +58,29 @@ describe('runFlueServer', () => {
       [[], ['[flue] Note: app.ts has a scheduled() handler but no crons are declared, so it never runs.']],
     ] as const) {
       const lines: string[] = [];
-      const server = await runFlueServer({ app: cronApp, agents: [Plain], providers: [], crons, env, handleSignals: false, log: (line) => lines.push(line) });
+      const server = await runFlueServer({
+        app: cronApp,
+        agents: [Plain],
+        providers: [],
+        crons,
+        env,
+        handleSignals: false,
+        log: (line) => lines.push(line),
+      });
       await server.stop();
       for (const text of expected) expect(lines.join('\n')).toContain(text);
     }
     // An app without scheduled() ignores the crons: they are cloudflare.ts's on the Worker.
     const lines: string[] = [];
-    const server = await runFlueServer({ app, agents: [Plain], providers: [], crons: ['0 9 * * *'], env, handleSignals: false, log: (line) => lines.push(line) });
+    const server = await runFlueServer({
+      app,
+      agents: [Plain],
+      providers: [],
+      crons: ['0 9 * * *'],
+      env,
+      handleSignals: false,
+      log: (line) => lines.push(line),
+    });
     await server.stop();
     expect(lines).toEqual([expect.stringMatching(/^\[flue\] Listening on http:\/\/127\.0\.0\.1:\d+ \(db: :memory:\)$/)]);
   });
@@ -74,11 +90,17 @@ describe('runFlueServer', () => {
     await expect(runFlueServer({ ...base, app: {} })).rejects.toThrow(
       '[flue] app.ts default export must be a Hono app or an object with a fetch(request, env, ctx) method.',
     );
-    await expect(runFlueServer({ ...base, app, db: { migrate() {} } })).rejects.toThrow('[flue] db.ts must default-export a persistence adapter');
+    await expect(runFlueServer({ ...base, app, db: { migrate() {} } })).rejects.toThrow(
+      '[flue] db.ts must default-export a persistence adapter',
+    );
     await expect(runFlueServer({ ...base, app, schedules: { '61 * * * *': () => {} } })).rejects.toBeInstanceOf(InvalidCronExpressionError);
     const cronApp = { ...app, scheduled: () => {} };
-    await expect(runFlueServer({ ...base, app: cronApp, crons: ['every day'] })).rejects.toThrow('[flue] Invalid cron expression "every day"');
-    await expect(runFlueServer({ ...base, app, env: { PORT: 'eighty' } })).rejects.toThrow('[flue] PORT must be a port number (0-65535); got "eighty".');
+    await expect(runFlueServer({ ...base, app: cronApp, crons: ['every day'] })).rejects.toThrow(
+      '[flue] Invalid cron expression "every day"',
+    );
+    await expect(runFlueServer({ ...base, app, env: { PORT: 'eighty' } })).rejects.toThrow(
+      '[flue] PORT must be a port number (0-65535); got "eighty".',
+    );
     const flue = await start({ agents: [Plain], providers: [], env: {} });
     await flue.stop();
   });

@@ -67,7 +67,12 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
     dbLabel = file;
   }
 
-  const flue: Flue = await start({ agents: options.agents, db, env, ...(options.providers === undefined ? {} : { providers: options.providers }) });
+  const flue: Flue = await start({
+    agents: options.agents,
+    db,
+    env,
+    ...(options.providers === undefined ? {} : { providers: options.providers }),
+  });
   // start() defaults to dev mode for scripts and tests; a built server is production unless
   // FLUE_DEV=1 (which `flue dev --target node` sets) says a developer reads its errors.
   setDevMode(devModeFromEnv(env, false));
@@ -75,7 +80,11 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
   let http: Awaited<ReturnType<typeof serveFetchable>>;
   try {
     const statusUrl = devStatusUrl(env);
-    http = await serveFetchable(options.app, { port, ...(env.HOST ? { host: env.HOST } : {}), ...(statusUrl === undefined ? {} : { devStatusUrl: statusUrl }) });
+    http = await serveFetchable(options.app, {
+      port,
+      ...(env.HOST ? { host: env.HOST } : {}),
+      ...(statusUrl === undefined ? {} : { devStatusUrl: statusUrl }),
+    });
   } catch (error) {
     await flue.stop();
     throw error;
@@ -119,7 +128,9 @@ export async function runFlueServer(options: FlueServerOptions): Promise<FlueSer
   ];
   log(`[flue] Listening on ${http.url} (db: ${dbLabel}${armed.map((part) => `, ${part}`).join('')})`);
   if (appCrons !== undefined && cronCount === 0) {
-    log('[flue] Note: app.ts has a scheduled() handler but no crons are declared, so it never runs. Declare them as "triggers": { "crons": ["0 9 * * *"] } in wrangler.jsonc (both targets read them).');
+    log(
+      '[flue] Note: app.ts has a scheduled() handler but no crons are declared, so it never runs. Declare them as "triggers": { "crons": ["0 9 * * *"] } in wrangler.jsonc (both targets read them).',
+    );
   }
   return { url: http.url, stop, [Symbol.asyncDispose]: stop };
 }

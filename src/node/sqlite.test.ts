@@ -83,7 +83,13 @@ test('settled submissions are never rewritten: the first terminal state wins', a
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  store.insertSubmission({ id: 'sub_1', conversation: storedConversationKey('s'), kind: 'dispatch', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
+  store.insertSubmission({
+    id: 'sub_1',
+    conversation: storedConversationKey('s'),
+    kind: 'dispatch',
+    payload: { message: { kind: 'user', body: 'x' } },
+    acceptedAt: 'now',
+  });
   expect(store.markSettled('sub_1', 'completed', null, 1)).toBe(true);
   expect(store.markSettled('sub_1', 'failed', 'late', 2)).toBe(false);
   expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed', error: null });

@@ -53,7 +53,9 @@ export interface Flue {
 
 export async function start(options: StartOptions): Promise<Flue> {
   if (configuredRuntime() !== undefined) {
-    throw new Error('[flue] start() found an already-configured Flue runtime in this process. Stop it first, or call init()/dispatch() directly.');
+    throw new Error(
+      '[flue] start() found an already-configured Flue runtime in this process. Stop it first, or call init()/dispatch() directly.',
+    );
   }
   if (typeof options !== 'object' || options === null || !Array.isArray(options.agents) || options.agents.length === 0) {
     throw new Error('[flue] start() requires at least one agent: start({ agents: [MyAgent] }).');
@@ -64,7 +66,8 @@ export async function start(options: StartOptions): Promise<Flue> {
     register(registry) {
       for (const entry of options.agents) {
         if (typeof entry === 'function') registry.register(entry);
-        else if (typeof entry === 'object' && entry !== null && typeof entry.agent === 'function') registry.register(entry.agent, entry.name);
+        else if (typeof entry === 'object' && entry !== null && typeof entry.agent === 'function')
+          registry.register(entry.agent, entry.name);
         else throw new Error('[flue] start() agents entries must be agent functions or { agent, name? } objects.');
       }
     },

@@ -46,7 +46,11 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): F
     key: options.key ?? 'flue.otel',
     interceptor: async <T>(op: FlueExecutionOperation, ctx: FlueExecutionContext, next: () => Promise<T>): Promise<T> => {
       const parent = op.type === 'agent' ? context.active() : parentContext(ctx, submissions);
-      const span = tracer().startSpan(spanName(op), { kind: op.type === 'model' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: startAttributes(op, ctx) }, parent);
+      const span = tracer().startSpan(
+        spanName(op),
+        { kind: op.type === 'model' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: startAttributes(op, ctx) },
+        parent,
+      );
       const attemptId = op.type === 'agent' ? op.operationId : undefined;
       const attempt: SubmissionSpan | undefined = attemptId === undefined ? undefined : { span, inputTokens: 0, outputTokens: 0 };
       if (attemptId !== undefined) submissions.set(attemptId, attempt!);
@@ -126,7 +130,8 @@ function recordResult(op: FlueExecutionOperation, span: Span, result: unknown, a
     }
     case 'tool': {
       const { isError, content } = result as { isError?: unknown; content?: unknown };
-      if (isError === true) span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(typeof content === 'string' ? content : 'the tool call failed') });
+      if (isError === true)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(typeof content === 'string' ? content : 'the tool call failed') });
       return;
     }
     case 'model':
@@ -153,7 +158,8 @@ function recordModelResult(span: Span, message: ModelResultShape, attempt: Submi
   if (message.stopReason !== undefined) span.setAttribute('gen_ai.response.finish_reasons', [message.stopReason]);
   if (message.responseId !== undefined) span.setAttribute('gen_ai.response.id', message.responseId);
   if (message.model !== undefined) span.setAttribute('gen_ai.response.model', message.model);
-  if (message.stopReason === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(message.errorMessage ?? 'the model call failed') });
+  if (message.stopReason === 'error')
+    span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(message.errorMessage ?? 'the model call failed') });
 }
 
 function truncate(text: string): string {

@@ -63,7 +63,14 @@ export { setProvider } from './model/providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
 export type { Provider } from './model/model-types.ts';
 export type { PersistenceAdapter } from './store/persistence.ts';
-export { observe, type FlueEvent, type FlueEventContext, type FlueEventSubscriber, type FlueObservation, type FlueObservationSubscriber } from './common/events.ts';
+export {
+  observe,
+  type FlueEvent,
+  type FlueEventContext,
+  type FlueEventSubscriber,
+  type FlueObservation,
+  type FlueObservationSubscriber,
+} from './common/events.ts';
 export {
   InstrumentationAlreadyInstalledError,
   instrument,
@@ -75,7 +82,12 @@ export {
   type FlueToolCallResult,
 } from './common/instrumentation.ts';
 export type { ConversationStreamChunk } from './engine/projection.ts';
-export type { FlueConversationMessage, FlueConversationPart, FlueConversationSettlement, FlueConversationSnapshot } from './engine/conversation.ts';
+export type {
+  FlueConversationMessage,
+  FlueConversationPart,
+  FlueConversationSettlement,
+  FlueConversationSnapshot,
+} from './engine/conversation.ts';
 // The typed errors and the types of their fields; the helpers beside them (envelopes, settlement
 // shapes, abort errors, issue formatting) are the runtime's own.
 export {

@@ -11,11 +11,7 @@ export interface ValidationIssue {
 
 export function formatIssues(issues: readonly ValidationIssue[]): string {
   return issues
-    .map((issue) =>
-      issue.path && issue.path.length > 0
-        ? `${issue.message} (at ${issue.path.map(String).join('.')})`
-        : issue.message,
-    )
+    .map((issue) => (issue.path && issue.path.length > 0 ? `${issue.message} (at ${issue.path.map(String).join('.')})` : issue.message))
     .join('; ');
 }
 

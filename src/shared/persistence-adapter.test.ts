@@ -21,6 +21,8 @@ describe('hasAdapterVerbs', () => {
   });
 
   it('names the file and the fix', () => {
-    expect(notAnAdapterMessage('src/db.ts')).toBe("src/db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.");
+    expect(notAnAdapterMessage('src/db.ts')).toBe(
+      "src/db.ts must default-export a persistence adapter, e.g. `export default sqlite('./data/flue.db')`.",
+    );
   });
 });

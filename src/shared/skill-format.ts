@@ -113,10 +113,7 @@ export function skillIssuesMessage(subject: string, issues: readonly ValidationI
  * text is not one); `problems` name the line (`line <n>: …`, counted in the whole file from
  * `firstLine`). A reader reports what it cannot read; it never guesses.
  */
-export type FrontmatterReader = (
-  yaml: string,
-  firstLine: number,
-) => { data: Record<string, unknown> | undefined; problems: string[] };
+export type FrontmatterReader = (yaml: string, firstLine: number) => { data: Record<string, unknown> | undefined; problems: string[] };
 
 export interface ReadSkillMarkdownOptions {
   /** The skill directory's name; the frontmatter `name` must equal it. */
@@ -125,9 +122,7 @@ export interface ReadSkillMarkdownOptions {
   source?: string;
 }
 
-export type SkillMarkdownResult =
-  | { ok: true; fields: SkillFields }
-  | { ok: false; subject: string; issues: ValidationIssue[] };
+export type SkillMarkdownResult = { ok: true; fields: SkillFields } | { ok: false; subject: string; issues: ValidationIssue[] };
 
 /** Frontmatter keys → field names; every other key is ignored. */
 const FRONTMATTER_KEYS: Record<string, keyof typeof SKILL_FIELD_SCHEMAS> = {
@@ -159,11 +154,7 @@ export function splitFrontmatter(
  * spaces) plus the markdown body, which becomes `instructions`. Every problem is collected, with
  * issue paths naming the frontmatter key.
  */
-export function readSkillMarkdown(
-  text: string,
-  reader: FrontmatterReader,
-  options: ReadSkillMarkdownOptions = {},
-): SkillMarkdownResult {
+export function readSkillMarkdown(text: string, reader: FrontmatterReader, options: ReadSkillMarkdownOptions = {}): SkillMarkdownResult {
   const subject = options.source ?? 'SKILL.md';
   const split = splitFrontmatter(text);
   const read = split.yaml === undefined ? undefined : reader(split.yaml, split.firstLine);
@@ -245,10 +236,7 @@ export function skillPackageId(name: string, files: Readonly<Record<string, Uint
  * (`SKILL.md` included). Text is kept as text; bytes that are valid UTF-8 become text, others
  * binary (base64).
  */
-export function createSkillReference(
-  fields: SkillFields,
-  files: Readonly<Record<string, string | Uint8Array>>,
-): SkillReference {
+export function createSkillReference(fields: SkillFields, files: Readonly<Record<string, string | Uint8Array>>): SkillReference {
   const bytes: Record<string, Uint8Array> = {};
   const packaged: Record<string, PackagedSkillFile> = {};
   for (const path of Object.keys(files).sort(compareCodeUnits)) {
@@ -259,9 +247,7 @@ export function createSkillReference(
     } else {
       bytes[path] = content;
       const text = decodeText(content);
-      packaged[path] = Object.freeze(
-        text === undefined ? { kind: 'binary', content: toBase64(content) } : { kind: 'text', content: text },
-      );
+      packaged[path] = Object.freeze(text === undefined ? { kind: 'binary', content: toBase64(content) } : { kind: 'text', content: text });
     }
   }
   const reference: Record<string, unknown> = {

@@ -84,7 +84,9 @@ describe('crashHarness', () => {
 
     const missed = lab.crashed;
     await expect(missed).rejects.toBeInstanceOf(CrashPointNotReachedError);
-    await expect(missed).rejects.toThrow('[flue] crashHarness: crash point "tool" "lookup" was armed but never reached; all 1 submission(s) settled without reaching it.');
+    await expect(missed).rejects.toThrow(
+      '[flue] crashHarness: crash point "tool" "lookup" was armed but never reached; all 1 submission(s) settled without reaching it.',
+    );
     await expect(lab.settle()).rejects.toBeInstanceOf(CrashPointNotReachedError);
     const report = lab.report();
     expect(report.submissions.map((s) => [s.outcome, s.settlements])).toEqual([['completed', 1]]);
@@ -95,7 +97,9 @@ describe('crashHarness', () => {
   it('reports a point missed by work that hangs, by name and at its deadline, and one armed with nothing to run', async () => {
     const lab = await open();
     lab.crashAt({ point: 'tool', name: 'note', timeoutMs: 50 });
-    await expect(lab.crashed).rejects.toThrow('[flue] crashHarness: crash point "tool" "note" was armed but not reached within 50 ms (crashAt timeoutMs); no submission is open.');
+    await expect(lab.crashed).rejects.toThrow(
+      '[flue] crashHarness: crash point "tool" "note" was armed but not reached within 50 ms (crashAt timeoutMs); no submission is open.',
+    );
 
     // The model stream stalls: nothing settles and the runtime stays busy.
     server.script({ text: ['Once ', 'upon'], hangAfterChunks: 1 });
@@ -119,7 +123,12 @@ describe('crashHarness', () => {
   it('reports a point missed when the runtime goes idle with work it cannot drive, though nothing settles', async () => {
     // Work of an agent this harness does not register, left queued in the file by another runtime.
     const path = join(mkdtempSync(join(tmpdir(), 'flue-crash-idle-')), 'flue.sqlite');
-    const other = await start({ agents: [Unlisted], db: sqlite(path), env: {}, providers: [scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })] });
+    const other = await start({
+      agents: [Unlisted],
+      db: sqlite(path),
+      env: {},
+      providers: [scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })],
+    });
     const { submissionId } = await dispatch(Unlisted, { id: 'orphan', message: 'Hi.' });
     await other.stop({ graceMs: 0 });
 
@@ -141,10 +150,12 @@ describe('crashHarness', () => {
       '[flue] crashHarness: no agent of the harness declares a tool named "lokup" (declared: lookup, note). Tool names are the defineTool() names passed to useTool().',
     );
     expect(() => lab.crashAt({ point: 'step', tool: 'nope', name: 'write' })).toThrow('named "nope"');
-    expect(() => lab.crashAt({ point: 'step', tool: 'note', name: '' })).toThrow("needs the step name");
+    expect(() => lab.crashAt({ point: 'step', tool: 'note', name: '' })).toThrow('needs the step name');
     expect(() => lab.crashAt({ point: 'model', agent: Unlisted })).toThrow('agent "Unlisted" is not one of the harness\'s agents');
     expect(() => lab.crashAt({ point: 'model', nth: 0 })).toThrow('nth must be a positive integer');
-    expect(() => lab.crashAt({ point: 'model', timeoutMs: 0 })).toThrow('timeoutMs must be a positive, finite number of milliseconds; got 0.');
+    expect(() => lab.crashAt({ point: 'model', timeoutMs: 0 })).toThrow(
+      'timeoutMs must be a positive, finite number of milliseconds; got 0.',
+    );
     expect(() => lab.crashAt({ point: 'reboot' } as never)).toThrow('point one of admission, model, tool, step, settlement');
     expect(() => lab.crashed).toThrow('nothing is armed');
 

@@ -69,8 +69,8 @@ export interface CrashPointDeadline {
 }
 
 export type CrashPoint = CrashPointDeadline &
+  /** After admission: the submission is durably accepted, its queue not yet woken (dispatch() rejects). */
   (
-    /** After admission: the submission is durably accepted, its queue not yet woken (dispatch() rejects). */
     | ({ point: 'admission' } & CrashPointFilter)
     /** Mid model stream: after the first text or reasoning delta of a model call. */
     | ({ point: 'model' } & CrashPointFilter)
@@ -498,8 +498,13 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       if (point.nth !== undefined && (!Number.isInteger(point.nth) || point.nth < 1)) {
         throw new CrashHarnessError(`crashAt() nth must be a positive integer; got ${String(point.nth)}.`);
       }
-      if (point.timeoutMs !== undefined && (typeof point.timeoutMs !== 'number' || !(point.timeoutMs > 0) || !Number.isFinite(point.timeoutMs))) {
-        throw new CrashHarnessError(`crashAt() timeoutMs must be a positive, finite number of milliseconds; got ${String(point.timeoutMs)}.`);
+      if (
+        point.timeoutMs !== undefined &&
+        (typeof point.timeoutMs !== 'number' || !(point.timeoutMs > 0) || !Number.isFinite(point.timeoutMs))
+      ) {
+        throw new CrashHarnessError(
+          `crashAt() timeoutMs must be a positive, finite number of milliseconds; got ${String(point.timeoutMs)}.`,
+        );
       }
       if (point.id !== undefined && (typeof point.id !== 'string' || point.id === '')) {
         throw new CrashHarnessError('crashAt() id must be a non-empty instance id.');
@@ -515,7 +520,7 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       if (point.point === 'tool' || point.point === 'step') {
         const tool = point.point === 'tool' ? point.name : point.tool;
         if (point.point === 'step' && (typeof point.name !== 'string' || point.name === '')) {
-          throw new CrashHarnessError('crashAt({ point: \'step\' }) needs the step name: { point: \'step\', tool, name }.');
+          throw new CrashHarnessError("crashAt({ point: 'step' }) needs the step name: { point: 'step', tool, name }.");
         }
         declared ??= declaredTools(agents);
         if (typeof tool !== 'string' || (!declared.has(tool) && !seenTools.has(tool))) {
@@ -562,7 +567,9 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
     async restart() {
       if (closed) throw new CrashHarnessError('restart() after close().');
       if (current !== undefined && !current.dead) {
-        throw new CrashHarnessError('restart() is for a crashed runtime, and the runtime is up. Arm a point with crashAt() and await lab.crashed first.');
+        throw new CrashHarnessError(
+          'restart() is for a crashed runtime, and the runtime is up. Arm a point with crashAt() and await lab.crashed first.',
+        );
       }
       await launch();
     },
@@ -573,7 +580,9 @@ export async function crashHarness(options: CrashHarnessOptions): Promise<CrashH
       for (;;) {
         if (closed) throw new CrashHarnessError('settle() after close().');
         if (current === undefined || current.dead) {
-          throw new CrashHarnessError(`the runtime is down after ${where()}, with submissions still open; call restart() first, then settle().`);
+          throw new CrashHarnessError(
+            `the runtime is down after ${where()}, with submissions still open; call restart() first, then settle().`,
+          );
         }
         if (!hasOpenWork()) break;
         if (armed?.missed !== undefined) throw armed.missed;
@@ -684,7 +693,6 @@ function describeMiss(missed: Missed): string {
 }
 
 function describeCrash(crash: CrashInfo): string {
-  const what =
-    crash.point === 'tool' ? ` in tool "${crash.tool}"` : crash.point === 'step' ? ` in step "${crash.tool}/${crash.step}"` : '';
+  const what = crash.point === 'tool' ? ` in tool "${crash.tool}"` : crash.point === 'step' ? ` in step "${crash.tool}/${crash.step}"` : '';
   return `crash ${crash.crash} at "${crash.point}"${what}, ${crash.agent}/${crash.instanceId}, submission ${crash.submissionId}`;
 }

@@ -110,7 +110,10 @@ describe.each<ScriptedApi>(['openai-completions', 'anthropic-messages'])('script
       tools: [weatherTool],
     });
 
-    const fragments = events.filter((e) => e.type === 'toolcall_delta').map((e) => e.delta).filter(Boolean);
+    const fragments = events
+      .filter((e) => e.type === 'toolcall_delta')
+      .map((e) => e.delta)
+      .filter(Boolean);
     expect(fragments.length).toBeGreaterThan(1);
     expect(fragments.join('')).toBe('{"city":"Paris"}');
     expect(result.stopReason).toBe('toolUse');
@@ -279,10 +282,7 @@ describe.each<ScriptedApi>(['openai-completions', 'anthropic-messages'])('script
     const a = await run({ messages: [userMessage('1')] });
     const b = await run({ messages: [userMessage('2')] });
 
-    expect([a.result.content, b.result.content]).toEqual([
-      [{ type: 'text', text: 'first' }],
-      [{ type: 'text', text: 'second' }],
-    ]);
+    expect([a.result.content, b.result.content]).toEqual([[{ type: 'text', text: 'first' }], [{ type: 'text', text: 'second' }]]);
     expect((await pending).map((request) => request.messages[0]?.content)).toEqual(['1', '2']);
     await expect(server.waitForRequests(3, 50)).rejects.toThrow(/waited 50 ms for 3 request/);
   });
@@ -356,7 +356,13 @@ describe('scripted model server without pi-ai', () => {
       messages: [
         { role: 'system', content: 'S1' },
         { role: 'developer', content: [{ type: 'text', text: 'S2' }] },
-        { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:x' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look' },
+            { type: 'image_url', image_url: { url: 'data:x' } },
+          ],
+        },
         { role: 'system', content: 'later' },
       ],
     });

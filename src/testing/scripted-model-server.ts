@@ -41,9 +41,7 @@ interface Waiter {
   resolve: (requests: RecordedRequest[]) => void;
 }
 
-export async function startScriptedModelServer(
-  options: ScriptedModelServerOptions = {},
-): Promise<ScriptedModelServer> {
+export async function startScriptedModelServer(options: ScriptedModelServerOptions = {}): Promise<ScriptedModelServer> {
   const queue: ScriptStep[] = [];
   const requests: RecordedRequest[] = [];
   const lanes = new Map<string, { queue: ScriptStep[]; requests: RecordedRequest[] }>();
@@ -190,9 +188,7 @@ export async function startScriptedModelServer(
         };
         const timer = setTimeout(() => {
           waiters = waiters.filter((other) => other !== waiter);
-          reject(
-            new Error(`scripted model: waited ${timeoutMs} ms for ${count} request(s), got ${requests.length}`),
-          );
+          reject(new Error(`scripted model: waited ${timeoutMs} ms for ${count} request(s), got ${requests.length}`));
         }, timeoutMs);
         waiters.push(waiter);
       });
@@ -254,12 +250,7 @@ function sendWhole(res: ServerResponse, response: ScriptedResponse, payload: unk
   sendJson(res, 200, payload, response.headers);
 }
 
-async function sendFrames(
-  res: ServerResponse,
-  frames: string[],
-  response: ScriptedResponse,
-  lifetime: AbortSignal,
-): Promise<void> {
+async function sendFrames(res: ServerResponse, frames: string[], response: ScriptedResponse, lifetime: AbortSignal): Promise<void> {
   let closed = false;
   res.on('close', () => {
     closed = true;

@@ -49,9 +49,7 @@ export interface ScriptedResponse {
   dropAfterChunks?: number;
 }
 
-export type ScriptStep =
-  | ScriptedResponse
-  | ((request: RecordedRequest) => ScriptedResponse | Promise<ScriptedResponse>);
+export type ScriptStep = ScriptedResponse | ((request: RecordedRequest) => ScriptedResponse | Promise<ScriptedResponse>);
 
 export interface RecordedToolCall {
   id: string;

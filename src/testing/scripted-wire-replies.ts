@@ -24,16 +24,12 @@ export function planReply(response: ScriptedResponse, request: RecordedRequest, 
   const toolCalls = (response.toolCalls ?? []).map((call) => ({
     id: call.id ?? nextId(),
     name: call.name,
-    fragments: Array.isArray(call.arguments)
-      ? call.arguments
-      : splitEvenly(JSON.stringify(call.arguments), ARGUMENT_FRAGMENTS),
+    fragments: Array.isArray(call.arguments) ? call.arguments : splitEvenly(JSON.stringify(call.arguments), ARGUMENT_FRAGMENTS),
   }));
   const outputChars =
-    [...reasoning, ...text].join('').length +
-    toolCalls.reduce((sum, call) => sum + call.name.length + call.fragments.join('').length, 0);
+    [...reasoning, ...text].join('').length + toolCalls.reduce((sum, call) => sum + call.name.length + call.fragments.join('').length, 0);
   // Serialized messages rather than their text, so tool calls and results also grow the count.
-  const inputChars =
-    (request.system?.length ?? 0) + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
+  const inputChars = (request.system?.length ?? 0) + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
   return {
     reasoning,
     text,

@@ -91,11 +91,7 @@ function flattenOpenAIContent(content: unknown): string {
 
 function normalizeAnthropic(body: Record<string, unknown>): Normalized {
   const system =
-    typeof body.system === 'string'
-      ? body.system
-      : Array.isArray(body.system)
-        ? flattenAnthropicText(body.system, '\n\n')
-        : undefined;
+    typeof body.system === 'string' ? body.system : Array.isArray(body.system) ? flattenAnthropicText(body.system, '\n\n') : undefined;
   const messages: RecordedMessage[] = [];
   for (const message of asArray(body.messages)) {
     if (!isRecord(message)) continue;
@@ -151,8 +147,7 @@ function normalizeAnthropicUser(content: unknown): RecordedMessage[] {
       flushUser();
       const result: RecordedMessage = {
         role: 'tool',
-        content:
-          typeof block.content === 'string' ? block.content : flattenAnthropicText(block.content, '\n'),
+        content: typeof block.content === 'string' ? block.content : flattenAnthropicText(block.content, '\n'),
         toolCallId: String(block.tool_use_id ?? ''),
       };
       if (typeof block.is_error === 'boolean') result.isError = block.is_error;

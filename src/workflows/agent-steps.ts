@@ -8,14 +8,7 @@
  * agent's durability budget, and deterministic failures mapped to non-retryable step errors.
  */
 import type { WorkflowStep, WorkflowStepConfig } from 'cloudflare:workers';
-import {
-  AgentRunError,
-  init,
-  type Agent,
-  type AgentReply,
-  type DeliveredMessageInput,
-  type DispatchReceipt,
-} from '@flue/runtime';
+import { AgentRunError, init, type Agent, type AgentReply, type DeliveredMessageInput, type DispatchReceipt } from '@flue/runtime';
 import { nonRetryable, toAgentStepError } from './step-errors.ts';
 
 /** The dispatch step's result: everything the read step (in any later isolate) needs. Plain JSON. */
@@ -130,7 +123,10 @@ export function runAgentStep<R = AgentStepReply>(
 export async function runAgentStep<R>(step: WorkflowStep, agent: Agent, options: RunAgentStepOptions<R>): Promise<AgentStepResult<R>> {
   const { dispatchConfig, readConfig, select, onFailure, ...dispatchOptions } = options;
   checkReadOptions('runAgentStep()', { select, onFailure });
-  const checkpoint = await dispatchStep(step, agent, { ...dispatchOptions, ...(dispatchConfig === undefined ? {} : { config: dispatchConfig }) } as DispatchStepOptions);
+  const checkpoint = await dispatchStep(step, agent, {
+    ...dispatchOptions,
+    ...(dispatchConfig === undefined ? {} : { config: dispatchConfig }),
+  } as DispatchStepOptions);
   const readOptions: Omit<ReadStepOptions<R>, 'onFailure'> = {
     ...(readConfig === undefined ? {} : { config: readConfig }),
     ...(select === undefined ? {} : { select }),
@@ -149,7 +145,8 @@ export async function dispatchStep(step: WorkflowStep, agent: Agent, options: Di
   const { name, id, message, initialData, uid, config } = options;
   checkName(verb, name);
   checkId(verb, id);
-  if (uid !== undefined && uid !== null && typeof uid !== 'string') throw new Error(`[flue] ${verb}: uid must be a string, null or omitted.`);
+  if (uid !== undefined && uid !== null && typeof uid !== 'string')
+    throw new Error(`[flue] ${verb}: uid must be a string, null or omitted.`);
   const key = keyChoice(verb, options);
   checkAgent(verb, agent, id);
   const stepName = `${name}:dispatch`;
@@ -234,7 +231,13 @@ export async function readStep<R>(
             ...(typeof cause?.type === 'string' ? { type: cause.type } : {}),
           };
           if (onFailure === 'return') return { outcome: error.outcome, error: failure };
-          throw nonRetryable({ step: stepName, outcome: error.outcome, id: checkpoint.id, submissionId: checkpoint.receipt.submissionId, ...failure });
+          throw nonRetryable({
+            step: stepName,
+            outcome: error.outcome,
+            id: checkpoint.id,
+            submissionId: checkpoint.receipt.submissionId,
+            ...failure,
+          });
         }
         if (errorType(error) === 'agent_instance_not_found') {
           // The checkpoint names an instance that does not exist: a non-deterministic id (A1).
@@ -264,7 +267,8 @@ export async function readStep<R>(
 /** The default read-step config (A4): the step must outlive queue wait plus the agent's own budget. */
 export function defaultReadConfig(agent: Agent): WorkflowStepConfig {
   const configured = (agent as { durability?: { timeoutMs?: unknown } }).durability?.timeoutMs;
-  const budget = typeof configured === 'number' && Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_DURABILITY_TIMEOUT_MS;
+  const budget =
+    typeof configured === 'number' && Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_DURABILITY_TIMEOUT_MS;
   return {
     retries: { limit: 5, delay: '10 seconds', backoff: 'exponential' },
     timeout: budget + READ_TIMEOUT_MARGIN_MS,
@@ -292,7 +296,12 @@ interface StepContext {
  * `step.do` without its `Rpc.Serializable` generic: the helpers' results are plain JSON by
  * construction, and callers' `select` results are documented to be.
  */
-function runStep<T>(step: WorkflowStep, name: string, config: WorkflowStepConfig | undefined, body: (ctx: StepContext | undefined) => Promise<T>): Promise<T> {
+function runStep<T>(
+  step: WorkflowStep,
+  name: string,
+  config: WorkflowStepConfig | undefined,
+  body: (ctx: StepContext | undefined) => Promise<T>,
+): Promise<T> {
   // Called as a method: `step` is an RPC stub, whose members are remote methods (no `.call`).
   const target = step as unknown as { do(name: string, ...rest: unknown[]): Promise<T> };
   return config === undefined ? target.do(name, body) : target.do(name, config, body);
@@ -314,7 +323,9 @@ function keyChoice(verb: string, options: Partial<IdempotencyChoice> & { name: s
   if (idempotencyKey === false) return { key: undefined };
   if (typeof idempotencyKey === 'string') {
     if (idempotencyKey === '' || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-      throw new Error(`[flue] ${verb}: idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, or false.`);
+      throw new Error(
+        `[flue] ${verb}: idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, or false.`,
+      );
     }
     return { key: idempotencyKey };
   }
@@ -328,7 +339,9 @@ function keyChoice(verb: string, options: Partial<IdempotencyChoice> & { name: s
   }
   const base = `${instanceId}:${options.name}`;
   if (base.length > MAX_IDEMPOTENCY_KEY_LENGTH - DERIVED_KEY_RESERVE) {
-    throw new Error(`[flue] ${verb}: the derived idempotency key "${base.slice(0, 40)}…" is too long; shorten the name or pass an idempotencyKey.`);
+    throw new Error(
+      `[flue] ${verb}: the derived idempotency key "${base.slice(0, 40)}…" is too long; shorten the name or pass an idempotencyKey.`,
+    );
   }
   return { derive: base };
 }
@@ -341,12 +354,15 @@ function deriveKey(base: string, ctx: StepContext | undefined): string {
 
 function checkName(verb: string, name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.trim() === '') throw new Error(`[flue] ${verb} requires a non-empty name (it names the steps).`);
-  if (name.length > MAX_STEP_NAME_LENGTH - ':dispatch'.length) throw new Error(`[flue] ${verb}: name is too long for a Workflow step name.`);
+  if (name.length > MAX_STEP_NAME_LENGTH - ':dispatch'.length)
+    throw new Error(`[flue] ${verb}: name is too long for a Workflow step name.`);
 }
 
 function checkId(verb: string, id: unknown): asserts id is string {
   if (typeof id !== 'string' || id.trim() === '') {
-    throw new Error(`[flue] ${verb} requires a deterministic, non-empty agent instance id (from the payload, the instance id or a step result).`);
+    throw new Error(
+      `[flue] ${verb} requires a deterministic, non-empty agent instance id (from the payload, the instance id or a step result).`,
+    );
   }
 }
 

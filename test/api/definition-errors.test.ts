@@ -67,7 +67,11 @@ describe('an async agent function', () => {
   it('dispatch() rejects with AgentDefinitionError carrying the seed text, and stores nothing', async () => {
     await ctx.start([AsyncAgent as unknown as Agent, AsyncArrow]);
     for (const agent of [AsyncAgent as unknown as Agent, AsyncArrow]) {
-      const error = expectFlueError(await rejection(dispatch(agent, { id: 'a', message: 'hi' })), AgentDefinitionError, 'agent_definition_invalid');
+      const error = expectFlueError(
+        await rejection(dispatch(agent, { id: 'a', message: 'hi' })),
+        AgentDefinitionError,
+        'agent_definition_invalid',
+      );
       expect(error.message.startsWith(SYNC)).toBe(true);
       expect(error.meta).toMatchObject({ rule: 'synchronous' });
       expect(error.details).toMatch(/async/);
@@ -153,8 +157,15 @@ describe('errors in the render reach read() typed', () => {
     await ctx.start([Typo]);
     const cause = await settlementErrorOf(Typo, 'm');
     expect(cause.type).toBe('unknown_model');
-    expect(cause.message).toMatch(/^\[flue\] Unknown model ID "claude-haiku-9" for provider "anthropic"\. Declared model IDs: claude-haiku-4-5/);
-    expect(cause.meta).toEqual({ specifier: 'anthropic/claude-haiku-9', provider: 'anthropic', modelId: 'claude-haiku-9', reason: 'unknown_model' });
+    expect(cause.message).toMatch(
+      /^\[flue\] Unknown model ID "claude-haiku-9" for provider "anthropic"\. Declared model IDs: claude-haiku-4-5/,
+    );
+    expect(cause.meta).toEqual({
+      specifier: 'anthropic/claude-haiku-9',
+      provider: 'anthropic',
+      modelId: 'claude-haiku-9',
+      reason: 'unknown_model',
+    });
     expect(new UnknownModelError('x', { specifier: 'a/b', provider: 'a', reason: 'unknown_provider' }).name).toBe('UnknownModelError');
   });
 
@@ -174,7 +185,12 @@ describe('errors in the render reach read() typed', () => {
 describe('hook mistakes and a missing model reach read() typed', () => {
   it.each<[string, () => unknown, string, RegExp]>([
     ['useModel() twice', () => (useModel(MODEL), useModel(MODEL)), 'hook_usage', /^\[flue\] useModel\(\) was called twice in one render/],
-    ['no useModel()', () => 'instructions only', 'model_required', /^\[flue\] The agent requires a model\. Call useModel\('provider-id\/model-id'\)/],
+    [
+      'no useModel()',
+      () => 'instructions only',
+      'model_required',
+      /^\[flue\] The agent requires a model\. Call useModel\('provider-id\/model-id'\)/,
+    ],
   ])('%s settles with AgentDefinitionError naming the rule', async (_label, body, rule, message) => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
     const Broken = Object.assign(() => body(), { agentName: 'broken' }) as unknown as Agent;
@@ -202,7 +218,9 @@ describe('a provider without credentials', () => {
         'or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.',
     );
     expect(cause.meta).toEqual({ provider: 'anthropic', envVars: ['ANTHROPIC_API_KEY'] });
-    expect(new ProviderNotConfiguredError('custom', []).message).toMatch(/^Provider is not configured: custom\. Set the provider's API key variable/);
+    expect(new ProviderNotConfiguredError('custom', []).message).toMatch(
+      /^Provider is not configured: custom\. Set the provider's API key variable/,
+    );
   });
 });
 
@@ -220,7 +238,9 @@ describe("the user's own errors", () => {
     expect(cause.message).toBe('An internal error occurred.');
     // The head names the first frame under the working directory's src/ (here the runtime's own,
     // since this test runs from the package checkout; in a project it is the user's code).
-    expect(cause.dev).toMatch(/^TypeError: customer lookup table missing \(at src\/[\w/.-]+\.ts:\d+:\d+\)\n\s+at Broken \(test\/api\/definition-errors\.test\.ts:\d+:\d+\)/);
+    expect(cause.dev).toMatch(
+      /^TypeError: customer lookup table missing \(at src\/[\w/.-]+\.ts:\d+:\d+\)\n\s+at Broken \(test\/api\/definition-errors\.test\.ts:\d+:\d+\)/,
+    );
   });
 
   it('in production the settlement stays redacted for every reader, HTTP included', async () => {

@@ -282,9 +282,9 @@ describe('useResponseStart / useResponseFinish metadata', () => {
     function NestedMeta() {
       useModel(MODEL);
       useResponseStart(() => {
-        const metadata = JSON.parse(
-          '{"nested":{"a":1,"__proto__":{"polluted":true},"constructor":"x","prototype":"y"}}',
-        ) as { nested: Record<string, unknown> };
+        const metadata = JSON.parse('{"nested":{"a":1,"__proto__":{"polluted":true},"constructor":"x","prototype":"y"}}') as {
+          nested: Record<string, unknown>;
+        };
         metadata.nested.skipped = undefined;
         return metadata;
       });

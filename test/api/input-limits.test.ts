@@ -4,13 +4,7 @@
  * missing id stays a plain human-readable Error (seed 004 "dispatch()", "init()"; errors.md §3).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  InvalidRequestError,
-  dispatch,
-  getAgentInstance,
-  init,
-  useModel,
-} from '@flue/runtime';
+import { InvalidRequestError, dispatch, getAgentInstance, init, useModel } from '@flue/runtime';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { MODEL, expectFlueError, rejection, thrown } from './helpers.ts';
 
@@ -56,7 +50,11 @@ describe('instance ids', () => {
 
   it('init() checks the id when the handle is made; getAgentInstance() checks it too', async () => {
     await ctx.start([Echo]);
-    const error = expectFlueError(thrown(() => init(Echo, { id: 'victim\u0000x' })), InvalidRequestError, 'invalid_request');
+    const error = expectFlueError(
+      thrown(() => init(Echo, { id: 'victim\u0000x' })),
+      InvalidRequestError,
+      'invalid_request',
+    );
     expect(error.details).toMatch(/^id contains the control character U\+0000 at index 6/);
     const lookup = expectFlueError(await rejection(getAgentInstance(Echo, 'victim\u0000x')), InvalidRequestError, 'invalid_request');
     expect(lookup.details).toMatch(/U\+0000 at index 6/);
@@ -72,9 +70,17 @@ describe('instance ids', () => {
 describe('admission fields', () => {
   it('idempotencyKey and uid are checked for control characters and well-formedness', async () => {
     await ctx.start([Echo]);
-    const key = expectFlueError(await rejection(dispatch(Echo, { id: 'k', message: 'hi', idempotencyKey: 'a\u0000b' })), InvalidRequestError, 'invalid_request');
+    const key = expectFlueError(
+      await rejection(dispatch(Echo, { id: 'k', message: 'hi', idempotencyKey: 'a\u0000b' })),
+      InvalidRequestError,
+      'invalid_request',
+    );
     expect(key.details).toMatch(/^idempotencyKey contains the control character U\+0000 at index 1/);
-    const uid = expectFlueError(await rejection(init(Echo, { id: 'k', uid: 'inst_\ud800' }).dispatch('hi')), InvalidRequestError, 'invalid_request');
+    const uid = expectFlueError(
+      await rejection(init(Echo, { id: 'k', uid: 'inst_\ud800' }).dispatch('hi')),
+      InvalidRequestError,
+      'invalid_request',
+    );
     expect(uid.details).toMatch(/^uid contains a lone surrogate U\+D800 at index 5/);
     expect(await getAgentInstance(Echo, 'k')).toBeNull();
   });

@@ -137,7 +137,15 @@ describe('agent identity', () => {
     First.agentName = 'desk';
     Second.agentName = 'desk';
     expectPlainFlueError(await rejection(ctx.start([First, Second])), /Duplicate agent identity/);
-    expectPlainFlueError(await rejection(ctx.start([{ agent: First, name: 'same' }, { agent: Second, name: 'same' }])), /Duplicate/);
+    expectPlainFlueError(
+      await rejection(
+        ctx.start([
+          { agent: First, name: 'same' },
+          { agent: Second, name: 'same' },
+        ]),
+      ),
+      /Duplicate/,
+    );
     // A function name colliding with another agent's agentName.
     function Desk() {
       useModel(MODEL);
@@ -147,7 +155,12 @@ describe('agent identity', () => {
 
   it('rejects one function registered under two identities', async () => {
     expectPlainFlueError(
-      await rejection(ctx.start([{ agent: Plain, name: 'one' }, { agent: Plain, name: 'two' }])),
+      await rejection(
+        ctx.start([
+          { agent: Plain, name: 'one' },
+          { agent: Plain, name: 'two' },
+        ]),
+      ),
       /two identities/,
     );
   });
@@ -313,10 +326,12 @@ describe('durability static', () => {
 
     ctx.server.script({ text: 'second attempt answer' });
     await ctx.start([Fragile], { db: sqlite(path) });
-    const outcome = await init(Fragile, { id: 'f' }).read(receipt).then(
-      (reply) => ({ reply, error: undefined }),
-      (error: unknown) => ({ reply: undefined, error }),
-    );
+    const outcome = await init(Fragile, { id: 'f' })
+      .read(receipt)
+      .then(
+        (reply) => ({ reply, error: undefined }),
+        (error: unknown) => ({ reply: undefined, error }),
+      );
     if (expected === 'failed') {
       expect(outcome.error).toBeInstanceOf(AgentRunError);
       expect(outcome.error).toMatchObject({ outcome: 'failed', submissionId: receipt.submissionId });

@@ -51,7 +51,12 @@ describe('tool data inference', () => {
       useTool({
         name: 'inline',
         description: 'Inline.',
-        input: v.object({ when: v.pipe(v.string(), v.transform((s) => new Date(s))) }),
+        input: v.object({
+          when: v.pipe(
+            v.string(),
+            v.transform((s) => new Date(s)),
+          ),
+        }),
         run({ data }) {
           expectTypeOf(data).toEqualTypeOf<{ when: Date }>();
           expectTypeOf(data.when).toEqualTypeOf<Date>();

@@ -24,8 +24,7 @@ function IssueTriage() {
   return 'Triage issues.';
 }
 
-const instanceOf = (event: GitHubWebhookEvent) =>
-  `repo-${event.payload.repository.full_name}-issue-${event.payload.issue.number}`;
+const instanceOf = (event: GitHubWebhookEvent) => `repo-${event.payload.repository.full_name}-issue-${event.payload.issue.number}`;
 
 function app(options: { maxBodyBytes?: number } = {}): Hono {
   const github = githubChannel({
@@ -67,7 +66,13 @@ describe('githubChannel()', () => {
     const body = (await response.json()) as Admitted;
     expect(body.eventId).toBe('github:d-7');
     expect(body.deliveries).toEqual([
-      { agent: 'IssueTriage', id: 'repo-octo-org/octo-repo-issue-7', submissionId: expect.any(String), uid: expect.any(String), acceptedAt: expect.any(String) },
+      {
+        agent: 'IssueTriage',
+        id: 'repo-octo-org/octo-repo-issue-7',
+        submissionId: expect.any(String),
+        uid: expect.any(String),
+        acceptedAt: expect.any(String),
+      },
     ]);
     const reply = await init(IssueTriage, { id: 'repo-octo-org/octo-repo-issue-7' }).read(body.deliveries[0]!.submissionId);
     expect(reply.text).toBe('triaged');
@@ -103,7 +108,10 @@ describe('githubChannel()', () => {
     const wrongSecret = await webhookRequest(HOOK_URL, issuePayload(9), { secret: 'not the secret' });
     const response = await app().fetch(wrongSecret);
     expect(response.status).toBe(401);
-    expect(await errorOf(response)).toMatchObject({ type: 'channel_unauthenticated', message: expect.stringContaining('X-Hub-Signature-256') });
+    expect(await errorOf(response)).toMatchObject({
+      type: 'channel_unauthenticated',
+      message: expect.stringContaining('X-Hub-Signature-256'),
+    });
     // A body changed after signing fails too.
     const signature = await signBody(WEBHOOK_SECRET, JSON.stringify(issuePayload(9)));
     const tampered = await webhookRequest(HOOK_URL, issuePayload(10), { signature });
@@ -120,7 +128,10 @@ describe('githubChannel()', () => {
     const unsigned = await app().fetch(await webhookRequest(HOOK_URL, issuePayload(11), { signature: null }));
     expect(unsigned.status).toBe(401);
     expect((await errorOf(unsigned)).message).toContain('X-Hub-Signature-256');
-    for (const [option, header] of [['event', 'X-GitHub-Event'], ['delivery', 'X-GitHub-Delivery']] as const) {
+    for (const [option, header] of [
+      ['event', 'X-GitHub-Event'],
+      ['delivery', 'X-GitHub-Delivery'],
+    ] as const) {
       const response = await app().fetch(await webhookRequest(HOOK_URL, issuePayload(11), { [option]: null }));
       expect(response.status).toBe(400);
       expect(await errorOf(response)).toMatchObject({ type: 'invalid_request', message: expect.stringContaining(header) });
@@ -128,9 +139,11 @@ describe('githubChannel()', () => {
     expect(await getAgentInstance(IssueTriage, 'repo-octo-org/octo-repo-issue-11')).toBeNull();
   });
 
-  it('answers 200 ignored, admitting nothing, for an event no route names (GitHub\'s ping included)', async () => {
+  it("answers 200 ignored, admitting nothing, for an event no route names (GitHub's ping included)", async () => {
     await ctx.start([IssueTriage]);
-    const response = await app().fetch(await webhookRequest(HOOK_URL, { zen: 'Keep it logically awesome.', hook_id: 1 }, { event: 'ping', delivery: 'd-ping' }));
+    const response = await app().fetch(
+      await webhookRequest(HOOK_URL, { zen: 'Keep it logically awesome.', hook_id: 1 }, { event: 'ping', delivery: 'd-ping' }),
+    );
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ eventId: 'github:d-ping', ignored: true, deliveries: [] });
     const star = await app().fetch(await webhookRequest(HOOK_URL, issuePayload(12), { event: 'star' }));
@@ -154,7 +167,8 @@ describe('githubChannel()', () => {
       const base = JSON.stringify({ ...issuePayload(15), padding: '' });
       return JSON.stringify({ ...issuePayload(15), padding: 'p'.repeat(bytes - base.length) });
     };
-    const send = (channel: Hono, bytes: number) => webhookRequest(HOOK_URL, null, { body: ofSize(bytes), event: 'star' }).then((request) => channel.fetch(request));
+    const send = (channel: Hono, bytes: number) =>
+      webhookRequest(HOOK_URL, null, { body: ofSize(bytes), event: 'star' }).then((request) => channel.fetch(request));
     for (const [channel, limit] of [
       [app({ maxBodyBytes: 1024 }), 1024],
       [app(), 25 * 1024 * 1024],
@@ -170,7 +184,9 @@ describe('githubChannel()', () => {
     await ctx.start([IssueTriage]);
     ctx.server.script({ text: 'ok' });
     const form = new URLSearchParams({ payload: JSON.stringify(issuePayload(14)) }).toString();
-    const response = await app().fetch(await webhookRequest(HOOK_URL, null, { body: form, contentType: 'application/x-www-form-urlencoded' }));
+    const response = await app().fetch(
+      await webhookRequest(HOOK_URL, null, { body: form, contentType: 'application/x-www-form-urlencoded' }),
+    );
     expect(response.status).toBe(202);
     const body = (await response.json()) as Admitted;
     await init(IssueTriage, { id: body.deliveries[0]!.id }).read(body.deliveries[0]!.submissionId);

@@ -34,7 +34,11 @@ export async function until<T>(probe: () => T | undefined | Promise<T | undefine
 export function hostContract(host: () => ContractHost): void {
   const lane = () => `${host().modelUrl}/__scripted/lanes/${CONTRACT_LANE}`;
   const script = async (...steps: ScriptedResponse[]) => {
-    const response = await fetch(lane(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ steps }) });
+    const response = await fetch(lane(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ steps }),
+    });
     if (!response.ok) throw new Error(`scripting the contract lane failed: ${response.status}`);
   };
   const requests = async () => (await (await fetch(`${lane()}/requests`)).json()) as RecordedRequest[];
@@ -57,7 +61,9 @@ export function hostContract(host: () => ContractHost): void {
     expect(first.submissionId).toMatch(/^sub_/);
     expect(await getAgentInstance(Contract, id)).toEqual({ id, uid: first.uid });
     await expect(dispatch(Contract, { id, message: 'msg-x', uid: null })).rejects.toMatchObject({ type: 'agent_instance_exists' });
-    await expect(dispatch(Contract, { id, message: 'msg-x', uid: 'inst_other' })).rejects.toMatchObject({ type: 'agent_instance_not_found' });
+    await expect(dispatch(Contract, { id, message: 'msg-x', uid: 'inst_other' })).rejects.toMatchObject({
+      type: 'agent_instance_not_found',
+    });
     const keyed = await dispatch(Contract, { id, message: 'msg-2', idempotencyKey: 'k1' });
     expect(keyed.deduplicated).toBeUndefined();
     expect(await dispatch(Contract, { id, message: 'msg-2', idempotencyKey: 'k1' })).toMatchObject({
@@ -103,7 +109,9 @@ export function hostContract(host: () => ContractHost): void {
     expect(seen).toHaveLength(2);
     // The joined delivery comes after the tool result of the turn it joined at.
     const contents = seen[1]!.messages.map((message) => message.content);
-    expect(contents.findIndex((content) => content.includes('msg-2'))).toBeGreaterThan(contents.findIndex((content) => content.includes('passed')));
+    expect(contents.findIndex((content) => content.includes('msg-2'))).toBeGreaterThan(
+      contents.findIndex((content) => content.includes('passed')),
+    );
   });
 
   test('settlement: a settled reply reads again the same, streams to onEvent, and a failure rejects every read with its outcome', async () => {

@@ -94,7 +94,10 @@ describe('attempt budget and deadline across crashes', () => {
     const stream = streamOf('FragileAgent', 'fragile');
     /** Whether `c` committed streamed text after batch `seq`; a child that died fails the wait at once. */
     const deltaAfter = (c: Child, seq: number) => () => {
-      if (!c.alive) throw new Error(`child ${c.pid} exited while the test waited for its deltas.\nstdout: ${JSON.stringify(c.lines)}\nstderr:\n${c.stderr()}`);
+      if (!c.alive)
+        throw new Error(
+          `child ${c.pid} exited while the test waited for its deltas.\nstdout: ${JSON.stringify(c.lines)}\nstderr:\n${c.stderr()}`,
+        );
       try {
         return inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta' && r.seq > seq);
       } catch (error) {
@@ -196,17 +199,28 @@ describe('attempt budget and deadline across crashes', () => {
       [{ toolCallId: 'call_provision_x', toolName: 'provision', isError: true, content: INTERRUPTED_MARKER }],
     ]);
     expect(server.requests.length).toBe(2);
-    expect(messageOf(server.requests[1]!, (m) => m.role === 'tool', 'the marker result')).toMatchObject({ content: INTERRUPTED_MARKER, isError: true });
+    expect(messageOf(server.requests[1]!, (m) => m.role === 'tool', 'the marker result')).toMatchObject({
+      content: INTERRUPTED_MARKER,
+      isError: true,
+    });
     expect(replyOf(lines, third.submissionId)).toBe('Hello again.');
   });
 
   it('a restart past the deadline (measured from the first attempt, never re-anchored) settles failed with SubmissionTimeoutError', async () => {
     const { server, s } = t;
-    server.script(hangingStream(['Once ', 'upon ', 'a ', 'time ', 'there']), { text: 'Still here.' }, { text: 'spare step (unexpected extra model call)' });
+    server.script(
+      hangingStream(['Once ', 'upon ', 'a ', 'time ', 'there']),
+      { text: 'Still here.' },
+      { text: 'spare step (unexpected extra model call)' },
+    );
     const stream = streamOf('DeadlineAgent', 'deadline'); // timeoutMs: 1500
     const c1 = t.child({ agent: 'DeadlineAgent', id: 'deadline', dispatch: ['Tell me a story.'], then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await poll('a committed assistant_delta batch', () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'), 30_000);
+    await poll(
+      'a committed assistant_delta batch',
+      () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'),
+      30_000,
+    );
     await c1.kill();
     const startedAt = inspectDb(s.db, stream).submissions[0]!.startedAt!;
     const wait = startedAt + 1500 + 50 - Date.now();

@@ -19,7 +19,10 @@ async function crashInShip(suite: CrashSuite, reply: string) {
     { text: reply },
     { text: 'spare step (unexpected extra model call)' },
   );
-  const old = suite.child({ agent: 'DeployAgent', id: 'deploy', dispatch: ['Fulfil order o1.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'ship' });
+  const old = suite.child(
+    { agent: 'DeployAgent', id: 'deploy', dispatch: ['Fulfil order o1.'], then: 'hold' },
+    { FLUE_CRASH_BLOCK: 'ship' },
+  );
   const receipt = (await old.waitFor('receipt')).receipt;
   await poll('the ship step to start', () => sideEvents(suite.s.side).some((e) => e.step === 'ship'));
   await old.kill();
@@ -36,7 +39,11 @@ async function recoverAfter(suite: CrashSuite, deploy: string, receipt: Awaited<
   expect(view.submissions[0]).toMatchObject({ attemptCount: 2 });
   expect(suite.server.requests.length).toBe(2);
   const retry = suite.server.requests[1]!;
-  return { retry, result: messageOf(retry, (m) => m.role === 'tool' && m.toolCallId === 'call_fulfil', 'the fulfil result'), pid: pidOf(lines) };
+  return {
+    retry,
+    result: messageOf(retry, (m) => m.role === 'tool' && m.toolCallId === 'call_fulfil', 'the fulfil result'),
+    pid: pidOf(lines),
+  };
 }
 
 const stepsRun = (side: string) => sideEvents(side).map((e) => [e.step, e.pid]);
@@ -61,7 +68,9 @@ describe('a deploy between a crash and its recovery, on Node', () => {
     const { receipt } = await crashInShip(t, 'I need a priority for o1.');
     const { result } = await recoverAfter(t, 'schema', receipt, 'I need a priority for o1.');
     expect(result).toMatchObject({ isError: true });
-    expect(result.content).toMatch(/^Arguments for tool "fulfil" do not match the required schema: .*priority.* Call the tool again with corrected arguments\.$/);
+    expect(result.content).toMatch(
+      /^Arguments for tool "fulfil" do not match the required schema: .*priority.* Call the tool again with corrected arguments\.$/,
+    );
     expect(stepsRun(t.s.side).map(([step]) => step)).toEqual(['reserve', 'charge', 'ship']);
   });
 

@@ -139,7 +139,11 @@ describe('crashHarness: every named point, settled exactly once', () => {
     const lab = await open();
     // message_start, content_block_start, then a delta every 150 ms: the first delta arrives more
     // than 250 ms after the request, so the engine commits it at once, before the point fires.
-    server.script({ text: ['Once ', 'upon ', 'a ', 'time'], chunkDelayMs: 150, hangAfterChunks: 5 }, { text: 'a fox who outlived a crash.' }, SPARE);
+    server.script(
+      { text: ['Once ', 'upon ', 'a ', 'time'], chunkDelayMs: 150, hangAfterChunks: 5 },
+      { text: 'a fox who outlived a crash.' },
+      SPARE,
+    );
     lab.crashAt({ point: 'model' });
     const handle = init(StoryAgent, { id: 'story' });
     const first = await handle.dispatch('Tell me a story.');
@@ -196,7 +200,12 @@ describe('crashHarness: every named point, settled exactly once', () => {
     );
     lab.crashAt({ point: 'tool', name: 'lookup' });
     const receipt = await dispatch(OpsAgent, { id: 'ops', message: 'What is k1?' });
-    expect(await lab.crashed).toMatchObject({ point: 'tool', tool: 'lookup', toolCallId: 'call_lookup_1', submissionId: receipt.submissionId });
+    expect(await lab.crashed).toMatchObject({
+      point: 'tool',
+      tool: 'lookup',
+      toolCallId: 'call_lookup_1',
+      submissionId: receipt.submissionId,
+    });
     await lab.restart();
 
     const report = await lab.settle();
@@ -209,7 +218,11 @@ describe('crashHarness: every named point, settled exactly once', () => {
 
   it('inside a durable tool: it runs again from the top, each step once', async () => {
     const lab = await open();
-    server.script({ toolCalls: [{ id: 'call_prov_1', name: 'provision', arguments: { order: 'o1' } }] }, { text: 'Order o1 is provisioned.' }, SPARE);
+    server.script(
+      { toolCalls: [{ id: 'call_prov_1', name: 'provision', arguments: { order: 'o1' } }] },
+      { text: 'Order o1 is provisioned.' },
+      SPARE,
+    );
     lab.crashAt({ point: 'tool', name: 'provision' });
     await dispatch(OpsAgent, { id: 'prov-tool', message: 'Provision order o1.' });
     await lab.crashed;
@@ -219,12 +232,20 @@ describe('crashHarness: every named point, settled exactly once', () => {
     expect(report.submissions.map((s) => [s.outcome, s.settlements])).toEqual([['completed', 1]]);
     expect(report.toolRuns).toEqual({ provision: 2 });
     expect(report.stepRuns).toEqual({ 'provision/reserve': 1, 'provision/charge': 1, 'provision/ship': 1 });
-    expect(JSON.parse(toolResult(server.requests[1]!, 'call_prov_1').content)).toEqual({ reservation: 'res-o1', charge: 'charge-o1', shipment: 'ship-o1-1' });
+    expect(JSON.parse(toolResult(server.requests[1]!, 'call_prov_1').content)).toEqual({
+      reservation: 'res-o1',
+      charge: 'charge-o1',
+      shipment: 'ship-o1-1',
+    });
   });
 
   it('between step.do fn and its memo: finished steps replay, the interrupted step runs again', async () => {
     const lab = await open();
-    server.script({ toolCalls: [{ id: 'call_prov_2', name: 'provision', arguments: { order: 'o2' } }] }, { text: 'Order o2 is provisioned.' }, SPARE);
+    server.script(
+      { toolCalls: [{ id: 'call_prov_2', name: 'provision', arguments: { order: 'o2' } }] },
+      { text: 'Order o2 is provisioned.' },
+      SPARE,
+    );
     lab.crashAt({ point: 'step', tool: 'provision', name: 'ship' });
     const receipt = await dispatch(OpsAgent, { id: 'prov-step', message: 'Provision order o2.' });
     expect(await lab.crashed).toMatchObject({ point: 'step', tool: 'provision', step: 'ship', toolCallId: 'call_prov_2' });
@@ -244,7 +265,11 @@ describe('crashHarness: every named point, settled exactly once', () => {
 
   it('the same step interrupted in two attempts: a crash during recovery is recovered too', async () => {
     const lab = await open();
-    server.script({ toolCalls: [{ id: 'call_prov_3', name: 'provision', arguments: { order: 'o3' } }] }, { text: 'Order o3 is provisioned.' }, SPARE);
+    server.script(
+      { toolCalls: [{ id: 'call_prov_3', name: 'provision', arguments: { order: 'o3' } }] },
+      { text: 'Order o3 is provisioned.' },
+      SPARE,
+    );
     lab.crashAt({ point: 'step', tool: 'provision', name: 'ship' });
     await dispatch(OpsAgent, { id: 'prov-twice', message: 'Provision order o3.' });
     await lab.crashed;
@@ -268,7 +293,8 @@ describe('crashHarness: every named point, settled exactly once', () => {
     const route = (request: RecordedRequest) => {
       const ops = request.system?.includes('provision orders') === true;
       const recovered = request.messages.length > 1;
-      if (ops) return recovered ? { text: 'beta recovered.' } : { toolCalls: [{ id: 'call_beta', name: 'lookup', arguments: { key: 'kb' } }] };
+      if (ops)
+        return recovered ? { text: 'beta recovered.' } : { toolCalls: [{ id: 'call_beta', name: 'lookup', arguments: { key: 'kb' } }] };
       return recovered ? { text: 'alpha recovered.' } : { text: ['Alpha ', 'was ', 'saying'], chunkDelayMs: 150, hangAfterChunks: 4 };
     };
     server.script(route, route, route, route, SPARE);

@@ -37,7 +37,11 @@ export interface Child {
   readonly lines: ChildLine[];
   stderr(): string;
   /** Resolves with the first output line matching; rejects on timeout or early exit. */
-  waitFor<T extends ChildLine['type']>(type: T, match?: (line: Extract<ChildLine, { type: T }>) => boolean, timeoutMs?: number): Promise<Extract<ChildLine, { type: T }>>;
+  waitFor<T extends ChildLine['type']>(
+    type: T,
+    match?: (line: Extract<ChildLine, { type: T }>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Extract<ChildLine, { type: T }>>;
   send(command: Record<string, unknown>): void;
   /** SIGKILL, resolved once the process is gone. */
   kill(): Promise<void>;
@@ -109,7 +113,11 @@ export function spawnChild(config: ChildConfig, env: Record<string, string>): Ch
         };
         const timer = setTimeout(() => {
           done();
-          reject(new Error(`timed out after ${timeoutMs} ms waiting for child line "${type}".\nstdout: ${JSON.stringify(lines)}\nstderr:\n${stderr}`));
+          reject(
+            new Error(
+              `timed out after ${timeoutMs} ms waiting for child line "${type}".\nstdout: ${JSON.stringify(lines)}\nstderr:\n${stderr}`,
+            ),
+          );
         }, timeoutMs);
         const done = () => {
           clearTimeout(timer);
@@ -141,7 +149,12 @@ export async function waitExit(child: Child, timeoutMs = 30_000): Promise<{ code
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`child ${child.pid} did not exit within ${timeoutMs} ms.\nstdout: ${JSON.stringify(child.lines)}\nstderr:\n${child.stderr()}`)),
+      () =>
+        reject(
+          new Error(
+            `child ${child.pid} did not exit within ${timeoutMs} ms.\nstdout: ${JSON.stringify(child.lines)}\nstderr:\n${child.stderr()}`,
+          ),
+        ),
       timeoutMs,
     );
   });
@@ -222,12 +235,19 @@ export interface DbView {
 export function inspectDb(path: string, stream?: string): DbView {
   const db = new DatabaseSync(path, { readOnly: true, timeout: 5_000 });
   try {
-    const tables = new Set(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all().map((row) => String(row.name)));
+    const tables = new Set(
+      db
+        .prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`)
+        .all()
+        .map((row) => String(row.name)),
+    );
     if (!tables.has('flue_submissions')) return { submissions: [], records: [], steps: [], state: {} };
     const where = stream === undefined ? '' : ' WHERE stream = ?';
     const args = stream === undefined ? [] : [stream];
     const submissions = db
-      .prepare(`SELECT id, status, outcome, attempt_count, joined_into, abort_requested_at, started_at FROM flue_submissions${where} ORDER BY ord`)
+      .prepare(
+        `SELECT id, status, outcome, attempt_count, joined_into, abort_requested_at, started_at FROM flue_submissions${where} ORDER BY ord`,
+      )
       .all(...args)
       .map((row) => ({
         id: String(row.id),
@@ -266,7 +286,8 @@ export function streamOf(agent: string, id: string): string {
 export function committedDeltas(view: DbView): Map<string, string> {
   const byStep = new Map<string, string>();
   for (const { record } of view.records) {
-    if (record.type === 'assistant_delta' && record.kind === 'text') byStep.set(record.stepId, (byStep.get(record.stepId) ?? '') + record.delta);
+    if (record.type === 'assistant_delta' && record.kind === 'text')
+      byStep.set(record.stepId, (byStep.get(record.stepId) ?? '') + record.delta);
   }
   return byStep;
 }

@@ -27,7 +27,10 @@ describe('SIGKILL inside lifecycle hooks', () => {
     const { server, s } = t;
     server.script({ text: 'Started fine.' }, { text: 'spare step (unexpected extra model call)' });
     const stream = streamOf('HookedAgent', 'hooked-start');
-    const c1 = t.child({ agent: 'HookedAgent', id: 'hooked-start', dispatch: ['Hello there.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'agent-start' });
+    const c1 = t.child(
+      { agent: 'HookedAgent', id: 'hooked-start', dispatch: ['Hello there.'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'agent-start' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('useAgentStart to run', () => sideEvents(s.side).some((e) => e.event === 'agent-start'));
     const second = await dispatchVia(c1, 'Are you still there?');
@@ -63,7 +66,10 @@ describe('SIGKILL inside lifecycle hooks', () => {
     const { server, s } = t;
     server.script({ text: 'Final answer.' }, { text: 'spare step (unexpected extra model call)' });
     const stream = streamOf('HookedAgent', 'hooked-finish');
-    const c1 = t.child({ agent: 'HookedAgent', id: 'hooked-finish', dispatch: ['Question?'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'agent-finish' });
+    const c1 = t.child(
+      { agent: 'HookedAgent', id: 'hooked-finish', dispatch: ['Question?'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'agent-finish' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('useAgentFinish to run', () => sideEvents(s.side).some((e) => e.event === 'agent-finish'));
     const beforeKill = inspectDb(s.db, stream);
@@ -98,12 +104,19 @@ describe('SIGKILL inside lifecycle hooks', () => {
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('HookedAgent', 'joined-hook');
-    const c1 = t.child({ agent: 'HookedAgent', id: 'joined-hook', dispatch: ['First question.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'agent-start-marked' });
+    const c1 = t.child(
+      { agent: 'HookedAgent', id: 'joined-hook', dispatch: ['First question.'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'agent-start-marked' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await server.waitForRequests(1, 30_000);
     const second = await dispatchVia(c1, 'Second question [hold].');
     secondQueued.open();
-    await poll('the joined delivery to reach its hook', () => sideEvents(s.side).some((e) => e.event === 'agent-start' && String(e.body).includes('[hold]')), 30_000);
+    await poll(
+      'the joined delivery to reach its hook',
+      () => sideEvents(s.side).some((e) => e.event === 'agent-start' && String(e.body).includes('[hold]')),
+      30_000,
+    );
     const beforeKill = inspectDb(s.db, stream);
     expect(beforeKill.submissions.map((r) => [r.id, r.status, r.joinedInto])).toEqual([
       [first.submissionId, 'running', null],
@@ -113,13 +126,21 @@ describe('SIGKILL inside lifecycle hooks', () => {
     await c1.kill();
 
     const lines = await t.runToEnd({ agent: 'HookedAgent', id: 'joined-hook', read: [first, second] });
-    expect(sideEvents(s.side).filter((e) => e.event === 'agent-start').map((e) => [e.body, e.pid])).toEqual([
+    expect(
+      sideEvents(s.side)
+        .filter((e) => e.event === 'agent-start')
+        .map((e) => [e.body, e.pid]),
+    ).toEqual([
       ['First question.', c1.pid],
       ['Second question [hold].', c1.pid],
       ['Second question [hold].', pidOf(lines)],
     ]);
     expect(server.requests.length).toBe(2);
-    expect(transcript(server.requests[1]!)).toEqual(['user: First question.', 'assistant: First answer given.', 'user: Second question [hold].']);
+    expect(transcript(server.requests[1]!)).toEqual([
+      'user: First question.',
+      'assistant: First answer given.',
+      'user: Second question [hold].',
+    ]);
     expect(replyOf(lines, first.submissionId)).toContain('Both answered.');
     expect(replyOf(lines, second.submissionId)).toContain('Both answered.');
     const view = inspectDb(s.db, stream);
@@ -135,7 +156,10 @@ describe('durable intents across a crash', () => {
     server.script({ text: 'Fresh reply.' }, { text: 'spare step (unexpected extra model call)' });
     const stream = streamOf('HookedAgent', 'aborted');
     // The hook ignores the abort signal, so the process holds the durable intent without unwinding.
-    const c1 = t.child({ agent: 'HookedAgent', id: 'aborted', dispatch: ['Do something long.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'agent-start' });
+    const c1 = t.child(
+      { agent: 'HookedAgent', id: 'aborted', dispatch: ['Do something long.'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'agent-start' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('useAgentStart to run', () => sideEvents(s.side).some((e) => e.event === 'agent-start'));
     const second = await dispatchVia(c1, 'And then this.');
@@ -148,7 +172,8 @@ describe('durable intents across a crash', () => {
     await c1.kill();
 
     const lines = await t.runToEnd({ agent: 'HookedAgent', id: 'aborted', read: [first, second], converse: ['Fresh start.'] });
-    for (const receipt of [first, second]) expect(readErrorOf(lines, receipt.submissionId)).toMatchObject({ name: 'AgentRunError', outcome: 'aborted' });
+    for (const receipt of [first, second])
+      expect(readErrorOf(lines, receipt.submissionId)).toMatchObject({ name: 'AgentRunError', outcome: 'aborted' });
     const third = lineOf(lines, 'receipt').receipt; // the only dispatch of this process
     expect(replyOf(lines, third.submissionId)).toBe('Fresh reply.');
 
@@ -156,7 +181,9 @@ describe('durable intents across a crash', () => {
     expectSettledExactlyOnce(view, [first.submissionId, second.submissionId], 'aborted');
     expectSettledExactlyOnce(view, [third.submissionId], 'completed');
     expect(
-      view.records.filter((r) => r.record.type === 'signal' && r.record.signalType === 'submission_aborted').map((r) => r.record.submissionId),
+      view.records
+        .filter((r) => r.record.type === 'signal' && r.record.signalType === 'submission_aborted')
+        .map((r) => r.record.submissionId),
     ).toEqual([first.submissionId]);
     // Nothing of the aborted work reached the model; the queued one was never applied.
     expect(server.requests.length).toBe(1);
@@ -165,7 +192,11 @@ describe('durable intents across a crash', () => {
     expect(indexOf(next, (m) => m.role === 'user' && m.content.includes('type="submission_aborted"'), 'the abort advisory')).toBeLessThan(
       indexOf(next, (m) => m.role === 'user' && m.content === 'Fresh start.', 'the new message'),
     );
-    expect(sideEvents(s.side).filter((e) => e.event === 'agent-start').map((e) => [e.body, e.pid === c1.pid])).toEqual([
+    expect(
+      sideEvents(s.side)
+        .filter((e) => e.event === 'agent-start')
+        .map((e) => [e.body, e.pid === c1.pid]),
+    ).toEqual([
       ['Do something long.', true],
       ['Fresh start.', false],
     ]);
@@ -182,7 +213,11 @@ describe('durable intents across a crash', () => {
     const keyed = { message: 'Tell me a story.', idempotencyKey: 'story-request-1' };
     const c1 = t.child({ agent: 'StoryAgent', id: 'keyed', dispatch: [keyed], then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
-    await poll('a committed assistant_delta batch', () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'), 30_000);
+    await poll(
+      'a committed assistant_delta batch',
+      () => inspectDb(s.db, stream).records.some((r) => r.record.type === 'assistant_delta'),
+      30_000,
+    );
     await c1.kill();
 
     const lines = await t.runToEnd({ agent: 'StoryAgent', id: 'keyed', dispatch: [keyed], read: [first] });

@@ -10,16 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '@flue/runtime/testing';
 import { committedDeltas, inspectDb, poll, sideEvents, streamOf } from './harness.ts';
-import {
-  INTERRUPTED_MARKER,
-  dispatchVia,
-  expectSettledExactlyOnce,
-  indexOf,
-  messageOf,
-  pidOf,
-  replyOf,
-  useCrashSuite,
-} from './suite.ts';
+import { INTERRUPTED_MARKER, dispatchVia, expectSettledExactlyOnce, indexOf, messageOf, pidOf, replyOf, useCrashSuite } from './suite.ts';
 
 const t = useCrashSuite();
 
@@ -107,7 +98,9 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     const retry = server.requests[1]!;
     const result = indexOf(retry, (m) => m.role === 'tool' && m.toolCallId === 'call_lookup_1', 'the tool result for call_lookup_1');
     expect(retry.messages[result]).toMatchObject({ content: INTERRUPTED_MARKER, isError: true });
-    expect(result).toBeLessThan(indexOf(retry, (m) => m.role === 'user' && m.content.includes('Also, what is k2?'), 'the queued second message'));
+    expect(result).toBeLessThan(
+      indexOf(retry, (m) => m.role === 'user' && m.content.includes('Also, what is k2?'), 'the queued second message'),
+    );
 
     expect(replyOf(lines, first.submissionId)).toContain('The lookup was interrupted');
     expect(replyOf(lines, second.submissionId)).toContain('The lookup was interrupted');
@@ -128,7 +121,10 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('ProvisionAgent', 'provision');
-    const c1 = t.child({ agent: 'ProvisionAgent', id: 'provision', dispatch: ['Provision order o1.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'ship' });
+    const c1 = t.child(
+      { agent: 'ProvisionAgent', id: 'provision', dispatch: ['Provision order o1.'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'ship' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('the ship step to start', () => sideEvents(s.side).some((e) => e.step === 'ship'));
     const second = await dispatchVia(c1, 'Then confirm.');
@@ -141,7 +137,10 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     const lines = await t.runToEnd({ agent: 'ProvisionAgent', id: 'provision', read: [first, second] });
     const c2pid = pidOf(lines);
 
-    const ran = (step: string) => sideEvents(s.side).filter((e) => e.step === step).map((e) => e.pid);
+    const ran = (step: string) =>
+      sideEvents(s.side)
+        .filter((e) => e.step === step)
+        .map((e) => e.pid);
     expect(ran('reserve')).toEqual([c1.pid]); // recorded: replayed, never re-run
     expect(ran('charge')).toEqual([c1.pid]); // recorded: replayed, never re-run
     expect(ran('ship')).toEqual([c1.pid, c2pid]); // interrupted before its record: runs again
@@ -179,7 +178,10 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('ProvisionAgent', 'undeclared');
-    const c1 = t.child({ agent: 'ProvisionAgent', id: 'undeclared', dispatch: ['Provision order o2.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'ship' });
+    const c1 = t.child(
+      { agent: 'ProvisionAgent', id: 'undeclared', dispatch: ['Provision order o2.'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'ship' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('the ship step to start', () => sideEvents(s.side).some((e) => e.step === 'ship'));
     await c1.kill();
@@ -214,7 +216,10 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('MixedAgent', 'mixed');
-    const c1 = t.child({ agent: 'MixedAgent', id: 'mixed', dispatch: ['Look up k3 and provision o3.'], then: 'hold' }, { FLUE_CRASH_BLOCK: 'lookup,ship' });
+    const c1 = t.child(
+      { agent: 'MixedAgent', id: 'mixed', dispatch: ['Look up k3 and provision o3.'], then: 'hold' },
+      { FLUE_CRASH_BLOCK: 'lookup,ship' },
+    );
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('both tools in flight', () => {
       const events = sideEvents(s.side);
@@ -260,8 +265,11 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     const route = (request: RecordedRequest) => {
       const lookup = request.system?.includes('look things up') === true;
       const recovered = request.messages.length > 1;
-      if (lookup) return recovered ? { text: 'beta recovered.' } : { toolCalls: [{ id: 'call_beta', name: 'lookup', arguments: { key: 'kb' } }] };
-      return recovered ? { text: 'alpha recovered.' } : { text: ['Alpha ', 'was ', 'saying ', 'something'], chunkDelayMs: 100, hangAfterChunks: 5 };
+      if (lookup)
+        return recovered ? { text: 'beta recovered.' } : { toolCalls: [{ id: 'call_beta', name: 'lookup', arguments: { key: 'kb' } }] };
+      return recovered
+        ? { text: 'alpha recovered.' }
+        : { text: ['Alpha ', 'was ', 'saying ', 'something'], chunkDelayMs: 100, hangAfterChunks: 5 };
     };
     server.script(route, route, route, route);
     const alpha = streamOf('StoryAgent', 'alpha');
@@ -280,7 +288,11 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
     );
     const a = (await c1.waitFor('receipt', (l) => l.id === 'alpha')).receipt;
     const b = (await c1.waitFor('receipt', (l) => l.id === 'beta')).receipt;
-    await poll('alpha mid-stream and beta mid-tool', () => hasDeltaBatch(s.db, alpha)() && sideEvents(s.side).some((e) => e.event === 'tool-start'), 30_000);
+    await poll(
+      'alpha mid-stream and beta mid-tool',
+      () => hasDeltaBatch(s.db, alpha)() && sideEvents(s.side).some((e) => e.event === 'tool-start'),
+      30_000,
+    );
     await c1.kill();
 
     const lines = await t.runToEnd({

@@ -80,7 +80,10 @@ describe('SIGKILL while a delegated task streams, recovery in a new process', ()
     expect(childView.records.filter((r) => r.record.type === 'conversation_created')).toHaveLength(1);
     const completed = childView.records.filter((r) => r.record.type === 'assistant_completed').map((r) => r.record);
     expect(completed).toHaveLength(2);
-    expect(completed[0]).toMatchObject({ stepId, message: { stopReason: 'aborted', errorMessage: 'Stream interrupted before completion.' } });
+    expect(completed[0]).toMatchObject({
+      stepId,
+      message: { stopReason: 'aborted', errorMessage: 'Stream interrupted before completion.' },
+    });
     expect(completed[1]!.message.stopReason).toBe('stop');
     // Child records run under the parent's submission, in the recovering attempt.
     expect(completed[1]!.submissionId).toBe(first.submissionId);
@@ -141,7 +144,10 @@ describe('SIGKILL while a delegated task streams, recovery in a new process', ()
       childConversationId: child.conversationId,
     });
     const parent = server.requests[2]!;
-    expect(parent.messages.find((m) => m.role === 'tool' && m.toolCallId === 'call_task_2')).toMatchObject({ content: marker, isError: true });
+    expect(parent.messages.find((m) => m.role === 'tool' && m.toolCallId === 'call_task_2')).toMatchObject({
+      content: marker,
+      isError: true,
+    });
     expect(replyOf(lines, first.submissionId)).toBe('The researcher is gone, so I cannot say.');
     expectSettledExactlyOnce(inspectDb(s.db, stream), [first.submissionId]);
   });

@@ -57,7 +57,10 @@ export function useCrashSuite(): CrashSuite {
       const c = suite.child({ ...config, then: 'stop' }, env);
       const exit = await waitExit(c, 30_000);
       expect(exit, `child exit; stderr:\n${c.stderr()}`).toEqual({ code: 0, signal: null });
-      expect(c.lines.filter((line) => line.type === 'fatal'), c.stderr()).toEqual([]);
+      expect(
+        c.lines.filter((line) => line.type === 'fatal'),
+        c.stderr(),
+      ).toEqual([]);
       return c.lines;
     },
     async expectQuietRestart(agent, id, stream, before) {

@@ -206,7 +206,11 @@ async function dispatch(id: string, message: string): Promise<DispatchReceipt> {
 }
 
 async function read(id: string, receipt: DispatchReceipt): Promise<{ reply?: string; error?: string }> {
-  const res = await fetch(`${base}/desk/${id}/read`, { method: 'POST', body: JSON.stringify(receipt), signal: AbortSignal.timeout(60_000) });
+  const res = await fetch(`${base}/desk/${id}/read`, {
+    method: 'POST',
+    body: JSON.stringify(receipt),
+    signal: AbortSignal.timeout(60_000),
+  });
   return (await res.json()) as { reply?: string; error?: string };
 }
 
@@ -217,8 +221,12 @@ it('work blocked in a tool when the agent module changes recovers on the new cod
     label: await dispatch('label', '/tool label {"order":"o3"}'),
     task: await dispatch('task', '/tool task {"agent":"helper","prompt":"/tool wait {}"}'),
   };
-  await until('every conversation blocked in its tool', () => (ran.filter((entry) => entry.endsWith('/a')).length === 6 ? true : undefined));
-  expect(ran).toEqual(expect.arrayContaining(['fulfil/reserve/a', 'fulfil/charge/a', 'fulfil/ship/a', 'pack/wrap/a', 'label/print/a', 'helper/wait/a']));
+  await until('every conversation blocked in its tool', () =>
+    ran.filter((entry) => entry.endsWith('/a')).length === 6 ? true : undefined,
+  );
+  expect(ran).toEqual(
+    expect.arrayContaining(['fulfil/reserve/a', 'fulfil/charge/a', 'fulfil/ship/a', 'pack/wrap/a', 'label/print/a', 'helper/wait/a']),
+  );
 
   writeFileSync(path.join(dir, 'src/agents/desk.ts'), deskModule('b'));
   await until('the reload onto the renamed function', async () => ((await agentName()) === 'FrontDesk' ? true : undefined));
@@ -236,7 +244,9 @@ it('work blocked in a tool when the agent module changes recovers on the new cod
   // A renamed tool: the pending call under its old name gets the interrupted marker.
   expect(pack).toEqual({ reply: INTERRUPTED });
   // A changed schema: the recorded arguments fail validation, as a result the model sees.
-  expect(label.reply).toMatch(/^Arguments for tool "label" do not match the required schema: .*priority.*Call the tool again with corrected arguments\.$/);
+  expect(label.reply).toMatch(
+    /^Arguments for tool "label" do not match the required schema: .*priority.*Call the tool again with corrected arguments\.$/,
+  );
   // A removed subagent whose child was running: the marker names the child conversation.
   expect(JSON.parse(task.reply!)).toEqual({ ...JSON.parse(INTERRUPTED), childConversationId: expect.stringMatching(/^conv_/) });
   // Nothing of the old code's blocked work ran on the new code, and no step ran twice on it.

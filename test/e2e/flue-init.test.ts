@@ -52,7 +52,8 @@ function machineNode(): string {
 function userEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (/^npm_/i.test(key) || key === 'INIT_CWD' || key === 'NODE_OPTIONS' || key === 'NODE' || key.startsWith('VITEST') || key === 'TEST') continue;
+    if (/^npm_/i.test(key) || key === 'INIT_CWD' || key === 'NODE_OPTIONS' || key === 'NODE' || key.startsWith('VITEST') || key === 'TEST')
+      continue;
     env[key] = value;
   }
   return {
@@ -173,7 +174,8 @@ function helloEdition(edition: string): string {
 async function bundleEventually(bundle: string, expected: string, service: Service): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (!(existsSync(bundle) && readFileSync(bundle, 'utf8').includes(expected))) {
-    if (Date.now() > deadline) throw new Error(`${path.relative(app, bundle)} was not rebuilt with ${JSON.stringify(expected)}:\n${service.output().slice(-4000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${path.relative(app, bundle)} was not rebuilt with ${JSON.stringify(expected)}:\n${service.output().slice(-4000)}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
@@ -247,7 +249,12 @@ test('the project type-checks: its own code strictly, our declarations with ever
   const node = await showConfig('tsconfig.node.json');
   expect(tests.compilerOptions.strict).toBe(true);
   expect(node.compilerOptions.strict).toBe(true);
-  expect([...tests.files, ...node.files].map((f) => path.basename(f)).sort()).toEqual(['global-setup.ts', 'hello.test.ts', 'scripted-model.ts', 'vitest.config.ts']);
+  expect([...tests.files, ...node.files].map((f) => path.basename(f)).sort()).toEqual([
+    'global-setup.ts',
+    'hello.test.ts',
+    'scripted-model.ts',
+    'vitest.config.ts',
+  ]);
 
   const nodeServer = path.join(app, 'src', 'node-server.ts');
   const usesUndici = path.join(app, 'src', 'uses-undici.ts');
@@ -259,12 +266,18 @@ test('the project type-checks: its own code strictly, our declarations with ever
       "import { start } from '@flue/runtime/node';\nimport { Hello } from './agents/hello.ts';\n\n" +
         'export async function startAndStop(): Promise<void> {\n  await using flue = await start({ agents: [Hello] });\n  void flue;\n}\n',
     );
-    expectSuccess(await run('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false', '--pretty', 'false'], app, 120_000), 'tsc --noEmit --skipLibCheck false');
+    expectSuccess(
+      await run('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false', '--pretty', 'false'], app, 120_000),
+      'tsc --noEmit --skipLibCheck false',
+    );
 
     // A dependency whose declarations load Node's types (undici's, installed here through
     // miniflare; many packages' do): with every .d.ts checked, Node's globals clash with the
     // Workers runtime's; the template's own check accepts the user's code.
-    writeFileSync(usesUndici, "import type { Dispatcher } from 'undici';\n\nexport function method(options: Dispatcher.RequestOptions): string {\n  return options.method;\n}\n");
+    writeFileSync(
+      usesUndici,
+      "import type { Dispatcher } from 'undici';\n\nexport function method(options: Dispatcher.RequestOptions): string {\n  return options.method;\n}\n",
+    );
     const everything = await run('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false', '--pretty', 'false'], app, 120_000);
     expect(everything.output).toContain("Cannot redeclare block-scoped variable 'console'");
     expectSuccess(await run('npx', ['tsc', '--noEmit'], app, 120_000), 'tsc --noEmit');
@@ -288,7 +301,11 @@ function devCases(target: 'cloudflare' | 'node', extra: (dev: () => Service) => 
     let dev: Service | undefined;
     beforeAll(async () => {
       const port = await freePort();
-      dev = await startService('npm', ['run', 'dev', '--', ...(target === 'node' ? ['--target', 'node'] : []), '--port', String(port)], devReady(port));
+      dev = await startService(
+        'npm',
+        ['run', 'dev', '--', ...(target === 'node' ? ['--target', 'node'] : []), '--port', String(port)],
+        devReady(port),
+      );
     }, 150_000);
     afterAll(() => stopService(dev), 30_000);
 
@@ -298,8 +315,11 @@ function devCases(target: 'cloudflare' | 'node', extra: (dev: () => Service) => 
 
     extra(() => dev!);
 
-    test('offline, the model echoes, and a `/tool <name> <arguments>` message calls the agent\'s own tool', async () => {
-      expect(await hello(dev!, 'echo', 'Hello from the e2e test')).toEqual({ status: 200, body: expect.objectContaining({ reply: '(scripted model) You said: Hello from the e2e test' }) });
+    test("offline, the model echoes, and a `/tool <name> <arguments>` message calls the agent's own tool", async () => {
+      expect(await hello(dev!, 'echo', 'Hello from the e2e test')).toEqual({
+        status: 200,
+        body: expect.objectContaining({ reply: '(scripted model) You said: Hello from the e2e test' }),
+      });
       const { status, body } = await hello(dev!, 'tool', '/tool current_time {"timeZone":"Asia/Tokyo"}');
       expect(status, JSON.stringify(body)).toBe(200);
       expect(body.reply).toMatch(/^\(scripted model\) current_time returned: \{"timeZone":"Asia\/Tokyo","now":"[^"]+"\}$/);
@@ -327,7 +347,10 @@ devCases('cloudflare', (dev) => {
       '[flue] Model: scripted, offline. It echoes your message; send `/tool <tool_name> {"argument":"value"}` to make it call that tool of the agent. ' +
         'For a real model put ANTHROPIC_API_KEY=… in .dev.vars',
     );
-    expect(await hello(dev(), 'first', 'Hello from the e2e test')).toMatchObject({ status: 200, body: { reply: '(scripted model) You said: Hello from the e2e test' } });
+    expect(await hello(dev(), 'first', 'Hello from the e2e test')).toMatchObject({
+      status: 200,
+      body: { reply: '(scripted model) You said: Hello from the e2e test' },
+    });
 
     // The live view replays the conversation and stays open.
     const controller = new AbortController();
@@ -353,7 +376,9 @@ devCases('node', () => {});
 test('flue build --target node writes a server that runs on its own', async () => {
   expectSuccess(await run('npx', ['flue', 'build', '--target', 'node'], app, 180_000), 'flue build --target node');
   const port = await freePort();
-  const server = await startService('npx', ['node', 'dist/server.mjs'], new RegExp(`Listening on (http://localhost:${port})\\b`), { PORT: String(port) });
+  const server = await startService('npx', ['node', 'dist/server.mjs'], new RegExp(`Listening on (http://localhost:${port})\\b`), {
+    PORT: String(port),
+  });
   try {
     await expectAppServed(server);
   } finally {
@@ -371,7 +396,9 @@ test("flue run sends one message to an agent, which calls its own tool: against 
   );
   const model = await startService('npx', ['node', '.e2e/model-server.mjs'], /(http:\/\/127\.0\.0\.1:\d+)\n/);
   try {
-    const result = await run('npx', ['flue', 'run', 'src/agents/hello.ts', '--message', 'What time is it in Tokyo?'], app, 120_000, { FLUE_SCRIPTED_MODEL_URL: model.base });
+    const result = await run('npx', ['flue', 'run', 'src/agents/hello.ts', '--message', 'What time is it in Tokyo?'], app, 120_000, {
+      FLUE_SCRIPTED_MODEL_URL: model.base,
+    });
     expectSuccess(result, 'flue run');
     expect(result.output).toContain('→ current_time {"timeZone":"Asia/Tokyo"}');
     expect(result.output).toContain('In Asia/Tokyo it is');
@@ -380,8 +407,13 @@ test("flue run sends one message to an agent, which calls its own tool: against 
   }
 }, 180_000);
 
-test('flue run falls back offline: a `/tool <name> <arguments>` message calls the agent\'s own tool', async () => {
-  const result = await run('npx', ['flue', 'run', 'src/agents/hello.ts', '--message', '/tool current_time {"timeZone":"Asia/Tokyo"}'], app, 120_000);
+test("flue run falls back offline: a `/tool <name> <arguments>` message calls the agent's own tool", async () => {
+  const result = await run(
+    'npx',
+    ['flue', 'run', 'src/agents/hello.ts', '--message', '/tool current_time {"timeZone":"Asia/Tokyo"}'],
+    app,
+    120_000,
+  );
   expectSuccess(result, 'flue run');
   expect(result.output).toContain('(scripted model) current_time returned:');
   expect(result.output).toContain('Asia/Tokyo');

@@ -67,7 +67,13 @@ beforeAll(async () => {
   const app = path.join(project, 'src/app.ts');
   writeFileSync(app, readFileSync(app, 'utf8').replace('export default app;', `${ROUTES}\nexport default app;`));
   const wrangler = path.join(project, 'wrangler.jsonc');
-  writeFileSync(wrangler, readFileSync(wrangler, 'utf8').replace('"new_sqlite_classes": ["FlueHelloAgent"]', '"new_sqlite_classes": ["FlueHelloAgent", "FlueHoardAgent"]'));
+  writeFileSync(
+    wrangler,
+    readFileSync(wrangler, 'utf8').replace(
+      '"new_sqlite_classes": ["FlueHelloAgent"]',
+      '"new_sqlite_classes": ["FlueHelloAgent", "FlueHoardAgent"]',
+    ),
+  );
   buildProject(project);
   dev = await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url });
   base = dev.base;
@@ -104,7 +110,10 @@ test('a tool returning 20 MB of JSON round-trips to the reader, the history view
   const part = history.messages.flatMap((m) => m.parts).find((p) => p.type === 'dynamic-tool')!;
   expect(JSON.stringify(part.output)).toBe(text);
   const toolTurns = server.requests.flatMap((request) => request.messages).filter((m) => m.role === 'tool');
-  expect(toolTurns.map((m) => m.content.length), JSON.stringify(server.requests.map((r) => r.messages.map((m) => [m.role, m.content.length])))).toEqual([text.length]);
+  expect(
+    toolTurns.map((m) => m.content.length),
+    JSON.stringify(server.requests.map((r) => r.messages.map((m) => [m.role, m.content.length]))),
+  ).toEqual([text.length]);
   expect(toolTurns[0]!.content).toBe(text);
 }, 300_000);
 
@@ -116,21 +125,28 @@ test('a 20 MB message round-trips to the model and the reader', async () => {
   const { submissionId } = (await admitted.json()) as { submissionId: string };
   expect((await readReply('long', submissionId)).text).toBe('Read it.');
   expect(server.requests.at(-1)!.messages.at(-1)!.content).toBe(body);
-
 }, 300_000);
 
 test('a 30 MB attachment is refused at admission with 413 and nothing is stored', async () => {
   const pdf = Buffer.alloc(30_000_000, 0x25).toString('base64');
-  const body = JSON.stringify({ kind: 'user', body: 'see attached', attachments: [{ type: 'document', data: pdf, mimeType: 'application/pdf' }] });
+  const body = JSON.stringify({
+    kind: 'user',
+    body: 'see attached',
+    attachments: [{ type: 'document', data: pdf, mimeType: 'application/pdf' }],
+  });
   // The server answers before the upload ends, so the client may see the connection close after the answer.
   const refused = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const request = http.request(`${base}/hoard/attached`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (data: string) => (text += data));
-      response.on('end', () => resolve({ status: response.statusCode!, text }));
-      response.on('error', () => resolve({ status: response.statusCode!, text }));
-    });
+    const request = http.request(
+      `${base}/hoard/attached`,
+      { method: 'POST', headers: { 'content-type': 'application/json' } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (data: string) => (text += data));
+        response.on('end', () => resolve({ status: response.statusCode!, text }));
+        response.on('error', () => resolve({ status: response.statusCode!, text }));
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });

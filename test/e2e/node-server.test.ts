@@ -37,10 +37,14 @@ beforeAll(async () => {
   project = tempProject('node-server');
   cpSync(path.join(packageRoot(), 'test/e2e/fixtures/node-app'), project, { recursive: true });
   // The CLI bundles the runtime from this checkout's sources (the flue-source condition).
-  const built = spawnSync(NODE_BIN, ['--conditions=flue-source', path.join(packageRoot(), 'bin/flue.js'), 'build', '--target', 'node', '--json'], {
-    cwd: project,
-    encoding: 'utf8',
-  });
+  const built = spawnSync(
+    NODE_BIN,
+    ['--conditions=flue-source', path.join(packageRoot(), 'bin/flue.js'), 'build', '--target', 'node', '--json'],
+    {
+      cwd: project,
+      encoding: 'utf8',
+    },
+  );
   if (built.status !== 0) throw new Error(`flue build --target node failed:\n${built.stdout}\n${built.stderr}`);
   expect(JSON.parse(built.stdout)).toEqual({
     target: 'node',
@@ -139,7 +143,8 @@ async function plainUpdates(server: Server, id: string): Promise<Chunk[]> {
   return (await response.json()) as Chunk[];
 }
 
-const settlements = (chunks: Chunk[], submissionId: string) => chunks.filter((c) => c.type === 'submission-settled' && c.submissionId === submissionId);
+const settlements = (chunks: Chunk[], submissionId: string) =>
+  chunks.filter((c) => c.type === 'submission-settled' && c.submissionId === submissionId);
 
 describe('flue build --target node', () => {
   it('serves app.ts over HTTP: a message posted to the router mount is answered and settles once', async () => {
@@ -155,7 +160,12 @@ describe('flue build --target node', () => {
       const receipt = await post(server, 'greet', { kind: 'user', body: 'Say hello.' });
       const chunks = await readSse(server, 'greet', (cs) => settlements(cs, receipt.submissionId).length > 0);
       expect(settlements(chunks, receipt.submissionId)).toEqual([expect.objectContaining({ outcome: 'completed' })]);
-      expect(chunks.filter((c) => c.type === 'message-delta').map((c) => c.delta).join('')).toBe('Hello from Node.');
+      expect(
+        chunks
+          .filter((c) => c.type === 'message-delta')
+          .map((c) => c.delta)
+          .join(''),
+      ).toBe('Hello from Node.');
       expect(model.requests.map((r) => r.messages.at(-1)?.content)).toEqual(['Say hello.']);
 
       // SIGTERM drains, then exits with the signal's conventional code.
@@ -188,7 +198,9 @@ describe('flue build --target node', () => {
       expect(model.requests).toHaveLength(1);
       // The whole reply was written before the exit, not cut off where the signal found it.
       const replies = view.records.filter((r) => r.record.type === 'assistant_completed');
-      expect(replies.map((r) => (r.record.message.content as { type: string; text?: string }[]).map((p) => p.text ?? '').join(''))).toEqual([words.join('')]);
+      expect(replies.map((r) => (r.record.message.content as { type: string; text?: string }[]).map((p) => p.text ?? '').join(''))).toEqual(
+        [words.join('')],
+      );
     } finally {
       removeDir(dir);
     }
@@ -222,9 +234,18 @@ describe('flue build --target node', () => {
       // Read again over HTTP after the fact: still one settlement, and the reply is the retry's.
       const after = await plainUpdates(second, 'crash');
       expect(settlements(after, receipt.submissionId)).toHaveLength(1);
-      const history = (await (await fetch(`${second.base}/agents/assistant/crash`)).json()) as { messages: { role: string; parts: { type: string; text?: string }[] }[] };
+      const history = (await (await fetch(`${second.base}/agents/assistant/crash`)).json()) as {
+        messages: { role: string; parts: { type: string; text?: string }[] }[];
+      };
       const assistant = history.messages.filter((m) => m.role === 'assistant');
-      expect(assistant.map((m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''))).toEqual(['The answer is 42.']);
+      expect(
+        assistant.map((m) =>
+          m.parts
+            .filter((p) => p.type === 'text')
+            .map((p) => p.text)
+            .join(''),
+        ),
+      ).toEqual(['The answer is 42.']);
 
       const view = inspectDb(db, stream);
       expectSettledExactlyOnce(view, [receipt.submissionId]);

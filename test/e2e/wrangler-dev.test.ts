@@ -29,10 +29,7 @@ afterAll(async () => {
 }, 30_000);
 
 test('a Worker route dispatches to the agent Durable Object and reads the settled reply', async () => {
-  server.script(
-    { toolCalls: [{ name: 'current_time', arguments: { timeZone: 'UTC' } }] },
-    { text: 'It is a fine day.' },
-  );
+  server.script({ toolCalls: [{ name: 'current_time', arguments: { timeZone: 'UTC' } }] }, { text: 'It is a fine day.' });
   const response = await fetch(`${base}/hello/e2e-1`, { method: 'POST', body: 'What time is it?' });
   expect(response.status).toBe(200);
   const body = (await response.json()) as { reply: string; submissionId: string };
@@ -89,7 +86,11 @@ test('a Workflow started from a Worker route runs the agent in its steps; its re
     if (Date.now() > deadline) throw new Error(`the Workflow did not settle: ${JSON.stringify(body)}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  expect(body, JSON.stringify(body)).toMatchObject({ id, status: 'complete', output: { conversation: `greeting-${id}`, greeting: 'Welcome aboard, Ada!' } });
+  expect(body, JSON.stringify(body)).toMatchObject({
+    id,
+    status: 'complete',
+    output: { conversation: `greeting-${id}`, greeting: 'Welcome aboard, Ada!' },
+  });
   // One model request: the message was delivered once, in the agent's conversation.
   expect(server.requests.length).toBe(before + 1);
   expect(server.requests[before]!.messages.at(-1)!.content).toBe('Write a one-line greeting for Ada.');

@@ -48,7 +48,9 @@ test('a decision for an unknown instance is refused with the router 404 envelope
   ctx.server.script({ toolCalls: [{ name: 'publish_release', arguments: { pkg: 'pkg', version: '1.2.0' } }] }, { text: 'Published.' });
   const manager = init(ReleaseManager, { id: 'chat-route1' });
   await manager.read(await manager.dispatch('publish pkg@1.2.0'));
-  const updates = (await (await app.fetch(new Request('http://app.test/api/agents/release-manager/chat-route1?view=updates&offset=-1'), env)).json()) as {
+  const updates = (await (
+    await app.fetch(new Request('http://app.test/api/agents/release-manager/chat-route1?view=updates&offset=-1'), env)
+  ).json()) as {
     conversationId?: string;
     type: string;
     toolCallId?: string;
@@ -65,7 +67,9 @@ test('a decision for an unknown instance is refused with the router 404 envelope
   const receipt = (await accepted.json()) as DispatchReceipt;
   const reply = await manager.read(receipt);
   expect(reply.text).toBe('Published.');
-  expect(ctx.server.requests.at(-1)!.messages.at(-1)!.content).toContain(`approved publish_release (${approvalId}). Result: Published pkg@1.2.0`);
+  expect(ctx.server.requests.at(-1)!.messages.at(-1)!.content).toContain(
+    `approved publish_release (${approvalId}). Result: Published pkg@1.2.0`,
+  );
 });
 
 test('the orders route names its id like every other route: { id, submissionId, reply }', async () => {

@@ -33,7 +33,13 @@ describe('requireOperator()', () => {
   });
 
   it('answers 401 with a Bearer challenge for a missing, malformed or wrong token', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'sekrit-token' }, { authorization: 'Basic c2Vrcml0LXRva2Vu' }, { authorization: 'Bearer sekrit' }, { authorization: 'Bearer sekrit-token-and-more' }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'sekrit-token' },
+      { authorization: 'Basic c2Vrcml0LXRva2Vu' },
+      { authorization: 'Bearer sekrit' },
+      { authorization: 'Bearer sekrit-token-and-more' },
+    ];
     for (const headers of attempts) {
       const { status, body, headers: answered } = await refusal(requireOperator(request(headers), env));
       expect(status).toBe(401);
@@ -44,6 +50,8 @@ describe('requireOperator()', () => {
 
   it('accepts the token and takes the display name from x-operator, defaulting to "Demo operator"', async () => {
     await expect(requireOperator(request({ authorization: 'Bearer sekrit-token' }), env)).resolves.toEqual({ name: 'Demo operator' });
-    await expect(requireOperator(request({ authorization: 'bearer sekrit-token', 'x-operator': ' Riley ' }), env)).resolves.toEqual({ name: 'Riley' });
+    await expect(requireOperator(request({ authorization: 'bearer sekrit-token', 'x-operator': ' Riley ' }), env)).resolves.toEqual({
+      name: 'Riley',
+    });
   });
 });

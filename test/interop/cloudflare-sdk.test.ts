@@ -10,7 +10,14 @@
 import { cpSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FlueApiError, FlueExecutionError, createFlueClient, type ConversationLiveMode, type ConversationStreamChunk, type FlueClient } from '@flue/sdk';
+import {
+  FlueApiError,
+  FlueExecutionError,
+  createFlueClient,
+  type ConversationLiveMode,
+  type ConversationStreamChunk,
+  type FlueClient,
+} from '@flue/sdk';
 import { startScriptedModelServer, type ScriptedModelServer } from '@flue/runtime/testing';
 import { packageRoot } from '../../src/build/package-root.ts';
 import { removeDir, tempProject } from '../../src/build/test-project.ts';
@@ -98,7 +105,9 @@ describe('Cloudflare host (wrangler dev)', () => {
     expect(await withTimeout(c.read(admission.submissionId), 15_000, 'read(id)')).toEqual(expected);
     const history = await c.history();
     expectOrderReply(history, admission.submissionId);
-    expect(history.settlements).toEqual([{ submissionId: admission.submissionId, outcome: 'completed', answeredBySubmissionId: admission.submissionId }]);
+    expect(history.settlements).toEqual([
+      { submissionId: admission.submissionId, outcome: 'completed', answeredBySubmissionId: admission.submissionId },
+    ]);
     expect(server.requests.at(-1)!.body.model).toBe('claude-haiku-4-5');
     await expectConformant();
   }, 60_000);
@@ -108,13 +117,16 @@ describe('Cloudflare host (wrangler dev)', () => {
     server.script({ text: 'Hello.' });
     await withTimeout(c.read(await c.send({ message: { kind: 'user', body: 'Hi' } })), 30_000, 'first read');
     const observers = { sse: observe(c, 'sse'), 'long-poll': observe(c, 'long-poll') };
-    for (const watched of Object.values(observers)) await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 10_000, 'live');
+    for (const watched of Object.values(observers))
+      await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 10_000, 'live');
     server.script(...orderReplySteps(150));
     const admission = await c.send({ message: { kind: 'user', body: 'Where is A-1?' } });
     const chunks: ConversationStreamChunk[] = [];
     const waited = c.wait(admission, { onEvent: (chunk) => void chunks.push(chunk) });
     const finals = await Promise.all(
-      Object.values(observers).map((watched) => watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 30_000, 'settlement')),
+      Object.values(observers).map((watched) =>
+        watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 30_000, 'settlement'),
+      ),
     );
     await withTimeout(waited, 10_000, 'wait()');
     const history = await c.history();
@@ -123,7 +135,10 @@ describe('Cloudflare host (wrangler dev)', () => {
       const final = finals[Object.keys(observers).indexOf(mode)]!;
       expect(final.conversation, mode).toEqual(stateOf(history));
       const texts = watched.snapshots.map((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)));
-      expect(texts.some((t) => t.length > FIRST_TEXT.length && t.length < ALL_TEXT.length), `${mode} saw the text grow`).toBe(true);
+      expect(
+        texts.some((t) => t.length > FIRST_TEXT.length && t.length < ALL_TEXT.length),
+        `${mode} saw the text grow`,
+      ).toBe(true);
       for (let i = 1; i < texts.length; i++) expect(texts[i]!.startsWith(texts[i - 1]!), mode).toBe(true);
     }
     for (let i = 1; i < chunks.length; i++) {
@@ -141,18 +156,31 @@ describe('Cloudflare host (wrangler dev)', () => {
     server.script(...orderReplySteps(200));
     const admission = await c.send({ message: { kind: 'user', body: 'Where is A-1?' } });
     const first = observe(c, 'sse');
-    const stopped = await first.until((s) => {
-      const text = textOf(replyMessage(s.conversation?.messages, admission.submissionId));
-      return s.phase === 'live' && text.length > FIRST_TEXT.length && settledIn(s, admission.submissionId) === undefined;
-    }, 30_000, 'a partial final text');
+    const stopped = await first.until(
+      (s) => {
+        const text = textOf(replyMessage(s.conversation?.messages, admission.submissionId));
+        return s.phase === 'live' && text.length > FIRST_TEXT.length && settledIn(s, admission.submissionId) === undefined;
+      },
+      30_000,
+      'a partial final text',
+    );
     first.close();
     const resumed: ConversationStreamChunk[] = [];
-    await withTimeout(c.wait({ ...admission, offset: stopped.offset! }, { onEvent: (chunk) => void resumed.push(chunk) }), 30_000, 'resumed wait');
+    await withTimeout(
+      c.wait({ ...admission, offset: stopped.offset! }, { onEvent: (chunk) => void resumed.push(chunk) }),
+      30_000,
+      'resumed wait',
+    );
     const reference = await allChunks(c, admission);
     const seq = offsetSeq(stopped.offset!);
     expect(resumed).toEqual(reference.filter((chunk) => position(chunk).batch > seq));
     const replyId = replyMessage(stopped.conversation!.messages, admission.submissionId)!.id;
-    expect(textOf(replyMessage(stopped.conversation!.messages, admission.submissionId))).toBe(deltaText(reference.filter((chunk) => position(chunk).batch <= seq), replyId));
+    expect(textOf(replyMessage(stopped.conversation!.messages, admission.submissionId))).toBe(
+      deltaText(
+        reference.filter((chunk) => position(chunk).batch <= seq),
+        replyId,
+      ),
+    );
     expect(textOf(replyMessage(stopped.conversation!.messages, admission.submissionId)) + deltaText(resumed, replyId)).toBe(ALL_TEXT);
     await expectConformant();
   }, 90_000);
@@ -162,8 +190,15 @@ describe('Cloudflare host (wrangler dev)', () => {
     server.script({ text: ['Working', ' on', ' it', ' now'], hangAfterChunks: 4 });
     const admission = await c.send({ message: { kind: 'user', body: 'Take your time.' } });
     const watched = observe(c, 'sse');
-    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)) === 'Working on', 30_000, 'the partial text before the hang');
-    const reading = c.read(admission).then(() => undefined, (error: unknown) => error);
+    await watched.until(
+      (s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)) === 'Working on',
+      30_000,
+      'the partial text before the hang',
+    );
+    const reading = c.read(admission).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(await withTimeout(c.abort(), 10_000, 'abort')).toEqual({ aborted: true });
     const error = await withTimeout(reading, 30_000, 'read() after abort');
     expect(error).toBeInstanceOf(FlueExecutionError);
@@ -172,17 +207,26 @@ describe('Cloudflare host (wrangler dev)', () => {
     const history = await c.history();
     expect(final.conversation).toEqual(stateOf(history));
     expect(settledIn(final, admission.submissionId)).toMatchObject({ outcome: 'aborted' });
-    expect(history.messages.find((m) => m.settlement !== undefined)).toMatchObject({ role: 'system', purpose: 'advisory', settlement: { outcome: 'aborted' } });
+    expect(history.messages.find((m) => m.settlement !== undefined)).toMatchObject({
+      role: 'system',
+      purpose: 'advisory',
+      settlement: { outcome: 'aborted' },
+    });
     expect(await c.abort()).toEqual({ aborted: false });
     server.script({ text: 'Back again.' });
-    expect((await withTimeout(c.read(await c.send({ message: { kind: 'user', body: 'Hello?' } })), 30_000, 'read after abort')).text).toBe('Back again.');
+    expect((await withTimeout(c.read(await c.send({ message: { kind: 'user', body: 'Hello?' } })), 30_000, 'read after abort')).text).toBe(
+      'Back again.',
+    );
     watched.close();
     await expectConformant();
   }, 90_000);
 
   it('conditions and errors surface as the SDK errors with the right status', async () => {
     const c = client('cf-errors');
-    const missing = await c.history().then(() => undefined, (e: unknown) => e);
+    const missing = await c.history().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(missing).toBeInstanceOf(FlueApiError);
     expect(missing).toMatchObject({ status: 404, body: { error: { type: 'stream_not_found' } } });
     const watched = observe(c, 'sse');
@@ -192,7 +236,11 @@ describe('Cloudflare host (wrangler dev)', () => {
     const replay = await c.send({ message: { kind: 'user', body: 'Hi' }, uid: null, idempotencyKey: 'k-1' });
     expect(replay).toEqual({ ...created, offset: '-1', deduplicated: true });
     expect((await withTimeout(c.read(replay), 30_000, 'read(replay)')).text).toBe('Once.');
-    const rejected = async (promise: Promise<unknown>) => (await promise.then(() => undefined, (e: unknown) => e)) as FlueApiError;
+    const rejected = async (promise: Promise<unknown>) =>
+      (await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as FlueApiError;
     expect(await rejected(c.send({ message: { kind: 'user', body: 'Again' }, uid: null }))).toMatchObject({
       status: 409,
       body: { error: { type: 'agent_instance_exists', meta: { uid: created.uid } } },

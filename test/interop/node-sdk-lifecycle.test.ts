@@ -29,7 +29,11 @@ describe('abort', () => {
     ctx.server.script({ text: ['Working', ' on', ' it', ' now'], hangAfterChunks: 4 });
     const admission = await client.send({ message: { kind: 'user', body: 'Take your time.' } });
     const watched = h.observe(client, { live: 'sse' });
-    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)) === 'Working on', 10_000, 'the partial text before the hang');
+    await watched.until(
+      (s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)) === 'Working on',
+      10_000,
+      'the partial text before the hang',
+    );
     const reading = client.read(admission).then(
       () => undefined,
       (error: unknown) => error,
@@ -45,7 +49,10 @@ describe('abort', () => {
     const error = await withTimeout(reading, 15_000, 'read() after abort');
     expect(error).toBeInstanceOf(FlueExecutionError);
     expect(error).toMatchObject({ target: 'agent_submission', targetId: admission.submissionId, failure: 'aborted' });
-    await expect(withTimeout(client.wait(admission), 10_000, 'wait()')).rejects.toMatchObject({ name: 'FlueExecutionError', failure: 'aborted' });
+    await expect(withTimeout(client.wait(admission), 10_000, 'wait()')).rejects.toMatchObject({
+      name: 'FlueExecutionError',
+      failure: 'aborted',
+    });
     const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 10_000, 'the aborted settlement');
     expect(settledIn(final, admission.submissionId)).toMatchObject({ outcome: 'aborted' });
     const history = await client.history();
@@ -81,9 +88,20 @@ describe('failure', () => {
     ctx.server.script({ status: 400, errorBody: 'The model refused the request.' });
     const admission = await client.send({ message: { kind: 'user', body: 'Break, please.' } });
     const watched = h.observe(client, { live: 'sse' });
-    const error = await withTimeout(client.read(admission).then(() => undefined, (e: unknown) => e), 15_000, 'read()');
+    const error = await withTimeout(
+      client.read(admission).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      15_000,
+      'read()',
+    );
     expect(error).toBeInstanceOf(FlueExecutionError);
-    expect(error).toMatchObject({ failure: 'failed', targetId: admission.submissionId, error: expect.objectContaining({ message: expect.any(String) }) });
+    expect(error).toMatchObject({
+      failure: 'failed',
+      targetId: admission.submissionId,
+      error: expect.objectContaining({ message: expect.any(String) }),
+    });
     const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 10_000, 'settlement');
     const history = await client.history();
     expect(final.conversation).toEqual(stateOf(history));
@@ -120,7 +138,13 @@ describe('signals and long conversations', () => {
     const client = h.client('t-signal');
     ctx.server.script({ text: 'Noted the shipment.' });
     const admission = await client.send({
-      message: { kind: 'signal', type: 'order_update', body: '{"orderId":"A-1","status":"shipped"}', attributes: { orderId: 'A-1' }, tagName: 'order' },
+      message: {
+        kind: 'signal',
+        type: 'order_update',
+        body: '{"orderId":"A-1","status":"shipped"}',
+        attributes: { orderId: 'A-1' },
+        tagName: 'order',
+      },
     });
     expect((await client.read(admission)).text).toBe('Noted the shipment.');
     const watched = h.observe(client, { live: 'long-poll' });
@@ -232,7 +256,14 @@ describe('conditions and errors as the SDK surfaces them', () => {
     expect(missing.body).toMatchObject({ error: { type: 'stream_not_found' } });
     const watched = h.observe(client, { live: 'sse' });
     await watched.until((s) => s.phase === 'absent', 5_000, 'absent');
-    const read = await withTimeout(client.read('sub_unknown').then(() => undefined, (e: unknown) => e), 5_000, 'read(bare id)');
+    const read = await withTimeout(
+      client.read('sub_unknown').then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      5_000,
+      'read(bare id)',
+    );
     expect(read).toMatchObject({ status: 404 });
     // Reading no reply never created the instance.
     expect((await rejection(client.history())).status).toBe(404);
@@ -262,7 +293,7 @@ describe('idle live modes', () => {
       expect(poll.headers['stream-next-offset']).toBe(history.offset);
       expect(poll.url.searchParams.get('offset')).toBe(history.offset);
     }
-    await withTimeout(Promise.all(polls.slice(0, -1).map((poll) => poll.done)), 2_000, 'the answered polls\' bodies');
+    await withTimeout(Promise.all(polls.slice(0, -1).map((poll) => poll.done)), 2_000, "the answered polls' bodies");
     for (const poll of polls.slice(0, -1)) expect(poll.json).toEqual([{ type: 'stream-checkpoint', incarnation: history.incarnation }]);
     const now = watched.observation.getSnapshot();
     expect(now.phase).toBe('live');
@@ -300,7 +331,8 @@ describe('idle live modes', () => {
     await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
     const watched = h.observe(client, { live: 'long-poll' });
     await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
-    const parked = () => h.http.requests.find((r) => r.path.includes('live=long-poll') && r.status === undefined && r.outcome === undefined);
+    const parked = () =>
+      h.http.requests.find((r) => r.path.includes('live=long-poll') && r.status === undefined && r.outcome === undefined);
     await eventually(() => parked() !== undefined);
     const poll = parked()!;
     ctx.server.script({ text: 'Second.' });
@@ -337,7 +369,11 @@ describe('reconnecting after a long absence', () => {
     await client.read(await client.send({ message: { kind: 'user', body: 'Hi' } }));
     const watched = h.observe(client, { live });
     await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
-    await eventually(() => h.http.requests.some((r) => r.path.includes(`live=${live}`) && r.outcome === undefined), 5_000, `a ${live} connection`);
+    await eventually(
+      () => h.http.requests.some((r) => r.path.includes(`live=${live}`) && r.outcome === undefined),
+      5_000,
+      `a ${live} connection`,
+    );
     // Past the DS client's 1 s short-connection threshold, so a clean SSE end reconnects at once.
     if (live === 'sse') await sleep(1_100);
     const cutAt = (await client.history()).offset;
@@ -361,7 +397,8 @@ describe('reconnecting after a long absence', () => {
     expect(resumed[0]!.url.searchParams.get('offset')).toBe(cutAt);
     if (live === 'sse') {
       // The SSE connection is still open: its recorded events are read as they arrive.
-      const controlsOf = () => resumed[0]!.events!.filter((e) => e.event === 'control').map((e) => JSON.parse(e.data) as { upToDate?: true });
+      const controlsOf = () =>
+        resumed[0]!.events!.filter((e) => e.event === 'control').map((e) => JSON.parse(e.data) as { upToDate?: true });
       await eventually(() => controlsOf().at(-1)?.upToDate === true, 5_000, 'an up-to-date control');
       const controls = controlsOf();
       expect(controls.length).toBeGreaterThanOrEqual(2);
@@ -383,7 +420,8 @@ describe('reconnecting after a long absence', () => {
 
 describe('host auth middleware in front of the mount', () => {
   const requireToken: MiddlewareHandler = async (c, next) => {
-    if (c.req.header('authorization') !== 'Bearer secret-token') return c.json({ error: { type: 'unauthorized', message: 'Bad token.' } }, 401);
+    if (c.req.header('authorization') !== 'Bearer secret-token')
+      return c.json({ error: { type: 'unauthorized', message: 'Bad token.' } }, 401);
     await next();
   };
 
@@ -395,7 +433,11 @@ describe('host auth middleware in front of the mount', () => {
     scriptOrderReply(150);
     const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
     const watched = h.observe(client, { live: 'sse' });
-    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length, 15_000, 'partial text');
+    await watched.until(
+      (s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length,
+      15_000,
+      'partial text',
+    );
     await sleep(1_100);
     expect(h.http.endStreaming((path) => path.includes('live=sse'))).toBe(1);
     expect((await withTimeout(client.read(admission), 15_000, 'read')).text).toBe(REPLY_TEXT);
@@ -414,7 +456,10 @@ describe('host auth middleware in front of the mount', () => {
   it('a rejected token: send and history throw FlueApiError 401; observe() ends in error after its retries', async () => {
     const h = await host(Support, { middleware: requireToken });
     const client = createFlueClient({ url: `${h.http.url}${MOUNT}/t-auth-bad`, token: 'wrong' });
-    const send = await client.send({ message: { kind: 'user', body: 'Hi' } }).then(() => undefined, (e: unknown) => e);
+    const send = await client.send({ message: { kind: 'user', body: 'Hi' } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(send).toBeInstanceOf(FlueApiError);
     expect(send).toMatchObject({ status: 401 });
     const watched = h.observe(client, { live: 'sse' });
@@ -447,7 +492,11 @@ describe('other ways in', () => {
     ctx.server.script({ text: 'Nice picture.' });
     const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
     const admission = await client.send({
-      message: { kind: 'user', body: 'Look', attachments: [{ type: 'image', data: png.toString('base64'), mimeType: 'image/png', filename: 'dot.png' }] },
+      message: {
+        kind: 'user',
+        body: 'Look',
+        attachments: [{ type: 'image', data: png.toString('base64'), mimeType: 'image/png', filename: 'dot.png' }],
+      },
     });
     await client.read(admission);
     const history = await client.history();

@@ -10,7 +10,21 @@ import { useModel } from '@flue/runtime';
 import type { RecordedRequest, ScriptedResponse } from '@flue/runtime/testing';
 import { expectConformant, useNodeHost } from './support/node-host.ts';
 import { deltaText, eventually, replyMessage, settledIn, sleep, textOf, withTimeout } from './support/observation.ts';
-import { ALL_TEXT, FIRST_TEXT, REASONING, REPLY_DATA, REPLY_METADATA, REPLY_TEXT, Support, TOOL_LOGS, allChunks, expectOrderReply, orderReplySteps, position, stateOf } from './support/order-script.ts';
+import {
+  ALL_TEXT,
+  FIRST_TEXT,
+  REASONING,
+  REPLY_DATA,
+  REPLY_METADATA,
+  REPLY_TEXT,
+  Support,
+  TOOL_LOGS,
+  allChunks,
+  expectOrderReply,
+  orderReplySteps,
+  position,
+  stateOf,
+} from './support/order-script.ts';
 import { offsetSeq } from './support/wire-tap.ts';
 
 const { ctx, host } = useNodeHost();
@@ -49,11 +63,28 @@ describe('send → read', () => {
     expect(reply).toEqual({ ...expected, uid: admission.uid });
     expect(await withTimeout(client.read(admission.submissionId), 10_000, 'read(id)')).toEqual(expected);
     const history = await client.history();
-    expect(history).toMatchObject({ v: 1, conversationId: expect.stringMatching(/^conv_/), offset: expect.stringMatching(OFFSET), incarnation: expect.any(String) });
-    expect(readSubmissionReply(history, admission.submissionId)).toEqual({ text: expected.text, data: expected.data, metadata: expected.metadata });
-    expect(history.messages[0]).toMatchObject({ role: 'user', purpose: 'user', display: 'visible', submissionId: admission.submissionId, parts: [{ type: 'text', text: 'Where is A-1?', state: 'done' }] });
+    expect(history).toMatchObject({
+      v: 1,
+      conversationId: expect.stringMatching(/^conv_/),
+      offset: expect.stringMatching(OFFSET),
+      incarnation: expect.any(String),
+    });
+    expect(readSubmissionReply(history, admission.submissionId)).toEqual({
+      text: expected.text,
+      data: expected.data,
+      metadata: expected.metadata,
+    });
+    expect(history.messages[0]).toMatchObject({
+      role: 'user',
+      purpose: 'user',
+      display: 'visible',
+      submissionId: admission.submissionId,
+      parts: [{ type: 'text', text: 'Where is A-1?', state: 'done' }],
+    });
     expectOrderReply(history, admission.submissionId);
-    expect(history.settlements).toEqual([{ submissionId: admission.submissionId, outcome: 'completed', answeredBySubmissionId: admission.submissionId }]);
+    expect(history.settlements).toEqual([
+      { submissionId: admission.submissionId, outcome: 'completed', answeredBySubmissionId: admission.submissionId },
+    ]);
     // The model saw what the SDK sent.
     expect(ctx.server.requests[0]!.messages.at(-1)).toMatchObject({ role: 'user', content: 'Where is A-1?' });
     await expectConformant(h);
@@ -72,9 +103,22 @@ describe('send → read', () => {
     // Against the model script: every delta once, in order.
     const replyId = replyMessage((await client.history()).messages, admission.submissionId)!.id;
     expect(deltaText(fromAdmission, replyId)).toBe(ALL_TEXT);
-    expect(fromAdmission.filter((c) => c.type === 'message-delta' && c.kind === 'reasoning').map((c) => (c as { delta: string }).delta).join('')).toBe(REASONING);
-    expect(fromAdmission.find((c) => c.type === 'tool-input')).toMatchObject({ toolCallId: 'call_order', toolName: 'lookup_order', input: { orderId: 'A-1' }, messageId: replyId });
-    expect(fromAdmission.find((c) => c.type === 'tool-output')).toMatchObject({ toolCallId: 'call_order', output: { orderId: 'A-1', status: 'shipped' } });
+    expect(
+      fromAdmission
+        .filter((c) => c.type === 'message-delta' && c.kind === 'reasoning')
+        .map((c) => (c as { delta: string }).delta)
+        .join(''),
+    ).toBe(REASONING);
+    expect(fromAdmission.find((c) => c.type === 'tool-input')).toMatchObject({
+      toolCallId: 'call_order',
+      toolName: 'lookup_order',
+      input: { orderId: 'A-1' },
+      messageId: replyId,
+    });
+    expect(fromAdmission.find((c) => c.type === 'tool-output')).toMatchObject({
+      toolCallId: 'call_order',
+      output: { orderId: 'A-1', status: 'shipped' },
+    });
     expect(fromAdmission.at(-1)).toMatchObject({ type: 'submission-settled', submissionId: admission.submissionId, outcome: 'completed' });
     await expectConformant(h);
   });
@@ -116,7 +160,11 @@ describe('send → read', () => {
     const h = await host(Support);
     const client = h.client('t-join');
     ctx.server.script(
-      { text: ['Checking', ' that', ' order.'], chunkDelayMs: 150, toolCalls: [{ id: 'call_order', name: 'lookup_order', arguments: { orderId: 'A-1' } }] },
+      {
+        text: ['Checking', ' that', ' order.'],
+        chunkDelayMs: 150,
+        toolCalls: [{ id: 'call_order', name: 'lookup_order', arguments: { orderId: 'A-1' } }],
+      },
       { text: 'Both questions are answered.' },
     );
     const host1 = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
@@ -174,13 +222,20 @@ describe('a regrown stream (store wiped, same conversation id)', () => {
     expect(how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates)).toBeLessThanOrEqual(1);
     const releasedAt = Date.now();
     h.tap.release();
-    const final = await watched.until((s) => s.conversation?.conversationId === regrown.conversationId && s.conversation.settlements.length === 2, 10_000, 'the new generation');
+    const final = await watched.until(
+      (s) => s.conversation?.conversationId === regrown.conversationId && s.conversation.settlements.length === 2,
+      10_000,
+      'the new generation',
+    );
     expect(final.conversation).toEqual(stateOf(regrown));
     // The client learned of the new generation from the checkpoint of an updates read at its old offset.
     await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
     const reconnect = h.tap.exchanges.find((e) => e.startedAt >= releasedAt && e.url.searchParams.get('view') === 'updates');
     expect(reconnect?.url.searchParams.get('offset')).toBe(old.offset);
-    const checkpoint = reconnect?.json !== undefined ? (reconnect.json as { incarnation: string }[])[0] : (JSON.parse(reconnect!.events![0]!.data) as { incarnation: string }[])[0];
+    const checkpoint =
+      reconnect?.json !== undefined
+        ? (reconnect.json as { incarnation: string }[])[0]
+        : (JSON.parse(reconnect!.events![0]!.data) as { incarnation: string }[])[0];
     expect(checkpoint?.incarnation).toBe(regrown.incarnation);
     // No published state mixed the generations.
     const oldIds = new Set(old.messages.map((m) => m.id));
@@ -222,7 +277,10 @@ describe.each<ConversationLiveMode>(['long-poll', 'sse'])('observe({ live: %s })
     expect(partial.length).toBeGreaterThan(0);
     for (let i = 1; i < texts.length; i++) expect(ALL_TEXT.startsWith(texts[i]!) && texts[i]!.startsWith(texts[i - 1]!)).toBe(true);
     // The observer's offset moved forward only, ending at the history offset.
-    const offsets = watched.snapshots.map((s) => s.offset).filter((o): o is string => o !== undefined).map(offsetSeq);
+    const offsets = watched.snapshots
+      .map((s) => s.offset)
+      .filter((o): o is string => o !== undefined)
+      .map(offsetSeq);
     for (let i = 1; i < offsets.length; i++) expect(offsets[i]!).toBeGreaterThanOrEqual(offsets[i - 1]!);
     expect(final.offset).toBe(history.offset);
 
@@ -236,7 +294,9 @@ describe.each<ConversationLiveMode>(['long-poll', 'sse'])('observe({ live: %s })
     expect(chunks.find((c) => c.type === 'tool-output')).toMatchObject({ toolCallId: 'call_order', logs: TOOL_LOGS });
 
     // The follow used the requested live mode after catching up with a plain read.
-    const updates = h.tap.exchanges.filter((e) => e.url.searchParams.get('view') === 'updates' && e.url.pathname === new URL(client.url).pathname);
+    const updates = h.tap.exchanges.filter(
+      (e) => e.url.searchParams.get('view') === 'updates' && e.url.pathname === new URL(client.url).pathname,
+    );
     expect(updates.some((e) => e.url.searchParams.get('live') === live)).toBe(true);
     watched.close();
     await expectConformant(h);
@@ -248,14 +308,22 @@ describe.each<ConversationLiveMode>(['long-poll', 'sse'])('observe({ live: %s })
     scriptOrderReply(150);
     const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
     const first = h.observe(client, { live });
-    const stopped = await first.until((s) => {
-      const text = textOf(replyMessage(s.conversation?.messages, admission.submissionId));
-      return s.phase === 'live' && text.length > FIRST_TEXT.length && settledIn(s, admission.submissionId) === undefined;
-    }, 20_000, 'a partial final text');
+    const stopped = await first.until(
+      (s) => {
+        const text = textOf(replyMessage(s.conversation?.messages, admission.submissionId));
+        return s.phase === 'live' && text.length > FIRST_TEXT.length && settledIn(s, admission.submissionId) === undefined;
+      },
+      20_000,
+      'a partial final text',
+    );
     first.close();
     expect(stopped.offset).toMatch(OFFSET);
     const resumed: ConversationStreamChunk[] = [];
-    await withTimeout(client.wait({ ...admission, offset: stopped.offset! }, { onEvent: (c) => void resumed.push(c) }), 20_000, 'resumed wait');
+    await withTimeout(
+      client.wait({ ...admission, offset: stopped.offset! }, { onEvent: (c) => void resumed.push(c) }),
+      20_000,
+      'resumed wait',
+    );
     const reference = await allChunks(client, admission);
     const seq = offsetSeq(stopped.offset!);
     // Exactly the batches after the observer's offset...
@@ -276,43 +344,54 @@ describe('server-side connection loss while the reply streams', () => {
     { live: 'sse', how: 'destroy' },
     { live: 'long-poll', how: 'destroy' },
   ];
-  it.each(cases)('observe({ live: $live }) recovers when the server does $how to its connection: no gap, no duplicate', async ({ live, how }) => {
-    const h = await host(Support);
-    const client = h.client(`t-drop-${live}-${how}`);
-    scriptOrderReply(150);
-    const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
-    const watched = h.observe(client, { live });
-    await watched.until((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length, 20_000, 'a partial final text');
-    const isUpdates = (path: string) => path.includes('view=updates') && path.includes(`live=${live}`);
-    if (live === 'sse') {
-      // The drop must end a connection older than the client's 1 s "short connection" threshold
-      // (it counts from before its request, so from the server's start is on the safe side).
-      let open: { startedAt: number } | undefined;
-      await eventually(() => (open = h.http.requests.findLast((r) => isUpdates(r.path) && r.endedAt === undefined)) !== undefined);
-      await sleep(Math.max(0, open!.startedAt + SSE_SHORT_CONNECTION_MS + 50 - Date.now()));
-    }
-    let dropped = 0;
-    // Until the observer's updates connection is open (it may be between two long-polls).
-    await eventually(() => (dropped = how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates)) > 0);
-    const droppedAt = Date.now();
-    const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 20_000, 'settlement after the drop');
-    const history = await client.history();
-    expect(final.conversation).toEqual(stateOf(history));
-    expectOrderReply(history, admission.submissionId);
-    const texts = watched.snapshots.map((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)));
-    for (const text of texts) expect(ALL_TEXT.startsWith(text)).toBe(true);
-    // It did reconnect (rather than having finished before the drop).
-    const later = h.http.requests.filter((r) => r.startedAt >= droppedAt && r.path.includes('view='));
-    expect(later.length).toBeGreaterThan(0);
-    if (how === 'end') {
-      // A clean end: the DS client reconnects SSE from the last control offset it saw.
-      const endedExchange = h.tap.exchanges.find((e) => e.url.searchParams.get('live') === 'sse' && e.events?.some((ev) => ev.event === 'control'))!;
-      const lastControl = JSON.parse(endedExchange.events!.filter((ev) => ev.event === 'control').at(-1)!.data) as { streamNextOffset: string };
-      expect(later.some((r) => r.path.includes('live=sse') && r.path.includes(`offset=${lastControl.streamNextOffset}`))).toBe(true);
-    }
-    watched.close();
-    await expectConformant(h);
-  });
+  it.each(cases)(
+    'observe({ live: $live }) recovers when the server does $how to its connection: no gap, no duplicate',
+    async ({ live, how }) => {
+      const h = await host(Support);
+      const client = h.client(`t-drop-${live}-${how}`);
+      scriptOrderReply(150);
+      const admission = await client.send({ message: { kind: 'user', body: 'Where is A-1?' } });
+      const watched = h.observe(client, { live });
+      await watched.until(
+        (s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)).length > FIRST_TEXT.length,
+        20_000,
+        'a partial final text',
+      );
+      const isUpdates = (path: string) => path.includes('view=updates') && path.includes(`live=${live}`);
+      if (live === 'sse') {
+        // The drop must end a connection older than the client's 1 s "short connection" threshold
+        // (it counts from before its request, so from the server's start is on the safe side).
+        let open: { startedAt: number } | undefined;
+        await eventually(() => (open = h.http.requests.findLast((r) => isUpdates(r.path) && r.endedAt === undefined)) !== undefined);
+        await sleep(Math.max(0, open!.startedAt + SSE_SHORT_CONNECTION_MS + 50 - Date.now()));
+      }
+      let dropped = 0;
+      // Until the observer's updates connection is open (it may be between two long-polls).
+      await eventually(() => (dropped = how === 'end' ? h.http.endStreaming(isUpdates) : h.http.destroy(isUpdates)) > 0);
+      const droppedAt = Date.now();
+      const final = await watched.until((s) => settledIn(s, admission.submissionId) !== undefined, 20_000, 'settlement after the drop');
+      const history = await client.history();
+      expect(final.conversation).toEqual(stateOf(history));
+      expectOrderReply(history, admission.submissionId);
+      const texts = watched.snapshots.map((s) => textOf(replyMessage(s.conversation?.messages, admission.submissionId)));
+      for (const text of texts) expect(ALL_TEXT.startsWith(text)).toBe(true);
+      // It did reconnect (rather than having finished before the drop).
+      const later = h.http.requests.filter((r) => r.startedAt >= droppedAt && r.path.includes('view='));
+      expect(later.length).toBeGreaterThan(0);
+      if (how === 'end') {
+        // A clean end: the DS client reconnects SSE from the last control offset it saw.
+        const endedExchange = h.tap.exchanges.find(
+          (e) => e.url.searchParams.get('live') === 'sse' && e.events?.some((ev) => ev.event === 'control'),
+        )!;
+        const lastControl = JSON.parse(endedExchange.events!.filter((ev) => ev.event === 'control').at(-1)!.data) as {
+          streamNextOffset: string;
+        };
+        expect(later.some((r) => r.path.includes('live=sse') && r.path.includes(`offset=${lastControl.streamNextOffset}`))).toBe(true);
+      }
+      watched.close();
+      await expectConformant(h);
+    },
+  );
 });
 
 describe('compaction', () => {
@@ -322,36 +401,39 @@ describe('compaction', () => {
   }
   const long = 'word '.repeat(120);
 
-  it.each<ConversationLiveMode>(['sse', 'long-poll'])('a compaction reaches a live %s observer as conversation-reset and it stays equal to history', async (live) => {
-    const h = await host(Chatty, { contextWindow: 2000 });
-    const client = h.client(`t-compact-${live}`);
-    ctx.server.script({ text: 'Hi.' });
-    await client.read(await client.send({ message: { kind: 'user', body: 'Hello' } }));
-    const watched = h.observe(client, { live });
-    await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
-    // Summarization requests (however many the compaction makes) get a summary; turns get answers.
-    const step = (request: RecordedRequest): ScriptedResponse =>
-      request.system?.startsWith('Chat.') ? { text: 'second answer' } : { text: 'SUMMARY OF THE EARLIER CONVERSATION' };
-    ctx.server.script({ text: long, usage: { input: 1500, output: 100 } }, step, step, step, step);
-    const first = await client.send({ message: { kind: 'user', body: 'tell me a long story' } });
-    expect((await withTimeout(client.read(first), 15_000, 'read(first)')).text).toBe(long);
-    const second = await client.send({ message: { kind: 'user', body: 'and then?' } });
-    expect((await withTimeout(client.read(second), 15_000, 'read(second)')).text).toBe('second answer');
-    // The compaction happened: the last turn's context starts with the summary.
-    expect(ctx.server.requests.at(-1)!.messages[0]!.content).toContain('<compaction type="context_summary">');
-    const final = await watched.until((s) => settledIn(s, second.submissionId) !== undefined, 10_000, 'the second settlement');
-    const history = await client.history();
-    expect(final.conversation).toEqual(stateOf(history));
-    const resets = (await allChunks(client, first)).filter((c) => c.type === 'conversation-reset');
-    // The creation batch, then the compaction.
-    expect(resets.length).toBeGreaterThanOrEqual(2);
-    // ...and the observer's live follow carried the compaction reset.
-    watched.close();
-    await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
-    const liveBodies = h.tap.exchanges
-      .filter((e) => e.url.searchParams.get('live') === live)
-      .map((e) => JSON.stringify(e.json ?? e.events?.map((ev) => ev.data)));
-    expect(liveBodies.some((body) => body.includes('conversation-reset'))).toBe(true);
-    await expectConformant(h);
-  });
+  it.each<ConversationLiveMode>(['sse', 'long-poll'])(
+    'a compaction reaches a live %s observer as conversation-reset and it stays equal to history',
+    async (live) => {
+      const h = await host(Chatty, { contextWindow: 2000 });
+      const client = h.client(`t-compact-${live}`);
+      ctx.server.script({ text: 'Hi.' });
+      await client.read(await client.send({ message: { kind: 'user', body: 'Hello' } }));
+      const watched = h.observe(client, { live });
+      await watched.until((s) => s.phase === 'live' && s.conversation !== undefined, 5_000, 'live');
+      // Summarization requests (however many the compaction makes) get a summary; turns get answers.
+      const step = (request: RecordedRequest): ScriptedResponse =>
+        request.system?.startsWith('Chat.') ? { text: 'second answer' } : { text: 'SUMMARY OF THE EARLIER CONVERSATION' };
+      ctx.server.script({ text: long, usage: { input: 1500, output: 100 } }, step, step, step, step);
+      const first = await client.send({ message: { kind: 'user', body: 'tell me a long story' } });
+      expect((await withTimeout(client.read(first), 15_000, 'read(first)')).text).toBe(long);
+      const second = await client.send({ message: { kind: 'user', body: 'and then?' } });
+      expect((await withTimeout(client.read(second), 15_000, 'read(second)')).text).toBe('second answer');
+      // The compaction happened: the last turn's context starts with the summary.
+      expect(ctx.server.requests.at(-1)!.messages[0]!.content).toContain('<compaction type="context_summary">');
+      const final = await watched.until((s) => settledIn(s, second.submissionId) !== undefined, 10_000, 'the second settlement');
+      const history = await client.history();
+      expect(final.conversation).toEqual(stateOf(history));
+      const resets = (await allChunks(client, first)).filter((c) => c.type === 'conversation-reset');
+      // The creation batch, then the compaction.
+      expect(resets.length).toBeGreaterThanOrEqual(2);
+      // ...and the observer's live follow carried the compaction reset.
+      watched.close();
+      await withTimeout(h.tap.settled(), 5_000, 'recorded bodies');
+      const liveBodies = h.tap.exchanges
+        .filter((e) => e.url.searchParams.get('live') === live)
+        .map((e) => JSON.stringify(e.json ?? e.events?.map((ev) => ev.data)));
+      expect(liveBodies.some((body) => body.includes('conversation-reset'))).toBe(true);
+      await expectConformant(h);
+    },
+  );
 });

@@ -28,10 +28,20 @@ describe(`useFlueAgent() (react ${reactVersion}, headless hook host)`, () => {
       const sending = hook.current.sendMessage('Where is A-1?');
       const optimistic = await hook.until((r) => r.messages.length === 1, 2_000, 'the optimistic echo');
       expect(optimistic.status).toBe('submitted');
-      expect(optimistic.messages[0]).toEqual({ id: 'local:1', role: 'user', purpose: 'user', display: 'visible', parts: [{ type: 'text', text: 'Where is A-1?', state: 'done' }] });
+      expect(optimistic.messages[0]).toEqual({
+        id: 'local:1',
+        role: 'user',
+        purpose: 'user',
+        display: 'visible',
+        parts: [{ type: 'text', text: 'Where is A-1?', state: 'done' }],
+      });
       await sending;
 
-      const streaming = await hook.until((r) => r.status === 'streaming' && assistantText(r).length > FIRST_TEXT.length, 15_000, 'streaming final text');
+      const streaming = await hook.until(
+        (r) => r.status === 'streaming' && assistantText(r).length > FIRST_TEXT.length,
+        15_000,
+        'streaming final text',
+      );
       expect(ALL_TEXT.startsWith(assistantText(streaming))).toBe(true);
       expect(assistantText(streaming)).not.toBe(ALL_TEXT);
       const done = await hook.until((r) => r.status === 'idle' && r.settlements.length === 1, 15_000, 'idle after settlement');
@@ -51,7 +61,11 @@ describe(`useFlueAgent() (react ${reactVersion}, headless hook host)`, () => {
       hook.unmount();
     }
     // Unmounting closes the observation: its SSE connection goes away.
-    await eventually(() => h.http.requests.filter((r) => r.path.includes('live=sse')).every((r) => r.outcome !== undefined), 5_000, 'the SSE connection to close');
+    await eventually(
+      () => h.http.requests.filter((r) => r.path.includes('live=sse')).every((r) => r.outcome !== undefined),
+      5_000,
+      'the SSE connection to close',
+    );
   });
 
   it('long-poll mode with a custom client: a failed settlement puts the hook in error with the settlement message', async () => {
@@ -90,7 +104,11 @@ describe(`useFlueAgent() (react ${reactVersion}, headless hook host)`, () => {
       await expect(hook.current.sendMessage('Look', { images: [bad] })).rejects.toMatchObject({ name: 'FlueApiError', status: 400 });
       const failed = await hook.until((r) => r.failedSends.length === 1, 2_000, 'a failed send');
       expect(failed.status).toBe('error');
-      expect(failed.failedSends[0]).toMatchObject({ id: 'local:1', message: 'Look', error: { status: 400, body: { error: { type: 'invalid_request' } } } });
+      expect(failed.failedSends[0]).toMatchObject({
+        id: 'local:1',
+        message: 'Look',
+        error: { status: 400, body: { error: { type: 'invalid_request' } } },
+      });
       expect(failed.messages.map((m) => m.id)).toEqual(['local:1']);
     } finally {
       hook.unmount();

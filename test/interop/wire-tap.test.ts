@@ -50,7 +50,10 @@ describe('protocolViolations()', () => {
   it('passes conformant plain, long-poll and SSE reads', () => {
     expect(
       protocolViolations([
-        updates(`offset=${off(1)}`, [CHECKPOINT, delta(2, 0), delta(2, 1), delta(3, 0)], { 'stream-next-offset': off(3), 'stream-up-to-date': 'true' }),
+        updates(`offset=${off(1)}`, [CHECKPOINT, delta(2, 0), delta(2, 1), delta(3, 0)], {
+          'stream-next-offset': off(3),
+          'stream-up-to-date': 'true',
+        }),
         updates(`offset=${off(3)}&live=long-poll`, [CHECKPOINT], { 'stream-next-offset': off(3), 'stream-up-to-date': 'true' }),
         sse(`offset=${off(1)}`, [
           ['data', [CHECKPOINT]],
@@ -66,9 +69,13 @@ describe('protocolViolations()', () => {
     const problems = protocolViolations([
       updates(`offset=${off(1)}`, [delta(2, 0)], { 'stream-next-offset': off(2) }),
       updates(`offset=${off(1)}`, [CHECKPOINT, delta(2, 1), delta(2, 0)], { 'stream-next-offset': off(2), 'stream-up-to-date': 'false' }),
-      updates(`offset=${off(1)}`, [CHECKPOINT, delta(1, 0), delta(5, 0), { type: 'log', conversationId: 'c', position: { batch: 5, index: 1 } }], {
-        'stream-next-offset': off(4),
-      }),
+      updates(
+        `offset=${off(1)}`,
+        [CHECKPOINT, delta(1, 0), delta(5, 0), { type: 'log', conversationId: 'c', position: { batch: 5, index: 1 } }],
+        {
+          'stream-next-offset': off(4),
+        },
+      ),
       updates(`offset=${off(1)}`, [CHECKPOINT, delta(2, 0, { timestamp: 'now' })], { 'stream-next-offset': off(2) }),
       sse(`offset=${off(1)}`, [
         ['data', [delta(2, 0)]],
@@ -89,6 +96,10 @@ describe('protocolViolations()', () => {
       /two data events without a control/,
       /upToDate present but not true/,
     ];
-    for (const pattern of expected) expect(problems.some((p) => pattern.test(p)), `${pattern}\n${problems.join('\n')}`).toBe(true);
+    for (const pattern of expected)
+      expect(
+        problems.some((p) => pattern.test(p)),
+        `${pattern}\n${problems.join('\n')}`,
+      ).toBe(true);
   });
 });

@@ -12,7 +12,14 @@ beforeAll(async () => {
   mcp = await startMcpTestServer({
     acceptTokens: () => ['first-token', 'second-token'],
     makeServer: toolServer({
-      pages: [[simpleTool('create_issue', { description: 'Create an issue.', inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] } })]],
+      pages: [
+        [
+          simpleTool('create_issue', {
+            description: 'Create an issue.',
+            inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+          }),
+        ],
+      ],
       call: (_name, args) => ({ content: [{ type: 'text', text: `created: ${String(args.title)}` }] }),
     }),
   });
@@ -52,7 +59,10 @@ test('createMcpConnection() tools are plain tool definitions: useTool() mounts t
     expect((await handle.read(await handle.dispatch('File it.'))).text).toBe('Filed.');
     const offered = ctx.server.requests[0]!.tools.find((t) => t.name === 'mcp__tracker__create_issue')!;
     expect(offered.parameters).toMatchObject({ type: 'object', properties: { title: { type: 'string' } }, required: ['title'] });
-    expect(ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)).toMatchObject({ content: JSON.stringify('created: Mounted by hand'), isError: false });
+    expect(ctx.server.requests[1]!.messages.filter((m) => m.role === 'tool').at(-1)).toMatchObject({
+      content: JSON.stringify('created: Mounted by hand'),
+      isError: false,
+    });
   } finally {
     await connection.close();
   }
@@ -71,7 +81,9 @@ test('an optional server that is down mounts nothing, is narrated to the model, 
   const request = ctx.server.requests[0]!;
   expect(request.tools.filter((t) => t.name.startsWith('mcp__'))).toEqual([]);
   const signal = request.messages.find((m) => m.content.includes('resource="mcp"'))!.content;
-  expect(signal).toMatch(/^<signal type="resources" resource="mcp">\nMCP server "flaky" is unavailable for this response: \S.*\. Its tools are not mounted\.\n<\/signal>$/);
+  expect(signal).toMatch(
+    /^<signal type="resources" resource="mcp">\nMCP server "flaky" is unavailable for this response: \S.*\. Its tools are not mounted\.\n<\/signal>$/,
+  );
 });
 
 test('several optional servers down are narrated in one resources signal: a header, then a line per server', async () => {

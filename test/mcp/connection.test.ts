@@ -57,11 +57,7 @@ describe('createMcpConnection (streamable HTTP, real SDK server)', () => {
     });
     const connection = await connect({ name: 'tracker', url: server.url });
     expect(connection.name).toBe('tracker');
-    expect(connection.tools.map((t) => t.name)).toEqual([
-      'mcp__tracker__search',
-      'mcp__tracker__get_item',
-      'mcp__tracker__bare',
-    ]);
+    expect(connection.tools.map((t) => t.name)).toEqual(['mcp__tracker__search', 'mcp__tracker__get_item', 'mcp__tracker__bare']);
     const search = tool(connection, 'mcp__tracker__search');
     expect(search.description).toBe('Title: Issue search. Search issues.');
     expect(search.annotations).toEqual({ title: 'Issue search', readOnlyHint: true, openWorldHint: false });
@@ -95,9 +91,7 @@ describe('createMcpConnection (streamable HTTP, real SDK server)', () => {
 
   it('rejects tools whose adapted names collide', async () => {
     const server = await serve({ makeServer: toolServer({ pages: [[simpleTool('a.b'), simpleTool('a_b')]] }) });
-    await expect(createMcpConnection({ name: 's', url: server.url })).rejects.toThrow(
-      /two tools adapt to the same name "mcp__s__a_b"/,
-    );
+    await expect(createMcpConnection({ name: 's', url: server.url })).rejects.toThrow(/two tools adapt to the same name "mcp__s__a_b"/);
   });
 
   it('follows tools/list pagination and rejects a repeated cursor', async () => {
@@ -109,9 +103,7 @@ describe('createMcpConnection (streamable HTTP, real SDK server)', () => {
     const looping = await serve({
       makeServer: toolServer({ pages, cursorAfter: (page) => (page === 0 ? 'page-1' : 'page-1') }),
     });
-    await expect(createMcpConnection({ name: 'p', url: looping.url })).rejects.toThrow(
-      /tools\/list returned the cursor "page-1" twice/,
-    );
+    await expect(createMcpConnection({ name: 'p', url: looping.url })).rejects.toThrow(/tools\/list returned the cursor "page-1" twice/);
   });
 
   it('validates output schemas of tools on every tools/list page, not just the last', async () => {
@@ -130,9 +122,7 @@ describe('createMcpConnection (streamable HTTP, real SDK server)', () => {
   it('applies the allowlist in its order and rejects unknown, duplicate and task-required names', async () => {
     const server = await serve({
       makeServer: toolServer({
-        pages: [
-          [simpleTool('a'), simpleTool('b'), simpleTool('c'), simpleTool('job', { execution: { taskSupport: 'required' } })],
-        ],
+        pages: [[simpleTool('a'), simpleTool('b'), simpleTool('c'), simpleTool('job', { execution: { taskSupport: 'required' } })]],
       }),
     });
     const connection = await connect({ name: 's', url: server.url, tools: ['c', 'a'] });

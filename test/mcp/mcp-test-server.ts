@@ -131,11 +131,7 @@ export function toolServer(spec: ToolServerSpec): () => ConnectableServer {
       const cursor = request.params?.cursor;
       const index = cursor === undefined ? 0 : Number(cursor.replace(/^page-/, ''));
       const tools = spec.pages[index] ?? [];
-      const next = spec.cursorAfter
-        ? spec.cursorAfter(index)
-        : index + 1 < spec.pages.length
-          ? `page-${index + 1}`
-          : undefined;
+      const next = spec.cursorAfter ? spec.cursorAfter(index) : index + 1 < spec.pages.length ? `page-${index + 1}` : undefined;
       return next === undefined ? { tools } : { tools, nextCursor: next };
     });
     server.setRequestHandler(CallToolRequestSchema, async (request) => {

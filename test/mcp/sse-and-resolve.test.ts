@@ -70,9 +70,9 @@ describe('createMcpConnection (legacy SSE transport, real SDK server)', () => {
   });
 
   it('fails cleanly when the SSE endpoint is down', async () => {
-    await expect(
-      createMcpConnection({ name: 'gone', url: (await deadUrl()).replace('/mcp', '/sse'), transport: 'sse' }),
-    ).rejects.toThrow(/\[flue\] MCP server "gone": connection failed/);
+    await expect(createMcpConnection({ name: 'gone', url: (await deadUrl()).replace('/mcp', '/sse'), transport: 'sse' })).rejects.toThrow(
+      /\[flue\] MCP server "gone": connection failed/,
+    );
   });
 });
 
@@ -80,10 +80,13 @@ describe('resolveMcpConnections', () => {
   it('connects servers in parallel, concatenates tools in declaration order', async () => {
     const a = await serve({ makeServer: toolServer({ pages: [[simpleTool('x')]] }) });
     const b = await serve({ transport: 'sse', makeServer: toolServer({ pages: [[simpleTool('y'), simpleTool('z')]] }) });
-    const resolved = await resolveMcpConnections([
-      { name: 'b', url: b.url, transport: 'sse' },
-      { name: 'a', url: a.url },
-    ], createMcpConnection);
+    const resolved = await resolveMcpConnections(
+      [
+        { name: 'b', url: b.url, transport: 'sse' },
+        { name: 'a', url: a.url },
+      ],
+      createMcpConnection,
+    );
     cleanup.push(() => resolved.close());
     expect(resolved.tools.map((t) => t.name)).toEqual(['mcp__b__y', 'mcp__b__z', 'mcp__a__x']);
     expect(resolved.failures).toEqual([]);
@@ -92,10 +95,13 @@ describe('resolveMcpConnections', () => {
 
   it('records an optional server that is down and mounts zero tools for it', async () => {
     const up = await serve({ makeServer: toolServer({ pages: [[simpleTool('x')]] }) });
-    const resolved = await resolveMcpConnections([
-      { name: 'flaky', url: await deadUrl(), optional: true },
-      { name: 'up', url: up.url },
-    ], createMcpConnection);
+    const resolved = await resolveMcpConnections(
+      [
+        { name: 'flaky', url: await deadUrl(), optional: true },
+        { name: 'up', url: up.url },
+      ],
+      createMcpConnection,
+    );
     cleanup.push(() => resolved.close());
     expect(resolved.tools.map((t) => t.name)).toEqual(['mcp__up__x']);
     expect(resolved.failures).toHaveLength(1);
@@ -147,9 +153,7 @@ describe('resolveMcpConnections', () => {
         connect,
       ),
     ).rejects.toThrow(/"s" is declared more than once/);
-    await expect(resolveMcpConnections([{ name: 's', url: 'nope' }], connect)).rejects.toThrow(
-      /useMcpConnection\(\).*"url"/,
-    );
+    await expect(resolveMcpConnections([{ name: 's', url: 'nope' }], connect)).rejects.toThrow(/useMcpConnection\(\).*"url"/);
     expect(connect).not.toHaveBeenCalled();
   });
 });

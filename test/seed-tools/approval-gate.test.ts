@@ -5,13 +5,7 @@
  * Step 8 (crash between publish and the seam checkpoint) is covered by the crash suite.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  SubmissionConflictError,
-  dispatch,
-  init,
-  type ConversationStreamChunk,
-  type DispatchReceipt,
-} from '@flue/runtime';
+import { SubmissionConflictError, dispatch, init, type ConversationStreamChunk, type DispatchReceipt } from '@flue/runtime';
 import type { RecordedRequest } from '@flue/runtime/testing';
 import { useScriptedRuntime } from '../support/scripted-runtime.ts';
 import { ReleaseManager } from './approval-gate/src/agents/release-manager.ts';

@@ -41,10 +41,7 @@ describe('check_inventory (seed 000, output schema)', () => {
   it('the output schema strips undeclared keys before the model sees the output', async () => {
     inventory.put('SKU-2', { inStock: 3, warehouse: 'west', supplierCost: 41.5 });
     await ctx.start([InventoryAssistant]);
-    ctx.server.script(
-      { toolCalls: [{ id: 'toolu_inv2', name: 'check_inventory', arguments: { sku: 'SKU-2' } }] },
-      { text: 'ok' },
-    );
+    ctx.server.script({ toolCalls: [{ id: 'toolu_inv2', name: 'check_inventory', arguments: { sku: 'SKU-2' } }] }, { text: 'ok' });
     await dispatchAndRead(InventoryAssistant, 'inv-strip', 'SKU-2?');
     expect(toolResult(ctx.server.requests[1]!, 'toolu_inv2').content).toBe('{"inStock":3,"warehouse":"west"}');
   });
@@ -70,10 +67,7 @@ describe('check_inventory (seed 000, output schema)', () => {
   it('a missing output (undefined) under an output schema is an error result', async () => {
     inventory.put('SKU-4', undefined);
     await ctx.start([InventoryAssistant]);
-    ctx.server.script(
-      { toolCalls: [{ id: 'toolu_inv4', name: 'check_inventory', arguments: { sku: 'SKU-4' } }] },
-      { text: 'done' },
-    );
+    ctx.server.script({ toolCalls: [{ id: 'toolu_inv4', name: 'check_inventory', arguments: { sku: 'SKU-4' } }] }, { text: 'done' });
     await dispatchAndRead(InventoryAssistant, 'inv-undef', 'SKU-4?');
     const result = toolResult(ctx.server.requests[1]!, 'toolu_inv4');
     expect(result.isError).toBe(true);

@@ -48,7 +48,9 @@ describe('CustomerOrders (seed 000, protecting access)', () => {
       properties: { orderId: { type: 'string' } },
       required: ['orderId'],
     });
-    expect(Object.keys((first.tools.find((t) => t.name === 'lookup_customer_order')!.parameters as { properties: object }).properties)).toEqual(['orderId']);
+    expect(
+      Object.keys((first.tools.find((t) => t.name === 'lookup_customer_order')!.parameters as { properties: object }).properties),
+    ).toEqual(['orderId']);
     expect(toolResult(ctx.server.requests[1]!, 'toolu_co1').content).toBe(JSON.stringify('已发货'));
     expect(reply.text).toBe('您的订单 A-1 已发货。');
   });
@@ -57,17 +59,11 @@ describe('CustomerOrders (seed 000, protecting access)', () => {
     await ctx.start([CustomerOrders]);
     ctx.server.script(
       {
-        toolCalls: [
-          { id: 'toolu_co2', name: 'lookup_customer_order', arguments: { orderId: 'B-9', customerId: 'cus_bob' } },
-        ],
+        toolCalls: [{ id: 'toolu_co2', name: 'lookup_customer_order', arguments: { orderId: 'B-9', customerId: 'cus_bob' } }],
       },
       { text: '找不到这个订单。' },
     );
-    const { reply } = await dispatchAndRead(
-      CustomerOrders,
-      'ticket-2',
-      customerMessage('cus_alice', '帮我查 B-9,我的客户号是 cus_bob'),
-    );
+    const { reply } = await dispatchAndRead(CustomerOrders, 'ticket-2', customerMessage('cus_alice', '帮我查 B-9,我的客户号是 cus_bob'));
 
     expect(orders.calls).toEqual([{ customerId: 'cus_alice', orderId: 'B-9' }]);
     expect(toolResult(ctx.server.requests[1]!, 'toolu_co2').content).toBe(NOT_FOUND);

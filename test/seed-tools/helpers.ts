@@ -38,9 +38,7 @@ export function toolNames(request: RecordedRequest): string[] {
 export function toolResult(request: RecordedRequest, toolCallId: string): RecordedMessage {
   const found = request.messages.find((message) => message.role === 'tool' && message.toolCallId === toolCallId);
   if (found === undefined) {
-    throw new Error(
-      `No tool result for ${toolCallId} in the request; messages were:\n${JSON.stringify(request.messages, null, 2)}`,
-    );
+    throw new Error(`No tool result for ${toolCallId} in the request; messages were:\n${JSON.stringify(request.messages, null, 2)}`);
   }
   return found;
 }

@@ -92,10 +92,7 @@ describe('lookup_catalog (seed 000, bounded tool)', () => {
       });
     });
     await ctx.start([CatalogAssistant]);
-    ctx.server.script(
-      { toolCalls: [{ id: 'toolu_cat1', name: 'lookup_catalog', arguments: { sku: 'SKU-9' } }] },
-      { text: '价格 19.99。' },
-    );
+    ctx.server.script({ toolCalls: [{ id: 'toolu_cat1', name: 'lookup_catalog', arguments: { sku: 'SKU-9' } }] }, { text: '价格 19.99。' });
     const { reply } = await dispatchAndRead(CatalogAssistant, 'cat-ok', 'SKU-9 多少钱?');
     expect(seen).toHaveLength(1);
     expect(seen[0]!.url).toBe('https://catalog.example.com/SKU-9');
@@ -123,9 +120,9 @@ describe('lookup_catalog (seed 000, bounded tool)', () => {
 
     expect(upstreamRequests.map((r) => r.url)).toEqual(['/SKU-7']);
     // Aborting ctx.signal cancelled the in-flight fetch: the upstream connection went away.
-    await expect(
-      Promise.race([upstreamRequests[0]!.closedBeforeReply.then(() => 'closed'), settleIo().then(() => 'open')]),
-    ).resolves.toBe('closed');
+    await expect(Promise.race([upstreamRequests[0]!.closedBeforeReply.then(() => 'closed'), settleIo().then(() => 'open')])).resolves.toBe(
+      'closed',
+    );
 
     const second = ctx.server.requests[1]!;
     const result = toolResult(second, 'toolu_slow');
@@ -161,10 +158,7 @@ describe('lookup_catalog (seed 000, bounded tool)', () => {
       return '回答目录问题。';
     }
     await ctx.start([StubbornCatalog]);
-    ctx.server.script(
-      { toolCalls: [{ id: 'toolu_stub', name: 'lookup_catalog', arguments: { sku: 'S' } }] },
-      { text: '超时。' },
-    );
+    ctx.server.script({ toolCalls: [{ id: 'toolu_stub', name: 'lookup_catalog', arguments: { sku: 'S' } }] }, { text: '超时。' });
     const { reply } = await dispatchAndRead(StubbornCatalog, 'cat-stubborn', 'S?');
     expect(reply.text).toBe('超时。');
     const result = toolResult(ctx.server.requests[1]!, 'toolu_stub');

@@ -61,7 +61,9 @@ describe('ReleaseManager with a conditional tool (seed 000)', () => {
     expect(added).toContain('publish_release');
     expect(added).not.toContain('record_approval');
     // The announcement comes after the tool result that caused it (at the next turn boundary).
-    const order = second!.messages.map((m) => (m.role === 'tool' ? `tool:${m.toolCallId}` : m.content.includes('type="resources"') ? 'resources' : m.role));
+    const order = second!.messages.map((m) =>
+      m.role === 'tool' ? `tool:${m.toolCallId}` : m.content.includes('type="resources"') ? 'resources' : m.role,
+    );
     expect(order.indexOf('resources')).toBeGreaterThan(order.indexOf('tool:toolu_rec'));
 
     expect(releases.calls).toEqual([{ pkg: 'flue', version: '2.0.0', idempotencyKey: 'toolu_pub' }]);
@@ -99,10 +101,7 @@ describe('ReleaseManager with a conditional tool (seed 000)', () => {
   it('the approval persists across dispatches on the same instance id, and only there', async () => {
     approvals.allow(VALID);
     await ctx.start([ReleaseManager]);
-    ctx.server.script(
-      { toolCalls: [{ id: 'toolu_rec2', name: 'record_approval', arguments: { code: VALID } }] },
-      { text: '批准已记录。' },
-    );
+    ctx.server.script({ toolCalls: [{ id: 'toolu_rec2', name: 'record_approval', arguments: { code: VALID } }] }, { text: '批准已记录。' });
     await dispatchAndRead(ReleaseManager, 'rm-persist', `批准代码 ${VALID}`);
     expect(toolNames(ctx.server.requests[1]!)).toContain('publish_release');
 
@@ -150,10 +149,7 @@ describe('ReleaseManager with a conditional tool (seed 000)', () => {
   it('the resources signal uses the spec narration format (skills-subagents-mcp.md §4)', async () => {
     approvals.allow(VALID);
     await ctx.start([ReleaseManager]);
-    ctx.server.script(
-      { toolCalls: [{ id: 'toolu_rec4', name: 'record_approval', arguments: { code: VALID } }] },
-      { text: 'ok' },
-    );
+    ctx.server.script({ toolCalls: [{ id: 'toolu_rec4', name: 'record_approval', arguments: { code: VALID } }] }, { text: 'ok' });
     await dispatchAndRead(ReleaseManager, 'rm-format', `批准代码 ${VALID}`);
     const [announced] = signals(ctx.server.requests[1]!, 'resources');
     expect(announced).toBeDefined();

@@ -63,7 +63,9 @@ export function expectDeliveredOnce(
   const inputs = durable.records.flatMap(({ record }, at) => (record.type === 'user_message' ? [{ record, at }] : []));
   expect(inputs.map(({ record }) => record.submissionId)).toEqual(acceptedIds);
   const bodyOf = new Map(receipts.map((receipt, i) => [receipt.submissionId, bodies[i]]));
-  expect(inputs.filter(({ record }) => record.body !== bodyOf.get(record.submissionId)).map(({ record }) => record.submissionId)).toEqual([]);
+  expect(inputs.filter(({ record }) => record.body !== bodyOf.get(record.submissionId)).map(({ record }) => record.submissionId)).toEqual(
+    [],
+  );
   const inputOf = new Map<string, { record: UserInput; at: number }>(inputs.map((input) => [input.record.submissionId, input]));
 
   const settlements = durable.records.flatMap(({ record, seq }, at) => (record.type === 'submission_settled' ? [{ record, seq, at }] : []));
@@ -88,9 +90,11 @@ export function expectDeliveredOnce(
       problems.push(`${row.id}: answered by ${by}, which is not a host`);
       continue;
     }
-    if (input.record.joinedInto !== by || row.joinedInto !== by) problems.push(`${row.id}: answered by ${by} but joined ${input.record.joinedInto}/${row.joinedInto}`);
+    if (input.record.joinedInto !== by || row.joinedInto !== by)
+      problems.push(`${row.id}: answered by ${by} but joined ${input.record.joinedInto}/${row.joinedInto}`);
     if (host.seq !== settled.seq) problems.push(`${row.id}: settled in batch ${settled.seq}, its host in ${host.seq}`);
-    if (host.record.outcome !== settled.record.outcome) problems.push(`${row.id}: ${settled.record.outcome}, its host ${host.record.outcome}`);
+    if (host.record.outcome !== settled.record.outcome)
+      problems.push(`${row.id}: ${settled.record.outcome}, its host ${host.record.outcome}`);
   }
   expect(problems).toEqual([]);
   return hostOf;

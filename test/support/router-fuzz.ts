@@ -95,7 +95,17 @@ const BAD_IDS: readonly string[] = [
 
 const ATTACHMENT_IDS: readonly string[] = ['att_1', 'att%00', 'att_direct_sub_x_0', '%ED%A0%80', 'a'.repeat(300), '', '%0A'];
 
-const SUFFIXES: readonly string[] = ['/abort', '/abort', '/attachments/@', '/attachments/@', '/attachments', '/attachments/a/b', '/x', '/abort/x', '/'];
+const SUFFIXES: readonly string[] = [
+  '/abort',
+  '/abort',
+  '/attachments/@',
+  '/attachments/@',
+  '/attachments',
+  '/attachments/a/b',
+  '/x',
+  '/abort/x',
+  '/',
+];
 
 const QUERIES: readonly string[] = [
   'view=history',
@@ -120,7 +130,22 @@ const QUERIES: readonly string[] = [
   `view=${'v'.repeat(3000)}`,
 ];
 
-const METHODS: readonly string[] = ['POST', 'POST', 'POST', 'POST', 'POST', 'POST', 'GET', 'GET', 'GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+const METHODS: readonly string[] = [
+  'POST',
+  'POST',
+  'POST',
+  'POST',
+  'POST',
+  'POST',
+  'GET',
+  'GET',
+  'GET',
+  'HEAD',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'OPTIONS',
+];
 
 const CONTENT_TYPES: readonly (string | undefined)[] = [
   'text/plain',
@@ -187,7 +212,10 @@ export function randomJson(rng: Rng, depth = 0): unknown {
   }
   if (roll < 0.7) return Array.from({ length: int(rng, 5) }, () => randomJson(rng, depth + 1));
   const value: Record<string, unknown> = {};
-  for (let i = int(rng, 5); i > 0; i--) value[chance(rng, 0.7) ? pick(rng, ['kind', 'body', 'type', 'data', 'mimeType', 'attributes', 'tagName', 'uid', 'x']) : nastyString(rng)] = randomJson(rng, depth + 1);
+  for (let i = int(rng, 5); i > 0; i--)
+    value[
+      chance(rng, 0.7) ? pick(rng, ['kind', 'body', 'type', 'data', 'mimeType', 'attributes', 'tagName', 'uid', 'x']) : nastyString(rng)
+    ] = randomJson(rng, depth + 1);
   return value;
 }
 
@@ -207,7 +235,11 @@ function validMessage(rng: Rng): Record<string, unknown> {
     case 1:
       return { kind: 'signal', type: 'slack.message', body: 'posted', attributes: { channel: 'c1', user: 'u1' }, tagName: 'event' };
     default:
-      return { kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png', filename: 'p.png' }] };
+      return {
+        kind: 'user',
+        body: 'look',
+        attachments: [{ type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png', filename: 'p.png' }],
+      };
   }
 }
 
@@ -215,13 +247,14 @@ function hugeAttributes(rng: Rng, max: number): Record<string, unknown> {
   const attributes: Record<string, unknown> = {};
   const count = 1 + int(rng, max);
   const forge = chance(rng, 0.3);
-  for (let i = 0; i < count; i++) attributes[forge && i === count - 1 ? nastyString(rng) : `a${i}`] = chance(rng, 0.98) ? 'v' : randomJson(rng);
+  for (let i = 0; i < count; i++)
+    attributes[forge && i === count - 1 ? nastyString(rng) : `a${i}`] = chance(rng, 0.98) ? 'v' : randomJson(rng);
   return attributes;
 }
 
 /** One structural defect (or, rarely, none) applied to a well-formed message. */
 function mutate(rng: Rng, message: Record<string, unknown>, options: FuzzOptions): void {
-  const attachment = () => ((message.attachments as Record<string, unknown>[] | undefined)?.[0]);
+  const attachment = () => (message.attachments as Record<string, unknown>[] | undefined)?.[0];
   switch (int(rng, 16)) {
     case 0:
       message[pick(rng, ['kind', 'body', 'type', 'attributes', 'tagName', 'attachments'])] = randomJson(rng);
@@ -343,7 +376,7 @@ function randomSegment(rng: Rng): string {
   for (let i = 1 + int(rng, 8); i > 0; i--) {
     segment += chance(rng, 0.5)
       ? `%${int(rng, 256).toString(16).padStart(2, '0').toUpperCase()}`
-      : pick(rng, 'abcXYZ019-_.~!$&\'()*+,;=:@'.split(''));
+      : pick(rng, "abcXYZ019-_.~!$&'()*+,;=:@".split(''));
   }
   return segment;
 }
@@ -370,7 +403,14 @@ export function routedId(url: string, mount: string): string | undefined {
  * normalizes out of the mount (`/mount/../x`) is the parent app's to answer, so only its status
  * is checked.
  */
-export function answerProblem(request: FuzzRequest, url: string, mount: string, status: number, contentType: string | null, text: string): string | undefined {
+export function answerProblem(
+  request: FuzzRequest,
+  url: string,
+  mount: string,
+  status: number,
+  contentType: string | null,
+  text: string,
+): string | undefined {
   if (status >= 500) return `status ${status}: ${text.slice(0, 300)}`;
   if (status < 400 || status === 499) return undefined;
   const path = new URL(url).pathname;
@@ -385,7 +425,8 @@ export function answerProblem(request: FuzzRequest, url: string, mount: string, 
   }
   const error = envelope.error;
   if (typeof error?.type !== 'string' || !ENVELOPE_TYPES.has(error.type)) return `unexpected envelope ${text.slice(0, 300)}`;
-  if (typeof error.message !== 'string' || typeof error.details !== 'string') return `envelope without message/details ${text.slice(0, 300)}`;
+  if (typeof error.message !== 'string' || typeof error.details !== 'string')
+    return `envelope without message/details ${text.slice(0, 300)}`;
   return undefined;
 }
 
@@ -395,6 +436,9 @@ export function isUnstorableId(id: string): boolean {
 }
 
 export function describeRequest(request: FuzzRequest): string {
-  const body = request.body === undefined ? '' : ` ${request.body.length > 200 ? `${request.body.slice(0, 200)}… (${request.body.length} chars)` : request.body}`;
+  const body =
+    request.body === undefined
+      ? ''
+      : ` ${request.body.length > 200 ? `${request.body.slice(0, 200)}… (${request.body.length} chars)` : request.body}`;
   return `${request.method} ${request.path.length > 200 ? `${request.path.slice(0, 200)}…` : request.path} [${request.headers['content-type'] ?? 'no content-type'}]${body}`;
 }

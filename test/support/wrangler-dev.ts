@@ -28,7 +28,11 @@ export function freePort(): Promise<number> {
 
 /** `flue build` in `cwd`; throws with its output when it fails. */
 export function buildProject(cwd: string): void {
-  const built = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'build'], { cwd, env: offlineEnv(), encoding: 'utf8' });
+  const built = spawnSync(process.execPath, [path.join(packageRoot(), 'bin/flue.js'), 'build'], {
+    cwd,
+    env: offlineEnv(),
+    encoding: 'utf8',
+  });
   if (built.status !== 0) throw new Error(`flue build failed in ${cwd}:\n${built.stdout}\n${built.stderr}`);
 }
 

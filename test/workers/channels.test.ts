@@ -31,7 +31,9 @@ test('a signed webhook is admitted once, and the agent sees the signal with its 
 
   const replay = await worker().fetch(await webhookRequest(HOOK_URL, issuePayload(101), { delivery }));
   expect(replay.status).toBe(202);
-  expect(((await replay.json()) as Admitted).deliveries).toMatchObject([{ submissionId: body.deliveries[0]!.submissionId, deduplicated: true }]);
+  expect(((await replay.json()) as Admitted).deliveries).toMatchObject([
+    { submissionId: body.deliveries[0]!.submissionId, deduplicated: true },
+  ]);
 
   const reply = await init(Echo, { id: body.deliveries[0]!.id }).read(body.deliveries[0]!.submissionId);
   expect(reply.text).toBe('triaged');

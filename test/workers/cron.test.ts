@@ -39,7 +39,11 @@ test('a cron tick delivers its signal once even when fired twice; the agent sees
 
   const submissions = () =>
     runInDurableObject(digestStub(), (_instance, state) =>
-      state.storage.sql.exec(`SELECT id, json_extract(payload, '$.idempotencyKey') AS k, json_extract(payload, '$.message') AS m FROM flue_submissions ORDER BY ord`).toArray(),
+      state.storage.sql
+        .exec(
+          `SELECT id, json_extract(payload, '$.idempotencyKey') AS k, json_extract(payload, '$.message') AS m FROM flue_submissions ORDER BY ord`,
+        )
+        .toArray(),
     );
   const rows = await submissions();
   expect(rows).toHaveLength(1);

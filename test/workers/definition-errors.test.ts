@@ -5,7 +5,16 @@
  */
 import { env, runInDurableObject } from 'cloudflare:test';
 import { expect, test, vi } from 'vitest';
-import { AgentDefinitionError, AgentRunError, dispatch, getAgentInstance, init, useModel, type Agent, type SettlementError } from '@flue/runtime';
+import {
+  AgentDefinitionError,
+  AgentRunError,
+  dispatch,
+  getAgentInstance,
+  init,
+  useModel,
+  type Agent,
+  type SettlementError,
+} from '@flue/runtime';
 import { createAgentRouter } from '@flue/runtime/routing';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import './worker.ts';
@@ -27,7 +36,11 @@ test('an async agent: dispatch() rejects with AgentDefinitionError carrying the 
 test('an async agent over HTTP: 500 with the typed envelope, not internal_error', async () => {
   const router = createAgentRouter(Hasty as unknown as Agent);
   const response = await router.fetch(
-    new Request('http://flue.test/h2', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'user', body: 'hi' }) }),
+    new Request('http://flue.test/h2', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'user', body: 'hi' }),
+    }),
   );
   expect(response.status).toBe(500);
   const body = (await response.json()) as { error: { type: string; message: string; ref: string } };
@@ -37,10 +50,12 @@ test('an async agent over HTTP: 500 with the typed envelope, not internal_error'
 });
 
 test('a bad durability static rejects the dispatch with the reason', async () => {
-  const error = await init(Unruly, { id: 'u1' }).dispatch('hi').then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
+  const error = await init(Unruly, { id: 'u1' })
+    .dispatch('hi')
+    .then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
   expect(error).toBeInstanceOf(AgentDefinitionError);
   expect((error as Error).message).toBe(
     '[flue] Agent "Unruly" has an invalid durability static: durability has unknown key "maxAttempt" (allowed: maxAttempts, timeoutMs, modelIdleTimeoutMs).',
@@ -68,10 +83,12 @@ function Stray() {
 }
 
 test("an unregistered agent: the message names the Worker's way to register it, never start()", async () => {
-  const error = await init(Stray, { id: 's1' }).dispatch('hi').then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
+  const error = await init(Stray, { id: 's1' })
+    .dispatch('hi')
+    .then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
   expect((error as Error).message).toBe(
     '[flue] Agent function "Stray" is not registered in this app. ' +
       "Export it from a 'use agent' module under src/agents/, so that flue build generates its Durable Object class.",
@@ -81,11 +98,20 @@ test("an unregistered agent: the message names the Worker's way to register it, 
 test('outside dev mode, an internal error over HTTP stays redacted: no message, no location', async () => {
   const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
   const response = await createAgentRouter(Stray).fetch(
-    new Request('http://flue.test/s2', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'user', body: 'hi' }) }),
+    new Request('http://flue.test/s2', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'user', body: 'hi' }),
+    }),
   );
   expect(response.status).toBe(500);
   const body = (await response.json()) as { error: Record<string, string> };
-  expect(body.error).toEqual({ type: 'internal_error', message: 'An internal error occurred.', details: expect.any(String), ref: expect.stringMatching(/^err_/) });
+  expect(body.error).toEqual({
+    type: 'internal_error',
+    message: 'An internal error occurred.',
+    details: expect.any(String),
+    ref: expect.stringMatching(/^err_/),
+  });
   // The terminal still gets the whole error under the same ref.
   expect(String(logged.mock.calls[0]?.[1])).toContain('createAgentRouter() serves agent "Stray"');
   logged.mockRestore();

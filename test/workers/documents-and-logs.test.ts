@@ -11,7 +11,11 @@ afterEach(async () => {
 });
 
 const pdf = btoa('%PDF-1.7\n\u00e2\u00e3\u00cf\u00d3\n%%EOF');
-const withPdf = { kind: 'user' as const, body: 'Summarize.', attachments: [{ type: 'document' as const, data: pdf, mimeType: 'application/pdf', filename: 'memo.pdf' }] };
+const withPdf = {
+  kind: 'user' as const,
+  body: 'Summarize.',
+  attachments: [{ type: 'document' as const, data: pdf, mimeType: 'application/pdf', filename: 'memo.pdf' }],
+};
 
 test('inside a Durable Object a PDF reaches an Anthropic Messages model as a document block', async () => {
   await scriptLane(LAB_PERSIST_LANE, { text: 'A memo.' });

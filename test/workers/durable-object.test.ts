@@ -34,11 +34,7 @@ test('admission writes the submission and arms the alarm; the alarm runs the res
 });
 
 test('a dispatch while busy joins the live response at its next turn boundary', async () => {
-  await scriptLane(
-    ECHO_LANE,
-    { toolCalls: [{ name: 'lookup', arguments: { key: 'a' } }], chunkDelayMs: 200 },
-    { text: 'Both answered.' },
-  );
+  await scriptLane(ECHO_LANE, { toolCalls: [{ name: 'lookup', arguments: { key: 'a' } }], chunkDelayMs: 200 }, { text: 'Both answered.' });
   const handle = init(Echo, { id: 'd2' });
   const first = await handle.dispatch('first question');
   await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
@@ -74,6 +70,8 @@ test('runDurableObjectAlarm is a no-op once the queue is empty', async () => {
   await scriptLane(ECHO_LANE, { text: 'done' });
   const receipt = await dispatch(Echo, { id: 'd4', message: 'hi' });
   await init(Echo, { id: 'd4' }).read(receipt);
-  await until(async () => ((await runInDurableObject(echoStub('d4'), (_i, state) => state.storage.getAlarm())) === null ? true : undefined));
+  await until(async () =>
+    (await runInDurableObject(echoStub('d4'), (_i, state) => state.storage.getAlarm())) === null ? true : undefined,
+  );
   expect(await runDurableObjectAlarm(echoStub('d4'))).toBe(false);
 });

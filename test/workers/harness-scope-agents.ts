@@ -22,7 +22,11 @@ function describe(error: unknown, reason?: unknown, signalReason?: unknown): Rec
   };
 }
 
-const settled = (promise: Promise<unknown>) => promise.then(() => ({ resolved: true }), (error: unknown) => describe(error));
+const settled = (promise: Promise<unknown>) =>
+  promise.then(
+    () => ({ resolved: true }),
+    (error: unknown) => describe(error),
+  );
 
 /** Set when the `hang` command runs: the scratch model is then inside its `bash` tool call. */
 let hanging = false;
@@ -110,7 +114,10 @@ export const scopeTools = [
       for (const attempt of [1, 2]) {
         hanging = false;
         const call = harness.prompt(`Run the long command (${attempt}).`);
-        const rejected = call.then(() => undefined, (thrown: unknown) => thrown);
+        const rejected = call.then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
         await Promise.race([until(() => (hanging ? true : undefined)), rejected]);
         call.abort(data.reason);
         const error = await rejected;
@@ -132,7 +139,10 @@ export const scopeTools = [
       const reason = data.reason === undefined ? undefined : new Error(data.reason);
       if (data.via === 'abort') call.abort(reason);
       else controller.abort(reason);
-      const error = await call.then(() => undefined, (thrown: unknown) => thrown);
+      const error = await call.then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
       return { output: describe(error, reason, call.signal.reason) };
     },
   }),

@@ -33,7 +33,12 @@ test('a timed-out harness tool aborts its hung prompt: the prompt rejects with a
   const requests = await laneRequests(LANE);
   expect(requests).toHaveLength(4);
   expect(requests[2]!.messages.findLast((m) => m.role === 'tool')!.content).toContain('timed out after 300ms');
-  expect(toolOutput(requests[3]!)).toEqual({ name: 'AbortError', isDOMException: true, causeName: 'ToolTimeoutError', causeType: 'tool_timeout' });
+  expect(toolOutput(requests[3]!)).toEqual({
+    name: 'AbortError',
+    isDOMException: true,
+    causeName: 'ToolTimeoutError',
+    causeType: 'tool_timeout',
+  });
 });
 
 test('a harness kept past its tool call refuses later operations with HarnessClosedError', async () => {
@@ -53,15 +58,15 @@ test('a harness kept past its tool call refuses later operations with HarnessClo
 
 test('aborting harness.prompt() through abort() or options.signal rejects with an AbortError whose cause is the reason', async () => {
   const handle = init(Studio, { id: 'scope-abort' });
-  const cases = [
-    { via: 'abort', reason: 'changed my mind' },
-    { via: 'abort' },
-    { via: 'signal', reason: 'user left' },
-    { via: 'signal' },
-  ];
+  const cases = [{ via: 'abort', reason: 'changed my mind' }, { via: 'abort' }, { via: 'signal', reason: 'user left' }, { via: 'signal' }];
   for (const args of cases) {
     await resetLane(LANE);
-    await scriptLane(LANE, { toolCalls: [{ name: 'abort_probe', arguments: args }] }, { text: ['Hmm'], hangAfterChunks: 2 }, { text: 'ok' });
+    await scriptLane(
+      LANE,
+      { toolCalls: [{ name: 'abort_probe', arguments: args }] },
+      { text: ['Hmm'], hangAfterChunks: 2 },
+      { text: 'ok' },
+    );
     expect((await handle.read(await handle.dispatch('Probe'))).text).toBe('ok');
     const requests = await laneRequests(LANE);
     expect(requests).toHaveLength(3);

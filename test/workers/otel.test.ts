@@ -14,7 +14,10 @@ test('inside a Durable Object, a delegated task traces as model and tool calls o
   try {
     await scriptLane(
       ECHO_LANE,
-      { toolCalls: [{ id: 'call_task_otel', name: 'task', arguments: { agent: 'researcher', prompt: 'Look up k9.' } }], usage: { input: 20, output: 3 } },
+      {
+        toolCalls: [{ id: 'call_task_otel', name: 'task', arguments: { agent: 'researcher', prompt: 'Look up k9.' } }],
+        usage: { input: 20, output: 3 },
+      },
       { toolCalls: [{ id: 'call_lookup_otel', name: 'lookup', arguments: { key: 'k9' } }], usage: { input: 30, output: 4 } },
       { text: 'k9 is value-of-k9.', usage: { input: 40, output: 5 } },
       { text: 'Found it.', usage: { input: 50, output: 6 } },
@@ -34,10 +37,18 @@ test('inside a Durable Object, a delegated task traces as model and tool calls o
   // No context manager in this Worker: calls find their submission's span by id.
   for (const span of [...models, ...tools]) expect(span.parentSpanId).toBe(submission!.spanId);
   expect(tracer.spans.every((span) => span.ended)).toBe(true);
-  expect(models[0]!.attributes).toMatchObject({ 'gen_ai.system': 'scripted', 'gen_ai.request.model': ECHO_LANE, 'flue.session': 'default', 'flue.instance_id': 'delegate-otel-1' });
+  expect(models[0]!.attributes).toMatchObject({
+    'gen_ai.system': 'scripted',
+    'gen_ai.request.model': ECHO_LANE,
+    'flue.session': 'default',
+    'flue.instance_id': 'delegate-otel-1',
+  });
   // The child session's calls say which task they belong to.
   expect(models[1]!.attributes['flue.task_id']).toEqual(expect.any(String));
   expect(models[1]!.attributes['flue.session']).toMatch(/^task:/);
-  expect(tools[1]!.attributes).toMatchObject({ 'flue.tool_call_id': 'call_lookup_otel', 'flue.task_id': models[1]!.attributes['flue.task_id'] });
+  expect(tools[1]!.attributes).toMatchObject({
+    'flue.tool_call_id': 'call_lookup_otel',
+    'flue.task_id': models[1]!.attributes['flue.task_id'],
+  });
   expect(submission!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 140, 'gen_ai.usage.output_tokens': 18 });
 });

@@ -47,11 +47,18 @@ test('read() survives the object being reset mid-response; durable steps and sta
   expect(stepRuns.filter((s) => s === 'tenant')).toHaveLength(1);
   expect(stepRuns.filter((s) => s === 'seed').length).toBeGreaterThanOrEqual(2);
   const requests = await laneRequests(PROVISION_LANE);
-  const toolResult = requests.at(-1)!.messages.filter((m) => m.role === 'tool').at(-1)!;
+  const toolResult = requests
+    .at(-1)!
+    .messages.filter((m) => m.role === 'tool')
+    .at(-1)!;
   expect(JSON.parse(toolResult.content)).toEqual({ tenant: 'tenant-acme', seeded: 3 });
-  const state = await runInDurableObject(stubOf('r1'), (_i, s) => s.storage.sql.exec(`SELECT value FROM flue_state WHERE name = 'provisioned'`).toArray());
+  const state = await runInDurableObject(stubOf('r1'), (_i, s) =>
+    s.storage.sql.exec(`SELECT value FROM flue_state WHERE name = 'provisioned'`).toArray(),
+  );
   expect(state).toEqual([{ value: '1' }]);
-  const attempts = await runInDurableObject(stubOf('r1'), (_i, s) => s.storage.sql.exec('SELECT attempt_count FROM flue_submissions').toArray());
+  const attempts = await runInDurableObject(stubOf('r1'), (_i, s) =>
+    s.storage.sql.exec('SELECT attempt_count FROM flue_submissions').toArray(),
+  );
   expect(attempts).toEqual([{ attempt_count: 2 }]);
 });
 
@@ -59,42 +66,52 @@ test.each([
   { left: 'no alarm', alarmIn: null, id: 'lost-alarm' },
   // The backstop a cut-off pass leaves: an hour away here, so only the constructor can explain a prompt wake.
   { left: 'a distant backstop alarm', alarmIn: 3_600_000, id: 'late-alarm' },
-])('an object constructed with unsettled work and $left resumes it at once: the first call after the reset wakes the conversation', async ({ alarmIn, id }) => {
-  // Slow enough that the pass the new alarm starts is still running when the test looks.
-  await scriptLane(ECHO_LANE, { text: ['Back ', 'after ', 'the ', 'reset.'], chunkDelayMs: 300 });
-  // A fresh stub per call: a stub that reached the object before its reset stays broken.
-  const stub = () => namespace('FLUE_ECHO_AGENT').getByName(id);
-  // Admitted, then its wake undone in the same turn, before the alarm can fire: the state a lost
-  // alarm leaves (an eviction or a deploy between admission and the alarm), or one whose pass was
-  // cut off and left only its backstop.
-  const receipt = await runInDurableObject(stub(), async (instance, state): Promise<DispatchReceipt> => {
-    const admitted = await (instance as unknown as FlueAgentDurableObject).__flueAdmit(id, { id, message: parseDeliveredMessage('Still there?') }, 'dispatch');
-    if (alarmIn === null) await state.storage.deleteAlarm();
-    else await state.storage.setAlarm(Date.now() + alarmIn);
-    if (!admitted.ok) throw new Error(admitted.error.message);
-    return admitted.value.receipt;
-  });
-  const stranded = await runInDurableObject(stub(), async (_instance, state) => ({
-    alarm: await state.storage.getAlarm(),
-    submissions: state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),
-  }));
-  expect(stranded).toEqual({ alarm: alarmIn === null ? null : expect.any(Number), submissions: [{ status: 'queued', attempt_count: 0 }] });
+])(
+  'an object constructed with unsettled work and $left resumes it at once: the first call after the reset wakes the conversation',
+  async ({ alarmIn, id }) => {
+    // Slow enough that the pass the new alarm starts is still running when the test looks.
+    await scriptLane(ECHO_LANE, { text: ['Back ', 'after ', 'the ', 'reset.'], chunkDelayMs: 300 });
+    // A fresh stub per call: a stub that reached the object before its reset stays broken.
+    const stub = () => namespace('FLUE_ECHO_AGENT').getByName(id);
+    // Admitted, then its wake undone in the same turn, before the alarm can fire: the state a lost
+    // alarm leaves (an eviction or a deploy between admission and the alarm), or one whose pass was
+    // cut off and left only its backstop.
+    const receipt = await runInDurableObject(stub(), async (instance, state): Promise<DispatchReceipt> => {
+      const admitted = await (instance as unknown as FlueAgentDurableObject).__flueAdmit(
+        id,
+        { id, message: parseDeliveredMessage('Still there?') },
+        'dispatch',
+      );
+      if (alarmIn === null) await state.storage.deleteAlarm();
+      else await state.storage.setAlarm(Date.now() + alarmIn);
+      if (!admitted.ok) throw new Error(admitted.error.message);
+      return admitted.value.receipt;
+    });
+    const stranded = await runInDurableObject(stub(), async (_instance, state) => ({
+      alarm: await state.storage.getAlarm(),
+      submissions: state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),
+    }));
+    expect(stranded).toEqual({
+      alarm: alarmIn === null ? null : expect.any(Number),
+      submissions: [{ status: 'queued', attempt_count: 0 }],
+    });
 
-  await resetObject(stub());
-  // Any call constructs the object again; a read-only one is enough.
-  expect(await getAgentInstance(Echo, id)).not.toBeNull();
-  // The constructor armed an alarm for now, and the pass it started calls the model. (Between an alarm
-  // firing and its handler arming the backstop, getAlarm() is briefly null: wait for the request.)
-  await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
-  expect(await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
-  const reply = await init(Echo, { id }).read(receipt);
-  expect(reply.text).toBe('Back after the reset.');
-  expect(await laneRequests(ECHO_LANE)).toHaveLength(1);
-  const settled = await runInDurableObject(stub(), (_instance, state) =>
-    state.storage.sql.exec('SELECT status, outcome, attempt_count FROM flue_submissions').toArray(),
-  );
-  expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 1 }]);
-});
+    await resetObject(stub());
+    // Any call constructs the object again; a read-only one is enough.
+    expect(await getAgentInstance(Echo, id)).not.toBeNull();
+    // The constructor armed an alarm for now, and the pass it started calls the model. (Between an alarm
+    // firing and its handler arming the backstop, getAlarm() is briefly null: wait for the request.)
+    await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
+    expect(await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+    const reply = await init(Echo, { id }).read(receipt);
+    expect(reply.text).toBe('Back after the reset.');
+    expect(await laneRequests(ECHO_LANE)).toHaveLength(1);
+    const settled = await runInDurableObject(stub(), (_instance, state) =>
+      state.storage.sql.exec('SELECT status, outcome, attempt_count FROM flue_submissions').toArray(),
+    );
+    expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 1 }]);
+  },
+);
 
 test('a response past its slice budget yields after each turn; the yielding pass itself re-arms the alarm for now', async () => {
   ticks.length = 0;
@@ -117,7 +134,9 @@ test('a response past its slice budget yields after each turn; the yielding pass
     });
     // The next pass started (it calls the model again) while the only alarm left was an hour out.
     await until(async () => ((await laneRequests(TICKER_LANE)).length > turn + 1 ? true : undefined), 20_000);
-    const row = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray());
+    const row = await runInDurableObject(stub, (_instance, state) =>
+      state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),
+    );
     // A continuation of the same attempt, not a retry.
     expect(row).toMatchObject([{ attempt_count: 1 }]);
   }
@@ -128,13 +147,9 @@ test('a response past its slice budget yields after each turn; the yielding pass
   expect(ticks).toHaveLength(2);
   const requests = await laneRequests(TICKER_LANE);
   expect(requests).toHaveLength(3);
-  expect(requests[2]!.messages.map((m) => `${m.role}: ${m.role === 'assistant' ? m.toolCalls?.map((c) => c.name).join(',') : m.content}`)).toEqual([
-    'user: Tick twice.',
-    'assistant: tick',
-    'tool: "tock"',
-    'assistant: tick',
-    'tool: "tock"',
-  ]);
+  expect(
+    requests[2]!.messages.map((m) => `${m.role}: ${m.role === 'assistant' ? m.toolCalls?.map((c) => c.name).join(',') : m.content}`),
+  ).toEqual(['user: Tick twice.', 'assistant: tick', 'tool: "tock"', 'assistant: tick', 'tool: "tock"']);
   const settled = await runInDurableObject(stub, (_instance, state) =>
     state.storage.sql.exec('SELECT status, outcome, attempt_count, continuation FROM flue_submissions').toArray(),
   );

@@ -28,9 +28,24 @@ async function seedParrotConversation(): Promise<DispatchReceipt> {
     store.transaction(() => {
       store.createConversation({ key: stream, agent: 'Parrot', instanceId: 'renamed', incarnation: 'inc_parrot' });
       store.append(stream, [{ type: 'conversation_created', conversationId: 'conv_parrot', uid: 'inst_parrot', ts: TS }]);
-      store.insertSubmission({ id: 'sub_parrot', conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: 'Remember 42.' } }, acceptedAt: TS });
+      store.insertSubmission({
+        id: 'sub_parrot',
+        conversation: stream,
+        kind: 'dispatch',
+        payload: { message: { kind: 'user', body: 'Remember 42.' } },
+        acceptedAt: TS,
+      });
       store.claimAttempt('sub_parrot', { attemptId: 'attempt_cut', now: Date.now(), maxAttempts: 10, timeoutMs: 3_600_000 });
-      store.append(stream, [{ type: 'user_message', messageId: 'msg_in_sub_parrot', submissionId: 'sub_parrot', deliveryOrigin: 'app', body: 'Remember 42.', ts: TS }]);
+      store.append(stream, [
+        {
+          type: 'user_message',
+          messageId: 'msg_in_sub_parrot',
+          submissionId: 'sub_parrot',
+          deliveryOrigin: 'app',
+          body: 'Remember 42.',
+          ts: TS,
+        },
+      ]);
     });
   });
   // The deploy restarted the object: the next call constructs it again.

@@ -15,10 +15,7 @@ export const reviewContract = defineTool({
   harness: true,
   async run({ harness, data }) {
     await harness.sandbox.writeFile('contract.md', data.contract);
-    const { data: report } = await harness.prompt(
-      '审查 contract.md 的非标准条款并评估风险。',
-      { result: Report },
-    );
+    const { data: report } = await harness.prompt('审查 contract.md 的非标准条款并评估风险。', { result: Report });
     return { output: report };
   },
 });

@@ -12,8 +12,7 @@ import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import './worker.ts';
 
 const LANE = LAB_PERSIST_LANE;
-const stubOf = (id: string) =>
-  (env as unknown as { FLUE_SANDBOX_LAB_AGENT: DurableObjectNamespace }).FLUE_SANDBOX_LAB_AGENT.getByName(id);
+const stubOf = (id: string) => (env as unknown as { FLUE_SANDBOX_LAB_AGENT: DurableObjectNamespace }).FLUE_SANDBOX_LAB_AGENT.getByName(id);
 
 /** The results the model received for the calls of the last assistant turn, in call order. */
 function lastResults(request: RecordedRequest) {
@@ -53,7 +52,12 @@ test('a file written in one message is read in the next; an edited seed stays ed
       ],
     },
     { text: 'Noted.' },
-    { toolCalls: [{ name: 'read', arguments: { path: 'journal/day1.md' } }, { name: 'read', arguments: { path: 'README.md' } }] },
+    {
+      toolCalls: [
+        { name: 'read', arguments: { path: 'journal/day1.md' } },
+        { name: 'read', arguments: { path: 'README.md' } },
+      ],
+    },
     { text: 'Read back.' },
   );
   const handle = init(SandboxLab, { id: 'persist-messages' });

@@ -67,8 +67,12 @@ test('read: whole files, paging, truncation at 2000 lines / 51200 chars, over-lo
   expect(results[2]!.content.endsWith('line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]')).toBe(true);
   expect(results[3]).toMatchObject(ok(numbered(2500).split('\n').slice(2000).join('\n')));
   // 512 lines of 99 chars + 511 newlines = 51199 ≤ 51200; the 513th would exceed.
-  expect(results[4]).toMatchObject(ok(`${Array(512).fill(WIDE_LINE).join('\n')}\n\n[Showing lines 1-512 of 1000. Use offset=513 to continue.]`));
-  expect(results[5]!.content.startsWith(`${'y'.repeat(51_200)}\n\n[Line 1 is 60000 characters long; only its first 51200 are shown.`)).toBe(true);
+  expect(results[4]).toMatchObject(
+    ok(`${Array(512).fill(WIDE_LINE).join('\n')}\n\n[Showing lines 1-512 of 1000. Use offset=513 to continue.]`),
+  );
+  expect(results[5]!.content.startsWith(`${'y'.repeat(51_200)}\n\n[Line 1 is 60000 characters long; only its first 51200 are shown.`)).toBe(
+    true,
+  );
   expect(results[5]!.content).toContain('cannot be reached with offset/limit');
   expect(results[6]).toMatchObject(failed('Offset 9 is beyond end of file (3 lines total)'));
   expect(results[7]).toMatchObject(failed("ENOENT: no such file or directory, open '/workspace/missing.txt'"));
@@ -107,9 +111,13 @@ test('edit: literal unique replacement, replaceAll, and its four errors', async 
   expect(results[1]).toMatchObject(ok('Replaced 3 occurrences in dup.txt'));
   expect(results[2]).toMatchObject(failed('oldText must not be empty. To create or overwrite a whole file, use the write tool.'));
   expect(results[3]!.isError).toBe(true);
-  expect(results[3]!.content).toContain('Could not find oldText in notes.txt. It must match the file exactly, including whitespace and indentation');
+  expect(results[3]!.content).toContain(
+    'Could not find oldText in notes.txt. It must match the file exactly, including whitespace and indentation',
+  );
   expect(results[4]!.isError).toBe(true);
-  expect(results[4]!.content).toContain('Found 2 occurrences of oldText in c.txt. Add more surrounding context to oldText to make it unique, or set replaceAll to true');
+  expect(results[4]!.content).toContain(
+    'Found 2 occurrences of oldText in c.txt. Add more surrounding context to oldText to make it unique, or set replaceAll to true',
+  );
   expect(results[5]).toMatchObject(failed('File not found: nope.txt'));
   const [check] = await runCalls('tools-edit', [{ name: 'bash', arguments: { command: 'cat src/a.ts dup.txt' } }]);
   expect(check).toMatchObject(ok('const foo = 1;\nfoo("$&$1");\ny y y'));
@@ -131,7 +139,9 @@ test('bash: combined output, exit codes, unknown commands, tail truncation, time
   expect(results[3]).toMatchObject(ok('nosuch: command not found\n\nCommand exited with code 127'));
   expect(results[4]!.content.startsWith('501\n502\n')).toBe(true);
   expect(results[4]!.content.endsWith('2500\n\n[Showing lines 501-2500 of 2500. Earlier output was truncated.]')).toBe(true);
-  expect(results[5]).toMatchObject(ok(`${Array(512).fill(WIDE_LINE).join('\n')}\n\n[Showing lines 489-1000 of 1000. Earlier output was truncated.]`));
+  expect(results[5]).toMatchObject(
+    ok(`${Array(512).fill(WIDE_LINE).join('\n')}\n\n[Showing lines 489-1000 of 1000. Earlier output was truncated.]`),
+  );
   expect(results[6]).toMatchObject(ok('[flue] Command timed out after 0.05 seconds.\n\nCommand exited with code 124'));
 });
 

@@ -9,7 +9,12 @@ test('the virtual sandbox and its built-in tools work inside a Durable Object', 
   await scriptLane(
     WORKSPACE_LANE,
     { toolCalls: [{ name: 'write', arguments: { path: 'notes/todo.txt', content: 'ship it' } }] },
-    { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes/todo.txt; ls' } }, { name: 'glob', arguments: { pattern: '*.md' } }] },
+    {
+      toolCalls: [
+        { name: 'bash', arguments: { command: 'cat notes/todo.txt; ls' } },
+        { name: 'glob', arguments: { pattern: '*.md' } },
+      ],
+    },
     { text: 'Written and checked.' },
   );
   const handle = init(Workspace, { id: 'ws-1' });

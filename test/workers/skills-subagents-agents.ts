@@ -51,13 +51,18 @@ export const deeper: ReturnType<typeof defineSubagent> = defineSubagent({
 export const GENERAL_INSTRUCTIONS = 'Coordinate the work; delegate reading to a helper.';
 
 const generalFiles = virtualSandbox({ files: { '/workspace/brief.txt': 'Ship the importer by Friday.\n' } });
-const workspaceSkill = (name: string, description: string, body: string) => `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`;
+const workspaceSkill = (name: string, description: string, body: string) =>
+  `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`;
 export const workspaceRepo = virtualSandbox({
   files: {
     '/repo/AGENTS.md': 'Run the linter before you finish.',
     '/repo/.agents/skills/changelog/SKILL.md': workspaceSkill('changelog', 'Update the changelog.', 'Add one line per change.'),
     '/repo/pkg/AGENTS.md': 'This package is vendored: read only.',
-    '/repo/pkg/.agents/skills/vendor-check/SKILL.md': workspaceSkill('vendor-check', 'Check the vendored package.', 'Compare against upstream.'),
+    '/repo/pkg/.agents/skills/vendor-check/SKILL.md': workspaceSkill(
+      'vendor-check',
+      'Check the vendored package.',
+      'Compare against upstream.',
+    ),
   },
 });
 const reviewFiles = virtualSandbox({ files: { '/workspace/notes.txt': 'line one\n' } });

@@ -24,7 +24,8 @@ beforeEach(async () => resetLane(LANE));
 afterEach(async () => resetLane(LANE));
 
 const toolResults = (request: RecordedRequest): RecordedMessage[] => request.messages.filter((m) => m.role === 'tool');
-const resultOf = (request: RecordedRequest, toolCallId: string) => request.messages.find((m) => m.role === 'tool' && m.toolCallId === toolCallId);
+const resultOf = (request: RecordedRequest, toolCallId: string) =>
+  request.messages.find((m) => m.role === 'tool' && m.toolCallId === toolCallId);
 const sorted = (request: RecordedRequest) => request.tools.map((t) => t.name).sort();
 
 const NO_AGENTS_SECTION = '## Available Agents\nNo subagents are declared for this agent. Do not call the `task` tool.';
@@ -60,7 +61,9 @@ test('a skill is listed in the catalog, activated with activate_skill, and its r
   const lab = resultOf(activated!, 'call_act_lab')!;
   expect(lab.isError).toBe(false);
   expect(lab.content).toContain('<skill_instructions>\n# Lab notes\n\nFollow ref/guide.md when writing notes.\n</skill_instructions>');
-  expect(lab.content).toContain(`- logo.png → read_skill_resource ${labRoot}/logo.png\n- ref/guide.md → read_skill_resource ${labRoot}/ref/guide.md`);
+  expect(lab.content).toContain(
+    `- logo.png → read_skill_resource ${labRoot}/logo.png\n- ref/guide.md → read_skill_resource ${labRoot}/ref/guide.md`,
+  );
   // An unknown name is a factual miss, not an error.
   expect(resultOf(activated!, 'call_act_missing')).toMatchObject({
     isError: false,
@@ -117,7 +120,9 @@ test('delegation deeper than the cap is refused: the depth-4 delegate task call 
   expect(requests).toHaveLength(10);
   expect(requests[0]!.system).toContain('Start the chain.');
   for (const level of [1, 2, 3, 4]) {
-    expect(requests[level]!.system).toBe('Delegate deeper.\n\n## Available Agents\nDelegate focused work with the `task` tool, naming one of these agents:\n- **deeper** — Delegates again.');
+    expect(requests[level]!.system).toBe(
+      'Delegate deeper.\n\n## Available Agents\nDelegate focused work with the `task` tool, naming one of these agents:\n- **deeper** — Delegates again.',
+    );
     expect(requests[level]!.messages.map((m) => m.content)).toEqual([`go deeper (call_d${level})`]);
   }
   // The depth-4 delegate's task call never ran: its error result is the cap's message.
@@ -152,9 +157,18 @@ test('delegation deeper than the cap is refused: the depth-4 delegate task call 
 test('GeneralSubagent (flue-general) is a blank delegate: shared sandbox, the parent model, none of the parent instructions or tools', async () => {
   await scriptLane(
     LANE,
-    { toolCalls: [{ id: 'call_general', name: 'task', arguments: { agent: 'flue-general', prompt: 'Summarize brief.txt into summary.txt.' } }] },
+    {
+      toolCalls: [
+        { id: 'call_general', name: 'task', arguments: { agent: 'flue-general', prompt: 'Summarize brief.txt into summary.txt.' } },
+      ],
+    },
     // The delegate's own conversation.
-    { toolCalls: [{ id: 'call_g_read', name: 'read', arguments: { path: 'brief.txt' } }, { id: 'call_g_write', name: 'write', arguments: { path: 'summary.txt', content: 'Importer due Friday.' } }] },
+    {
+      toolCalls: [
+        { id: 'call_g_read', name: 'read', arguments: { path: 'brief.txt' } },
+        { id: 'call_g_write', name: 'write', arguments: { path: 'summary.txt', content: 'Importer due Friday.' } },
+      ],
+    },
     { text: 'Wrote summary.txt: importer due Friday.' },
     // Back in the parent: the file the delegate wrote is in the shared sandbox.
     { toolCalls: [{ id: 'call_cat', name: 'bash', arguments: { command: 'cat summary.txt' } }] },
@@ -178,7 +192,9 @@ test('GeneralSubagent (flue-general) is a blank delegate: shared sandbox, the pa
   expect(resultOf(childAfter!, 'call_g_read')).toMatchObject({ isError: false, content: 'Ship the importer by Friday.' });
   expect(resultOf(childAfter!, 'call_g_write')).toMatchObject({ isError: false, content: 'Successfully wrote 20 bytes to summary.txt' });
   // Only the delegate's final text comes back.
-  expect(toolResults(parentAfter!)).toEqual([{ role: 'tool', toolCallId: 'call_general', isError: false, content: 'Wrote summary.txt: importer due Friday.' }]);
+  expect(toolResults(parentAfter!)).toEqual([
+    { role: 'tool', toolCallId: 'call_general', isError: false, content: 'Wrote summary.txt: importer due Friday.' },
+  ]);
   expect(resultOf(requests[4]!, 'call_cat')).toMatchObject({ isError: false, content: 'Importer due Friday.' });
 
   const children = await childConversations(Studio, 'general-1');
@@ -223,13 +239,19 @@ test('workspace context on workerd: AGENTS.md and .agents/skills from the sandbo
   await scriptLane(
     LANE,
     { toolCalls: [{ id: 'call_ws_act', name: 'activate_skill', arguments: { name: 'changelog' } }] },
-    { toolCalls: [{ id: 'call_ws_task', name: 'task', arguments: { agent: 'flue-general', prompt: 'Check the vendored package.', cwd: 'pkg' } }] },
+    {
+      toolCalls: [
+        { id: 'call_ws_task', name: 'task', arguments: { agent: 'flue-general', prompt: 'Check the vendored package.', cwd: 'pkg' } },
+      ],
+    },
     { toolCalls: [{ id: 'call_ws_vendor', name: 'activate_skill', arguments: { name: 'vendor-check' } }] }, // the delegate
     { text: 'Matches upstream.' },
     { text: 'Changelog updated; vendored package checked.' },
   );
   const handle = init(Studio, { id: 'workspace-1' });
-  expect((await handle.read(await handle.dispatch('Update the changelog and check pkg.'))).text).toBe('Changelog updated; vendored package checked.');
+  expect((await handle.read(await handle.dispatch('Update the changelog and check pkg.'))).text).toBe(
+    'Changelog updated; vendored package checked.',
+  );
 
   const requests = await laneRequests(LANE);
   expect(requests).toHaveLength(5);

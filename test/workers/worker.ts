@@ -8,7 +8,20 @@ import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, ex
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
-import { ECHO_LANE, Echo, LOAD_LANE, Load, PROVISION_LANE, Provisioner, STALL_LANE, Staller, TICKER_LANE, Ticker, WORKSPACE_LANE, Workspace } from './agents.ts';
+import {
+  ECHO_LANE,
+  Echo,
+  LOAD_LANE,
+  Load,
+  PROVISION_LANE,
+  Provisioner,
+  STALL_LANE,
+  Staller,
+  TICKER_LANE,
+  Ticker,
+  WORKSPACE_LANE,
+  Workspace,
+} from './agents.ts';
 import { HOARD_LANE, HOARD_PROVIDER, Hoarder } from './large-agents.ts';
 import { LAB_PERSIST_LANE, LAB_PROVIDER, LAB_TOOLS_LANE, SandboxLab } from './sandbox-agents.ts';
 import { STUDIO_LANE, STUDIO_PROVIDER, Studio } from './skills-subagents-agents.ts';
@@ -20,12 +33,27 @@ import { CONTRACT_LANE, Contract } from '../contract/agents.ts';
 import { DIGEST_LANE, Digest, FLOW_LANE, Flow, SLOW_FLOW_LANE, SlowFlow, WF_PROVIDER, scheduled } from './workflows.ts';
 
 const modelUrl = (env as unknown as { SCRIPTED_MODEL_URL: string }).SCRIPTED_MODEL_URL;
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'scripted', models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE], api: 'openai-completions' }));
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6', 'claude-haiku-4-5'], api: 'anthropic-messages' }));
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }));
+setProvider(
+  scriptedProvider({
+    baseUrl: modelUrl,
+    id: 'scripted',
+    models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE],
+    api: 'openai-completions',
+  }),
+);
+setProvider(
+  scriptedProvider({ baseUrl: modelUrl, id: 'anthropic', models: ['claude-sonnet-4-6', 'claude-haiku-4-5'], api: 'anthropic-messages' }),
+);
+setProvider(
+  scriptedProvider({ baseUrl: modelUrl, id: WF_PROVIDER, models: [FLOW_LANE, SLOW_FLOW_LANE, DIGEST_LANE], api: 'openai-completions' }),
+);
 // Anthropic wire format: recorded tool results carry their error flag.
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }));
-setProvider(scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE, HARNESS_SCOPE_LANE], api: 'anthropic-messages' }));
+setProvider(
+  scriptedProvider({ baseUrl: modelUrl, id: LAB_PROVIDER, models: [LAB_PERSIST_LANE, LAB_TOOLS_LANE], api: 'anthropic-messages' }),
+);
+setProvider(
+  scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE, HARNESS_SCOPE_LANE], api: 'anthropic-messages' }),
+);
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: HOARD_PROVIDER, models: [HOARD_LANE], api: 'openai-completions' }));
 
 const agents = [
@@ -90,5 +118,23 @@ export { AgentFlow, ConversationFlow, PlainInitFlow } from './workflows.ts';
 export default createFlueWorkerHandlers({
   app,
   cloudflare: { default: { scheduled } },
-  generatedExports: ['FlueEchoAgent', 'FlueProvisionerAgent', 'FlueReleaseManagerAgent', 'FlueFlowAgent', 'FlueSlowFlowAgent', 'FlueDigestAgent', 'FlueWorkspaceAgent', 'FlueSandboxLabAgent', 'FlueStudioAgent', 'FlueLoadAgent', 'FlueCustomerOrdersAgent', 'FlueHoarderAgent', 'FlueTickerAgent', 'FlueHastyAgent', 'FlueUnrulyAgent', 'FlueTypoAgent', 'FlueForecasterAgent'],
+  generatedExports: [
+    'FlueEchoAgent',
+    'FlueProvisionerAgent',
+    'FlueReleaseManagerAgent',
+    'FlueFlowAgent',
+    'FlueSlowFlowAgent',
+    'FlueDigestAgent',
+    'FlueWorkspaceAgent',
+    'FlueSandboxLabAgent',
+    'FlueStudioAgent',
+    'FlueLoadAgent',
+    'FlueCustomerOrdersAgent',
+    'FlueHoarderAgent',
+    'FlueTickerAgent',
+    'FlueHastyAgent',
+    'FlueUnrulyAgent',
+    'FlueTypoAgent',
+    'FlueForecasterAgent',
+  ],
 });

@@ -24,7 +24,13 @@ async function ask(id: string, message: string) {
 
 test('a cloudflare/ model streams its reply from the AI binding, with the prompt, history and tools in the documented input shape', async () => {
   await ai.script(LLAMA, [
-    { events: [{ response: 'Hel' }, { response: 'lo' }, { response: '', usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } }] },
+    {
+      events: [
+        { response: 'Hel' },
+        { response: 'lo' },
+        { response: '', usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } },
+      ],
+    },
   ]);
   const reply = await ask('plain', 'hi');
   expect(reply.text).toBe('Hello');
@@ -37,7 +43,11 @@ test('a cloudflare/ model streams its reply from the AI binding, with the prompt
   expect(messages.at(-1)).toEqual({ role: 'user', content: 'hi' });
   expect(call!.inputs.tools).toContainEqual({
     type: 'function',
-    function: { name: 'forecast', description: 'The weather forecast for a city.', parameters: expect.objectContaining({ type: 'object' }) },
+    function: {
+      name: 'forecast',
+      description: 'The weather forecast for a city.',
+      parameters: expect.objectContaining({ type: 'object' }),
+    },
   });
 });
 
@@ -69,7 +79,11 @@ test('non-streamed results are read in both documented shapes: choices[0].messag
       result: {
         choices: [
           {
-            message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'forecast', arguments: '{"city":"Oslo"}' } }] },
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'forecast', arguments: '{"city":"Oslo"}' } }],
+            },
             finish_reason: 'tool_calls',
           },
         ],
@@ -99,23 +113,47 @@ test('an error from the binding fails the submission with CloudflareAIBindingErr
 
 /** A direct call on a provider instance, as pi-ai's Models would make it. */
 function llama(): Model<Api> {
-  return { id: LLAMA, name: LLAMA, api: 'cloudflare-workers-ai-binding', provider: 'cloudflare', baseUrl: '', reasoning: false, input: ['text'], contextWindow: 0, maxTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } };
+  return {
+    id: LLAMA,
+    name: LLAMA,
+    api: 'cloudflare-workers-ai-binding',
+    provider: 'cloudflare',
+    baseUrl: '',
+    reasoning: false,
+    input: ['text'],
+    contextWindow: 0,
+    maxTokens: 0,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  };
 }
 
 test('stream: false asks the binding for a whole result and maps its usage', async () => {
   await ai.script(LLAMA, [{ result: { response: 'Plain.', usage: { prompt_tokens: 7, completion_tokens: 1, total_tokens: 8 } } }]);
   const provider = cloudflareBindingProvider({ binding: ai, stream: false });
-  const message = await provider.streamSimple(llama(), normalizeContext({ systemPrompt: 'Be terse.', messages: [{ role: 'user', content: 'hi', timestamp: Date.now() }] })).result();
+  const message = await provider
+    .streamSimple(
+      llama(),
+      normalizeContext({ systemPrompt: 'Be terse.', messages: [{ role: 'user', content: 'hi', timestamp: Date.now() }] }),
+    )
+    .result();
   expect(message.stopReason).toBe('stop');
   expect(message.content).toEqual([{ type: 'text', text: 'Plain.' }]);
   expect(message.usage).toMatchObject({ input: 7, output: 1, totalTokens: 8 });
   const [call] = await ai.calls(LLAMA);
-  expect(call!.inputs).toEqual({ messages: [{ role: 'system', content: 'Be terse.' }, { role: 'user', content: 'hi' }], stream: false });
+  expect(call!.inputs).toEqual({
+    messages: [
+      { role: 'system', content: 'Be terse.' },
+      { role: 'user', content: 'hi' },
+    ],
+    stream: false,
+  });
 });
 
 test('a provider whose binding is missing from the env fails naming the binding', async () => {
   const provider = cloudflareBindingProvider({ bindingName: 'NO_SUCH_AI' });
-  const message = await provider.streamSimple(llama(), normalizeContext({ messages: [{ role: 'user', content: 'hi', timestamp: Date.now() }] })).result();
+  const message = await provider
+    .streamSimple(llama(), normalizeContext({ messages: [{ role: 'user', content: 'hi', timestamp: Date.now() }] }))
+    .result();
   expect(message.stopReason).toBe('error');
   expect(message.errorMessage).toContain('no "NO_SUCH_AI" binding');
   expect(message.errorMessage).toContain('(cloudflare_ai_binding_error:binding_missing:NO_SUCH_AI)');

@@ -90,7 +90,13 @@ async function typeChecks(step: WorkflowStep, event: WorkflowEvent<{ date: strin
 test('the type checks compile (and the error parser rejects foreign errors)', () => {
   expect(typeof typeChecks).toBe('function');
   expect(toAgentStepError(new Error('network down'))).toBeUndefined();
-  const error = new AgentStepError({ step: 'a:read', outcome: 'aborted', id: 'x', submissionId: 'sub_1', message: 'The submission was aborted.' });
+  const error = new AgentStepError({
+    step: 'a:read',
+    outcome: 'aborted',
+    id: 'x',
+    submissionId: 'sub_1',
+    message: 'The submission was aborted.',
+  });
   // Survives the trip through the engine as a bare message, with a prefix.
   expect(toAgentStepError({ message: `NonRetryableError: ${error.message}` })?.failure).toEqual(error.failure);
 });

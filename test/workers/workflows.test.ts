@@ -80,9 +80,9 @@ test('a Workflow dispatches in one step, reads the settled reply in another and 
     submissionId: output.checkpoint.receipt.submissionId,
   });
   // Keyed by the Workflow instance id and the step name, derived by the helper.
-  expect(await rows(bindings.FLUE_FLOW_AGENT, 'wf-basic-agent', `SELECT json_extract(payload, '$.idempotencyKey') AS k FROM flue_submissions`)).toEqual([
-    { k: 'wf-basic:ask' },
-  ]);
+  expect(
+    await rows(bindings.FLUE_FLOW_AGENT, 'wf-basic-agent', `SELECT json_extract(payload, '$.idempotencyKey') AS k FROM flue_submissions`),
+  ).toEqual([{ k: 'wf-basic:ask' }]);
   // The read step checkpointed exactly the default projection.
   expect(output.reply).toEqual(await init(Flow, { id: 'wf-basic-agent' }).read(output.checkpoint.receipt));
 });
@@ -95,9 +95,13 @@ test('plain init() and the handle verbs inside step.do keep working', async () =
     return (await instance.getOutput()) as { text: string; submissionId: string };
   });
   expect(output.text).toBe('Plain and simple.');
-  expect(await rows(bindings.FLUE_FLOW_AGENT, 'wf-plain-agent', `SELECT id, json_extract(payload, '$.idempotencyKey') AS k FROM flue_submissions`)).toEqual([
-    { id: output.submissionId, k: 'wf-plain:plain' },
-  ]);
+  expect(
+    await rows(
+      bindings.FLUE_FLOW_AGENT,
+      'wf-plain-agent',
+      `SELECT id, json_extract(payload, '$.idempotencyKey') AS k FROM flue_submissions`,
+    ),
+  ).toEqual([{ id: output.submissionId, k: 'wf-plain:plain' }]);
 });
 
 test('a dispatch step retried after a successful admission does not deliver the message twice', async () => {
@@ -105,7 +109,10 @@ test('a dispatch step retried after a successful admission does not deliver the 
   // Attempt 1 admits the message, then dies before its result is checkpointed.
   injectFault('wf-dispatch-retry', 'ask:dispatch', { kind: 'fail-after-body' });
   const output = await withInstance(bindings.AGENT_FLOW, 'wf-dispatch-retry', async (instance) => {
-    await bindings.AGENT_FLOW.create({ id: 'wf-dispatch-retry', params: { agent: 'Flow', agentId: 'wf-retry-agent', message: 'Say it once.' } });
+    await bindings.AGENT_FLOW.create({
+      id: 'wf-dispatch-retry',
+      params: { agent: 'Flow', agentId: 'wf-retry-agent', message: 'Say it once.' },
+    });
     await instance.waitForStatus('complete');
     return (await instance.getOutput()) as AgentStepResult<AgentStepReply>;
   });
@@ -129,7 +136,10 @@ test('a read step retried after its first attempt died with the object reset get
   injectFault('wf-read-retry', 'ask:read', { kind: 'fail-when', until: new Promise<void>((resolve) => (killRead = resolve)) });
   const stub = () => bindings.FLUE_SLOW_FLOW_AGENT.getByName('wf-read-agent');
   const output = await withInstance(bindings.AGENT_FLOW, 'wf-read-retry', async (instance) => {
-    await bindings.AGENT_FLOW.create({ id: 'wf-read-retry', params: { agent: 'SlowFlow', agentId: 'wf-read-agent', message: 'Prepare order o-7.' } });
+    await bindings.AGENT_FLOW.create({
+      id: 'wf-read-retry',
+      params: { agent: 'SlowFlow', agentId: 'wf-read-agent', message: 'Prepare order o-7.' },
+    });
     // Reset the object mid-response (while the slow `pack` step runs), and let the read attempt die with it.
     await until(() => (slowFlowRuns.includes('pack') ? true : undefined), 20_000);
     await runInDurableObject(stub(), (_instance, state) => {
@@ -174,7 +184,9 @@ test('a failed submission fails the Workflow with the outcome in the error, with
   const checkpoint = (stepResults.get('wf-failed/ask:dispatch') as AgentCheckpoint[])[0]!;
   // RPC keeps an error's message only (the class name travels as its prefix).
   expect(error.message).toMatch(/^AgentStepError: \[flue\] ask:read: /);
-  expect(error.message).toContain(`submission "${checkpoint.receipt.submissionId}" of agent instance "wf-failed-agent" settled failed (operation_failed)`);
+  expect(error.message).toContain(
+    `submission "${checkpoint.receipt.submissionId}" of agent instance "wf-failed-agent" settled failed (operation_failed)`,
+  );
   expect(toAgentStepError(error)).toMatchObject({
     step: 'ask:read',
     outcome: 'failed',
@@ -201,11 +213,19 @@ test("onFailure: 'return' checkpoints the failure and lets the Workflow go on", 
 
 test('a rejected dispatch fails the Workflow at once, naming the rejection', async () => {
   const error = await withInstance(bindings.AGENT_FLOW, 'wf-rejected', async (instance) => {
-    await bindings.AGENT_FLOW.create({ id: 'wf-rejected', params: { agent: 'Flow', agentId: 'wf-rejected-agent', message: 'Continue, please.', uid: 'inc_gone' } });
+    await bindings.AGENT_FLOW.create({
+      id: 'wf-rejected',
+      params: { agent: 'Flow', agentId: 'wf-rejected-agent', message: 'Continue, please.', uid: 'inc_gone' },
+    });
     await instance.waitForStatus('errored');
     return instance.getError();
   });
-  expect(toAgentStepError(error)).toMatchObject({ step: 'ask:dispatch', outcome: 'rejected', type: 'agent_instance_not_found', id: 'wf-rejected-agent' });
+  expect(toAgentStepError(error)).toMatchObject({
+    step: 'ask:dispatch',
+    outcome: 'rejected',
+    type: 'agent_instance_not_found',
+    id: 'wf-rejected-agent',
+  });
   expect(stepAttempts.get('wf-rejected/ask:dispatch')).toBe(1);
   expect(stepAttempts.get('wf-rejected/ask:read')).toBeUndefined();
 });
@@ -214,9 +234,13 @@ test('the key decision and the target are checked before any step runs', async (
   const calls: string[] = [];
   const step = { do: async (name: string) => void calls.push(name) } as unknown as WorkflowStep;
   await expect(runAgentStep(step, Flow, { name: 'ask', id: 'x', message: 'hi' } as never)).rejects.toThrow(/needs an idempotency decision/);
-  await expect(runAgentStep(step, Flow, { name: 'ask', id: '', message: 'hi', idempotencyKey: false })).rejects.toThrow(/non-empty agent instance id/);
+  await expect(runAgentStep(step, Flow, { name: 'ask', id: '', message: 'hi', idempotencyKey: false })).rejects.toThrow(
+    /non-empty agent instance id/,
+  );
   await expect(runAgentStep(step, Flow, { name: '', id: 'x', message: 'hi', idempotencyKey: false })).rejects.toThrow(/non-empty name/);
-  await expect(runAgentStep(step, Flow, { name: 'ask', id: 'x', message: 'hi', idempotencyKey: '' })).rejects.toThrow(/idempotencyKey must be a non-empty string/);
+  await expect(runAgentStep(step, Flow, { name: 'ask', id: 'x', message: 'hi', idempotencyKey: '' })).rejects.toThrow(
+    /idempotencyKey must be a non-empty string/,
+  );
   expect(calls).toEqual([]);
 });
 
@@ -231,10 +255,13 @@ test('a Workflow with a step.sleep between two agent calls continues the same co
   expect(output.second.text).toBe('The second is 2.');
   expect(output.second.uid).toBe(output.first.uid);
   // Two steps of one name get distinct derived keys (`#2` for the second).
-  expect(await rows(bindings.FLUE_FLOW_AGENT, 'wf-conversation-agent', `SELECT json_extract(payload, '$.idempotencyKey') AS k FROM flue_submissions ORDER BY ord`)).toEqual([
-    { k: 'wf-conversation:turn' },
-    { k: 'wf-conversation:turn#2' },
-  ]);
+  expect(
+    await rows(
+      bindings.FLUE_FLOW_AGENT,
+      'wf-conversation-agent',
+      `SELECT json_extract(payload, '$.idempotencyKey') AS k FROM flue_submissions ORDER BY ord`,
+    ),
+  ).toEqual([{ k: 'wf-conversation:turn' }, { k: 'wf-conversation:turn#2' }]);
   const requests = await laneRequests(FLOW_LANE);
   expect(requests).toHaveLength(2);
   expect(requests[1]!.messages.map((m) => m.content)).toEqual(

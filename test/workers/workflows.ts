@@ -56,7 +56,8 @@ export function Digest() {
   useModel(`${WF_PROVIDER}/${DIGEST_LANE}`);
   const delivery = useDelivery();
   digestDeliveries.push(delivery);
-  const when = delivery.kind === 'signal' ? ` This run was scheduled for ${delivery.attributes?.scheduledAt} by "${delivery.attributes?.cron}".` : '';
+  const when =
+    delivery.kind === 'signal' ? ` This run was scheduled for ${delivery.attributes?.scheduledAt} by "${delivery.attributes?.cron}".` : '';
   return `Write the daily digest.${when}`;
 }
 

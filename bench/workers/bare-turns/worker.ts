@@ -91,7 +91,9 @@ export class BareConversation extends DurableObject<Env> {
    */
   turn(text: string): Promise<string> {
     if (this.messages === undefined) {
-      const rows = this.ctx.storage.sql.exec<{ exchange: number; body: string }>('SELECT exchange, body FROM history ORDER BY exchange, seq').toArray();
+      const rows = this.ctx.storage.sql
+        .exec<{ exchange: number; body: string }>('SELECT exchange, body FROM history ORDER BY exchange, seq')
+        .toArray();
       this.messages = rows.map((row) => JSON.parse(row.body) as Message);
       this.exchangeNo = rows.at(-1)?.exchange ?? 0;
     }

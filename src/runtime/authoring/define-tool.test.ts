@@ -84,7 +84,10 @@ describe('defineTool validation', () => {
       v.strictObject({ a: v.string() }),
       v.looseObject({ a: v.string() }),
       v.objectWithRest({ a: v.string() }, v.number()),
-      v.pipe(v.object({ a: v.string() }), v.check((value) => value.a.length > 0)),
+      v.pipe(
+        v.object({ a: v.string() }),
+        v.check((value) => value.a.length > 0),
+      ),
       v.pipe(v.pipe(v.strictObject({})), v.description('nested pipe')),
     ];
     for (const input of schemas) expect(define({ ...base, input }).input).toBe(input);
@@ -96,7 +99,10 @@ describe('defineTool validation', () => {
       v.array(v.object({})),
       v.optional(v.object({})),
       v.union([v.object({}), v.object({ a: v.string() })]),
-      v.pipe(v.string(), v.transform((value) => ({ value }))),
+      v.pipe(
+        v.string(),
+        v.transform((value) => ({ value })),
+      ),
       { type: 'object' },
       'object',
     ]) {
@@ -165,9 +171,7 @@ describe('defineTool validation', () => {
     expect(() => validateToolDefinition({ ...base, name: '' }, 'useTool')).toThrow(
       /^\[flue\] useTool\(\): a tool definition: "name" must be a non-empty string/,
     );
-    expect(() => validateToolDefinition({ ...base, extra: 1 }, 'useTool')).toThrow(
-      '[flue] useTool(): tool "lookup": unknown key "extra".',
-    );
+    expect(() => validateToolDefinition({ ...base, extra: 1 }, 'useTool')).toThrow('[flue] useTool(): tool "lookup": unknown key "extra".');
   });
 
   it('returns an already validated definition unchanged', () => {
@@ -245,15 +249,7 @@ describe('assembleToolSet', () => {
       framework: [tool('task'), tool('activate_skill')],
       builtin: [tool('read'), tool('bash')],
     });
-    expect(tools.map((t) => t.name)).toEqual([
-      'task',
-      'activate_skill',
-      'read',
-      'bash',
-      'lookup_order',
-      'finish',
-      'give_up',
-    ]);
+    expect(tools.map((t) => t.name)).toEqual(['task', 'activate_skill', 'read', 'bash', 'lookup_order', 'finish', 'give_up']);
   });
 
   it('lists the reserved names', () => {
@@ -287,9 +283,7 @@ describe('assembleToolSet', () => {
   });
 
   it('allows reserved names in the framework and result groups', () => {
-    expect(() =>
-      assembleToolSet({ framework: [tool('task'), tool('read_skill_resource')], result: [tool('finish')] }),
-    ).not.toThrow();
+    expect(() => assembleToolSet({ framework: [tool('task'), tool('read_skill_resource')], result: [tool('finish')] })).not.toThrow();
   });
 
   it('rejects duplicates within and across groups', () => {

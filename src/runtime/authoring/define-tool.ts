@@ -36,9 +36,8 @@ type DataOf<Input> = Input extends ToolInputSchema ? v.InferOutput<Input> : neve
  * only with `harness: true`, `step` only with `durable: true`. The tuple-wrapped checks keep a
  * flag typed as plain `boolean` from turning the context into a union.
  */
-export type ToolContext<Input = undefined, Harness = undefined, Durable = undefined> =
-  ToolContextBase<Harness, Durable> &
-    ([Input] extends [undefined] ? {} : { readonly data: DataOf<Input> });
+export type ToolContext<Input = undefined, Harness = undefined, Durable = undefined> = ToolContextBase<Harness, Durable> &
+  ([Input] extends [undefined] ? {} : { readonly data: DataOf<Input> });
 
 // ── Results ───────────────────────────────────────────────────────────────────────────────────
 
@@ -51,9 +50,7 @@ export interface ToolRunEnvelope<O> {
  * What `run` may return for an output type `T`. Without an output schema (`T` = unknown) a string
  * or nothing is fine; with one, only the envelope or a string the schema accepts.
  */
-export type ToolRunResult<T> =
-  | ToolRunEnvelope<T>
-  | (unknown extends T ? string | void : Extract<T, string>);
+export type ToolRunResult<T> = ToolRunEnvelope<T> | (unknown extends T ? string | void : Extract<T, string>);
 export type ToolRunReturn<T> = ToolRunResult<T> | Promise<ToolRunResult<T>>;
 
 /** The value `run` hands in: the output schema's *input* type, since the runtime parses it. */
@@ -149,27 +146,27 @@ export interface UseToolSignature {
     O extends ToolOutputSchema | undefined = undefined,
     H extends boolean | undefined = undefined,
     D extends boolean | undefined = undefined,
-  >(tool: ToolOptionsWithoutInput<O, H, D>): void;
+  >(
+    tool: ToolOptionsWithoutInput<O, H, D>,
+  ): void;
   <
     I extends ToolInputSchema,
     O extends ToolOutputSchema | undefined = undefined,
     H extends boolean | undefined = undefined,
     D extends boolean | undefined = undefined,
-  >(tool: ToolOptionsWithInput<I, O, H, D>): void;
+  >(
+    tool: ToolOptionsWithInput<I, O, H, D>,
+  ): void;
   (tool: ToolDefinition): void;
 }
 
 /** The arguments `run` receives as `data` (`undefined` for a tool without `input`). */
 export type ToolInput<T> =
-  T extends ToolDefinition<infer I, any, any, any>
-    ? [I] extends [ToolInputSchema] ? v.InferOutput<I> : undefined
-    : never;
+  T extends ToolDefinition<infer I, any, any, any> ? ([I] extends [ToolInputSchema] ? v.InferOutput<I> : undefined) : never;
 
 /** The recorded output type: the output schema's parsed type, else `unknown`. */
 export type ToolOutput<T> =
-  T extends ToolDefinition<any, infer O, any, any>
-    ? [O] extends [ToolOutputSchema] ? v.InferOutput<O> : unknown
-    : never;
+  T extends ToolDefinition<any, infer O, any, any> ? ([O] extends [ToolOutputSchema] ? v.InferOutput<O> : unknown) : never;
 
 // ── defineTool ────────────────────────────────────────────────────────────────────────────────
 
@@ -188,17 +185,7 @@ export function defineTool(options: unknown): ToolDefinition {
   return validateToolDefinition(options, 'defineTool');
 }
 
-const KNOWN_KEYS = [
-  'name',
-  'description',
-  'input',
-  'output',
-  'harness',
-  'durable',
-  'timeoutMs',
-  'annotations',
-  'run',
-] as const;
+const KNOWN_KEYS = ['name', 'description', 'input', 'output', 'harness', 'durable', 'timeoutMs', 'annotations', 'run'] as const;
 
 const OBJECT_SCHEMA_TYPES = new Set(['object', 'strict_object', 'loose_object', 'object_with_rest']);
 const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
@@ -229,8 +216,7 @@ export function validateToolDefinition(value: unknown, site: 'defineTool' | 'use
     throw new ToolDefinitionError(`${where} a tool definition must be an object, received ${kindOf(value)}.`, { site });
   }
   const raw = value as Record<string, unknown>;
-  const tool =
-    typeof raw.name === 'string' && raw.name.trim() !== '' ? `tool "${raw.name}"` : 'a tool definition';
+  const tool = typeof raw.name === 'string' && raw.name.trim() !== '' ? `tool "${raw.name}"` : 'a tool definition';
   const toolName = typeof raw.name === 'string' && raw.name.trim() !== '' ? raw.name : undefined;
   const fail = (message: string): never => {
     throw new ToolDefinitionError(`${where} ${tool}: ${message}`, { site, ...(toolName === undefined ? {} : { tool: toolName }) });
@@ -284,10 +270,7 @@ export function validateToolDefinition(value: unknown, site: 'defineTool' | 'use
   return definition;
 }
 
-function validateAnnotations(
-  value: unknown,
-  fail: (message: string) => never,
-): Readonly<McpToolAnnotations> {
+function validateAnnotations(value: unknown, fail: (message: string) => never): Readonly<McpToolAnnotations> {
   if (!isPlainObject(value)) return fail(`"annotations" must be a plain object, received ${kindOf(value)}.`);
   const annotations = value as Record<string, unknown>;
   if (annotations.title !== undefined && typeof annotations.title !== 'string') {
@@ -314,8 +297,6 @@ function isValibotSchema(value: unknown): value is v.GenericSchema {
 function isObjectSchema(value: unknown): value is ToolInputSchema {
   return isValibotSchema(value) && OBJECT_SCHEMA_TYPES.has(value.type);
 }
-
-
 
 /** Like `kindOf`, but shows strings and numbers themselves. */
 // ── What the model sees ───────────────────────────────────────────────────────────────────────

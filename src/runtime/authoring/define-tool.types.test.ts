@@ -5,14 +5,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import * as v from 'valibot';
 import { defineTool } from './define-tool.ts';
-import type {
-  ToolContext,
-  ToolDefinition,
-  ToolInput,
-  ToolOutput,
-  ToolStep,
-  UseToolSignature,
-} from './define-tool.ts';
+import type { ToolContext, ToolDefinition, ToolInput, ToolOutput, ToolStep, UseToolSignature } from './define-tool.ts';
 import type { FlueHarness, FlueLogger } from '../common/types.ts';
 
 // A stand-in with `useTool`'s signature, to check inline definitions infer like defineTool.
@@ -42,7 +35,10 @@ describe('defineTool types', () => {
     defineTool({
       name: 'piped',
       description: 'Piped input.',
-      input: v.pipe(v.object({ a: v.string() }), v.check((value) => value.a !== '')),
+      input: v.pipe(
+        v.object({ a: v.string() }),
+        v.check((value) => value.a !== ''),
+      ),
       run({ data }) {
         expectTypeOf(data).toEqualTypeOf<{ a: string }>();
       },

@@ -26,12 +26,24 @@ describe('resolveDurability', () => {
   it('takes each field independently', () => {
     expect(resolveDurability(agentWith({ maxAttempts: 3 }))).toEqual({ maxAttempts: 3, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
     expect(resolveDurability(agentWith({ timeoutMs: 500 }))).toEqual({ maxAttempts: 10, timeoutMs: 500, modelIdleTimeoutMs: 300_000 });
-    expect(resolveDurability(agentWith({ modelIdleTimeoutMs: 250 }))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 250 });
-    expect(resolveDurability(agentWith({ maxAttempts: 1, timeoutMs: 1 }))).toEqual({ maxAttempts: 1, timeoutMs: 1, modelIdleTimeoutMs: 300_000 });
+    expect(resolveDurability(agentWith({ modelIdleTimeoutMs: 250 }))).toEqual({
+      maxAttempts: 10,
+      timeoutMs: 3_600_000,
+      modelIdleTimeoutMs: 250,
+    });
+    expect(resolveDurability(agentWith({ maxAttempts: 1, timeoutMs: 1 }))).toEqual({
+      maxAttempts: 1,
+      timeoutMs: 1,
+      modelIdleTimeoutMs: 300_000,
+    });
   });
 
   it('treats an explicit undefined field as absent', () => {
-    expect(resolveDurability(agentWith({ maxAttempts: undefined }))).toEqual({ maxAttempts: 10, timeoutMs: 3_600_000, modelIdleTimeoutMs: 300_000 });
+    expect(resolveDurability(agentWith({ maxAttempts: undefined }))).toEqual({
+      maxAttempts: 10,
+      timeoutMs: 3_600_000,
+      modelIdleTimeoutMs: 300_000,
+    });
   });
 
   it.each([null, 5, 'fast', true, [], [1]])('rejects a non-object durability %j', (value) => {
@@ -41,9 +53,7 @@ describe('resolveDurability', () => {
   });
 
   it('rejects unknown keys', () => {
-    expect(() => resolveDurability(agentWith({ maxAttempt: 3 }))).toThrowError(
-      /^\[flue\] .*durability has unknown key "maxAttempt"/,
-    );
+    expect(() => resolveDurability(agentWith({ maxAttempt: 3 }))).toThrowError(/^\[flue\] .*durability has unknown key "maxAttempt"/);
     expect(() => resolveDurability(agentWith({ maxAttempts: 3, retries: 1 }))).toThrowError(/unknown key "retries"/);
   });
 

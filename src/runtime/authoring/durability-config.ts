@@ -86,4 +86,3 @@ function agentLabel(agent: object): string {
   const name = typeof named.agentName === 'string' ? named.agentName : named.name;
   return typeof name === 'string' && name !== '' ? `"${name}"` : '(anonymous)';
 }
-

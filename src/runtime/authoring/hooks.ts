@@ -22,14 +22,7 @@ import {
   assertNotRendering,
   currentFrame,
 } from './render.ts';
-import type {
-  CompactionConfig,
-  Delivery,
-  DeliveredMessageInput,
-  DispatchReceipt,
-  ThinkingLevel,
-} from '../common/types.ts';
-
+import type { CompactionConfig, Delivery, DeliveredMessageInput, DispatchReceipt, ThinkingLevel } from '../common/types.ts';
 
 /** The frame of the hook being called, which must be the root agent's (not a subagent's). */
 export function rootFrame(hook: string): RenderFrame {
@@ -63,7 +56,9 @@ export function useModel(model: string, options?: UseModelOptions): void {
     }
     if (options.thinkingLevel !== undefined) {
       if (!THINKING_LEVELS.includes(options.thinkingLevel)) {
-        throw hookUsageError(`[flue] useModel() thinkingLevel must be one of ${THINKING_LEVELS.join(', ')}; got ${JSON.stringify(options.thinkingLevel)}.`);
+        throw hookUsageError(
+          `[flue] useModel() thinkingLevel must be one of ${THINKING_LEVELS.join(', ')}; got ${JSON.stringify(options.thinkingLevel)}.`,
+        );
       }
       declared.thinkingLevel = options.thinkingLevel;
     }
@@ -150,7 +145,9 @@ export function useDelivery(): Delivery {
   const frame = currentFrame('useDelivery');
   const delivery = frame.scope?.delivery;
   if (delivery === undefined) {
-    throw hookUsageError('[flue] useDelivery() found no delivered message behind this render. It is available while the runtime handles a delivery.');
+    throw hookUsageError(
+      '[flue] useDelivery() found no delivered message behind this render. It is available while the runtime handles a delivery.',
+    );
   }
   if (Object.hasOwn(delivery, 'origin')) return delivery as Delivery;
   // A scope lent without an origin (a hand-built test scope) gets the least trusted one.
@@ -162,7 +159,8 @@ export function useDispatchMessage(): (message: DeliveredMessageInput) => Promis
   const scope = frame.scope;
   return async (message) => {
     assertNotRendering('The dispatcher of useDispatchMessage()');
-    if (scope === undefined) throw hookUsageError('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
+    if (scope === undefined)
+      throw hookUsageError('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
     return scope.dispatch(message);
   };
 }
@@ -183,12 +181,15 @@ export function useDataWriter(name: string, options?: { schema: v.GenericSchema 
   const schema = options?.schema;
   return (data) => {
     assertNotRendering(`The writer of useDataWriter("${name}")`);
-    if (scope === undefined) throw hookUsageError(`[flue] The writer of useDataWriter("${name}") has no agent instance behind it (bare render).`);
+    if (scope === undefined)
+      throw hookUsageError(`[flue] The writer of useDataWriter("${name}") has no agent instance behind it (bare render).`);
     let value = data;
     if (schema !== undefined) {
       const parsed = v.safeParse(schema, data);
       if (!parsed.success) {
-        throw hookUsageError(`[flue] useDataWriter("${name}") write does not match its schema: ${parsed.issues.map((i) => i.message).join('; ')}`);
+        throw hookUsageError(
+          `[flue] useDataWriter("${name}") write does not match its schema: ${parsed.issues.map((i) => i.message).join('; ')}`,
+        );
       }
       value = parsed.output;
     }

@@ -136,9 +136,7 @@ describe('__flueBindAgentModule', () => {
   it('throws when rebinding to a different identity', () => {
     const fn = named('Bound');
     __flueBindAgentModule(fn, { identity: 'First' });
-    expect(() => __flueBindAgentModule(fn, { identity: 'Second' })).toThrowError(
-      /^\[flue\] .*already bound to identity "First".*"Second"/,
-    );
+    expect(() => __flueBindAgentModule(fn, { identity: 'Second' })).toThrowError(/^\[flue\] .*already bound to identity "First".*"Second"/);
     expect(resolveAgentIdentity(fn)).toBe('First');
   });
 
@@ -236,7 +234,10 @@ describe('messages name the host the user is on', () => {
   afterEach(() => setHostKind(undefined));
 
   it('an anonymous agent: start() only where there is one', () => {
-    const anonymous = (() => () => undefined)() as unknown as Agent;
+    const anonymous = (
+      () => () =>
+        undefined
+    )() as unknown as Agent;
     setHostKind('node');
     expect(() => resolveAgentIdentity(anonymous)).toThrow('register it as { agent, name } in start()');
     setHostKind('cloudflare');
@@ -249,7 +250,9 @@ describe('messages name the host the user is on', () => {
     const registry = new AgentRegistry();
     function Stray() {}
     setHostKind('cloudflare');
-    expect(() => registry.identityOf(Stray as unknown as Agent)).toThrow(/not registered in this app\. Export it from a 'use agent' module under src\/agents\//);
+    expect(() => registry.identityOf(Stray as unknown as Agent)).toThrow(
+      /not registered in this app\. Export it from a 'use agent' module under src\/agents\//,
+    );
     setHostKind('node');
     expect(() => registry.identityOf(Stray as unknown as Agent)).toThrow(/Register it via start\(\{ agents \}\)/);
   });

@@ -46,9 +46,7 @@ export function __flueBindAgentModule(fn: Function, binding: AgentIdentityBindin
   if (existing === undefined) {
     bindings.set(fn, identity);
   } else if (existing !== identity) {
-    throw new Error(
-      `[flue] Agent function is already bound to identity "${existing}" and cannot be rebound to "${identity}".`,
-    );
+    throw new Error(`[flue] Agent function is already bound to identity "${existing}" and cannot be rebound to "${identity}".`);
   }
 }
 
@@ -105,9 +103,7 @@ export class AgentRegistry {
     const identity = resolveAgentIdentity(fn, name);
     const existing = this.#byFunction.get(fn);
     if (existing !== undefined && existing !== identity) {
-      throw new Error(
-        `[flue] The same agent function is registered under two identities: "${existing}" and "${identity}".`,
-      );
+      throw new Error(`[flue] The same agent function is registered under two identities: "${existing}" and "${identity}".`);
     }
     const holder = this.get(identity);
     if (holder !== undefined && holder !== fn) {
@@ -142,9 +138,7 @@ export class AgentRegistry {
     const identity = this.#byFunction.get(fn);
     if (identity === undefined) {
       const name = typeof fn === 'function' && fn.name ? ` "${fn.name}"` : '';
-      throw new Error(
-        `[flue] Agent function${name} is not registered in this app. ${registrationHint()}`,
-      );
+      throw new Error(`[flue] Agent function${name} is not registered in this app. ${registrationHint()}`);
     }
     return identity;
   }

@@ -58,7 +58,14 @@ describe('resources bodies', () => {
     expect(narrate(before, after)).toEqual([
       {
         kind: 'tool',
-        body: ['New tools available:', '- **c** — The c tool.', '- **d** — The d tool.', 'The tool "b" is no longer available.', 'The tool "a" was updated.', 'All available tools: a, c, d'].join('\n'),
+        body: [
+          'New tools available:',
+          '- **c** — The c tool.',
+          '- **d** — The d tool.',
+          'The tool "b" is no longer available.',
+          'The tool "a" was updated.',
+          'All available tools: a, c, d',
+        ].join('\n'),
       },
       {
         kind: 'skill',
@@ -84,7 +91,12 @@ describe('resources bodies', () => {
 describe('environment body', () => {
   it('restates the cwd, the warning and every roster', () => {
     expect(
-      environmentBody({ cwd: '/workspace', tools: ['read', 'bash'], skills: [{ name: 'review', description: 'Review.' }], subagents: [] }).split('\n'),
+      environmentBody({
+        cwd: '/workspace',
+        tools: ['read', 'bash'],
+        skills: [{ name: 'review', description: 'Review.' }],
+        subagents: [],
+      }).split('\n'),
     ).toEqual([
       'The sandbox changed. Its working directory is now `/workspace`.',
       'Files, directories and command results from the earlier environment may be gone: re-check anything you learned about them before relying on it.',

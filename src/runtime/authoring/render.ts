@@ -119,7 +119,9 @@ export interface RenderFrame {
 let current: RenderFrame | undefined;
 
 function reentrantRenderError(): Error {
-  return hookUsageError('[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().');
+  return hookUsageError(
+    '[flue] Re-entrant agent render. An agent function may not render another agent function; share behaviour through custom hooks and delegate through useSubagent().',
+  );
 }
 
 /**
@@ -148,7 +150,9 @@ export function currentFrame(hook: string): RenderFrame {
 /** Setters, writers and dispatchers are effects; a render is a pure read. */
 export function assertNotRendering(what: string): void {
   if (current !== undefined) {
-    throw hookUsageError(`[flue] ${what} cannot be called while an agent function renders. Call it from a tool, an event hook callback, or other async work.`);
+    throw hookUsageError(
+      `[flue] ${what} cannot be called while an agent function renders. Call it from a tool, an event hook callback, or other async work.`,
+    );
   }
 }
 
@@ -193,10 +197,7 @@ export function render(
   current = frame;
   let returned: unknown;
   try {
-    returned =
-      kind === 'root'
-        ? (agent as (props: { id: string }) => unknown)(options.props ?? bareProps())
-        : (agent as () => unknown)();
+    returned = kind === 'root' ? (agent as (props: { id: string }) => unknown)(options.props ?? bareProps()) : (agent as () => unknown)();
   } finally {
     current = undefined;
   }
@@ -249,7 +250,7 @@ function agentIdentityOf(agent: object): string | undefined {
 
 function agentLabel(agent: object): string {
   const name = (agent as { name?: unknown }).name;
-  return typeof name === "string" && name ? `Agent "${name}"` : "The agent";
+  return typeof name === 'string' && name ? `Agent "${name}"` : 'The agent';
 }
 
 /** Renders a delegate fresh in a subagent frame; `useDelivery()` there is the task prompt. */

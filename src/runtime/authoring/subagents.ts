@@ -37,7 +37,9 @@ export function validateSubagent(value: unknown, site: string): SubagentDefiniti
   // The general delegate is recognised by its agent function, not by object identity: a per-mount
   // override spreads it into a new object (`{ ...GeneralSubagent, model }`) and must still register.
   if (def.name === GENERAL_SUBAGENT_NAME && def.agent !== GeneralSubagent.agent) {
-    throw new Error(`[flue] ${site}: the name "${GENERAL_SUBAGENT_NAME}" is reserved for GeneralSubagent; give this subagent another name (or declare useSubagent(GeneralSubagent)).`);
+    throw new Error(
+      `[flue] ${site}: the name "${GENERAL_SUBAGENT_NAME}" is reserved for GeneralSubagent; give this subagent another name (or declare useSubagent(GeneralSubagent)).`,
+    );
   }
   if (typeof def.description !== 'string' || def.description.trim() === '') {
     throw new Error(`[flue] ${site}: ${label} needs a non-empty description (the model decides when to delegate from it).`);
@@ -94,10 +96,7 @@ const taskInput = v.object({
     ),
   ),
   attachments: v.optional(
-    v.pipe(
-      v.array(v.object({ id: v.string() })),
-      v.description('Images from this conversation to hand to the agent, by attachment id.'),
-    ),
+    v.pipe(v.array(v.object({ id: v.string() })), v.description('Images from this conversation to hand to the agent, by attachment id.')),
   ),
 });
 
@@ -134,7 +133,11 @@ export type TaskResolution =
 export function resolveTask(args: unknown, subagents: readonly SubagentDefinition[], depth: number): TaskResolution {
   const parsed = v.safeParse(taskInput, args ?? {});
   if (!parsed.success) {
-    return { kind: 'result', isError: true, content: `Arguments for tool "task" do not match the required schema: ${parsed.issues.map((issue) => issue.message).join('; ')}.` };
+    return {
+      kind: 'result',
+      isError: true,
+      content: `Arguments for tool "task" do not match the required schema: ${parsed.issues.map((issue) => issue.message).join('; ')}.`,
+    };
   }
   const { prompt, agent, cwd, attachments } = parsed.output;
   const subagent = subagents.find((candidate) => candidate.name === agent);
@@ -147,7 +150,8 @@ export function resolveTask(args: unknown, subagents: readonly SubagentDefinitio
       content: `Subagent "${agent}" is not declared. Available subagents: ${names.length ? names.join(', ') : '(none)'}.`,
     };
   }
-  if (depth + 1 > DELEGATION_DEPTH_CAP) return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
+  if (depth + 1 > DELEGATION_DEPTH_CAP)
+    return { kind: 'result', isError: true, content: new DelegationDepthExceededError(DELEGATION_DEPTH_CAP).message };
   const attachmentIds = [...new Set((attachments ?? []).map((attachment) => attachment.id))];
   return { kind: 'run', subagent, prompt, depth: depth + 1, ...(cwd === undefined ? {} : { cwd }), attachmentIds };
 }

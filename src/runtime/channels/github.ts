@@ -82,7 +82,11 @@ export function githubChannel(options: GitHubChannelOptions): GitHubChannel {
       }
       // subtle.verify compares in constant time, so the comparison leaks nothing about the secret.
       if (!(await crypto.subtle.verify('HMAC', key, hexBytes(match[1]!), request.body))) {
-        return new ChannelRefusedError(401, 'The X-Hub-Signature-256 signature does not match the body.', 'The webhook secret differs from the one configured here, or the body was changed in transit.');
+        return new ChannelRefusedError(
+          401,
+          'The X-Hub-Signature-256 signature does not match the body.',
+          'The webhook secret differs from the one configured here, or the body was changed in transit.',
+        );
       }
       const name = requiredHeader(headers, 'X-GitHub-Event', EVENT_NAME);
       const deliveryId = requiredHeader(headers, 'X-GitHub-Delivery', DELIVERY_ID);
@@ -113,13 +117,18 @@ function checkOptions(options: GitHubChannelOptions): GitHubChannelOptions {
   if (typeof options !== 'object' || options === null) throw new Error('[flue] githubChannel() takes { secret, routes }.');
   const { secret, routes, path, maxBodyBytes } = options;
   if (!(typeof secret === 'function' || (typeof secret === 'string' && secret !== ''))) {
-    throw new Error('[flue] githubChannel() option "secret" must be the webhook\'s secret (a non-empty string) or a function reading it from env.');
+    throw new Error(
+      '[flue] githubChannel() option "secret" must be the webhook\'s secret (a non-empty string) or a function reading it from env.',
+    );
   }
   if (typeof routes !== 'object' || routes === null || Array.isArray(routes)) {
-    throw new Error('[flue] githubChannel() option "routes" must be an object keyed by event name, e.g. { issues: (event) => ({ agent, id, message }) }.');
+    throw new Error(
+      '[flue] githubChannel() option "routes" must be an object keyed by event name, e.g. { issues: (event) => ({ agent, id, message }) }.',
+    );
   }
   for (const [name, route] of Object.entries(routes)) {
-    if (typeof route !== 'function') throw new Error(`[flue] githubChannel() option routes.${name} must be a function mapping the event to deliveries.`);
+    if (typeof route !== 'function')
+      throw new Error(`[flue] githubChannel() option routes.${name} must be a function mapping the event to deliveries.`);
   }
   if (path !== undefined && (typeof path !== 'string' || !path.startsWith('/'))) {
     throw new Error(`[flue] githubChannel() option "path" must start with "/"; got ${JSON.stringify(path)}.`);
@@ -137,7 +146,9 @@ class KeyCache {
 
   get(secret: string): Promise<CryptoKey> {
     if (typeof secret !== 'string' || secret === '') {
-      return Promise.reject(new Error('[flue] githubChannel() "secret" resolved to an empty or non-string value; set the webhook secret in env.'));
+      return Promise.reject(
+        new Error('[flue] githubChannel() "secret" resolved to an empty or non-string value; set the webhook secret in env.'),
+      );
     }
     if (secret !== this.#secret || this.#key === undefined) {
       this.#secret = secret;
@@ -166,7 +177,8 @@ function parsePayload(contentType: string | null, body: Uint8Array<ArrayBuffer>)
   if (type === 'application/json') json = text;
   else if (type === 'application/x-www-form-urlencoded') json = new URLSearchParams(text).get('payload');
   else throw new UnsupportedMediaTypeError(contentType ?? undefined);
-  if (json === null) throw new InvalidRequestError('The form body has no "payload" field.', 'GitHub sends form-encoded webhooks as payload=<JSON>.');
+  if (json === null)
+    throw new InvalidRequestError('The form body has no "payload" field.', 'GitHub sends form-encoded webhooks as payload=<JSON>.');
   let payload: unknown;
   try {
     payload = JSON.parse(json);

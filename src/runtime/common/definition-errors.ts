@@ -13,10 +13,14 @@ export function hookUsageError(message: string): AgentDefinitionError {
 const SYNC_AGENT_MESSAGE = '[flue] Agent functions must be synchronous.';
 
 export function asyncAgentError(agent?: string): AgentDefinitionError {
-  return new AgentDefinitionError('synchronous', `${SYNC_AGENT_MESSAGE} Move async work into tools, event hook callbacks or resource factories.`, {
-    ...(agent === undefined ? {} : { agent }),
-    details:
-      `${agent === undefined ? 'The agent function' : `Agent "${agent}"`} is async or returns a promise. An agent function renders ` +
-      'synchronously before every model call: drop `async` and await inside a tool run(), useAgentStart() or another callback.',
-  });
+  return new AgentDefinitionError(
+    'synchronous',
+    `${SYNC_AGENT_MESSAGE} Move async work into tools, event hook callbacks or resource factories.`,
+    {
+      ...(agent === undefined ? {} : { agent }),
+      details:
+        `${agent === undefined ? 'The agent function' : `Agent "${agent}"`} is async or returns a promise. An agent function renders ` +
+        'synchronously before every model call: drop `async` and await inside a tool run(), useAgentStart() or another callback.',
+    },
+  );
 }

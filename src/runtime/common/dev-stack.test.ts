@@ -53,7 +53,9 @@ describe('describeForDeveloper', () => {
   it('leaves the head alone when no frame is in src/, and frames of other files unmapped', () => {
     setDevSourceMap({ bundle: 'worker.js', map: bundleMap });
     expect(mapFrames('\n    at f (/elsewhere/lib.js:100:7)')).toEqual({ text: '\n    at f (/elsewhere/lib.js:100:7)' });
-    expect(describeForDeveloper(thrown('    at g (/elsewhere/lib.js:1:1)'))).toBe('TypeError: the lookup failed\n    at g (/elsewhere/lib.js:1:1)');
+    expect(describeForDeveloper(thrown('    at g (/elsewhere/lib.js:1:1)'))).toBe(
+      'TypeError: the lookup failed\n    at g (/elsewhere/lib.js:1:1)',
+    );
   });
 
   it('keeps a multi-line message whole, and describes thrown non-errors', () => {

@@ -55,11 +55,7 @@ export class FlueHttpError extends FlueError {
   readonly status: number;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(
-    type: string,
-    status: number,
-    options: FlueErrorOptions & { headers?: Record<string, string> },
-  ) {
+  constructor(type: string, status: number, options: FlueErrorOptions & { headers?: Record<string, string> }) {
     super(type, options);
     this.status = status;
     this.headers = options.headers;
@@ -140,9 +136,7 @@ export class AgentInstanceNotFoundError extends FlueHttpError {
   constructor(id: string, details = '') {
     super('agent_instance_not_found', 404, {
       message: `Agent instance "${id}" was not found.`,
-      details:
-        details ||
-        'No instance with this id (and uid, when one was given) exists. Omit uid to create it.',
+      details: details || 'No instance with this id (and uid, when one was given) exists. Omit uid to create it.',
     });
     this.name = 'AgentInstanceNotFoundError';
   }
@@ -227,7 +221,9 @@ export class RuntimeUnavailableError extends FlueHttpError {
       message: 'The Flue runtime is not accepting work right now.',
       details:
         options.details ??
-        (state === 'draining' ? 'The runtime is shutting down. Retry against a running instance.' : `The runtime is ${state}. Retry shortly.`),
+        (state === 'draining'
+          ? 'The runtime is shutting down. Retry against a running instance.'
+          : `The runtime is ${state}. Retry shortly.`),
       meta: { state, ...options.meta },
       headers: { 'retry-after': '1' },
     });
@@ -441,7 +437,10 @@ export class InvalidModelSpecifierError extends FlueError {
 
 /** A model specifier naming a provider or model id the registry does not know. */
 export class UnknownModelError extends FlueError {
-  constructor(message: string, meta: { specifier: string; provider: string; modelId?: string; reason: 'unknown_provider' | 'unknown_model' }) {
+  constructor(
+    message: string,
+    meta: { specifier: string; provider: string; modelId?: string; reason: 'unknown_provider' | 'unknown_model' },
+  ) {
     super('unknown_model', { message, meta });
     this.name = 'UnknownModelError';
   }
@@ -455,8 +454,7 @@ export class ProviderNotConfiguredError extends FlueError {
   constructor(provider: string, envVars: readonly string[]) {
     const what = envVars.length > 0 ? envVars.join(' or ') : "the provider's API key variable";
     super('provider_not_configured', {
-      message:
-        `Provider is not configured: ${provider}. ${credentialsHint(what)}, or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.`,
+      message: `Provider is not configured: ${provider}. ${credentialsHint(what)}, or set FLUE_SCRIPTED_MODEL_URL to use a scripted model.`,
       meta: { provider, envVars: [...envVars] },
     });
     this.name = 'ProviderNotConfiguredError';
@@ -566,9 +564,5 @@ export function abortError(message = 'The operation was aborted.', cause?: unkno
 }
 
 export function isAbortError(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { name?: unknown }).name === 'AbortError'
-  );
+  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
 }

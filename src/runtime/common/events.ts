@@ -128,7 +128,8 @@ function deepFreeze<T>(value: T): T {
 /** Classification of a thrown value for observers. */
 export function errorInfo(error: unknown): { type: string; name?: string; message?: string; meta?: Record<string, unknown> } {
   if (isAbortError(error)) return { type: 'AbortError', message: (error as Error).message };
-  if (error instanceof FlueError) return { type: error.type, name: error.name, message: error.message, ...(error.meta ? { meta: error.meta } : {}) };
+  if (error instanceof FlueError)
+    return { type: error.type, name: error.name, message: error.message, ...(error.meta ? { meta: error.meta } : {}) };
   if (error instanceof Error) return { type: error.name || '_OTHER', name: error.name, message: error.message };
   if (typeof error === 'string') return { type: '_OTHER', message: error };
   return { type: '_OTHER' };

@@ -16,6 +16,8 @@ describe('ProviderNotConfiguredError', () => {
   });
 
   it('before any host decided, names both', () => {
-    expect(new ProviderNotConfiguredError('anthropic', ['ANTHROPIC_API_KEY']).message).toContain("the Worker's secrets; on Node, the environment or start({ env })");
+    expect(new ProviderNotConfiguredError('anthropic', ['ANTHROPIC_API_KEY']).message).toContain(
+      "the Worker's secrets; on Node, the environment or start({ env })",
+    );
   });
 });

@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  createUlidGenerator,
-  decodeUlidTime,
-  deepEqualJson,
-  keyedSubmissionId,
-  newId,
-  sha256Hex,
-  stableJson,
-  ulid,
-} from './ids.ts';
+import { createUlidGenerator, decodeUlidTime, deepEqualJson, keyedSubmissionId, newId, sha256Hex, stableJson, ulid } from './ids.ts';
 
 const ULID = /^[0-9ABCDEFGHJKMNPQRSTVWXYZ]{26}$/;
 
@@ -82,14 +73,11 @@ describe('ulid', () => {
 });
 
 describe('newId', () => {
-  it.each(['sub', 'inst', 'instance', 'attempt', 'conv', 'msg', 'inc', 'err', 'call', 'turn'] as const)(
-    'mints %s_<ULID>',
-    (prefix) => {
-      const id = newId(prefix);
-      expect(id.startsWith(`${prefix}_`)).toBe(true);
-      expect(id.slice(prefix.length + 1)).toMatch(ULID);
-    },
-  );
+  it.each(['sub', 'inst', 'instance', 'attempt', 'conv', 'msg', 'inc', 'err', 'call', 'turn'] as const)('mints %s_<ULID>', (prefix) => {
+    const id = newId(prefix);
+    expect(id.startsWith(`${prefix}_`)).toBe(true);
+    expect(id.slice(prefix.length + 1)).toMatch(ULID);
+  });
 });
 
 describe('hashing', () => {
@@ -101,11 +89,7 @@ describe('hashing', () => {
 
   it('keyedSubmissionId follows the frozen format', async () => {
     const expected =
-      'sub_ik_' +
-      createHash('sha256')
-        .update('flue-submission-key\nIssueTriage\norder-42\napproval:7', 'utf8')
-        .digest('hex')
-        .slice(0, 32);
+      'sub_ik_' + createHash('sha256').update('flue-submission-key\nIssueTriage\norder-42\napproval:7', 'utf8').digest('hex').slice(0, 32);
     const id = await keyedSubmissionId('IssueTriage', 'order-42', 'approval:7');
     expect(id).toBe(expected);
     expect(id).toMatch(/^sub_ik_[0-9a-f]{32}$/);
@@ -126,9 +110,7 @@ describe('hashing', () => {
 
 describe('stableJson / deepEqualJson', () => {
   it('sorts keys at every level', () => {
-    expect(stableJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
-      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
-    );
+    expect(stableJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
     expect(deepEqualJson({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(true);
   });
 

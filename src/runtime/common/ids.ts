@@ -53,17 +53,7 @@ export function decodeUlidTime(id: string): number {
 }
 
 /** Every prefix the runtime mints; a closed set so a typo cannot create a new id family. */
-export type IdPrefix =
-  | 'sub'
-  | 'inst'
-  | 'instance'
-  | 'attempt'
-  | 'conv'
-  | 'msg'
-  | 'inc'
-  | 'err'
-  | 'call'
-  | 'turn';
+export type IdPrefix = 'sub' | 'inst' | 'instance' | 'attempt' | 'conv' | 'msg' | 'inc' | 'err' | 'call' | 'turn';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;
@@ -88,7 +78,12 @@ export async function sha256HexBytes(bytes: Uint8Array<ArrayBuffer>): Promise<st
  * likes, so a shared namespace would let it take a key trusted code uses (an approval route's
  * `approval:<id>`) and turn that code's later, legitimate dispatch into a 409.
  */
-export async function keyedSubmissionId(agent: string, id: string, key: string, transport: 'dispatch' | 'http' = 'dispatch'): Promise<string> {
+export async function keyedSubmissionId(
+  agent: string,
+  id: string,
+  key: string,
+  transport: 'dispatch' | 'http' = 'dispatch',
+): Promise<string> {
   const domain = transport === 'http' ? 'flue-submission-key/http' : 'flue-submission-key';
   const hex = await sha256Hex(`${domain}\n${agent}\n${id}\n${key}`);
   return `sub_ik_${hex.slice(0, 32)}`;

@@ -60,8 +60,12 @@ describe('instance ids', () => {
 describe('admission fields', () => {
   it('idempotencyKey: 1–256 well-formed characters without control characters', () => {
     expect(parseAdmissionFields({ idempotencyKey: 'k'.repeat(256) })).toEqual({ idempotencyKey: 'k'.repeat(256) });
-    expect(rejection(() => parseAdmissionFields({ idempotencyKey: 'order\u0000:1' }))).toMatch(/^idempotencyKey contains the control character U\+0000 at index 5/);
-    expect(rejection(() => parseAdmissionFields({ idempotencyKey: 'k\ud83d' }))).toMatch(/^idempotencyKey contains a lone surrogate U\+D83D at index 1/);
+    expect(rejection(() => parseAdmissionFields({ idempotencyKey: 'order\u0000:1' }))).toMatch(
+      /^idempotencyKey contains the control character U\+0000 at index 5/,
+    );
+    expect(rejection(() => parseAdmissionFields({ idempotencyKey: 'k\ud83d' }))).toMatch(
+      /^idempotencyKey contains a lone surrogate U\+D83D at index 1/,
+    );
     expect(rejection(() => parseAdmissionFields({ idempotencyKey: 'k'.repeat(257) }))).toMatch(/idempotencyKey/);
     expect(rejection(() => parseAdmissionFields({ idempotencyKey: '' }))).toMatch(/idempotencyKey/);
   });
@@ -76,7 +80,9 @@ describe('admission fields', () => {
     expect(parseAdmissionFields({ initialData: nested(64) })).toEqual({ initialData: nested(64) });
     expect(rejection(() => parseAdmissionFields({ initialData: nested(65) }))).toMatch(/^initialData is nested more than 64 levels deep/);
     // Deep enough to overflow the stack of any recursive walk.
-    expect(rejection(() => parseAdmissionFields({ initialData: nested(200_000) }))).toMatch(/^initialData is nested more than 64 levels deep/);
+    expect(rejection(() => parseAdmissionFields({ initialData: nested(200_000) }))).toMatch(
+      /^initialData is nested more than 64 levels deep/,
+    );
   });
 
   it('initialData: only JSON-compatible values', () => {
@@ -120,7 +126,10 @@ describe('attachment metadata and data', () => {
       ['text/plain', /mimeType must be an image\/\* type for an image attachment/],
     ];
     for (const [mimeType, details] of bad) {
-      expect(rejection(() => parseDeliveredMessage(userWith(image({ mimeType })))), JSON.stringify(mimeType)).toMatch(details);
+      expect(
+        rejection(() => parseDeliveredMessage(userWith(image({ mimeType })))),
+        JSON.stringify(mimeType),
+      ).toMatch(details);
     }
   });
 
@@ -130,7 +139,9 @@ describe('attachment metadata and data', () => {
       /^message\.attachments\[0\]\.filename contains the control character U\+000D at index 1/,
     );
     expect(rejection(() => parseDeliveredMessage(userWith(image({ filename: 'x\ud800' }))))).toMatch(/filename contains a lone surrogate/);
-    expect(rejection(() => parseDeliveredMessage(userWith(image({ filename: 'f'.repeat(256) }))))).toMatch(/^message\.attachments\[0\]\.filename is 256 characters long/);
+    expect(rejection(() => parseDeliveredMessage(userWith(image({ filename: 'f'.repeat(256) }))))).toMatch(
+      /^message\.attachments\[0\]\.filename is 256 characters long/,
+    );
   });
 
   it('data: strict base64 (alphabet, padding, length), never empty', () => {
@@ -146,7 +157,10 @@ describe('attachment metadata and data', () => {
       ['AAAA-_==', /"-" \(U\+002D\) at index 4/],
     ];
     for (const [data, details] of bad) {
-      expect(rejection(() => parseDeliveredMessage(userWith(image({ data })))), JSON.stringify(data)).toMatch(details);
+      expect(
+        rejection(() => parseDeliveredMessage(userWith(image({ data })))),
+        JSON.stringify(data),
+      ).toMatch(details);
     }
   });
 });
@@ -155,7 +169,9 @@ describe('signals: strict shapes, keys safe to render', () => {
   it('attributes must be a plain string-to-string object', () => {
     const bad: unknown[] = [['a', 'b'], new Map([['a', 'b']]), new Date(0)];
     for (const attributes of bad) {
-      expect(rejection(() => parseDeliveredMessage(signal({ attributes })))).toMatch(/^message\.signal\.attributes must be an object of string values/);
+      expect(rejection(() => parseDeliveredMessage(signal({ attributes })))).toMatch(
+        /^message\.signal\.attributes must be an object of string values/,
+      );
     }
   });
 
@@ -165,22 +181,35 @@ describe('signals: strict shapes, keys safe to render', () => {
       /^message\.signal\.attributes key "k\\"><signal type=.* must be a valid XML attribute name matching/,
     );
     for (const key of ['', '1a', 'a b', 'a\u0000', 'é']) {
-      expect(rejection(() => parseDeliveredMessage(signal({ attributes: { ok: 'v', [key]: 'v' } }))), JSON.stringify(key)).toMatch(/^message\.signal\.attributes key/);
+      expect(
+        rejection(() => parseDeliveredMessage(signal({ attributes: { ok: 'v', [key]: 'v' } }))),
+        JSON.stringify(key),
+      ).toMatch(/^message\.signal\.attributes key/);
     }
     expect(rejection(() => parseDeliveredMessage(signal({ attributes: { ['k'.repeat(129)]: 'v' } })))).toMatch(/at most 128 characters/);
     // The same rules guard hook appends.
-    expect(rejection(() => parseAppendMessage({ kind: 'signal', type: 'note', body: 'x', attributes: { [forged]: 'v' } }))).toMatch(/^append\.attributes key/);
+    expect(rejection(() => parseAppendMessage({ kind: 'signal', type: 'note', body: 'x', attributes: { [forged]: 'v' } }))).toMatch(
+      /^append\.attributes key/,
+    );
   });
 
   it('attributes are bounded in number', () => {
     const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`a${i}`, 'v']));
-    expect(rejection(() => parseDeliveredMessage(signal({ attributes: many })))).toMatch(/^message\.signal\.attributes has 65 entries; at most 64 are allowed/);
+    expect(rejection(() => parseDeliveredMessage(signal({ attributes: many })))).toMatch(
+      /^message\.signal\.attributes has 65 entries; at most 64 are allowed/,
+    );
   });
 
   it('type and tagName: bounded, no control characters', () => {
-    expect(rejection(() => parseDeliveredMessage(signal({ type: 'slack\u0000message' })))).toMatch(/^message\.signal\.type contains the control character U\+0000 at index 5/);
-    expect(rejection(() => parseDeliveredMessage(signal({ type: 't'.repeat(257) })))).toMatch(/^message\.signal\.type is 257 characters long/);
-    expect(rejection(() => parseDeliveredMessage(signal({ tagName: 't'.repeat(129) })))).toMatch(/^message\.signal\.tagName is 129 characters long/);
+    expect(rejection(() => parseDeliveredMessage(signal({ type: 'slack\u0000message' })))).toMatch(
+      /^message\.signal\.type contains the control character U\+0000 at index 5/,
+    );
+    expect(rejection(() => parseDeliveredMessage(signal({ type: 't'.repeat(257) })))).toMatch(
+      /^message\.signal\.type is 257 characters long/,
+    );
+    expect(rejection(() => parseDeliveredMessage(signal({ tagName: 't'.repeat(129) })))).toMatch(
+      /^message\.signal\.tagName is 129 characters long/,
+    );
     expect(rejection(() => parseDeliveredMessage(signal({ body: { text: 'x' } })))).toMatch(/^message\.signal\.body must be a string/);
   });
 

@@ -171,15 +171,18 @@ export function jsonValueProblem(root: unknown, field: string): string | undefin
       }
     }
     if (onPath.has(value)) return `${pathOf(frame)} is circular; ${field} must be JSON-compatible`;
-    if (frame.depth >= MAX_JSON_DEPTH) return `${field} is nested more than ${MAX_JSON_DEPTH} levels deep; at most ${MAX_JSON_DEPTH} are allowed`;
+    if (frame.depth >= MAX_JSON_DEPTH)
+      return `${field} is nested more than ${MAX_JSON_DEPTH} levels deep; at most ${MAX_JSON_DEPTH} are allowed`;
     frame.entered = true;
     onPath.add(value);
     const depth = frame.depth + 1;
     if (isArray) {
-      for (let i = (value as unknown[]).length - 1; i >= 0; i--) stack.push({ value: (value as unknown[])[i], depth, parent: frame, key: i });
+      for (let i = (value as unknown[]).length - 1; i >= 0; i--)
+        stack.push({ value: (value as unknown[])[i], depth, parent: frame, key: i });
     } else {
       const keys = Object.keys(value);
-      for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: (value as Record<string, unknown>)[keys[i]!], depth, parent: frame, key: keys[i]! });
+      for (let i = keys.length - 1; i >= 0; i--)
+        stack.push({ value: (value as Record<string, unknown>)[keys[i]!], depth, parent: frame, key: keys[i]! });
     }
   }
   return undefined;

@@ -73,7 +73,8 @@ export class InstrumentationAlreadyInstalledError extends FlueError {
     const name = typeof key === 'symbol' ? (key.description ?? 'symbol') : key;
     super('instrumentation_already_installed', {
       message: `[flue] instrument(): an instrumentation with key "${name}" is already installed.`,
-      details: 'Call the function instrument() returned to uninstall the installed one first. Only `flue dev` replaces an instrumentation with the same key (its reloads run your modules again).',
+      details:
+        'Call the function instrument() returned to uninstall the installed one first. Only `flue dev` replaces an instrumentation with the same key (its reloads run your modules again).',
       meta: { key: name },
     });
     this.name = 'InstrumentationAlreadyInstalledError';
@@ -95,10 +96,13 @@ export function instrument(instrumentation: FlueInstrumentation): () => Promise<
     throw new TypeError('[flue] instrument() expects an object with an `interceptor` and/or `observe` function.');
   }
   const { key, interceptor, observe: subscriber, dispose } = instrumentation;
-  if (interceptor !== undefined && typeof interceptor !== 'function') throw new TypeError('[flue] instrument(): `interceptor` must be a function.');
-  if (subscriber !== undefined && typeof subscriber !== 'function') throw new TypeError('[flue] instrument(): `observe` must be a function.');
+  if (interceptor !== undefined && typeof interceptor !== 'function')
+    throw new TypeError('[flue] instrument(): `interceptor` must be a function.');
+  if (subscriber !== undefined && typeof subscriber !== 'function')
+    throw new TypeError('[flue] instrument(): `observe` must be a function.');
   if (dispose !== undefined && typeof dispose !== 'function') throw new TypeError('[flue] instrument(): `dispose` must be a function.');
-  if (key !== undefined && typeof key !== 'string' && typeof key !== 'symbol') throw new TypeError('[flue] instrument(): `key` must be a string or a symbol.');
+  if (key !== undefined && typeof key !== 'string' && typeof key !== 'symbol')
+    throw new TypeError('[flue] instrument(): `key` must be a string or a symbol.');
   const already = byInstrumentation.get(instrumentation);
   if (already !== undefined) return already.uninstall;
   if (key !== undefined) {
@@ -107,7 +111,9 @@ export function instrument(instrumentation: FlueInstrumentation): () => Promise<
       // Under `flue dev` the module ran again after an edit: the previous copy goes away. Anywhere
       // else (a deployed build, a `start()` script, a test) a second install is a mistake.
       if (!isDevServer()) throw new InstrumentationAlreadyInstalledError(key);
-      holder.uninstall().catch((error: unknown) => console.error('[flue:instrument] Disposing the replaced instrumentation failed:', error));
+      holder
+        .uninstall()
+        .catch((error: unknown) => console.error('[flue:instrument] Disposing the replaced instrumentation failed:', error));
     }
   }
   const unsubscribe = subscriber === undefined ? undefined : observe(subscriber);
@@ -142,7 +148,13 @@ export function intercept<T>(describe: () => [FlueExecutionOperation, FlueExecut
   return runLayer(layers, 0, op, ctx, work);
 }
 
-function runLayer<T>(layers: readonly Installed[], index: number, op: FlueExecutionOperation, ctx: FlueExecutionContext, work: () => Promise<T>): Promise<T> {
+function runLayer<T>(
+  layers: readonly Installed[],
+  index: number,
+  op: FlueExecutionOperation,
+  ctx: FlueExecutionContext,
+  work: () => Promise<T>,
+): Promise<T> {
   if (index === layers.length) return work();
   const layer = layers[index]!;
   let started: Promise<T> | undefined;
@@ -181,6 +193,7 @@ function runLayer<T>(layers: readonly Installed[], index: number, op: FlueExecut
 
 function report(layer: Installed, error: unknown): void {
   const key = layer.instrumentation.key;
-  const name = key === undefined ? 'an instrumentation' : `instrumentation "${typeof key === 'symbol' ? (key.description ?? 'symbol') : key}"`;
+  const name =
+    key === undefined ? 'an instrumentation' : `instrumentation "${typeof key === 'symbol' ? (key.description ?? 'symbol') : key}"`;
   console.error(`[flue:instrument] The interceptor of ${name} failed; the operation continues unaffected:`, error);
 }

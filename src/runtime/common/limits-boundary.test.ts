@@ -6,7 +6,12 @@
  * dispatch(), channels, the engine's admission).
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_SIGNAL_ATTRIBUTES, MAX_SIGNAL_NAME_LENGTH, MAX_SIGNAL_TYPE_LENGTH, parseDeliveredMessage } from '../engine/delivered-message.ts';
+import {
+  MAX_SIGNAL_ATTRIBUTES,
+  MAX_SIGNAL_NAME_LENGTH,
+  MAX_SIGNAL_TYPE_LENGTH,
+  parseDeliveredMessage,
+} from '../engine/delivered-message.ts';
 import { MAX_IDEMPOTENCY_KEY_LENGTH, parseAdmissionFields } from '../host/admission-fields.ts';
 import { readBoundedBody } from '../http/bounded-body.ts';
 import { environment, returning } from '../tools/tool-runner.fixtures.ts';
@@ -82,7 +87,11 @@ async function stepValueOf(bytes: number): Promise<void> {
   await step.do('big', () => utf8Text(bytes - 2));
 }
 
-const image = (fields: Record<string, unknown>) => ({ kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'iVBORw0K', mimeType: 'image/png', ...fields }] });
+const image = (fields: Record<string, unknown>) => ({
+  kind: 'user',
+  body: 'look',
+  attachments: [{ type: 'image', data: 'iVBORw0K', mimeType: 'image/png', ...fields }],
+});
 const signal = (fields: Record<string, unknown>) => ({ kind: 'signal', type: 'note', body: 'hi', ...fields });
 
 function nested(depth: number): unknown {
@@ -105,7 +114,13 @@ interface Boundary {
 }
 
 const sizeLimits: Boundary[] = [
-  { limit: 'a delivered message', documented: 32 * MiB, value: MAX_MESSAGE_BYTES, check: (n) => checkDeliveredMessage(messageOfSize(n)), refusal: { payload: 'message' } },
+  {
+    limit: 'a delivered message',
+    documented: 32 * MiB,
+    value: MAX_MESSAGE_BYTES,
+    check: (n) => checkDeliveredMessage(messageOfSize(n)),
+    refusal: { payload: 'message' },
+  },
   {
     limit: "one attachment's base64 data",
     documented: 14 * MiB,
@@ -127,15 +142,51 @@ const sizeLimits: Boundary[] = [
     check: (n) => readBoundedBody(upload(n, false), MAX_REQUEST_BODY_BYTES),
     refusal: { payload: 'request body' },
   },
-  { limit: "a tool's output", documented: 24 * MiB, value: MAX_TOOL_OUTPUT_BYTES, check: toolOutputOf, refusal: { payload: 'Tool "echo" output' } },
-  { limit: 'one durable step.do() value', documented: 24 * MiB, value: MAX_STEP_VALUE_BYTES, check: stepValueOf, refusal: { payload: 'Tool "provision" step "big" value' } },
+  {
+    limit: "a tool's output",
+    documented: 24 * MiB,
+    value: MAX_TOOL_OUTPUT_BYTES,
+    check: toolOutputOf,
+    refusal: { payload: 'Tool "echo" output' },
+  },
+  {
+    limit: 'one durable step.do() value',
+    documented: 24 * MiB,
+    value: MAX_STEP_VALUE_BYTES,
+    check: stepValueOf,
+    refusal: { payload: 'Tool "provision" step "big" value' },
+  },
 ];
 
 const shapeLimits: Boundary[] = [
-  { limit: 'instance id', documented: 512, value: MAX_INSTANCE_ID_LENGTH, check: (n) => assertInstanceIdShape('i'.repeat(n)), refusal: { invalid: /^id is 513 characters long; at most 512/ } },
-  { limit: 'idempotencyKey', documented: 256, value: MAX_IDEMPOTENCY_KEY_LENGTH, check: (n) => parseAdmissionFields({ idempotencyKey: 'k'.repeat(n) }), refusal: { invalid: /^idempotencyKey must be a non-empty string of at most 256 characters/ } },
-  { limit: 'uid', documented: 256, value: MAX_TOKEN_LENGTH, check: (n) => parseAdmissionFields({ uid: 'u'.repeat(n) }), refusal: { invalid: /^uid is 257 characters long/ } },
-  { limit: 'initialData nesting', documented: 64, value: MAX_JSON_DEPTH, check: (n) => parseAdmissionFields({ initialData: nested(n) }), refusal: { invalid: /^initialData is nested more than 64 levels deep/ } },
+  {
+    limit: 'instance id',
+    documented: 512,
+    value: MAX_INSTANCE_ID_LENGTH,
+    check: (n) => assertInstanceIdShape('i'.repeat(n)),
+    refusal: { invalid: /^id is 513 characters long; at most 512/ },
+  },
+  {
+    limit: 'idempotencyKey',
+    documented: 256,
+    value: MAX_IDEMPOTENCY_KEY_LENGTH,
+    check: (n) => parseAdmissionFields({ idempotencyKey: 'k'.repeat(n) }),
+    refusal: { invalid: /^idempotencyKey must be a non-empty string of at most 256 characters/ },
+  },
+  {
+    limit: 'uid',
+    documented: 256,
+    value: MAX_TOKEN_LENGTH,
+    check: (n) => parseAdmissionFields({ uid: 'u'.repeat(n) }),
+    refusal: { invalid: /^uid is 257 characters long/ },
+  },
+  {
+    limit: 'initialData nesting',
+    documented: 64,
+    value: MAX_JSON_DEPTH,
+    check: (n) => parseAdmissionFields({ initialData: nested(n) }),
+    refusal: { invalid: /^initialData is nested more than 64 levels deep/ },
+  },
   {
     limit: 'attachments[i].mimeType',
     documented: 127,
@@ -150,8 +201,20 @@ const shapeLimits: Boundary[] = [
     check: (n) => parseDeliveredMessage(image({ filename: 'ü'.repeat(n) })),
     refusal: { invalid: /^message\.attachments\[0\]\.filename is 256 characters long/ },
   },
-  { limit: 'signal type', documented: 256, value: MAX_SIGNAL_TYPE_LENGTH, check: (n) => parseDeliveredMessage(signal({ type: 't'.repeat(n) })), refusal: { invalid: /^message\.signal\.type is 257 characters long/ } },
-  { limit: 'signal tagName', documented: 128, value: MAX_SIGNAL_NAME_LENGTH, check: (n) => parseDeliveredMessage(signal({ tagName: 't'.repeat(n) })), refusal: { invalid: /^message\.signal\.tagName is 129 characters long/ } },
+  {
+    limit: 'signal type',
+    documented: 256,
+    value: MAX_SIGNAL_TYPE_LENGTH,
+    check: (n) => parseDeliveredMessage(signal({ type: 't'.repeat(n) })),
+    refusal: { invalid: /^message\.signal\.type is 257 characters long/ },
+  },
+  {
+    limit: 'signal tagName',
+    documented: 128,
+    value: MAX_SIGNAL_NAME_LENGTH,
+    check: (n) => parseDeliveredMessage(signal({ tagName: 't'.repeat(n) })),
+    refusal: { invalid: /^message\.signal\.tagName is 129 characters long/ },
+  },
   {
     limit: 'signal attribute key',
     documented: 128,

@@ -18,8 +18,8 @@ describe('decodeSourceMap', () => {
       'const rows: Row[] = [];',
       '',
       'export function lookup(id: string): Row {',
-      "  const found = rows.find((row) => row.id === id);",
-      "  if (!found) throw new TypeError(`no row ${id}`);",
+      '  const found = rows.find((row) => row.id === id);',
+      '  if (!found) throw new TypeError(`no row ${id}`);',
       '  return found;',
       '}',
     ].join('\n');
@@ -42,6 +42,8 @@ describe('decodeSourceMap', () => {
   });
 
   it('rejects a malformed mappings string', () => {
-    expect(() => decodeSourceMap({ sources: [], mappings: 'A!AA' })).toThrow('[flue] Malformed source map: unexpected character "!" in mappings.');
+    expect(() => decodeSourceMap({ sources: [], mappings: 'A!AA' })).toThrow(
+      '[flue] Malformed source map: unexpected character "!" in mappings.',
+    );
   });
 });

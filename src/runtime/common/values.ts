@@ -59,9 +59,7 @@ function snapshot(value: unknown, path: string, ancestors: object[], key: string
     });
   }
   if (!isPlainObject(object)) {
-    throw new TypeError(
-      `a ${bareKind(object)} at ${path} (class instances do not round-trip through JSON; convert it to plain data)`,
-    );
+    throw new TypeError(`a ${bareKind(object)} at ${path} (class instances do not round-trip through JSON; convert it to plain data)`);
   }
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(object)) {

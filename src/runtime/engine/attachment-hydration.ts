@@ -42,10 +42,15 @@ export class AttachmentBytes {
  */
 export function hydrateAttachments(
   messages: Message[],
-  { bytes, documents, placement }: { bytes: AttachmentBytes; documents: ReadonlyMap<string, AttachmentRecordRef>; placement: DocumentPlacement },
+  {
+    bytes,
+    documents,
+    placement,
+  }: { bytes: AttachmentBytes; documents: ReadonlyMap<string, AttachmentRecordRef>; placement: DocumentPlacement },
 ): Message[] {
   const isRef = (part: { type: string; data?: string; text?: string }) =>
-    (part.type === 'image' && part.data!.startsWith(ATTACHMENT_DATA_PREFIX)) || (part.type === 'text' && part.text!.startsWith(DOCUMENT_REF_PREFIX));
+    (part.type === 'image' && part.data!.startsWith(ATTACHMENT_DATA_PREFIX)) ||
+    (part.type === 'text' && part.text!.startsWith(DOCUMENT_REF_PREFIX));
   return messages.map((message) => {
     if (message.role !== 'user' || typeof message.content === 'string') return message;
     if (!message.content.some(isRef)) return message;
@@ -61,7 +66,11 @@ export function hydrateAttachments(
         const name = ref?.filename ?? id;
         return placement.place(
           id,
-          () => ({ data: bytes.base64(id), mimeType: ref?.mimeType ?? 'application/pdf', ...(ref?.filename === undefined ? {} : { filename: ref.filename }) }),
+          () => ({
+            data: bytes.base64(id),
+            mimeType: ref?.mimeType ?? 'application/pdf',
+            ...(ref?.filename === undefined ? {} : { filename: ref.filename }),
+          }),
           name,
         );
       }),

@@ -34,7 +34,10 @@ export class AttemptResources {
     if (this.workspace?.sandbox !== sandbox) {
       const workspace: NonNullable<AttemptResources['workspace']> = { sandbox, context: discoverWorkspace(sandbox) };
       this.workspace = workspace;
-      void workspace.context.then((context) => (workspace.resolved = context), () => {});
+      void workspace.context.then(
+        (context) => (workspace.resolved = context),
+        () => {},
+      );
     }
     return withWorkspaceContext(rendered, await this.workspace.context);
   }
@@ -50,6 +53,10 @@ export class AttemptResources {
   async dispose(): Promise<void> {
     const mcp = this.mcp;
     this.mcp = undefined;
-    if (mcp !== undefined) await mcp.then((resolved) => resolved.close(), () => undefined);
+    if (mcp !== undefined)
+      await mcp.then(
+        (resolved) => resolved.close(),
+        () => undefined,
+      );
   }
 }

@@ -39,7 +39,9 @@ export interface CompactionInput {
  * The threshold trigger, checked when a turn loop reaches a would-stop point: the compaction
  * batch when the last answer's context nears the window; empty otherwise.
  */
-export async function compactAfterTurn(input: Omit<CompactionInput, 'model'> & { model: LatchedModel | undefined }): Promise<ConversationRecord[]> {
+export async function compactAfterTurn(
+  input: Omit<CompactionInput, 'model'> & { model: LatchedModel | undefined },
+): Promise<ConversationRecord[]> {
   const { conv, model: latched } = input;
   const config = latched?.compaction;
   if (config === false || latched === undefined || conv.compactedSinceLastStep) return [];
@@ -48,7 +50,10 @@ export async function compactAfterTurn(input: Omit<CompactionInput, 'model'> & {
   const last = lastAnswer(conv.modelContext());
   if (last === undefined) return [];
   const settings = resolveCompactionSettings(config, model);
-  if (!shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow: model.contextWindow, reserveTokens: settings.reserveTokens })) return [];
+  if (
+    !shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow: model.contextWindow, reserveTokens: settings.reserveTokens })
+  )
+    return [];
   try {
     return (await compactConversation({ ...input, model: latched }, 'threshold')) ?? [];
   } catch (error) {
@@ -59,7 +64,10 @@ export async function compactAfterTurn(input: Omit<CompactionInput, 'model'> & {
 }
 
 /** The compaction batch: the summary and the prompt's rebaseline; undefined when nothing can be cut. */
-export async function compactConversation(input: CompactionInput, _reason: 'threshold' | 'overflow'): Promise<ConversationRecord[] | undefined> {
+export async function compactConversation(
+  input: CompactionInput,
+  _reason: 'threshold' | 'overflow',
+): Promise<ConversationRecord[] | undefined> {
   const { conv, site, signal } = input;
   const spec = input.model.spec;
   const config = input.model.compaction || undefined;
@@ -72,10 +80,17 @@ export async function compactConversation(input: CompactionInput, _reason: 'thre
   if (cut === null) return undefined;
   let usage = emptyUsage();
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
-    const request = buildSummaryRequest({ messages: part, ...(previousSummary === undefined ? {} : { previousSummary }), ...(prefix ? { splitTurn: true } : {}) });
+    const request = buildSummaryRequest({
+      messages: part,
+      ...(previousSummary === undefined ? {} : { previousSummary }),
+      ...(prefix ? { splitTurn: true } : {}),
+    });
     const turnId = newId('msg');
     const reply = await intercept(
-      () => [{ type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id }, { ...site.executionContext(), turnId }],
+      () => [
+        { type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id },
+        { ...site.executionContext(), turnId },
+      ],
       () =>
         getModels().completeSimple(
           summarizer,
@@ -89,7 +104,10 @@ export async function compactConversation(input: CompactionInput, _reason: 'thre
     );
     usage = addUsage(usage, usageFromPi(reply.usage));
     if (reply.stopReason === 'error' || reply.stopReason === 'aborted') {
-      throw modelErrorFromMessage(reply.errorMessage) ?? new OperationFailedError('compact', reply.errorMessage ?? 'summarization did not complete');
+      throw (
+        modelErrorFromMessage(reply.errorMessage) ??
+        new OperationFailedError('compact', reply.errorMessage ?? 'summarization did not complete')
+      );
     }
     return reply.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   };

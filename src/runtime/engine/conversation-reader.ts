@@ -162,12 +162,7 @@ export class ConversationReader {
     return live.incarnation === undefined ? null : { head: live.conv.head, incarnation: live.incarnation };
   }
 
-  async updates(
-    agentName: string,
-    instanceId: string,
-    afterSeq: number,
-    options: UpdatesOptions,
-  ): Promise<UpdatesResult> {
+  async updates(agentName: string, instanceId: string, afterSeq: number, options: UpdatesOptions): Promise<UpdatesResult> {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return { kind: 'not_found' };
     if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };

@@ -22,7 +22,12 @@ const birth: ConversationRecord = { type: 'conversation_created', conversationId
 function admitted({ view, writer }: { view: ConversationView; writer: ConversationWriter }, ...ids: string[]) {
   const live = view.live('Agent', 'a1');
   ids.forEach((id, index) => {
-    writer.admit(live, index === 0 ? birth : undefined, { id, kind: 'dispatch', payload: { message: { kind: 'user', body: `m ${id}` } }, acceptedAt: ts }, []);
+    writer.admit(
+      live,
+      index === 0 ? birth : undefined,
+      { id, kind: 'dispatch', payload: { message: { kind: 'user', body: `m ${id}` } }, acceptedAt: ts },
+      [],
+    );
   });
   view.keep(live);
   return live;
@@ -74,10 +79,12 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, writer } = opened;
     const live = admitted(opened, 'sub_1');
-    expect(() => writer.commit(live, [signal('x')], () => {
-      store.writeState(live.key, 'lost', 1);
-      throw new Error('boom');
-    })).toThrow('boom');
+    expect(() =>
+      writer.commit(live, [signal('x')], () => {
+        store.writeState(live.key, 'lost', 1);
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
     expect(store.readState(live.key).has('lost')).toBe(false);
     expect(store.readBatches(live.key, -1)).toHaveLength(1);
     expect(live.conv.head).toBe(0);
@@ -99,7 +106,12 @@ describe('ConversationWriter', () => {
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1');
     const [row] = view.openSubmissions(live.key) as [SubmissionRow];
-    const settled = (outcome: 'completed' | 'failed'): ConversationRecord => ({ type: 'submission_settled', submissionId: row.id, outcome, ts });
+    const settled = (outcome: 'completed' | 'failed'): ConversationRecord => ({
+      type: 'submission_settled',
+      submissionId: row.id,
+      outcome,
+      ts,
+    });
     writer.settle(live, { records: [settled('completed')], settled: [row], outcome: 'completed', error: null });
     writer.settle(live, { records: [settled('failed')], settled: [row], outcome: 'failed', error: 'late' });
     expect(store.getSubmission(row.id)).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
@@ -111,10 +123,23 @@ describe('ConversationWriter', () => {
     const live = admitted(opened, 'sub_1', 'sub_2', 'sub_3');
     const [leader, joined] = view.openSubmissions(live.key) as [SubmissionRow, SubmissionRow];
     writer.join(live, joined, leader.id);
-    const records: ConversationRecord[] = [leader, joined].map((row) => ({ type: 'submission_settled', submissionId: row.id, outcome: 'failed', answeredBySubmissionId: leader.id, ts }));
+    const records: ConversationRecord[] = [leader, joined].map((row) => ({
+      type: 'submission_settled',
+      submissionId: row.id,
+      outcome: 'failed',
+      answeredBySubmissionId: leader.id,
+      ts,
+    }));
     const head = live.conv.head;
     writer.settle(live, { records, settled: [leader, ...view.joinedInto(leader)], outcome: 'failed', error: 'boom' });
-    expect(['sub_1', 'sub_2', 'sub_3'].map((id) => [id, store.getSubmission(id)?.status, store.getSubmission(id)?.outcome, store.getSubmission(id)?.error])).toEqual([
+    expect(
+      ['sub_1', 'sub_2', 'sub_3'].map((id) => [
+        id,
+        store.getSubmission(id)?.status,
+        store.getSubmission(id)?.outcome,
+        store.getSubmission(id)?.error,
+      ]),
+    ).toEqual([
       ['sub_1', 'settled', 'failed', 'boom'],
       ['sub_2', 'settled', 'failed', 'boom'],
       ['sub_3', 'queued', null, null],
@@ -162,7 +187,15 @@ describe('ConversationWriter', () => {
         records: [{ type: 'conversation_created', conversationId: 'conv_child', uid: 'inst_1', kind: 'task', ts } as ConversationRecord],
         retained: {
           type: 'child_session_retained',
-          child: { type: 'task', conversationId: 'conv_child', stream, agent: 'helper', taskId: 'call_1', harness: 'default', parentToolCallId: 'call_1' },
+          child: {
+            type: 'task',
+            conversationId: 'conv_child',
+            stream,
+            agent: 'helper',
+            taskId: 'call_1',
+            harness: 'default',
+            parentToolCallId: 'call_1',
+          },
           ts,
         } as ConversationRecord,
       };

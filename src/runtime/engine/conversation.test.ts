@@ -7,7 +7,16 @@ import { emptyUsage } from '../model/usage.ts';
 const ts = '2026-01-01T00:00:00.000Z';
 
 function assistant(content: AssistantMessage['content'], stopReason: AssistantMessage['stopReason'] = 'stop'): AssistantMessage {
-  return { role: 'assistant', content, api: 'openai-completions', provider: 'p', model: 'm', usage: emptyUsage() as never, stopReason, timestamp: 0 };
+  return {
+    role: 'assistant',
+    content,
+    api: 'openai-completions',
+    provider: 'p',
+    model: 'm',
+    usage: emptyUsage() as never,
+    stopReason,
+    timestamp: 0,
+  };
 }
 
 /** Folds batches of records into a fresh conversation, one batch per argument. */
@@ -17,9 +26,29 @@ function fold(...batches: ConversationRecord[][]): Conversation {
   return conv;
 }
 
-const created: ConversationRecord = { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', initialData: { plan: 'pro' }, ts };
-const input = (id: string, body: string): ConversationRecord => ({ type: 'user_message', messageId: `msg_in_${id}`, submissionId: id, deliveryOrigin: 'app', body, ts });
-const started = (step: string, id = 'sub_1'): ConversationRecord => ({ type: 'assistant_started', messageId: 'msg_a', stepId: step, submissionId: id, attemptId: 'attempt_1', ts });
+const created: ConversationRecord = {
+  type: 'conversation_created',
+  conversationId: 'conv_1',
+  uid: 'inst_1',
+  initialData: { plan: 'pro' },
+  ts,
+};
+const input = (id: string, body: string): ConversationRecord => ({
+  type: 'user_message',
+  messageId: `msg_in_${id}`,
+  submissionId: id,
+  deliveryOrigin: 'app',
+  body,
+  ts,
+});
+const started = (step: string, id = 'sub_1'): ConversationRecord => ({
+  type: 'assistant_started',
+  messageId: 'msg_a',
+  stepId: step,
+  submissionId: id,
+  attemptId: 'attempt_1',
+  ts,
+});
 const completed = (step: string, message: AssistantMessage, id = 'sub_1'): ConversationRecord => ({
   type: 'assistant_completed',
   messageId: 'msg_a',
@@ -50,33 +79,56 @@ describe('Conversation', () => {
   });
 
   it('knows a step that started and never completed, with what it streamed', () => {
-    const conv = fold([created], [input('sub_1', 'hello')], [
-      started('s1'),
-      { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Hal' },
-      { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'f' },
-    ]);
+    const conv = fold(
+      [created],
+      [input('sub_1', 'hello')],
+      [
+        started('s1'),
+        { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Hal' },
+        { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'f' },
+      ],
+    );
     expect(conv.tail.openStep).toMatchObject({ stepId: 's1', blocks: [{ kind: 'text', text: 'Half' }] });
     expect(conv.tail.unread).toBe(true);
   });
 
-  it('holds a completed step\'s tool calls pending until their results commit', () => {
+  it("holds a completed step's tool calls pending until their results commit", () => {
     const call = { type: 'toolCall' as const, id: 'call_1', name: 'lookup', arguments: { q: 'x' } };
     const conv = fold([created], [input('sub_1', 'hello')], [started('s1'), completed('s1', assistant([call], 'toolUse'))]);
     expect(conv.tail.pendingToolCalls).toMatchObject({ stepId: 's1', calls: [{ id: 'call_1', name: 'lookup' }] });
     conv.apply({
       seq: 3,
-      records: [{ type: 'tool_results', stepId: 's1', messageId: 'msg_a', submissionId: 'sub_1', outcomes: [{ toolCallId: 'call_1', toolName: 'lookup', isError: false, content: '"found"' }], ts }],
+      records: [
+        {
+          type: 'tool_results',
+          stepId: 's1',
+          messageId: 'msg_a',
+          submissionId: 'sub_1',
+          outcomes: [{ toolCallId: 'call_1', toolName: 'lookup', isError: false, content: '"found"' }],
+          ts,
+        },
+      ],
     });
     expect(conv.tail.pendingToolCalls).toBeUndefined();
     expect(conv.response('sub_1').toolCalls).toEqual([{ tool: 'lookup', isError: false }]);
     expect(conv.modelContext().map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult']);
   });
 
-  it('answers a joined delivery with its leader\'s message, data included', () => {
+  it("answers a joined delivery with its leader's message, data included", () => {
     const conv = fold(
       [created],
       [input('sub_1', 'one')],
-      [{ type: 'user_message', messageId: 'msg_in_sub_2', submissionId: 'sub_2', joinedInto: 'sub_1', deliveryOrigin: 'app', body: 'two', ts }],
+      [
+        {
+          type: 'user_message',
+          messageId: 'msg_in_sub_2',
+          submissionId: 'sub_2',
+          joinedInto: 'sub_1',
+          deliveryOrigin: 'app',
+          body: 'two',
+          ts,
+        },
+      ],
       [
         started('s1'),
         { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Both.' },

@@ -7,7 +7,7 @@
 import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } from '../model/model-types.ts';
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from '../common/errors.ts';
-import type { Batch, } from '../store/sql-store.ts';
+import type { Batch } from '../store/sql-store.ts';
 import type { AttachmentRecordRef, ChildConversationRef, ConversationRecord, RecordOf, SubmissionOutcome } from '../store/records.ts';
 import { renderCompactionSummary } from '../model/compaction.ts';
 import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from '../common/types.ts';
@@ -234,9 +234,7 @@ export class Conversation {
       (answeredBy === undefined ? undefined : this.lastAssistant((m) => m.submissionId === answeredBy)) ??
       this.lastAssistant(() => true);
     if (message === undefined) return { text: '', data: {} };
-    const text = message.parts
-      .flatMap((part) => (part.type === 'text' ? [(part as { text: string }).text] : []))
-      .join('\n\n');
+    const text = message.parts.flatMap((part) => (part.type === 'text' ? [(part as { text: string }).text] : [])).join('\n\n');
     const response = message.submissionId === undefined ? undefined : this.responses.get(message.submissionId);
     const data = Object.fromEntries(response?.data ?? []);
     return message.metadata === undefined ? { text, data } : { text, data, metadata: message.metadata };
@@ -440,11 +438,27 @@ export class Conversation {
     for (const outcome of record.outcomes) {
       info.toolCalls.push({ tool: outcome.toolName, isError: outcome.isError });
       if (message !== undefined) {
-        const index = message.parts.findIndex((p) => p.type === 'dynamic-tool' && (p as { toolCallId: string }).toolCallId === outcome.toolCallId);
+        const index = message.parts.findIndex(
+          (p) => p.type === 'dynamic-tool' && (p as { toolCallId: string }).toolCallId === outcome.toolCallId,
+        );
         const input = index >= 0 ? (message.parts[index] as { input: unknown }).input : {};
         const part: FlueConversationPart = outcome.isError
-          ? { type: 'dynamic-tool', toolName: outcome.toolName, toolCallId: outcome.toolCallId, state: 'output-error', input, errorText: outcome.content }
-          : { type: 'dynamic-tool', toolName: outcome.toolName, toolCallId: outcome.toolCallId, state: 'output-available', input, output: outcome.output ?? null };
+          ? {
+              type: 'dynamic-tool',
+              toolName: outcome.toolName,
+              toolCallId: outcome.toolCallId,
+              state: 'output-error',
+              input,
+              errorText: outcome.content,
+            }
+          : {
+              type: 'dynamic-tool',
+              toolName: outcome.toolName,
+              toolCallId: outcome.toolCallId,
+              state: 'output-available',
+              input,
+              output: outcome.output ?? null,
+            };
         if (outcome.durationMs !== undefined) (part as { durationMs?: number }).durationMs = outcome.durationMs;
         if (index >= 0) message.parts[index] = part;
         else message.parts.push(part);
@@ -587,4 +601,3 @@ export function deepMerge(target: Record<string, unknown>, source: Record<string
   }
   return out;
 }
-

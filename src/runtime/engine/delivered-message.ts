@@ -54,10 +54,7 @@ const boundedText = (max: number) => refine<string>((text) => textProblem(text, 
 
 const attachmentData = v.pipe(
   v.string(mustBeString),
-  v.maxLength(
-    MAX_ATTACHMENT_BASE64_CHARS,
-    `exceeds ${MAX_ATTACHMENT_BASE64_CHARS} base64 characters`,
-  ),
+  v.maxLength(MAX_ATTACHMENT_BASE64_CHARS, `exceeds ${MAX_ATTACHMENT_BASE64_CHARS} base64 characters`),
   // An empty attachment has no bytes to store; malformed base64 would fail decoding after admission.
   v.nonEmpty('must not be empty'),
   refine<string>(base64Problem),
@@ -121,10 +118,7 @@ const signalEntries = {
     v.pipe(
       v.string(mustBeString),
       boundedText(MAX_SIGNAL_NAME_LENGTH),
-      v.regex(
-        SIGNAL_TAG_NAME_PATTERN,
-        `must be a valid XML name matching ${SIGNAL_TAG_NAME_PATTERN.source}`,
-      ),
+      v.regex(SIGNAL_TAG_NAME_PATTERN, `must be a valid XML name matching ${SIGNAL_TAG_NAME_PATTERN.source}`),
     ),
   ),
 };
@@ -142,10 +136,7 @@ const deliveredMessageSchema = v.pipe(
 const appendMessageSchema = v.pipe(
   v.object(
     {
-      kind: v.literal(
-        'signal',
-        'must be "signal" (hooks may append signals only, never user messages)',
-      ),
+      kind: v.literal('signal', 'must be "signal" (hooks may append signals only, never user messages)'),
       ...signalEntries,
     },
     'must be an object with kind "signal"',
@@ -162,10 +153,7 @@ export interface ParseDeliveredMessageOptions {
  * Validate and snapshot a delivered message. The result is a fresh object holding only the known
  * keys, so later mutation of the caller's value cannot change what was admitted.
  */
-export function parseDeliveredMessage(
-  input: unknown,
-  options: ParseDeliveredMessageOptions = {},
-): DeliveredMessage {
+export function parseDeliveredMessage(input: unknown, options: ParseDeliveredMessageOptions = {}): DeliveredMessage {
   if (typeof input === 'string') {
     if (options.allowString ?? true) return { kind: 'user', body: input };
     throw invalid(

@@ -71,7 +71,9 @@ describe('a conversation log of 64 MiB', () => {
     const stream = conversationKey('Keeper', 'full');
     const born = store.readBatchesSized(stream, -1).reduce((sum, { bytes }) => sum + bytes, 0);
     // Filler written straight to the log: 40 MiB, so what is left fits one message (32 MiB).
-    const filler = store.appendSized(stream, [{ type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: 'f'.repeat(40 * MiB) }]);
+    const filler = store.appendSized(stream, [
+      { type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: 'f'.repeat(40 * MiB) },
+    ]);
     const logBytes = born + filler.bytes;
     const room = MAX_CONVERSATION_BYTES - logBytes;
     expect(MAX_CONVERSATION_BYTES).toBe(64 * MiB);
@@ -83,7 +85,11 @@ describe('a conversation log of 64 MiB', () => {
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(PayloadTooLargeError);
-    expect((error as PayloadTooLargeError).meta).toEqual({ field: 'conversation', limit: MAX_CONVERSATION_BYTES, size: MAX_CONVERSATION_BYTES + 1 });
+    expect((error as PayloadTooLargeError).meta).toEqual({
+      field: 'conversation',
+      limit: MAX_CONVERSATION_BYTES,
+      size: MAX_CONVERSATION_BYTES + 1,
+    });
     expect(store.openSubmissions(stream)).toHaveLength(1);
 
     const at = await engine.admit('Keeper', { id: 'full', message: { kind: 'user', body: utf8Text(room - overhead) } }, 'dispatch');
@@ -108,7 +114,9 @@ describe('a usePersistentState value of 24 MiB', () => {
     const results = server.requests[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(results).toEqual([
       '"saved"',
-      JSON.stringify({ refused: { field: 'usePersistentState("blob") value', limit: MAX_STATE_VALUE_BYTES, size: MAX_STATE_VALUE_BYTES + 1 } }),
+      JSON.stringify({
+        refused: { field: 'usePersistentState("blob") value', limit: MAX_STATE_VALUE_BYTES, size: MAX_STATE_VALUE_BYTES + 1 },
+      }),
     ]);
     const kept = store.readState(storedConversationKey('agents/Keeper/keep')).get('blob') as string;
     expect(kept.length).toBe(MAX_STATE_VALUE_BYTES - 2 - 4096);

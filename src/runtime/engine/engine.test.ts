@@ -6,7 +6,13 @@ import { type ScriptedModelServer, startScriptedModelServer } from '../../testin
 import { useModel, useTool } from '../index.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { ConversationEngine } from './engine.ts';
-import { AgentInstanceExistsError, AgentInstanceNotFoundError, AgentRunError, RuntimeUnavailableError, SubmissionConflictError } from '../common/errors.ts';
+import {
+  AgentInstanceExistsError,
+  AgentInstanceNotFoundError,
+  AgentRunError,
+  RuntimeUnavailableError,
+  SubmissionConflictError,
+} from '../common/errors.ts';
 import { AgentRegistry } from '../authoring/identity.ts';
 import { registerProviders } from '../model/providers.ts';
 import { SqlStore } from '../store/sql-store.ts';
@@ -73,9 +79,15 @@ describe('admission', () => {
 
   it('honours the uid condition: null creates only, a string continues only that incarnation', async () => {
     const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi'), uid: null }, 'dispatch');
-    await expect(engine.admit('Echo', { id: 'a1', message: message('again'), uid: null }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceExistsError);
-    await expect(engine.admit('Echo', { id: 'a1', message: message('x'), uid: 'inst_other' }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
-    await expect(engine.admit('Echo', { id: 'a2', message: message('x'), uid: receipt.uid }, 'dispatch')).rejects.toBeInstanceOf(AgentInstanceNotFoundError);
+    await expect(engine.admit('Echo', { id: 'a1', message: message('again'), uid: null }, 'dispatch')).rejects.toBeInstanceOf(
+      AgentInstanceExistsError,
+    );
+    await expect(engine.admit('Echo', { id: 'a1', message: message('x'), uid: 'inst_other' }, 'dispatch')).rejects.toBeInstanceOf(
+      AgentInstanceNotFoundError,
+    );
+    await expect(engine.admit('Echo', { id: 'a2', message: message('x'), uid: receipt.uid }, 'dispatch')).rejects.toBeInstanceOf(
+      AgentInstanceNotFoundError,
+    );
     await engine.admit('Echo', { id: 'a1', message: message('continue'), uid: receipt.uid }, 'dispatch');
     expect(store.openSubmissions(storedConversationKey('agents/Echo/a1'))).toHaveLength(2);
   });
@@ -85,7 +97,9 @@ describe('admission', () => {
     const replay = await engine.admit('Echo', { id: 'a1', message: message('hi'), idempotencyKey: 'k1' }, 'dispatch');
     expect(replay.receipt).toMatchObject({ submissionId: first.receipt.submissionId, deduplicated: true });
     expect(replay.head).toBe(-1);
-    await expect(engine.admit('Echo', { id: 'a1', message: message('changed'), idempotencyKey: 'k1' }, 'dispatch')).rejects.toBeInstanceOf(SubmissionConflictError);
+    await expect(engine.admit('Echo', { id: 'a1', message: message('changed'), idempotencyKey: 'k1' }, 'dispatch')).rejects.toBeInstanceOf(
+      SubmissionConflictError,
+    );
     expect(store.openSubmissions(storedConversationKey('agents/Echo/a1'))).toHaveLength(1);
   });
 });

@@ -126,9 +126,7 @@ export class ConversationEngine implements ProbedEngine {
     const agent = this.registry.get(agentName)!;
     const acceptedAt = new Date().toISOString();
     const submissionId =
-      request.idempotencyKey === undefined
-        ? newId('sub')
-        : await keyedSubmissionId(agentName, request.id, request.idempotencyKey, kind);
+      request.idempotencyKey === undefined ? newId('sub') : await keyedSubmissionId(agentName, request.id, request.idempotencyKey, kind);
     const attachments = await prepareAttachments(request.message, kind, submissionId);
     const payload: SubmissionPayload = { message: withoutAttachmentData(request.message) };
     if (fromAgent) payload.fromAgent = true;
@@ -175,7 +173,7 @@ export class ConversationEngine implements ProbedEngine {
       const parsed = v.safeParse(schema, initialData);
       if (!parsed.success) {
         throw new InvalidRequestError(
-          'initialData does not match the agent\'s initialData schema.',
+          "initialData does not match the agent's initialData schema.",
           `initialData: ${parsed.issues.map((issue) => issue.message).join('; ')}`,
         );
       }
@@ -288,7 +286,9 @@ export class ConversationEngine implements ProbedEngine {
   private async runSubmission(live: LiveConversation, row: SubmissionRow): Promise<boolean> {
     const agent = this.registry.get(live.agentName);
     if (agent === undefined) {
-      console.warn(`[flue] Conversation "${live.key}" has queued work for agent "${live.agentName}", which this runtime does not register.`);
+      console.warn(
+        `[flue] Conversation "${live.key}" has queued work for agent "${live.agentName}", which this runtime does not register.`,
+      );
       return false;
     }
     let durability: ResolvedDurability;
@@ -319,7 +319,11 @@ export class ConversationEngine implements ProbedEngine {
             maxAttempts: durability.maxAttempts,
             ...this.interruptedTools(live),
           })
-        : new SubmissionRetryExhaustedError({ phase: 'retry_exhausted_before_input', attemptCount: row.attemptCount, maxAttempts: durability.maxAttempts });
+        : new SubmissionRetryExhaustedError({
+            phase: 'retry_exhausted_before_input',
+            attemptCount: row.attemptCount,
+            maxAttempts: durability.maxAttempts,
+          });
       this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'exhausted_retry_budget' });
       return true;
     }
@@ -449,7 +453,14 @@ export class ConversationEngine implements ProbedEngine {
         ts,
       });
     }
-    crashProbe()?.({ point: 'settlement', engine: this, agent: live.agentName, instanceId: live.instanceId, submissionId: row.id, outcome });
+    crashProbe()?.({
+      point: 'settlement',
+      engine: this,
+      agent: live.agentName,
+      instanceId: live.instanceId,
+      submissionId: row.id,
+      outcome,
+    });
     this.writer.settle(live, { records, settled: [row, ...joined], outcome, error: error?.message ?? null });
     for (const settled of [row, ...joined]) {
       this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });

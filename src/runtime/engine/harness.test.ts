@@ -58,7 +58,7 @@ function slowToStop() {
 }
 
 describe('createHarness', () => {
-  it('prompts in a scratch conversation with the render\'s system prompt and answers text, usage and model', async () => {
+  it("prompts in a scratch conversation with the render's system prompt and answers text, usage and model", async () => {
     server.script({ text: 'Scratch answer.' });
     const harness = createHarness(deps());
     const response = await harness.prompt('Question?');
@@ -78,11 +78,22 @@ describe('createHarness', () => {
     expect(texts).toContain('First.');
   });
 
-  it('runs the turn\'s tool calls through the shared dispatch, then loops to the answer', async () => {
+  it("runs the turn's tool calls through the shared dispatch, then loops to the answer", async () => {
     let ran = 0;
-    const add = defineTool({ name: 'add', description: 'Adds.', input: v.object({ a: v.number(), b: v.number() }), run: ({ data }) => (ran++, { output: data.a + data.b }) });
+    const add = defineTool({
+      name: 'add',
+      description: 'Adds.',
+      input: v.object({ a: v.number(), b: v.number() }),
+      run: ({ data }) => (ran++, { output: data.a + data.b }),
+    });
     server.script(
-      { toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }, { name: 'missing', arguments: {} }, { name: 'task', arguments: { prompt: 'sub', agent: 'x' } }] },
+      {
+        toolCalls: [
+          { name: 'add', arguments: { a: 2, b: 3 } },
+          { name: 'missing', arguments: {} },
+          { name: 'task', arguments: { prompt: 'sub', agent: 'x' } },
+        ],
+      },
       { text: 'Five.' },
     );
     const response = await createHarness(deps()).prompt('Add.', { tools: [add] });
@@ -119,7 +130,10 @@ describe('createHarness', () => {
     const first = harness.prompt('Run it.', { tools: [tool] });
     await running;
     first.abort('user-cancel');
-    const error = await first.then(() => undefined, (thrown: unknown) => thrown as DOMException);
+    const error = await first.then(
+      () => undefined,
+      (thrown: unknown) => thrown as DOMException,
+    );
     expect(error).toBeInstanceOf(DOMException);
     expect(error).toMatchObject({ name: 'AbortError', cause: 'user-cancel' });
 

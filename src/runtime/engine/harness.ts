@@ -3,14 +3,16 @@
  * scratch conversation of its own (never shown to clients), `compact()` summarizes that scratch
  * conversation, `sandbox` is the agent's environment.
  */
-import {
-  type AssistantMessage,
-  type Message,
-  type ToolCall,
-} from '@earendil-works/pi-ai';
+import { type AssistantMessage, type Message, type ToolCall } from '@earendil-works/pi-ai';
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
-import { buildSummaryRequest, findCutPoint, renderCompactionSummary, resolveCompactionSettings, summaryMaxTokens } from '../model/compaction.ts';
+import {
+  buildSummaryRequest,
+  findCutPoint,
+  renderCompactionSummary,
+  resolveCompactionSettings,
+  summaryMaxTokens,
+} from '../model/compaction.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
 import { dispatchToolCall, frameworkTools } from './tool-dispatch.ts';
 import { systemPrompt } from './system-prompt.ts';
@@ -152,7 +154,10 @@ export function createHarness(deps: HarnessDeps): FlueHarness {
     return { promise, controller };
   }
 
-  function prompt(text: string, options: PromptOptions<v.GenericSchema | undefined> = {}): CallHandle<PromptResponse | PromptResultResponse<unknown>> {
+  function prompt(
+    text: string,
+    options: PromptOptions<v.GenericSchema | undefined> = {},
+  ): CallHandle<PromptResponse | PromptResultResponse<unknown>> {
     const { promise, controller } = operate('prompt', [options.signal], (signal) => runPrompt({ deps, scratch, text, options, signal }));
     return Object.assign(promise, {
       signal: controller.signal,
@@ -234,7 +239,9 @@ async function runPrompt({
     if (document.mimeType !== 'application/pdf') {
       throw new Error(`[flue] harness.prompt() documents must be application/pdf; got "${document.mimeType}".`);
     }
-    content.push(documents.place(`prompt_${scratch.length}_${index}`, () => ({ data: document.data, mimeType: document.mimeType }), undefined));
+    content.push(
+      documents.place(`prompt_${scratch.length}_${index}`, () => ({ data: document.data, mimeType: document.mimeType }), undefined),
+    );
   }
   const onPayload = documents.onPayload;
   scratch.push({ role: 'user', content, timestamp: Date.now() });
@@ -247,12 +254,19 @@ async function runPrompt({
     if (signal.aborted) throw signal.reason ?? abortError();
     const turnId = newId('msg');
     const final: AssistantMessage = await intercept(
-      () => [{ type: 'model', turnId, purpose: 'agent', provider: model.provider, model: model.id }, { ...harnessContext(deps), turnId }],
+      () => [
+        { type: 'model', turnId, purpose: 'agent', provider: model.provider, model: model.id },
+        { ...harnessContext(deps), turnId },
+      ],
       () =>
         getModels().completeSimple(
           model,
           { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
-          { signal, ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel), ...(onPayload === undefined ? {} : { onPayload }) },
+          {
+            signal,
+            ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel),
+            ...(onPayload === undefined ? {} : { onPayload }),
+          },
         ),
     );
     usage = addUsage(usage, usageFromPi(final.usage));
@@ -268,7 +282,8 @@ async function runPrompt({
         continue;
       }
     }
-    if (final.stopReason === 'error') throw modelErrorFromMessage(final.errorMessage) ?? new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
+    if (final.stopReason === 'error')
+      throw modelErrorFromMessage(final.errorMessage) ?? new OperationFailedError('prompt', final.errorMessage ?? 'the model call failed');
     scratch.push(final);
     const said = final.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
     if (said) assistantText = assistantText ? `${assistantText}\n\n${said}` : said;
@@ -290,7 +305,11 @@ async function runPrompt({
             if (!parsed.success) {
               rejectedFinish = true;
               const issues = parsed.issues.map((issue) => ({ message: issue.message, path: issue.path?.map((p) => p.key as PropertyKey) }));
-              return toolResult(call, `Result does not match the required schema: ${formatIssues(issues)}. Please call \`finish\` again with a corrected payload.`, true);
+              return toolResult(
+                call,
+                `Result does not match the required schema: ${formatIssues(issues)}. Please call \`finish\` again with a corrected payload.`,
+                true,
+              );
             }
             finished = { data: wrapped ? (parsed.output as { result: unknown }).result : parsed.output };
             return toolResult(call, 'Result accepted. The task is complete.', false);
@@ -324,7 +343,11 @@ async function runPrompt({
     followUps++;
     // The rejected `finish` already told the model what to fix; a plain-text answer needs telling.
     if (calls.length === 0) {
-      scratch.push({ role: 'user', content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.', timestamp: Date.now() });
+      scratch.push({
+        role: 'user',
+        content: 'Reminder: call `finish` with the result (or `give_up`). Do not answer in plain text.',
+        timestamp: Date.now(),
+      });
     }
   }
 }
@@ -339,13 +362,21 @@ function nestedHarness(deps: HarnessDeps, signal: AbortSignal): ReturnType<typeo
 }
 
 function toolResult(call: ToolCall, text: string, isError: boolean): Message {
-  return { role: 'toolResult', toolCallId: call.id, toolName: call.name, content: [{ type: 'text', text }], isError, timestamp: Date.now() };
+  return {
+    role: 'toolResult',
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [{ type: 'text', text }],
+    isError,
+    timestamp: Date.now(),
+  };
 }
 
 function isObjectSchema(schema: v.GenericSchema): boolean {
-  const inner = (schema as { type?: string; pipe?: unknown[] }).type === 'pipe'
-    ? ((schema as unknown as { pipe: v.GenericSchema[] }).pipe[0] ?? schema)
-    : schema;
+  const inner =
+    (schema as { type?: string; pipe?: unknown[] }).type === 'pipe'
+      ? ((schema as unknown as { pipe: v.GenericSchema[] }).pipe[0] ?? schema)
+      : schema;
   const type = (inner as { type?: string }).type;
   return type === 'object' || type === 'strict_object' || type === 'loose_object' || type === 'object_with_rest';
 }
@@ -368,7 +399,10 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: Abo
     { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
   );
   if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
-  if (summary.stopReason === 'error') throw modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed');
+  if (summary.stopReason === 'error')
+    throw (
+      modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed')
+    );
   const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   const kept = scratch.slice(cut.firstKeptIndex);
   const summaryMessage: Message = { role: 'user', content: renderCompactionSummary(text), timestamp: Date.now() };

@@ -27,9 +27,15 @@ export class PendingState {
     const read = this.read(name);
     const current = read.found ? read.value : defaultValue;
     const value = typeof next === 'function' ? (next as (previous: unknown) => unknown)(structuredClone(current)) : next;
-    if (value === undefined) throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
+    if (value === undefined)
+      throw new Error(`[flue] usePersistentState("${name}") cannot be set to undefined; persistent state has no unset.`);
     const normalized = jsonNormalize(value, `usePersistentState("${name}")`);
-    checkSize(`usePersistentState("${name}") value`, jsonSize(normalized), MAX_STATE_VALUE_BYTES, 'Keep persistent state small; store large data elsewhere, e.g. in a sandbox file.');
+    checkSize(
+      `usePersistentState("${name}") value`,
+      jsonSize(normalized),
+      MAX_STATE_VALUE_BYTES,
+      'Keep persistent state small; store large data elsewhere, e.g. in a sandbox file.',
+    );
     if (deepEqualJson(normalized, current)) return;
     this.writes.set(name, normalized);
   }

@@ -2,7 +2,13 @@
  * Record → chunk projection: the client-visible conversation stream is
  * derived batch by batch from the log. Only the 12 chunk types the official clients accept exist.
  */
-import { Conversation, type FlueConversationMessage, type FlueConversationSnapshot, signalMessageOf, userMessageOf } from './conversation.ts';
+import {
+  Conversation,
+  type FlueConversationMessage,
+  type FlueConversationSnapshot,
+  signalMessageOf,
+  userMessageOf,
+} from './conversation.ts';
 import type { SettlementError } from '../common/errors.ts';
 import type { Batch } from '../store/sql-store.ts';
 import type { ToolLogLine } from '../store/tool-log.ts';
@@ -35,8 +41,22 @@ export type ConversationStreamChunk =
       input: unknown;
       timestamp?: string;
     } & Positioned)
-  | ({ type: 'tool-output'; toolCallId: string; output: unknown; durationMs?: number; logs?: ToolLogLine[]; timestamp?: string } & Positioned)
-  | ({ type: 'tool-output-error'; toolCallId: string; errorText: string; durationMs?: number; logs?: ToolLogLine[]; timestamp?: string } & Positioned)
+  | ({
+      type: 'tool-output';
+      toolCallId: string;
+      output: unknown;
+      durationMs?: number;
+      logs?: ToolLogLine[];
+      timestamp?: string;
+    } & Positioned)
+  | ({
+      type: 'tool-output-error';
+      toolCallId: string;
+      errorText: string;
+      durationMs?: number;
+      logs?: ToolLogLine[];
+      timestamp?: string;
+    } & Positioned)
   | ({ type: 'message-completed'; messageId: string; timestamp?: string } & Positioned)
   | ({
       type: 'submission-settled';
@@ -107,8 +127,24 @@ export function projectBatch(
           const logs = outcome.logs === undefined || outcome.logs.length === 0 ? {} : { logs: outcome.logs };
           chunks.push(
             outcome.isError
-              ? { type: 'tool-output-error', toolCallId: outcome.toolCallId, errorText: outcome.content, ...duration, ...logs, timestamp: record.ts, ...at() }
-              : { type: 'tool-output', toolCallId: outcome.toolCallId, output: outcome.output ?? null, ...duration, ...logs, timestamp: record.ts, ...at() },
+              ? {
+                  type: 'tool-output-error',
+                  toolCallId: outcome.toolCallId,
+                  errorText: outcome.content,
+                  ...duration,
+                  ...logs,
+                  timestamp: record.ts,
+                  ...at(),
+                }
+              : {
+                  type: 'tool-output',
+                  toolCallId: outcome.toolCallId,
+                  output: outcome.output ?? null,
+                  ...duration,
+                  ...logs,
+                  timestamp: record.ts,
+                  ...at(),
+                },
           );
         }
         break;

@@ -117,7 +117,9 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
   const store = new SqlStore(driver);
   const stream = streamOf(attempt.agent);
   seed(store, agentName(attempt.agent), stream, attempt.given);
-  const heads = new Map([stream, ...Object.keys(attempt.given.streams ?? {}).map(storedConversationKey)].map((key) => [key, store.head(key)]));
+  const heads = new Map(
+    [stream, ...Object.keys(attempt.given.streams ?? {}).map(storedConversationKey)].map((key) => [key, store.head(key)]),
+  );
   try {
     const crashed = await runOnce(attempt, store, driver);
     return { ...report(store, stream, heads), crashed, scriptLeft: model.left };
@@ -162,9 +164,14 @@ async function runOnce(attempt: Attempt, store: SqlStore, driver: FreezableDrive
 }
 
 /** What the store holds after the attempt: batches appended past `heads`, the ledger, state and memos. */
-function report(store: SqlStore, stream: ConversationKey, heads: Map<ConversationKey, number>): Omit<AttemptResult, 'crashed' | 'scriptLeft'> {
+function report(
+  store: SqlStore,
+  stream: ConversationKey,
+  heads: Map<ConversationKey, number>,
+): Omit<AttemptResult, 'crashed' | 'scriptLeft'> {
   const ids = new Placeholders();
-  const appended = (key: ConversationKey) => store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));
+  const appended = (key: ConversationKey) =>
+    store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));
   const appends = appended(stream);
   const streams: Record<string, unknown[][]> = {};
   for (const row of store.driver.query('SELECT DISTINCT stream FROM flue_batches WHERE stream <> ? ORDER BY stream', stream)) {
@@ -200,7 +207,13 @@ function seed(store: SqlStore, agent: string, stream: ConversationKey, given: Gi
       for (const batch of batches) store.append(other, batch);
     }
     for (const submission of given.submissions) {
-      store.insertSubmission({ id: submission.id, conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: submission.body } }, acceptedAt: TS });
+      store.insertSubmission({
+        id: submission.id,
+        conversation: stream,
+        kind: 'dispatch',
+        payload: { message: { kind: 'user', body: submission.body } },
+        acceptedAt: TS,
+      });
       for (let claim = 0; claim < (submission.attempts ?? 0); claim++) {
         const now = submission.startedAt ?? Date.now();
         store.claimAttempt(submission.id, { attemptId: `attempt_given_${claim}`, now, maxAttempts: 10, timeoutMs: 3_600_000 });

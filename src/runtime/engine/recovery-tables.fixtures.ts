@@ -132,9 +132,17 @@ export const Extended = declaring(chargeWith(['reserve', 'verify', 'capture']));
 export const Relabelled = declaring(chargeWith(['hold', 'capture']));
 
 /** `charge` declared as an ordinary tool. */
-export const Demoted = declaring(defineTool({ name: 'charge', description: 'Charges.', input: v.object({}), run: () => (runs.capture++, 'c1') }));
+export const Demoted = declaring(
+  defineTool({ name: 'charge', description: 'Charges.', input: v.object({}), run: () => (runs.capture++, 'c1') }),
+);
 
-const durablePlain = defineTool({ name: 'plain', description: 'Counts.', input: v.object({}), durable: true, run: ({ step }) => step.do('count', () => (runs.plain++, 'ok')) });
+const durablePlain = defineTool({
+  name: 'plain',
+  description: 'Counts.',
+  input: v.object({}),
+  durable: true,
+  run: ({ step }) => step.do('count', () => (runs.plain++, 'ok')),
+});
 /** `plain` declared durable, its work in one step. */
 export const Promoted = declaring(durablePlain);
 
@@ -187,7 +195,11 @@ export const text = (said: string) => ({ type: 'text', text: said });
 export const toolCall = (id: string, name: string, args: Record<string, unknown> = {}) => ({ type: 'toolCall', id, name, arguments: args });
 
 /** One streamed model step of this attempt, committed as one batch (`ids.model`: the scripted model's id, default `model`). */
-export function step(ids: { message: string; step: string; sub?: string; model?: string }, said: string | undefined, calls: unknown[] = []) {
+export function step(
+  ids: { message: string; step: string; sub?: string; model?: string },
+  said: string | undefined,
+  calls: unknown[] = [],
+) {
   const submissionId = ids.sub ?? 'sub_a';
   const base = { stepId: ids.step, messageId: ids.message };
   return [
@@ -197,14 +209,23 @@ export function step(ids: { message: string; step: string; sub?: string; model?:
       type: 'assistant_completed',
       ...base,
       submissionId,
-      message: modelMessage([...(said === undefined ? [] : [text(said)]), ...calls], calls.length > 0 ? 'toolUse' : 'stop', undefined, ids.model),
+      message: modelMessage(
+        [...(said === undefined ? [] : [text(said)]), ...calls],
+        calls.length > 0 ? 'toolUse' : 'stop',
+        undefined,
+        ids.model,
+      ),
       ts,
     },
   ];
 }
 
 /** The rest of a response that answers in one turn: the first turn's baseline snapshot, the step, the settlement. */
-export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [[snapshot], step(ids, said), [settled('sub_a', 'completed')]];
+export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [
+  [snapshot],
+  step(ids, said),
+  [settled('sub_a', 'completed')],
+];
 
 export const settled = (submissionId: string, outcome: string, error?: unknown, answeredBy = 'sub_a') => ({
   type: 'submission_settled',
@@ -241,7 +262,10 @@ export const streamSignal = (signalType: 'stream_interrupted' | 'stream_continue
   submissionId: 'sub_a',
   origin: 'framework',
   signalType,
-  body: signalType === 'stream_interrupted' ? 'Your previous response was interrupted before it completed.' : 'Continue from where the interrupted response stopped.',
+  body:
+    signalType === 'stream_interrupted'
+      ? 'Your previous response was interrupted before it completed.'
+      : 'Continue from where the interrupted response stopped.',
   ts,
 });
 
@@ -257,9 +281,21 @@ export const advisory = (kind: 'aborted' | 'interrupted', body: string, attribut
   ts,
 });
 
-export const interrupted = (toolCallId: string, toolName: string) => ({ toolCallId, toolName, isError: true, content: INTERRUPTED_TOOL_TEXT });
+export const interrupted = (toolCallId: string, toolName: string) => ({
+  toolCallId,
+  toolName,
+  isError: true,
+  content: INTERRUPTED_TOOL_TEXT,
+});
 
-export const toolResults = (stepId: string, outcomes: unknown[], messageId = 'msg_r') => ({ type: 'tool_results', stepId, messageId, submissionId: 'sub_a', outcomes, ts });
+export const toolResults = (stepId: string, outcomes: unknown[], messageId = 'msg_r') => ({
+  type: 'tool_results',
+  stepId,
+  messageId,
+  submissionId: 'sub_a',
+  outcomes,
+  ts,
+});
 
 // ── Given logs ──────────────────────────────────────────────────────────────────────────────
 
@@ -269,7 +305,9 @@ export const applied: ConversationRecord[] = [
 
 export const opened = (deltas: string[], kind: 'text' | 'reasoning' = 'text'): ConversationRecord[] => [
   { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_open', submissionId: 'sub_a', attemptId: 'attempt_given_0', ts: GIVEN_TS },
-  ...deltas.map((delta): ConversationRecord => ({ type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind, block: 0, delta })),
+  ...deltas.map(
+    (delta): ConversationRecord => ({ type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind, block: 0, delta }),
+  ),
 ];
 
 /** A completed step of an earlier attempt that issued tool calls, whose results never committed. */
@@ -329,7 +367,16 @@ export const delegated: Given = {
   streams: {
     [CHILD]: [
       [
-        { type: 'conversation_created', conversationId: 'conv_child', uid: BIRTH.uid, kind: 'task', parentConversationId: BIRTH.conversationId, taskId: 'call_1', agent: 'helper', ts: GIVEN_TS },
+        {
+          type: 'conversation_created',
+          conversationId: 'conv_child',
+          uid: BIRTH.uid,
+          kind: 'task',
+          parentConversationId: BIRTH.conversationId,
+          taskId: 'call_1',
+          agent: 'helper',
+          ts: GIVEN_TS,
+        },
         { type: 'user_message', messageId: 'msg_task', submissionId: 'sub_a', deliveryOrigin: 'agent', body: 'Find it.', ts: GIVEN_TS },
       ],
     ],

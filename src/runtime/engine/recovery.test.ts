@@ -11,9 +11,46 @@ import { type ConversationRecord, interruptedToolText } from '../store/records.t
 import { type Attempt, type CrashAt, type Given, type LedgerRow, runAttempt } from './recovery-journal.fixtures.ts';
 import type { ScriptedStep } from './scripted-stream.fixtures.ts';
 import {
-  Boss, Budgeted, Demoted, Extended, Forgetful, Greeter, Impatient, Manager, Promoted, Relabelled, Renamed, Shop, Stricter, Switched, Tagged, Trimmed, runs,
-  CHILD, GIVEN_TS, advisory, answers, applied, closed, delegated, delegating, first, input, interrupted, issued, modelMessage,
-  opened, retried, settled, snapshot, step, streamSignal, text, toolCall, toolResults, ts,
+  Boss,
+  Budgeted,
+  Demoted,
+  Extended,
+  Forgetful,
+  Greeter,
+  Impatient,
+  Manager,
+  Promoted,
+  Relabelled,
+  Renamed,
+  Shop,
+  Stricter,
+  Switched,
+  Tagged,
+  Trimmed,
+  runs,
+  CHILD,
+  GIVEN_TS,
+  advisory,
+  answers,
+  applied,
+  closed,
+  delegated,
+  delegating,
+  first,
+  input,
+  interrupted,
+  issued,
+  modelMessage,
+  opened,
+  retried,
+  settled,
+  snapshot,
+  step,
+  streamSignal,
+  text,
+  toolCall,
+  toolResults,
+  ts,
 } from './recovery-tables.fixtures.ts';
 
 beforeEach(() => {
@@ -75,7 +112,11 @@ const cases: Case[] = [
     given: { log: [applied, opened(['Let me think'], 'reasoning')], submissions: retried },
     script: [{ text: ['Answer.'] }],
     appends: [
-      [closed('step_open', ['Let me think'], 'reasoning'), streamSignal('stream_interrupted', 'step_open'), streamSignal('stream_continued', 'step_open')],
+      [
+        closed('step_open', ['Let me think'], 'reasoning'),
+        streamSignal('stream_interrupted', 'step_open'),
+        streamSignal('stream_continued', 'step_open'),
+      ],
       ...answers({ message: 'msg_r', step: 'msg_1' }, 'Answer.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
@@ -93,10 +134,7 @@ const cases: Case[] = [
     agent: Shop,
     given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: retried },
     script: [{ text: ['Sorry, again?'] }],
-    appends: [
-      [toolResults('step_1', [interrupted('call_1', 'plain')])],
-      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
-    ],
+    appends: [[toolResults('step_1', [interrupted('call_1', 'plain')])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { plain: 0 },
   },
@@ -131,24 +169,29 @@ const cases: Case[] = [
   {
     rule: '§6.2 an unresolved call of a tool the render no longer declares durable takes the interrupted path',
     agent: Forgetful,
-    given: { log: [applied, issued({ id: 'call_1', name: 'charge' })], submissions: retried, steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }] },
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'charge' })],
+      submissions: retried,
+      steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }],
+    },
     script: [{ text: ['Sorry.'] }],
-    appends: [
-      [toolResults('step_1', [interrupted('call_1', 'charge')])],
-      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.'),
-    ],
+    appends: [[toolResults('step_1', [interrupted('call_1', 'charge')])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     steps: { 'step_1:call_1/reserve': 'r1' },
     ran: { reserve: 0, capture: 0 },
   },
   {
-    rule: '§6.2 an unresolved task call resumes its child conversation and commits the child\'s real result',
+    rule: "§6.2 an unresolved task call resumes its child conversation and commits the child's real result",
     agent: Boss,
     given: delegated,
     // The child's turn first (inside the parent's tool batch), then the parent's.
     script: [{ text: ['Found.'] }, { text: ['The helper found it.'] }],
     appends: [
-      [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'task', isError: false, content: 'Found.', output: 'Found.', durationMs: 'ms' }])],
+      [
+        toolResults('step_1', [
+          { toolCallId: 'call_1', toolName: 'task', isError: false, content: 'Found.', output: 'Found.', durationMs: 'ms' },
+        ]),
+      ],
       ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
     ],
     streams: { [CHILD]: [[snapshot], step({ message: 'msg_2', step: 'msg_3' }, 'Found.')] },
@@ -161,7 +204,9 @@ const cases: Case[] = [
     script: [{ text: ['Tagged.'] }],
     appends: [
       [snapshot],
-      step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) => (record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record)),
+      step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) =>
+        record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record,
+      ),
       [settled('sub_a', 'completed')],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
@@ -183,7 +228,15 @@ const cases: Case[] = [
       log: [
         applied,
         [
-          { type: 'signal', messageId: 'msg_note', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts: GIVEN_TS },
+          {
+            type: 'signal',
+            messageId: 'msg_note',
+            submissionId: 'sub_a',
+            origin: 'append',
+            signalType: 'note',
+            body: 'remember',
+            ts: GIVEN_TS,
+          },
           { type: 'agent_start_run', submissionId: 'sub_a' },
         ],
       ],
@@ -200,7 +253,10 @@ const cases: Case[] = [
     given: { log: [applied], submissions: retried },
     script: [{ text: ['Hi.'] }],
     appends: [
-      [{ type: 'signal', messageId: 'msg_1', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts }, { type: 'agent_start_run', submissionId: 'sub_a' }],
+      [
+        { type: 'signal', messageId: 'msg_1', submissionId: 'sub_a', origin: 'append', signalType: 'note', body: 'remember', ts },
+        { type: 'agent_start_run', submissionId: 'sub_a' },
+      ],
       ...answers({ message: 'msg_2', step: 'msg_3' }, 'Hi.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
@@ -218,10 +274,13 @@ const cases: Case[] = [
       step({ message: 'msg_1', step: 'msg_2' }, 'Both.'),
       [settled('sub_a', 'completed'), settled('sub_b', 'completed')],
     ],
-    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_b: { status: 'settled', outcome: 'completed', attempts: 0 } },
+    ledger: {
+      sub_a: { status: 'settled', outcome: 'completed', attempts: 1 },
+      sub_b: { status: 'settled', outcome: 'completed', attempts: 0 },
+    },
   },
   {
-    rule: '§3/§6.1.4 a delivery queued while a step streams joins at the next turn boundary, after the step\'s tool results, and takes the host\'s outcome',
+    rule: "§3/§6.1.4 a delivery queued while a step streams joins at the next turn boundary, after the step's tool results, and takes the host's outcome",
     agent: Shop,
     given: { submissions: first },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], deliver: 'also this' }, { text: ['Both done.'] }],
@@ -229,12 +288,21 @@ const cases: Case[] = [
       [input('sub_a', 'go')],
       [snapshot],
       step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
-      [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
+      [
+        toolResults(
+          'msg_2',
+          [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }],
+          'msg_1',
+        ),
+      ],
       [input('sub_1', 'also this', 'sub_a')],
       step({ message: 'msg_1', step: 'msg_3' }, 'Both done.'),
       [settled('sub_a', 'completed'), settled('sub_1', 'completed')],
     ],
-    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 }, sub_1: { status: 'settled', outcome: 'completed', attempts: 0 } },
+    ledger: {
+      sub_a: { status: 'settled', outcome: 'completed', attempts: 1 },
+      sub_1: { status: 'settled', outcome: 'completed', attempts: 0 },
+    },
     state: { count: 1 },
     ran: { plain: 1 },
   },
@@ -248,7 +316,13 @@ const cases: Case[] = [
       [input('sub_a', 'go')],
       [snapshot],
       step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
-      [toolResults('msg_2', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }], 'msg_1')],
+      [
+        toolResults(
+          'msg_2',
+          [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }],
+          'msg_1',
+        ),
+      ],
     ],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1, continuation: true } },
     state: { count: 1 },
@@ -258,7 +332,15 @@ const cases: Case[] = [
     rule: '§5/§10 the yield rule: a continued wake makes progress before it yields again, in the same attempt',
     agent: Shop,
     given: {
-      log: [applied, issued({ id: 'call_1', name: 'plain' }), [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok' }]) as ConversationRecord]],
+      log: [
+        applied,
+        issued({ id: 'call_1', name: 'plain' }),
+        [
+          toolResults('step_1', [
+            { toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok' },
+          ]) as ConversationRecord,
+        ],
+      ],
       submissions: [{ id: 'sub_a', body: 'go', attempts: 1, continuation: true }],
     },
     sliceBudgetMs: -1,
@@ -276,7 +358,14 @@ const cases: Case[] = [
       [snapshot],
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
-        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: modelMessage([], 'error', 'The model refused.'), ts },
+        {
+          type: 'assistant_completed',
+          messageId: 'msg_1',
+          stepId: 'msg_2',
+          submissionId: 'sub_a',
+          message: modelMessage([], 'error', 'The model refused.'),
+          ts,
+        },
       ],
       [
         advisory('interrupted', 'The submission failed: The prompt operation failed: The model refused.', { reason: 'failed' }),
@@ -298,10 +387,14 @@ const cases: Case[] = [
     appends: [
       [
         toolResults('step_1', [interrupted('call_1', 'plain')]),
-        advisory('interrupted', 'The submission failed: The submission was interrupted 2 times and reached its attempt budget (2). Interrupted tool calls: plain.', {
-          reason: 'exhausted_retry_budget',
-          interruptedTools: 'plain',
-        }),
+        advisory(
+          'interrupted',
+          'The submission failed: The submission was interrupted 2 times and reached its attempt budget (2). Interrupted tool calls: plain.',
+          {
+            reason: 'exhausted_retry_budget',
+            interruptedTools: 'plain',
+          },
+        ),
         settled('sub_a', 'failed', {
           name: 'FlueError',
           type: 'submission_retry_exhausted',
@@ -333,16 +426,27 @@ const cases: Case[] = [
   {
     rule: '§5/§6.3 a passed deadline fails the submission before a new attempt: pending calls are interrupted in the settlement batch',
     agent: Shop,
-    given: { log: [applied, issued({ id: 'call_1', name: 'plain' })], submissions: [{ id: 'sub_a', body: 'go', attempts: 1, startedAt: Date.now() - 3_700_000 }] },
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'plain' })],
+      submissions: [{ id: 'sub_a', body: 'go', attempts: 1, startedAt: Date.now() - 3_700_000 }],
+    },
     script: [],
     appends: [
       [
         toolResults('step_1', [interrupted('call_1', 'plain')]),
-        advisory('interrupted', 'The submission failed: The submission exceeded its durability timeout of 3600000ms. Interrupted tool calls: plain.', {
-          reason: 'exceeded_timeout',
-          interruptedTools: 'plain',
+        advisory(
+          'interrupted',
+          'The submission failed: The submission exceeded its durability timeout of 3600000ms. Interrupted tool calls: plain.',
+          {
+            reason: 'exceeded_timeout',
+            interruptedTools: 'plain',
+          },
+        ),
+        settled('sub_a', 'failed', {
+          name: 'FlueError',
+          type: 'submission_timeout',
+          message: 'The submission exceeded its durability timeout of 3600000ms.',
         }),
-        settled('sub_a', 'failed', { name: 'FlueError', type: 'submission_timeout', message: 'The submission exceeded its durability timeout of 3600000ms.' }),
       ],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
@@ -373,7 +477,14 @@ const cases: Case[] = [
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
-        { type: 'assistant_completed', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', message: modelMessage([text('Half')], 'aborted', 'Request was aborted'), ts },
+        {
+          type: 'assistant_completed',
+          messageId: 'msg_1',
+          stepId: 'msg_2',
+          submissionId: 'sub_a',
+          message: modelMessage([text('Half')], 'aborted', 'Request was aborted'),
+          ts,
+        },
       ],
       [
         advisory('aborted', 'The submission was aborted.', { reason: 'aborted' }),
@@ -398,7 +509,7 @@ const cases: Case[] = [
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
   {
-    rule: '§6 a crash at a model call\'s first delta leaves no trace of the step: its text was not due for a commit',
+    rule: "§6 a crash at a model call's first delta leaves no trace of the step: its text was not due for a commit",
     agent: Shop,
     given: { submissions: first },
     crashAt: { point: 'model' },
@@ -470,7 +581,10 @@ const afterDeploy: Case[] = [
       steps: [{ key: 'step_1:call_2', step: 'reserve', value: 'r1' }],
     },
     script: [{ text: ['Sorry.'] }],
-    appends: [[toolResults('step_1', [interrupted('call_1', 'plain'), interrupted('call_2', 'charge')])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.')],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'plain'), interrupted('call_2', 'charge')])],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Sorry.'),
+    ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     steps: { 'step_1:call_2/reserve': 'r1' },
     ran: { plain: 0, reserve: 0, capture: 0 },
@@ -480,7 +594,8 @@ const afterDeploy: Case[] = [
     rule: '§6.5 a durable call whose recorded arguments no longer validate settles as the validation error the model sees; no step runs',
     appends: charged({
       isError: true,
-      content: 'Arguments for tool "charge" do not match the required schema: Invalid key: Expected "amount" but received undefined (at amount). Call the tool again with corrected arguments.',
+      content:
+        'Arguments for tool "charge" do not match the required schema: Invalid key: Expected "amount" but received undefined (at amount). Call the tool again with corrected arguments.',
       durationMs: 'ms',
     }),
     steps: { 'step_1:call_1/reserve': 'r1' },
@@ -540,7 +655,11 @@ const afterDeploy: Case[] = [
     given: delegated,
     script: [{ text: ['The helper is gone.'] }],
     appends: [
-      [toolResults('step_1', [{ toolCallId: 'call_1', toolName: 'task', isError: true, content: interruptedToolText('conv_child'), durationMs: 'ms' }])],
+      [
+        toolResults('step_1', [
+          { toolCallId: 'call_1', toolName: 'task', isError: true, content: interruptedToolText('conv_child'), durationMs: 'ms' },
+        ]),
+      ],
       ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper is gone.'),
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },

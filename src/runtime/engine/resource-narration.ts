@@ -8,7 +8,14 @@
  */
 import type { Conversation } from './conversation.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
-import { INSTRUCTIONS_UPDATED_BODY, environmentBody, mcpUnavailableBody, narrate, resourceSnapshot, sameSnapshot } from '../authoring/narration.ts';
+import {
+  INSTRUCTIONS_UPDATED_BODY,
+  environmentBody,
+  mcpUnavailableBody,
+  narrate,
+  resourceSnapshot,
+  sameSnapshot,
+} from '../authoring/narration.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { newId } from '../common/ids.ts';
 import type { McpConnectionFailure } from '../mcp/resolve.ts';
@@ -40,10 +47,12 @@ export function narrateResourceChanges({
   });
   // Narration and the frozen prompt catalogs (skills-subagents-mcp.md §4).
   const previous = conv.resourceSnapshot;
-  if (previous === undefined || conv.resourceBaseline === undefined) return [{ type: 'resource_snapshot', baseline: true, snapshot: current }];
+  if (previous === undefined || conv.resourceBaseline === undefined)
+    return [{ type: 'resource_snapshot', baseline: true, snapshot: current }];
   if (sameSnapshot(previous, current)) return [];
   const signals: { signalType: string; body: string; attributes?: Record<string, string> }[] = [];
-  if (previous.instructionsDigest !== current.instructionsDigest) signals.push({ signalType: 'instructions', body: INSTRUCTIONS_UPDATED_BODY });
+  if (previous.instructionsDigest !== current.instructionsDigest)
+    signals.push({ signalType: 'instructions', body: INSTRUCTIONS_UPDATED_BODY });
   if (previous.sandbox !== current.sandbox) {
     signals.push({
       signalType: 'environment',
@@ -55,18 +64,25 @@ export function narrateResourceChanges({
       }),
     });
   } else {
-    for (const { kind, body } of narrate(previous, current)) signals.push({ signalType: 'resources', body, attributes: { resource: kind } });
+    for (const { kind, body } of narrate(previous, current))
+      signals.push({ signalType: 'resources', body, attributes: { resource: kind } });
   }
   const ts = new Date().toISOString();
   return [
-    ...signals.map((signal): ConversationRecord => ({ type: 'signal', messageId: newId('msg'), submissionId, origin: 'framework', ...signal, ts })),
+    ...signals.map(
+      (signal): ConversationRecord => ({ type: 'signal', messageId: newId('msg'), submissionId, origin: 'framework', ...signal, ts }),
+    ),
     { type: 'resource_snapshot', baseline: false, snapshot: current },
   ];
 }
 
 /** A failing optional MCP server mounts nothing: the model is told, and the log says why. */
-export function narrateMcpUnavailable(failures: readonly McpConnectionFailure[], { submissionId, logger }: { submissionId: string; logger: (provenance: Record<string, unknown>) => FlueLogger }): ConversationRecord {
-  for (const failure of failures) logger({ mcp: failure.name }).warn(`[flue:mcp] optional server "${failure.name}" is unavailable`, { reason: failure.reason });
+export function narrateMcpUnavailable(
+  failures: readonly McpConnectionFailure[],
+  { submissionId, logger }: { submissionId: string; logger: (provenance: Record<string, unknown>) => FlueLogger },
+): ConversationRecord {
+  for (const failure of failures)
+    logger({ mcp: failure.name }).warn(`[flue:mcp] optional server "${failure.name}" is unavailable`, { reason: failure.reason });
   return {
     type: 'signal',
     messageId: newId('msg'),

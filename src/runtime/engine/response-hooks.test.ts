@@ -8,7 +8,12 @@ import type { ResponseInfo } from './conversation.ts';
 import type { FlueHarness } from '../common/types.ts';
 import { storedConversationKey } from '../store/conversation-key.ts';
 
-const site = new ResponseSite({ live: new LiveConversation(storedConversationKey('stream_1'), 'Worker', 'w1'), submissionId: 'sub_1', env: {}, probed: {} as never });
+const site = new ResponseSite({
+  live: new LiveConversation(storedConversationKey('stream_1'), 'Worker', 'w1'),
+  submissionId: 'sub_1',
+  env: {},
+  probed: {} as never,
+});
 const seam: HookSeam = {
   signal: new AbortController().signal,
   site,
@@ -44,7 +49,16 @@ describe('runResponseFinish', () => {
       site,
     });
     expect(record).toEqual({ type: 'response_metadata', submissionId: 'sub_1', messageId: 'msg_1', metadata: { seen: true } });
-    expect(runResponseFinish({ hooks: [() => undefined], submissionId: 'sub_1', response: response(), messageId: 'msg_1', metadata: undefined, site })).toBeUndefined();
+    expect(
+      runResponseFinish({
+        hooks: [() => undefined],
+        submissionId: 'sub_1',
+        response: response(),
+        messageId: 'msg_1',
+        metadata: undefined,
+        site,
+      }),
+    ).toBeUndefined();
   });
 });
 
@@ -61,17 +75,27 @@ describe('runAgentStart', () => {
     expect(records.map((record) => (record.type === 'signal' ? record.body : record.type))).toEqual(['first', 'second', 'agent_start_run']);
     expect(records[0]).toMatchObject({ submissionId: 'sub_2', origin: 'append' });
     expect(await runAgentStart({ hooks: [], submissionId: 'sub_2', hasPendingState: () => false, seam })).toEqual([]);
-    expect(await runAgentStart({ hooks: [], submissionId: 'sub_2', hasPendingState: () => true, seam })).toEqual([{ type: 'agent_start_run', submissionId: 'sub_2' }]);
+    expect(await runAgentStart({ hooks: [], submissionId: 'sub_2', hasPendingState: () => true, seam })).toEqual([
+      { type: 'agent_start_run', submissionId: 'sub_2' },
+    ]);
   });
 });
 
 describe('runAgentFinish', () => {
   it('continues the response when a callback appends, and records a cycle without appends only to carry state writes', async () => {
-    const appending = await runAgentFinish({ hooks: [({ append: add }) => add(append('again'))], submissionId: 'sub_1', response: response(), hasPendingState: () => false, seam });
+    const appending = await runAgentFinish({
+      hooks: [({ append: add }) => add(append('again'))],
+      submissionId: 'sub_1',
+      response: response(),
+      hasPendingState: () => false,
+      seam,
+    });
     expect(appending.continues).toBe(true);
     expect(appending.records.map((record) => record.type)).toEqual(['signal', 'agent_finish_cycle']);
     const quiet = [() => {}];
-    expect(await runAgentFinish({ hooks: quiet, submissionId: 'sub_1', response: response(), hasPendingState: () => false, seam })).toEqual({ continues: false, records: [] });
+    expect(await runAgentFinish({ hooks: quiet, submissionId: 'sub_1', response: response(), hasPendingState: () => false, seam })).toEqual(
+      { continues: false, records: [] },
+    );
     expect(await runAgentFinish({ hooks: quiet, submissionId: 'sub_1', response: response(), hasPendingState: () => true, seam })).toEqual({
       continues: false,
       records: [{ type: 'agent_finish_cycle', submissionId: 'sub_1' }],
@@ -80,7 +104,13 @@ describe('runAgentFinish', () => {
 
   it('refuses a continuation past the ceiling of cycles per response', async () => {
     await expect(
-      runAgentFinish({ hooks: [({ append: add }) => add(append('again'))], submissionId: 'sub_1', response: response(32), hasPendingState: () => false, seam }),
+      runAgentFinish({
+        hooks: [({ append: add }) => add(append('again'))],
+        submissionId: 'sub_1',
+        response: response(32),
+        hasPendingState: () => false,
+        seam,
+      }),
     ).rejects.toThrow(/more than 32 times/);
   });
 });

@@ -132,7 +132,9 @@ export async function runAgentFinish({
   const cycle: ConversationRecord = { type: 'agent_finish_cycle', submissionId: submissionId };
   if (appended.length === 0) return { continues: false, records: hasPendingState() ? [cycle] : [] };
   if (response.finishCycles >= FINISH_CYCLE_CEILING) {
-    throw new Error(`[flue] useAgentFinish() continued this response more than ${FINISH_CYCLE_CEILING} times; the ceiling is ${FINISH_CYCLE_CEILING} continuation cycles per response.`);
+    throw new Error(
+      `[flue] useAgentFinish() continued this response more than ${FINISH_CYCLE_CEILING} times; the ceiling is ${FINISH_CYCLE_CEILING} continuation cycles per response.`,
+    );
   }
   return { continues: true, records: [...appended.map((message) => appendedRecord(message, submissionId)), cycle] };
 }

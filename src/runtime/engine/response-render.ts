@@ -67,9 +67,13 @@ export class ResponseRender {
     // Model, thinking level and compaction are latched for the submission (agents-and-hooks.md §5).
     if (this.latched === undefined) {
       if (result.model === undefined) {
-        throw new AgentDefinitionError('model_required', `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`, {
-          agent: live.agentName,
-        });
+        throw new AgentDefinitionError(
+          'model_required',
+          `[flue] The agent requires a model. Call useModel('provider-id/model-id') in the agent function.`,
+          {
+            agent: live.agentName,
+          },
+        );
       }
       this.latched = result.model;
     }

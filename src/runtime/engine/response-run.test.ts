@@ -125,7 +125,9 @@ describe('ResponseRun', () => {
 
   it('recovers a stream a crash left open: closes it, says it was interrupted, and continues', async () => {
     const { live, row } = claimed();
-    writer.commit(live, [{ type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', deliveryOrigin: 'app', body: 'go', ts }]);
+    writer.commit(live, [
+      { type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', deliveryOrigin: 'app', body: 'go', ts },
+    ]);
     writer.commit(live, [
       { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_open', submissionId: 'sub_1', attemptId: 'attempt_0', ts },
       { type: 'assistant_delta', messageId: 'msg_r', stepId: 'step_open', kind: 'text', block: 0, delta: 'Half a' },
@@ -139,7 +141,9 @@ describe('ResponseRun', () => {
 
   it('recovers an unfinished tool batch: an ordinary call gets the interrupted marker, a durable one re-runs', async () => {
     const { live, row } = claimed();
-    writer.commit(live, [{ type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', deliveryOrigin: 'app', body: 'go', ts }]);
+    writer.commit(live, [
+      { type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', deliveryOrigin: 'app', body: 'go', ts },
+    ]);
     writer.commit(live, [
       { type: 'assistant_started', messageId: 'msg_r', stepId: 'step_1', submissionId: 'sub_1', attemptId: 'attempt_0', ts },
       {
@@ -156,7 +160,14 @@ describe('ResponseRun', () => {
           api: 'openai-completions',
           provider: 'run-unit',
           model: 'model',
-          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+          usage: {
+            input: 0,
+            output: 0,
+            cacheRead: 0,
+            cacheWrite: 0,
+            totalTokens: 0,
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+          },
           stopReason: 'toolUse',
           timestamp: 0,
         },
@@ -178,7 +189,12 @@ describe('ResponseRun', () => {
 
   it('joins a delivery queued behind it before its first turn', async () => {
     const { live, row } = claimed();
-    writer.admit(live, undefined, { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'also' } }, acceptedAt: ts }, []);
+    writer.admit(
+      live,
+      undefined,
+      { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'also' } }, acceptedAt: ts },
+      [],
+    );
     server.script({ text: 'Answered both.' });
     await run(live, row).execute();
     expect(store.getSubmission('sub_2')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });

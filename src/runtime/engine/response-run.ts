@@ -114,7 +114,13 @@ export class ResponseRun {
     this.out = new ResponseWriter({ writer, live, state: this.state });
     // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
     this.bytes = new AttachmentBytes(view, delegation?.attachmentKey ?? live.key);
-    this.site = new ResponseSite({ live, submissionId: row.id, env: engine.env, probed: engine.probed, ...(delegation === undefined ? {} : { task: delegation }) });
+    this.site = new ResponseSite({
+      live,
+      submissionId: row.id,
+      env: engine.env,
+      probed: engine.probed,
+      ...(delegation === undefined ? {} : { task: delegation }),
+    });
     this.renderer = new ResponseRender({
       agent,
       live,
@@ -203,7 +209,12 @@ export class ResponseRun {
         progressed = true;
         continue;
       }
-      const compaction = await compactAfterTurn({ conv: this.conv, model: this.renderer.model, signal: this.attempt.signal, site: this.site });
+      const compaction = await compactAfterTurn({
+        conv: this.conv,
+        model: this.renderer.model,
+        signal: this.attempt.signal,
+        site: this.site,
+      });
       if (compaction.length > 0) this.out.commit(compaction);
       if (!delegated) {
         const finish = await runAgentFinish({
@@ -287,10 +298,18 @@ export class ResponseRun {
     const builtin = this.environment.toolDefinitions(rendered.subagents);
     const mcp = await this.resources.mcpTools(rendered);
     if (mcp.unavailable.length > 0) {
-      this.out.commit([narrateMcpUnavailable(mcp.unavailable, { submissionId: this.row.id, logger: (provenance) => this.site.logger(provenance) })]);
+      this.out.commit([
+        narrateMcpUnavailable(mcp.unavailable, { submissionId: this.row.id, logger: (provenance) => this.site.logger(provenance) }),
+      ]);
     }
     const tools = assembleToolSet({ framework, builtin, custom: [...rendered.tools, ...mcp.tools] });
-    const narration = narrateResourceChanges({ conv: this.conv, submissionId: this.row.id, tools, rendered, sandbox: this.environment.current });
+    const narration = narrateResourceChanges({
+      conv: this.conv,
+      submissionId: this.row.id,
+      tools,
+      rendered,
+      sandbox: this.environment.current,
+    });
     if (narration.length > 0) this.out.commit(narration);
     const latched = this.renderer.model!;
     const model = resolveModel(latched.spec);
@@ -326,7 +345,10 @@ export class ResponseRun {
     }
     if (isOverflow(message, model.contextWindow) && !this.overflowRetried) {
       this.overflowRetried = true;
-      const compaction = await compactConversation({ conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site }, 'overflow');
+      const compaction = await compactConversation(
+        { conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site },
+        'overflow',
+      );
       if (compaction !== undefined) this.out.commit(compaction);
       return turn;
     }
@@ -335,7 +357,9 @@ export class ResponseRun {
       await sleep(retryDelayMs(this.consecutiveErrors), this.attempt.signal);
       return turn;
     }
-    throw modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed');
+    throw (
+      modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed')
+    );
   }
 
   // ── What parts and delegates get of this response ─────────────────────────────────────────

@@ -23,7 +23,13 @@ export class ResponseSite {
   private readonly probed: ProbedEngine;
   private readonly task: TaskPlace | undefined;
 
-  constructor(options: { live: LiveConversation; submissionId: string; env: Record<string, unknown>; probed: ProbedEngine; task?: TaskPlace }) {
+  constructor(options: {
+    live: LiveConversation;
+    submissionId: string;
+    env: Record<string, unknown>;
+    probed: ProbedEngine;
+    task?: TaskPlace;
+  }) {
     this.live = options.live;
     this.submissionId = options.submissionId;
     this.env = options.env;

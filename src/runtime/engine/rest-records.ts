@@ -10,7 +10,11 @@ import { childConversationKey } from '../store/conversation-key.ts';
 import { type ConversationRecord, interruptedToolText } from '../store/records.ts';
 import { emptyUsage } from '../model/usage.ts';
 
-export function restRecords(live: LiveConversation, ts: string, view: ConversationView): { records: ConversationRecord[]; tools: string[] } {
+export function restRecords(
+  live: LiveConversation,
+  ts: string,
+  view: ConversationView,
+): { records: ConversationRecord[]; tools: string[] } {
   const records: ConversationRecord[] = [];
   const tail = live.conv.tail;
   if (tail.openStep !== undefined) records.push(convergeOpenStep(tail.openStep, ts));

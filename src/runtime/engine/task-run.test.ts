@@ -55,7 +55,16 @@ function answer(child: LiveConversation, text: string): void {
       messageId: 'msg_c',
       stepId: 'step_c',
       submissionId: 'sub_1',
-      message: { role: 'assistant', content: [{ type: 'text', text }], api: 'openai-completions', provider: 'p', model: 'm', usage: emptyUsage() as never, stopReason: 'stop', timestamp: 0 },
+      message: {
+        role: 'assistant',
+        content: [{ type: 'text', text }],
+        api: 'openai-completions',
+        provider: 'p',
+        model: 'm',
+        usage: emptyUsage() as never,
+        stopReason: 'stop',
+        timestamp: 0,
+      },
       ts,
     },
   ]);
@@ -104,13 +113,17 @@ describe('runTaskCall', () => {
     const outcome = await runTaskCall(delegating(), call({ prompt: 'Do it.', agent: 'helper' }), site());
     expect(outcome).toEqual({ isError: false, content: 'child says hi' });
     const stream = childConversationKey(parent.key, 'step_1', 'call_1');
-    expect(parent.conv.children).toMatchObject([{ stream, agent: 'helper', taskId: 'call_1', session: 'task:step_1/call_1', parentAssistantEntryId: 'step_1' }]);
+    expect(parent.conv.children).toMatchObject([
+      { stream, agent: 'helper', taskId: 'call_1', session: 'task:step_1/call_1', parentAssistantEntryId: 'step_1' },
+    ]);
     const [birth] = store.readBatches(stream, -1);
     expect(birth!.records).toMatchObject([
       { type: 'conversation_created', kind: 'task', parentConversationId: 'conv_root', agent: 'helper' },
       { type: 'user_message', submissionId: 'sub_1', deliveryOrigin: 'agent', body: 'Do it.' },
     ]);
-    expect(delegated).toMatchObject([{ depth: 1, session: 'task:step_1/call_1', parentSession: 'default', taskId: 'call_1', model: { spec: 'p/m' } }]);
+    expect(delegated).toMatchObject([
+      { depth: 1, session: 'task:step_1/call_1', parentSession: 'default', taskId: 'call_1', model: { spec: 'p/m' } },
+    ]);
     expect(events.map((event) => event.type)).toEqual(['task_start', 'task']);
   });
 
@@ -129,15 +142,20 @@ describe('runTaskCall', () => {
     expect(outcome).toEqual({ isError: true, content: interruptedToolText(childId) });
   });
 
-  it('turns a failing delegate into the tool\'s error result, but lets a stop propagate', async () => {
+  it("turns a failing delegate into the tool's error result, but lets a stop propagate", async () => {
     behave = () => {
       throw new Error('delegate broke');
     };
-    expect(await runTaskCall(delegating(), call({ prompt: 'x', agent: 'helper' }), site())).toEqual({ isError: true, content: 'delegate broke' });
+    expect(await runTaskCall(delegating(), call({ prompt: 'x', agent: 'helper' }), site())).toEqual({
+      isError: true,
+      content: 'delegate broke',
+    });
     behave = () => {
       throw new RunStopped();
     };
-    await expect(runTaskCall(delegating(), call({ prompt: 'x', agent: 'helper' }), { ...site(), stepId: 'step_2' })).rejects.toBeInstanceOf(RunStopped);
+    await expect(runTaskCall(delegating(), call({ prompt: 'x', agent: 'helper' }), { ...site(), stepId: 'step_2' })).rejects.toBeInstanceOf(
+      RunStopped,
+    );
   });
 
   it('refuses a cwd without a sandbox before any child is born', async () => {

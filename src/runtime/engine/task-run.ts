@@ -217,7 +217,9 @@ async function taskEnvironment(
 ): Promise<{ environment: AgentSandbox; cwd: string } | { error: string }> {
   const sandbox = parent.current;
   if (sandbox === undefined) {
-    return check ? { error: `The task cwd "${requested}" cannot be used: this agent has no sandbox.` } : { environment: parent, cwd: requested };
+    return check
+      ? { error: `The task cwd "${requested}" cannot be used: this agent has no sandbox.` }
+      : { environment: parent, cwd: requested };
   }
   const cwd = sandbox.resolvePath(requested);
   if (check) {

@@ -84,7 +84,7 @@ const outcomesOf = (record: Awaited<ReturnType<typeof runToolBatch>>) =>
   record.type === 'tool_results' ? record.outcomes.map((outcome) => [outcome.toolName, outcome.isError, outcome.content]) : [];
 
 describe('runToolBatch', () => {
-  it('runs every call of a fresh batch and returns the step\'s tool_results, writing nothing of its own but step memos', async () => {
+  it("runs every call of a fresh batch and returns the step's tool_results, writing nothing of its own but step memos", async () => {
     const record = await runToolBatch(input(true), out);
     expect(record).toMatchObject({ type: 'tool_results', stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1' });
     expect(outcomesOf(record)).toEqual([
@@ -92,7 +92,12 @@ describe('runToolBatch', () => {
       ['charge', false, '"charged"'],
     ]);
     expect([plainRuns, durableRuns]).toEqual([1, 1]);
-    expect(store.readBatches(live.key, -1).flatMap((batch) => batch.records).map((r) => r.type)).toEqual(['conversation_created']);
+    expect(
+      store
+        .readBatches(live.key, -1)
+        .flatMap((batch) => batch.records)
+        .map((r) => r.type),
+    ).toEqual(['conversation_created']);
     expect(writer.stepMemo(live, 'step_1:call_charge').lookup('charge')).toEqual({ found: true, value: 'charged' });
   });
 
@@ -114,7 +119,7 @@ describe('runToolBatch', () => {
     ]);
   });
 
-  it('rethrows the attempt\'s abort reason instead of returning results', async () => {
+  it("rethrows the attempt's abort reason instead of returning results", async () => {
     const batch = input(true);
     const reason = new Error('stopped');
     batch.attempt.abort(reason);

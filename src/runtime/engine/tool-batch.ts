@@ -75,7 +75,12 @@ export async function runToolBatch(input: ToolBatchInput, writer: ResponseWriter
 }
 
 /** One call of the batch: the shared dispatch, with the conversation's logs, durable steps and probe points. */
-async function callTool(input: ToolBatchInput, writer: ResponseWriter, call: ToolCall, tool: ToolDefinition | undefined): Promise<ToolOutcome> {
+async function callTool(
+  input: ToolBatchInput,
+  writer: ResponseWriter,
+  call: ToolCall,
+  tool: ToolDefinition | undefined,
+): Promise<ToolOutcome> {
   const { batch, attempt, site } = input;
   let logger: FlueLogger | undefined;
   let recorded: ReturnType<typeof recordingLogger> | undefined;

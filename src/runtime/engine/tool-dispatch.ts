@@ -38,7 +38,10 @@ export interface ToolCallSite {
  * outcome is what the log keeps (no `aborted`, no `error`).
  */
 export function dispatchToolCall(call: ToolCall, tool: ToolDefinition | undefined, site: ToolCallSite): Promise<ToolOutcome> {
-  return intercept(() => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, site.context], () => routeToolCall(call, tool, site));
+  return intercept(
+    () => [{ type: 'tool', toolCallId: call.id, toolName: call.name }, site.context],
+    () => routeToolCall(call, tool, site),
+  );
 }
 
 /** Which kind of tool answers the call: the `task` tool, an environment built-in, or a `defineTool` tool's run. */

@@ -146,7 +146,9 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     flush();
     throw attempt.reason;
   }
-  flush([{ type: 'assistant_completed', stepId, messageId, submissionId: input.submissionId, message: final, ts: new Date().toISOString() }]);
+  flush([
+    { type: 'assistant_completed', stepId, messageId, submissionId: input.submissionId, message: final, ts: new Date().toISOString() },
+  ]);
   return final;
 }
 

@@ -12,13 +12,7 @@ import type { Agent } from '../authoring/identity.ts';
 import { newId } from '../common/ids.ts';
 import type { ConversationStreamChunk } from '../engine/projection.ts';
 import { type FlueRuntime, requireRuntime } from './runtime.ts';
-import type {
-  AgentDispatchRequest,
-  AgentInstanceInfo,
-  AgentReply,
-  DeliveredMessageInput,
-  DispatchReceipt,
-} from '../common/types.ts';
+import type { AgentDispatchRequest, AgentInstanceInfo, AgentReply, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
 
 export type AgentHandleDispatchRequest = Omit<AgentDispatchRequest, 'id' | 'uid'>;
 
@@ -41,7 +35,10 @@ export interface AgentInstanceHandle {
 
 function assertAgentFunction(agent: unknown, verb: string): asserts agent is Agent {
   if (typeof agent !== 'function') {
-    throw new InvalidRequestError(`${verb} requires an agent function as its first argument.`, `Got ${agent === null ? 'null' : typeof agent}.`);
+    throw new InvalidRequestError(
+      `${verb} requires an agent function as its first argument.`,
+      `Got ${agent === null ? 'null' : typeof agent}.`,
+    );
   }
 }
 
@@ -93,8 +90,7 @@ export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHand
   return {
     id,
     async dispatch(request) {
-      const payload: AgentHandleDispatchRequest =
-        typeof request === 'string' ? { message: request as DeliveredMessageInput } : request;
+      const payload: AgentHandleDispatchRequest = typeof request === 'string' ? { message: request as DeliveredMessageInput } : request;
       if (typeof payload !== 'object' || payload === null || !('message' in payload)) {
         throw new Error('[flue] handle.dispatch() takes a message string or { message, initialData?, idempotencyKey? }.');
       }

@@ -23,7 +23,9 @@ export function devStatusUrl(env: Record<string, unknown> | undefined): string |
 /** The rejected build's error, or undefined when the latest build is live or `flue dev` is unreachable. */
 export async function fetchBuildError(statusUrl: string): Promise<string | undefined> {
   try {
-    const response = await fetch(new URL(DEV_STATUS_PATHS.buildError, withSlash(statusUrl)), { signal: AbortSignal.timeout(STATUS_TIMEOUT_MS) });
+    const response = await fetch(new URL(DEV_STATUS_PATHS.buildError, withSlash(statusUrl)), {
+      signal: AbortSignal.timeout(STATUS_TIMEOUT_MS),
+    });
     const text = await response.text();
     return response.status === 200 && text !== '' ? text : undefined;
   } catch {

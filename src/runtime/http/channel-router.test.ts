@@ -51,7 +51,11 @@ const handlerRoute: ChannelRouteDefinition = {
     if (c.req.header('x-signature') !== `sig:${raw.length}`) return c.json({ error: 'bad signature' }, 401);
     const event = JSON.parse(raw) as { id: string; to: string };
     if (event.to === '') throw new ChannelRefusedError(403, 'No recipient.', 'Name one.');
-    const receipt = await dispatch(Inbox, { id: event.to, message: { kind: 'signal', type: 'mail', body: event.id }, idempotencyKey: `events:${event.id}` });
+    const receipt = await dispatch(Inbox, {
+      id: event.to,
+      message: { kind: 'signal', type: 'mail', body: event.id },
+      idempotencyKey: `events:${event.id}`,
+    });
     return c.json({ ok: true, submissionId: receipt.submissionId });
   },
 };
@@ -65,15 +69,21 @@ describe('createChannelRouter()', () => {
     expect(() => createChannelRouter('routes' as never)).toThrow(/array/);
     expect(() => createChannelRouter([{ ...tokenRoute, path: 'hook' }])).toThrow(/route 0: path/);
     expect(() => createChannelRouter([{ ...tokenRoute, method: 'PO ST' }])).toThrow(/route 0: method/);
-    expect(() => createChannelRouter([{ ...tokenRoute, verify: undefined as never }])).toThrow(/route 0: give a handler .* or verify, a function authenticating the request, with deliveries/);
+    expect(() => createChannelRouter([{ ...tokenRoute, verify: undefined as never }])).toThrow(
+      /route 0: give a handler .* or verify, a function authenticating the request, with deliveries/,
+    );
     expect(() => createChannelRouter([{ ...tokenRoute, deliveries: undefined as never }])).toThrow(/route 0: deliveries/);
     expect(() => createChannelRouter([{ ...tokenRoute, maxBodyBytes: 0 }])).toThrow(/maxBodyBytes/);
     expect(() => createChannelRouter([tokenRoute, { ...tokenRoute, method: 'POST' }])).toThrow(/route 1 repeats POST \/hook/);
-    expect(() => createChannelRouter([{ method: 'POST', path: '/x', handler: 'serve' as never }])).toThrow(/route 0: handler must be a function/);
+    expect(() => createChannelRouter([{ method: 'POST', path: '/x', handler: 'serve' as never }])).toThrow(
+      /route 0: handler must be a function/,
+    );
     expect(() => createChannelRouter([{ ...handlerRoute, verify: tokenRoute.verify } as never])).toThrow(
       /route 0 has a handler and verify\/deliveries\/maxBodyBytes: give either a handler \(it verifies the webhook itself\) or verify and deliveries, not both\./,
     );
-    expect(() => createChannelRouter([{ method: 'POST', path: '/x' } as never])).toThrow(/route 0: give a handler \(c\) => Response that verifies the webhook itself, or verify/);
+    expect(() => createChannelRouter([{ method: 'POST', path: '/x' } as never])).toThrow(
+      /route 0: give a handler \(c\) => Response that verifies the webhook itself, or verify/,
+    );
     expect(() => createChannelRouter([handlerRoute, { ...tokenRoute, path: '/events' }])).toThrow(/route 1 repeats POST \/events/);
   });
 
@@ -111,7 +121,9 @@ describe('createChannelRouter()', () => {
     const app = mount([tokenRoute]);
     const missing = await post(app, { id: 'e1', to: ['a'] }, {});
     expect(missing.status).toBe(401);
-    expect(await missing.json()).toEqual({ error: { type: 'channel_unauthenticated', message: 'The X-Token header is missing.', details: 'Send the shared token.' } });
+    expect(await missing.json()).toEqual({
+      error: { type: 'channel_unauthenticated', message: 'The X-Token header is missing.', details: 'Send the shared token.' },
+    });
     const wrong = await post(app, { id: 'e1', to: ['a'] }, { 'x-token': 'bad' });
     expect(wrong.status).toBe(403);
     expect(((await wrong.json()) as { error: { type: string } }).error.type).toBe('channel_forbidden');
@@ -123,11 +135,21 @@ describe('createChannelRouter()', () => {
     const app = mount([tokenRoute]);
     // An event with no recipients, padded with JSON whitespace: verified, then ignored with 200.
     const send = (bytes: number) =>
-      app.fetch(new Request('http://flue.test/channels/test/hook', { method: 'POST', headers: { 'x-token': 'good' }, body: JSON.stringify({ id: 'e0', to: [] }).padEnd(bytes, ' ') }));
+      app.fetch(
+        new Request('http://flue.test/channels/test/hook', {
+          method: 'POST',
+          headers: { 'x-token': 'good' },
+          body: JSON.stringify({ id: 'e0', to: [] }).padEnd(bytes, ' '),
+        }),
+      );
     expect((await send(MAX_REQUEST_BODY_BYTES)).status).toBe(200);
     const over = await send(MAX_REQUEST_BODY_BYTES + 1);
     expect(over.status).toBe(413);
-    expect(((await over.json()) as { error: { meta: unknown } }).error.meta).toEqual({ field: 'request body', limit: MAX_REQUEST_BODY_BYTES, size: MAX_REQUEST_BODY_BYTES + 1 });
+    expect(((await over.json()) as { error: { meta: unknown } }).error.meta).toEqual({
+      field: 'request body',
+      limit: MAX_REQUEST_BODY_BYTES,
+      size: MAX_REQUEST_BODY_BYTES + 1,
+    });
   });
 
   it('admits every delivery of an event, each once across redeliveries', async () => {
@@ -137,7 +159,10 @@ describe('createChannelRouter()', () => {
     const first = await post(app, { id: 'e2', to: ['x', 'y'] });
     expect(first.status).toBe(202);
     const body = (await first.json()) as { deliveries: { id: string; submissionId: string; deduplicated?: true }[] };
-    expect(body.deliveries.map((d) => [d.id, d.deduplicated])).toEqual([['x', undefined], ['y', undefined]]);
+    expect(body.deliveries.map((d) => [d.id, d.deduplicated])).toEqual([
+      ['x', undefined],
+      ['y', undefined],
+    ]);
     const again = (await (await post(app, { id: 'e2', to: ['x', 'y'] })).json()) as typeof body;
     expect(again.deliveries.map((d) => [d.submissionId, d.deduplicated])).toEqual(body.deliveries.map((d) => [d.submissionId, true]));
     for (const delivery of body.deliveries) await init(Inbox, { id: delivery.id }).read(delivery.submissionId);
@@ -159,10 +184,15 @@ describe('createChannelRouter()', () => {
     await ctx.start([Inbox]);
     const log = vi.spyOn(console, 'error').mockImplementation(() => {});
     try {
-      const app = mount([{ ...tokenRoute, deliveries: () => ({ agent: Inbox, id: 'z', message: { kind: 'signal', type: '', body: '' } as never }) }]);
+      const app = mount([
+        { ...tokenRoute, deliveries: () => ({ agent: Inbox, id: 'z', message: { kind: 'signal', type: '', body: '' } as never }) },
+      ]);
       const response = await post(app, { id: 'e3', to: [] });
       expect(response.status).toBe(500);
-      expect(((await response.json()) as { error: { type: string; ref: string } }).error).toMatchObject({ type: 'internal_error', ref: expect.any(String) });
+      expect(((await response.json()) as { error: { type: string; ref: string } }).error).toMatchObject({
+        type: 'internal_error',
+        ref: expect.any(String),
+      });
       expect(String(log.mock.calls[0]?.[1])).toContain('channel route POST /hook mapped event "test:e3"');
     } finally {
       log.mockRestore();

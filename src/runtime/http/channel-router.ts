@@ -79,7 +79,9 @@ export interface ChannelVerifiedRoute<Event = unknown> {
    * `ChannelRefusedError` (401/403); any other FlueHttpError (a 400 for a malformed header, a 415)
    * renders as itself.
    */
-  verify(request: ChannelRequest): ChannelVerifiedEvent<Event> | ChannelRefusedError | Promise<ChannelVerifiedEvent<Event> | ChannelRefusedError>;
+  verify(
+    request: ChannelRequest,
+  ): ChannelVerifiedEvent<Event> | ChannelRefusedError | Promise<ChannelVerifiedEvent<Event> | ChannelRefusedError>;
   /**
    * The deliveries a verified event becomes; none means the event is ignored (answered 200, nothing
    * admitted). Must be deterministic: a redelivery is matched to the first delivery by its position.
@@ -164,7 +166,10 @@ async function admit(route: ChannelVerifiedRoute, eventId: string, delivery: Cha
     // The mapping built the delivery from a verified event, so a refusal of it is this server's
     // bug, not the sender's: a logged 500, never a 4xx the platform would read as its fault.
     if (error instanceof FlueHttpError && error.status < 500) {
-      throw new Error(`[flue] ${describe(route)} mapped event "${eventId}" to a delivery for ${agent} "${delivery.id}" that dispatch() refused: ${error.message}`, { cause: error });
+      throw new Error(
+        `[flue] ${describe(route)} mapped event "${eventId}" to a delivery for ${agent} "${delivery.id}" that dispatch() refused: ${error.message}`,
+        { cause: error },
+      );
     }
     throw error;
   }
@@ -172,7 +177,13 @@ async function admit(route: ChannelVerifiedRoute, eventId: string, delivery: Cha
 
 function verifiedEventId(route: ChannelVerifiedRoute, verdict: unknown): string {
   const eventId = (verdict as Partial<ChannelVerifiedEvent> | null)?.eventId;
-  if (typeof verdict !== 'object' || verdict === null || typeof eventId !== 'string' || eventId.trim() === '' || eventId.length > MAX_EVENT_ID_LENGTH) {
+  if (
+    typeof verdict !== 'object' ||
+    verdict === null ||
+    typeof eventId !== 'string' ||
+    eventId.trim() === '' ||
+    eventId.length > MAX_EVENT_ID_LENGTH
+  ) {
     throw new Error(
       `[flue] ${describe(route)}: verify() must return { eventId, event } with a non-empty eventId of at most ${MAX_EVENT_ID_LENGTH} characters, or a ChannelRefusedError.`,
     );
@@ -185,8 +196,16 @@ function normalize(route: ChannelVerifiedRoute, value: unknown): ChannelDelivery
   const list = Array.isArray(value) ? value : [value];
   list.forEach((delivery, index) => {
     const { agent, id, message } = (delivery ?? {}) as Partial<ChannelDelivery>;
-    if (typeof delivery !== 'object' || delivery === null || typeof agent !== 'function' || typeof id !== 'string' || message === undefined) {
-      throw new Error(`[flue] ${describe(route)}: deliveries() entry ${index} must be { agent, id, message, initialData? } with an agent function and a string id.`);
+    if (
+      typeof delivery !== 'object' ||
+      delivery === null ||
+      typeof agent !== 'function' ||
+      typeof id !== 'string' ||
+      message === undefined
+    ) {
+      throw new Error(
+        `[flue] ${describe(route)}: deliveries() entry ${index} must be { agent, id, message, initialData? } with an agent function and a string id.`,
+      );
     }
   });
   return list as ChannelDelivery[];
@@ -194,7 +213,8 @@ function normalize(route: ChannelVerifiedRoute, value: unknown): ChannelDelivery
 
 /** Checked at creation, so a typo is a startup error rather than a webhook answered 404. */
 function checkRoutes(routes: unknown): ChannelRouteDefinition[] {
-  if (!Array.isArray(routes)) throw new Error('[flue] createChannelRouter() takes an array of route definitions (a channel package\'s routes).');
+  if (!Array.isArray(routes))
+    throw new Error("[flue] createChannelRouter() takes an array of route definitions (a channel package's routes).");
   const seen = new Set<string>();
   return routes.map((route: unknown, index) => {
     const where = `createChannelRouter() route ${index}`;
@@ -202,17 +222,26 @@ function checkRoutes(routes: unknown): ChannelRouteDefinition[] {
       throw new Error(`[flue] ${where} must be an object { method, path, handler } or { method, path, verify, deliveries }.`);
     }
     const { method, path, handler, verify, deliveries, maxBodyBytes } = route as Partial<ChannelHandlerRoute & ChannelVerifiedRoute>;
-    if (typeof method !== 'string' || !METHOD.test(method.toUpperCase())) throw new Error(`[flue] ${where}: method must be an HTTP method such as "POST"; got ${JSON.stringify(method)}.`);
-    if (typeof path !== 'string' || !path.startsWith('/')) throw new Error(`[flue] ${where}: path must be a string starting with "/"; got ${JSON.stringify(path)}.`);
+    if (typeof method !== 'string' || !METHOD.test(method.toUpperCase()))
+      throw new Error(`[flue] ${where}: method must be an HTTP method such as "POST"; got ${JSON.stringify(method)}.`);
+    if (typeof path !== 'string' || !path.startsWith('/'))
+      throw new Error(`[flue] ${where}: path must be a string starting with "/"; got ${JSON.stringify(path)}.`);
     if (handler !== undefined) {
-      if (typeof handler !== 'function') throw new Error(`[flue] ${where}: handler must be a function (c) => Response that verifies the webhook and answers it.`);
+      if (typeof handler !== 'function')
+        throw new Error(`[flue] ${where}: handler must be a function (c) => Response that verifies the webhook and answers it.`);
       // Two ways to verify one request would leave it unclear which one ran: a route picks one.
       if (verify !== undefined || deliveries !== undefined || maxBodyBytes !== undefined) {
-        throw new Error(`[flue] ${where} has a handler and verify/deliveries/maxBodyBytes: give either a handler (it verifies the webhook itself) or verify and deliveries, not both.`);
+        throw new Error(
+          `[flue] ${where} has a handler and verify/deliveries/maxBodyBytes: give either a handler (it verifies the webhook itself) or verify and deliveries, not both.`,
+        );
       }
     } else {
-      if (typeof verify !== 'function') throw new Error(`[flue] ${where}: give a handler (c) => Response that verifies the webhook itself, or verify, a function authenticating the request, with deliveries.`);
-      if (typeof deliveries !== 'function') throw new Error(`[flue] ${where}: deliveries must be a function mapping the verified event to deliveries.`);
+      if (typeof verify !== 'function')
+        throw new Error(
+          `[flue] ${where}: give a handler (c) => Response that verifies the webhook itself, or verify, a function authenticating the request, with deliveries.`,
+        );
+      if (typeof deliveries !== 'function')
+        throw new Error(`[flue] ${where}: deliveries must be a function mapping the verified event to deliveries.`);
       if (maxBodyBytes !== undefined && !(Number.isSafeInteger(maxBodyBytes) && maxBodyBytes > 0)) {
         throw new Error(`[flue] ${where}: maxBodyBytes must be a positive integer; got ${JSON.stringify(maxBodyBytes)}.`);
       }

@@ -41,7 +41,9 @@ describe('renderError', () => {
   });
 
   it('keeps class headers (Allow on 405, Retry-After on 503)', () => {
-    expect(renderError(new MethodNotAllowedError(['GET', 'HEAD', 'POST']), { devMode: false }).headers.get('allow')).toBe('GET, HEAD, POST');
+    expect(renderError(new MethodNotAllowedError(['GET', 'HEAD', 'POST']), { devMode: false }).headers.get('allow')).toBe(
+      'GET, HEAD, POST',
+    );
     const unavailable = renderError(new RuntimeUnavailableError('draining'), { devMode: false });
     expect(unavailable.status).toBe(503);
     expect(unavailable.headers.get('retry-after')).toBe('1');

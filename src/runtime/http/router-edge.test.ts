@@ -55,7 +55,9 @@ async function expectError(response: Response, status: number, type: string) {
 function storedIds(path: string): string[] {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    return (db.prepare('SELECT instance_id FROM flue_streams ORDER BY instance_id').all() as { instance_id: string }[]).map((row) => row.instance_id);
+    return (db.prepare('SELECT instance_id FROM flue_streams ORDER BY instance_id').all() as { instance_id: string }[]).map(
+      (row) => row.instance_id,
+    );
   } finally {
     db.close();
   }
@@ -92,7 +94,11 @@ describe('instance ids in the URL', () => {
     await ctx.start([Echo]);
     ctx.server.script({ text: 'ok' });
     const app = mounted();
-    const error = await expectError(await postJson(app, `${MOUNT}/${'x'.repeat(513)}`, { kind: 'user', body: 'Hi' }), 400, 'invalid_request');
+    const error = await expectError(
+      await postJson(app, `${MOUNT}/${'x'.repeat(513)}`, { kind: 'user', body: 'Hi' }),
+      400,
+      'invalid_request',
+    );
     expect(error.details).toMatch(/^id is 513 characters long; at most 512 are allowed/);
     expect((await postJson(app, `${MOUNT}/${'x'.repeat(512)}`, { kind: 'user', body: 'Hi' })).status).toBe(202);
   });
@@ -108,7 +114,11 @@ describe('admission bodies', () => {
   it('rejects malformed attachments, signal shapes and admission fields as invalid_request naming the field', async () => {
     await ctx.start([Echo]);
     const app = mounted();
-    const user = (attachment: Record<string, unknown>) => ({ kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png', ...attachment }] });
+    const user = (attachment: Record<string, unknown>) => ({
+      kind: 'user',
+      body: 'look',
+      attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png', ...attachment }],
+    });
     const signal = (fields: Record<string, unknown>) => ({ kind: 'signal', type: 'note', body: 'x', ...fields });
     // Built as text: stringifying it would itself recurse 12,000 deep.
     const deep = `{"kind":"user","body":"Hi","initialData":${'{"d":'.repeat(12_000)}1${'}'.repeat(12_000)}}`;
@@ -170,7 +180,10 @@ describe('stored attachments', () => {
     // Straight to the runtime, as a record stored before admission checked mimeType would be.
     const { receipt } = await requireRuntime('test').admit(
       'Echo',
-      { id: 'legacy', message: { kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png\r\nx-evil: 1' }] } },
+      {
+        id: 'legacy',
+        message: { kind: 'user', body: 'look', attachments: [{ type: 'image', data: 'AAAA', mimeType: 'image/png\r\nx-evil: 1' }] },
+      },
       'http',
     );
     const response = await request(mounted(), `${MOUNT}/legacy/attachments/att_direct_${receipt.submissionId}_0`);

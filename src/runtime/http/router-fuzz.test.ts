@@ -95,7 +95,9 @@ it('answers every malformed request with a 4xx envelope and writes only the addr
   } finally {
     await flue.stop();
   }
-  console.log(`[router-fuzz] ${sent} requests in ${Date.now() - started} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+  console.log(
+    `[router-fuzz] ${sent} requests in ${Date.now() - started} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`,
+  );
   expect(problems.slice(0, 10), `seed ${seed}: ${problems.length} bad answers`).toEqual([]);
   expect(sent).toBeGreaterThanOrEqual(Math.min(RUNS, 1_000));
 
@@ -105,14 +107,23 @@ it('answers every malformed request with a 4xx envelope and writes only the addr
     const allowed = new Set<string>([...addressed].map((id) => conversationKey('Echo', id)));
     const ids = (db.prepare('SELECT instance_id FROM flue_streams').all() as { instance_id: string }[]).map((row) => row.instance_id);
     expect(ids.filter(isUnstorableId), `seed ${seed}`).toEqual([]);
-    expect(ids.filter((id) => !addressed.has(id)), `seed ${seed}`).toEqual([]);
-    expect(ids.some((id) => id.startsWith('victim')), `seed ${seed}: a victim id was written`).toBe(false);
+    expect(
+      ids.filter((id) => !addressed.has(id)),
+      `seed ${seed}`,
+    ).toEqual([]);
+    expect(
+      ids.some((id) => id.startsWith('victim')),
+      `seed ${seed}: a victim id was written`,
+    ).toBe(false);
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name);
     for (const table of tables) {
       const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
       if (!columns.some((column) => column.name === 'stream')) continue;
       const streams = (db.prepare(`SELECT DISTINCT stream FROM ${table}`).all() as { stream: string }[]).map((row) => row.stream);
-      expect(streams.filter((stream) => !allowed.has(stream)), `seed ${seed}: ${table}`).toEqual([]);
+      expect(
+        streams.filter((stream) => !allowed.has(stream)),
+        `seed ${seed}: ${table}`,
+      ).toEqual([]);
     }
   } finally {
     db.close();

@@ -85,7 +85,11 @@ describe('POST /:id rejections store nothing', () => {
     const app = mounted();
     ctx.server.script({ text: 'a' }, { text: 'b' });
     for (const type of ['application/json; charset=utf-8', 'application/vnd.flue+json']) {
-      const response = await request(app, '/ct', { method: 'POST', headers: { 'content-type': type }, body: '{"kind":"user","body":"Hi"}' });
+      const response = await request(app, '/ct', {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: '{"kind":"user","body":"Hi"}',
+      });
       expect(response.status).toBe(202);
     }
   });
@@ -126,7 +130,11 @@ describe('POST /:id rejections store nothing', () => {
   it('refuses an attachment over 14 MiB of base64 as payload_too_large (413)', async () => {
     await ctx.start([Support]);
     const app = mounted();
-    const body = { kind: 'user', body: 'Hi', attachments: [{ type: 'image', data: 'A'.repeat(14 * 1024 * 1024 + 4), mimeType: 'image/png' }] };
+    const body = {
+      kind: 'user',
+      body: 'Hi',
+      attachments: [{ type: 'image', data: 'A'.repeat(14 * 1024 * 1024 + 4), mimeType: 'image/png' }],
+    };
     const error = await expectError(await postJson(app, '/fresh', body), 413, 'payload_too_large');
     expect(error.meta).toEqual({ field: 'message.attachments[0].data', limit: 14 * 1024 * 1024, size: 14 * 1024 * 1024 + 4 });
     expect(await getAgentInstance(Support, 'fresh')).toBeNull();
@@ -200,7 +208,16 @@ describe('GET /:id query rejections', () => {
     await ctx.start([Support]);
     const app = mounted();
     await existing(app, 'q');
-    for (const query of ['?offset=-1', '?view=history&offset=-1', '?tail=1', '?view=history&live=sse', '?live=long-poll', '?view=bogus', '?view=', '?view=history&view=updates']) {
+    for (const query of [
+      '?offset=-1',
+      '?view=history&offset=-1',
+      '?tail=1',
+      '?view=history&live=sse',
+      '?live=long-poll',
+      '?view=bogus',
+      '?view=',
+      '?view=history&view=updates',
+    ]) {
       await expectError(await request(app, `/q${query}`), 400, 'invalid_request');
     }
     // Unknown query parameters are ignored (the DS client may add some).
@@ -227,7 +244,13 @@ describe('GET /:id query rejections', () => {
   it('answers 404 stream_not_found for every read of a never-contacted instance', async () => {
     await ctx.start([Support]);
     const app = mounted();
-    for (const query of ['', '?view=history', '?view=updates&offset=-1', '?view=updates&offset=-1&live=long-poll', '?view=updates&offset=-1&live=sse']) {
+    for (const query of [
+      '',
+      '?view=history',
+      '?view=updates&offset=-1',
+      '?view=updates&offset=-1&live=long-poll',
+      '?view=updates&offset=-1&live=sse',
+    ]) {
       await expectError(await request(app, `/nobody${query}`), 404, 'stream_not_found');
     }
     await expectError(await request(app, '/nobody/attachments/att_1'), 404, 'stream_not_found');

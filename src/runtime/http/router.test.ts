@@ -86,7 +86,10 @@ describe('createAgentRouter(): the factory', () => {
     expect(body.error).toMatchObject({ type: 'internal_error', ref: expect.stringMatching(/^err_/) });
     expect(response.headers.get('flue-error-ref')).toBe(body.error.ref);
     // The log line carries the ref and the developer-facing cause.
-    expect(logged).toHaveBeenCalledWith(`[flue] ${body.error.ref}`, expect.objectContaining({ message: expect.stringMatching(/configured Flue runtime/) }));
+    expect(logged).toHaveBeenCalledWith(
+      `[flue] ${body.error.ref}`,
+      expect.objectContaining({ message: expect.stringMatching(/configured Flue runtime/) }),
+    );
     logged.mockRestore();
   }, 10_000);
 
@@ -184,7 +187,13 @@ describe('POST /:id (admission)', () => {
     await ctx.start([Support]);
     const app = mounted(Support, { signals: true });
     ctx.server.script({ text: 'Noted.' });
-    const response = await send(app, 's', { kind: 'signal', type: 'order_update', body: '{"id":1}', attributes: { orderId: '1' }, tagName: 'order' });
+    const response = await send(app, 's', {
+      kind: 'signal',
+      type: 'order_update',
+      body: '{"id":1}',
+      attributes: { orderId: '1' },
+      tagName: 'order',
+    });
     expect(response.status).toBe(202);
     const { submissionId } = (await response.json()) as AdmissionBody;
     await init(Support, { id: 's' }).read(submissionId);
@@ -220,8 +229,19 @@ describe('GET /:id (history)', () => {
         incarnation: expect.stringMatching(/^inc_/),
       });
       expect(snapshot.messages).toEqual([
-        expect.objectContaining({ role: 'user', purpose: 'user', display: 'visible', submissionId: admission.submissionId, parts: [{ type: 'text', text: 'Hi', state: 'done' }] }),
-        expect.objectContaining({ role: 'assistant', purpose: 'assistant', display: 'visible', parts: [{ type: 'text', text: 'Hello there.', state: 'done' }] }),
+        expect.objectContaining({
+          role: 'user',
+          purpose: 'user',
+          display: 'visible',
+          submissionId: admission.submissionId,
+          parts: [{ type: 'text', text: 'Hi', state: 'done' }],
+        }),
+        expect.objectContaining({
+          role: 'assistant',
+          purpose: 'assistant',
+          display: 'visible',
+          parts: [{ type: 'text', text: 'Hello there.', state: 'done' }],
+        }),
       ]);
       expect(snapshot.settlements).toEqual([expect.objectContaining({ submissionId: admission.submissionId, outcome: 'completed' })]);
     }
@@ -308,7 +328,9 @@ describe('POST /:id/abort', () => {
     await ctx.server.waitForRequests(1);
     const aborted = await get(app, '/busy/abort', { method: 'POST' });
     expect(await aborted.json()).toEqual({ aborted: true });
-    const error = await init(Support, { id: 'busy' }).read(submissionId).catch((caught: unknown) => caught);
+    const error = await init(Support, { id: 'busy' })
+      .read(submissionId)
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(AgentRunError);
     expect((error as AgentRunError).outcome).toBe('aborted');
     const history = await (await get(app, '/busy')).json();
@@ -323,7 +345,11 @@ describe('GET /:id/attachments/:attachmentId', () => {
     const bytes = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
     const data = btoa(String.fromCharCode(...bytes));
     ctx.server.script({ text: 'Nice picture.' });
-    const response = await send(app, 'pics', { kind: 'user', body: 'Look', attachments: [{ type: 'image', data, mimeType: 'image/png', filename: 'a.png' }] });
+    const response = await send(app, 'pics', {
+      kind: 'user',
+      body: 'Look',
+      attachments: [{ type: 'image', data, mimeType: 'image/png', filename: 'a.png' }],
+    });
     const { submissionId } = (await response.json()) as AdmissionBody;
     await init(Support, { id: 'pics' }).read(submissionId);
     const history = await (await get(app, '/pics')).json();
@@ -374,7 +400,10 @@ describe('errors from routes mounted next to the router', () => {
     const second = await app.fetch(new Request(`${ORIGIN}/approvals/a1/reject`, { method: 'POST' }));
     expect(second.status).toBe(409);
     expect(second.headers.get('content-type')).toBe('application/json');
-    expect((await second.json()).error).toMatchObject({ type: 'submission_conflict', meta: { submissionId: expect.stringMatching(/^sub_ik_/) } });
+    expect((await second.json()).error).toMatchObject({
+      type: 'submission_conflict',
+      meta: { submissionId: expect.stringMatching(/^sub_ik_/) },
+    });
   });
 });
 

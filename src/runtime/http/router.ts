@@ -25,14 +25,7 @@ import {
   StreamNotFoundError,
   StreamOffsetGoneError,
 } from '../common/errors.ts';
-import {
-  InvalidJsonError,
-  SECURITY_HEADERS,
-  UnsupportedMediaTypeError,
-  defaultLogger,
-  isDevMode,
-  renderError,
-} from './http-errors.ts';
+import { InvalidJsonError, SECURITY_HEADERS, UnsupportedMediaTypeError, defaultLogger, isDevMode, renderError } from './http-errors.ts';
 import { type Agent, resolveAgentIdentity } from '../authoring/identity.ts';
 import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText, mimeTypeProblem, quoted } from '../common/input-limits.ts';
 import { newId } from '../common/ids.ts';
@@ -54,7 +47,6 @@ export const DEFAULT_ROUTER_TIMING: Readonly<RouterTiming> = Object.freeze({ wai
 
 /** Batches per plain read, long-poll answer and SSE loop step (streaming-protocol.md §6). */
 const MAX_BATCHES = 100;
-
 
 // `[^/]*` rather than the default `[^/]+`, so an empty id reaches a handler and gets its 400
 // instead of falling through to a 404.
@@ -94,7 +86,10 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
   app.post(ID, async (c) => {
     const id = instanceId(c);
     if (c.req.queries('wait') !== undefined) {
-      throw new InvalidRequestError('The "wait" query parameter is not supported.', 'Admission answers 202 at once; follow the stream (view=updates) for the outcome.');
+      throw new InvalidRequestError(
+        'The "wait" query parameter is not supported.',
+        'Admission answers 202 at once; follow the stream (view=updates) for the outcome.',
+      );
     }
     const request = parseAdmission(id, await readJsonBody(c));
     // After validation, so a malformed signal still gets its 400 explaining what is wrong.
@@ -186,7 +181,10 @@ export function buildAgentRouter(agent: Agent, timing: Partial<RouterTiming> = {
   async function historyOf(c: Context, id: string): Promise<Response> {
     for (const name of ['offset', 'tail', 'live']) {
       if (c.req.queries(name) !== undefined) {
-        throw new InvalidRequestError(`"${name}" is not allowed on the history view.`, 'Use view=updates with an offset to read increments.');
+        throw new InvalidRequestError(
+          `"${name}" is not allowed on the history view.`,
+          'Use view=updates with an offset to read increments.',
+        );
       }
     }
     const { runtime, agentName } = target();
@@ -313,9 +311,7 @@ function resolveTarget(agent: Agent, identity: string): { runtime: FlueRuntime; 
   const { registry } = runtime;
   if (registry.has(agent)) return { runtime, agentName: registry.identityOf(agent) };
   if (registry.get(identity) !== undefined) return { runtime, agentName: identity };
-  throw new Error(
-    `[flue] createAgentRouter() serves agent "${identity}", which is not registered in this app. ${registrationHint()}`,
-  );
+  throw new Error(`[flue] createAgentRouter() serves agent "${identity}", which is not registered in this app. ${registrationHint()}`);
 }
 
 function instanceId(c: Context): string {
@@ -343,7 +339,10 @@ function parseOffset(offset: string): number {
   if (offset === '-1') return -1;
   const match = /^\d+_(\d+)$/.exec(offset);
   if (match === null) {
-    throw new InvalidRequestError(`Malformed offset ${quoted(offset)}.`, 'An offset is "-1" or a value from Stream-Next-Offset, e.g. 0000000000000000_0000000000000003.');
+    throw new InvalidRequestError(
+      `Malformed offset ${quoted(offset)}.`,
+      'An offset is "-1" or a value from Stream-Next-Offset, e.g. 0000000000000000_0000000000000003.',
+    );
   }
   return Number(match[1]);
 }
@@ -405,7 +404,10 @@ const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 async function readJsonBody(c: Context): Promise<unknown> {
   const text = new TextDecoder().decode(await readBoundedBody(c.req.raw, MAX_REQUEST_BODY_BYTES));
   if (text === '') {
-    throw new InvalidRequestError('The request body is missing.', 'POST a DeliveredMessage object as JSON, e.g. {"kind":"user","body":"Hi"}.');
+    throw new InvalidRequestError(
+      'The request body is missing.',
+      'POST a DeliveredMessage object as JSON, e.g. {"kind":"user","body":"Hi"}.',
+    );
   }
   const contentType = c.req.header('content-type');
   if (contentType === undefined || !JSON_CONTENT_TYPE.test(contentType)) throw new UnsupportedMediaTypeError(contentType);
@@ -423,7 +425,10 @@ async function readJsonBody(c: Context): Promise<unknown> {
 function parseAdmission(id: string, body: unknown): AdmissionRequest {
   if (typeof body === 'string') parseDeliveredMessage(body, { allowString: false }); // throws: shorthand
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidRequestError('The request body must be a JSON object.', 'POST a DeliveredMessage object, e.g. {"kind":"user","body":"Hi"}.');
+    throw new InvalidRequestError(
+      'The request body must be a JSON object.',
+      'POST a DeliveredMessage object, e.g. {"kind":"user","body":"Hi"}.',
+    );
   }
   const { initialData, uid, idempotencyKey, ...fields } = body as Record<string, unknown>;
   const message = parseDeliveredMessage(fields, { allowString: false });

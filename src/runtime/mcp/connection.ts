@@ -84,10 +84,7 @@ export async function createMcpConnection(definition: McpConnectionDefinition): 
     throw error;
   });
   const mcp = await sdk;
-  const client = new mcp.Client(
-    { ...MCP_CLIENT_INFO },
-    { jsonSchemaValidator: new mcp.CfWorkerJsonSchemaValidator() },
-  );
+  const client = new mcp.Client({ ...MCP_CLIENT_INFO }, { jsonSchemaValidator: new mcp.CfWorkerJsonSchemaValidator() });
   const requestOptions: RequestOptions = {};
   if (def.timeoutMs !== undefined) requestOptions.timeout = def.timeoutMs;
   if (def.resetTimeoutOnProgress === true) {
@@ -123,9 +120,7 @@ export async function createMcpConnection(definition: McpConnectionDefinition): 
 function createTransport(mcp: McpSdk, def: Readonly<McpConnectionDefinition>): Transport {
   const url = mcpConnectionUrl(def);
   const options = { fetch: authorizedFetch(def), requestInit: mergedRequestInit(def) };
-  return def.transport === 'sse'
-    ? new mcp.SSEClientTransport(url, options)
-    : new mcp.StreamableHTTPClientTransport(url, options);
+  return def.transport === 'sse' ? new mcp.SSEClientTransport(url, options) : new mcp.StreamableHTTPClientTransport(url, options);
 }
 
 /** `requestInit` with `headers` merged in; same-name `headers` entries win. */
@@ -206,9 +201,7 @@ function selectTools(def: Readonly<McpConnectionDefinition>, listed: ListedTool[
   if (def.tools === undefined) {
     return [...byName.values()].filter((tool) => {
       if (tool.execution?.taskSupport !== 'required') return true;
-      console.warn(
-        `[flue] MCP server "${def.name}": skipping tool "${tool.name}", which requires task-based execution.`,
-      );
+      console.warn(`[flue] MCP server "${def.name}": skipping tool "${tool.name}", which requires task-based execution.`);
       return false;
     });
   }
@@ -220,16 +213,10 @@ function selectTools(def: Readonly<McpConnectionDefinition>, listed: ListedTool[
     const tool = byName.get(name);
     if (tool === undefined) {
       const available = [...byName.keys()].map((n) => JSON.stringify(n)).join(', ') || '(none)';
-      throw new McpConnectionError(
-        def.name,
-        `"tools" lists "${name}", which the server does not expose. Discovered tools: ${available}.`,
-      );
+      throw new McpConnectionError(def.name, `"tools" lists "${name}", which the server does not expose. Discovered tools: ${available}.`);
     }
     if (tool.execution?.taskSupport === 'required') {
-      throw new McpConnectionError(
-        def.name,
-        `"tools" lists "${name}", which requires task-based execution (unsupported).`,
-      );
+      throw new McpConnectionError(def.name, `"tools" lists "${name}", which requires task-based execution (unsupported).`);
     }
     selected.push(tool);
   }
@@ -252,8 +239,7 @@ function adaptTools(
     }
     names.add(name);
     // The client only keeps output validators for the last tools/list page: validate here too.
-    const validateOutput =
-      tool.outputSchema === undefined ? undefined : validator.getValidator(structuredClone(tool.outputSchema));
+    const validateOutput = tool.outputSchema === undefined ? undefined : validator.getValidator(structuredClone(tool.outputSchema));
     const definition: Record<string, unknown> = {
       name,
       description: adaptedDescription(def.name, tool),
@@ -277,7 +263,9 @@ function adaptTools(
           }
           const check = validateOutput(result.structuredContent);
           if (!check.valid) {
-            throw new Error(`MCP tool "${tool.name}" returned structured content that does not match its output schema: ${check.errorMessage}`);
+            throw new Error(
+              `MCP tool "${tool.name}" returned structured content that does not match its output schema: ${check.errorMessage}`,
+            );
           }
         }
         return text;

@@ -52,7 +52,10 @@ const absoluteUrl = v.union([
 ]);
 const plainObject = v.custom<Record<string, unknown>>(isPlainObject);
 const headerPairs = v.array(v.tuple([v.string(), v.string()]));
-const headerRecord = v.pipe(plainObject, v.check((o) => Object.values(o).every((x) => typeof x === 'string')));
+const headerRecord = v.pipe(
+  plainObject,
+  v.check((o) => Object.values(o).every((x) => typeof x === 'string')),
+);
 const headersSchema = v.union([v.instance(Headers), headerPairs, headerRecord]);
 
 /** Field → [schema, what the message says it must be]. */
@@ -94,10 +97,7 @@ export function validateMcpConnectionDefinition(
     throw new Error(`${where} an MCP connection definition must be an object, received ${kindOf(value)}.`);
   }
   const raw = value as Record<string, unknown>;
-  const subject =
-    typeof raw.name === 'string' && raw.name.trim() !== ''
-      ? `MCP connection "${raw.name}"`
-      : 'an MCP connection definition';
+  const subject = typeof raw.name === 'string' && raw.name.trim() !== '' ? `MCP connection "${raw.name}"` : 'an MCP connection definition';
   for (const key of Object.keys(raw)) {
     if (!(KNOWN_KEYS as readonly string[]).includes(key)) {
       throw new Error(`${where} ${subject}: unknown field "${key}". Allowed fields: ${KNOWN_KEYS.join(', ')}.`);
@@ -134,6 +134,3 @@ export function defineMcpConnection(definition: McpConnectionDefinition): McpCon
 export function mcpConnectionUrl(definition: Pick<McpConnectionDefinition, 'url'>): URL {
   return new URL(definition.url instanceof URL ? definition.url.href : definition.url);
 }
-
-
-

@@ -21,4 +21,3 @@ export function useMcpConnection(connection: McpConnectionDefinition): void {
   installMcpConnector(createMcpConnection);
   frame.mcpConnections.push(definition);
 }
-

@@ -77,9 +77,7 @@ describe('validateCompactionConfig', () => {
     ['keepRecentTokens', '100'],
     ['keepRecentTokens', Number.NaN],
   ])('rejects %s = %j', (key, value) => {
-    expect(() => validateCompactionConfig({ [key]: value })).toThrow(
-      `[flue] Invalid compaction option "${key}": expected an integer ≥ 0`,
-    );
+    expect(() => validateCompactionConfig({ [key]: value })).toThrow(`[flue] Invalid compaction option "${key}": expected an integer ≥ 0`);
   });
 
   it('rejects a non-string model', () => {
@@ -115,10 +113,7 @@ describe('resolveCompactionSettings', () => {
 
   it('lets explicit fields override, skipping the window rule', () => {
     expect(
-      resolveCompactionSettings(
-        { reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' },
-        { contextWindow: 2000, maxTokens: 500 },
-      ),
+      resolveCompactionSettings({ reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' }, { contextWindow: 2000, maxTokens: 500 }),
     ).toStrictEqual({ reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' });
   });
 });
@@ -244,7 +239,14 @@ describe('serializeConversation', () => {
     redacted.content.unshift({ type: 'thinking', thinking: 'secret', redacted: true });
     const text = serializeConversation([
       redacted,
-      { role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', data: 'A', mimeType: 'image/png' }], timestamp: 0 },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'see' },
+          { type: 'image', data: 'A', mimeType: 'image/png' },
+        ],
+        timestamp: 0,
+      },
     ]);
     expect(text).toBe('[Assistant]: visible\n\n[User]: see\n[image]');
   });
@@ -324,11 +326,7 @@ describe('buildSummaryRequest', () => {
 
 describe('file lists', () => {
   const messages: Message[] = [
-    assistant([
-      fauxToolCall('read', { path: 'b.ts' }),
-      fauxToolCall('read', { path: 'a.ts' }),
-      fauxToolCall('read', { path: 'c.ts' }),
-    ]),
+    assistant([fauxToolCall('read', { path: 'b.ts' }), fauxToolCall('read', { path: 'a.ts' }), fauxToolCall('read', { path: 'c.ts' })]),
     assistant([
       fauxToolCall('edit', { path: 'c.ts' }),
       fauxToolCall('write', { path: 'd.ts' }),

@@ -21,31 +21,23 @@ const CONFIG_KEYS: readonly string[] = ['reserveTokens', 'keepRecentTokens', 'mo
 export function validateCompactionConfig(value: unknown): false | CompactionConfig {
   if (value === false) return false;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(
-      `[flue] Invalid compaction option: expected an object or false, got ${describeValue(value)}.`,
-    );
+    throw new Error(`[flue] Invalid compaction option: expected an object or false, got ${describeValue(value)}.`);
   }
   const config: CompactionConfig = {};
   for (const [key, field] of Object.entries(value)) {
     if (!CONFIG_KEYS.includes(key)) {
-      throw new Error(
-        `[flue] Unknown compaction option "${key}". Valid options: ${CONFIG_KEYS.join(', ')}.`,
-      );
+      throw new Error(`[flue] Unknown compaction option "${key}". Valid options: ${CONFIG_KEYS.join(', ')}.`);
     }
     if (field === undefined) continue;
     if (key === 'model') {
       if (typeof field !== 'string') {
-        throw new Error(
-          `[flue] Invalid compaction option "model": expected a "provider-id/model-id" string, got ${describeValue(field)}.`,
-        );
+        throw new Error(`[flue] Invalid compaction option "model": expected a "provider-id/model-id" string, got ${describeValue(field)}.`);
       }
       config.model = field;
       continue;
     }
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 0) {
-      throw new Error(
-        `[flue] Invalid compaction option "${key}": expected an integer ≥ 0, got ${describeValue(field)}.`,
-      );
+      throw new Error(`[flue] Invalid compaction option "${key}": expected an integer ≥ 0, got ${describeValue(field)}.`);
     }
     if (key === 'reserveTokens') config.reserveTokens = field;
     else config.keepRecentTokens = field;
@@ -74,10 +66,7 @@ export function resolveCompactionSettings(
 ): CompactionSettings {
   let reserveTokens = config?.reserveTokens;
   if (reserveTokens === undefined) {
-    reserveTokens = Math.min(
-      DEFAULT_RESERVE_TOKENS,
-      model.maxTokens > 0 ? model.maxTokens : DEFAULT_RESERVE_TOKENS,
-    );
+    reserveTokens = Math.min(DEFAULT_RESERVE_TOKENS, model.maxTokens > 0 ? model.maxTokens : DEFAULT_RESERVE_TOKENS);
     if (model.contextWindow > 0 && reserveTokens * 2 >= model.contextWindow) {
       reserveTokens = Math.max(1024, Math.floor(model.contextWindow / 3));
     }
@@ -163,11 +152,7 @@ export function estimateContextTokens(messages: readonly Message[]): number {
  * The threshold trigger. An unknown window (0) disables it. Whether compaction is enabled at all,
  * and whether the turn ended cleanly, is the caller's to check.
  */
-export function shouldCompact(input: {
-  contextTokens: number;
-  contextWindow: number;
-  reserveTokens: number;
-}): boolean {
+export function shouldCompact(input: { contextTokens: number; contextWindow: number; reserveTokens: number }): boolean {
   return input.contextWindow > 0 && input.contextTokens > input.contextWindow - input.reserveTokens;
 }
 
@@ -226,7 +211,9 @@ const TOOL_RESULT_MAX_CHARS = 2000;
 
 function blocksText(content: string | readonly (TextContent | ImageContent)[]): string {
   if (typeof content === 'string') return content;
-  return content.map((block) => (block.type !== 'text' ? '[image]' : block.text.startsWith(DOCUMENT_REF_PREFIX) ? '[document]' : block.text)).join('\n');
+  return content
+    .map((block) => (block.type !== 'text' ? '[image]' : block.text.startsWith(DOCUMENT_REF_PREFIX) ? '[document]' : block.text))
+    .join('\n');
 }
 
 function formatToolCall(call: ToolCall): string {
@@ -391,10 +378,7 @@ export interface CompactionFileLists {
  * lists of a previous compaction so they survive repeated compactions. A file both read and
  * modified is listed as modified only. Both lists are sorted.
  */
-export function fileListsFromToolCalls(
-  messages: readonly Message[],
-  previous?: CompactionFileLists,
-): CompactionFileLists {
+export function fileListsFromToolCalls(messages: readonly Message[], previous?: CompactionFileLists): CompactionFileLists {
   const read = new Set(previous?.readFiles);
   const modified = new Set(previous?.modifiedFiles);
   for (const message of messages) {

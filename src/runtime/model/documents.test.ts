@@ -36,7 +36,10 @@ async function sentBody(
     messages: [
       {
         role: 'user',
-        content: [{ type: 'text', text: 'Read it.' }, placement.place('att_1', () => ({ data: pdf, mimeType: 'application/pdf', filename: 'q3.pdf' }), 'q3.pdf')],
+        content: [
+          { type: 'text', text: 'Read it.' },
+          placement.place('att_1', () => ({ data: pdf, mimeType: 'application/pdf', filename: 'q3.pdf' }), 'q3.pdf'),
+        ],
         timestamp: 0,
       },
     ],
@@ -44,7 +47,10 @@ async function sentBody(
   let body: unknown;
   const fetch = async (_input: unknown, init?: RequestInit) => {
     body = JSON.parse(String(init?.body));
-    return new Response(JSON.stringify({ error: { message: 'recorded' } }), { status: 400, headers: { 'content-type': 'application/json' } });
+    return new Response(JSON.stringify({ error: { message: 'recorded' } }), {
+      status: 400,
+      headers: { 'content-type': 'application/json' },
+    });
   };
   const options = { apiKey: 'test-key', maxRetries: 0, fetch, onPayload: placement.onPayload };
   // As the model registry does before it hands a context to an API.

@@ -2,12 +2,7 @@ import { describe, expect, it, beforeEach } from 'vitest';
 import { createProvider, envApiKeyAuth, fauxProvider } from '@earendil-works/pi-ai';
 import type { Provider } from '@earendil-works/pi-ai';
 import { InvalidModelSpecifierError } from '../common/errors.ts';
-import {
-  configureModelAuthEnv,
-  getModels,
-  parseModelSpecifier,
-  resolveModel,
-} from './model-registry.ts';
+import { configureModelAuthEnv, getModels, parseModelSpecifier, resolveModel } from './model-registry.ts';
 import { registerDefaultProviders, registerProviders, setProvider } from './providers.ts';
 
 function provider(id: string, modelIds: string[] = ['m-1']): Provider {
@@ -42,9 +37,7 @@ describe('resolveModel', () => {
   });
 
   it('reports an invalid specifier before looking at the registry', () => {
-    expect(() => resolveModel('no-slash')).toThrow(
-      '[flue] Invalid model specifier "no-slash". Use the "provider-id/model-id" format',
-    );
+    expect(() => resolveModel('no-slash')).toThrow('[flue] Invalid model specifier "no-slash". Use the "provider-id/model-id" format');
   });
 
   it('lists the sorted registered providers for an unknown provider', () => {
@@ -56,9 +49,7 @@ describe('resolveModel', () => {
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toMatch(
-      /^\[flue\] Unknown provider "nope" in model specifier "nope\/m-1"\. Registered providers: alpha, zeta\./,
-    );
+    expect(message).toMatch(/^\[flue\] Unknown provider "nope" in model specifier "nope\/m-1"\. Registered providers: alpha, zeta\./);
     expect(message).toContain('setProvider(');
     expect(message).toContain('start({ providers })');
     // On Cloudflare the build bundles only the providers literal model ids name: say where to add one.
@@ -132,7 +123,12 @@ describe('registration', () => {
     setProvider(provider('acme', ['old']));
     registerProviders([provider('acme', ['new']), provider('beta')]);
     expect(resolveModel('acme/new').id).toBe('new');
-    expect(getModels().getProviders().map((p) => p.id).sort()).toEqual(['acme', 'beta']);
+    expect(
+      getModels()
+        .getProviders()
+        .map((p) => p.id)
+        .sort(),
+    ).toEqual(['acme', 'beta']);
   });
 
   it('registerProviders([]) registers nothing', () => {

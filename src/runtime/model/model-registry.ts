@@ -58,10 +58,7 @@ export function getModels(): MutableModels {
  * `fileExists` is optional: only the Node host can answer it (ambient credential files such as
  * `~/.aws/credentials`); elsewhere it stays "no file exists".
  */
-export function configureModelAuthEnv(
-  env: EnvSource,
-  options?: { fileExists?: (path: string) => Promise<boolean> },
-): void {
+export function configureModelAuthEnv(env: EnvSource, options?: { fileExists?: (path: string) => Promise<boolean> }): void {
   configuredEnv = env;
   if (options?.fileExists) fileExists = options.fileExists;
 }
@@ -81,8 +78,7 @@ export interface ModelSpecifier {
   modelId: string;
 }
 
-const SPEC_FORMAT_HINT =
-  'Use the "provider-id/model-id" format, for example "anthropic/claude-sonnet-4-5".';
+const SPEC_FORMAT_HINT = 'Use the "provider-id/model-id" format, for example "anthropic/claude-sonnet-4-5".';
 
 /**
  * Splits at the first `/` (model ids may contain `/`). Only the format is checked here; whether the
@@ -130,8 +126,7 @@ export function resolveModel(spec: string): Model<Api> {
       .getProviders()
       .map((p) => p.id)
       .sort();
-    const registered =
-      ids.length > 0 ? `Registered providers: ${ids.join(', ')}.` : 'No providers are registered.';
+    const registered = ids.length > 0 ? `Registered providers: ${ids.join(', ')}.` : 'No providers are registered.';
     throw new UnknownModelError(
       `[flue] Unknown provider "${providerId}" in model specifier "${spec}". ${registered} ` +
         `Register it with setProvider(...) or start({ providers }) before agents run; on Cloudflare, list it in "providers" in flue.config.ts ` +
@@ -171,10 +166,7 @@ export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'minimal', 'low
  * The `reasoning` stream option for a thinking level: omitted for 'off' and for models that do
  * not reason, clamped to what the model supports otherwise.
  */
-export function reasoningOption(
-  model: Model<Api>,
-  level: ThinkingLevel | undefined,
-): { reasoning?: Exclude<ThinkingLevel, 'off'> } {
+export function reasoningOption(model: Model<Api>, level: ThinkingLevel | undefined): { reasoning?: Exclude<ThinkingLevel, 'off'> } {
   const chosen = level ?? 'medium';
   if (chosen === 'off' || !model.reasoning) return {};
   const clamped = clampThinkingLevel(model, chosen);
@@ -216,9 +208,7 @@ const PROVIDER_KEY_VARS: Record<string, string> = {
  * without credentials becomes `ProviderNotConfiguredError` naming the variable to set; anything
  * else is `undefined` (the caller keeps its generic failure).
  */
-export function modelErrorFromMessage(
-  errorMessage: string | undefined,
-): ProviderNotConfiguredError | CloudflareAIBindingError | undefined {
+export function modelErrorFromMessage(errorMessage: string | undefined): ProviderNotConfiguredError | CloudflareAIBindingError | undefined {
   const binding = WORKERS_AI_FAILURE.exec(errorMessage ?? '');
   if (binding !== null) {
     const model = /failed for model "([^"]*)"/.exec(errorMessage!)?.[1];

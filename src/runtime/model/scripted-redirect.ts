@@ -26,7 +26,10 @@ export function useScriptedModels(baseUrl: string): void {
     if (!ids.has(modelId)) {
       ids.add(modelId);
       setProvider(
-        createScriptedProvider({ baseUrl, id: providerId, models: [...ids], api: 'anthropic-messages' }, { 'anthropic-messages': anthropicMessages }),
+        createScriptedProvider(
+          { baseUrl, id: providerId, models: [...ids], api: 'anthropic-messages' },
+          { 'anthropic-messages': anthropicMessages },
+        ),
       );
     }
     return buildModel(modelId, providerId, 'anthropic-messages', baseUrl.replace(/\/+$/, ''), { baseUrl }) as Model<Api>;

@@ -19,7 +19,12 @@ export function bash(factory: () => BashLike | Promise<BashLike>): SandboxFactor
 function isBashLike(value: unknown): value is BashLike {
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as Partial<BashLike>;
-  return typeof candidate.exec === 'function' && typeof candidate.getCwd === 'function' && typeof candidate.fs === 'object' && candidate.fs !== null;
+  return (
+    typeof candidate.exec === 'function' &&
+    typeof candidate.getCwd === 'function' &&
+    typeof candidate.fs === 'object' &&
+    candidate.fs !== null
+  );
 }
 
 function driverFor(engine: BashLike): SandboxDriver {

@@ -158,7 +158,8 @@ function transfer(ctx: CommandContext, command: 'cp' | 'mv', sources: string[], 
 
 export const cp: BuiltinCommand = (ctx) => {
   const parsed = parseArgs('cp', ctx.args, { flags: 'rRfapv' });
-  if (parsed.operands.length < 2) return fail(`cp: missing ${parsed.operands.length === 0 ? 'file operand' : `destination file operand after '${parsed.operands[0]}'`}`);
+  if (parsed.operands.length < 2)
+    return fail(`cp: missing ${parsed.operands.length === 0 ? 'file operand' : `destination file operand after '${parsed.operands[0]}'`}`);
   const dest = parsed.operands.pop()!;
   const stderr = transfer(ctx, 'cp', parsed.operands, dest, parsed.flags.has('r') || parsed.flags.has('R') || parsed.flags.has('a'));
   return { stdout: '', stderr, exitCode: stderr ? 1 : 0 };
@@ -166,7 +167,8 @@ export const cp: BuiltinCommand = (ctx) => {
 
 export const mv: BuiltinCommand = (ctx) => {
   const parsed = parseArgs('mv', ctx.args, { flags: 'fnv' });
-  if (parsed.operands.length < 2) return fail(`mv: missing ${parsed.operands.length === 0 ? 'file operand' : `destination file operand after '${parsed.operands[0]}'`}`);
+  if (parsed.operands.length < 2)
+    return fail(`mv: missing ${parsed.operands.length === 0 ? 'file operand' : `destination file operand after '${parsed.operands[0]}'`}`);
   const dest = parsed.operands.pop()!;
   const stderr = transfer(ctx, 'mv', parsed.operands, dest, true);
   return { stdout: '', stderr, exitCode: stderr ? 1 : 0 };

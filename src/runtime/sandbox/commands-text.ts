@@ -2,7 +2,18 @@
 import { escapeRegExp, globToRegExp } from './glob.ts';
 import { basename as baseOf, dirname as dirOf, joinDisplay } from './paths.ts';
 import { lastValue, parseArgs } from './shell-args.ts';
-import { abs, fail, fsMessage, joinLines, lines, ok, readText, unescapeBackslashes, type BuiltinCommand, type CommandContext } from './shell-command.ts';
+import {
+  abs,
+  fail,
+  fsMessage,
+  joinLines,
+  lines,
+  ok,
+  readText,
+  unescapeBackslashes,
+  type BuiltinCommand,
+  type CommandContext,
+} from './shell-command.ts';
 import { toText } from './virtual-fs.ts';
 
 export const trueCommand: BuiltinCommand = () => ok();
@@ -38,7 +49,7 @@ export const printf: BuiltinCommand = (ctx) => {
       let text: string;
       if (conversion === 'd' || conversion === 'i') text = String(Math.trunc(Number(arg) || 0));
       else if (conversion === 'f') text = (Number(arg) || 0).toFixed(precision === undefined ? 6 : Number(precision));
-      else if (conversion === 'x') text = (Math.trunc(Number(arg) || 0)).toString(16);
+      else if (conversion === 'x') text = Math.trunc(Number(arg) || 0).toString(16);
       else if (conversion === 'c') text = arg.slice(0, 1);
       else text = precision === undefined ? arg : arg.slice(0, Number(precision));
       const w = Number(width);
@@ -80,11 +91,17 @@ function headTail(command: 'head' | 'tail'): BuiltinCommand {
       if (all.length > 1) stdout += `${k > 0 ? '\n' : ''}==> ${input.name} <==\n`;
       const text = input.text!;
       if (bytes !== undefined) {
-        stdout += command === 'head' ? text.slice(0, count) : fromStart ? text.slice(count - 1) : text.slice(Math.max(0, text.length - count));
+        stdout +=
+          command === 'head' ? text.slice(0, count) : fromStart ? text.slice(count - 1) : text.slice(Math.max(0, text.length - count));
         return;
       }
       const list = lines(text);
-      const picked = command === 'head' ? list.slice(0, count) : fromStart ? list.slice(Math.max(0, count - 1)) : list.slice(Math.max(0, list.length - count));
+      const picked =
+        command === 'head'
+          ? list.slice(0, count)
+          : fromStart
+            ? list.slice(Math.max(0, count - 1))
+            : list.slice(Math.max(0, list.length - count));
       // Keep a missing final newline missing, like coreutils.
       const lastIncluded = picked.length > 0 && (command === 'tail' || picked.length === list.length);
       stdout += joinLines(picked);
@@ -120,8 +137,16 @@ export const wc: BuiltinCommand = (ctx) => {
 };
 
 const POSIX_CLASSES: Record<string, string> = {
-  alpha: 'A-Za-z', digit: '0-9', alnum: 'A-Za-z0-9', upper: 'A-Z', lower: 'a-z', space: '\\s', blank: ' \\t',
-  punct: '!-\\/:-@\\[-`{-~', xdigit: '0-9A-Fa-f', word: 'A-Za-z0-9_',
+  alpha: 'A-Za-z',
+  digit: '0-9',
+  alnum: 'A-Za-z0-9',
+  upper: 'A-Z',
+  lower: 'a-z',
+  space: '\\s',
+  blank: ' \\t',
+  punct: '!-\\/:-@\\[-`{-~',
+  xdigit: '0-9A-Fa-f',
+  word: 'A-Za-z0-9_',
 };
 
 /**
@@ -149,7 +174,15 @@ export const grep: BuiltinCommand = (ctx) => {
     parsed = parseArgs('grep', ctx.args, {
       flags: 'rRnHhivlcoqsEFwxI',
       values: 'em',
-      long: { include: 'value', exclude: 'value', recursive: 'flag', 'ignore-case': 'flag', 'line-number': 'flag', 'files-with-matches': 'flag', color: 'value' },
+      long: {
+        include: 'value',
+        exclude: 'value',
+        recursive: 'flag',
+        'ignore-case': 'flag',
+        'line-number': 'flag',
+        'files-with-matches': 'flag',
+        color: 'value',
+      },
     });
   } catch (error) {
     return fail((error as Error).message, 2);
@@ -173,7 +206,8 @@ export const grep: BuiltinCommand = (ctx) => {
   }
   const includes = (parsed.values.get('include') ?? []).map((g) => globToRegExp(g));
   const excludes = (parsed.values.get('exclude') ?? []).map((g) => globToRegExp(g));
-  const wanted = (name: string): boolean => (includes.length === 0 || includes.some((r) => r.test(name))) && !excludes.some((r) => r.test(name));
+  const wanted = (name: string): boolean =>
+    (includes.length === 0 || includes.some((r) => r.test(name))) && !excludes.some((r) => r.test(name));
   const maxCount = lastValue(parsed, 'm') === undefined ? Infinity : Number(lastValue(parsed, 'm'));
 
   // Collect (display name, text) pairs; recursion walks sorted, preorder.
@@ -296,7 +330,13 @@ export const cut: BuiltinCommand = (ctx) => {
     if (chars !== undefined) out.push([...line].filter((_c, k) => select(k + 1)).join(''));
     else if (!line.includes(delimiter)) {
       if (!parsed.flags.has('s')) out.push(line);
-    } else out.push(line.split(delimiter).filter((_p, k) => select(k + 1)).join(delimiter));
+    } else
+      out.push(
+        line
+          .split(delimiter)
+          .filter((_p, k) => select(k + 1))
+          .join(delimiter),
+      );
   }
   return ok(joinLines(out));
 };
@@ -325,7 +365,7 @@ export const tr: BuiltinCommand = (ctx) => {
   const parsed = parseArgs('tr', ctx.args, { flags: 'ds' });
   const from = expandSet(parsed.operands[0] ?? '');
   if (parsed.flags.has('d')) return ok([...ctx.stdin].filter((c) => !from.includes(c)).join(''));
-  if (parsed.operands.length < 2) return fail("tr: missing operand after the first set");
+  if (parsed.operands.length < 2) return fail('tr: missing operand after the first set');
   const to = expandSet(parsed.operands[1]!);
   const map = new Map(from.map((c, k) => [c, to[Math.min(k, to.length - 1)] ?? '']));
   let out = [...ctx.stdin].map((c) => map.get(c) ?? c).join('');
@@ -448,7 +488,10 @@ export const sed: BuiltinCommand = (ctx) => {
           if (!command.regex!.test(line)) continue;
           command.regex!.lastIndex = 0;
           line = line.replace(command.regex!, (match: string, ...rest: unknown[]) => {
-            const groups = rest.slice(0, rest.findIndex((r) => typeof r === 'number')) as (string | undefined)[];
+            const groups = rest.slice(
+              0,
+              rest.findIndex((r) => typeof r === 'number'),
+            ) as (string | undefined)[];
             return sedReplace(command.replacement!, match, groups);
           });
           if (command.print) out += `${line}\n`;
@@ -489,13 +532,18 @@ export const basename: BuiltinCommand = (ctx) => {
 
 export const dirname: BuiltinCommand = (ctx) => {
   if (ctx.args.length === 0) return fail('dirname: missing operand');
-  return ok(joinLines(ctx.args.map((p) => (p.includes('/') ? (p.startsWith('/') ? dirOf(p) : p.replace(/\/+$/, '').replace(/\/[^/]*$/, '') || '/') : '.'))));
+  return ok(
+    joinLines(
+      ctx.args.map((p) => (p.includes('/') ? (p.startsWith('/') ? dirOf(p) : p.replace(/\/+$/, '').replace(/\/[^/]*$/, '') || '/') : '.')),
+    ),
+  );
 };
 
 export const seq: BuiltinCommand = (ctx) => {
   const nums = ctx.args.map(Number);
   if (nums.length === 0 || nums.length > 3 || nums.some((n) => !Number.isFinite(n))) return fail('seq: invalid arguments');
-  const [first, step, last] = nums.length === 1 ? [1, 1, nums[0]!] : nums.length === 2 ? [nums[0]!, 1, nums[1]!] : [nums[0]!, nums[1]!, nums[2]!];
+  const [first, step, last] =
+    nums.length === 1 ? [1, 1, nums[0]!] : nums.length === 2 ? [nums[0]!, 1, nums[1]!] : [nums[0]!, nums[1]!, nums[2]!];
   if (step === 0) return fail('seq: invalid Zero increment value');
   const out: string[] = [];
   // Bounded so `seq 1 1e12` cannot exhaust isolate memory.
@@ -554,27 +602,58 @@ export function testCommand(bracket: boolean): BuiltinCommand {
     else if (args.length === 2) {
       const node = ctx.vfs.lookup(abs(ctx, b!));
       switch (a) {
-        case '-e': result = node !== undefined; break;
-        case '-f': result = node?.kind === 'file'; break;
-        case '-d': result = node?.kind === 'dir'; break;
-        case '-s': result = node?.kind === 'file' && node.data.byteLength > 0; break;
-        case '-z': result = b === ''; break;
-        case '-n': result = b !== ''; break;
-        default: return fail(`test: ${a}: unary operator expected`, 2);
+        case '-e':
+          result = node !== undefined;
+          break;
+        case '-f':
+          result = node?.kind === 'file';
+          break;
+        case '-d':
+          result = node?.kind === 'dir';
+          break;
+        case '-s':
+          result = node?.kind === 'file' && node.data.byteLength > 0;
+          break;
+        case '-z':
+          result = b === '';
+          break;
+        case '-n':
+          result = b !== '';
+          break;
+        default:
+          return fail(`test: ${a}: unary operator expected`, 2);
       }
     } else if (args.length === 3) {
       const x = Number(a);
       const y = Number(c);
       switch (b) {
-        case '=': case '==': result = a === c; break;
-        case '!=': result = a !== c; break;
-        case '-eq': result = x === y; break;
-        case '-ne': result = x !== y; break;
-        case '-lt': result = x < y; break;
-        case '-le': result = x <= y; break;
-        case '-gt': result = x > y; break;
-        case '-ge': result = x >= y; break;
-        default: return fail(`test: ${b}: binary operator expected`, 2);
+        case '=':
+        case '==':
+          result = a === c;
+          break;
+        case '!=':
+          result = a !== c;
+          break;
+        case '-eq':
+          result = x === y;
+          break;
+        case '-ne':
+          result = x !== y;
+          break;
+        case '-lt':
+          result = x < y;
+          break;
+        case '-le':
+          result = x <= y;
+          break;
+        case '-gt':
+          result = x > y;
+          break;
+        case '-ge':
+          result = x >= y;
+          break;
+        default:
+          return fail(`test: ${b}: binary operator expected`, 2);
       }
     } else return fail('test: too many arguments', 2);
     return { stdout: '', stderr: '', exitCode: result !== negate ? 0 : 1 };

@@ -5,7 +5,9 @@ import { FlueError } from '../common/errors.ts';
 export class SandboxOperationUnsupportedError extends FlueError {
   constructor(operation: string, provider: string, options?: unknown, message?: string) {
     super('sandbox_operation_unsupported', {
-      message: message ?? `The ${provider} sandbox does not support ${operation}${options === undefined ? '' : ` with options ${JSON.stringify(options)}`}.`,
+      message:
+        message ??
+        `The ${provider} sandbox does not support ${operation}${options === undefined ? '' : ` with options ${JSON.stringify(options)}`}.`,
       meta: { operation, provider, options },
     });
     this.name = 'SandboxOperationUnsupportedError';

@@ -68,7 +68,9 @@ describe('sandboxFromDriver', () => {
   it('a pre-aborted signal rejects before running', async () => {
     const driver = fakeDriver();
     const reason = new Error('stop');
-    const error = await sandboxFromDriver(driver, '/w').exec('ls', { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e);
+    const error = await sandboxFromDriver(driver, '/w')
+      .exec('ls', { signal: AbortSignal.abort(reason) })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DOMException);
     expect((error as DOMException).name).toBe('AbortError');
     expect((error as { cause?: unknown }).cause).toBe(reason);
@@ -93,7 +95,11 @@ describe('sandboxFromDriver', () => {
 
   it('passes non-zero exits through as results', async () => {
     const driver = fakeDriver({ exec: async () => ({ stdout: '', stderr: 'bad', exitCode: 3 }) });
-    await expect(sandboxFromDriver(driver, '/w').exec('x', { signal: new AbortController().signal })).resolves.toEqual({ stdout: '', stderr: 'bad', exitCode: 3 });
+    await expect(sandboxFromDriver(driver, '/w').exec('x', { signal: new AbortController().signal })).resolves.toEqual({
+      stdout: '',
+      stderr: 'bad',
+      exitCode: 3,
+    });
   });
 
   it('typed errors extend FlueError with stable types', () => {

@@ -29,10 +29,10 @@ export function useSandbox(factory: SandboxFactory, options?: { cwd?: string }):
       if (key !== 'cwd') throw new Error(`[flue] useSandbox() got an unknown option "${key}". Known options: cwd.`);
     }
     if (options.cwd !== undefined) {
-      if (typeof options.cwd !== 'string' || options.cwd.trim() === '') throw new Error('[flue] useSandbox() cwd must be a non-empty string.');
+      if (typeof options.cwd !== 'string' || options.cwd.trim() === '')
+        throw new Error('[flue] useSandbox() cwd must be a non-empty string.');
       declaration.cwd = options.cwd;
     }
   }
   frame.sandbox = declaration;
 }
-

@@ -97,7 +97,8 @@ export function tokenize(input: string): Token[] {
     } else if (ch === '#' && word === null) {
       while (i < input.length && input[i] !== '\n') i++;
     } else if (ch === '\\') {
-      if (input[i + 1] === '\n') i += 2; // line continuation
+      if (input[i + 1] === '\n')
+        i += 2; // line continuation
       else {
         if (i + 1 < input.length) lit(input[i + 1]!, true);
         i += 2;
@@ -236,8 +237,10 @@ export function parse(input: string): CommandList {
     } else {
       // ; && || newline end the pipeline.
       if (isEmpty(command)) {
-        if (pipeline.length > 0 || token.op === '&&' || token.op === '||') throw new ShellSyntaxError(`syntax error near unexpected token '${token.op === '\n' ? 'newline' : token.op}'`);
-        if (token.op === ';' && items.length === 0 && pipeline.length === 0) throw new ShellSyntaxError("syntax error near unexpected token ';'");
+        if (pipeline.length > 0 || token.op === '&&' || token.op === '||')
+          throw new ShellSyntaxError(`syntax error near unexpected token '${token.op === '\n' ? 'newline' : token.op}'`);
+        if (token.op === ';' && items.length === 0 && pipeline.length === 0)
+          throw new ShellSyntaxError("syntax error near unexpected token ';'");
         continue; // blank line or trailing ;
       }
       pipeline.push(command);

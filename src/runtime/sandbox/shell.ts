@@ -10,7 +10,15 @@ import { globToRegExp, hasGlob, unescapeGlob } from './glob.ts';
 import { joinDisplay, resolvePath } from './paths.ts';
 import { UsageError } from './shell-args.ts';
 import type { BuiltinCommand, CommandContext } from './shell-command.ts';
-import { parse, ShellSyntaxError, ShellUnsupported, type CommandList, type Redirect, type SimpleCommand, type Word } from './shell-parse.ts';
+import {
+  parse,
+  ShellSyntaxError,
+  ShellUnsupported,
+  type CommandList,
+  type Redirect,
+  type SimpleCommand,
+  type Word,
+} from './shell-parse.ts';
 import type { BashLikeFs, ShellResult } from './types.ts';
 import { toBytes, type VirtualFs } from './virtual-fs.ts';
 
@@ -25,15 +33,59 @@ export type VirtualCommand = (ctx: {
 }) => Promise<ShellResult> | ShellResult;
 
 export const BUILTIN_COMMANDS: Record<string, BuiltinCommand> = {
-  cat: fsCommands.cat, ls: fsCommands.ls, pwd: fsCommands.pwd, mkdir: fsCommands.mkdir, rmdir: fsCommands.rmdir,
-  rm: fsCommands.rm, touch: fsCommands.touch, cp: fsCommands.cp, mv: fsCommands.mv, tee: fsCommands.tee, find: fsCommands.find,
-  echo: text.echo, printf: text.printf, head: text.head, tail: text.tail, wc: text.wc, grep: text.grep, sort: text.sort,
-  uniq: text.uniq, cut: text.cut, tr: text.tr, sed: text.sed, basename: text.basename, dirname: text.dirname, seq: text.seq,
-  env: text.env, base64: text.base64, true: text.trueCommand, false: text.falseCommand, test: text.testCommand(false),
+  cat: fsCommands.cat,
+  ls: fsCommands.ls,
+  pwd: fsCommands.pwd,
+  mkdir: fsCommands.mkdir,
+  rmdir: fsCommands.rmdir,
+  rm: fsCommands.rm,
+  touch: fsCommands.touch,
+  cp: fsCommands.cp,
+  mv: fsCommands.mv,
+  tee: fsCommands.tee,
+  find: fsCommands.find,
+  echo: text.echo,
+  printf: text.printf,
+  head: text.head,
+  tail: text.tail,
+  wc: text.wc,
+  grep: text.grep,
+  sort: text.sort,
+  uniq: text.uniq,
+  cut: text.cut,
+  tr: text.tr,
+  sed: text.sed,
+  basename: text.basename,
+  dirname: text.dirname,
+  seq: text.seq,
+  env: text.env,
+  base64: text.base64,
+  true: text.trueCommand,
+  false: text.falseCommand,
+  test: text.testCommand(false),
   '[': text.testCommand(true),
 };
 
-const KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'for', 'while', 'until', 'do', 'done', 'case', 'esac', 'function', 'select', '{', '}', '[[', ']]']);
+const KEYWORDS = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'for',
+  'while',
+  'until',
+  'do',
+  'done',
+  'case',
+  'esac',
+  'function',
+  'select',
+  '{',
+  '}',
+  '[[',
+  ']]',
+]);
 
 class ExitSignal {
   readonly code: number;
@@ -137,7 +189,10 @@ export class VirtualShell {
       const first = command.words[w]![0];
       const m = first && first.kind === 'lit' && !first.quoted ? /^([A-Za-z_][A-Za-z0-9_]*)=/.exec(first.text) : null;
       if (!m) break;
-      const rest: Word = [{ kind: 'lit', text: first!.kind === 'lit' ? first!.text.slice(m[0].length) : '', quoted: true }, ...command.words[w]!.slice(1)];
+      const rest: Word = [
+        { kind: 'lit', text: first!.kind === 'lit' ? first!.text.slice(m[0].length) : '', quoted: true },
+        ...command.words[w]!.slice(1),
+      ];
       assignments[m[1]!] = this.expandJoined(rest, state);
     }
     const args: string[] = [];
@@ -157,11 +212,23 @@ export class VirtualShell {
     return this.deliver(result, io.fd1, io.fd2);
   }
 
-  private async invoke(name: string, args: string[], stdin: string, state: ShellState, env: Record<string, string>, options: ShellRunOptions): Promise<ShellResult> {
+  private async invoke(
+    name: string,
+    args: string[],
+    stdin: string,
+    state: ShellState,
+    env: Record<string, string>,
+    options: ShellRunOptions,
+  ): Promise<ShellResult> {
     if (KEYWORDS.has(name)) throw new ShellUnsupported(name);
     switch (name) {
       case 'cd': {
-        const target = args[0] === undefined || args[0] === '~' ? state.vars.HOME ?? '/' : args[0] === '-' ? state.vars.OLDPWD ?? state.cwd : args[0];
+        const target =
+          args[0] === undefined || args[0] === '~'
+            ? (state.vars.HOME ?? '/')
+            : args[0] === '-'
+              ? (state.vars.OLDPWD ?? state.cwd)
+              : args[0];
         const path = resolvePath(state.cwd, target);
         const node = this.vfs.lookup(path);
         if (!node) return { stdout: '', stderr: `bash: cd: ${target}: No such file or directory\n`, exitCode: 1 };
@@ -238,7 +305,9 @@ export class VirtualShell {
           if (!appendMode || !node) this.vfs.writeFile(path, '');
         } catch (error) {
           const code = (error as { code?: string }).code;
-          return { error: `bash: ${target}: ${code === 'ENOENT' ? 'No such file or directory' : code === 'ENOTDIR' ? 'Not a directory' : (error as Error).message}\n` };
+          return {
+            error: `bash: ${target}: ${code === 'ENOENT' ? 'No such file or directory' : code === 'ENOTDIR' ? 'Not a directory' : (error as Error).message}\n`,
+          };
         }
         sink = { kind: 'file', path };
       }
@@ -330,7 +399,7 @@ export class VirtualShell {
   private glob(pattern: string, cwd: string): string[] {
     const absolute = pattern.startsWith('/');
     let candidates: { display: string; path: string }[] = [{ display: absolute ? '/' : '', path: absolute ? '/' : cwd }];
-    const segments = pattern.split('/').filter((s, k) => s !== '' || k === 0 ? s !== '' : false);
+    const segments = pattern.split('/').filter((s, k) => (s !== '' || k === 0 ? s !== '' : false));
     for (const segment of segments) {
       const next: typeof candidates = [];
       for (const candidate of candidates) {

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { virtualSandbox } from './virtual.ts';
-import { createBashTool, createEditTool, createGlobTool, createGrepTool, createReadTool, createWriteTool, defaultSandboxTools, shellQuote } from './tools.ts';
+import {
+  createBashTool,
+  createEditTool,
+  createGlobTool,
+  createGrepTool,
+  createReadTool,
+  createWriteTool,
+  defaultSandboxTools,
+  shellQuote,
+} from './tools.ts';
 import type { AgentTool, Sandbox, ShellResult } from './types.ts';
 
 async function make(files: Record<string, string> = {}, commands = {}): Promise<Sandbox> {
@@ -24,7 +33,9 @@ describe('default tool set', () => {
   it('every tool rejects a pre-aborted signal with "Operation aborted"', async () => {
     const sb = await make({ 'f.txt': 'x' });
     for (const tool of defaultSandboxTools(sb)) {
-      await expect(tool.execute('c', { path: 'f.txt', content: 'y', oldText: 'x', newText: 'z', command: 'echo', pattern: 'x' }, AbortSignal.abort())).rejects.toThrow('Operation aborted');
+      await expect(
+        tool.execute('c', { path: 'f.txt', content: 'y', oldText: 'x', newText: 'z', command: 'echo', pattern: 'x' }, AbortSignal.abort()),
+      ).rejects.toThrow('Operation aborted');
     }
     expect(await sb.readFile('f.txt')).toBe('x');
   });
@@ -86,7 +97,9 @@ describe('edit', () => {
   it('replaces a unique match literally', async () => {
     const sb = await make({ 'f.ts': 'const a = 1;\nconst b = 2;\n' });
     const edit = createEditTool(sb);
-    expect(await call(edit, { path: 'f.ts', oldText: 'const b = 2;', newText: 'const b = "$&$1";' })).toBe('Successfully replaced text in f.ts.');
+    expect(await call(edit, { path: 'f.ts', oldText: 'const b = 2;', newText: 'const b = "$&$1";' })).toBe(
+      'Successfully replaced text in f.ts.',
+    );
     expect(await sb.readFile('f.ts')).toBe('const a = 1;\nconst b = "$&$1";\n');
   });
 
@@ -104,7 +117,9 @@ describe('edit', () => {
 
   it('replaceAll reports the count', async () => {
     const sb = await make({ 'f.txt': 'x x x' });
-    expect(await call(createEditTool(sb), { path: 'f.txt', oldText: 'x', newText: 'y', replaceAll: true })).toBe('Replaced 3 occurrences in f.txt');
+    expect(await call(createEditTool(sb), { path: 'f.txt', oldText: 'x', newText: 'y', replaceAll: true })).toBe(
+      'Replaced 3 occurrences in f.txt',
+    );
     expect(await sb.readFile('f.txt')).toBe('y y y');
   });
 
@@ -147,7 +162,9 @@ describe('bash', () => {
 
   it('timeout gives a recoverable exit-124 result', async () => {
     const bash = createBashTool(await make({}, { hang: () => new Promise<ShellResult>(() => {}) }));
-    expect(await call(bash, { command: 'hang', timeout: 0.02 })).toBe('[flue] Command timed out after 0.02 seconds.\n\nCommand exited with code 124');
+    expect(await call(bash, { command: 'hang', timeout: 0.02 })).toBe(
+      '[flue] Command timed out after 0.02 seconds.\n\nCommand exited with code 124',
+    );
   });
 
   it('host abort rethrows', async () => {
@@ -164,7 +181,9 @@ describe('grep', () => {
 
   it('falls back to grep -rnH and returns path:line:text', async () => {
     const grep = createGrepTool(await make(files));
-    expect(await call(grep, { pattern: 'foo' })).toBe("./c.txt:1:it's foo\n./src/a.ts:1:const foo = 1;\n./src/a.ts:2:foo(bar);\n./src/b.md:1:foo in docs");
+    expect(await call(grep, { pattern: 'foo' })).toBe(
+      "./c.txt:1:it's foo\n./src/a.ts:1:const foo = 1;\n./src/a.ts:2:foo(bar);\n./src/b.md:1:foo in docs",
+    );
     expect(await call(grep, { pattern: 'foo', path: 'src', include: '*.ts' })).toBe('src/a.ts:1:const foo = 1;\nsrc/a.ts:2:foo(bar);');
     expect(await call(grep, { pattern: 'foo(', literal: true })).toBe('./src/a.ts:2:foo(bar);');
     expect(await call(grep, { pattern: "it's" })).toBe("./c.txt:1:it's foo");
@@ -173,7 +192,9 @@ describe('grep', () => {
   it('no matches and errors', async () => {
     const grep = createGrepTool(await make(files));
     expect(await call(grep, { pattern: 'zzz' })).toBe('No matches found.');
-    await expect(call(grep, { pattern: 'foo', path: 'missing' })).rejects.toThrow('grep failed (exit code 2): grep: missing: No such file or directory');
+    await expect(call(grep, { pattern: 'foo', path: 'missing' })).rejects.toThrow(
+      'grep failed (exit code 2): grep: missing: No such file or directory',
+    );
     await expect(call(grep, { pattern: '(' })).rejects.toThrow('invalid regular expression');
   });
 
@@ -195,7 +216,9 @@ describe('grep', () => {
       ...sandbox,
       exec: async (command) => {
         commands.push(command);
-        return command === 'rg --version' ? { stdout: 'ripgrep 14', stderr: '', exitCode: 0 } : { stdout: 'a.ts:1:x\n', stderr: '', exitCode: 0 };
+        return command === 'rg --version'
+          ? { stdout: 'ripgrep 14', stderr: '', exitCode: 0 }
+          : { stdout: 'a.ts:1:x\n', stderr: '', exitCode: 0 };
       },
     };
     const grep = createGrepTool(fake);

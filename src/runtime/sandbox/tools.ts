@@ -39,7 +39,10 @@ function parseParams<S extends v.GenericSchema>(tool: string, schema: S, params:
 
 const optionalPositiveInt = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)));
 /** A NUL cannot travel in a shell argument; refused here rather than failing as "no match". */
-const shellString = v.pipe(v.string(), v.check((s: string) => !s.includes('\0'), 'must not contain NUL bytes'));
+const shellString = v.pipe(
+  v.string(),
+  v.check((s: string) => !s.includes('\0'), 'must not contain NUL bytes'),
+);
 
 // ── Paths the search tools hand to a shell (sandbox.md §8) ───────────────────────────────────
 
@@ -248,7 +251,9 @@ export function createEditTool(sandbox: Sandbox): AgentTool {
         }
         // split/join and slicing keep newText literal (String.replace would expand `$&`, `$1`, …).
         const index = content.indexOf(oldText);
-        const updated = replaceAll ? content.split(oldText).join(newText) : content.slice(0, index) + newText + content.slice(index + oldText.length);
+        const updated = replaceAll
+          ? content.split(oldText).join(newText)
+          : content.slice(0, index) + newText + content.slice(index + oldText.length);
         checkAborted(signal);
         await sandbox.writeFile(path, updated);
         return replaceAll
@@ -362,7 +367,9 @@ export function createGrepTool(sandbox: Sandbox): AgentTool {
       }
       const lines = result.stdout.split('\n').filter((line) => line !== '');
       if (lines.length === 0) return text('No matches found.');
-      const shown = lines.slice(0, GREP_MAX_MATCHES).map((line) => (line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}...` : line));
+      const shown = lines
+        .slice(0, GREP_MAX_MATCHES)
+        .map((line) => (line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}...` : line));
       let output = shown.join('\n');
       if (lines.length > GREP_MAX_MATCHES) output += `\n\n[Showing ${GREP_MAX_MATCHES} of ${lines.length} matches. Narrow your search.]`;
       return text(output);
@@ -399,7 +406,10 @@ export function createGlobTool(sandbox: Sandbox): AgentTool {
       const safePath = path.startsWith('-') ? `./${path}` : path;
       const command = `find ${shellQuote(safePath)} -type f -name ${shellQuote(pattern)} 2>/dev/null | head -${GLOB_MAX_PATHS}`;
       const result = await sandbox.exec(command, signal ? { signal } : {});
-      const paths = result.stdout.split('\n').filter((line) => line !== '').slice(0, GLOB_MAX_PATHS);
+      const paths = result.stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .slice(0, GLOB_MAX_PATHS);
       if (paths.length === 0) return text('No files found matching pattern.');
       return text(paths.join('\n'));
     },
@@ -423,4 +433,3 @@ export function defaultSandboxTools(sandbox: Sandbox): AgentTool[] {
     createGlobTool(sandbox),
   ];
 }
-

@@ -8,7 +8,10 @@ import type { FileStat, MkdirOptions, RmOptions, Sandbox, SandboxDriver, ShellRe
 
 /** The driver contract as adapters have implemented it. */
 interface DriverContract {
-  exec(command: string, options: { cwd: string; env?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal }): Promise<ShellResult>;
+  exec(
+    command: string,
+    options: { cwd: string; env?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<ShellResult>;
   readFile(path: string): Promise<string>;
   readFileBuffer(path: string): Promise<Uint8Array>;
   writeFile(path: string, content: string | Uint8Array): Promise<void>;

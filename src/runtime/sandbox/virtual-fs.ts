@@ -150,7 +150,8 @@ export class VirtualFs {
     if (name === '') throw new VirtualFsError('EISDIR', 'illegal operation on a directory', 'open', path);
     const existing = parent.children.get(name);
     if (existing?.kind === 'dir') throw new VirtualFsError('EISDIR', 'illegal operation on a directory', 'open', path);
-    if (data.byteLength > this.maxFileBytes) throw new VirtualFsError('EFBIG', `file too large (limit ${this.maxFileBytes} bytes)`, 'write', path);
+    if (data.byteLength > this.maxFileBytes)
+      throw new VirtualFsError('EFBIG', `file too large (limit ${this.maxFileBytes} bytes)`, 'write', path);
     const previous = existing?.kind === 'file' ? existing.size : 0;
     if (this.totalBytes - previous + data.byteLength > this.maxTotalBytes) {
       throw new VirtualFsError('ENOSPC', `no space left on device (limit ${this.maxTotalBytes} bytes)`, 'write', path);
@@ -251,7 +252,8 @@ export class VirtualFs {
       if (options.force) return;
       throw new VirtualFsError('ENOENT', 'no such file or directory', 'rm', path);
     }
-    if (node.kind === 'dir' && !options.recursive) throw new VirtualFsError('EISDIR', 'is a directory (use recursive to remove it)', 'rm', path);
+    if (node.kind === 'dir' && !options.recursive)
+      throw new VirtualFsError('EISDIR', 'is a directory (use recursive to remove it)', 'rm', path);
     if (path === '/' || segments(path).length === 0) {
       this.persist((store) => store.remove('/'));
       this.totalBytes = 0;
@@ -287,7 +289,8 @@ export class VirtualFs {
     if (to === '/' || from.startsWith(`${to}/`)) throw new VirtualFsError('ENOTEMPTY', 'directory not empty', 'rename', to);
     const parent = this.parentDir(to, 'rename');
     const target = parent.children.get(basename(to));
-    if (target?.kind === 'dir' && node.kind === 'file') throw new VirtualFsError('EISDIR', 'illegal operation on a directory', 'rename', to);
+    if (target?.kind === 'dir' && node.kind === 'file')
+      throw new VirtualFsError('EISDIR', 'illegal operation on a directory', 'rename', to);
     if (this.store !== undefined) {
       // Lazily loaded contents are keyed by their old paths: load them before the paths change.
       materialize(node);

@@ -225,10 +225,13 @@ describe('virtual shell', () => {
   });
 
   it('host extension commands and the output cap', async () => {
-    const sb = await make({}, {
-      commands: { greet: ({ args, stdin }) => ({ stdout: `hi ${args.join(',')} ${stdin}`, stderr: '', exitCode: 0 }) },
-      limits: { maxOutputBytes: 100 },
-    });
+    const sb = await make(
+      {},
+      {
+        commands: { greet: ({ args, stdin }) => ({ stdout: `hi ${args.join(',')} ${stdin}`, stderr: '', exitCode: 0 }) },
+        limits: { maxOutputBytes: 100 },
+      },
+    );
     expect((await sb.exec('echo in | greet a b')).stdout).toBe('hi a,b in\n');
     const capped = await sb.exec('seq 1000');
     expect(capped.exitCode).toBe(1);

@@ -80,7 +80,10 @@ describe('read_skill_resource', () => {
     expect(hasSkillResources([plain])).toBe(false);
     expect(hasSkillResources([plain, review])).toBe(true);
     expect(tool.name).toBe('read_skill_resource');
-    expect(toolParameters(tool)).toMatchObject({ required: ['path'], properties: { offset: { type: 'integer' }, limit: { type: 'integer' } } });
+    expect(toolParameters(tool)).toMatchObject({
+      required: ['path'],
+      properties: { offset: { type: 'integer' }, limit: { type: 'integer' } },
+    });
   });
 
   it('reads a file by the advertised path, encoded or decoded, with read paging', () => {
@@ -108,9 +111,17 @@ describe('through the tool runner', () => {
   it('parses arguments with the valibot input and returns the text as output', async () => {
     const { invokeTool, runToolCall } = await import('../tools/tool-runner.ts');
     expect((await invokeTool(activateSkillTool([plain]), { name: 'plain' })).output).toContain('<skill_instructions>\nDo it.');
-    const bad = await runToolCall(activateSkillTool([plain]), { name: 3 }, { toolCallId: 'c', signal: new AbortController().signal, log: console });
+    const bad = await runToolCall(
+      activateSkillTool([plain]),
+      { name: 3 },
+      { toolCallId: 'c', signal: new AbortController().signal, log: console },
+    );
     expect(bad.isError).toBe(true);
-    const miss = await runToolCall(readSkillResourceTool([review]), { path: '/nope' }, { toolCallId: 'c', signal: new AbortController().signal, log: console });
+    const miss = await runToolCall(
+      readSkillResourceTool([review]),
+      { path: '/nope' },
+      { toolCallId: 'c', signal: new AbortController().signal, log: console },
+    );
     expect(miss).toMatchObject({ isError: true });
     expect(miss.content).toContain('[flue] Packaged skill file not found: /nope');
   });

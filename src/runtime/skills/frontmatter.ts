@@ -25,9 +25,7 @@ interface Line {
 /** A `FrontmatterReader` (see `readSkillMarkdown`). */
 export const readFrontmatterSubset: FrontmatterReader = (yaml, firstLine) => {
   const problems: string[] = [];
-  const lines: Line[] = yaml
-    .split('\n')
-    .map((text, i) => ({ text, indent: text.length - text.trimStart().length, number: i + firstLine }));
+  const lines: Line[] = yaml.split('\n').map((text, i) => ({ text, indent: text.length - text.trimStart().length, number: i + firstLine }));
   return { data: parseBlock(lines, problems), problems };
 };
 
@@ -85,7 +83,11 @@ function collection(children: Line[], lineNumber: number, problems: string[]): F
     return undefined;
   }
   if (content.every((c) => splitKey(c.text.trim()) !== undefined)) return blockMap(content, problems);
-  return plain(content.map((c) => c.text.trim()), lineNumber, problems);
+  return plain(
+    content.map((c) => c.text.trim()),
+    lineNumber,
+    problems,
+  );
 }
 
 function blockList(lines: Line[], problems: string[]): string[] | undefined {
@@ -169,7 +171,10 @@ function scalarOrFlow(rest: string, children: Line[], lineNumber: number, proble
 
 /** A plain scalar: a trailing " #" starts a comment; continuation lines fold into it with spaces. */
 function plain(parts: string[], lineNumber: number, problems: string[]): string | undefined {
-  const text = parts.map(stripComment).filter((p) => p !== '').join(' ');
+  const text = parts
+    .map(stripComment)
+    .filter((p) => p !== '')
+    .join(' ');
   if (/:\s/.test(text) || text.endsWith(':')) {
     problems.push(`line ${lineNumber}: a plain value must not contain ": "; quote it`);
     return undefined;
@@ -245,7 +250,25 @@ function flow(text: string, lineNumber: number, problems: string[]): string[] | 
 }
 
 function unquoteDouble(quotedText: string): string | undefined {
-  const escapes: Record<string, string> = { n: '\n', t: '\t', r: '\r', '0': '\0', '"': '"', '\\': '\\', '/': '/', ' ': ' ', b: '\b', f: '\f', e: '\x1b', a: '\x07', v: '\v', N: '\u0085', _: '\u00a0', L: '\u2028', P: '\u2029' };
+  const escapes: Record<string, string> = {
+    n: '\n',
+    t: '\t',
+    r: '\r',
+    '0': '\0',
+    '"': '"',
+    '\\': '\\',
+    '/': '/',
+    ' ': ' ',
+    b: '\b',
+    f: '\f',
+    e: '\x1b',
+    a: '\x07',
+    v: '\v',
+    N: '\u0085',
+    _: '\u00a0',
+    L: '\u2028',
+    P: '\u2029',
+  };
   let out = '';
   const body = quotedText.slice(1, -1);
   for (let i = 0; i < body.length; i++) {

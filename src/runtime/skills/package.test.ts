@@ -36,7 +36,13 @@ describe('packaging', () => {
       '---\nname: "review"\ndescription: "Review a PR."\nmetadata:\n  "a": "2"\n  "z": "1"\nallowed-tools: "read"\n---\n# Review\n',
     );
     const back = parseSkillMarkdown(text);
-    expect(back).toEqual({ name: 'review', description: 'Review a PR.', metadata: { a: '2', z: '1' }, allowedTools: 'read', instructions: '# Review\n' });
+    expect(back).toEqual({
+      name: 'review',
+      description: 'Review a PR.',
+      metadata: { a: '2', z: '1' },
+      allowedTools: 'read',
+      instructions: '# Review\n',
+    });
   });
 
   it('packages a definition once, into the SKILL.md import shape', () => {
@@ -54,7 +60,10 @@ describe('packaging', () => {
   it('computes the id from sorted (u32 len, u32 len, path, content) records', () => {
     const files = { 'b.txt': utf8('B'), 'a.txt': utf8('AA') };
     const expected = createHash('sha256');
-    for (const [p, c] of [['a.txt', 'AA'], ['b.txt', 'B']] as const) {
+    for (const [p, c] of [
+      ['a.txt', 'AA'],
+      ['b.txt', 'B'],
+    ] as const) {
       const header = Buffer.alloc(8);
       header.writeUInt32BE(p.length, 0);
       header.writeUInt32BE(c.length, 4);

@@ -54,11 +54,7 @@ export function packageSkillDefinition(definition: SkillDefinition): SkillRefere
 }
 
 export function isSkillReference(value: unknown): value is SkillReference {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { __flueSkillReference?: unknown }).__flueSkillReference === true
-  );
+  return typeof value === 'object' && value !== null && (value as { __flueSkillReference?: unknown }).__flueSkillReference === true;
 }
 
 const fileSchema = v.object({ kind: v.picklist(['text', 'binary']), content: v.string() });
@@ -122,7 +118,9 @@ export function packagedSkillPath(skill: SkillReference, path: string): string {
 
 /** The files a skill advertises as resources: everything but SKILL.md, sorted. */
 export function skillResourcePaths(skill: SkillReference): string[] {
-  return Object.keys(skill.files).filter((p) => p !== 'SKILL.md').sort(compareCodeUnits);
+  return Object.keys(skill.files)
+    .filter((p) => p !== 'SKILL.md')
+    .sort(compareCodeUnits);
 }
 
 /**
@@ -163,4 +161,3 @@ export function packagedFileText(file: PackagedSkillFile): string {
 export function packagedFileBytes(file: PackagedSkillFile): Uint8Array {
   return file.kind === 'text' ? utf8(file.content) : fromBase64(file.content);
 }
-

@@ -7,13 +7,7 @@ import * as v from 'valibot';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { formatRead, MAX_CHARS, MAX_LINES } from '../sandbox/tools.ts';
 import type { SkillReference } from './define-skill.ts';
-import {
-  PACKAGED_SKILLS_ROOT,
-  packagedFileText,
-  packagedSkillPath,
-  resolvePackagedSkillFile,
-  skillResourcePaths,
-} from './package.ts';
+import { PACKAGED_SKILLS_ROOT, packagedFileText, packagedSkillPath, resolvePackagedSkillFile, skillResourcePaths } from './package.ts';
 
 /** The live skills: an array, or a function read at call time. */
 export type LiveSkills = readonly SkillReference[] | (() => readonly SkillReference[]);
@@ -73,12 +67,7 @@ export function hasSkillResources(skills: readonly SkillReference[]): boolean {
 }
 
 /** Reads a packaged skill file as the model sees it; throws the spec's not-found error. */
-export function readSkillResource(
-  skills: readonly SkillReference[],
-  path: string,
-  offset?: number,
-  limit?: number,
-): string {
+export function readSkillResource(skills: readonly SkillReference[], path: string, offset?: number, limit?: number): string {
   const found = resolvePackagedSkillFile(skills, path.trim());
   if (found === undefined) throw new Error(`[flue] Packaged skill file not found: ${path}`);
   return formatRead(packagedFileText(found.file), offset, limit);

@@ -56,7 +56,9 @@ async function workspaceSkills(sandbox: Sandbox): Promise<SkillReference[]> {
   try {
     entries = [...(await sandbox.readdir(WORKSPACE_SKILLS_DIR))].sort(compareCodeUnits);
   } catch (error) {
-    console.warn(`[flue] Skipping workspace skills in ${sandbox.resolvePath(WORKSPACE_SKILLS_DIR)}: ${error instanceof Error ? error.message : String(error)}`);
+    console.warn(
+      `[flue] Skipping workspace skills in ${sandbox.resolvePath(WORKSPACE_SKILLS_DIR)}: ${error instanceof Error ? error.message : String(error)}`,
+    );
     return [];
   }
   const skills: SkillReference[] = [];

@@ -65,7 +65,10 @@ describe('virtualSandbox over the conversation store', () => {
       return result.stdout;
     };
     await run(one, 'mkdir -p src/lib && echo one > src/lib/a.txt && echo two > src/b.txt');
-    await run(one, 'mv src app && cp -r app copy && rm -r copy/lib && echo more >> app/b.txt && sed -i s/one/ONE/ app/lib/a.txt && touch app/t');
+    await run(
+      one,
+      'mv src app && cp -r app copy && rm -r copy/lib && echo more >> app/b.txt && sed -i s/one/ONE/ app/lib/a.txt && touch app/t',
+    );
     const two = await open(sql.sandboxFiles(storedConversationKey('s')));
     expect(await run(two, 'find . -type f | sort')).toBe('./app/b.txt\n./app/lib/a.txt\n./app/t\n./copy/b.txt\n');
     expect(await two.readFile('app/b.txt')).toBe('two\nmore\n');

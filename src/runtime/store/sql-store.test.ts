@@ -67,13 +67,24 @@ describe('spilled values', () => {
     const store = await openStore();
     const big = '€'.repeat(SPILL_BYTES);
     const message = { kind: 'user' as const, body: big };
-    store.insertSubmission({ id: 'sub_1', conversation: storedConversationKey('s'), kind: 'dispatch', payload: { message }, acceptedAt: 'now' });
+    store.insertSubmission({
+      id: 'sub_1',
+      conversation: storedConversationKey('s'),
+      kind: 'dispatch',
+      payload: { message },
+      acceptedAt: 'now',
+    });
     expect(store.getSubmission('sub_1')!.payload.message).toEqual(message);
     expect(store.openSubmissions(storedConversationKey('s'))[0].payload.message).toEqual(message);
 
     store.writeState(storedConversationKey('s'), 'big', { text: big });
     store.writeState(storedConversationKey('s'), 'empty', '');
-    expect(store.readState(storedConversationKey('s'))).toEqual(new Map<string, unknown>([['big', { text: big }], ['empty', '']]));
+    expect(store.readState(storedConversationKey('s'))).toEqual(
+      new Map<string, unknown>([
+        ['big', { text: big }],
+        ['empty', ''],
+      ]),
+    );
 
     store.writeStep(storedConversationKey('s'), 'call', 'one', [big, '']);
     store.writeStep(storedConversationKey('s'), 'call', 'one', 'ignored: the first write wins');
@@ -99,14 +110,20 @@ describe('spilled values', () => {
       ['a missing middle chunk', (store) => store.driver.run('DELETE FROM flue_spill WHERE idx = 1')],
       ['a missing last chunk', (store) => store.driver.run('DELETE FROM flue_spill WHERE idx = 2')],
       ['a truncated middle chunk', (store) => store.driver.run('UPDATE flue_spill SET data = substr(data, 1, 10) WHERE idx = 1')],
-      ['a middle chunk that is not UTF-8', (store) => store.driver.run('UPDATE flue_spill SET data = ? WHERE idx = 1', new Uint8Array(SPILL_BYTES).fill(0xff))],
+      [
+        'a middle chunk that is not UTF-8',
+        (store) => store.driver.run('UPDATE flue_spill SET data = ? WHERE idx = 1', new Uint8Array(SPILL_BYTES).fill(0xff)),
+      ],
     ];
     it.each(damages)('%s', async (_, damage) => {
       const store = await openStore();
       const seq = store.append(storedConversationKey('s'), signalOfSize(3 * SPILL_BYTES - 5));
       expect(spillRows(store)).toBe(3);
       damage(store);
-      for (const read of [() => store.readBatches(storedConversationKey('s'), seq - 1), () => store.readBatchesSized(storedConversationKey('s'), seq - 1)]) {
+      for (const read of [
+        () => store.readBatches(storedConversationKey('s'), seq - 1),
+        () => store.readBatchesSized(storedConversationKey('s'), seq - 1),
+      ]) {
         expect(read).toThrow(ConversationRecordInvariantError);
         expect(read).toThrow(/\(spilled value\)/);
       }
@@ -124,7 +141,9 @@ describe('spilled values', () => {
   it('a store created before spilling existed gains the table and keeps its rows', () => {
     const db = new DatabaseSync(':memory:');
     db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
-    db.exec(`CREATE TABLE flue_batches (stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)) WITHOUT ROWID`);
+    db.exec(
+      `CREATE TABLE flue_batches (stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)) WITHOUT ROWID`,
+    );
     db.exec(`INSERT INTO flue_batches VALUES ('s', 0, '[{"type":"x"}]')`);
     const driver = {
       query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
@@ -138,10 +157,15 @@ describe('spilled values', () => {
 });
 
 describe('the submission ledger', () => {
-  const ledgerOrder = (store: SqlStore) =>
-    store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
+  const ledgerOrder = (store: SqlStore) => store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
   const admit = (store: SqlStore, id: string, stream = storedConversationKey('s')) =>
-    store.insertSubmission({ id, conversation: stream, kind: 'dispatch', payload: { message: { kind: 'user', body: id } }, acceptedAt: 'now' });
+    store.insertSubmission({
+      id,
+      conversation: stream,
+      kind: 'dispatch',
+      payload: { message: { kind: 'user', body: id } },
+      acceptedAt: 'now',
+    });
 
   it('a new store keys submissions by id and keeps admission order, also once all are settled', async () => {
     const store = await openStore();
@@ -168,7 +192,9 @@ describe('the submission ledger', () => {
       max_attempts INTEGER, timeout_ms INTEGER, started_at INTEGER, abort_requested_at INTEGER,
       continuation INTEGER NOT NULL DEFAULT 0, joined_into TEXT, outcome TEXT, error TEXT, settled_at INTEGER)`);
     db.exec(`CREATE INDEX flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`);
-    db.exec(`INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES ('old', 's', 'dispatch', '{"message":{"kind":"user","body":"old"}}', 'then', 'queued')`);
+    db.exec(
+      `INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES ('old', 's', 'dispatch', '{"message":{"kind":"user","body":"old"}}', 'then', 'queued')`,
+    );
     const driver = {
       query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
       run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
@@ -212,8 +238,20 @@ describe('the submission kind', () => {
     const db = new DatabaseSync(':memory:');
     migrate(driverOf(db));
     const store = new SqlStore(driverOf(db));
-    store.insertSubmission({ id: 'posted', conversation: storedConversationKey('s'), kind: 'http', payload: { message: { kind: 'user', body: 'x' } }, acceptedAt: 'now' });
-    store.insertSubmission({ id: 'sent', conversation: storedConversationKey('s'), kind: 'dispatch', payload: { message: { kind: 'user', body: 'y' } }, acceptedAt: 'now' });
+    store.insertSubmission({
+      id: 'posted',
+      conversation: storedConversationKey('s'),
+      kind: 'http',
+      payload: { message: { kind: 'user', body: 'x' } },
+      acceptedAt: 'now',
+    });
+    store.insertSubmission({
+      id: 'sent',
+      conversation: storedConversationKey('s'),
+      kind: 'dispatch',
+      payload: { message: { kind: 'user', body: 'y' } },
+      acceptedAt: 'now',
+    });
     expect(db.prepare(`SELECT id, kind FROM flue_submissions ORDER BY ord`).all()).toEqual([
       { id: 'posted', kind: 'direct' },
       { id: 'sent', kind: 'dispatch' },
@@ -235,9 +273,9 @@ describe('the row guard', () => {
 
   it('is on in the node:sqlite driver', async () => {
     const store = await openStore();
-    expect(() =>
-      store.driver.run('INSERT INTO flue_meta (key, value) VALUES (?, ?)', 'k', 'v'.repeat(MAX_STATEMENT_BYTES + 1)),
-    ).toThrow(/flue_meta.*row limit/);
+    expect(() => store.driver.run('INSERT INTO flue_meta (key, value) VALUES (?, ?)', 'k', 'v'.repeat(MAX_STATEMENT_BYTES + 1))).toThrow(
+      /flue_meta.*row limit/,
+    );
     expect(store.driver.query(`SELECT * FROM flue_meta WHERE key = 'k'`)).toEqual([]);
   });
 });

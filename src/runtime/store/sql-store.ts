@@ -29,7 +29,6 @@ export const SPILL_BYTES = 1024 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-
 /** A marker can never be JSON: no JSON text starts with `~`. */
 const SPILL_MARKER = '~spill:';
 
@@ -107,8 +106,7 @@ export function migrate(driver: SqlDriver): void {
   const stamp = driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0];
   if (stamp === undefined) {
     const hasFlueTables =
-      driver.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'flue_%' AND name != 'flue_meta'`)
-        .length > 0;
+      driver.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'flue_%' AND name != 'flue_meta'`).length > 0;
     if (hasFlueTables) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
     driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
   } else if (stamp.value !== FLUE_FORMAT_VERSION) {
@@ -278,7 +276,13 @@ export class SqlStore {
     return this.batchRows(key, after, limit, maxBytes, true);
   }
 
-  private batchRows(key: ConversationKey, after: number, limit: number, maxBytes: number, sized: boolean): { batch: Batch; bytes: number }[] {
+  private batchRows(
+    key: ConversationKey,
+    after: number,
+    limit: number,
+    maxBytes: number,
+    sized: boolean,
+  ): { batch: Batch; bytes: number }[] {
     const out: { batch: Batch; bytes: number }[] = [];
     let total = 0;
     let cursor = after;
@@ -327,7 +331,13 @@ export class SqlStore {
     return row === undefined ? undefined : this.toSubmission(row);
   }
 
-  insertSubmission(input: { id: string; conversation: ConversationKey; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string }): void {
+  insertSubmission(input: {
+    id: string;
+    conversation: ConversationKey;
+    kind: SubmissionKind;
+    payload: SubmissionPayload;
+    acceptedAt: string;
+  }): void {
     this.driver.run(
       `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, ?, 'queued')`,
       input.id,
@@ -375,10 +385,7 @@ export class SqlStore {
       .map((row) => this.toSubmission(row));
   }
 
-  claimAttempt(
-    id: string,
-    attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number },
-  ): SubmissionRow {
+  claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
     this.driver.run(
       `UPDATE flue_submissions
           SET status = 'running', attempt_id = ?,

@@ -45,7 +45,11 @@ export function recordingLogger(inner: FlueLogger): { log: FlueLogger; lines(): 
     lines() {
       if (lines.length === 0 && dropped === 0) return undefined;
       if (dropped === 0) return lines.slice();
-      const note: ToolLogLine = { level: 'warn', message: `[flue] ${dropped} further log line(s) of this call were not kept in the conversation.`, timestamp: new Date().toISOString() };
+      const note: ToolLogLine = {
+        level: 'warn',
+        message: `[flue] ${dropped} further log line(s) of this call were not kept in the conversation.`,
+        timestamp: new Date().toISOString(),
+      };
       return [...lines, note];
     },
   };

@@ -197,8 +197,7 @@ describe('runToolCall — host abort', () => {
     const tool = defineTool({
       name: 'finishing',
       description: 'Finishes anyway.',
-      run: ({ signal }) =>
-        new Promise<string>((resolve) => signal?.addEventListener('abort', () => resolve('finished'))),
+      run: ({ signal }) => new Promise<string>((resolve) => signal?.addEventListener('abort', () => resolve('finished'))),
     });
     const pending = runToolCall(tool, {}, environment({ signal: host.signal }));
     setTimeout(() => host.abort(), 5);

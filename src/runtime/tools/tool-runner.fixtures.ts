@@ -21,11 +21,7 @@ export function returning(value: unknown, extra: Record<string, unknown> = {}): 
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function expectError<E extends FlueError>(
-  outcome: ToolOutcome,
-  errorClass: new (...args: never[]) => E,
-  type: string,
-): E {
+export function expectError<E extends FlueError>(outcome: ToolOutcome, errorClass: new (...args: never[]) => E, type: string): E {
   expect(outcome.isError).toBe(true);
   expect(outcome.terminate).toBeUndefined();
   expect(outcome.output).toBeUndefined();

@@ -1,11 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import * as v from 'valibot';
 import { defineTool } from '../authoring/define-tool.ts';
-import {
-  ToolInputValidationError,
-  ToolOutputSerializationError,
-  ToolOutputValidationError,
-} from '../common/errors.ts';
+import { ToolInputValidationError, ToolOutputSerializationError, ToolOutputValidationError } from '../common/errors.ts';
 import { environment, expectError, logger, returning, sleep } from './tool-runner.fixtures.ts';
 import { runToolCall } from './tool-runner.ts';
 
@@ -178,11 +174,7 @@ describe('runToolCall — input validation', () => {
   });
 
   it('reports a non-object argument without a path', async () => {
-    const error = expectError(
-      await runToolCall(tool(), 'query', environment()),
-      ToolInputValidationError,
-      'tool_input_validation',
-    );
+    const error = expectError(await runToolCall(tool(), 'query', environment()), ToolInputValidationError, 'tool_input_validation');
     expect((error.meta?.issues as object[])[0]).toEqual({ message: expect.stringContaining('Expected Object') });
   });
 
@@ -190,7 +182,12 @@ describe('runToolCall — input validation', () => {
     const slowInput = defineTool({
       name: 'slow_input',
       description: 'Slow input.',
-      input: v.objectAsync({ id: v.pipeAsync(v.string(), v.checkAsync(async () => (await sleep(40), true))) }),
+      input: v.objectAsync({
+        id: v.pipeAsync(
+          v.string(),
+          v.checkAsync(async () => (await sleep(40), true)),
+        ),
+      }),
       timeoutMs: 20,
       run: ({ data }: { data: { id: string } }) => data.id,
     } as never);

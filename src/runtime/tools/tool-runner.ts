@@ -47,11 +47,7 @@ export interface ToolCallResult<O = unknown> {
 const ABANDONED_SUFFIX = ' The tool execution could not be confirmed cancelled and may still be running.';
 
 /** Runs one model tool call; never throws — every failure becomes an error outcome. */
-export async function runToolCall(
-  tool: ToolDefinition,
-  args: unknown,
-  env: ToolCallEnvironment,
-): Promise<ToolOutcome> {
+export async function runToolCall(tool: ToolDefinition, args: unknown, env: ToolCallEnvironment): Promise<ToolOutcome> {
   const started = Date.now();
   const base = { toolCallId: env.toolCallId, toolName: tool.name };
   try {
@@ -109,11 +105,7 @@ export async function invokeTool<T extends ToolDefinition>(
 
 const NOOP_LOGGER: FlueLogger = Object.freeze({ info() {}, warn() {}, error() {} });
 
-async function executeToolCall(
-  tool: ToolDefinition,
-  args: unknown,
-  env: ToolCallEnvironment,
-): Promise<ToolCallResult> {
+async function executeToolCall(tool: ToolDefinition, args: unknown, env: ToolCallEnvironment): Promise<ToolCallResult> {
   const label = `Tool "${tool.name}"`;
   if (env.signal.aborted) throw abortError(`${label} was aborted before it started.`);
 
@@ -130,9 +122,7 @@ async function executeToolCall(
     );
   }
   if (tool.durable === true && env.step === undefined) {
-    throw new Error(
-      `[flue] ${label} declares durable: true and needs a step. Outside an agent session, pass your own step stub.`,
-    );
+    throw new Error(`[flue] ${label} declares durable: true and needs a step. Outside an agent session, pass your own step stub.`);
   }
 
   // 2. Run, raced against the host signal and the tool's deadline. A harness is scoped to the
@@ -141,17 +131,20 @@ async function executeToolCall(
   const scope = new AbortController();
   let returned: unknown;
   try {
-    returned = await raceToolRun((signal) => {
-      if (signal.aborted) scope.abort(signal.reason);
-      else signal.addEventListener('abort', () => scope.abort(signal.reason), { once: true });
-      env.onRun?.();
-      return tool.run(buildContext(tool, data, signal, scope.signal, env) as never);
-    }, {
-      label,
-      signal: env.signal,
-      timeoutMs: tool.timeoutMs,
-      timeoutError: () => new ToolTimeoutError(tool.name, tool.timeoutMs ?? 0),
-    });
+    returned = await raceToolRun(
+      (signal) => {
+        if (signal.aborted) scope.abort(signal.reason);
+        else signal.addEventListener('abort', () => scope.abort(signal.reason), { once: true });
+        env.onRun?.();
+        return tool.run(buildContext(tool, data, signal, scope.signal, env) as never);
+      },
+      {
+        label,
+        signal: env.signal,
+        timeoutMs: tool.timeoutMs,
+        timeoutError: () => new ToolTimeoutError(tool.name, tool.timeoutMs ?? 0),
+      },
+    );
   } finally {
     scope.abort(abortError(`${label} settled; its harness is closed.`));
   }
@@ -163,10 +156,7 @@ async function executeToolCall(
   let output = envelope.output;
   if (tool.output !== undefined) {
     if (returned === undefined) {
-      throw new ToolOutputSerializationError(
-        tool.name,
-        'run returned nothing, but the tool declares an output schema.',
-      );
+      throw new ToolOutputSerializationError(tool.name, 'run returned nothing, but the tool declares an output schema.');
     }
     const parsed = await v.safeParseAsync(tool.output, output);
     if (!parsed.success) throw new ToolOutputValidationError(tool.name, toIssues(parsed.issues));
@@ -187,13 +177,7 @@ async function executeToolCall(
   return { output, terminate: envelope.terminate === true };
 }
 
-function buildContext(
-  tool: ToolDefinition,
-  data: unknown,
-  signal: AbortSignal,
-  scope: AbortSignal,
-  env: ToolCallEnvironment,
-): object {
+function buildContext(tool: ToolDefinition, data: unknown, signal: AbortSignal, scope: AbortSignal, env: ToolCallEnvironment): object {
   const ctx: Record<string, unknown> = { toolCallId: env.toolCallId, signal, log: env.log };
   if (tool.input !== undefined) ctx.data = data;
   if (tool.harness === true) {
@@ -233,7 +217,6 @@ function toEnvelope(tool: ToolDefinition, returned: unknown): { output?: unknown
   );
 }
 
-
 // ── Abort and timeout racing (tools.md §6) ────────────────────────────────────────────────────
 
 export interface RaceToolRunOptions {
@@ -256,10 +239,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * `AbortError`). A host abort disarms the deadline, so it always surfaces as an abort. Late
  * settlements are observed and discarded, never left unhandled.
  */
-export function raceToolRun<T>(
-  start: (signal: AbortSignal) => T | PromiseLike<T>,
-  options: RaceToolRunOptions,
-): Promise<T> {
+export function raceToolRun<T>(start: (signal: AbortSignal) => T | PromiseLike<T>, options: RaceToolRunOptions): Promise<T> {
   const host = options.signal;
   if (host.aborted) return Promise.reject(abortError(`${options.label} was aborted before it started.`));
   const controller = new AbortController();
@@ -314,9 +294,7 @@ function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
     if (issue.path !== undefined && issue.path.length > 0) {
       mapped.path = issue.path.map((item) => {
         const key: unknown = item.key;
-        return typeof key === 'string' || typeof key === 'number' || typeof key === 'symbol'
-          ? key
-          : String(key);
+        return typeof key === 'string' || typeof key === 'number' || typeof key === 'symbol' ? key : String(key);
       });
     }
     return mapped;

@@ -101,9 +101,7 @@ describe('createToolStep', () => {
     await step.do('fresh', () => 1);
     await step.do('replayed', () => 2);
     for (const name of ['fresh', 'replayed']) {
-      await expect(step.do(name, () => 3)).rejects.toThrow(
-        `[flue] Tool "provision" ran step.do("${name}") twice in one call.`,
-      );
+      await expect(step.do(name, () => 3)).rejects.toThrow(`[flue] Tool "provision" ran step.do("${name}") twice in one call.`);
     }
   });
 

@@ -60,7 +60,12 @@ export function createToolStep(options: ToolStepOptions): ToolStep {
       }
 
       const value = clone(name, await fn());
-      checkSize(`Tool "${toolName}" step "${name}" value`, jsonSize(value), MAX_STEP_VALUE_BYTES, 'Keep step values small and store large artifacts elsewhere, e.g. in a sandbox file.');
+      checkSize(
+        `Tool "${toolName}" step "${name}" value`,
+        jsonSize(value),
+        MAX_STEP_VALUE_BYTES,
+        'Keep step values small and store large artifacts elsewhere, e.g. in a sandbox file.',
+      );
       // The record gets its own copy, so the caller mutating the returned value cannot change it.
       await options.record(name, clone(name, value));
       log.info(`step "${name}" completed`, { step: name });

@@ -65,7 +65,9 @@ export async function serveFetch(handler: FetchHandler): Promise<LoopbackServer>
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const record: ServedRequest = {
       method: req.method ?? 'GET',
-      headers: Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')])),
+      headers: Object.fromEntries(
+        Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')]),
+      ),
       path: req.url ?? '/',
       startedAt: Date.now(),
     };
@@ -124,10 +126,11 @@ export async function serveFetch(handler: FetchHandler): Promise<LoopbackServer>
         const { done, value } = await reader.read();
         if (done) break;
         if (res.destroyed || res.writableEnded) return;
-        if (!res.write(value)) await new Promise<void>((resolve) => {
-          res.once('drain', resolve);
-          res.once('close', resolve);
-        });
+        if (!res.write(value))
+          await new Promise<void>((resolve) => {
+            res.once('drain', resolve);
+            res.once('close', resolve);
+          });
       }
       if (!res.writableEnded && !res.destroyed) res.end();
       finish('complete');
@@ -146,7 +149,8 @@ export async function serveFetch(handler: FetchHandler): Promise<LoopbackServer>
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
-  const select = (match: ((path: string) => boolean) | undefined) => [...inFlight].filter((entry) => match === undefined || match(entry.record.path));
+  const select = (match: ((path: string) => boolean) | undefined) =>
+    [...inFlight].filter((entry) => match === undefined || match(entry.record.path));
 
   return {
     url: `http://127.0.0.1:${port}`,

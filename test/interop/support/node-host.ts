@@ -56,7 +56,8 @@ export function useNodeHost() {
     } = {},
   ): Promise<NodeHost> {
     await ctx.start(options.agents ?? [agent], options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow });
-    const router = options.timing === undefined ? createAgentRouter(agent, options.router) : buildAgentRouter(agent, options.timing, options.router);
+    const router =
+      options.timing === undefined ? createAgentRouter(agent, options.router) : buildAgentRouter(agent, options.timing, options.router);
     const app = new Hono();
     if (options.middleware !== undefined) app.use(`${MOUNT}/*`, options.middleware);
     app.route(MOUNT, router);

@@ -14,7 +14,11 @@ export interface Watched {
   /** Every snapshot published, in order. */
   readonly snapshots: AgentConversationObservationSnapshot[];
   /** Resolves with the first snapshot (current or later) that satisfies `predicate`. */
-  until(predicate: (snapshot: AgentConversationObservationSnapshot) => boolean, timeoutMs?: number, what?: string): Promise<AgentConversationObservationSnapshot>;
+  until(
+    predicate: (snapshot: AgentConversationObservationSnapshot) => boolean,
+    timeoutMs?: number,
+    what?: string,
+  ): Promise<AgentConversationObservationSnapshot>;
   close(): void;
 }
 
@@ -40,8 +44,12 @@ export function watch(observation: AgentConversationObservation): Watched {
         const timer = setTimeout(() => {
           waiters.delete(check);
           const last = observation.getSnapshot();
-          reject(new Error(`observation: timed out after ${timeoutMs} ms waiting for ${what}; phase ${last.phase}, error ${last.error?.message}, ` +
-            `${last.conversation?.messages.length ?? 'no'} messages, settlements ${JSON.stringify(last.conversation?.settlements)}`));
+          reject(
+            new Error(
+              `observation: timed out after ${timeoutMs} ms waiting for ${what}; phase ${last.phase}, error ${last.error?.message}, ` +
+                `${last.conversation?.messages.length ?? 'no'} messages, settlements ${JSON.stringify(last.conversation?.settlements)}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

@@ -30,9 +30,8 @@ export function Support() {
 export const REASONING = 'Need the order.';
 export const FIRST_TEXT = 'Let me check.';
 /** The second step streams slowly, so a test can act while the response is in flight. */
-export const FINAL_CHUNKS = 'Your order A-1 has shipped and should arrive within two to three business days, tracking to follow by mail.'.split(
-  /(?<= )/,
-);
+export const FINAL_CHUNKS =
+  'Your order A-1 has shipped and should arrive within two to three business days, tracking to follow by mail.'.split(/(?<= )/);
 export const FINAL_TEXT = FINAL_CHUNKS.join('');
 /** Every text delta of the reply, concatenated. */
 export const ALL_TEXT = FIRST_TEXT + FINAL_TEXT;

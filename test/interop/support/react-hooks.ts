@@ -195,7 +195,11 @@ export function renderHook<T>(hook: () => T): HookHost<T> {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`hook host: timed out after ${timeoutMs} ms waiting for ${what}; last result ${JSON.stringify(result).slice(0, 400)}`));
+          reject(
+            new Error(
+              `hook host: timed out after ${timeoutMs} ms waiting for ${what}; last result ${JSON.stringify(result).slice(0, 400)}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

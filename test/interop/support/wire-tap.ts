@@ -112,7 +112,8 @@ async function readSse(response: Response, exchange: Exchange): Promise<void> {
       buffer = lines.pop() ?? '';
       for (const line of lines) {
         if (line === '') {
-          if (event.event !== undefined) events.push({ event: event.event, data: event.data.join('\n'), at: Date.now() - exchange.answeredAt });
+          if (event.event !== undefined)
+            events.push({ event: event.event, data: event.data.join('\n'), at: Date.now() - exchange.answeredAt });
           event = { data: [] };
         } else if (line.startsWith(':')) exchange.heartbeats!++;
         else if (line.startsWith('event:')) event.event = line.slice(6).replace(/^ /, '');
@@ -176,7 +177,8 @@ export function protocolViolations(exchanges: readonly Exchange[]): string[] {
     for (const name of ['x-content-type-options', 'cross-origin-resource-policy']) {
       if (h[name] === undefined) fail(`missing ${name}`);
     }
-    if ('stream-up-to-date' in h && h['stream-up-to-date'] !== 'true') fail(`Stream-Up-To-Date present but not "true": ${h['stream-up-to-date']}`);
+    if ('stream-up-to-date' in h && h['stream-up-to-date'] !== 'true')
+      fail(`Stream-Up-To-Date present but not "true": ${h['stream-up-to-date']}`);
     if ('stream-closed' in h) fail('Stream-Closed must never be sent');
     if ('stream-cursor' in h) fail('Stream-Cursor must never be sent');
 
@@ -191,7 +193,8 @@ export function protocolViolations(exchanges: readonly Exchange[]): string[] {
     if (view === null || view === 'history') {
       const body = exchange.json as { offset?: string; incarnation?: unknown; v?: unknown };
       if (body?.v !== 1) fail('history without v: 1');
-      if (h['stream-next-offset'] !== body?.offset) fail(`history Stream-Next-Offset ${h['stream-next-offset']} != body offset ${body?.offset}`);
+      if (h['stream-next-offset'] !== body?.offset)
+        fail(`history Stream-Next-Offset ${h['stream-next-offset']} != body offset ${body?.offset}`);
       if (h['stream-up-to-date'] !== 'true') fail('history without Stream-Up-To-Date: true');
       if (typeof body?.incarnation !== 'string') fail('history without incarnation');
       if (h['cache-control'] !== 'no-store') fail(`history Cache-Control ${h['cache-control']}`);
@@ -235,7 +238,8 @@ export function protocolViolations(exchanges: readonly Exchange[]): string[] {
         byBatch.set(item.position.batch, [...(byBatch.get(item.position.batch) ?? []), item.type]);
       }
       for (const [batch, types] of byBatch) {
-        if (types.includes('conversation-reset') && types.length > 1) fail(`${context}: batch ${batch} has a reset beside other chunks: ${types.join(', ')}`);
+        if (types.includes('conversation-reset') && types.length > 1)
+          fail(`${context}: batch ${batch} has a reset beside other chunks: ${types.join(', ')}`);
       }
       return last;
     };
@@ -258,11 +262,15 @@ export function protocolViolations(exchanges: readonly Exchange[]): string[] {
         if (event.event === 'data') {
           if (pending !== undefined) fail('two data events without a control between them');
           const items = JSON.parse(event.data) as Item[];
-          if (!Array.isArray(items) || items.length === 0) fail(`SSE data event that is not a non-empty array: ${event.data.slice(0, 120)}`);
+          if (!Array.isArray(items) || items.length === 0)
+            fail(`SSE data event that is not a non-empty array: ${event.data.slice(0, 120)}`);
           pending = items;
         } else if (event.event === 'control') {
           const control = JSON.parse(event.data) as { streamNextOffset?: string; upToDate?: unknown };
-          if (typeof control.streamNextOffset !== 'string' || !OFFSET.test(control.streamNextOffset) && control.streamNextOffset !== '-1') {
+          if (
+            typeof control.streamNextOffset !== 'string' ||
+            (!OFFSET.test(control.streamNextOffset) && control.streamNextOffset !== '-1')
+          ) {
             fail(`control without a valid streamNextOffset: ${event.data}`);
             continue;
           }

@@ -12,10 +12,7 @@ export function useApprovalGate<TInput extends v.GenericSchema<Record<string, un
   /** 副作用函数。返回给模型的摘要;`approvalId` 兼作幂等键。 */
   execute: (args: v.InferOutput<TInput>, approvalId: string) => Promise<string>;
 }) {
-  const [pending, setPending] = usePersistentState<Record<string, PendingCall>>(
-    `approvals:${gate.name}`,
-    {},
-  );
+  const [pending, setPending] = usePersistentState<Record<string, PendingCall>>(`approvals:${gate.name}`, {});
   const delivery = useDelivery();
 
   useTool({
