@@ -10,13 +10,12 @@
  * inserted text never adds a line.
  */
 import path from 'node:path';
-import { parse, type AnyNode, type Program } from 'acorn';
+import { parse, type Program } from 'acorn';
 import { transform, type Loader } from 'esbuild';
+import { type FunctionNode, ownExports } from './module-exports.ts';
 
 /** The local name the binding footer imports `__flueEnterAgent` under. */
 export const ENTER_AGENT_LOCAL = '__flue_enter__';
-
-type FunctionNode = Extract<AnyNode, { type: 'FunctionDeclaration' | 'FunctionExpression' | 'ArrowFunctionExpression' }>;
 
 /** The module as JavaScript, each listed agent export's body entered through the guard. */
 export async function guardAgentModule(file: string, source: string, exportNames: readonly string[]): Promise<string> {
@@ -58,35 +57,12 @@ function agentFunctions(program: Program, wanted: ReadonlySet<string>): Function
     }
   }
   const found = new Set<FunctionNode>();
-  const take = (exportName: string, node: FunctionNode | undefined) => {
-    if (node !== undefined && wanted.has(exportName)) found.add(node);
-  };
-  for (const statement of program.body) {
-    if (statement.type === 'ExportNamedDeclaration' && !statement.source) {
-      const declaration = statement.declaration;
-      if (declaration?.type === 'FunctionDeclaration') take(declaration.id.name, declaration);
-      else if (declaration?.type === 'VariableDeclaration') {
-        for (const declarator of declaration.declarations)
-          if (declarator.id.type === 'Identifier') take(declarator.id.name, locals.get(declarator.id.name));
-      } else if (declaration == null) {
-        for (const specifier of statement.specifiers) take(exportedName(specifier.exported), locals.get(exportedName(specifier.local)));
-      }
-    } else if (statement.type === 'ExportDefaultDeclaration') {
-      const declaration = statement.declaration;
-      if (
-        declaration.type === 'FunctionDeclaration' ||
-        declaration.type === 'FunctionExpression' ||
-        declaration.type === 'ArrowFunctionExpression'
-      ) {
-        take('default', declaration);
-      } else if (declaration.type === 'Identifier') take('default', locals.get(declaration.name));
-    }
+  for (const entry of ownExports(program)) {
+    if (!wanted.has(entry.exportName)) continue;
+    const node = entry.kind === 'inline' ? entry.node : locals.get(entry.localName);
+    if (node !== undefined) found.add(node);
   }
   return [...found];
-}
-
-function exportedName(node: { type: string; name?: string; value?: unknown }): string {
-  return node.type === 'Identifier' ? node.name! : String(node.value);
 }
 
 function loaderFor(file: string): Loader {

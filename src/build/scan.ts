@@ -19,6 +19,7 @@ import { SourceMap, type SourceMapPayload } from 'node:module';
 import path from 'node:path';
 import { transform, type Loader, type Message } from 'esbuild';
 import { parse, type AnyNode, type Expression, type Program } from 'acorn';
+import { ownExports } from './module-exports.ts';
 import {
   AgentModuleParseError,
   AnonymousAgentExportError,
@@ -152,22 +153,8 @@ function exportedAgentShapedNames(program: Program): string[] {
     const name = exportName === 'default' ? binding.functionName : exportName;
     if (startsUppercase(name)) names.push(exportName === 'default' ? `default (${name})` : name);
   };
-  for (const statement of program.body) {
-    if (statement.type === 'ExportNamedDeclaration' && !statement.source) {
-      const declaration = statement.declaration;
-      if (declaration?.type === 'FunctionDeclaration') consider(declaration.id.name, declaration.id.name);
-      else if (declaration?.type === 'VariableDeclaration') {
-        for (const declarator of declaration.declarations) {
-          if (declarator.id.type === 'Identifier') consider(declarator.id.name, declarator.id.name);
-        }
-      } else if (declaration == null) {
-        for (const specifier of statement.specifiers) consider(moduleExportName(specifier.exported), moduleExportName(specifier.local));
-      }
-    } else if (statement.type === 'ExportDefaultDeclaration') {
-      const declaration = statement.declaration;
-      if (declaration.type === 'FunctionDeclaration' && declaration.id) consider('default', declaration.id.name);
-      else if (declaration.type === 'Identifier') consider('default', declaration.name);
-    }
+  for (const entry of ownExports(program)) {
+    if (entry.kind === 'binding') consider(entry.exportName, entry.localName);
   }
   return names;
 }
@@ -286,48 +273,25 @@ function findAgents(file: string, program: Program, lineOf: (offset: number) => 
     }
   };
 
-  for (const statement of program.body) {
-    if (statement.type === 'ExportNamedDeclaration') {
-      if (statement.source) continue; // `export { X } from '…'`
-      const declaration = statement.declaration;
-      if (declaration?.type === 'FunctionDeclaration') {
-        consider(declaration.id.name, declaration.id.name, declaration.start);
-      } else if (declaration?.type === 'VariableDeclaration') {
-        for (const declarator of declaration.declarations) {
-          if (declarator.id.type === 'Identifier') consider(declarator.id.name, declarator.id.name, declarator.start);
-        }
-      } else if (declaration == null) {
-        for (const specifier of statement.specifiers) {
-          consider(moduleExportName(specifier.exported), moduleExportName(specifier.local), specifier.start);
-        }
-      }
-    } else if (statement.type === 'ExportDefaultDeclaration') {
-      const declaration = statement.declaration;
-      if (
-        declaration.type === 'FunctionDeclaration' ||
-        declaration.type === 'FunctionExpression' ||
-        declaration.type === 'ArrowFunctionExpression'
-      ) {
-        const id = declaration.type === 'ArrowFunctionExpression' ? null : declaration.id;
-        if (id == null) throw new AnonymousAgentExportError(file);
-        if (declaration.type === 'FunctionDeclaration') {
-          consider('default', id.name, statement.start);
-        } else if (startsUppercase(id.name)) {
-          // `export default (function Triage() {})`: a named expression with no module binding.
-          candidates.push({
-            exportName: 'default',
-            localName: undefined,
-            defaultIdentity: id.name,
-            defaultIdentitySource: 'function name',
-            position: statement.start,
-            async: declaration.async,
-          });
-        }
-      } else if (declaration.type === 'Identifier') {
-        consider('default', declaration.name, statement.start);
-      }
+  for (const entry of ownExports(program)) {
+    if (entry.kind === 'binding') {
+      consider(entry.exportName, entry.localName, entry.position);
+      continue;
     }
-    // `export *` and `export * as ns` are re-exports: never agents.
+    const fn = entry.node;
+    const id = fn.type === 'ArrowFunctionExpression' ? null : fn.id;
+    if (id == null) throw new AnonymousAgentExportError(file);
+    if (startsUppercase(id.name)) {
+      // `export default (function Triage() {})`: a named expression with no module binding.
+      candidates.push({
+        exportName: 'default',
+        localName: undefined,
+        defaultIdentity: id.name,
+        defaultIdentitySource: 'function name',
+        position: entry.position,
+        async: fn.async,
+      });
+    }
   }
 
   candidates.sort((a, b) => a.position - b.position);
@@ -427,10 +391,6 @@ function collectTopLevelBindings(program: Program): Map<string, Binding> {
 
 function isFunctionExpression(node: Expression): boolean {
   return node.type === 'ArrowFunctionExpression' || node.type === 'FunctionExpression';
-}
-
-function moduleExportName(node: { type: string; name?: string; value?: unknown }): string {
-  return node.type === 'Identifier' ? node.name! : String(node.value);
 }
 
 function startsUppercase(name: string): boolean {

@@ -13,6 +13,7 @@ import type { CloudflareAIBindingErrorReason } from '../runtime/common/errors.ts
 import { WorkersAIResponse, sseData } from './workers-ai-response.ts';
 import { workersAIInputs } from './workers-ai-request.ts';
 import { raceAbort } from '../runtime/common/race-abort.ts';
+import { emptyUsage } from '../runtime/model/usage.ts';
 
 export const WORKERS_AI_PROVIDER_ID = 'cloudflare';
 export const WORKERS_AI_API = 'cloudflare-workers-ai-binding';
@@ -97,14 +98,7 @@ function streamWorkersAI(
     api: model.api,
     provider: model.provider,
     model: model.id,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: emptyUsage(),
     stopReason: 'stop',
     timestamp: Date.now(),
   };
