@@ -57,7 +57,7 @@ describe('ConversationView', () => {
     expect(view.conversationInfo(two)).toEqual({ key: two, agent: 'Agent', instanceId: 'a2', incarnation: 'inc_a2' });
     expect(view.conversationInfo(one)?.instanceId).toBe('a1');
     expect(view.conversationInfo(storedConversationKey('agents/Agent/none'))).toBeUndefined();
-    expect(() => view.liveByKey(storedConversationKey('agents/Agent/none'))).toThrow('No conversation stream "agents/Agent/none"');
+    expect(() => view.liveByKey(storedConversationKey('agents/Agent/none'))).toThrow('No conversation is stored under "agents/Agent/none"');
   });
 
   it('lists every stream and every submission, settled ones included, for a post-mortem', async () => {
