@@ -44,6 +44,9 @@ export class ConversationReader {
    */
   addressed(agentName: string, instanceId: string): LiveConversation {
     assertInstanceIdShape(instanceId);
+    // After the drain the host closes the store: a late caller (a watcher polling on) gets a
+    // retryable answer instead of a query on a closed store.
+    if (this.lifecycle.readsClosed()) throw new RuntimeUnavailableError('draining');
     return this.view.live(agentName, instanceId);
   }
 
@@ -58,6 +61,7 @@ export class ConversationReader {
   async read(agentName: string, instanceId: string, submissionId: string, options: ReadOptions = {}): Promise<AgentReply> {
     const { signal } = options;
     if (signal?.aborted) throw signal.reason ?? abortError();
+    if (this.lifecycle.readsClosed()) throw stoppedBeforeSettlement(submissionId);
     const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
     // In process the reader waits as long as it takes: until the settlement, or the drain's end.

@@ -210,4 +210,25 @@ describe('stop', () => {
     await expect(engine.admit('Echo', { id: 'a1', message: message('late') }, 'dispatch')).rejects.toBeInstanceOf(RuntimeUnavailableError);
     expect(store.getSubmission(receipt.submissionId)?.status).toBe('queued');
   });
+
+  it('once stopped, every read is a retryable error and none reaches the store the host then closes', async () => {
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    await engine.stop(0);
+    // The host closes the store after the drain: a watcher polling on must not query it.
+    const query = store.driver.query;
+    store.driver.query = () => {
+      throw new Error('the store is closed');
+    };
+    try {
+      expect(() => engine.getInstance('Echo', 'a1')).toThrow(RuntimeUnavailableError);
+      expect(() => engine.history('Echo', 'a1')).toThrow(RuntimeUnavailableError);
+      await expect(engine.updates('Echo', 'a1', -1, { waitMs: 0, maxBatches: 10 })).rejects.toBeInstanceOf(RuntimeUnavailableError);
+      await expect(engine.poll('Echo', 'a1', receipt.submissionId, { afterSeq: -1, waitMs: 0, batches: true })).rejects.toBeInstanceOf(
+        RuntimeUnavailableError,
+      );
+      await expect(engine.read('Echo', 'a1', receipt.submissionId)).rejects.toBeInstanceOf(RuntimeUnavailableError);
+    } finally {
+      store.driver.query = query;
+    }
+  });
 });
