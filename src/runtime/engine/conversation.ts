@@ -272,6 +272,9 @@ export class Conversation {
         return this.applyCompleted(record);
       case 'tool_results':
         return this.applyToolResults(record);
+      case 'tool_progress':
+        // Stream content only: no message part, no model context (tool-progress.ts).
+        return;
       case 'agent_start_run':
         this.startRuns.add(record.submissionId);
         return;

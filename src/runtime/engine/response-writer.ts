@@ -7,6 +7,7 @@
 import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-writer.ts';
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
+import { ProgressBudget } from './tool-progress.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 
@@ -14,6 +15,8 @@ export class ResponseWriter {
   private readonly writer: ConversationWriter;
   private readonly live: LiveConversation;
   private readonly state: PendingState;
+  /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
+  readonly progressBudget = new ProgressBudget();
 
   constructor(options: { writer: ConversationWriter; live: LiveConversation; state: PendingState }) {
     this.writer = options.writer;
