@@ -39,6 +39,8 @@ export type ConversationStreamChunk =
       toolCallId: string;
       toolName: string;
       input: unknown;
+      /** Absent: this chunk is the call itself (see the progress variant below). */
+      progress?: never;
       timestamp?: string;
     } & Positioned)
   | ({
