@@ -71,6 +71,7 @@ export const progressed = (messages: string[], timestamp = GIVEN_TS): Conversati
   type: 'tool_progress',
   stepId: 'step_1',
   messageId: 'msg_r',
+  submissionId: 'sub_a',
   toolCallId: 'call_1',
   toolName: 'charge',
   lines: messages.map((message) => ({ level: 'info', message, timestamp })),

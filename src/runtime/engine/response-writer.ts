@@ -16,12 +16,19 @@ export class ResponseWriter {
   private readonly live: LiveConversation;
   private readonly state: PendingState;
   /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
-  readonly progressBudget = new ProgressBudget();
+  readonly progressBudget: ProgressBudget;
 
-  constructor(options: { writer: ConversationWriter; live: LiveConversation; state: PendingState }) {
+  /** `progressUsed`: the progress lines the log already holds for this response (none by default). */
+  constructor(options: {
+    writer: ConversationWriter;
+    live: LiveConversation;
+    state: PendingState;
+    progressUsed?: { lines: number; chars: number };
+  }) {
     this.writer = options.writer;
     this.live = options.live;
     this.state = options.state;
+    this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 
   /** Appends one batch. */

@@ -99,7 +99,13 @@ async function callTool(
     log: (toolCall) => {
       logger = site.logger({ tool: toolCall.name, toolCallId: toolCall.id });
       progress = progressLogger(logger, {
-        call: { stepId: batch.stepId, messageId: batch.messageId, toolCallId: toolCall.id, toolName: toolCall.name },
+        call: {
+          stepId: batch.stepId,
+          messageId: batch.messageId,
+          submissionId: batch.submissionId,
+          toolCallId: toolCall.id,
+          toolName: toolCall.name,
+        },
         budget: writer.progressBudget,
         commit: (record) => writer.commit([record]),
         signal: attempt.signal,

@@ -5,7 +5,7 @@ import { TOOL_LOG_MAX_CHARS, TOOL_LOG_MAX_LINES } from '../store/tool-log.ts';
 import type { FlueLogger } from '../common/types.ts';
 
 const silent: FlueLogger = { info: () => {}, warn: () => {}, error: () => {} };
-const call = (id: string) => ({ stepId: 'step_1', messageId: 'msg_1', toolCallId: id, toolName: 'crawl' });
+const call = (id: string) => ({ stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', toolCallId: id, toolName: 'crawl' });
 
 let committed: RecordOf<'tool_progress'>[];
 beforeEach(() => {
@@ -67,7 +67,7 @@ describe('progressLogger', () => {
   });
 
   it('drops a line past the per-call bytes, and shares the per-response budget between calls', () => {
-    const budget = new ProgressBudget(3);
+    const budget = new ProgressBudget(undefined, 3);
     const first = logger('call_1', budget);
     first.log.info('x'.repeat(TOOL_LOG_MAX_CHARS));
     first.log.info('one');
@@ -81,6 +81,14 @@ describe('progressLogger', () => {
       ['call_1', ['one', 'two', '… 1 more log line(s) of this call dropped']],
       ['call_2', ['three', '… 1 more log line(s) of this call dropped']],
     ]);
+  });
+
+  it('starts the per-response budget from what the log already holds for the response', () => {
+    const progress = logger('call_1', new ProgressBudget({ lines: 999, chars: 10 }));
+    progress.log.info('the thousandth');
+    progress.log.info('one too many');
+    progress.finish();
+    expect(messages()).toEqual([['the thousandth', '… 1 more log line(s) of this call dropped']]);
   });
 
   it('writes nothing once the attempt is aborted (the runtime may be stopping)', () => {
@@ -98,7 +106,7 @@ describe('progressLogger', () => {
     const inner: FlueLogger = { info: (m) => void seen.push(m), warn: (m) => void seen.push(m), error: (m) => void seen.push(m) };
     const progress = progressLogger(inner, {
       call: call('c'),
-      budget: new ProgressBudget(1),
+      budget: new ProgressBudget(undefined, 1),
       signal: new AbortController().signal,
       commit: () => {},
     });

@@ -22,15 +22,23 @@ import {
 import type { RecordOf } from '../store/records.ts';
 import type { FlueLogger } from '../common/types.ts';
 
-/** What every call of one response has kept so far, against the per-response bounds. */
+/**
+ * What every call of one response has kept so far, against the per-response bounds: starting from
+ * what the log already holds for the response (earlier attempts and slices), plus this attempt's.
+ */
 export class ProgressBudget {
-  lines = 0;
-  chars = 0;
-
+  lines: number;
+  chars: number;
   readonly maxLines: number;
   readonly maxChars: number;
 
-  constructor(maxLines = TOOL_LOG_RESPONSE_MAX_LINES, maxChars = TOOL_LOG_RESPONSE_MAX_CHARS) {
+  constructor(
+    used: { lines: number; chars: number } = { lines: 0, chars: 0 },
+    maxLines = TOOL_LOG_RESPONSE_MAX_LINES,
+    maxChars = TOOL_LOG_RESPONSE_MAX_CHARS,
+  ) {
+    this.lines = used.lines;
+    this.chars = used.chars;
     this.maxLines = maxLines;
     this.maxChars = maxChars;
   }
@@ -46,7 +54,7 @@ export class ProgressBudget {
 
 export interface ProgressOptions {
   /** The call the lines are attributed to. */
-  call: Pick<RecordOf<'tool_progress'>, 'stepId' | 'messageId' | 'toolCallId' | 'toolName'>;
+  call: Pick<RecordOf<'tool_progress'>, 'stepId' | 'messageId' | 'submissionId' | 'toolCallId' | 'toolName'>;
   budget: ProgressBudget;
   /** Appends one record (one batch). */
   commit(record: RecordOf<'tool_progress'>): void;

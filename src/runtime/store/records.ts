@@ -110,6 +110,8 @@ export type ConversationRecord =
       type: 'tool_progress';
       stepId: string;
       messageId: string;
+      /** The response's submission (as on its `tool_results`): the per-response bound counts by it. */
+      submissionId: string;
       toolCallId: string;
       toolName: string;
       lines: ToolLogLine[];
