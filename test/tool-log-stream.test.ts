@@ -7,12 +7,20 @@ import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
 
+type Chunk = { type: string; [key: string]: any };
+
+/** Opened by the test once it has seen the tool's first progress chunk: the tool is still running then. */
+let openGate: () => void = () => {};
+
 const crawl = defineTool({
   name: 'crawl',
   description: 'Crawls pages, logging progress.',
   input: v.object({ pages: v.number() }),
   async run({ data, log }) {
     log.info('fetched page 1 of 2', { page: 1, of: data.pages });
+    await new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
     log.warn('page 2 was slow');
     return { output: { pages: data.pages } };
   },
@@ -24,30 +32,50 @@ function Crawler() {
   return 'Crawl.';
 }
 
-type Chunk = { type: string; [key: string]: any };
+const isProgress = (chunk: Chunk) => chunk.type === 'tool-input' && 'progress' in chunk;
+const progressLines = (chunks: Chunk[]) => chunks.filter(isProgress).flatMap((chunk) => chunk.progress as Record<string, unknown>[]);
 
-const expectedLines = [
-  { level: 'info', message: 'fetched page 1 of 2', attributes: { page: 1, of: 2 }, timestamp: expect.any(String) },
-  { level: 'warn', message: 'page 2 was slow', timestamp: expect.any(String) },
-];
-
-test("tool log lines ride on the call's output chunk, are durable, and are never model context", async () => {
+test("a running tool's log lines reach the reader in progress chunks before its result, replay from the log, and are never model context", async () => {
   await ctx.start([Crawler]);
   ctx.server.script({ toolCalls: [{ id: 'call_log', name: 'crawl', arguments: { pages: 2 } }] }, { text: 'Crawled.' });
   const handle = init(Crawler, { id: 'logs-1' });
   const chunks: Chunk[] = [];
   const receipt = await handle.dispatch('go');
-  const reply = await handle.read(receipt, { onEvent: (chunk) => chunks.push(chunk as Chunk) });
+  const reply = await handle.read(receipt, {
+    onEvent: (chunk) => {
+      chunks.push(chunk as Chunk);
+      // The tool waits for this: its first line arrived while it ran.
+      if (isProgress(chunk as Chunk)) openGate();
+    },
+  });
   expect(reply.text).toBe('Crawled.');
   // Not client data: the reply's data holds useDataWriter parts only.
   expect(reply.data).toEqual({});
 
-  expect(chunks.find((chunk) => chunk.type === 'tool-output')).toMatchObject({
+  const first = chunks.findIndex(isProgress);
+  const result = chunks.findIndex((chunk) => chunk.type === 'tool-output');
+  expect(first).toBeGreaterThan(chunks.findIndex((chunk) => chunk.type === 'tool-input' && !('progress' in chunk)));
+  expect(first).toBeLessThan(result);
+  expect(chunks[first]).toEqual({
+    type: 'tool-input',
+    conversationId: expect.any(String),
+    position: expect.any(Object),
+    messageId: chunks[result - 1]?.messageId ?? expect.any(String),
+    toolCallId: 'call_log',
+    toolName: 'crawl',
+    progress: [{ level: 'info', message: 'fetched page 1 of 2', attributes: { page: 1, of: 2 }, timestamp: expect.any(String) }],
+  });
+  expect(progressLines(chunks).map((line) => line.message)).toEqual(['fetched page 1 of 2', 'page 2 was slow']);
+  // The result chunk carries no log lines.
+  expect(chunks[result]).toEqual({
+    type: 'tool-output',
+    conversationId: expect.any(String),
+    position: expect.any(Object),
     toolCallId: 'call_log',
     output: { pages: 2 },
-    logs: expectedLines,
+    durationMs: expect.any(Number),
+    timestamp: expect.any(String),
   });
-  expect(chunks.filter((chunk) => 'logs' in chunk)).toHaveLength(1);
 
   // Never part of the model's context: the next request carries the result, not the lines.
   const next = JSON.stringify(ctx.server.requests[1]!.body);
@@ -55,19 +83,30 @@ test("tool log lines ride on the call's output chunk, are durable, and are never
   expect(next).not.toContain('fetched page 1');
   expect(next).not.toContain('page 2 was slow');
 
-  // Durable: a reader attaching later replays them from the log, over long-poll and SSE alike.
+  // Durable: a reader attaching later replays them from any offset, plain and over SSE alike.
   const app = new Hono().route('/agents/crawler', createAgentRouter(Crawler));
-  const replay = (await (await app.fetch(new Request('http://flue.test/agents/crawler/logs-1?view=updates&offset=-1'))).json()) as Chunk[];
-  expect(replay.find((chunk) => chunk.type === 'tool-output')).toMatchObject({ toolCallId: 'call_log', logs: expectedLines });
+  const updates = async (offset: string) =>
+    (await (await app.fetch(new Request(`http://flue.test/agents/crawler/logs-1?view=updates&offset=${offset}`))).json()) as Chunk[];
+  const replay = await updates('-1');
+  expect(progressLines(replay).map((line) => line.message)).toEqual(['fetched page 1 of 2', 'page 2 was slow']);
+  expect(replay.findIndex(isProgress)).toBeLessThan(replay.findIndex((chunk) => chunk.type === 'tool-output'));
+  // From the offset just before the first progress batch, the reader starts (after the checkpoint) at that chunk.
+  const before = String(chunks[first]!.position.batch - 1).padStart(16, '0');
+  const tail = await updates(`${before}_${before}`);
+  expect(tail.filter((chunk) => chunk.type !== 'stream-checkpoint')[0]).toMatchObject({
+    type: 'tool-input',
+    toolCallId: 'call_log',
+    progress: [{ message: 'fetched page 1 of 2' }],
+  });
 
   const sse = (await app.fetch(new Request('http://flue.test/agents/crawler/logs-1?view=updates&offset=-1&live=sse'))).body!.getReader();
   let text = '';
   while (!text.includes('"upToDate":true')) text += new TextDecoder().decode((await sse.read()).value);
   await sse.cancel();
-  expect(text).toContain('"logs":[{"level":"info","message":"fetched page 1 of 2"');
+  expect(text).toContain('"toolCallId":"call_log","toolName":"crawl","progress":[{"level":"info","message":"fetched page 1 of 2"');
 });
 
-test('a failing call keeps its lines on the error chunk; a chatty one is bounded', async () => {
+test('a failing call keeps its lines; a chatty one is bounded with one marker; a quiet one writes no progress', async () => {
   const flaky = defineTool({
     name: 'flaky',
     description: 'Logs, then fails.',
@@ -86,10 +125,12 @@ test('a failing call keeps its lines on the error chunk; a chatty one is bounded
       return 'ok';
     },
   });
+  const quiet = defineTool({ name: 'quiet', description: 'Says nothing.', input: v.object({}), run: () => 'ok' });
   function Flaky() {
     useModel('anthropic/claude-haiku-4-5');
     useTool(flaky);
     useTool(chatty);
+    useTool(quiet);
     return 'Try.';
   }
   await ctx.start([Flaky]);
@@ -98,6 +139,7 @@ test('a failing call keeps its lines on the error chunk; a chatty one is bounded
       toolCalls: [
         { id: 'call_f', name: 'flaky', arguments: {} },
         { id: 'call_c', name: 'chatty', arguments: {} },
+        { id: 'call_q', name: 'quiet', arguments: {} },
       ],
     },
     { text: 'Failed.' },
@@ -105,28 +147,54 @@ test('a failing call keeps its lines on the error chunk; a chatty one is bounded
   const handle = init(Flaky, { id: 'logs-3' });
   const chunks: Chunk[] = [];
   await handle.read(await handle.dispatch('go'), { onEvent: (chunk) => chunks.push(chunk as Chunk) });
-  expect(chunks.find((chunk) => chunk.type === 'tool-output-error')).toMatchObject({
-    toolCallId: 'call_f',
-    logs: [{ level: 'error', message: 'upstream refused', attributes: { status: 503, cause: { name: 'Error', message: 'busy' } } }],
+  const of = (id: string) => progressLines(chunks.filter((chunk) => chunk.toolCallId === id));
+  expect(of('call_f')).toEqual([
+    {
+      level: 'error',
+      message: 'upstream refused',
+      attributes: { status: 503, cause: { name: 'Error', message: 'busy' } },
+      timestamp: expect.any(String),
+    },
+  ]);
+  expect(chunks.find((chunk) => chunk.type === 'tool-output-error')).not.toHaveProperty('logs');
+  const chattyLines = of('call_c');
+  expect(chattyLines).toHaveLength(201);
+  expect(chattyLines[199]!.message).toBe('line 199');
+  expect(chattyLines[200]).toMatchObject({
+    level: 'warn',
+    message: '… 50 more log line(s) of this call dropped',
+    attributes: { dropped: 50 },
   });
-  const logs = chunks.find((chunk) => chunk.type === 'tool-output')!.logs as { message: string }[];
-  expect(logs).toHaveLength(201);
-  expect(logs[199]!.message).toBe('line 199');
-  expect(logs[200]!.message).toBe('[flue] 50 further log line(s) of this call were not kept in the conversation.');
+  // The burst cost one progress chunk, not 250.
+  expect(chunks.filter((chunk) => isProgress(chunk) && chunk.toolCallId === 'call_c')).toHaveLength(1);
+  expect(of('call_q')).toEqual([]);
   expect(JSON.stringify(ctx.server.requests[1]!.body)).not.toContain('upstream refused');
 });
 
-test('a tool that logs nothing adds no log part', async () => {
-  const quiet = defineTool({ name: 'quiet', description: 'Says nothing.', input: v.object({}), run: () => 'ok' });
-  function Quiet() {
-    useModel('anthropic/claude-haiku-4-5');
-    useTool(quiet);
-    return 'Be quiet.';
+test('while the tool still runs, its progress is in the plain, long-poll and SSE updates views', async () => {
+  await ctx.start([Crawler]);
+  ctx.server.script({ toolCalls: [{ id: 'call_live', name: 'crawl', arguments: { pages: 2 } }] }, { text: 'Crawled.' });
+  const app = new Hono().route('/agents/crawler', createAgentRouter(Crawler));
+  const handle = init(Crawler, { id: 'logs-live' });
+  const receipt = await handle.dispatch('go');
+  const url = 'http://flue.test/agents/crawler/logs-live?view=updates';
+  // Long-poll from the head until the progress chunk arrives; the tool is held at its gate meanwhile.
+  let offset = '-1';
+  let seen: Chunk[] = [];
+  while (!seen.some(isProgress)) {
+    const response = await app.fetch(new Request(`${url}&offset=${offset}${offset === '-1' ? '' : '&live=long-poll'}`));
+    offset = response.headers.get('Stream-Next-Offset')!;
+    seen = [...seen, ...((await response.json()) as Chunk[])];
   }
-  await ctx.start([Quiet]);
-  ctx.server.script({ toolCalls: [{ id: 'call_q', name: 'quiet', arguments: {} }] }, { text: 'Done.' });
-  const handle = init(Quiet, { id: 'logs-2' });
-  const chunks: Chunk[] = [];
-  await handle.read(await handle.dispatch('go'), { onEvent: (chunk) => chunks.push(chunk as Chunk) });
-  expect(chunks.filter((chunk) => 'logs' in chunk)).toEqual([]);
+  expect(seen.some((chunk) => chunk.type === 'tool-output')).toBe(false);
+  const plain = (await (await app.fetch(new Request(`${url}&offset=-1`))).json()) as Chunk[];
+  expect(progressLines(plain).map((line) => line.message)).toEqual(['fetched page 1 of 2']);
+  const sse = (await app.fetch(new Request(`${url}&offset=-1&live=sse`))).body!.getReader();
+  let text = '';
+  while (!text.includes('"upToDate":true')) text += new TextDecoder().decode((await sse.read()).value);
+  await sse.cancel();
+  expect(text).toContain('"progress":[{"level":"info","message":"fetched page 1 of 2"');
+  expect(text).not.toContain('"type":"tool-output"');
+  openGate();
+  expect((await handle.read(receipt)).text).toBe('Crawled.');
 });

@@ -25,17 +25,41 @@ const researcher = defineSubagent({
   },
 });
 
+/**
+ * Holds a `crawl` call after its first line until the test, having seen that line's progress chunk,
+ * opens it. A flag the tool polls, not a promise: a promise made inside the Durable Object cannot be
+ * resolved from the test's context, though both share the isolate.
+ */
+const crawlGate = { open: false };
+export const openCrawlGate = (): void => {
+  crawlGate.open = true;
+};
+
+const crawl = defineTool({
+  name: 'crawl',
+  description: 'Crawls pages, telling its progress.',
+  input: v.object({}),
+  async run({ log }) {
+    crawlGate.open = false;
+    log.info('page 1 fetched');
+    while (!crawlGate.open) await new Promise((resolve) => setTimeout(resolve, 10));
+    log.info('page 2 fetched');
+    return 'crawled';
+  },
+});
+
 const delegateFiles = virtualSandbox({ files: { '/workspace/pkg/notes.txt': 'notes of pkg' } });
 
 /**
  * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
- * ones also a durable virtual sandbox (for `task` calls with a `cwd`).
+ * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones `crawl`.
  */
 export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
   useTool(lookup);
   if (props.id.startsWith('delegate-')) useSubagent(researcher);
   if (props.id.startsWith('delegate-ws')) useSandbox(delegateFiles);
+  if (props.id.startsWith('progress-')) useTool(crawl);
   return 'Answer briefly.';
 }
 

@@ -114,6 +114,37 @@ describe('Conversation', () => {
     expect(conv.modelContext().map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult']);
   });
 
+  it("counts a running call's progress lines for its response, and changes nothing else: no part, no model context, call still pending", () => {
+    const call = { type: 'toolCall' as const, id: 'call_1', name: 'lookup', arguments: { q: 'x' } };
+    const conv = fold([created], [input('sub_1', 'hello')], [started('s1'), completed('s1', assistant([call], 'toolUse'))]);
+    const before = { messages: conv.snapshot().messages, context: conv.modelContext() };
+    const lines = [
+      { level: 'info' as const, message: 'page 1', timestamp: ts },
+      { level: 'warn' as const, message: 'slow', attributes: { ms: 900 }, timestamp: ts },
+    ];
+    const progress = (seq: number, batch: typeof lines): void =>
+      conv.apply({
+        seq,
+        records: [
+          {
+            type: 'tool_progress',
+            stepId: 's1',
+            messageId: 'msg_a',
+            submissionId: 'sub_1',
+            toolCallId: 'call_1',
+            toolName: 'lookup',
+            lines: batch,
+          },
+        ],
+      });
+    progress(3, lines.slice(0, 1));
+    progress(4, lines.slice(1));
+    expect(conv.response('sub_1').progress).toEqual({ lines: 2, chars: lines.reduce((sum, line) => sum + JSON.stringify(line).length, 0) });
+    expect(conv.snapshot().messages).toEqual(before.messages);
+    expect(conv.modelContext()).toEqual(before.context);
+    expect(conv.tail.pendingToolCalls).toMatchObject({ stepId: 's1' });
+  });
+
   it("answers a joined delivery with its leader's message, data included", () => {
     const conv = fold(
       [created],

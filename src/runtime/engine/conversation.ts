@@ -122,6 +122,8 @@ export interface ResponseInfo {
   /** Aggregates across every turn and attempt of the response (for useAgentFinish/useResponseFinish). */
   usage: PromptUsage;
   toolCalls: { tool: string; isError: boolean }[];
+  /** Tool progress lines the log holds for the response, across attempts (the per-response bound counts them). */
+  progress: { lines: number; chars: number };
 }
 
 export class Conversation {
@@ -207,7 +209,7 @@ export class Conversation {
   response(leaderId: string): ResponseInfo {
     let info = this.responses.get(leaderId);
     if (info === undefined) {
-      info = { steps: 0, finishCycles: 0, data: new Map(), usage: emptyUsage(), toolCalls: [] };
+      info = { steps: 0, finishCycles: 0, data: new Map(), usage: emptyUsage(), toolCalls: [], progress: { lines: 0, chars: 0 } };
       this.responses.set(leaderId, info);
     }
     return info;
@@ -272,6 +274,13 @@ export class Conversation {
         return this.applyCompleted(record);
       case 'tool_results':
         return this.applyToolResults(record);
+      case 'tool_progress': {
+        // Stream content only: no message part, no model context; counted for the per-response bound.
+        const progress = this.response(record.submissionId).progress;
+        progress.lines += record.lines.length;
+        for (const line of record.lines) progress.chars += JSON.stringify(line).length;
+        return;
+      }
       case 'agent_start_run':
         this.startRuns.add(record.submissionId);
         return;

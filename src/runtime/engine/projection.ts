@@ -39,24 +39,26 @@ export type ConversationStreamChunk =
       toolCallId: string;
       toolName: string;
       input: unknown;
+      /** Absent: this chunk is the call itself (see the progress variant below). */
+      progress?: never;
       timestamp?: string;
     } & Positioned)
   | ({
-      type: 'tool-output';
+      /**
+       * A running call's progress: `log` lines it wrote since the last such chunk. The official
+       * clients accept no chunk type of their own for it; a repeated `tool-input` for a call they
+       * already hold leaves their state unchanged, and `progress` (present) marks it as progress,
+       * not a new call.
+       */
+      type: 'tool-input';
+      messageId: string;
       toolCallId: string;
-      output: unknown;
-      durationMs?: number;
-      logs?: ToolLogLine[];
-      timestamp?: string;
+      toolName: string;
+      progress: ToolLogLine[];
+      input?: never;
     } & Positioned)
-  | ({
-      type: 'tool-output-error';
-      toolCallId: string;
-      errorText: string;
-      durationMs?: number;
-      logs?: ToolLogLine[];
-      timestamp?: string;
-    } & Positioned)
+  | ({ type: 'tool-output'; toolCallId: string; output: unknown; durationMs?: number; timestamp?: string } & Positioned)
+  | ({ type: 'tool-output-error'; toolCallId: string; errorText: string; durationMs?: number; timestamp?: string } & Positioned)
   | ({ type: 'message-completed'; messageId: string; timestamp?: string } & Positioned)
   | ({
       type: 'submission-settled';
@@ -120,11 +122,31 @@ export function projectBatch(
         }
         chunks.push({ type: 'message-completed', messageId: record.messageId, timestamp: record.ts, ...at() });
         break;
+      case 'tool_progress':
+        chunks.push({
+          type: 'tool-input',
+          messageId: record.messageId,
+          toolCallId: record.toolCallId,
+          toolName: record.toolName,
+          progress: record.lines,
+          ...at(),
+        });
+        break;
       case 'tool_results':
         for (const outcome of record.outcomes) {
+          // Records written before lines were committed while the call ran kept them on the
+          // outcome: they replay as the call's progress, just before its result.
+          if (outcome.logs !== undefined && outcome.logs.length > 0) {
+            chunks.push({
+              type: 'tool-input',
+              messageId: record.messageId,
+              toolCallId: outcome.toolCallId,
+              toolName: outcome.toolName,
+              progress: outcome.logs,
+              ...at(),
+            });
+          }
           const duration = outcome.durationMs === undefined ? {} : { durationMs: outcome.durationMs };
-          // The call's log lines ride on its output chunk (tool-log.ts).
-          const logs = outcome.logs === undefined || outcome.logs.length === 0 ? {} : { logs: outcome.logs };
           chunks.push(
             outcome.isError
               ? {
@@ -132,7 +154,6 @@ export function projectBatch(
                   toolCallId: outcome.toolCallId,
                   errorText: outcome.content,
                   ...duration,
-                  ...logs,
                   timestamp: record.ts,
                   ...at(),
                 }
@@ -141,7 +162,6 @@ export function projectBatch(
                   toolCallId: outcome.toolCallId,
                   output: outcome.output ?? null,
                   ...duration,
-                  ...logs,
                   timestamp: record.ts,
                   ...at(),
                 },

@@ -45,6 +45,38 @@ export function Shop() {
   return 'Use the tools.';
 }
 
+/** Shop's durable `charge`, telling its progress through `log` before each step. */
+const reportingCharge = defineTool({
+  name: 'charge',
+  description: 'Charges in two durable steps.',
+  input: v.object({}),
+  durable: true,
+  run: async ({ step, log }) => {
+    log.info('reserving');
+    const reserved = await step.do('reserve', () => (runs.reserve++, 'r-new'));
+    log.info('capturing');
+    const captured = await step.do('capture', () => (runs.capture++, 'c1'));
+    return `${reserved}+${captured}`;
+  },
+});
+
+export function Reporting() {
+  useModel(TABLE_MODEL);
+  useTool(reportingCharge);
+  return 'Use the tools.';
+}
+
+/** Progress lines of the `charge` call (step_1/call_1), written at `timestamp` (`'ts'`: by this attempt). */
+export const progressed = (messages: string[], timestamp = GIVEN_TS): ConversationRecord => ({
+  type: 'tool_progress',
+  stepId: 'step_1',
+  messageId: 'msg_r',
+  submissionId: 'sub_a',
+  toolCallId: 'call_1',
+  toolName: 'charge',
+  lines: messages.map((message) => ({ level: 'info', message, timestamp })),
+});
+
 /** Declares `plain` but no longer the durable `charge`. */
 export function Forgetful() {
   useModel(TABLE_MODEL);

@@ -22,6 +22,7 @@ import {
   Promoted,
   Relabelled,
   Renamed,
+  Reporting,
   Shop,
   Stricter,
   Switched,
@@ -42,6 +43,7 @@ import {
   issued,
   modelMessage,
   opened,
+  progressed,
   retried,
   settled,
   snapshot,
@@ -158,6 +160,29 @@ const cases: Case[] = [
             output: 'r1+c1',
             durationMs: 'ms',
           },
+        ]),
+      ],
+      ...answers({ message: 'msg_r', step: 'msg_1' }, 'Charged.'),
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
+    steps: { 'step_1:call_1/reserve': 'r1', 'step_1:call_1/capture': 'c1' },
+    ran: { reserve: 0, capture: 1 },
+  },
+  {
+    rule: '§6.2 a recovered durable call keeps the progress lines committed before the crash, and its re-run appends its own before the result',
+    agent: Reporting,
+    given: {
+      log: [applied, issued({ id: 'call_1', name: 'charge' }), [progressed(['reserving'])]],
+      submissions: retried,
+      steps: [{ key: 'step_1:call_1', step: 'reserve', value: 'r1' }],
+    },
+    script: [{ text: ['Charged.'] }],
+    appends: [
+      // The re-run logs from its start; the call's end commits its lines before its result.
+      [progressed(['reserving', 'capturing'], 'ts')],
+      [
+        toolResults('step_1', [
+          { toolCallId: 'call_1', toolName: 'charge', isError: false, content: '"r1+c1"', output: 'r1+c1', durationMs: 'ms' },
         ]),
       ],
       ...answers({ message: 'msg_r', step: 'msg_1' }, 'Charged.'),

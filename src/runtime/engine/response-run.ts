@@ -111,7 +111,8 @@ export class ResponseRun {
     this.depth = delegation?.depth ?? 0;
     this.environment = delegation?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
     this.state = new PendingState(() => view.stateOf(live));
-    this.out = new ResponseWriter({ writer, live, state: this.state });
+    // The per-response bound on tool progress counts what earlier attempts of the response wrote.
+    this.out = new ResponseWriter({ writer, live, state: this.state, progressUsed: { ...live.conv.response(row.id).progress } });
     // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
     this.bytes = new AttachmentBytes(view, delegation?.attachmentKey ?? live.key);
     this.site = new ResponseSite({

@@ -7,6 +7,7 @@
 import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-writer.ts';
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
+import { ProgressBudget } from './tool-progress.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 
@@ -14,11 +15,20 @@ export class ResponseWriter {
   private readonly writer: ConversationWriter;
   private readonly live: LiveConversation;
   private readonly state: PendingState;
+  /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
+  readonly progressBudget: ProgressBudget;
 
-  constructor(options: { writer: ConversationWriter; live: LiveConversation; state: PendingState }) {
+  /** `progressUsed`: the progress lines the log already holds for this response (none by default). */
+  constructor(options: {
+    writer: ConversationWriter;
+    live: LiveConversation;
+    state: PendingState;
+    progressUsed?: { lines: number; chars: number };
+  }) {
     this.writer = options.writer;
     this.live = options.live;
     this.state = options.state;
+    this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 
   /** Appends one batch. */

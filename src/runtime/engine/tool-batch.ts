@@ -18,11 +18,11 @@ import type { ResponseSite } from './response-site.ts';
 import type { ResponseWriter } from './response-writer.ts';
 import type { TaskOutcome, TaskSite } from './task-run.ts';
 import { type ToolCallSite, dispatchToolCall } from './tool-dispatch.ts';
+import { progressLogger } from './tool-progress.ts';
 import { crashProbe } from '../store/crash-probe.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcome } from '../store/records.ts';
 import { type SubagentDefinition, taskTool } from '../authoring/subagents.ts';
-import { recordingLogger } from '../store/tool-log.ts';
 import { createToolStep } from '../tools/tool-step.ts';
 import type { FlueHarness, FlueLogger } from '../common/types.ts';
 
@@ -83,7 +83,7 @@ async function callTool(
 ): Promise<ToolOutcome> {
   const { batch, attempt, site } = input;
   let logger: FlueLogger | undefined;
-  let recorded: ReturnType<typeof recordingLogger> | undefined;
+  let progress: ReturnType<typeof progressLogger> | undefined;
   const callSite: ToolCallSite = {
     signal: attempt.signal,
     context: { ...site.executionContext(), turnId: batch.stepId },
@@ -98,16 +98,29 @@ async function callTool(
       }),
     log: (toolCall) => {
       logger = site.logger({ tool: toolCall.name, toolCallId: toolCall.id });
-      recorded = recordingLogger(logger);
-      return recorded.log;
+      progress = progressLogger(logger, {
+        call: {
+          stepId: batch.stepId,
+          messageId: batch.messageId,
+          submissionId: batch.submissionId,
+          toolCallId: toolCall.id,
+          toolName: toolCall.name,
+        },
+        budget: writer.progressBudget,
+        commit: (record) => writer.commit([record]),
+        signal: attempt.signal,
+      });
+      return progress.log;
     },
     harness: (scope) => input.harness(scope),
     runOptions: (toolCall, defined) => durableOptions({ site, writer, call: toolCall, tool: defined, stepId: batch.stepId, log: logger! }),
   };
-  const outcome = await dispatchToolCall(call, tool, callSite);
-  const lines = recorded?.lines();
-  if (lines !== undefined) outcome.logs = lines;
-  return outcome;
+  try {
+    return await dispatchToolCall(call, tool, callSite);
+  } finally {
+    // The call's last lines (and the dropped-lines marker) are committed before its result.
+    progress?.finish();
+  }
 }
 
 /** The crash probe's `tool` point, and for a durable tool its step memos. */

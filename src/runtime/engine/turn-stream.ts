@@ -16,14 +16,7 @@ import type { ResponseSite } from './response-site.ts';
 import type { ResponseWriter } from './response-writer.ts';
 import { AttemptStalled, RunInterrupted } from './run-signals.ts';
 import type { ThinkingLevel } from '../common/types.ts';
-
-/**
- * Streamed deltas are committed in batches, one row per flush: the first after 250 ms, then at
- * doubling intervals up to 2 s. Short replies cost one or two rows; a long stream about one row
- * every two seconds, and a crash loses at most that much text.
- */
-const DELTA_FLUSH_FIRST_MS = 250;
-const DELTA_FLUSH_MAX_MS = 2_000;
+import { DELTA_FLUSH_FIRST_MS, DELTA_FLUSH_MAX_MS } from './flush-policy.ts';
 
 export type StepContext = Parameters<ReturnType<typeof getModels>['streamSimple']>[1];
 

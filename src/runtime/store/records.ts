@@ -102,6 +102,20 @@ export type ConversationRecord =
       outcomes: ToolOutcome[];
       ts: string;
     }
+  | {
+      /**
+       * `log` lines a running tool call wrote, committed while it runs (coalesced: one record per
+       * flush, engine/tool-progress.ts). Stream content only: never model context, never reply data.
+       */
+      type: 'tool_progress';
+      stepId: string;
+      messageId: string;
+      /** The response's submission (as on its `tool_results`): the per-response bound counts by it. */
+      submissionId: string;
+      toolCallId: string;
+      toolName: string;
+      lines: ToolLogLine[];
+    }
   | { type: 'agent_start_run'; submissionId: string }
   | { type: 'agent_finish_cycle'; submissionId: string }
   | { type: 'data_write'; submissionId: string; messageId: string; name: string; data: unknown }
@@ -158,7 +172,10 @@ export interface ToolOutcome {
   /** Only on success with `terminate: true`. */
   terminate?: true;
   durationMs?: number;
-  /** The call's `log` lines: stream content only, never model context (tool-log.ts). */
+  /**
+   * The call's `log` lines, on records written before lines were committed while the call runs
+   * (`tool_progress`); never written now. Stream content only, never model context.
+   */
   logs?: ToolLogLine[];
   /** The call ended because the host signal aborted: the engine should stop the turn. Never stored. */
   aborted?: true;

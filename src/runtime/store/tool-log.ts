@@ -1,13 +1,10 @@
 /**
  * Tool `log` lines as conversation stream content (as the Flue API specifies: emitted into the
- * conversation stream, attributed to the call, and never seen by the model). The official clients
- * reject any chunk type outside their closed set, and a `data-part` would show up in their reply `data`
- * (which holds `useDataWriter` parts only), so the lines ride as `logs` on the call's
- * `tool-output` / `tool-output-error` chunk, a field those clients ignore. They are recorded on
- * the call's outcome in the step's `tool_results` record: no row of their own, durable with the
- * result, and out of model context, which is built from outcome text only.
+ * conversation stream, attributed to the call, and never seen by the model). A running call's
+ * lines are committed while it runs, in `tool_progress` records of their own (coalesced, see
+ * engine/tool-progress.ts), so a client shows progress before the result; the model context is
+ * built from outcome text only and never reads them.
  */
-import type { FlueLogger } from '../common/types.ts';
 
 export interface ToolLogLine {
   level: 'info' | 'warn' | 'error';
@@ -17,46 +14,34 @@ export interface ToolLogLine {
   timestamp: string;
 }
 
-/** Bounds what one call can add to its outcome record (lines stay small next to a 2 MB row). */
+/**
+ * What one call may keep: past either bound its further lines are counted, not stored, and one
+ * marker line says how many (so a chatty tool cannot grow the log without bound).
+ */
 export const TOOL_LOG_MAX_LINES = 200;
 export const TOOL_LOG_MAX_CHARS = 64 * 1024;
+/** What all calls of one response may keep together (a response can run many calls). */
+export const TOOL_LOG_RESPONSE_MAX_LINES = 1_000;
+export const TOOL_LOG_RESPONSE_MAX_CHARS = 256 * 1024;
 
-/**
- * A logger that still emits `log` events through `inner` and also keeps the lines for the call's
- * outcome. Past the bounds, lines are counted and one final line says how many were not kept.
- */
-export function recordingLogger(inner: FlueLogger): { log: FlueLogger; lines(): ToolLogLine[] | undefined } {
-  const lines: ToolLogLine[] = [];
-  let chars = 0;
-  let dropped = 0;
-  const line = (level: ToolLogLine['level']) => (message: string, attributes?: Record<string, unknown>) => {
-    inner[level](message, attributes);
-    const kept: ToolLogLine = { level, message: String(message), ...jsonAttributes(attributes), timestamp: new Date().toISOString() };
-    const size = JSON.stringify(kept).length;
-    if (lines.length >= TOOL_LOG_MAX_LINES || chars + size > TOOL_LOG_MAX_CHARS) {
-      dropped++;
-      return;
-    }
-    chars += size;
-    lines.push(kept);
-  };
+/** One line as the log keeps it, with its stored size (what the bounds count). */
+export function logLine(level: ToolLogLine['level'], message: unknown, attributes: unknown): { line: ToolLogLine; size: number } {
+  const line: ToolLogLine = { level, message: String(message), ...jsonAttributes(attributes), timestamp: new Date().toISOString() };
+  return { line, size: JSON.stringify(line).length };
+}
+
+/** The one line that stands for the lines of a call past its bounds. */
+export function droppedLinesMarker(dropped: number): ToolLogLine {
   return {
-    log: { info: line('info'), warn: line('warn'), error: line('error') },
-    lines() {
-      if (lines.length === 0 && dropped === 0) return undefined;
-      if (dropped === 0) return lines.slice();
-      const note: ToolLogLine = {
-        level: 'warn',
-        message: `[flue] ${dropped} further log line(s) of this call were not kept in the conversation.`,
-        timestamp: new Date().toISOString(),
-      };
-      return [...lines, note];
-    },
+    level: 'warn',
+    message: `… ${dropped} more log line(s) of this call dropped`,
+    attributes: { dropped },
+    timestamp: new Date().toISOString(),
   };
 }
 
 /** Attributes as JSON (what the log can store); errors keep their name and message. */
-function jsonAttributes(attributes: Record<string, unknown> | undefined): { attributes?: Record<string, unknown> } {
+function jsonAttributes(attributes: unknown): { attributes?: Record<string, unknown> } {
   if (attributes === undefined || attributes === null || typeof attributes !== 'object') return {};
   try {
     const json = JSON.parse(

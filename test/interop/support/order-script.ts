@@ -39,8 +39,23 @@ export const ALL_TEXT = FIRST_TEXT + FINAL_TEXT;
 export const REPLY_TEXT = `${FIRST_TEXT}\n\n${FINAL_TEXT}`;
 export const REPLY_DATA = { progress: [{ step: 'lookup', orderId: 'A-1' }] };
 export const REPLY_METADATA = { channel: 'web' };
-/** The tool's log lines, carried by its `tool-output` chunk (never in the parts or reply data). */
+/** The tool's log lines, carried by its progress chunk (never in the parts, the result chunk or reply data). */
 export const TOOL_LOGS = [{ level: 'info', message: 'order found', attributes: { orderId: 'A-1' }, timestamp: expect.any(String) }];
+
+/**
+ * The SDK delivered the tool's progress as a chunk of its own — a repeated `tool-input` for the
+ * call, carrying `progress` — before the call's result chunk, which carries no log lines.
+ */
+export function expectToolProgress(chunks: ConversationStreamChunk[]): void {
+  const progress = chunks.findIndex((c) => c.type === 'tool-input' && 'progress' in c);
+  const result = chunks.findIndex((c) => c.type === 'tool-output');
+  expect(chunks[progress]).toMatchObject({ type: 'tool-input', toolCallId: 'call_order', toolName: 'lookup_order', progress: TOOL_LOGS });
+  expect(progress).toBeGreaterThan(chunks.findIndex((c) => c.type === 'tool-input' && !('progress' in c)));
+  expect(progress).toBeLessThan(result);
+  expect(chunks[result]).toMatchObject({ toolCallId: 'call_order' });
+  expect(chunks[result]).not.toHaveProperty('logs');
+  expect(chunks[result]).not.toHaveProperty('progress');
+}
 
 /** Step 1: reasoning, text and a tool call; step 2: the final text, one chunk every `delayMs`. */
 export function orderReplySteps(delayMs = 120): ScriptedResponse[] {
