@@ -115,6 +115,22 @@ export interface PromptUsage {
   cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
 }
 
+/** What one settled submission spent, as its settlement recorded it (`getUsage()`). */
+export interface SubmissionUsage {
+  submissionId: string;
+  /** Every model call of the submission's response: each turn of each attempt, retries, failed calls, compaction, delegated tasks. */
+  usage: PromptUsage;
+  modelCalls: number;
+  toolCalls: number;
+  attempts: number;
+}
+
+/** A conversation's ledger: the sum of its settled submissions, and each of them in settlement order. */
+export interface ConversationUsage {
+  total: PromptUsage;
+  submissions: SubmissionUsage[];
+}
+
 export interface PromptModel {
   provider: string;
   id: string;

@@ -11,10 +11,12 @@
  */
 import * as v from 'valibot';
 import { type ResolvedDurability, resolveDurability } from '../authoring/durability-config.ts';
+import { resolveBudget } from '../authoring/budget-config.ts';
 import { isDevMode } from '../common/dev-mode.ts';
 import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
+  BudgetExceededError,
   FlueError,
   InvalidRequestError,
   RuntimeUnavailableError,
@@ -39,7 +41,8 @@ import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
 import { FROZEN_KIND_NAMES, type SqlStore, type SubmissionKind, type SubmissionPayload, type SubmissionRow } from '../store/sql-store.ts';
-import type { AgentInstanceInfo, AgentReply, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import type { AgentInstanceInfo, AgentReply, ConversationUsage, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import { budgetReached, budgetStop, conversationSpending, conversationUsage, joinedUsage, settledUsage } from './usage-ledger.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from '../common/limits.ts';
@@ -81,7 +84,7 @@ interface Settlement {
   outcome: SubmissionOutcome;
   error?: SettlementError;
   /** Why a submission that did not complete ended, as its interruption signal tells the agent (`failed` when unset). */
-  reason?: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed';
+  reason?: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'exceeded_budget' | 'failed';
 }
 
 export class ConversationEngine implements ProbedEngine {
@@ -150,6 +153,17 @@ export class ConversationEngine implements ProbedEngine {
     if (typeof request.uid === 'string' && (!created || live.conv.uid !== request.uid)) {
       throw new AgentInstanceNotFoundError(request.id);
     }
+    // A conversation past its spending budget takes nothing more until the static is raised.
+    const overBudget = budgetReached(
+      'conversation',
+      conversationSpending(
+        live.conv,
+        this.view.openSubmissions(live.key).map((row) => row.id),
+        this.foldOf,
+      ),
+      resolveBudget(agent).perConversation,
+    );
+    if (overBudget !== undefined) throw overBudget;
     // A response already running finishes; new work would take the log past what a host can hold.
     checkSize(
       'conversation',
@@ -238,6 +252,16 @@ export class ConversationEngine implements ProbedEngine {
     return this.reader.attachment(agentName, instanceId, attachmentId);
   }
 
+  /** The conversation's usage ledger; null for a never-contacted instance. */
+  usage(agentName: string, instanceId: string): ConversationUsage | null {
+    const live = this.reader.addressed(agentName, instanceId);
+    if (live.incarnation === undefined) return null;
+    return conversationUsage(live.conv);
+  }
+
+  /** A child conversation's fold, for what a response's delegated tasks spent. */
+  private readonly foldOf = (key: ConversationKey) => this.view.fold(key);
+
   // ── The queue ─────────────────────────────────────────────────────────────────────────────
 
   /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
@@ -294,6 +318,7 @@ export class ConversationEngine implements ProbedEngine {
     let durability: ResolvedDurability;
     try {
       durability = resolveDurability(agent);
+      resolveBudget(agent);
     } catch (error) {
       this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()) });
       return true;
@@ -309,6 +334,12 @@ export class ConversationEngine implements ProbedEngine {
         error: toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)),
         reason: 'exceeded_timeout',
       });
+      return true;
+    }
+    // A turn boundary: a new attempt (a retry) never starts past the budget.
+    const overBudget = budgetStop(resolveBudget(agent), live.conv, row.id, this.foldOf);
+    if (overBudget !== undefined) {
+      this.settle(live, row, { outcome: 'failed', error: toSettlementError(overBudget), reason: 'exceeded_budget' });
       return true;
     }
     if (row.attemptCount >= durability.maxAttempts) {
@@ -393,6 +424,9 @@ export class ConversationEngine implements ProbedEngine {
         // The work the deadline aborted may reject with its own AbortError: the deadline is the cause.
         const timeout = error instanceof SubmissionTimeoutError ? error : (run.abortReason as SubmissionTimeoutError);
         this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(timeout, isDevMode()), reason: 'exceeded_timeout' });
+      } else if (error instanceof BudgetExceededError) {
+        // Expected, not a fault: the response stopped at a turn boundary.
+        this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(error), reason: 'exceeded_budget' });
       } else {
         // A typed error says everything in its message; anything else is logged with its stack.
         if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
@@ -450,6 +484,7 @@ export class ConversationEngine implements ProbedEngine {
         outcome,
         ...(error === undefined ? {} : { error }),
         answeredBySubmissionId: row.id,
+        usage: settled === row ? settledUsage(live.conv, row.id, row.attemptCount, this.foldOf) : joinedUsage(),
         ts,
       });
     }

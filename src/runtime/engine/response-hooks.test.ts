@@ -19,7 +19,15 @@ const seam: HookSeam = {
   site,
   harness: () => ({}) as FlueHarness,
 };
-const response = (finishCycles = 0): ResponseInfo => ({ steps: 1, finishCycles, data: new Map(), usage: emptyUsage(), toolCalls: [] });
+const response = (finishCycles = 0): ResponseInfo => ({
+  steps: 1,
+  finishCycles,
+  data: new Map(),
+  usage: emptyUsage(),
+  spent: emptyUsage(),
+  modelCalls: 0,
+  toolCalls: [],
+});
 const append = (body: string) => ({ kind: 'signal' as const, type: 'note', body });
 
 describe('runResponseStart', () => {
