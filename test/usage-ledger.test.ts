@@ -104,6 +104,10 @@ describe('getUsage()', () => {
     expect(usage.submissions.map((entry) => entry.submissionId).every((id) => id.startsWith('sub_'))).toBe(true);
   });
 
+  it('has no Durable Object counts on Node', async () => {
+    expect((await getUsage(Metered, 'ledger'))?.durableObject).toBeUndefined();
+  });
+
   it('is null for an instance never contacted', async () => {
     expect(await getUsage(Metered, 'never-contacted')).toBeNull();
   });

@@ -163,6 +163,7 @@ export type {
   PromptResultResponse,
   PromptUsage,
   ConversationUsage,
+  DurableObjectCounters,
   SubmissionUsage,
   ThinkingLevel,
 } from './common/types.ts';

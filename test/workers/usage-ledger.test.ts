@@ -35,6 +35,25 @@ test('getUsage() returns the settled submission with its tokens and cost, and nu
   expect(await getUsage(Spender, 'never-contacted')).toBeNull();
 });
 
+test('the ledger carries what the Durable Object counts of itself, kept across its writes', async () => {
+  const first = (await getUsage(Spender, 'ledger'))!.durableObject!;
+  // The admission and the alarm passes wrote rows and set alarms; dispatch, the reads and this call were RPCs.
+  expect(first.rowsWritten).toBeGreaterThan(5);
+  expect(first.alarmsSet).toBeGreaterThanOrEqual(2);
+  expect(first.rpcsServed).toBeGreaterThanOrEqual(3);
+  expect(first.bytesStored).toBeGreaterThan(0);
+  const stored = await runInDurableObject(
+    (env as unknown as { FLUE_SPENDER_AGENT: DurableObjectNamespace }).FLUE_SPENDER_AGENT.getByName('ledger'),
+    (_instance, state) => state.storage.sql.exec('SELECT rows_written, alarms_set FROM flue_object_meter').toArray(),
+  );
+  // Stored by the last write (the alarm pass that settled); reads since then are still pending.
+  expect(stored).toEqual([{ rows_written: expect.any(Number), alarms_set: expect.any(Number) }]);
+  expect((stored[0] as { rows_written: number }).rows_written).toBeGreaterThan(5);
+  const second = (await getUsage(Spender, 'ledger'))!.durableObject!;
+  expect(second.rpcsServed).toBe(first.rpcsServed + 1);
+  expect(second.rowsWritten).toBe(first.rowsWritten);
+});
+
 test('a conversation at its budget refuses dispatch and HTTP with budget_exceeded, and stores nothing', async () => {
   const refused = await init(Spender, { id: 'ledger' })
     .dispatch('more')

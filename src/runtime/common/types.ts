@@ -129,6 +129,20 @@ export interface SubmissionUsage {
 export interface ConversationUsage {
   total: PromptUsage;
   submissions: SubmissionUsage[];
+  /** On Cloudflare only: what the conversation's Durable Object counts of itself since it was created. */
+  durableObject?: DurableObjectCounters;
+}
+
+/** A Durable Object's own counts, in the units Cloudflare bills. */
+export interface DurableObjectCounters {
+  /** SQL rows written, index entries included (workerd's per-statement count). */
+  rowsWritten: number;
+  /** Alarms set (each `setAlarm()`). */
+  alarmsSet: number;
+  /** Worker → Durable Object RPC calls served. */
+  rpcsServed: number;
+  /** The database's size now, in bytes. */
+  bytesStored: number;
 }
 
 export interface PromptModel {
