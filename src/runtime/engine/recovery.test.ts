@@ -683,7 +683,7 @@ const afterDeploy: Case[] = [
   },
 ];
 
-// ── The usage ledger and budgets (durability.md §11) ─────────────────────────────────────────
+// ── The usage ledger and budgets (durability.md §12) ─────────────────────────────────────────
 
 /** `records` with each completed step's provider usage set to `tokens` input tokens. */
 function spending<T>(records: T[], tokens: number): T[] {
@@ -705,7 +705,7 @@ const budgetError = {
 
 const ledgerCases: Case[] = [
   {
-    rule: '§11 the settlement records what every model call of the submission spent, a dead attempt’s calls included, with its tool calls and attempts',
+    rule: '§12 the settlement records what every model call of the submission spent, a dead attempt’s calls included, with its tool calls and attempts',
     agent: Shop,
     given: { log: [applied, spending(issued({ id: 'call_1', name: 'plain' }), 40)], submissions: retried },
     script: [{ text: ['Sorry, again?'], tokens: 2 }],
@@ -718,7 +718,7 @@ const ledgerCases: Case[] = [
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },
   {
-    rule: '§11 a compaction the response made counts in its ledger entry, each summarization call a model call',
+    rule: '§12 a compaction the response made counts in its ledger entry, each summarization call a model call',
     agent: Shop,
     given: {
       log: [
@@ -749,7 +749,7 @@ const ledgerCases: Case[] = [
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },
   {
-    rule: '§11 a log whose usage is at the per-submission budget: the next attempt is never claimed, the submission settles failed with budget_exceeded',
+    rule: '§12 a log whose usage is at the per-submission budget: the next attempt is never claimed, the submission settles failed with budget_exceeded',
     agent: Capped,
     given: { log: [applied, spending(issued({ id: 'call_1', name: 'plain' }), 100)], submissions: retried },
     script: [],
@@ -766,7 +766,7 @@ const ledgerCases: Case[] = [
     ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
   },
   {
-    rule: '§11 a step that reaches the per-submission budget: its tool calls run, and the response stops at the next turn boundary, before the model is called again',
+    rule: '§12 a step that reaches the per-submission budget: its tool calls run, and the response stops at the next turn boundary, before the model is called again',
     agent: Capped,
     given: { submissions: first },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], tokens: 100 }],
