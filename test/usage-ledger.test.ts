@@ -9,11 +9,13 @@ import {
   AgentRunError,
   BudgetExceededError,
   type ConversationUsage,
+  defineSubagent,
   defineTool,
   getAgentInstance,
   getUsage,
   init,
   useModel,
+  useSubagent,
   useTool,
 } from '@flue/runtime';
 import { type Flue, sqlite, start } from '@flue/runtime/node';
@@ -38,6 +40,9 @@ function reply(request: RecordedRequest): ScriptedResponse {
   const first = request.messages.find((message) => message.role === 'user')?.content ?? '';
   const toolAnswered = request.messages.some((message) => message.role === 'tool');
   if (first === 'tools' && !toolAnswered) return { toolCalls: [{ name: 'note', arguments: {} }], usage: USAGE };
+  if (first === 'delegate' && !toolAnswered) {
+    return { toolCalls: [{ name: 'task', arguments: { agent: 'clerk', prompt: 'file it' } }], usage: USAGE };
+  }
   return { text: 'Done.', usage: USAGE };
 }
 
@@ -47,6 +52,14 @@ function Metered() {
   useModel(MODEL);
   useTool(note);
   return 'Answer.';
+}
+
+const clerk = defineSubagent({ name: 'clerk', description: 'Files things.', agent: () => 'You file things.' });
+
+function Manager() {
+  useModel(MODEL);
+  useSubagent(clerk);
+  return 'Delegate.';
 }
 
 function Capped() {
@@ -67,7 +80,7 @@ let flue: Flue;
 beforeAll(async () => {
   server = await startScriptedModelServer({ fallback: reply });
   flue = await start({
-    agents: [Metered, Capped, Thrifty],
+    agents: [Metered, Manager, Capped, Thrifty],
     db: sqlite(),
     providers: [scriptedProvider({ baseUrl: server.url, id: 'priced', models: ['model'], cost: PRICE })],
     env: {},
@@ -102,6 +115,14 @@ describe('getUsage()', () => {
     expect(usage.total.totalTokens).toBe(330);
     expect(usage.total.cost.total).toBeCloseTo(first!.usage.cost.total + second!.usage.cost.total, 12);
     expect(usage.submissions.map((entry) => entry.submissionId).every((id) => id.startsWith('sub_'))).toBe(true);
+  });
+
+  it('counts the model calls of a delegated task in the entry of the submission that delegated', async () => {
+    await ask(Manager, 'manager', 'delegate');
+    const usage = await getUsage(Manager, 'manager');
+    // The parent's two turns and the child's one: three calls of 110 tokens; the task call is the tool call.
+    expect(usage?.submissions).toEqual([expect.objectContaining({ modelCalls: 3, toolCalls: 1, attempts: 1 })]);
+    expect(usage?.total.totalTokens).toBe(330);
   });
 
   it('has no Durable Object counts on Node', async () => {

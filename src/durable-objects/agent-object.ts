@@ -153,8 +153,6 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
                   this.identity,
                   ...args,
                 );
-                // Verbs that write anyway carry the meter's pending counts into storage.
-                if (verb === 'admit' || verb === 'abort') this.meter.flush();
                 if (verb === 'usage' && result !== null) return { ...(result as ConversationUsage), durableObject: this.meter.read() };
                 return result;
               }),

@@ -2,8 +2,9 @@
  * What a Durable Object counts of itself for the usage ledger (`getUsage()`'s `durableObject`):
  * SQL rows written (workerd's own per-statement counter, the one Cloudflare bills), alarms set,
  * RPCs served, and the database's size. Counts accumulate in memory and are added to one stored
- * row when the object writes anyway (an admission, an abort, the end of an alarm pass), so reads
- * never become writes; an eviction loses at most the RPCs and alarms since the object's last write.
+ * row at the end of each alarm pass (one row written per pass, which every admission and abort
+ * wakes), so reads never become writes; an eviction loses at most what was counted since the
+ * object's last alarm pass.
  */
 import type { DurableObjectCounters } from '../runtime/common/types.ts';
 
