@@ -126,7 +126,9 @@ describe('getUsage()', () => {
   });
 
   it('has no Durable Object counts on Node', async () => {
-    expect((await getUsage(Metered, 'ledger'))?.durableObject).toBeUndefined();
+    const usage = await getUsage(Metered, 'ledger');
+    expect(usage?.durableObject).toBeUndefined();
+    expect(usage?.submissions.every((entry) => entry.durableObject === undefined)).toBe(true);
   });
 
   it('is null for an instance never contacted', async () => {

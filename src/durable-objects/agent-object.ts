@@ -17,6 +17,7 @@ import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
 import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { ObjectMeter } from './object-meter.ts';
+import { durableObjectCounters } from '../runtime/engine/usage-ledger.ts';
 import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
 /** Armed before any fallible work, so a pass that dies is picked up again (cloudflare.md §6.2). */
@@ -79,10 +80,9 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
           `[flue] ${entry.className} needs SQLite storage. Introduce it with "new_sqlite_classes" in a wrangler migration (key-value classes cannot be converted in place).`,
         );
       }
-      this.meter = new ObjectMeter(ctx.storage.sql);
+      this.meter = new ObjectMeter();
       const driver = durableObjectSqlDriver(ctx.storage, (rows) => this.meter.rowsWritten(rows));
       driver.transaction(() => migrate(driver));
-      this.meter.open();
       const { registry } = workerConfig();
       this.engine = new ConversationEngine({
         store: new SqlStore(driver),
@@ -90,6 +90,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         env,
         wake: () => this.arm(),
         sliceBudgetMs,
+        takeActivity: () => this.meter.take(),
       });
       this.identity = bornIdentity(this.engine.view, entry, registry);
       if (this.identity !== entry.identity) registry.alias(this.identity, entry.agent);
@@ -153,7 +154,11 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
                   this.identity,
                   ...args,
                 );
-                if (verb === 'usage' && result !== null) return { ...(result as ConversationUsage), durableObject: this.meter.read() };
+                if (verb === 'usage' && result !== null) {
+                  const live = this.engine.view.live(this.identity, instanceId);
+                  const counters = durableObjectCounters(live.conv, this.meter.peek(), this.ctx.storage.sql.databaseSize);
+                  return { ...(result as ConversationUsage), durableObject: counters };
+                }
                 return result;
               }),
             ),
@@ -166,14 +171,6 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   // ── The alarm: the only place agent work runs ─────────────────────────────────────────────
 
   override async alarm(): Promise<void> {
-    try {
-      await this.alarmPass();
-    } finally {
-      this.meter.flush();
-    }
-  }
-
-  private async alarmPass(): Promise<void> {
     await this.setAlarm(Date.now() + BACKSTOP_MS);
     const view = this.engine.view;
     const keys = view.keysWithOpenWork();

@@ -163,6 +163,7 @@ export type {
   PromptResultResponse,
   PromptUsage,
   ConversationUsage,
+  DurableObjectActivity,
   DurableObjectCounters,
   SubmissionUsage,
   ThinkingLevel,

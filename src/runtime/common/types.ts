@@ -123,6 +123,8 @@ export interface SubmissionUsage {
   modelCalls: number;
   toolCalls: number;
   attempts: number;
+  /** On Cloudflare only: what the Durable Object counted of itself since the previous settlement, recorded with this one. */
+  durableObject?: DurableObjectActivity;
 }
 
 /** A conversation's ledger: the sum of its settled submissions, and each of them in settlement order. */
@@ -133,14 +135,18 @@ export interface ConversationUsage {
   durableObject?: DurableObjectCounters;
 }
 
-/** A Durable Object's own counts, in the units Cloudflare bills. */
-export interface DurableObjectCounters {
+/** What a Durable Object does that Cloudflare bills, counted by the object itself. */
+export interface DurableObjectActivity {
   /** SQL rows written, index entries included (workerd's per-statement count). */
   rowsWritten: number;
   /** Alarms set (each `setAlarm()`). */
   alarmsSet: number;
   /** Worker → Durable Object RPC calls served. */
   rpcsServed: number;
+}
+
+/** A Durable Object's counts since it was created, and what it stores now. */
+export interface DurableObjectCounters extends DurableObjectActivity {
   /** The database's size now, in bytes. */
   bytesStored: number;
 }

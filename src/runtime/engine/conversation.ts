@@ -10,7 +10,7 @@ import type { SettlementError } from '../common/errors.ts';
 import type { Batch } from '../store/sql-store.ts';
 import type { AttachmentRecordRef, ChildConversationRef, ConversationRecord, RecordOf, SubmissionOutcome } from '../store/records.ts';
 import { renderCompactionSummary } from '../model/compaction.ts';
-import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage, SubmissionUsage } from '../common/types.ts';
+import type { DeliveredMessage, Delivery, DeliveryOrigin, DurableObjectActivity, PromptUsage, SubmissionUsage } from '../common/types.ts';
 import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
 import { isPlainObject } from '../common/values.ts';
 import type { ResourceSnapshot } from '../authoring/narration.ts';
@@ -146,6 +146,8 @@ export class Conversation {
   /** The usage ledger: one entry per settled submission, in settlement order, and their sum. */
   readonly ledger: SubmissionUsage[] = [];
   ledgerTotal: PromptUsage = emptyUsage();
+  /** The Durable Object activity the settlements recorded, summed (none on Node). */
+  hostActivity: DurableObjectActivity | undefined;
   /** The `useDelivery()` cursor: the latest delivered or hook-appended input, with its origin. */
   lastDelivery: Delivery | undefined;
   /** A compaction landed after the last completed step: its usage no longer describes the context. */
@@ -349,6 +351,15 @@ export class Conversation {
     };
     this.ledger.push({ submissionId: record.submissionId, ...structuredClone(usage) });
     this.ledgerTotal = addUsage(this.ledgerTotal, usage.usage);
+    const host = usage.durableObject;
+    if (host !== undefined) {
+      const sum = this.hostActivity ?? { rowsWritten: 0, alarmsSet: 0, rpcsServed: 0 };
+      this.hostActivity = {
+        rowsWritten: sum.rowsWritten + host.rowsWritten,
+        alarmsSet: sum.alarmsSet + host.alarmsSet,
+        rpcsServed: sum.rpcsServed + host.rpcsServed,
+      };
+    }
   }
 
   private markUnread(): void {

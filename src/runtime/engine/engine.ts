@@ -36,12 +36,19 @@ import { type FlueAttemptResult, intercept } from '../common/instrumentation.ts'
 import type { Agent, AgentRegistry } from '../authoring/identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from '../common/ids.ts';
 import { assertInstanceIdShape, assertJsonValue } from '../common/input-limits.ts';
-import type { ConversationRecord, SubmissionOutcome } from '../store/records.ts';
+import type { ConversationRecord, SettledUsage, SubmissionOutcome } from '../store/records.ts';
 import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
 import { FROZEN_KIND_NAMES, type SqlStore, type SubmissionKind, type SubmissionPayload, type SubmissionRow } from '../store/sql-store.ts';
-import type { AgentInstanceInfo, AgentReply, ConversationUsage, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import type {
+  AgentInstanceInfo,
+  AgentReply,
+  ConversationUsage,
+  DeliveredMessageInput,
+  DispatchReceipt,
+  DurableObjectActivity,
+} from '../common/types.ts';
 import { budgetReached, budgetStop, conversationSpending, conversationUsage, joinedUsage, settledUsage } from './usage-ledger.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
@@ -77,6 +84,11 @@ export interface EngineOptions {
    * alarm invocations are time-limited). Unset on Node, where a response runs to completion.
    */
   sliceBudgetMs?: number;
+  /**
+   * What the host counted of its own activity since the last call (a Durable Object's rows,
+   * alarms, RPCs); each settlement records it, so keeping the counts costs no write of its own.
+   */
+  takeActivity?: () => DurableObjectActivity;
 }
 
 /** How a settlement ends a submission: its outcome, the error it reports, and why it did not complete. */
@@ -96,6 +108,7 @@ export class ConversationEngine implements ProbedEngine {
   readonly env: Record<string, unknown>;
   private readonly wake: (key: ConversationKey) => void;
   private readonly sliceBudgetMs: number | undefined;
+  private readonly takeActivity: (() => DurableObjectActivity) | undefined;
   private readonly queues = new Map<ConversationKey, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<ConversationKey, ResponseRun>();
   /** A drain has begun: no new work is admitted or started. */
@@ -112,6 +125,7 @@ export class ConversationEngine implements ProbedEngine {
     this.env = options.env;
     this.wake = options.wake;
     this.sliceBudgetMs = options.sliceBudgetMs;
+    this.takeActivity = options.takeActivity;
   }
 
   // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
@@ -484,7 +498,7 @@ export class ConversationEngine implements ProbedEngine {
         outcome,
         ...(error === undefined ? {} : { error }),
         answeredBySubmissionId: row.id,
-        usage: settled === row ? settledUsage(live.conv, row.id, row.attemptCount, this.foldOf) : joinedUsage(),
+        usage: settled === row ? this.settledUsage(live, row) : joinedUsage(),
         ts,
       });
     }
@@ -500,6 +514,13 @@ export class ConversationEngine implements ProbedEngine {
     for (const settled of [row, ...joined]) {
       this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
     }
+  }
+
+  /** The leader's ledger entry, with the host's activity since the previous settlement. */
+  private settledUsage(live: LiveConversation, row: SubmissionRow): SettledUsage {
+    const usage = settledUsage(live.conv, row.id, row.attemptCount, this.foldOf);
+    const activity = this.takeActivity?.();
+    return activity === undefined ? usage : { ...usage, durableObject: activity };
   }
 
   // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────

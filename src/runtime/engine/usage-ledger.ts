@@ -6,7 +6,7 @@
  */
 import type { BudgetConfig, BudgetLimit } from '../authoring/budget-config.ts';
 import { BudgetExceededError } from '../common/errors.ts';
-import type { ConversationUsage, PromptUsage } from '../common/types.ts';
+import type { ConversationUsage, DurableObjectActivity, DurableObjectCounters, PromptUsage } from '../common/types.ts';
 import { addUsage, emptyUsage } from '../model/usage.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { SettledUsage } from '../store/records.ts';
@@ -44,6 +44,20 @@ export function joinedUsage(): SettledUsage {
 /** The conversation's ledger as `getUsage()` returns it. */
 export function conversationUsage(conv: Conversation): ConversationUsage {
   return { total: structuredClone(conv.ledgerTotal), submissions: structuredClone(conv.ledger) };
+}
+
+/**
+ * The Durable Object's counts as `getUsage()` reports them: what the settlements recorded, what it
+ * counted since the last one, and the database's size now.
+ */
+export function durableObjectCounters(conv: Conversation, pending: DurableObjectActivity, bytesStored: number): DurableObjectCounters {
+  const recorded = conv.hostActivity ?? { rowsWritten: 0, alarmsSet: 0, rpcsServed: 0 };
+  return {
+    rowsWritten: recorded.rowsWritten + pending.rowsWritten,
+    alarmsSet: recorded.alarmsSet + pending.alarmsSet,
+    rpcsServed: recorded.rpcsServed + pending.rpcsServed,
+    bytesStored,
+  };
 }
 
 /** The first limit `spent` has reached (a budget is used up at equality), as the typed error; undefined within budget. */
