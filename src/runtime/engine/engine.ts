@@ -168,16 +168,12 @@ export class ConversationEngine implements ProbedEngine {
       throw new AgentInstanceNotFoundError(request.id);
     }
     // A conversation past its spending budget takes nothing more until the static is raised.
-    const overBudget = budgetReached(
-      'conversation',
-      conversationSpending(
-        live.conv,
-        this.view.openSubmissions(live.key).map((row) => row.id),
-        this.foldOf,
-      ),
-      resolveBudget(agent).perConversation,
-    );
-    if (overBudget !== undefined) throw overBudget;
+    const limit = resolveBudget(agent).perConversation;
+    if (limit !== undefined) {
+      const open = this.view.openSubmissions(live.key).map((row) => row.id);
+      const overBudget = budgetReached('conversation', conversationSpending(live.conv, open, this.foldOf), limit);
+      if (overBudget !== undefined) throw overBudget;
+    }
     // A response already running finishes; new work would take the log past what a host can hold.
     checkSize(
       'conversation',
