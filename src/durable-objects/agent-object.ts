@@ -8,6 +8,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
 import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
 import type { ConversationVerbs } from '../runtime/engine/verbs.ts';
+import type { ConversationUsage } from '../runtime/common/types.ts';
 import type { ConversationView } from '../runtime/engine/conversation-view.ts';
 import type { AgentRegistry } from '../runtime/authoring/identity.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
@@ -15,6 +16,8 @@ import { envelope } from './rpc-errors.ts';
 import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
 import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
+import { ObjectMeter } from './object-meter.ts';
+import { durableObjectCounters } from '../runtime/engine/usage-ledger.ts';
 import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
 /** Armed before any fallible work, so a pass that dies is picked up again (cloudflare.md §6.2). */
@@ -58,6 +61,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   /** The identity this object's conversation is keyed by (see `bornIdentity`). */
   private identity!: string;
   private engine!: ConversationEngine;
+  /** What this object counts of itself for the usage ledger. */
+  private meter!: ObjectMeter;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
@@ -75,7 +80,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
           `[flue] ${entry.className} needs SQLite storage. Introduce it with "new_sqlite_classes" in a wrangler migration (key-value classes cannot be converted in place).`,
         );
       }
-      const driver = durableObjectSqlDriver(ctx.storage);
+      this.meter = new ObjectMeter();
+      const driver = durableObjectSqlDriver(ctx.storage, (rows) => this.meter.rowsWritten(rows));
       driver.transaction(() => migrate(driver));
       const { registry } = workerConfig();
       this.engine = new ConversationEngine({
@@ -84,6 +90,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         env,
         wake: () => this.arm(),
         sliceBudgetMs,
+        takeActivity: () => this.meter.take(),
       });
       this.identity = bornIdentity(this.engine.view, entry, registry);
       if (this.identity !== entry.identity) registry.alias(this.identity, entry.agent);
@@ -95,7 +102,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       // deploy): unsettled work is resumed now, not when the backstop alarm would have fired.
       if (this.engine.view.keysWithOpenWork().length > 0) {
         const alarm = await ctx.storage.getAlarm();
-        if (alarm === null || alarm > Date.now()) await ctx.storage.setAlarm(Date.now());
+        if (alarm === null || alarm > Date.now()) await this.setAlarm(Date.now());
       }
     });
   }
@@ -118,7 +125,13 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   }
 
   private arm(): void {
-    this.ctx.storage.setAlarm(Date.now()).catch((error) => console.error('[flue] could not arm the alarm:', error));
+    this.setAlarm(Date.now()).catch((error) => console.error('[flue] could not arm the alarm:', error));
+  }
+
+  /** Every alarm this object sets goes through here, so the meter counts it. */
+  private setAlarm(at: number): Promise<void> {
+    this.meter.alarmSet();
+    return this.ctx.storage.setAlarm(at);
   }
 
   // ── RPC (called by the Worker runtime): one method per verb of runtime/engine/verbs.ts ───────────
@@ -130,12 +143,23 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         configurable: true,
         writable: true,
         value(this: FlueAgentDurableObject, instanceId: string, ...wire: unknown[]) {
+          this.meter.rpcServed();
           return envelope(() =>
             serve(instanceId, wire, (args) =>
-              runInCloudflareContext(this.context(instanceId), () => {
+              runInCloudflareContext(this.context(instanceId), async () => {
                 // The engine serves every verb of the table: checked here, where it is called.
                 const verbs: ConversationVerbs = this.engine;
-                return (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, this.identity, ...args);
+                const result = await (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(
+                  verbs,
+                  this.identity,
+                  ...args,
+                );
+                if (verb === 'usage' && result !== null) {
+                  const live = this.engine.view.live(this.identity, instanceId);
+                  const counters = durableObjectCounters(live.conv, this.meter.peek(), this.ctx.storage.sql.databaseSize);
+                  return { ...(result as ConversationUsage), durableObject: counters };
+                }
+                return result;
               }),
             ),
           );
@@ -147,7 +171,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   // ── The alarm: the only place agent work runs ─────────────────────────────────────────────
 
   override async alarm(): Promise<void> {
-    await this.ctx.storage.setAlarm(Date.now() + BACKSTOP_MS);
+    await this.setAlarm(Date.now() + BACKSTOP_MS);
     const view = this.engine.view;
     const keys = view.keysWithOpenWork();
     let progressed = false;
@@ -163,7 +187,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     }
     // No await between the emptiness check and the alarm call, so no admission can slip between.
     if (view.keysWithOpenWork().length === 0) await this.ctx.storage.deleteAlarm();
-    else if (progressed) await this.ctx.storage.setAlarm(Date.now());
+    else if (progressed) await this.setAlarm(Date.now());
     // Otherwise the head cannot progress now (e.g. its agent is not deployed): the backstop retries.
   }
 }

@@ -6,6 +6,7 @@
  */
 import {
   AgentDefinitionError,
+  BudgetExceededError,
   type AgentDefinitionRule,
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
@@ -54,6 +55,13 @@ const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
   submission_conflict: (shape) => new SubmissionConflictError(String(shape.meta?.submissionId ?? '')),
   payload_too_large: (shape) =>
     new PayloadTooLargeError(String(shape.meta?.field ?? ''), Number(shape.meta?.size ?? 0), Number(shape.meta?.limit ?? 0)),
+  budget_exceeded: (shape) =>
+    new BudgetExceededError({
+      scope: shape.meta?.scope === 'submission' ? 'submission' : 'conversation',
+      limit: shape.meta?.limit === 'maxCost' ? 'maxCost' : 'maxTokens',
+      budget: Number(shape.meta?.budget ?? 0),
+      spent: Number(shape.meta?.spent ?? 0),
+    }),
   runtime_unavailable: (shape) => new RuntimeUnavailableError((shape.meta?.state as RuntimeState) ?? 'failed'),
   // Definition errors reject admission (a broken agent) and must keep their class on the Worker.
   agent_definition_invalid: (shape) => new AgentDefinitionError((shape.meta?.rule as AgentDefinitionRule) ?? 'synchronous', shape.message),

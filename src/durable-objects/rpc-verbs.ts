@@ -36,6 +36,7 @@ export const CROSSINGS = {
   updates: { method: '__flueUpdates', label: 'updates', stream: 'result', abortable: true },
   attachment: { method: '__flueAttachment', label: 'attachment' },
   abort: { method: '__flueAbort', label: 'handle.abort()' },
+  usage: { method: '__flueUsage', label: 'getUsage()' },
   poll: { method: '__fluePoll', label: 'handle.read()', stream: 'result' },
 } as const satisfies { [K in VerbName]: RpcCrossing };
 

@@ -50,9 +50,11 @@ export {
   type AgentStatics,
 } from './authoring/identity.ts';
 export type { DurabilityConfig } from './authoring/durability-config.ts';
+export type { BudgetConfig, BudgetLimit } from './authoring/budget-config.ts';
 export {
   dispatch,
   getAgentInstance,
+  getUsage,
   init,
   type AgentHandleDispatchRequest,
   type AgentInstanceHandle,
@@ -121,6 +123,7 @@ export {
   SubmissionConflictError,
   SubmissionRetryExhaustedError,
   SubmissionTimeoutError,
+  BudgetExceededError,
   ToolDefinitionError,
   ToolInputValidationError,
   ToolNameConflictError,
@@ -159,6 +162,10 @@ export type {
   PromptResponse,
   PromptResultResponse,
   PromptUsage,
+  ConversationUsage,
+  DurableObjectActivity,
+  DurableObjectCounters,
+  SubmissionUsage,
   ThinkingLevel,
 } from './common/types.ts';
 export {

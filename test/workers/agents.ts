@@ -172,3 +172,19 @@ export function Staller() {
   return 'Answer.';
 }
 Staller.durability = { timeoutMs: 2000, maxAttempts: 2, modelIdleTimeoutMs: 300 };
+
+export const SPEND_PROVIDER = 'priced';
+export const SPEND_LANE = 'spend';
+
+const note = defineTool({ name: 'note', description: 'Takes a note.', run: () => 'noted' });
+
+/**
+ * A priced model ($3 / $15 per million input / output tokens) under budgets of 110 tokens per
+ * submission and per conversation: one scripted call of 100 + 10 tokens uses either up.
+ */
+export function Spender() {
+  useModel(`${SPEND_PROVIDER}/${SPEND_LANE}`);
+  useTool(note);
+  return 'Answer.';
+}
+Spender.budget = { perSubmission: { maxTokens: 110 }, perConversation: { maxTokens: 110 } };

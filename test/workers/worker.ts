@@ -15,7 +15,10 @@ import {
   Load,
   PROVISION_LANE,
   Provisioner,
+  SPEND_LANE,
+  SPEND_PROVIDER,
   STALL_LANE,
+  Spender,
   Staller,
   TICKER_LANE,
   Ticker,
@@ -54,6 +57,15 @@ setProvider(
 setProvider(
   scriptedProvider({ baseUrl: modelUrl, id: STUDIO_PROVIDER, models: [STUDIO_LANE, HARNESS_SCOPE_LANE], api: 'anthropic-messages' }),
 );
+setProvider(
+  scriptedProvider({
+    baseUrl: modelUrl,
+    id: SPEND_PROVIDER,
+    models: [SPEND_LANE],
+    api: 'openai-completions',
+    cost: { input: 3, output: 15, cacheRead: 0, cacheWrite: 0 },
+  }),
+);
 setProvider(scriptedProvider({ baseUrl: modelUrl, id: HOARD_PROVIDER, models: [HOARD_LANE], api: 'openai-completions' }));
 
 const agents = [
@@ -76,6 +88,7 @@ const agents = [
   { identity: 'Forecaster', agent: Forecaster, className: 'FlueForecasterAgent', bindingName: 'FLUE_FORECASTER_AGENT' },
   { identity: 'Contract', agent: Contract, className: 'FlueContractAgent', bindingName: 'FLUE_CONTRACT_AGENT' },
   { identity: 'Staller', agent: Staller, className: 'FlueStallerAgent', bindingName: 'FLUE_STALLER_AGENT' },
+  { identity: 'Spender', agent: Spender, className: 'FlueSpenderAgent', bindingName: 'FLUE_SPENDER_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
 configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
@@ -110,6 +123,7 @@ export const FlueForecasterAgent = createFlueAgentClass(entry('Forecaster'));
 // The host contract's agent (test/contract/cases.ts, run here by contract.test.ts).
 export const FlueContractAgent = createFlueAgentClass(entry('Contract'));
 export const FlueStallerAgent = createFlueAgentClass(entry('Staller'));
+export const FlueSpenderAgent = createFlueAgentClass(entry('Spender'));
 // The `AI` service binding's target (wrangler.jsonc "services").
 export { FakeWorkersAI } from './fake-workers-ai.ts';
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.

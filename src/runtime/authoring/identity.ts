@@ -4,6 +4,7 @@
  */
 import type * as v from 'valibot';
 import { type DurabilityConfig, resolveDurability } from './durability-config.ts';
+import { type BudgetConfig, resolveBudget } from './budget-config.ts';
 import { AGENT_IDENTITY_PATTERN } from '../../shared/identity.ts';
 import { asyncAgentError } from '../common/definition-errors.ts';
 import { hostKind, registrationHint } from '../common/host-kind.ts';
@@ -14,6 +15,8 @@ export interface AgentStatics {
   agentName?: string;
   initialData?: v.GenericSchema;
   durability?: DurabilityConfig;
+  /** Spending limits per submission and per conversation (tokens, cost). */
+  budget?: BudgetConfig;
 }
 
 export interface AgentProps {
@@ -119,7 +122,7 @@ export class AgentRegistry {
 
   /**
    * The contract checks that need no render: an async function (its promise would only surface
-   * at the first render, after the input was stored) and the `durability` static. Admission runs
+   * at the first render, after the input was stored) and the `durability` and `budget` statics. Admission runs
    * them for every delivery, so a broken agent rejects the send itself with a typed error, while
    * the app's other agents keep working.
    */
@@ -128,6 +131,7 @@ export class AgentRegistry {
     if (fn === undefined) return;
     if (isAsyncFunction(fn)) throw asyncAgentError(identity);
     resolveDurability(fn);
+    resolveBudget(fn);
   }
 
   has(fn: unknown): boolean {

@@ -261,6 +261,31 @@ export class SubmissionTimeoutError extends FlueError {
   }
 }
 
+/**
+ * A `budget` static's limit is reached. For `scope: 'submission'` the response stopped at a turn
+ * boundary and its submission settled `failed`; for `scope: 'conversation'` it also refuses a new
+ * delivery at admission, before anything is stored. Raising the static lets the conversation go on.
+ */
+export class BudgetExceededError extends FlueHttpError {
+  readonly scope: 'submission' | 'conversation';
+  constructor(budget: { scope: 'submission' | 'conversation'; limit: 'maxTokens' | 'maxCost'; budget: number; spent: number }) {
+    const what = budget.limit === 'maxTokens' ? 'tokens' : 'cost';
+    super('budget_exceeded', 402, {
+      message:
+        budget.scope === 'submission'
+          ? `The submission reached its budget: ${what} spent ${budget.spent} of budget.perSubmission.${budget.limit} ${budget.budget}.`
+          : `The conversation reached its budget: ${what} spent ${budget.spent} of budget.perConversation.${budget.limit} ${budget.budget}.`,
+      details:
+        budget.scope === 'submission'
+          ? "Raise the agent's budget.perSubmission static, or ask for less in one submission."
+          : "Raise the agent's budget.perConversation static (a deploy) to continue this conversation, or continue in a new agent instance.",
+      meta: { ...budget },
+    });
+    this.name = 'BudgetExceededError';
+    this.scope = budget.scope;
+  }
+}
+
 export class SubmissionAbortedError extends FlueError {
   constructor() {
     super('submission_aborted', { message: 'The submission was aborted.' });
@@ -395,6 +420,7 @@ export type AgentDefinitionRule =
   | 'synchronous'
   | 'return_value'
   | 'durability'
+  | 'budget'
   /** A hook used against its rules: twice in one render, outside a render, bad arguments. */
   | 'hook_usage'
   /** The root agent declared no model with useModel(). */

@@ -115,6 +115,42 @@ export interface PromptUsage {
   cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
 }
 
+/** What one settled submission spent, as its settlement recorded it (`getUsage()`). */
+export interface SubmissionUsage {
+  submissionId: string;
+  /** Every model call of the submission's response: each turn of each attempt, retries, failed calls, compaction, delegated tasks. */
+  usage: PromptUsage;
+  modelCalls: number;
+  toolCalls: number;
+  attempts: number;
+  /** On Cloudflare only: what the Durable Object counted of itself since the previous settlement, recorded with this one. */
+  durableObject?: DurableObjectActivity;
+}
+
+/** A conversation's ledger: the sum of its settled submissions, and each of them in settlement order. */
+export interface ConversationUsage {
+  total: PromptUsage;
+  submissions: SubmissionUsage[];
+  /** On Cloudflare only: what the conversation's Durable Object counts of itself since it was created. */
+  durableObject?: DurableObjectCounters;
+}
+
+/** What a Durable Object does that Cloudflare bills, counted by the object itself. */
+export interface DurableObjectActivity {
+  /** SQL rows written, index entries included (workerd's per-statement count). */
+  rowsWritten: number;
+  /** Alarms set (each `setAlarm()`). */
+  alarmsSet: number;
+  /** Worker → Durable Object RPC calls served. */
+  rpcsServed: number;
+}
+
+/** A Durable Object's counts since it was created, and what it stores now. */
+export interface DurableObjectCounters extends DurableObjectActivity {
+  /** The database's size now, in bytes. */
+  bytesStored: number;
+}
+
 export interface PromptModel {
   provider: string;
   id: string;

@@ -79,6 +79,7 @@ export async function compactConversation(
   const cut = findCutPoint(messages, settings.keepRecentTokens);
   if (cut === null) return undefined;
   let usage = emptyUsage();
+  let modelCalls = 0;
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
     const request = buildSummaryRequest({
       messages: part,
@@ -103,6 +104,7 @@ export async function compactConversation(
         ),
     );
     usage = addUsage(usage, usageFromPi(reply.usage));
+    modelCalls++;
     if (reply.stopReason === 'error' || reply.stopReason === 'aborted') {
       throw (
         modelErrorFromMessage(reply.errorMessage) ??
@@ -129,6 +131,8 @@ export async function compactConversation(
       firstKept: entries[cut.firstKeptIndex]!.index,
       tokensBefore: estimateContextTokens(messages),
       usage,
+      submissionId: site.submissionId,
+      modelCalls,
       ts: new Date().toISOString(),
     },
     ...(narrated === undefined ? [] : [{ type: 'resource_snapshot' as const, baseline: true, snapshot: narrated }]),

@@ -10,7 +10,7 @@ import type { SettlementError } from '../common/errors.ts';
 import type { Batch } from '../store/sql-store.ts';
 import type { AttachmentRecordRef, ChildConversationRef, ConversationRecord, RecordOf, SubmissionOutcome } from '../store/records.ts';
 import { renderCompactionSummary } from '../model/compaction.ts';
-import type { DeliveredMessage, Delivery, DeliveryOrigin, PromptUsage } from '../common/types.ts';
+import type { DeliveredMessage, Delivery, DeliveryOrigin, DurableObjectActivity, PromptUsage, SubmissionUsage } from '../common/types.ts';
 import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
 import { isPlainObject } from '../common/values.ts';
 import type { ResourceSnapshot } from '../authoring/narration.ts';
@@ -121,6 +121,13 @@ export interface ResponseInfo {
   data: Map<string, unknown[]>;
   /** Aggregates across every turn and attempt of the response (for useAgentFinish/useResponseFinish). */
   usage: PromptUsage;
+  /**
+   * What the ledger counts for the response in this conversation: `usage` plus its compaction
+   * calls (hooks keep seeing the turns' usage only, as before).
+   */
+  spent: PromptUsage;
+  /** Model calls `spent` sums: each completed or failed step, each summarization call. */
+  modelCalls: number;
   toolCalls: { tool: string; isError: boolean }[];
   /** Tool progress lines the log holds for the response, across attempts (the per-response bound counts them). */
   progress: { lines: number; chars: number };
@@ -138,6 +145,11 @@ export class Conversation {
   /** Submissions whose `useAgentStart` seam committed. */
   readonly startRuns = new Set<string>();
   readonly tail: ResponseTail = { terminated: false, unread: false };
+  /** The usage ledger: one entry per settled submission, in settlement order, and their sum. */
+  readonly ledger: SubmissionUsage[] = [];
+  ledgerTotal: PromptUsage = emptyUsage();
+  /** The Durable Object activity the settlements recorded, summed (none on Node). */
+  hostActivity: DurableObjectActivity | undefined;
   /** The `useDelivery()` cursor: the latest delivered or hook-appended input, with its origin. */
   lastDelivery: Delivery | undefined;
   /** A compaction landed after the last completed step: its usage no longer describes the context. */
@@ -149,6 +161,10 @@ export class Conversation {
 
   /** Child conversations opened by `task` calls of this conversation (`child_session_retained`). */
   readonly children: ChildConversationRef[] = [];
+  /** The same children by the submission whose response opened them (what its ledger entry sums). */
+  readonly childrenBySubmission = new Map<string, ChildConversationRef[]>();
+  /** The submission of the last step or tool batch: a child retained now belongs to its response. */
+  private currentSubmission: string | undefined;
   /** Every image delivered into this conversation, by id: what a `task` call may forward. */
   readonly attachments = new Map<string, AttachmentRecordRef>();
   /** Delivered documents by id, for the model context's document references. */
@@ -209,10 +225,24 @@ export class Conversation {
   response(leaderId: string): ResponseInfo {
     let info = this.responses.get(leaderId);
     if (info === undefined) {
-      info = { steps: 0, finishCycles: 0, data: new Map(), usage: emptyUsage(), toolCalls: [], progress: { lines: 0, chars: 0 } };
+      info = {
+        steps: 0,
+        finishCycles: 0,
+        data: new Map(),
+        usage: emptyUsage(),
+        spent: emptyUsage(),
+        modelCalls: 0,
+        toolCalls: [],
+        progress: { lines: 0, chars: 0 },
+      };
       this.responses.set(leaderId, info);
     }
     return info;
+  }
+
+  /** The response of `leaderId` if this conversation has seen any of it (never creates one). */
+  responseIfAny(leaderId: string): ResponseInfo | undefined {
+    return this.responses.get(leaderId);
   }
 
   snapshot(incarnation?: string): FlueConversationSnapshot {
@@ -301,10 +331,20 @@ export class Conversation {
       case 'compaction':
         this.compaction = { summary: record.summary, firstKept: record.firstKept };
         this.compactedSinceLastStep = true;
+        if (record.submissionId !== undefined) {
+          const info = this.response(record.submissionId);
+          info.spent = addUsage(info.spent, record.usage ?? emptyUsage());
+          info.modelCalls += record.modelCalls ?? 1;
+        }
         return;
-      case 'child_session_retained':
+      case 'child_session_retained': {
         this.children.push(record.child);
+        if (this.currentSubmission === undefined) return;
+        const refs = this.childrenBySubmission.get(this.currentSubmission) ?? [];
+        refs.push(record.child);
+        this.childrenBySubmission.set(this.currentSubmission, refs);
         return;
+      }
       case 'submission_settled':
         this.settlements.set(record.submissionId, {
           submissionId: record.submissionId,
@@ -312,9 +352,31 @@ export class Conversation {
           ...(record.error === undefined ? {} : { error: record.error }),
           ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
         });
-        return;
+        return this.applyLedger(record);
       default:
         return skipUnknown(record);
+    }
+  }
+
+  /** A settlement's ledger entry; one from before the ledger counts what this log shows of its response. */
+  private applyLedger(record: RecordOf<'submission_settled'>): void {
+    const info = this.responses.get(record.submissionId);
+    const usage = record.usage ?? {
+      usage: info?.spent ?? emptyUsage(),
+      modelCalls: info?.modelCalls ?? 0,
+      toolCalls: info?.toolCalls.length ?? 0,
+      attempts: 0,
+    };
+    this.ledger.push({ submissionId: record.submissionId, ...structuredClone(usage) });
+    this.ledgerTotal = addUsage(this.ledgerTotal, usage.usage);
+    const host = usage.durableObject;
+    if (host !== undefined) {
+      const sum = this.hostActivity ?? { rowsWritten: 0, alarmsSet: 0, rpcsServed: 0 };
+      this.hostActivity = {
+        rowsWritten: sum.rowsWritten + host.rowsWritten,
+        alarmsSet: sum.alarmsSet + host.alarmsSet,
+        rpcsServed: sum.rpcsServed + host.rpcsServed,
+      };
     }
   }
 
@@ -382,6 +444,7 @@ export class Conversation {
   }
 
   private applyStarted(record: RecordOf<'assistant_started'>): void {
+    this.currentSubmission = record.submissionId;
     const info = this.response(record.submissionId);
     info.steps++;
     if (info.messageId === undefined) info.messageId = record.messageId;
@@ -411,6 +474,7 @@ export class Conversation {
   }
 
   private applyCompleted(record: RecordOf<'assistant_completed'>): void {
+    this.currentSubmission = record.submissionId;
     this.tail.openStep = undefined;
     this.compactedSinceLastStep = false;
     const message = this.byId.get(record.messageId);
@@ -428,7 +492,10 @@ export class Conversation {
       }
     }
     const info = this.response(record.submissionId);
-    info.usage = addUsage(info.usage, usageFromPi(record.message.usage));
+    const usage = usageFromPi(record.message.usage);
+    info.usage = addUsage(info.usage, usage);
+    info.spent = addUsage(info.spent, usage);
+    info.modelCalls++;
     const modelMessage = modelVisibleAssistant(record.message);
     if (modelMessage !== undefined) this.modelEntries.push(modelMessage);
     const interrupted = record.message.stopReason === 'aborted' || record.message.stopReason === 'error';

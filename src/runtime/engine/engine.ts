@@ -11,10 +11,12 @@
  */
 import * as v from 'valibot';
 import { type ResolvedDurability, resolveDurability } from '../authoring/durability-config.ts';
+import { resolveBudget } from '../authoring/budget-config.ts';
 import { isDevMode } from '../common/dev-mode.ts';
 import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
+  BudgetExceededError,
   FlueError,
   InvalidRequestError,
   RuntimeUnavailableError,
@@ -34,12 +36,20 @@ import { type FlueAttemptResult, intercept } from '../common/instrumentation.ts'
 import type { Agent, AgentRegistry } from '../authoring/identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from '../common/ids.ts';
 import { assertInstanceIdShape, assertJsonValue } from '../common/input-limits.ts';
-import type { ConversationRecord, SubmissionOutcome } from '../store/records.ts';
+import type { ConversationRecord, SettledUsage, SubmissionOutcome } from '../store/records.ts';
 import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
 import { FROZEN_KIND_NAMES, type SqlStore, type SubmissionKind, type SubmissionPayload, type SubmissionRow } from '../store/sql-store.ts';
-import type { AgentInstanceInfo, AgentReply, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import type {
+  AgentInstanceInfo,
+  AgentReply,
+  ConversationUsage,
+  DeliveredMessageInput,
+  DispatchReceipt,
+  DurableObjectActivity,
+} from '../common/types.ts';
+import { budgetReached, budgetStop, conversationSpending, conversationUsage, joinedUsage, settledUsage } from './usage-ledger.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from '../common/limits.ts';
@@ -74,6 +84,11 @@ export interface EngineOptions {
    * alarm invocations are time-limited). Unset on Node, where a response runs to completion.
    */
   sliceBudgetMs?: number;
+  /**
+   * What the host counted of its own activity since the last call (a Durable Object's rows,
+   * alarms, RPCs); each settlement records it, so keeping the counts costs no write of its own.
+   */
+  takeActivity?: () => DurableObjectActivity;
 }
 
 /** How a settlement ends a submission: its outcome, the error it reports, and why it did not complete. */
@@ -81,7 +96,7 @@ interface Settlement {
   outcome: SubmissionOutcome;
   error?: SettlementError;
   /** Why a submission that did not complete ended, as its interruption signal tells the agent (`failed` when unset). */
-  reason?: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'failed';
+  reason?: 'aborted' | 'exceeded_timeout' | 'exhausted_retry_budget' | 'exceeded_budget' | 'failed';
 }
 
 export class ConversationEngine implements ProbedEngine {
@@ -93,6 +108,7 @@ export class ConversationEngine implements ProbedEngine {
   readonly env: Record<string, unknown>;
   private readonly wake: (key: ConversationKey) => void;
   private readonly sliceBudgetMs: number | undefined;
+  private readonly takeActivity: (() => DurableObjectActivity) | undefined;
   private readonly queues = new Map<ConversationKey, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<ConversationKey, ResponseRun>();
   /** A drain has begun: no new work is admitted or started. */
@@ -109,6 +125,7 @@ export class ConversationEngine implements ProbedEngine {
     this.env = options.env;
     this.wake = options.wake;
     this.sliceBudgetMs = options.sliceBudgetMs;
+    this.takeActivity = options.takeActivity;
   }
 
   // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
@@ -149,6 +166,13 @@ export class ConversationEngine implements ProbedEngine {
     if (request.uid === null && created) throw new AgentInstanceExistsError(request.id, live.conv.uid!);
     if (typeof request.uid === 'string' && (!created || live.conv.uid !== request.uid)) {
       throw new AgentInstanceNotFoundError(request.id);
+    }
+    // A conversation past its spending budget takes nothing more until the static is raised.
+    const limit = resolveBudget(agent).perConversation;
+    if (limit !== undefined) {
+      const open = this.view.openSubmissions(live.key).map((row) => row.id);
+      const overBudget = budgetReached('conversation', conversationSpending(live.conv, open, this.foldOf), limit);
+      if (overBudget !== undefined) throw overBudget;
     }
     // A response already running finishes; new work would take the log past what a host can hold.
     checkSize(
@@ -238,6 +262,16 @@ export class ConversationEngine implements ProbedEngine {
     return this.reader.attachment(agentName, instanceId, attachmentId);
   }
 
+  /** The conversation's usage ledger; null for a never-contacted instance. */
+  usage(agentName: string, instanceId: string): ConversationUsage | null {
+    const live = this.reader.addressed(agentName, instanceId);
+    if (live.incarnation === undefined) return null;
+    return conversationUsage(live.conv);
+  }
+
+  /** A child conversation's fold, for what a response's delegated tasks spent. */
+  private readonly foldOf = (key: ConversationKey) => this.view.fold(key);
+
   // ── The queue ─────────────────────────────────────────────────────────────────────────────
 
   /** Drives one conversation's queue until it is empty; concurrent calls coalesce. */
@@ -294,6 +328,7 @@ export class ConversationEngine implements ProbedEngine {
     let durability: ResolvedDurability;
     try {
       durability = resolveDurability(agent);
+      resolveBudget(agent);
     } catch (error) {
       this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()) });
       return true;
@@ -309,6 +344,12 @@ export class ConversationEngine implements ProbedEngine {
         error: toSettlementError(new SubmissionTimeoutError(row.timeoutMs ?? durability.timeoutMs)),
         reason: 'exceeded_timeout',
       });
+      return true;
+    }
+    // A turn boundary: a new attempt (a retry) never starts past the budget.
+    const overBudget = budgetStop(resolveBudget(agent), live.conv, row.id, this.foldOf);
+    if (overBudget !== undefined) {
+      this.settle(live, row, { outcome: 'failed', error: toSettlementError(overBudget), reason: 'exceeded_budget' });
       return true;
     }
     if (row.attemptCount >= durability.maxAttempts) {
@@ -393,6 +434,9 @@ export class ConversationEngine implements ProbedEngine {
         // The work the deadline aborted may reject with its own AbortError: the deadline is the cause.
         const timeout = error instanceof SubmissionTimeoutError ? error : (run.abortReason as SubmissionTimeoutError);
         this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(timeout, isDevMode()), reason: 'exceeded_timeout' });
+      } else if (error instanceof BudgetExceededError) {
+        // Expected, not a fault: the response stopped at a turn boundary.
+        this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(error), reason: 'exceeded_budget' });
       } else {
         // A typed error says everything in its message; anything else is logged with its stack.
         if (error instanceof FlueError) console.error(`[flue] Submission ${claimed.id} failed: ${error.message}`);
@@ -450,6 +494,7 @@ export class ConversationEngine implements ProbedEngine {
         outcome,
         ...(error === undefined ? {} : { error }),
         answeredBySubmissionId: row.id,
+        usage: settled === row ? this.settledUsage(live, row) : joinedUsage(),
         ts,
       });
     }
@@ -465,6 +510,13 @@ export class ConversationEngine implements ProbedEngine {
     for (const settled of [row, ...joined]) {
       this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
     }
+  }
+
+  /** The leader's ledger entry, with the host's activity since the previous settlement. */
+  private settledUsage(live: LiveConversation, row: SubmissionRow): SettledUsage {
+    const usage = settledUsage(live.conv, row.id, row.attemptCount, this.foldOf);
+    const activity = this.takeActivity?.();
+    return activity === undefined ? usage : { ...usage, durableObject: activity };
   }
 
   // ── Lifecycle ─────────────────────────────────────────────────────────────────────────────

@@ -2,6 +2,7 @@
  * What the recovery tables (recovery.test.ts) are written with: the agents, the given logs, and the
  * expected records, each built from docs/design/durability.md rather than from a run.
  */
+import { expect } from 'vitest';
 import * as v from 'valibot';
 import type { ToolCall } from '@earendil-works/pi-ai';
 import { useAgentStart, useModel, usePersistentState, useResponseStart, useSubagent, useTool } from '../index.ts';
@@ -259,14 +260,34 @@ export const answers = (ids: { message: string; step: string; model?: string }, 
   [settled('sub_a', 'completed')],
 ];
 
-export const settled = (submissionId: string, outcome: string, error?: unknown, answeredBy = 'sub_a') => ({
+/**
+ * A settlement. Its ledger entry (`usage`) is stated exactly by the ledger and budget tables;
+ * the others leave it to them.
+ */
+export const settled = (
+  submissionId: string,
+  outcome: string,
+  error?: unknown,
+  answeredBy = 'sub_a',
+  usage: unknown = expect.any(Object),
+) => ({
   type: 'submission_settled',
   submissionId,
   outcome,
   ...(error === undefined ? {} : { error }),
   answeredBySubmissionId: answeredBy,
+  usage,
   ts,
 });
+
+/** Usage of `tokens` input tokens, at no cost (the table model is free). */
+export const tokensUsage = (tokens: number) => ({ ...emptyUsage(), input: tokens, totalTokens: tokens });
+
+/** Shop with a per-submission budget of 100 tokens. */
+export function Capped() {
+  return Shop();
+}
+Capped.budget = { perSubmission: { maxTokens: 100 } };
 
 /** An open step closed as aborted, keeping what it said (§6.1 step 2, §6.3). */
 export const closed = (stepId: string, said: string[], kind: 'text' | 'reasoning' = 'text') => ({

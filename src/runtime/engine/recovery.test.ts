@@ -13,6 +13,7 @@ import type { ScriptedStep } from './scripted-stream.fixtures.ts';
 import {
   Boss,
   Budgeted,
+  Capped,
   Demoted,
   Extended,
   Forgetful,
@@ -52,6 +53,7 @@ import {
   text,
   toolCall,
   toolResults,
+  tokensUsage,
   ts,
 } from './recovery-tables.fixtures.ts';
 
@@ -706,8 +708,117 @@ const afterDeploy: Case[] = [
   },
 ];
 
+// ── The usage ledger and budgets (durability.md §12) ─────────────────────────────────────────
+
+/** `records` with each completed step's provider usage set to `tokens` input tokens. */
+function spending<T>(records: T[], tokens: number): T[] {
+  return records.map((record) => {
+    const completed = record as { type?: string; message?: object };
+    if (completed.type !== 'assistant_completed') return record;
+    return { ...record, message: { ...completed.message, usage: tokensUsage(tokens) } };
+  });
+}
+
+const BUDGET_MESSAGE = 'The submission reached its budget: tokens spent 100 of budget.perSubmission.maxTokens 100.';
+const budgetError = {
+  name: 'BudgetExceededError',
+  type: 'budget_exceeded',
+  message: BUDGET_MESSAGE,
+  details: "Raise the agent's budget.perSubmission static, or ask for less in one submission.",
+  meta: { scope: 'submission', limit: 'maxTokens', budget: 100, spent: 100 },
+};
+
+const ledgerCases: Case[] = [
+  {
+    rule: '§12 the settlement records what every model call of the submission spent, a dead attempt’s calls included, with its tool calls and attempts',
+    agent: Shop,
+    given: { log: [applied, spending(issued({ id: 'call_1', name: 'plain' }), 40)], submissions: retried },
+    script: [{ text: ['Sorry, again?'], tokens: 2 }],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'plain')])],
+      [snapshot],
+      spending(step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'), 2),
+      [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(42), modelCalls: 2, toolCalls: 1, attempts: 2 })],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§12 a compaction the response made counts in its ledger entry, each summarization call a model call',
+    agent: Shop,
+    given: {
+      log: [
+        applied,
+        spending(issued({ id: 'call_1', name: 'plain' }), 40),
+        [
+          {
+            type: 'compaction',
+            summary: 'Earlier.',
+            firstKept: 0,
+            tokensBefore: 50,
+            usage: tokensUsage(7),
+            submissionId: 'sub_a',
+            modelCalls: 2,
+            ts: GIVEN_TS,
+          },
+        ],
+      ],
+      submissions: retried,
+    },
+    script: [{ text: ['Sorry, again?'] }],
+    appends: [
+      [toolResults('step_1', [interrupted('call_1', 'plain')])],
+      [snapshot],
+      step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
+      [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 })],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§12 a log whose usage is at the per-submission budget: the next attempt is never claimed, the submission settles failed with budget_exceeded',
+    agent: Capped,
+    given: { log: [applied, spending(issued({ id: 'call_1', name: 'plain' }), 100)], submissions: retried },
+    script: [],
+    appends: [
+      [
+        toolResults('step_1', [interrupted('call_1', 'plain')]),
+        advisory('interrupted', `The submission failed: ${BUDGET_MESSAGE} Interrupted tool calls: plain.`, {
+          reason: 'exceeded_budget',
+          interruptedTools: 'plain',
+        }),
+        settled('sub_a', 'failed', budgetError, 'sub_a', { usage: tokensUsage(100), modelCalls: 1, toolCalls: 0, attempts: 1 }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
+  },
+  {
+    rule: '§12 a step that reaches the per-submission budget: its tool calls run, and the response stops at the next turn boundary, before the model is called again',
+    agent: Capped,
+    given: { submissions: first },
+    script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], tokens: 100 }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      spending(step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]), 100),
+      [
+        toolResults(
+          'msg_2',
+          [{ toolCallId: 'call_1', toolName: 'plain', isError: false, content: '"ok"', output: 'ok', durationMs: 'ms' }],
+          'msg_1',
+        ),
+      ],
+      [
+        advisory('interrupted', `The submission failed: ${BUDGET_MESSAGE}`, { reason: 'exceeded_budget' }),
+        settled('sub_a', 'failed', budgetError, 'sub_a', { usage: tokensUsage(100), modelCalls: 1, toolCalls: 1, attempts: 1 }),
+      ],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'failed', attempts: 1 } },
+    state: { count: 1 },
+    ran: { plain: 1 },
+  },
+];
+
 describe('recovery rules (durability.md): given this log, one attempt appends exactly these batches', () => {
-  it.each([...cases, ...afterDeploy])('$rule', async (table) => {
+  it.each([...cases, ...afterDeploy, ...ledgerCases])('$rule', async (table) => {
     const attempt: Attempt = { agent: table.agent, given: table.given, script: table.script };
     if (table.crashAt !== undefined) attempt.crashAt = table.crashAt;
     if (table.sliceBudgetMs !== undefined) attempt.sliceBudgetMs = table.sliceBudgetMs;

@@ -24,6 +24,8 @@ const response = (finishCycles = 0): ResponseInfo => ({
   finishCycles,
   data: new Map(),
   usage: emptyUsage(),
+  spent: emptyUsage(),
+  modelCalls: 0,
   toolCalls: [],
   progress: { lines: 0, chars: 0 },
 });

@@ -35,6 +35,8 @@ import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
 import { DocumentPlacement } from '../model/documents.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
 import { resolveDurability } from '../authoring/durability-config.ts';
+import { resolveBudget } from '../authoring/budget-config.ts';
+import { budgetStop } from './usage-ledger.ts';
 import type { Agent } from '../authoring/identity.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from '../authoring/subagents.ts';
@@ -206,6 +208,11 @@ export class ResponseRun {
       }
       if (!delegated && (await this.joinQueued()) > 0) continue;
       if (tail.unread) {
+        // A turn boundary: no model call past the budget (a delegate's loop is checked by its parent's next turn).
+        if (!delegated) {
+          const overBudget = budgetStop(resolveBudget(this.options.agent), this.conv, leader.id, (key) => this.options.view.fold(key));
+          if (overBudget !== undefined) throw overBudget;
+        }
         issued = await this.turn(startMetadata);
         progressed = true;
         continue;

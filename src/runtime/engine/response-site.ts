@@ -18,7 +18,7 @@ export interface TaskPlace {
 
 export class ResponseSite {
   private readonly live: LiveConversation;
-  private readonly submissionId: string;
+  readonly submissionId: string;
   private readonly env: Record<string, unknown>;
   private readonly probed: ProbedEngine;
   private readonly task: TaskPlace | undefined;

@@ -19,7 +19,12 @@ export interface ScriptedCall {
 /** What one model call answers. */
 export type ScriptedStep =
   /** Text chunks (one delta each), then tool calls if any: the step ends `stop` or `toolUse`. */
-  | { text?: string[]; toolCalls?: ScriptedCall[]; deliver?: string }
+  | {
+      text?: string[];
+      toolCalls?: ScriptedCall[];
+      deliver?: string /** Input tokens the provider reports for the call (default 0). */;
+      tokens?: number;
+    }
   /** The provider fails the call with this message (not a transient error: no retry). */
   | { error: string }
   /**
@@ -136,6 +141,7 @@ async function play(
     events.push({ type: 'toolcall_start', contentIndex, partial: message });
     events.push({ type: 'toolcall_end', contentIndex, toolCall, partial: message });
   }
+  if (step.tokens !== undefined) message.usage = { ...emptyUsage(), input: step.tokens, totalTokens: step.tokens };
   message.stopReason = step.toolCalls?.length ? 'toolUse' : 'stop';
   events.push({ type: 'done', reason: message.stopReason, message });
   events.end(message);

@@ -12,7 +12,7 @@ import type { SettlementError } from '../common/errors.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import type { SubmissionOutcome } from '../store/records.ts';
 import type { Batch, SubmissionKind } from '../store/sql-store.ts';
-import type { AgentInstanceInfo, AgentReply, DeliveredMessage, DispatchReceipt } from '../common/types.ts';
+import type { AgentInstanceInfo, AgentReply, ConversationUsage, DeliveredMessage, DispatchReceipt } from '../common/types.ts';
 
 export interface AdmissionRequest {
   id: string;
@@ -101,6 +101,8 @@ export interface VerbSignatures {
   /** An attachment of the root conversation; `undefined` when the instance was never contacted. */
   attachment: Verb<[instanceId: string, attachmentId: string], StoredAttachment | null | undefined>;
   abort: Verb<[instanceId: string], boolean>;
+  /** The usage ledger (`getUsage()`): every settled submission's spending and their sum; null for a never-contacted instance. */
+  usage: Verb<[instanceId: string], ConversationUsage | null>;
   /**
    * One bounded wait of a reply reader (reply-reader.ts): new batches (when asked for) and the
    * settlement, if any. The runtime's `read()` is a loop of these.

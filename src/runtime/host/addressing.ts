@@ -12,7 +12,14 @@ import type { Agent } from '../authoring/identity.ts';
 import { newId } from '../common/ids.ts';
 import type { ConversationStreamChunk } from '../engine/projection.ts';
 import { type FlueRuntime, requireRuntime } from './runtime.ts';
-import type { AgentDispatchRequest, AgentInstanceInfo, AgentReply, DeliveredMessageInput, DispatchReceipt } from '../common/types.ts';
+import type {
+  AgentDispatchRequest,
+  AgentInstanceInfo,
+  AgentReply,
+  ConversationUsage,
+  DeliveredMessageInput,
+  DispatchReceipt,
+} from '../common/types.ts';
 
 export type AgentHandleDispatchRequest = Omit<AgentDispatchRequest, 'id' | 'uid'>;
 
@@ -128,4 +135,14 @@ export async function getAgentInstance(agent: Agent, id: string): Promise<AgentI
   const { runtime, agentName } = target(agent, 'getAgentInstance()');
   assertInstanceId(id, 'getAgentInstance()');
   return runtime.getInstance(agentName, id);
+}
+
+/**
+ * The instance's usage ledger: what each settled submission spent (tokens, cost, model calls,
+ * tool calls, attempts) and the sum of them; null for an instance never contacted.
+ */
+export async function getUsage(agent: Agent, id: string): Promise<ConversationUsage | null> {
+  const { runtime, agentName } = target(agent, 'getUsage()');
+  assertInstanceId(id, 'getUsage()');
+  return runtime.usage(agentName, id);
 }

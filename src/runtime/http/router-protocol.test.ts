@@ -32,6 +32,7 @@ beforeEach(() => {
     getInstance: unused,
     history: unused,
     childConversations: unused,
+    usage: unused,
     streamHead: unused,
     updates,
     attachment: unused,

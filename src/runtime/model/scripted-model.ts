@@ -62,7 +62,7 @@ export function buildModel(
     reasoning: options.reasoning ?? false,
     contextWindow: options.contextWindow ?? 128_000,
     maxTokens: options.maxTokens ?? 8192,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    cost: options.cost ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
   };
   if (api === 'anthropic-messages') {
     const model: Model<'anthropic-messages'> = { ...common, api };

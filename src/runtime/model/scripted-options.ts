@@ -20,4 +20,6 @@ export interface ScriptedProviderOptions {
   maxTokens?: number;
   /** Marks the models as reasoning models (changes what pi-ai sends). Default false. */
   reasoning?: boolean;
+  /** Price per million tokens, in the models' price units (what `PromptUsage.cost` is computed from). Default: free. */
+  cost?: { input: number; output: number; cacheRead: number; cacheWrite: number };
 }

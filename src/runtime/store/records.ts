@@ -9,7 +9,7 @@ import type { ConversationKey } from './conversation-key.ts';
 import type { ToolLogLine } from './tool-log.ts';
 import type { AssistantMessage } from '../model/model-types.ts';
 import type { SettlementError } from '../common/errors.ts';
-import type { DeliveryOrigin, PromptUsage } from '../common/types.ts';
+import type { DeliveryOrigin, PromptUsage, SubmissionUsage } from '../common/types.ts';
 import type { ResourceSnapshot } from '../authoring/narration.ts';
 
 export interface AttachmentRecordRef {
@@ -137,6 +137,10 @@ export type ConversationRecord =
       firstKept: number;
       tokensBefore: number;
       usage?: PromptUsage;
+      /** The submission whose response compacted (absent on records from before it was kept). */
+      submissionId?: string;
+      /** Summarization calls the usage sums (one or two; absent means one). */
+      modelCalls?: number;
       ts: string;
     }
   | {
@@ -154,8 +158,13 @@ export type ConversationRecord =
       outcome: SubmissionOutcome;
       error?: SettlementError;
       answeredBySubmissionId?: string;
+      /** What the submission spent, summed at settlement (absent on records from before the ledger). */
+      usage?: SettledUsage;
       ts: string;
     };
+
+/** A settlement's ledger entry: `SubmissionUsage` without the id the record already carries. */
+export type SettledUsage = Omit<SubmissionUsage, 'submissionId'>;
 
 /**
  * One tool call's outcome: what running it answers, and what the log keeps of it (`aborted` and
