@@ -18,6 +18,7 @@ import type { ResponseSite } from './response-site.ts';
 import type { ResponseWriter } from './response-writer.ts';
 import type { TaskOutcome, TaskSite } from './task-run.ts';
 import { type ToolCallSite, dispatchToolCall } from './tool-dispatch.ts';
+import { toolResultMessage } from './session-events.ts';
 import { crashProbe } from '../store/crash-probe.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcome } from '../store/records.ts';
@@ -104,9 +105,24 @@ async function callTool(
     harness: (scope) => input.harness(scope),
     runOptions: (toolCall, defined) => durableOptions({ site, writer, call: toolCall, tool: defined, stepId: batch.stepId, log: logger! }),
   };
+  const turnId = batch.stepId;
+  site.emit(
+    'tool_start',
+    () => ({
+      toolName: call.name,
+      toolCallId: call.id,
+      args: call.arguments,
+      origin: 'model',
+      ...(tool === undefined ? {} : { description: tool.description }),
+    }),
+    turnId,
+  );
   const outcome = await dispatchToolCall(call, tool, callSite);
   const lines = recorded?.lines();
   if (lines !== undefined) outcome.logs = lines;
+  // The terminal `tool` event waits for the batch to commit (response-run.ts); the message is now.
+  site.emit('message_start', () => ({ message: toolResultMessage(outcome), turnId }), turnId);
+  site.emit('message_end', () => ({ message: toolResultMessage(outcome), turnId }), turnId);
   return outcome;
 }
 

@@ -1,0 +1,133 @@
+/**
+ * The runtime event surface on Node: one submission whose prompt has a tool-calling turn emits
+ * the published order of events, with the fields observers rely on.
+ */
+import { expect, test } from 'vitest';
+import * as v from 'valibot';
+import { defineTool, init, observe, useModel, useTool, type FlueEvent } from '@flue/runtime';
+import { useScriptedRuntime } from './support/scripted-runtime.ts';
+
+const ctx = useScriptedRuntime();
+
+const seen: string[] = [];
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks a word up.',
+  input: v.object({ word: v.string() }),
+  async run({ data, log, toolCallId }) {
+    seen.push(toolCallId);
+    log.info('looking', { word: data.word });
+    return { output: { word: data.word, found: true } };
+  },
+});
+
+function Looker() {
+  useModel('anthropic/claude-haiku-4-5');
+  useTool(lookup);
+  return 'Look words up.';
+}
+
+test('one submission with a tool-calling turn: the published event order and fields', async () => {
+  await ctx.start([Looker]);
+  const events: FlueEvent[] = [];
+  const stop = observe((event) => {
+    if (event.instanceId === 'ev1') events.push(event);
+  });
+  ctx.server.script(
+    { text: 'Let me look.', toolCalls: [{ id: 'call_lk', name: 'lookup', arguments: { word: 'flue' } }] },
+    { text: 'Found.' },
+  );
+  const handle = init(Looker, { id: 'ev1' });
+  const receipt = await handle.dispatch('look up flue');
+  expect((await handle.read(receipt)).text).toContain('Found.');
+  stop();
+
+  // Deltas interleave while a message streams; the order around them is the published one.
+  const order = events.map((e) => e.type).filter((type) => !/_delta$|^thinking_/.test(type));
+  expect(order).toEqual([
+    'submission_queued',
+    'submission_running',
+    'operation_start',
+    'agent_start',
+    'message_start', // the user message
+    'message_end',
+    'turn_start',
+    'turn_request',
+    'message_start', // the assistant message
+    'turn',
+    'message_end',
+    'tool_start',
+    'log',
+    'message_start', // the tool-result message
+    'message_end',
+    'tool',
+    'turn_messages',
+    'turn_start',
+    'turn_request',
+    'message_start',
+    'turn',
+    'message_end',
+    'turn_messages',
+    'agent_end',
+    'operation',
+    'idle',
+    'submission_settled',
+  ]);
+  const of = (type: string) => events.filter((e) => e.type === type);
+  const first = <T = Record<string, unknown>>(type: string) => of(type)[0] as unknown as T & FlueEvent;
+
+  // Envelope: one submission, increasing indexes, session correlation on session events.
+  const indexes = events.map((e) => e.eventIndex);
+  expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
+  expect(new Set(events.map((e) => e.submissionId))).toEqual(new Set([receipt.submissionId]));
+  const turnStart = first<{ turnId: string }>('turn_start');
+  expect(first('tool_start')).toMatchObject({
+    toolName: 'lookup',
+    toolCallId: 'call_lk',
+    args: { word: 'flue' },
+    session: 'default',
+    operationId: receipt.submissionId,
+    turnId: turnStart.turnId,
+    conversationId: expect.any(String),
+  });
+  // The id on tool_start/tool is the call's ToolContext.toolCallId.
+  expect(seen).toEqual(['call_lk']);
+  expect(of('tool').map((e) => e.toolCallId)).toEqual(seen);
+  expect(first('tool')).toMatchObject({
+    toolName: 'lookup',
+    isError: false,
+    durationMs: expect.any(Number),
+    effectiveResult: { word: 'flue', found: true },
+  });
+  expect(first('log')).toMatchObject({ attributes: { tool: 'lookup', toolCallId: seen[0] } });
+
+  expect(first('turn_request')).toMatchObject({
+    purpose: 'agent',
+    request: {
+      providerId: 'anthropic',
+      requestedModel: 'claude-haiku-4-5',
+      input: { messages: expect.any(Array), tools: expect.any(Array) },
+    },
+  });
+  expect(first('turn')).toMatchObject({
+    turnId: turnStart.turnId,
+    purpose: 'agent',
+    isError: false,
+    durationMs: expect.any(Number),
+    response: { finishReason: 'toolUse', usage: expect.objectContaining({ input: expect.any(Number) }) },
+  });
+  const boundary = first<{ message: { role: string }; toolResults: { toolCallId: string }[] }>('turn_messages');
+  expect(boundary.message.role).toBe('assistant');
+  expect(boundary.toolResults.map((m) => m.toolCallId)).toEqual(['call_lk']);
+  expect(of('turn_messages')[1]).toMatchObject({ toolResults: [] });
+  expect(
+    of('text_delta')
+      .map((e) => e.text)
+      .join(''),
+  ).toBe('Let me look.Found.');
+  expect(of('toolcall_delta').length).toBeGreaterThan(0);
+  expect(of('toolcall_delta').every((e) => e.toolCallId === 'call_lk' && e.toolName === 'lookup')).toBe(true);
+  expect(first('operation')).toMatchObject({ operationId: receipt.submissionId, operationKind: 'prompt', isError: false });
+  expect(first<{ messages: unknown[] }>('agent_end').messages).toHaveLength(4); // user, assistant, tool result, assistant
+  expect(first('submission_settled')).toMatchObject({ outcome: 'completed' });
+});
