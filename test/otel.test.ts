@@ -126,6 +126,26 @@ test('spans nest submission > model call and submission > tool call, and carry t
   expect(tool!.status.code).toBe(SpanStatusCode.UNSET);
 });
 
+test('spans built from runtime events: the prompt operation is a flue.operation span under its submission, with its usage', async () => {
+  await ctx.start([Shop]);
+  uninstalls.push(instrument(otelInstrumentation()));
+  const submissionId = await orderQuestion('shop-ops', '9');
+  const spans = globalTracer.spans;
+  const [submission] = byName(spans, 'flue.submission');
+  const operations = byName(spans, 'flue.operation');
+  expect(operations).toHaveLength(1);
+  expect(operations[0]).toMatchObject({ parentSpanId: submission!.spanId, traceId: submission!.traceId, ended: true });
+  expect(operations[0]!.attributes).toMatchObject({
+    'flue.submission_id': submissionId,
+    'flue.instance_id': 'shop-ops',
+    'flue.operation.id': submissionId,
+    'flue.operation.kind': 'prompt',
+    'gen_ai.usage.input_tokens': 250,
+    'gen_ai.usage.output_tokens': 15,
+  });
+  expect(operations[0]!.status.code).toBe(SpanStatusCode.UNSET);
+});
+
 test('with a context manager, spans nest through the active context; failures are recorded with status ERROR', async () => {
   otelContext.setGlobalContextManager(new AsyncLocalContextManager());
   const tracer = new RecordingTracer();
