@@ -366,7 +366,7 @@ export class ConversationEngine implements ProbedEngine {
         () => [{ type: 'agent', operationId: claimed.id, operationKind: 'prompt' }, run.executionContext()],
         async (): Promise<FlueAttemptResult> => {
           try {
-            await run.execute();
+            await run.operation();
             return { outcome: 'completed' };
           } catch (error) {
             if (!(error instanceof RunInterrupted || error instanceof RunYield || run.abortReason instanceof RunInterrupted)) throw error;

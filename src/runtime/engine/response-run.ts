@@ -3,8 +3,8 @@
  * first attempt and a recovery after a crash are the same code: apply the input if it is not
  * applied, run the start seam if it did not commit, close an interrupted stream, repair an
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
- * "Lifecycle order of one response"; durability.md §6). `respond()` is that order; `execute()`
- * bounds it with the `operation` events observers see (events.md §8).
+ * "Lifecycle order of one response"; durability.md §6). `execute()` is that order; `operation()`
+ * runs it for the engine, bounded by the `operation` events observers see (events.md §8).
  *
  * The loop decides nothing a part decides: each part is a function of what it is handed and
  * returns what it decided — the turn stream (turn-stream.ts) the completed step, the tool batch
@@ -163,29 +163,7 @@ export class ResponseRun {
 
   // ── The response ──────────────────────────────────────────────────────────────────────────
 
-  /**
-   * The response, bounded by its `operation_start`/`agent_start` and `agent_end`/`operation`/`idle`
-   * events (a delegate's child conversation is part of its parent's operation: no bounds of its own).
-   */
   async execute(): Promise<void> {
-    if (this.options.delegation !== undefined) return this.respond();
-    const started = Date.now();
-    const operation = () => ({ operationId: this.row.id, operationKind: 'prompt', durationMs: Date.now() - started });
-    this.site.emit('operation_start', () => ({ operationId: this.row.id, operationKind: 'prompt' }));
-    this.site.emit('agent_start');
-    try {
-      await this.respond();
-    } catch (error) {
-      this.site.emit('operation', () => ({ ...operation(), isError: true, error: eventError(error), errorInfo: errorInfo(error) }));
-      this.site.emit('idle');
-      throw error;
-    }
-    this.site.emit('agent_end', () => ({ messages: omitImageData(this.produced) }));
-    this.site.emit('operation', () => ({ ...operation(), isError: false, usage: this.usage }));
-    this.site.emit('idle');
-  }
-
-  private async respond(): Promise<void> {
     const leader = this.row;
     const delegated = this.options.delegation !== undefined;
     let startMetadata: Record<string, unknown> | undefined;
@@ -279,6 +257,28 @@ export class ResponseRun {
       });
       if (metadata !== undefined) this.out.commitWithState([metadata]);
     }
+  }
+
+  /**
+   * The response as the engine runs it: `execute()` bounded by its `operation_start`/`agent_start`
+   * and `agent_end`/`operation`/`idle` events. A delegate's child conversation is part of its
+   * parent's operation and runs `execute()` alone.
+   */
+  async operation(): Promise<void> {
+    const started = Date.now();
+    const bounds = () => ({ operationId: this.row.id, operationKind: 'prompt', durationMs: Date.now() - started });
+    this.site.emit('operation_start', () => ({ operationId: this.row.id, operationKind: 'prompt' }));
+    this.site.emit('agent_start');
+    try {
+      await this.execute();
+    } catch (error) {
+      this.site.emit('operation', () => ({ ...bounds(), isError: true, error: eventError(error), errorInfo: errorInfo(error) }));
+      this.site.emit('idle');
+      throw error;
+    }
+    this.site.emit('agent_end', () => ({ messages: omitImageData(this.produced) }));
+    this.site.emit('operation', () => ({ ...bounds(), isError: false, usage: this.usage }));
+    this.site.emit('idle');
   }
 
   // ── What observers see of the response (events.md §5) ─────────────────────────────────────
