@@ -20,6 +20,7 @@ import {
 import { OperationFailedError } from '../common/errors.ts';
 import { intercept } from '../common/instrumentation.ts';
 import { errorInfo, eventError } from '../common/events.ts';
+import { modelResponse, requestInfo } from './session-events.ts';
 import { newId } from '../common/ids.ts';
 import { getModels, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import type { Conversation } from './conversation.ts';
@@ -99,6 +100,21 @@ export async function compactConversation(
       ...(prefix ? { splitTurn: true } : {}),
     });
     const turnId = newId('msg');
+    // A summarization call is a turn of its own purpose: `turn_request` and `turn`, no `turn_start`.
+    const purpose = prefix ? 'compaction_prefix' : 'compaction';
+    const turnStarted = Date.now();
+    site.emit(
+      'turn_request',
+      () => ({
+        turnId,
+        purpose,
+        request: {
+          ...requestInfo(summarizer),
+          input: { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText }] },
+        },
+      }),
+      turnId,
+    );
     const reply = await intercept(
       () => [
         { type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id },
@@ -114,6 +130,18 @@ export async function compactConversation(
             ...(summarizer.reasoning ? { reasoning: 'high' as const } : {}),
           },
         ),
+    );
+    site.emit(
+      'turn',
+      () => ({
+        turnId,
+        purpose,
+        durationMs: Date.now() - turnStarted,
+        request: requestInfo(summarizer),
+        response: modelResponse(reply),
+        isError: reply.stopReason === 'error' || reply.stopReason === 'aborted',
+      }),
+      turnId,
     );
     usage = addUsage(usage, usageFromPi(reply.usage));
     if (reply.stopReason === 'error' || reply.stopReason === 'aborted') {

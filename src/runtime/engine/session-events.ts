@@ -1,9 +1,9 @@
 /**
  * The payloads of the session events a response emits (events.md §5) that are built from what a
- * part decided: a tool outcome as its tool-result message and terminal `tool` event, and the turn
- * boundary. Pure functions: the parts emit them through their site, only when someone observes.
+ * part decided: a tool outcome as its tool-result message and terminal `tool` event, the turn
+ * boundary, and a model call's request and response summaries (agent and compaction turns). Pure functions: the parts emit them through their site, only when someone observes.
  */
-import type { AssistantMessage } from '@earendil-works/pi-ai';
+import type { Api, AssistantMessage, Model } from '@earendil-works/pi-ai';
 import { omitImageData } from '../common/events.ts';
 import type { ToolOutcome } from '../store/records.ts';
 
@@ -38,5 +38,36 @@ export function turnMessages(stepId: string, message: AssistantMessage, outcomes
     purpose: 'agent',
     message: omitImageData(message),
     toolResults: outcomes.map(toolResultMessage),
+  };
+}
+
+/** The `ModelRequestInfo` of an event: which provider and model a turn asked. */
+export function requestInfo(model: Model<Api>): Record<string, unknown> {
+  const info: Record<string, unknown> = {
+    providerId: model.provider,
+    providerName: model.provider,
+    requestedModel: model.id,
+    api: model.api,
+  };
+  try {
+    const url = new URL(model.baseUrl);
+    info.serverAddress = url.hostname;
+    if (url.port !== '') info.serverPort = Number(url.port);
+  } catch {
+    // A provider without a parseable endpoint simply has no server fields.
+  }
+  if (model.maxTokens !== undefined) info.maxTokens = model.maxTokens;
+  return info;
+}
+
+/** The `ModelResponse` of a `turn` event, from the step's final message. */
+export function modelResponse(message: AssistantMessage): Record<string, unknown> {
+  return {
+    ...(message.responseId === undefined ? {} : { responseId: message.responseId }),
+    responseModel: message.model,
+    output: omitImageData(message),
+    usage: message.usage,
+    finishReason: message.stopReason,
+    ...(message.errorMessage === undefined ? {} : { error: { type: '_OTHER', message: message.errorMessage } }),
   };
 }

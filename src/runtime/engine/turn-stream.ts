@@ -6,6 +6,7 @@
 import type { Api, AssistantMessage, AssistantMessageEvent, Model } from '@earendil-works/pi-ai';
 import { crashProbe } from '../store/crash-probe.ts';
 import { omitImageData } from '../common/events.ts';
+import { modelResponse, requestInfo } from './session-events.ts';
 import { intercept } from '../common/instrumentation.ts';
 import { newId } from '../common/ids.ts';
 import { getModels, reasoningOption } from '../model/model-registry.ts';
@@ -91,37 +92,6 @@ export async function streamStep(input: StepInput, writer: ResponseWriter): Prom
   );
   site.emit('message_end', () => ({ message: omitImageData(message), turnId: stepId }), stepId);
   return { stepId, message };
-}
-
-/** The `ModelRequestInfo` of an event: which provider and model a turn asked. */
-function requestInfo(model: Model<Api>): Record<string, unknown> {
-  const info: Record<string, unknown> = {
-    providerId: model.provider,
-    providerName: model.provider,
-    requestedModel: model.id,
-    api: model.api,
-  };
-  try {
-    const url = new URL(model.baseUrl);
-    info.serverAddress = url.hostname;
-    if (url.port !== '') info.serverPort = Number(url.port);
-  } catch {
-    // A provider without a parseable endpoint simply has no server fields.
-  }
-  if (model.maxTokens !== undefined) info.maxTokens = model.maxTokens;
-  return info;
-}
-
-/** The `ModelResponse` of a `turn` event, from the step's final message. */
-function modelResponse(message: AssistantMessage): Record<string, unknown> {
-  return {
-    ...(message.responseId === undefined ? {} : { responseId: message.responseId }),
-    responseModel: message.model,
-    output: omitImageData(message),
-    usage: message.usage,
-    finishReason: message.stopReason,
-    ...(message.errorMessage === undefined ? {} : { error: { type: '_OTHER', message: message.errorMessage } }),
-  };
 }
 
 /**
