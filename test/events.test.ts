@@ -21,9 +21,17 @@ const lookup = defineTool({
   },
 });
 
+let release: () => void = () => {};
+const hold = defineTool({
+  name: 'hold',
+  description: 'Waits until released.',
+  run: () => new Promise<string>((resolve) => (release = () => resolve('released'))),
+});
+
 function Looker() {
   useModel('anthropic/claude-haiku-4-5');
   useTool(lookup);
+  useTool(hold);
   return 'Look words up.';
 }
 
@@ -130,4 +138,36 @@ test('one submission with a tool-calling turn: the published event order and fie
   expect(first('operation')).toMatchObject({ operationId: receipt.submissionId, operationKind: 'prompt', isError: false });
   expect(first<{ messages: unknown[] }>('agent_end').messages).toHaveLength(4); // user, assistant, tool result, assistant
   expect(first('submission_settled')).toMatchObject({ outcome: 'completed' });
+});
+
+test('a delivery that joins a busy conversation: its message enters at a turn boundary, with its own queued and settled but no running', async () => {
+  await ctx.start([Looker]);
+  const events: FlueEvent[] = [];
+  let held: () => void = () => {};
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  const stop = observe((event) => {
+    if (event.instanceId !== 'ev2') return;
+    events.push(event);
+    if (event.type === 'tool_start') held();
+  });
+  ctx.server.script({ toolCalls: [{ id: 'call_hold', name: 'hold', arguments: {} }] }, { text: 'Both answered.' });
+  const handle = init(Looker, { id: 'ev2' });
+  const first = await handle.dispatch('first');
+  await holding;
+  const second = await handle.dispatch('second');
+  release();
+  await handle.read(first);
+  await handle.read(second);
+  stop();
+  const lifecycle = (id: string) => events.filter((e) => e.submissionId === id && e.type.startsWith('submission_')).map((e) => e.type);
+  expect(lifecycle(first.submissionId)).toEqual(['submission_queued', 'submission_running', 'submission_settled']);
+  expect(lifecycle(second.submissionId)).toEqual(['submission_queued', 'submission_settled']);
+  const users = events.filter((e) => e.type === 'message_start' && (e.message as { role: string }).role === 'user');
+  expect(users.map((e) => (e.message as { content: { text: string }[] }).content[0]!.text)).toEqual(['first', 'second']);
+  // The joined message enters after the tool batch's boundary, before the next turn starts.
+  const at = (event: FlueEvent) => events.indexOf(event);
+  const boundary = events.find((e) => e.type === 'turn_messages')!;
+  const nextTurn = events.filter((e) => e.type === 'turn_start')[1]!;
+  expect(at(users[1]!)).toBeGreaterThan(at(boundary));
+  expect(at(users[1]!)).toBeLessThan(at(nextTurn));
 });

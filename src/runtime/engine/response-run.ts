@@ -355,6 +355,8 @@ export class ResponseRun {
       if (row.id === this.row.id || row.status === 'joined') continue;
       if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
       this.options.writer.join(this.live, row, this.row.id);
+      // A joined delivery's message enters at this turn boundary (events.md §8).
+      if (this.site.observed) this.emitInput(inputRecord(row, this.row.id));
       await this.agentStart(row.id);
       joined++;
     }
