@@ -4,7 +4,7 @@
  * applied, run the start seam if it did not commit, close an interrupted stream, repair an
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
  * "Lifecycle order of one response"; durability.md §6). `execute()` is that order; `operation()`
- * runs it for the engine, bounded by the `operation` events observers see (events.md §8).
+ * runs it for the engine, bounded by the `operation` events observers see.
  *
  * The loop decides nothing a part decides: each part is a function of what it is handed and
  * returns what it decided — the turn stream (turn-stream.ts) the completed step, the tool batch
@@ -281,7 +281,7 @@ export class ResponseRun {
     this.site.emit('idle');
   }
 
-  // ── What observers see of the response (events.md §5) ─────────────────────────────────────
+  // ── What observers see of the response ────────────────────────────────────────────────────
 
   /** The user message the input record put in the conversation. */
   private emitInput(input: ConversationRecord): void {
@@ -355,7 +355,7 @@ export class ResponseRun {
       if (row.id === this.row.id || row.status === 'joined') continue;
       if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
       this.options.writer.join(this.live, row, this.row.id);
-      // A joined delivery's message enters at this turn boundary (events.md §8).
+      // A joined delivery's message enters at this turn boundary, before the next turn starts.
       if (this.site.observed) this.emitInput(inputRecord(row, this.row.id));
       await this.agentStart(row.id);
       joined++;

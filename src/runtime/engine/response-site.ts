@@ -80,7 +80,7 @@ export class ResponseSite {
     emit(this.scope(turnId), type, payload?.() ?? {});
   }
 
-  /** The correlation every session event of this response carries (events.md §4). */
+  /** The correlation every session event of this response carries: conversation, session, operation, task and turn. */
   private scope(turnId: string | undefined): EmitScope {
     const task = this.task;
     return {

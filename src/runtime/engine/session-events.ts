@@ -1,5 +1,5 @@
 /**
- * The payloads of the session events a response emits (events.md §5) that are built from what a
+ * The payloads of the session events a response emits that are built from what a
  * part decided: a tool outcome as its tool-result message and terminal `tool` event, the turn
  * boundary, and a model call's request and response summaries (agent and compaction turns). Pure functions: the parts emit them through their site, only when someone observes.
  */
