@@ -4,7 +4,7 @@
  */
 import { expect, test } from 'vitest';
 import * as v from 'valibot';
-import { defineTool, init, observe, useModel, useTool, type FlueEvent } from '@flue/runtime';
+import { IMAGE_DATA_OMITTED, defineTool, init, observe, useModel, useTool, type FlueEvent } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -138,6 +138,7 @@ test('one submission with a tool-calling turn: the published event order and fie
   expect(first('operation')).toMatchObject({ operationId: receipt.submissionId, operationKind: 'prompt', isError: false });
   expect(first<{ messages: unknown[] }>('agent_end').messages).toHaveLength(4); // user, assistant, tool result, assistant
   expect(first('submission_settled')).toMatchObject({ outcome: 'completed' });
+  expect(IMAGE_DATA_OMITTED).toBe('[image data omitted from event]');
 });
 
 test('a delivery that joins a busy conversation: its message enters at a turn boundary, with its own queued and settled but no running', async () => {

@@ -46,7 +46,7 @@ export function observed(): boolean {
   return subscribers.size > 0;
 }
 
-/** The sentinel that replaces image bytes in event payloads (the model context keeps the bytes). */
+/** Replaces the bytes of every image block in runtime event payloads; the model's context keeps the real bytes. */
 export const IMAGE_DATA_OMITTED = '[image data omitted from event]';
 
 /** A copy of message-bearing values with every image block's `data` replaced by the sentinel. */
