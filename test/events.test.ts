@@ -42,7 +42,7 @@ test('one submission with a tool-calling turn: the published event order and fie
     if (event.instanceId === 'ev1') events.push(event);
   });
   ctx.server.script(
-    { text: 'Let me look.', toolCalls: [{ id: 'call_lk', name: 'lookup', arguments: { word: 'flue' } }] },
+    { reasoning: ['Which', ' word?'], text: 'Let me look.', toolCalls: [{ id: 'call_lk', name: 'lookup', arguments: { word: 'flue' } }] },
     { text: 'Found.' },
   );
   const handle = init(Looker, { id: 'ev1' });
@@ -133,6 +133,13 @@ test('one submission with a tool-calling turn: the published event order and fie
       .map((e) => e.text)
       .join(''),
   ).toBe('Let me look.Found.');
+  // The reasoning block streams between the assistant message's start and its turn.
+  const streamed = events.map((e) => e.type).filter((type) => /^thinking_/.test(type));
+  expect(streamed).toEqual(['thinking_start', 'thinking_delta', 'thinking_delta', 'thinking_end']);
+  expect(first('thinking_end')).toMatchObject({ contentIndex: 0, content: 'Which word?', turnId: turnStart.turnId });
+  const at = (type: string) => events.findIndex((e) => e.type === type);
+  expect(at('thinking_start')).toBeGreaterThan(events.findIndex((e) => e.type === 'message_start' && e.turnId === turnStart.turnId));
+  expect(at('thinking_end')).toBeLessThan(at('turn'));
   expect(of('toolcall_delta').length).toBeGreaterThan(0);
   expect(of('toolcall_delta').every((e) => e.toolCallId === 'call_lk' && e.toolName === 'lookup')).toBe(true);
   expect(first('operation')).toMatchObject({ operationId: receipt.submissionId, operationKind: 'prompt', isError: false });
