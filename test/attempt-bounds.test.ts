@@ -7,10 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   AgentRunError,
+  type FlueEvent,
   type SandboxFactory,
   defineSubagent,
   defineTool,
   init,
+  observe,
   useModel,
   useSandbox,
   useSubagent,
@@ -151,7 +153,26 @@ describe.concurrent('durability.timeoutMs ends an attempt that is still running'
   });
 
   it('a stream idle for modelIdleTimeoutMs abandons the attempt; the next attempt is told it was interrupted, and the budget settles it', async () => {
-    const { error, elapsed, receipt } = await settleFailure(Impatient, 'idle', 'idle');
+    const recoveries: FlueEvent[] = [];
+    const stop = observe((event) => {
+      if (event.type === 'submission_recovery' && event.instanceId === 'idle') recoveries.push(event);
+    });
+    const { error, elapsed, receipt } = await settleFailure(Impatient, 'idle', 'idle').finally(stop);
+    // Each abandoned attempt is a contained failure, the second attempt a replacement, and the
+    // budget's give-up a durable termination: observers see each one.
+    expect(recoveries.map((e) => [e.operation, e.outcome, e.attemptCount])).toEqual([
+      ['process_submission', 'deferred', 1],
+      ['reconcile_submission', 'deferred', 1],
+      ['process_submission', 'deferred', 2],
+      ['reconcile_submission', 'terminated', 2],
+    ]);
+    expect(recoveries[0]).toMatchObject({
+      submissionId: receipt.submissionId,
+      kind: 'dispatch',
+      maxAttempts: 2,
+      error: { name: 'AttemptStalled', message: expect.stringContaining('delivered nothing for 300 ms') },
+      errorInfo: { type: 'AttemptStalled' },
+    });
     expect(error).toBeInstanceOf(AgentRunError);
     expect(error).toMatchObject({ outcome: 'failed', submissionId: receipt.submissionId });
     expect(error.cause).toMatchObject({ type: 'submission_retry_exhausted', meta: { attemptCount: 2, maxAttempts: 2 } });

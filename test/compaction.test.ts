@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { init, useModel } from '@flue/runtime';
+import { type FlueEvent, init, observe, useModel } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
 
 const ctx = useScriptedRuntime();
@@ -23,9 +23,32 @@ test('the threshold trigger summarizes older messages and the next request start
     { text: 'SUMMARY OF THE EARLIER CONVERSATION' },
     { text: 'second answer' },
   );
+  const events: FlueEvent[] = [];
+  const stop = observe((event) => {
+    if (event.type.startsWith('compaction') || event.type === 'agent_end' || String(event.purpose).startsWith('compaction'))
+      events.push(event);
+  });
   const handle = init(Chatty, { id: 'c1' });
-  const first = await handle.read(await handle.dispatch('tell me a long story'));
+  const first = await handle.read(await handle.dispatch('tell me a long story')).finally(stop);
   expect(first.text).toBe(long);
+  // Observers see the compaction's bounds, inside the operation that ran it.
+  // The summarization call is a turn of its own purpose, without a turn_start.
+  expect(events.map((e) => e.type)).toEqual(['compaction_start', 'turn_request', 'turn', 'compaction', 'agent_end']);
+  expect(events[0]).toMatchObject({ reason: 'threshold', estimatedTokens: expect.any(Number), session: 'default' });
+  // Here the cut splits the only turn: its start is summarized as a split-turn prefix.
+  expect(events[1]).toMatchObject({ purpose: 'compaction_prefix', request: { input: { messages: [{ role: 'user' }] } } });
+  expect(events[2]).toMatchObject({
+    purpose: 'compaction_prefix',
+    turnId: events[1]!.turnId,
+    isError: false,
+    response: { usage: expect.any(Object) },
+  });
+  expect(events[3]).toMatchObject({
+    isError: false,
+    messagesBefore: 2,
+    messagesAfter: expect.any(Number),
+    usage: { input: expect.any(Number) },
+  });
   expect(ctx.server.requests).toHaveLength(2);
   const summarization = ctx.server.requests[1]!;
   expect(summarization.messages[0]!.content).toContain('tell me a long story');

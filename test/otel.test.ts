@@ -10,7 +10,7 @@ import {
   context as otelContext,
   trace,
 } from '@opentelemetry/api';
-import { defineTool, init, instrument, useModel, useTool } from '@flue/runtime';
+import { type FlueEvent, type FlueEventContext, defineTool, init, instrument, useModel, useTool } from '@flue/runtime';
 import { otelInstrumentation } from '@flue/runtime/otel';
 import { RecordingTracer, spansNamed as byName } from './support/recording-tracer.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
@@ -124,6 +124,72 @@ test('spans nest submission > model call and submission > tool call, and carry t
   expect(models[1]!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 150, 'gen_ai.usage.output_tokens': 5 });
   expect(tool!.attributes).toMatchObject({ ...ids, 'flue.tool.name': 'lookup', 'flue.tool_call_id': 'call_lookup' });
   expect(tool!.status.code).toBe(SpanStatusCode.UNSET);
+});
+
+test('spans built from runtime events: the prompt operation is a flue.operation span under its submission, with its usage', async () => {
+  await ctx.start([Shop]);
+  uninstalls.push(instrument(otelInstrumentation()));
+  const submissionId = await orderQuestion('shop-ops', '9');
+  const spans = globalTracer.spans;
+  const [submission] = byName(spans, 'flue.submission');
+  const operations = byName(spans, 'flue.operation');
+  expect(operations).toHaveLength(1);
+  expect(operations[0]).toMatchObject({ parentSpanId: submission!.spanId, traceId: submission!.traceId, ended: true });
+  expect(operations[0]!.attributes).toMatchObject({
+    'flue.submission_id': submissionId,
+    'flue.instance_id': 'shop-ops',
+    'flue.operation.id': submissionId,
+    'flue.operation.kind': 'prompt',
+    'gen_ai.usage.input_tokens': 250,
+    'gen_ai.usage.output_tokens': 15,
+  });
+  expect(operations[0]!.status.code).toBe(SpanStatusCode.UNSET);
+});
+
+test('a submission_recovery event is a flue.submission_recovery span: under the attempt while it runs, on its own between attempts', async () => {
+  const tracer = new RecordingTracer();
+  const otel = otelInstrumentation({ tracer });
+  const event = (fields: Record<string, unknown>) =>
+    ({
+      v: 3,
+      type: 'submission_recovery',
+      eventIndex: 0,
+      timestamp: '',
+      instanceId: 'i1',
+      agentName: 'A',
+      submissionId: 'sub_r',
+      kind: 'dispatch',
+      attemptCount: 1,
+      maxAttempts: 2,
+      ...fields,
+    }) as FlueEvent;
+  const eventCtx = {} as FlueEventContext;
+  await otel.interceptor!({ type: 'agent', operationId: 'sub_r', operationKind: 'prompt' }, { submissionId: 'sub_r' }, async () => {
+    otel.observe!(
+      event({ operation: 'process_submission', outcome: 'deferred', error: { name: 'AttemptStalled', message: 'stalled' } }),
+      eventCtx,
+    );
+  });
+  otel.observe!(event({ operation: 'reconcile_submission', outcome: 'deferred' }), eventCtx);
+  const [submission] = byName(tracer.spans, 'flue.submission');
+  const [during, between] = byName(tracer.spans, 'flue.submission_recovery');
+  expect(during).toMatchObject({
+    parentSpanId: submission!.spanId,
+    ended: true,
+    attributes: {
+      'flue.submission_id': 'sub_r',
+      'flue.recovery.operation': 'process_submission',
+      'flue.recovery.outcome': 'deferred',
+      'flue.attempt.count': 1,
+    },
+    status: { code: SpanStatusCode.ERROR, message: 'stalled' },
+  });
+  expect(between).toMatchObject({
+    parentSpanId: undefined,
+    ended: true,
+    attributes: { 'flue.recovery.operation': 'reconcile_submission' },
+  });
+  expect(between!.status.code).toBe(SpanStatusCode.UNSET);
 });
 
 test('with a context manager, spans nest through the active context; failures are recorded with status ERROR', async () => {

@@ -3,7 +3,7 @@
  * bench/original/runtime.mjs (the published original). Same names, same shapes.
  */
 export { start } from '@flue/runtime/node';
-export { defineTool, init, useModel, useTool } from '@flue/runtime';
+export { defineTool, init, observe, useModel, useTool } from '@flue/runtime';
 export { createProvider } from '@earendil-works/pi-ai';
 export * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 export * as v from 'valibot';

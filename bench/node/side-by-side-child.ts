@@ -9,6 +9,7 @@
  * runs are counted, so a runtime that skipped work cannot look fast.
  *
  * - ours:     our runtime, through start()/init()/dispatch()/read() (bench/node/ours-runtime.ts)
+ * - observed: ours with one `observe()` subscriber that receives every runtime event (what observing costs)
  * - original: the published @flue/runtime 2.1.0 through the same calls (bench/original/runtime.mjs)
  * - floor:    pi-ai 1.6.0's streaming client alone; the loop and the tool results are hand-written
  */
@@ -28,7 +29,7 @@ import {
   toolOutput,
 } from './side-by-side-script.ts';
 
-type RuntimeName = 'ours' | 'original' | 'floor';
+type RuntimeName = 'ours' | 'observed' | 'original' | 'floor';
 type Scenario = 'turns' | 'fanout' | 'cold';
 
 interface Client {
@@ -67,10 +68,19 @@ function scriptedProvider(createProvider: CreateProvider, api: AnthropicMessages
   });
 }
 
-async function frameworkClient(which: 'ours' | 'original', baseUrl: string): Promise<Client> {
+/** Runtime events the `observed` runtime's subscriber received. */
+let observedEvents = 0;
+
+async function frameworkClient(which: 'ours' | 'observed' | 'original', baseUrl: string): Promise<Client> {
   // The original is typed as ours: the claim under test is that both expose the same API.
   const mod: typeof import('./ours-runtime.ts') =
-    which === 'ours' ? await import('./ours-runtime.ts') : await import(new URL('../original/runtime.mjs', import.meta.url).href);
+    which === 'original' ? await import(new URL('../original/runtime.mjs', import.meta.url).href) : await import('./ours-runtime.ts');
+  if (which === 'observed') {
+    // One subscriber of every event that does what a cheap real one does: looks at each event.
+    mod.observe((event) => {
+      if (event.type !== '') observedEvents += 1;
+    });
+  }
   const { start, init, defineTool, useModel, useTool, createProvider, anthropicMessages, v } = mod;
   let toolRuns = 0;
   const lookup = defineTool({
@@ -181,8 +191,8 @@ function peakRssMiB(): number {
 
 async function main(): Promise<void> {
   const [runtime, scenario, baseUrl] = process.argv.slice(2) as [RuntimeName, Scenario, string];
-  if (!['ours', 'original', 'floor'].includes(runtime) || !['turns', 'fanout', 'cold'].includes(scenario) || !baseUrl) {
-    throw new Error('usage: side-by-side-child.ts <ours|original|floor> <turns|fanout|cold> <model server url>');
+  if (!['ours', 'observed', 'original', 'floor'].includes(runtime) || !['turns', 'fanout', 'cold'].includes(scenario) || !baseUrl) {
+    throw new Error('usage: side-by-side-child.ts <ours|observed|original|floor> <turns|fanout|cold> <model server url>');
   }
   const client = runtime === 'floor' ? await floorClient(baseUrl) : await frameworkClient(runtime, baseUrl);
   // Process start (performance's time origin) → imports done and the runtime started.
@@ -207,6 +217,7 @@ async function main(): Promise<void> {
     if (scenario === 'turns') {
       const wallMs: number[] = [];
       const turnCpuMs: number[] = [];
+      const eventsBefore = observedEvents;
       for (let turn = 1; turn <= TURNS; turn++) {
         const cpu = process.cpuUsage();
         const started = performance.now();
@@ -214,7 +225,7 @@ async function main(): Promise<void> {
         wallMs.push(performance.now() - started);
         turnCpuMs.push(cpuMs(cpu));
       }
-      result = { wallMs, cpuMs: turnCpuMs, peakRssMiB: peakRssMiB() };
+      result = { wallMs, cpuMs: turnCpuMs, peakRssMiB: peakRssMiB(), eventsPerTurn: (observedEvents - eventsBefore) / TURNS };
     } else {
       const cpu = process.cpuUsage();
       const started = performance.now();

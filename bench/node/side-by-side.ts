@@ -11,6 +11,9 @@
  *   (b) fanout: 200 one-turn conversations, 8 at a time
  *   (c) cold:   spawn a process and time until its first reply has settled
  *
+ * Also ours with one `observe()` subscriber of every runtime event, on (a) only: what observing
+ * costs per turn (unobserved, no event is built at all).
+ *
  * This process runs the model server and the clock; it does nothing else while a child runs, and
  * its CPU and memory are not counted in the children's figures.
  */
@@ -22,7 +25,9 @@ import { startSideBySideServer } from './side-by-side-server.ts';
 import { FANOUT_CONCURRENCY, FANOUT_CONVERSATIONS, TEXT_CHUNKS, TURNS, WARMUP_TURNS } from './side-by-side-script.ts';
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
-const RUNTIMES = ['ours', 'original', 'floor'] as const;
+const RUNTIMES = ['ours', 'original', 'floor', 'observed'] as const;
+/** The three runtimes compared everywhere; `observed` (ours with one observer of every event) runs the 20-turn conversation only. */
+const COMPARED = RUNTIMES.filter((runtime) => runtime !== 'observed');
 const SCENARIOS = ['cold', 'turns', 'fanout'] as const;
 type RuntimeName = (typeof RUNTIMES)[number];
 type Scenario = (typeof SCENARIOS)[number];
@@ -37,6 +42,8 @@ const EXPECTED_REQUESTS: Record<Scenario, number> = {
 };
 
 interface TurnsSample {
+  /** Events one observer received per measured turn (the `observed` runtime only). */
+  eventsPerTurn: number;
   wallMs: number[];
   cpuMs: number[];
   peakRssMiB: number;
@@ -131,6 +138,7 @@ try {
     const order = RUNTIMES.map((_, i) => RUNTIMES[(i + run) % RUNTIMES.length]!);
     for (const scenario of SCENARIOS) {
       for (const runtime of order) {
+        if (runtime === 'observed' && scenario !== 'turns') continue;
         const outcome = await runChild(runtime, scenario);
         if (scenario === 'cold') {
           const phases = outcome.result as Omit<ColdSample, 'settledMs'>;
@@ -266,7 +274,7 @@ for (const field of ['wallMs', 'cpuMs'] as const) {
   console.log(
     `\n${field === 'wallMs' ? 'Wall' : 'CPU'} time of each turn of the ${TURNS}-turn conversation (median over runs, ms, turn 1 → ${TURNS}):`,
   );
-  for (const runtime of RUNTIMES)
+  for (const runtime of COMPARED)
     console.log(
       `  ${runtime.padEnd(8)} ${perTurn(runtime, field)
         .map((v) => v.toFixed(0))
@@ -274,15 +282,25 @@ for (const field of ['wallMs', 'cpuMs'] as const) {
     );
 }
 console.log("\n(c) where the cold start goes, on the child's clock (median over runs, ms):");
-for (const runtime of RUNTIMES) {
+for (const runtime of COMPARED) {
   const phases = samples.cold.get(runtime)!;
   console.log(
     `  ${runtime.padEnd(8)} process start → imports done and runtime started ${median(phases.map((p) => p.loadedMs)).toFixed(0)}, ` +
       `then the first exchange until settled ${median(phases.map((p) => p.exchangeMs)).toFixed(0)}`,
   );
 }
+// Observing costs what the subscriber does plus building each event; unobserved, nothing is built.
+const observedCpu = value('observed', 'cpuPerTurn');
+const unobservedCpu = value('ours', 'cpuPerTurn');
+const eventsPerTurn = median(samples.turns.get('observed')!.map((sample) => sample.eventsPerTurn));
+console.log(
+  `\nOne observe() subscriber of every event (${eventsPerTurn.toFixed(0)} events per turn): CPU per turn ${ms(observedCpu)} ` +
+    `vs ${ms(unobservedCpu)} unobserved = ${ms(observedCpu - unobservedCpu)} per turn (${times(pairedRatio('observed', 'ours', 'cpuPerTurn'))}, median of per-run ratios); ` +
+    `wall per turn ${ms(value('observed', 'wallPerTurn'))} vs ${ms(value('ours', 'wallPerTurn'))}`,
+);
+
 console.log('\nRaw samples per run:');
-for (const runtime of RUNTIMES) {
+for (const runtime of COMPARED) {
   console.log(
     `  ${runtime.padEnd(8)} (a) wall/turn ${METRICS.wallPerTurn(runtime)
       .map((v) => v.toFixed(1))

@@ -4,12 +4,15 @@
  *
  *   instrument(otelInstrumentation());
  *
- * Spans: `flue.submission` (one per attempt) > `flue.model_call` and `flue.tool_call`. Nesting
- * follows the active OpenTelemetry context when a context manager is registered (so a delegated
- * task's calls nest under its `task` tool call); without one, calls still nest under their
- * submission's span, which is looked up by submission id.
+ * Spans: `flue.submission` (one per attempt) > `flue.model_call` and `flue.tool_call`, from the
+ * interceptors. Nesting follows the active OpenTelemetry context when a context manager is
+ * registered (so a delegated task's calls nest under its `task` tool call); without one, calls
+ * still nest under their submission's span, which is looked up by submission id. From runtime
+ * events: `flue.operation` (operation_start → operation), `flue.task` (task_start → task) and a
+ * `flue.submission_recovery` span per recovery event, under their submission's span.
  */
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
+import type { FlueEvent } from '../runtime/common/events.ts';
 import type { FlueExecutionContext, FlueExecutionOperation, FlueInstrumentation } from '../runtime/common/instrumentation.ts';
 import { skipUnknown } from '../shared/exhaustive.ts';
 
@@ -42,8 +45,58 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): F
   const submissions = new Map<string, SubmissionSpan>();
   const tracer = () => options.tracer ?? trace.getTracer('@flue/runtime');
 
+  // Spans built from bounding events (start → terminal), keyed by the bound's id.
+  const bounded = new Map<string, Span>();
+  /** A span for an event of a submission: under the submission's attempt span while it runs. */
+  const startUnder = (name: string, event: FlueEvent, attributes: Attributes): Span => {
+    const attempt = typeof event.submissionId === 'string' ? submissions.get(event.submissionId) : undefined;
+    const parent = attempt === undefined ? context.active() : trace.setSpan(context.active(), attempt.span);
+    return tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes: { ...eventAttributes(event), ...attributes } }, parent);
+  };
+  const end = (key: string, failed: boolean, message: unknown, attributes: Attributes = {}) => {
+    const span = bounded.get(key);
+    if (span === undefined) return;
+    bounded.delete(key);
+    span.setAttributes(attributes);
+    if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(errorMessage(message)) });
+    span.end();
+  };
+
   return {
     key: options.key ?? 'flue.otel',
+    observe: (event) => {
+      switch (event.type) {
+        case 'operation_start':
+          bounded.set(
+            `op:${event.operationId}`,
+            startUnder('flue.operation', event, {
+              'flue.operation.id': String(event.operationId),
+              'flue.operation.kind': String(event.operationKind),
+            }),
+          );
+          return;
+        case 'operation':
+          return end(`op:${event.operationId}`, event.isError === true, event.error, usageAttributes(event.usage));
+        case 'task_start':
+          bounded.set(`task:${event.taskId}`, startUnder('flue.task', event, { 'flue.task_id': String(event.taskId) }));
+          return;
+        case 'task':
+          return end(`task:${event.taskId}`, event.isError === true, event.result);
+        case 'submission_recovery': {
+          const span = startUnder('flue.submission_recovery', event, {
+            'flue.recovery.operation': String(event.operation),
+            'flue.recovery.outcome': String(event.outcome),
+            ...(typeof event.attemptCount === 'number' ? { 'flue.attempt.count': event.attemptCount } : {}),
+          });
+          if (event.error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: truncate(errorMessage(event.error)) });
+          span.end();
+          return;
+        }
+        default:
+          // Every other event is already a span (model and tool calls) or no span of its own.
+          return;
+      }
+    },
     interceptor: async <T>(op: FlueExecutionOperation, ctx: FlueExecutionContext, next: () => Promise<T>): Promise<T> => {
       const parent = op.type === 'agent' ? context.active() : parentContext(ctx, submissions);
       const span = tracer().startSpan(
@@ -73,6 +126,41 @@ export function otelInstrumentation(options: OtelInstrumentationOptions = {}): F
       }
     },
   };
+}
+
+/** The ids an event carries, as the span attributes the interceptor spans use. */
+function eventAttributes(event: FlueEvent): Attributes {
+  const attributes: Attributes = {};
+  const names: Record<string, string> = {
+    agentName: 'flue.agent',
+    instanceId: 'flue.instance_id',
+    submissionId: 'flue.submission_id',
+    conversationId: 'flue.conversation_id',
+    session: 'flue.session',
+    harness: 'flue.harness',
+    taskId: 'flue.task_id',
+  };
+  for (const [field, name] of Object.entries(names)) {
+    const value = event[field];
+    if (typeof value === 'string') attributes[name] = value;
+  }
+  return attributes;
+}
+
+function usageAttributes(usage: unknown): Attributes {
+  if (typeof usage !== 'object' || usage === null) return {};
+  const { input, output } = usage as { input?: unknown; output?: unknown };
+  return {
+    ...(typeof input === 'number' ? { 'gen_ai.usage.input_tokens': input } : {}),
+    ...(typeof output === 'number' ? { 'gen_ai.usage.output_tokens': output } : {}),
+  };
+}
+
+function errorMessage(error: unknown): string {
+  if (typeof error === 'string') return error;
+  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string')
+    return (error as { message: string }).message;
+  return 'failed';
 }
 
 function parentContext(ctx: FlueExecutionContext, submissions: Map<string, SubmissionSpan>): Context {

@@ -66,6 +66,7 @@ export { setProvider } from './model/providers.ts';
 export type { Provider } from './model/model-types.ts';
 export type { PersistenceAdapter } from './store/persistence.ts';
 export {
+  IMAGE_DATA_OMITTED,
   observe,
   type FlueEvent,
   type FlueEventContext,

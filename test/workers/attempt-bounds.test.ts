@@ -4,7 +4,7 @@
  * attempt still streaming at the deadline settles the submission with `submission_timeout`.
  */
 import { afterEach, expect, test } from 'vitest';
-import { AgentRunError, init } from '@flue/runtime';
+import { AgentRunError, type FlueEvent, init, observe } from '@flue/runtime';
 import { STALL_LANE, Staller } from './agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';
@@ -26,7 +26,19 @@ async function failure(id: string): Promise<{ error: AgentRunError; elapsed: num
 test('a stream that stalls mid-stream in every attempt: each attempt is abandoned, and the budget settles the submission', async () => {
   const stalls = { text: ['Once', ' upon'], hangAfterChunks: 2 };
   await scriptLane(STALL_LANE, stalls, stalls);
-  const { error, elapsed } = await failure('stalls');
+  const recoveries: FlueEvent[] = [];
+  const stop = observe((event) => {
+    if (event.type === 'submission_recovery' && event.instanceId === 'stalls') recoveries.push(event);
+  });
+  const { error, elapsed } = await failure('stalls').finally(stop);
+  // Observers see each abandoned attempt, the replacement, and the budget's durable give-up.
+  expect(recoveries.map((e) => [e.operation, e.outcome, e.attemptCount])).toEqual([
+    ['process_submission', 'deferred', 1],
+    ['reconcile_submission', 'deferred', 1],
+    ['process_submission', 'deferred', 2],
+    ['reconcile_submission', 'terminated', 2],
+  ]);
+  expect(recoveries[0]).toMatchObject({ kind: 'dispatch', maxAttempts: 2, error: { name: 'AttemptStalled' } });
   expect(error).toBeInstanceOf(AgentRunError);
   expect(error.cause).toMatchObject({ type: 'submission_retry_exhausted', meta: { attemptCount: 2, maxAttempts: 2 } });
   expect(elapsed).toBeLessThan(2000); // the idle window ended both attempts, not the deadline

@@ -51,4 +51,10 @@ test('inside a Durable Object, a delegated task traces as model and tool calls o
     'flue.task_id': models[1]!.attributes['flue.task_id'],
   });
   expect(submission!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 140, 'gen_ai.usage.output_tokens': 18 });
+  // Spans built from runtime events nest under the submission too: its operation and the task.
+  const [operation, ...moreOperations] = spansNamed(tracer.spans, 'flue.operation');
+  const [task, ...moreTasks] = spansNamed(tracer.spans, 'flue.task');
+  expect([moreOperations, moreTasks]).toEqual([[], []]);
+  expect(operation).toMatchObject({ parentSpanId: submission!.spanId, attributes: { 'flue.operation.kind': 'prompt' } });
+  expect(task).toMatchObject({ parentSpanId: submission!.spanId, attributes: { 'flue.task_id': models[1]!.attributes['flue.task_id'] } });
 });

@@ -38,6 +38,28 @@ export function observe(subscriber: FlueObservationSubscriber): () => void {
   };
 }
 
+/**
+ * Someone observes this isolate's events. Hot emitters (each streamed delta) ask this before they
+ * build a payload, so emitting costs one size check when nobody listens.
+ */
+export function observed(): boolean {
+  return subscribers.size > 0;
+}
+
+/** Replaces the bytes of every image block in runtime event payloads; the model's context keeps the real bytes. */
+export const IMAGE_DATA_OMITTED = '[image data omitted from event]';
+
+/** A copy of message-bearing values with every image block's `data` replaced by the sentinel. */
+export function omitImageData<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item) => omitImageData(item)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const record = value as Record<string, unknown>;
+  if (record.type === 'image' && typeof record.data === 'string') return { ...record, data: IMAGE_DATA_OMITTED } as T;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(record)) out[key] = omitImageData(child);
+  return out as T;
+}
+
 export interface EmitScope {
   instanceId: string;
   agentName: string;
@@ -101,6 +123,11 @@ function normalizeAttributes(attributes: Record<string, unknown> | undefined): R
     out[key] = value instanceof Error ? errorShape(value) : safeClone(value);
   }
   return out;
+}
+
+/** A thrown value as durable-shaped event fields carry it: never a stack; a non-`Error` passes as is. */
+export function eventError(error: unknown): unknown {
+  return error instanceof Error ? errorShape(error) : safeClone(error);
 }
 
 function errorShape(error: Error): Record<string, unknown> {

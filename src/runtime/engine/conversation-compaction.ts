@@ -19,6 +19,8 @@ import {
 } from '../model/compaction.ts';
 import { OperationFailedError } from '../common/errors.ts';
 import { intercept } from '../common/instrumentation.ts';
+import { errorInfo, eventError } from '../common/events.ts';
+import { modelResponse, requestInfo } from './session-events.ts';
 import { newId } from '../common/ids.ts';
 import { getModels, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import type { Conversation } from './conversation.ts';
@@ -66,7 +68,7 @@ export async function compactAfterTurn(
 /** The compaction batch: the summary and the prompt's rebaseline; undefined when nothing can be cut. */
 export async function compactConversation(
   input: CompactionInput,
-  _reason: 'threshold' | 'overflow',
+  reason: 'threshold' | 'overflow',
 ): Promise<ConversationRecord[] | undefined> {
   const { conv, site, signal } = input;
   const spec = input.model.spec;
@@ -77,7 +79,19 @@ export async function compactConversation(
   const entries = conv.compactableEntries();
   const messages = entries.map((entry) => entry.message);
   const cut = findCutPoint(messages, settings.keepRecentTokens);
+  // A compaction that finds nothing to cut emits no events.
   if (cut === null) return undefined;
+  const started = Date.now();
+  const tokensBefore = estimateContextTokens(messages);
+  site.emit('compaction_start', () => ({ reason, estimatedTokens: tokensBefore }));
+  const ended = (fields: Record<string, unknown>) =>
+    site.emit('compaction', () => ({
+      messagesBefore: messages.length,
+      // The summary stands in for everything before the first kept message.
+      messagesAfter: messages.length - cut.firstKeptIndex + 1,
+      durationMs: Date.now() - started,
+      ...fields,
+    }));
   let usage = emptyUsage();
   let modelCalls = 0;
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
@@ -87,6 +101,21 @@ export async function compactConversation(
       ...(prefix ? { splitTurn: true } : {}),
     });
     const turnId = newId('msg');
+    // A summarization call is a turn of its own purpose: `turn_request` and `turn`, no `turn_start`.
+    const purpose = prefix ? 'compaction_prefix' : 'compaction';
+    const turnStarted = Date.now();
+    site.emit(
+      'turn_request',
+      () => ({
+        turnId,
+        purpose,
+        request: {
+          ...requestInfo(summarizer),
+          input: { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText }] },
+        },
+      }),
+      turnId,
+    );
     const reply = await intercept(
       () => [
         { type: 'model', turnId, purpose: 'compaction', provider: summarizer.provider, model: summarizer.id },
@@ -103,6 +132,18 @@ export async function compactConversation(
           },
         ),
     );
+    site.emit(
+      'turn',
+      () => ({
+        turnId,
+        purpose,
+        durationMs: Date.now() - turnStarted,
+        request: requestInfo(summarizer),
+        response: modelResponse(reply),
+        isError: reply.stopReason === 'error' || reply.stopReason === 'aborted',
+      }),
+      turnId,
+    );
     usage = addUsage(usage, usageFromPi(reply.usage));
     modelCalls++;
     if (reply.stopReason === 'error' || reply.stopReason === 'aborted') {
@@ -115,10 +156,17 @@ export async function compactConversation(
   };
   const splitAt = cut.splitTurnStart ?? cut.firstKeptIndex;
   const history = messages.slice(0, splitAt);
-  let summary = history.length > 0 ? await summarize(history, false, conv.previousSummary) : (conv.previousSummary ?? '');
-  if (cut.splitTurnStart !== undefined) {
-    summary = joinSplitSummary(summary, await summarize(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), true));
+  let summary: string;
+  try {
+    summary = history.length > 0 ? await summarize(history, false, conv.previousSummary) : (conv.previousSummary ?? '');
+    if (cut.splitTurnStart !== undefined) {
+      summary = joinSplitSummary(summary, await summarize(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), true));
+    }
+  } catch (error) {
+    ended({ isError: true, error: eventError(error), errorInfo: errorInfo(error), usage });
+    throw error;
   }
+  ended({ isError: false, usage });
   summary = appendFileLists(summary, fileListsFromToolCalls(messages.slice(0, cut.firstKeptIndex)));
   // The recomposed prompt rebaselines the skill catalog and agent roster to what the model was last
   // told, in the same batch as the summary: the narration snapshot and the prompt agree again, and
@@ -129,7 +177,7 @@ export async function compactConversation(
       type: 'compaction',
       summary,
       firstKept: entries[cut.firstKeptIndex]!.index,
-      tokensBefore: estimateContextTokens(messages),
+      tokensBefore,
       usage,
       submissionId: site.submissionId,
       modelCalls,

@@ -31,7 +31,7 @@ import { type ProbedEngine, crashProbe } from '../store/crash-probe.ts';
 import { ConversationReader, type ReaderLifecycle } from './conversation-reader.ts';
 import { ConversationWriter } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
-import { emit } from '../common/events.ts';
+import { emit, errorInfo, eventError, observed } from '../common/events.ts';
 import { type FlueAttemptResult, intercept } from '../common/instrumentation.ts';
 import type { Agent, AgentRegistry } from '../authoring/identity.ts';
 import { deepEqualJson, keyedSubmissionId, newId } from '../common/ids.ts';
@@ -365,6 +365,8 @@ export class ConversationEngine implements ProbedEngine {
             attemptCount: row.attemptCount,
             maxAttempts: durability.maxAttempts,
           });
+      // The interrupted attempt is not replaced: the give-up is durable (an alerting signal).
+      this.emitRecovery(live, row, durability, { operation: 'reconcile_submission', outcome: 'terminated', error });
       this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'exhausted_retry_budget' });
       return true;
     }
@@ -374,6 +376,11 @@ export class ConversationEngine implements ProbedEngine {
       maxAttempts: durability.maxAttempts,
       timeoutMs: durability.timeoutMs,
     });
+    // A claim that counts a new attempt over an earlier one replaces an attempt that a crash, a
+    // stop or a stall ended (a continuation keeps its count): observers learn of the replacement.
+    if (row.attemptCount > 0 && claimed.attemptCount > row.attemptCount) {
+      this.emitRecovery(live, row, durability, { operation: 'reconcile_submission', outcome: 'deferred' });
+    }
     this.emitFor(live, row.id, 'submission_running', {
       kind: FROZEN_KIND_NAMES[row.kind],
       attemptCount: claimed.attemptCount,
@@ -400,7 +407,7 @@ export class ConversationEngine implements ProbedEngine {
         () => [{ type: 'agent', operationId: claimed.id, operationKind: 'prompt' }, run.executionContext()],
         async (): Promise<FlueAttemptResult> => {
           try {
-            await run.execute();
+            await run.operation();
             return { outcome: 'completed' };
           } catch (error) {
             if (!(error instanceof RunInterrupted || error instanceof RunYield || run.abortReason instanceof RunInterrupted)) throw error;
@@ -416,8 +423,8 @@ export class ConversationEngine implements ProbedEngine {
       if (error instanceof AttemptStalled || run.abortReason instanceof AttemptStalled) {
         // Abandoned like an attempt a crash ended: the submission stays open, and the next pass
         // claims a new attempt (or settles it at the attempt budget or the deadline).
-        // Here a `submission_recovery` event would tell observers a replacement attempt follows.
         const stalled = error instanceof AttemptStalled ? error : (run.abortReason as AttemptStalled);
+        this.emitRecovery(live, claimed, durability, { operation: 'process_submission', outcome: 'deferred', error: stalled });
         console.warn(
           `[flue] Submission ${claimed.id}: attempt ${claimed.attemptCount} of ${durability.maxAttempts} abandoned, its model stream delivered nothing for ${stalled.idleMs} ms.`,
         );
@@ -565,6 +572,24 @@ export class ConversationEngine implements ProbedEngine {
   /** What the crash probe is told reached a point: this engine. */
   get probed(): ProbedEngine {
     return this;
+  }
+
+  /** A contained failure or a replacement attempt (`submission_recovery`), built only when observed. */
+  private emitRecovery(
+    live: LiveConversation,
+    row: SubmissionRow,
+    durability: ResolvedDurability,
+    step: { operation: 'reconcile_submission' | 'process_submission'; outcome: 'deferred' | 'terminated'; error?: unknown },
+  ): void {
+    if (!observed()) return;
+    this.emitFor(live, row.id, 'submission_recovery', {
+      kind: FROZEN_KIND_NAMES[row.kind],
+      operation: step.operation,
+      outcome: step.outcome,
+      attemptCount: row.attemptCount,
+      maxAttempts: durability.maxAttempts,
+      ...(step.error === undefined ? {} : { error: eventError(step.error), errorInfo: errorInfo(step.error) }),
+    });
   }
 
   emitFor(live: LiveConversation, submissionId: string | undefined, type: string, payload: Record<string, unknown> = {}): void {

@@ -3,7 +3,8 @@
  * first attempt and a recovery after a crash are the same code: apply the input if it is not
  * applied, run the start seam if it did not commit, close an interrupted stream, repair an
  * unfinished tool batch, then loop turns until the response would stop (agents-and-hooks.md §6,
- * "Lifecycle order of one response"; durability.md §6). `execute()` is that order.
+ * "Lifecycle order of one response"; durability.md §6). `execute()` is that order; `operation()`
+ * runs it for the engine, bounded by the `operation` events observers see.
  *
  * The loop decides nothing a part decides: each part is a function of what it is handed and
  * returns what it decided — the turn stream (turn-stream.ts) the completed step, the tool batch
@@ -30,6 +31,7 @@ import { RunYield } from './run-signals.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { type DelegatingResponse, type Delegation, runTaskCall } from './task-run.ts';
 import { runToolBatch } from './tool-batch.ts';
+import { toolEvent, toolResultMessage, turnMessages } from './session-events.ts';
 import { frameworkTools } from './tool-dispatch.ts';
 import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
 import { DocumentPlacement } from '../model/documents.ts';
@@ -42,6 +44,9 @@ import type { RenderResult } from '../authoring/render.ts';
 import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from '../authoring/subagents.ts';
 import { DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError } from '../common/errors.ts';
 import type { FlueExecutionContext } from '../common/instrumentation.ts';
+import { errorInfo, eventError, omitImageData } from '../common/events.ts';
+import type { ConversationRecord } from '../store/records.ts';
+import type { AssistantMessage } from '@earendil-works/pi-ai';
 import { newId } from '../common/ids.ts';
 import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
@@ -80,6 +85,8 @@ export interface ResponseRunOptions {
 /** A turn whose step this attempt completed: what the tool batch that step issued runs against. */
 interface IssuedTurn {
   stepId: string;
+  /** The step's assistant message, when this attempt streamed it (the turn boundary's event carries it). */
+  message?: AssistantMessage;
   tools: ReadonlyMap<string, ToolDefinition>;
   subagents: readonly SubagentDefinition[];
 }
@@ -104,6 +111,9 @@ export class ResponseRun {
   /** The model-error policy of the turns: retries in a row, and the one compaction an overflow gets. */
   private consecutiveErrors = 0;
   private overflowRetried = false;
+  /** What this attempt's operation produced and spent, for its `agent_end` and `operation` events. */
+  private readonly produced: unknown[] = [];
+  private usage: PromptUsage | undefined;
 
   constructor(options: ResponseRunOptions) {
     const { engine, view, writer, live, row, agent, delegation } = options;
@@ -162,7 +172,11 @@ export class ResponseRun {
     let startMetadata: Record<string, unknown> | undefined;
     // A delegate's input (the task prompt) is written with its birth; it has no seams of its own.
     if (!delegated) {
-      if (!this.conv.applied.has(leader.id)) this.out.commit([inputRecord(leader)]);
+      if (!this.conv.applied.has(leader.id)) {
+        const input = inputRecord(leader);
+        this.out.commit([input]);
+        this.emitInput(input);
+      }
       if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);
       if (!this.conv.startRuns.has(leader.id)) await this.agentStart(leader.id);
       for (const joined of this.options.view.joinedInto(leader)) {
@@ -203,6 +217,7 @@ export class ResponseRun {
           this.out,
         );
         this.out.commitWithState([results]);
+        this.emitBatchCommitted(own, results);
         progressed = true;
         continue;
       }
@@ -214,6 +229,8 @@ export class ResponseRun {
           if (overBudget !== undefined) throw overBudget;
         }
         issued = await this.turn(startMetadata);
+        // A turn without tool calls is its own boundary; one with calls ends when its batch commits.
+        if (this.conv.tail.pendingToolCalls === undefined) this.emitBatchCommitted(issued, undefined);
         progressed = true;
         continue;
       }
@@ -247,6 +264,61 @@ export class ResponseRun {
         site: this.site,
       });
       if (metadata !== undefined) this.out.commitWithState([metadata]);
+    }
+  }
+
+  /**
+   * The response as the engine runs it: `execute()` bounded by its `operation_start`/`agent_start`
+   * and `agent_end`/`operation`/`idle` events. A delegate's child conversation is part of its
+   * parent's operation and runs `execute()` alone.
+   */
+  async operation(): Promise<void> {
+    const started = Date.now();
+    const bounds = () => ({ operationId: this.row.id, operationKind: 'prompt', durationMs: Date.now() - started });
+    this.site.emit('operation_start', () => ({ operationId: this.row.id, operationKind: 'prompt' }));
+    this.site.emit('agent_start');
+    try {
+      await this.execute();
+    } catch (error) {
+      this.site.emit('operation', () => ({ ...bounds(), isError: true, error: eventError(error), errorInfo: errorInfo(error) }));
+      this.site.emit('idle');
+      throw error;
+    }
+    this.site.emit('agent_end', () => ({ messages: omitImageData(this.produced) }));
+    this.site.emit('operation', () => ({ ...bounds(), isError: false, usage: this.usage }));
+    this.site.emit('idle');
+  }
+
+  // ── What observers see of the response ────────────────────────────────────────────────────
+
+  /** The user message the input record put in the conversation. */
+  private emitInput(input: ConversationRecord): void {
+    if (!this.site.observed) return;
+    const message =
+      input.type === 'user_message'
+        ? { role: 'user', content: [{ type: 'text', text: input.body }], timestamp: Date.parse(input.ts) }
+        : { role: 'signal', record: input };
+    this.produced.push(message);
+    this.site.emit('message_start', () => ({ message: omitImageData(message) }));
+    this.site.emit('message_end', () => ({ message: omitImageData(message) }));
+  }
+
+  /** A committed batch's terminal `tool` events, then the turn boundary (when this attempt streamed the turn). */
+  private emitBatchCommitted(turn: IssuedTurn | undefined, results: ConversationRecord | undefined): void {
+    if (turn?.message !== undefined) {
+      this.produced.push(turn.message);
+      this.usage = addUsage(this.usage, turn.message.usage);
+    }
+    if (!this.site.observed) return;
+    const outcomes = results?.type === 'tool_results' ? results.outcomes : [];
+    const turnId = turn?.stepId;
+    for (const outcome of outcomes) {
+      this.produced.push(toolResultMessage(outcome));
+      this.site.emit('tool', () => toolEvent(outcome), turnId);
+    }
+    if (turn?.message !== undefined) {
+      const { stepId, message } = turn;
+      this.site.emit('turn_messages', () => turnMessages(stepId, message, outcomes), stepId);
     }
   }
 
@@ -291,6 +363,8 @@ export class ResponseRun {
       if (row.id === this.row.id || row.status === 'joined') continue;
       if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
       this.options.writer.join(this.live, row, this.row.id);
+      // A joined delivery's message enters at this turn boundary, before the next turn starts.
+      if (this.site.observed) this.emitInput(inputRecord(row, this.row.id));
       await this.agentStart(row.id);
       joined++;
     }
@@ -345,7 +419,7 @@ export class ResponseRun {
       },
       this.out,
     );
-    const turn: IssuedTurn = { stepId, ...issuedBy({ tools, subagents: rendered.subagents }) };
+    const turn: IssuedTurn = { stepId, message, ...issuedBy({ tools, subagents: rendered.subagents }) };
     if (message.stopReason === 'aborted') throw this.attempt.error;
     if (message.stopReason !== 'error') {
       this.consecutiveErrors = 0;
@@ -433,6 +507,28 @@ export class ResponseRun {
 /** The tool set and roster a batch's calls resolve against, from a render (or a turn's tool list). */
 function issuedBy(from: { tools: readonly ToolDefinition[]; subagents: readonly SubagentDefinition[] }): Omit<IssuedTurn, 'stepId'> {
   return { tools: new Map(from.tools.map((tool) => [tool.name, tool])), subagents: from.subagents };
+}
+
+/** The `PromptUsage` of an operation: its turns' usage summed. */
+type PromptUsage = AssistantMessage['usage'];
+
+function addUsage(sum: PromptUsage | undefined, usage: PromptUsage | undefined): PromptUsage | undefined {
+  if (usage === undefined) return sum;
+  if (sum === undefined) return structuredClone(usage);
+  return {
+    input: sum.input + usage.input,
+    output: sum.output + usage.output,
+    cacheRead: sum.cacheRead + usage.cacheRead,
+    cacheWrite: sum.cacheWrite + usage.cacheWrite,
+    totalTokens: sum.totalTokens + usage.totalTokens,
+    cost: {
+      input: sum.cost.input + usage.cost.input,
+      output: sum.cost.output + usage.cost.output,
+      cacheRead: sum.cost.cacheRead + usage.cost.cacheRead,
+      cacheWrite: sum.cost.cacheWrite + usage.cost.cacheWrite,
+      total: sum.cost.total + usage.cost.total,
+    },
+  };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

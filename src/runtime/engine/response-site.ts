@@ -4,7 +4,7 @@
  * session it runs for.
  */
 import type { LiveConversation } from './conversation-view.ts';
-import { createLogger } from '../common/events.ts';
+import { type EmitScope, createLogger, emit, observed } from '../common/events.ts';
 import type { FlueExecutionContext } from '../common/instrumentation.ts';
 import type { ProbedEngine } from '../store/crash-probe.ts';
 import type { FlueLogger } from '../common/types.ts';
@@ -64,6 +64,40 @@ export class ResponseSite {
       },
       provenance,
     );
+  }
+
+  /** Someone observes events: hot emitters ask before they build anything. */
+  get observed(): boolean {
+    return observed();
+  }
+
+  /**
+   * Emits a session event of this response. `payload` is called only when someone observes, so
+   * an unobserved response builds nothing; `turnId` correlates events emitted during a model turn.
+   */
+  emit(type: string, payload?: () => Record<string, unknown>, turnId?: string): void {
+    if (!observed()) return;
+    emit(this.scope(turnId), type, payload?.() ?? {});
+  }
+
+  /** The correlation every session event of this response carries: conversation, session, operation, task and turn. */
+  private scope(turnId: string | undefined): EmitScope {
+    const task = this.task;
+    return {
+      instanceId: this.live.instanceId,
+      agentName: this.live.agentName,
+      env: this.env,
+      submissionId: this.submissionId,
+      correlation: {
+        conversationId: this.live.conv.conversationId,
+        session: this.session,
+        harness: 'default',
+        // The submission is the response's one `prompt` operation.
+        operationId: this.submissionId,
+        ...(task === undefined ? {} : { parentSession: task.parentSession, taskId: task.taskId }),
+        ...(turnId === undefined ? {} : { turnId }),
+      },
+    };
   }
 
   /** What interceptors are told about where an operation runs. */

@@ -27,6 +27,8 @@ export class AttemptStalled extends RunInterrupted {
   readonly idleMs: number;
   constructor(idleMs: number) {
     super(`[flue] The model stream delivered nothing for ${idleMs} ms; the attempt is abandoned.`);
+    // Named, so the `submission_recovery` an abandoned attempt emits says what ended it.
+    this.name = 'AttemptStalled';
     this.idleMs = idleMs;
   }
 }

@@ -19,6 +19,7 @@ import type { ResponseWriter } from './response-writer.ts';
 import type { TaskOutcome, TaskSite } from './task-run.ts';
 import { type ToolCallSite, dispatchToolCall } from './tool-dispatch.ts';
 import { progressLogger } from './tool-progress.ts';
+import { toolResultMessage } from './session-events.ts';
 import { crashProbe } from '../store/crash-probe.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { INTERRUPTED_TOOL_TEXT, type ConversationRecord, type ToolOutcome } from '../store/records.ts';
@@ -115,12 +116,29 @@ async function callTool(
     harness: (scope) => input.harness(scope),
     runOptions: (toolCall, defined) => durableOptions({ site, writer, call: toolCall, tool: defined, stepId: batch.stepId, log: logger! }),
   };
+  const turnId = batch.stepId;
+  site.emit(
+    'tool_start',
+    () => ({
+      toolName: call.name,
+      toolCallId: call.id,
+      args: call.arguments,
+      origin: 'model',
+      ...(tool === undefined ? {} : { description: tool.description }),
+    }),
+    turnId,
+  );
+  let outcome: ToolOutcome;
   try {
-    return await dispatchToolCall(call, tool, callSite);
+    outcome = await dispatchToolCall(call, tool, callSite);
   } finally {
     // The call's last lines (and the dropped-lines marker) are committed before its result.
     progress?.finish();
   }
+  // The terminal `tool` event waits for the batch to commit (response-run.ts); the message is now.
+  site.emit('message_start', () => ({ message: toolResultMessage(outcome), turnId }), turnId);
+  site.emit('message_end', () => ({ message: toolResultMessage(outcome), turnId }), turnId);
+  return outcome;
 }
 
 /** The crash probe's `tool` point, and for a durable tool its step memos. */

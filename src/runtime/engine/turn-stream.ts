@@ -3,8 +3,10 @@
  * batches (the flush policy below) and the step ends in one record. A stream a crash cut off is
  * converged here too, when the next attempt finds it open.
  */
-import type { Api, AssistantMessage, Model } from '@earendil-works/pi-ai';
+import type { Api, AssistantMessage, AssistantMessageEvent, Model } from '@earendil-works/pi-ai';
 import { crashProbe } from '../store/crash-probe.ts';
+import { omitImageData } from '../common/events.ts';
+import { modelResponse, requestInfo } from './session-events.ts';
 import { intercept } from '../common/instrumentation.ts';
 import { newId } from '../common/ids.ts';
 import { getModels, reasoningOption } from '../model/model-registry.ts';
@@ -50,6 +52,17 @@ export interface CompletedStep {
 export async function streamStep(input: StepInput, writer: ResponseWriter): Promise<CompletedStep> {
   const stepId = newId('msg');
   const { model, site } = input;
+  const started = Date.now();
+  site.emit('turn_start', () => ({ turnId: stepId, purpose: 'agent' }), stepId);
+  site.emit(
+    'turn_request',
+    () => ({
+      turnId: stepId,
+      purpose: 'agent',
+      request: { ...requestInfo(model), input: omitImageData(input.context) },
+    }),
+    stepId,
+  );
   // Interceptors see the step's message as the model call's result.
   const message = await intercept(
     () => [
@@ -58,7 +71,65 @@ export async function streamStep(input: StepInput, writer: ResponseWriter): Prom
     ],
     () => streamInto(input, stepId, writer),
   );
+  site.emit(
+    'turn',
+    () => ({
+      turnId: stepId,
+      purpose: 'agent',
+      durationMs: Date.now() - started,
+      request: requestInfo(model),
+      response: modelResponse(message),
+      isError: message.stopReason === 'error' || message.stopReason === 'aborted',
+    }),
+    stepId,
+  );
+  site.emit('message_end', () => ({ message: omitImageData(message), turnId: stepId }), stepId);
   return { stepId, message };
+}
+
+/**
+ * The live events one provider stream event becomes (message_start on the first, then the
+ * deltas); nothing is built when nobody observes. Deltas carry their turn as correlation only.
+ */
+function emitStreamEvent(site: ResponseSite, stepId: string, event: AssistantMessageEvent, first: boolean): void {
+  if (!site.observed) return;
+  if (first) {
+    const partial = 'partial' in event ? event.partial : { role: 'assistant', content: [] };
+    site.emit('message_start', () => ({ message: omitImageData(partial), turnId: stepId }), stepId);
+  }
+  switch (event.type) {
+    case 'text_delta':
+      site.emit('text_delta', () => ({ text: event.delta }), stepId);
+      return;
+    case 'thinking_start':
+      site.emit('thinking_start', () => ({ contentIndex: event.contentIndex }), stepId);
+      return;
+    case 'thinking_delta':
+      site.emit('thinking_delta', () => ({ contentIndex: event.contentIndex, delta: event.delta }), stepId);
+      return;
+    case 'thinking_end':
+      site.emit('thinking_end', () => ({ contentIndex: event.contentIndex, content: event.content }), stepId);
+      return;
+    case 'toolcall_delta': {
+      // Only once the streaming block knows which call it is.
+      const block = event.partial.content[event.contentIndex];
+      if (block?.type !== 'toolCall' || !block.id || !block.name) return;
+      const { id, name } = block;
+      site.emit('toolcall_delta', () => ({ toolCallId: id, toolName: name, argumentTextDelta: event.delta }), stepId);
+      return;
+    }
+    // Block bounds and the stream's end have no event of their own: `turn`/`message_end` follow.
+    case 'start':
+    case 'text_start':
+    case 'text_end':
+    case 'toolcall_start':
+    case 'toolcall_end':
+    case 'done':
+    case 'error':
+      return;
+    default:
+      event satisfies never;
+  }
 }
 
 async function streamInto(input: StepInput, stepId: string, writer: ResponseWriter): Promise<AssistantMessage> {
@@ -110,10 +181,13 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     ...(input.onPayload === undefined ? {} : { onPayload: input.onPayload }),
   });
   let firstDelta = true;
+  let firstEvent = true;
   arm(idleMs);
   try {
     for await (const event of stream) {
       lastEvent = Date.now();
+      emitStreamEvent(input.site, stepId, event, firstEvent);
+      firstEvent = false;
       if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
       const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
       const last = pending[pending.length - 1];
