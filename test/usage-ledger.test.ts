@@ -43,6 +43,10 @@ function reply(request: RecordedRequest): ScriptedResponse {
   if (first === 'delegate' && !toolAnswered) {
     return { toolCalls: [{ name: 'task', arguments: { agent: 'clerk', prompt: 'file it' } }], usage: USAGE };
   }
+  if (first === 'oversee' && !toolAnswered) {
+    return { toolCalls: [{ name: 'task', arguments: { agent: 'worker', prompt: 'loop' } }], usage: USAGE };
+  }
+  if (first === 'loop' && !toolAnswered) return { toolCalls: [{ name: 'note', arguments: {} }], usage: USAGE };
   return { text: 'Done.', usage: USAGE };
 }
 
@@ -62,6 +66,23 @@ function Manager() {
   return 'Delegate.';
 }
 
+const worker = defineSubagent({
+  name: 'worker',
+  description: 'Works in turns.',
+  agent: () => {
+    useTool(note);
+    return 'You work.';
+  },
+});
+
+/** Its budget is spent by its own first turn and its delegate's first: the delegate's second turn is past it. */
+function Overseer() {
+  useModel(MODEL);
+  useSubagent(worker);
+  return 'Oversee.';
+}
+Overseer.budget = { perSubmission: { maxTokens: 220 } };
+
 function Capped() {
   useModel(MODEL);
   useTool(note);
@@ -80,7 +101,7 @@ let flue: Flue;
 beforeAll(async () => {
   server = await startScriptedModelServer({ fallback: reply });
   flue = await start({
-    agents: [Metered, Manager, Capped, Thrifty],
+    agents: [Metered, Manager, Capped, Thrifty, Overseer],
     db: sqlite(),
     providers: [scriptedProvider({ baseUrl: server.url, id: 'priced', models: ['model'], cost: PRICE })],
     env: {},
@@ -154,6 +175,23 @@ describe('budget.perSubmission', () => {
     ]);
     // The tool ran, but the model was never asked again after it.
     expect(asked() - before).toBe(1);
+  });
+});
+
+describe('budget.perSubmission inside a delegated task', () => {
+  it("a delegate's turn boundary checks the budget of the submission it works for: the delegate stops, and the submission fails", async () => {
+    const asked = () => server.requests.length;
+    const before = asked();
+    const handle = init(Overseer, { id: 'overseer' });
+    const receipt = await handle.dispatch('oversee');
+    const error = await rejection(handle.read(receipt));
+    expect((error as AgentRunError).cause).toMatchObject({
+      type: 'budget_exceeded',
+      meta: { scope: 'submission', budget: 220, spent: 220 },
+    });
+    // The parent's turn and the delegate's first; the delegate's second turn was never asked for.
+    expect(asked() - before).toBe(2);
+    expect((await getUsage(Overseer, 'overseer'))?.submissions).toEqual([expect.objectContaining({ modelCalls: 2 })]);
   });
 });
 

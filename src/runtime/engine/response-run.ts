@@ -42,7 +42,7 @@ import { budgetStop } from './usage-ledger.ts';
 import type { Agent } from '../authoring/identity.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from '../authoring/subagents.ts';
-import { DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError } from '../common/errors.ts';
+import { type BudgetExceededError, DelegationDepthExceededError, OperationFailedError, SubmissionTimeoutError } from '../common/errors.ts';
 import type { FlueExecutionContext } from '../common/instrumentation.ts';
 import { errorInfo, eventError, omitImageData } from '../common/events.ts';
 import type { ConversationRecord } from '../store/records.ts';
@@ -80,6 +80,11 @@ export interface ResponseRunOptions {
   sliceDeadline?: number;
   /** Set when this run drives a delegated task's child conversation (task-run.ts). */
   delegation?: Delegation;
+  /**
+   * The spending check of the submission this run works for, asked at every turn boundary: the
+   * root's own by default; a delegate is handed its root's, so a task's turns spend the same budget.
+   */
+  overBudget?: () => BudgetExceededError | undefined;
 }
 
 /** A turn whose step this attempt completed: what the tool batch that step issued runs against. */
@@ -223,11 +228,9 @@ export class ResponseRun {
       }
       if (!delegated && (await this.joinQueued()) > 0) continue;
       if (tail.unread) {
-        // A turn boundary: no model call past the budget (a delegate's loop is checked by its parent's next turn).
-        if (!delegated) {
-          const overBudget = budgetStop(resolveBudget(this.options.agent), this.conv, leader.id, (key) => this.options.view.fold(key));
-          if (overBudget !== undefined) throw overBudget;
-        }
+        // A turn boundary: no model call past the budget, in a delegate's loop as in the root's.
+        const overBudget = this.overBudget();
+        if (overBudget !== undefined) throw overBudget;
         issued = await this.turn(startMetadata);
         // A turn without tool calls is its own boundary; one with calls ends when its batch commits.
         if (this.conv.tail.pendingToolCalls === undefined) this.emitBatchCommitted(issued, undefined);
@@ -477,6 +480,12 @@ export class ResponseRun {
   }
 
   /** This response as a `task` call it makes sees it: a delegate's loop runs inside this attempt. */
+  /** The submission's spending against the agent's budget; the root's conversation holds it (task children are folded in). */
+  private overBudget(): BudgetExceededError | undefined {
+    if (this.options.overBudget !== undefined) return this.options.overBudget();
+    return budgetStop(resolveBudget(this.options.agent), this.conv, this.row.id, (key) => this.options.view.fold(key));
+  }
+
   private delegating(): DelegatingResponse {
     const { engine, view, writer, agent } = this.options;
     return {
@@ -488,7 +497,8 @@ export class ResponseRun {
       attachmentKey: this.options.delegation?.attachmentKey ?? this.live.key,
       childConversationId: (key) => view.childConversationId(key),
       emit: (type, payload) => engine.emitFor(this.live, this.row.id, type, payload),
-      delegateTo: (child, delegation) => new ResponseRun({ engine, view, writer, live: child, row: this.row, agent, delegation }),
+      delegateTo: (child, delegation) =>
+        new ResponseRun({ engine, view, writer, live: child, row: this.row, agent, delegation, overBudget: () => this.overBudget() }),
       writer: this.out,
     };
   }
