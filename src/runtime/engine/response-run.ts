@@ -39,6 +39,7 @@ import { type ToolDefinition, assembleToolSet, toolParameters } from '../authori
 import { resolveDurability } from '../authoring/durability-config.ts';
 import { resolveBudget } from '../authoring/budget-config.ts';
 import { budgetStop } from './usage-ledger.ts';
+import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
 import type { Agent } from '../authoring/identity.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { DELEGATION_DEPTH_CAP, type SubagentDefinition } from '../authoring/subagents.ts';
@@ -52,7 +53,7 @@ import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts'
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
 import type { ProbedEngine } from '../store/crash-probe.ts';
 import type { SubmissionRow } from '../store/sql-store.ts';
-import type { DeliveredMessageInput, DispatchReceipt, FlueHarness } from '../common/types.ts';
+import type { DeliveredMessageInput, DispatchReceipt, FlueHarness, PromptUsage } from '../common/types.ts';
 
 export { RunStopped, RunYield } from './run-signals.ts';
 
@@ -310,7 +311,8 @@ export class ResponseRun {
   private emitBatchCommitted(turn: IssuedTurn | undefined, results: ConversationRecord | undefined): void {
     if (turn?.message !== undefined) {
       this.produced.push(turn.message);
-      this.usage = addUsage(this.usage, turn.message.usage);
+      // The operation's usage: its turns' summed (undefined until a turn completes).
+      this.usage = addUsage(this.usage ?? emptyUsage(), usageFromPi(turn.message.usage));
     }
     if (!this.site.observed) return;
     const outcomes = results?.type === 'tool_results' ? results.outcomes : [];
@@ -517,28 +519,6 @@ export class ResponseRun {
 /** The tool set and roster a batch's calls resolve against, from a render (or a turn's tool list). */
 function issuedBy(from: { tools: readonly ToolDefinition[]; subagents: readonly SubagentDefinition[] }): Omit<IssuedTurn, 'stepId'> {
   return { tools: new Map(from.tools.map((tool) => [tool.name, tool])), subagents: from.subagents };
-}
-
-/** The `PromptUsage` of an operation: its turns' usage summed. */
-type PromptUsage = AssistantMessage['usage'];
-
-function addUsage(sum: PromptUsage | undefined, usage: PromptUsage | undefined): PromptUsage | undefined {
-  if (usage === undefined) return sum;
-  if (sum === undefined) return structuredClone(usage);
-  return {
-    input: sum.input + usage.input,
-    output: sum.output + usage.output,
-    cacheRead: sum.cacheRead + usage.cacheRead,
-    cacheWrite: sum.cacheWrite + usage.cacheWrite,
-    totalTokens: sum.totalTokens + usage.totalTokens,
-    cost: {
-      input: sum.cost.input + usage.cost.input,
-      output: sum.cost.output + usage.cost.output,
-      cacheRead: sum.cost.cacheRead + usage.cost.cacheRead,
-      cacheWrite: sum.cost.cacheWrite + usage.cost.cacheWrite,
-      total: sum.cost.total + usage.cost.total,
-    },
-  };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
