@@ -133,6 +133,20 @@ export interface ResponseInfo {
   progress: { lines: number; chars: number };
 }
 
+/** A response before any of its records: what the fold starts each response from. */
+export function emptyResponse(): ResponseInfo {
+  return {
+    steps: 0,
+    finishCycles: 0,
+    data: new Map(),
+    usage: emptyUsage(),
+    spent: emptyUsage(),
+    modelCalls: 0,
+    toolCalls: [],
+    progress: { lines: 0, chars: 0 },
+  };
+}
+
 export class Conversation {
   head = -1;
   conversationId = '';
@@ -225,16 +239,7 @@ export class Conversation {
   response(leaderId: string): ResponseInfo {
     let info = this.responses.get(leaderId);
     if (info === undefined) {
-      info = {
-        steps: 0,
-        finishCycles: 0,
-        data: new Map(),
-        usage: emptyUsage(),
-        spent: emptyUsage(),
-        modelCalls: 0,
-        toolCalls: [],
-        progress: { lines: 0, chars: 0 },
-      };
+      info = emptyResponse();
       this.responses.set(leaderId, info);
     }
     return info;

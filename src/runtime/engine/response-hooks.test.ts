@@ -3,8 +3,7 @@ import { LiveConversation } from './conversation-view.ts';
 import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
 import { ResponseSite } from './response-site.ts';
 import type { RenderResult } from '../authoring/render.ts';
-import { emptyUsage } from '../model/usage.ts';
-import type { ResponseInfo } from './conversation.ts';
+import { type ResponseInfo, emptyResponse } from './conversation.ts';
 import type { FlueHarness } from '../common/types.ts';
 import { storedConversationKey } from '../store/conversation-key.ts';
 
@@ -19,16 +18,7 @@ const seam: HookSeam = {
   site,
   harness: () => ({}) as FlueHarness,
 };
-const response = (finishCycles = 0): ResponseInfo => ({
-  steps: 1,
-  finishCycles,
-  data: new Map(),
-  usage: emptyUsage(),
-  spent: emptyUsage(),
-  modelCalls: 0,
-  toolCalls: [],
-  progress: { lines: 0, chars: 0 },
-});
+const response = (finishCycles = 0): ResponseInfo => ({ ...emptyResponse(), steps: 1, finishCycles });
 const append = (body: string) => ({ kind: 'signal' as const, type: 'note', body });
 
 describe('runResponseStart', () => {

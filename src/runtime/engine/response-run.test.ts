@@ -11,6 +11,7 @@ import { INTERRUPTED_TOOL_TEXT, type ConversationRecord } from '../store/records
 import { ResponseRun, type RunEngine } from './response-run.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 import type { Agent } from '../authoring/identity.ts';
+import { emptyUsage } from '../model/usage.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -160,14 +161,7 @@ describe('ResponseRun', () => {
           api: 'openai-completions',
           provider: 'run-unit',
           model: 'model',
-          usage: {
-            input: 0,
-            output: 0,
-            cacheRead: 0,
-            cacheWrite: 0,
-            totalTokens: 0,
-            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-          },
+          usage: emptyUsage(),
           stopReason: 'toolUse',
           timestamp: 0,
         },
