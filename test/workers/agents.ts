@@ -182,9 +182,20 @@ const note = defineTool({ name: 'note', description: 'Takes a note.', run: () =>
  * A priced model ($3 / $15 per million input / output tokens) under budgets of 110 tokens per
  * submission and per conversation: one scripted call of 100 + 10 tokens uses either up.
  */
+/** A tool whose work is a model call of its own, in the harness's scratch conversation. */
+const ponder = defineTool({
+  name: 'ponder',
+  description: 'Thinks it over with a focused model call.',
+  harness: true,
+  async run({ harness }) {
+    return (await harness.prompt('think it over')).text;
+  },
+});
+
 export function Spender() {
   useModel(`${SPEND_PROVIDER}/${SPEND_LANE}`);
   useTool(note);
+  useTool(ponder);
   return 'Answer.';
 }
 Spender.budget = { perSubmission: { maxTokens: 110 }, perConversation: { maxTokens: 110 } };

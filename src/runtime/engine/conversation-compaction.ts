@@ -28,6 +28,7 @@ import type { LatchedModel } from './response-render.ts';
 import type { ResponseSite } from './response-site.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
+import type { PromptUsage } from '../common/types.ts';
 
 /** What compaction reads: the conversation and the model the response latched. */
 export interface CompactionInput {
@@ -35,6 +36,8 @@ export interface CompactionInput {
   model: LatchedModel;
   signal: AbortSignal;
   site: ResponseSite;
+  /** Where a summarization that fails leaves what it spent (no compaction record carries it). */
+  failedSpend(usage: PromptUsage, modelCalls: number): void;
 }
 
 /**
@@ -163,6 +166,7 @@ export async function compactConversation(
       summary = joinSplitSummary(summary, await summarize(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), true));
     }
   } catch (error) {
+    if (modelCalls > 0) input.failedSpend(usage, modelCalls);
     ended({ isError: true, error: eventError(error), errorInfo: errorInfo(error), usage });
     throw error;
   }

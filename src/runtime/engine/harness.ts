@@ -62,6 +62,8 @@ export interface HarnessDeps {
    */
   signal: AbortSignal;
   log(toolCallId: string, toolName: string): FlueLogger;
+  /** Told each model call's usage as it returns (failed calls too): what the ledger and budgets count. */
+  spend?(usage: PromptUsage): void;
   /** How deep this harness sits in nested harness/task delegation (the root harness is 0). */
   depth: number;
   /** The agent's environment: its live sandbox and built-in tools, when it declared one. */
@@ -270,6 +272,7 @@ async function runPrompt({
         ),
     );
     usage = addUsage(usage, usageFromPi(final.usage));
+    deps.spend?.(usageFromPi(final.usage));
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
     // A scratch conversation the model refuses as too large is compacted once and the turn
     // retried, as the main conversation does (models-and-providers.md §6.3); the summary's
@@ -398,6 +401,7 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: Abo
     { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
     { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
   );
+  deps.spend?.(usageFromPi(summary.usage));
   if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
   if (summary.stopReason === 'error')
     throw (

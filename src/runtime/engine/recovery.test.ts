@@ -719,6 +719,9 @@ function spending<T>(records: T[], tokens: number): T[] {
   });
 }
 
+// Capitals: the id normalizer's `[a-z]+` scan would backtrack over a long lower-case run.
+const LONG_ANSWER = 'Y'.repeat(100_000);
+
 const BUDGET_MESSAGE = 'The submission reached its budget: tokens spent 100 of budget.perSubmission.maxTokens 100.';
 const budgetError = {
   name: 'BudgetExceededError',
@@ -772,6 +775,27 @@ const ledgerCases: Case[] = [
       [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 })],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§12 a summarization that fails still counts: its call rides on the response’s next batch as a model_spend record, and the response goes on uncompacted',
+    agent: Shop,
+    given: {
+      // Earlier history the threshold compaction can summarize.
+      log: [
+        [{ type: 'user_message', messageId: 'msg_in_sub_0', submissionId: 'sub_0', deliveryOrigin: 'app', body: 'earlier', ts: GIVEN_TS }],
+      ],
+      submissions: first,
+    },
+    // A long answer (kept, ~25k estimated tokens) reports a context near the 128k window; the summarizer then fails.
+    script: [{ text: [LONG_ANSWER], tokens: 127_000 }, { error: 'summarizer down' }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000),
+      [{ type: 'model_spend', submissionId: 'sub_a', source: 'compaction', usage: tokensUsage(0), modelCalls: 1 }],
+      [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(127_000), modelCalls: 2, toolCalls: 0, attempts: 1 })],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
     rule: '§12 a log whose usage is at the per-submission budget: the next attempt is never claimed, the submission settles failed with budget_exceeded',

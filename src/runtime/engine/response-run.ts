@@ -22,6 +22,7 @@ import { AttemptAbort } from './attempt-abort.ts';
 import { AttemptResources } from './attempt-resources.ts';
 import { createHarness } from './harness.ts';
 import { PendingState } from './pending-state.ts';
+import { PendingSpend } from './pending-spend.ts';
 import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
 import { ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
@@ -103,6 +104,8 @@ export class ResponseRun {
   private readonly row: SubmissionRow;
   private readonly attempt = new AttemptAbort();
   private readonly state: PendingState;
+  /** Model calls no record carries yet (harness prompts, failed summarizations): they ride on the next commit. */
+  private readonly spend: PendingSpend;
   private readonly out: ResponseWriter;
   private readonly renderer: ResponseRender;
   private readonly resources = new AttemptResources();
@@ -130,7 +133,14 @@ export class ResponseRun {
     this.environment = delegation?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
     this.state = new PendingState(() => view.stateOf(live));
     // The per-response bound on tool progress counts what earlier attempts of the response wrote.
-    this.out = new ResponseWriter({ writer, live, state: this.state, progressUsed: { ...live.conv.response(row.id).progress } });
+    this.spend = new PendingSpend(row.id);
+    this.out = new ResponseWriter({
+      writer,
+      live,
+      state: this.state,
+      spend: this.spend,
+      progressUsed: { ...live.conv.response(row.id).progress },
+    });
     // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
     this.bytes = new AttachmentBytes(view, delegation?.attachmentKey ?? live.key);
     this.site = new ResponseSite({
@@ -172,7 +182,31 @@ export class ResponseRun {
 
   // ── The response ──────────────────────────────────────────────────────────────────────────
 
+  /**
+   * The response, and what it spent that no record carries yet committed before it returns — or
+   * before a failure propagates, unless the attempt was abandoned (its end may be settled already).
+   */
   async execute(): Promise<void> {
+    try {
+      await this.respond();
+    } catch (error) {
+      if (!this.attempt.signal.aborted) this.flushSpendAfterFailure();
+      throw error;
+    }
+    this.out.flushSpend();
+  }
+
+  private flushSpendAfterFailure(): void {
+    try {
+      this.out.flushSpend();
+    } catch {
+      // The failure that is propagating says more than a store that also refused this write.
+    }
+  }
+
+  private readonly failedSpend = (usage: PromptUsage, modelCalls: number): void => this.spend.add('compaction', usage, modelCalls);
+
+  private async respond(): Promise<void> {
     const leader = this.row;
     const delegated = this.options.delegation !== undefined;
     let startMetadata: Record<string, unknown> | undefined;
@@ -243,6 +277,7 @@ export class ResponseRun {
         model: this.renderer.model,
         signal: this.attempt.signal,
         site: this.site,
+        failedSpend: this.failedSpend,
       });
       if (compaction.length > 0) this.out.commit(compaction);
       if (!delegated) {
@@ -433,7 +468,7 @@ export class ResponseRun {
     if (isOverflow(message, model.contextWindow) && !this.overflowRetried) {
       this.overflowRetried = true;
       const compaction = await compactConversation(
-        { conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site },
+        { conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site, failedSpend: this.failedSpend },
         'overflow',
       );
       if (compaction !== undefined) this.out.commit(compaction);
@@ -468,6 +503,7 @@ export class ResponseRun {
       signal: scope,
       executionContext: () => this.site.executionContext(),
       log: (toolCallId, toolName) => this.site.logger({ tool: toolName, toolCallId }),
+      spend: (usage) => this.spend.add('harness', usage),
       depth,
       environment: this.environment,
       // A harness scratch conversation's `task` calls are recorded children of this conversation.

@@ -116,6 +116,18 @@ export type ConversationRecord =
       toolName: string;
       lines: ToolLogLine[];
     }
+  | {
+      /**
+       * Model calls no other record carries, committed with the next batch of their response:
+       * `harness.prompt()` and `harness.compact()` calls in tools and hooks, and summarizations
+       * that failed. What the ledger and budgets count; never a message, never context.
+       */
+      type: 'model_spend';
+      submissionId: string;
+      source: 'harness' | 'compaction';
+      usage: PromptUsage;
+      modelCalls: number;
+    }
   | { type: 'agent_start_run'; submissionId: string }
   | { type: 'agent_finish_cycle'; submissionId: string }
   | { type: 'data_write'; submissionId: string; messageId: string; name: string; data: unknown }
