@@ -1,6 +1,6 @@
 /**
  * The one way the runtime reads its store: every conversation's log fold (kept in memory and
- * caught up with the log on each look), persistent state, the ledger, attachments and child
+ * caught up with the log as the writer reports its appends), persistent state, the ledger, attachments and child
  * conversations. The engine, the response loop, the reader and both hosts read through it; the
  * conversation writer (conversation-writer.ts) is the one way to write, and advances the folds
  * this view keeps as its batches commit.
@@ -41,6 +41,12 @@ export class LiveConversation {
 export class ConversationView {
   private readonly store: SqlStore;
   private readonly lives = new Map<ConversationKey, LiveConversation>();
+  /**
+   * The newest batch each kept conversation's log holds, as far as this process wrote or read it.
+   * Every append goes through the writer, which reports it here, so a kept fold at this head is
+   * current without asking the store (a look at a busy conversation is otherwise a query).
+   */
+  private readonly heads = new Map<ConversationKey, number>();
 
   constructor(store: SqlStore) {
     this.store = store;
@@ -58,11 +64,19 @@ export class ConversationView {
       if (this.store.getConversation(key) !== undefined) this.lives.set(key, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getConversation(key)?.incarnation;
+    const known = this.heads.get(key);
+    if (known !== undefined && live.conv.head >= known) return live;
     for (const { batch, bytes } of this.store.readBatchesSized(key, live.conv.head)) {
       live.conv.apply(batch);
       live.logBytes += bytes;
     }
+    if (this.lives.get(key) === live) this.heads.set(key, live.conv.head);
     return live;
+  }
+
+  /** The writer appended batch `seq` to the log of `key` (any fold of it, kept or not, may be behind now). */
+  appended(key: ConversationKey, seq: number): void {
+    if (seq > (this.heads.get(key) ?? -1)) this.heads.set(key, seq);
   }
 
   liveByKey(key: ConversationKey): LiveConversation {

@@ -55,6 +55,7 @@ export class ConversationWriter {
       alsoWrite?.();
       return appended;
     });
+    this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
     live.logBytes += bytes;
     live.notify();
@@ -69,9 +70,12 @@ export class ConversationWriter {
     for (const [name, value] of writes) state.set(name, value);
   }
 
-  /** A queued delivery joins the leader's response at a turn boundary: its input and the mark, at once. */
-  join(live: LiveConversation, row: SubmissionRow, leaderId: string): void {
-    this.commit(live, [inputRecord(row, leaderId)], () => this.store.markJoined(row.id, leaderId));
+  /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */
+  join(live: LiveConversation, rows: readonly SubmissionRow[], leaderId: string): void {
+    const inputs = rows.map((row) => inputRecord(row, leaderId));
+    this.commit(live, inputs, () => {
+      for (const row of rows) this.store.markJoined(row.id, leaderId);
+    });
   }
 
   /** Settles submissions with the batch that says so; the first terminal state of a row wins. */
@@ -94,14 +98,16 @@ export class ConversationWriter {
     submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string },
     attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
   ): void {
+    let born: number | undefined;
     this.store.transaction(() => {
       if (birth !== undefined) {
         this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
-        this.store.append(live.key, [birth]);
+        born = this.store.append(live.key, [birth]);
       }
       this.store.insertSubmission({ ...submission, conversation: live.key });
       for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
     });
+    if (born !== undefined) this.view.appended(live.key, born);
   }
 
   claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
@@ -144,6 +150,7 @@ export class ConversationWriter {
       this.store.createConversation({ key, agent: parent.agentName, instanceId: parent.instanceId, incarnation: newIncarnation() });
       seq = this.store.append(key, records);
     });
+    this.view.appended(key, seq);
     child.conv.apply({ seq, records });
     return child;
   }

@@ -397,18 +397,19 @@ export class ResponseRun {
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.options.engine.isStopping) return 0;
-    const open = this.options.view.openSubmissions(this.live.key);
-    let joined = 0;
-    for (const row of open) {
-      if (row.id === this.row.id || row.status === 'joined') continue;
-      if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
-      this.options.writer.join(this.live, row, this.row.id);
+    const joinable = joinableDeliveries(this.options.view.openSubmissions(this.live.key), this.row.id);
+    if (joinable.length === 0) return 0;
+    // Without useAgentStart callbacks (or state for one to carry) nothing runs between two joins:
+    // the whole burst joins in one batch. Otherwise each delivery's callbacks run after its join.
+    const groups =
+      (await this.renderWithEnvironment()).agentStart.length === 0 && this.state.isEmpty ? [joinable] : joinable.map((row) => [row]);
+    for (const group of groups) {
+      this.options.writer.join(this.live, group, this.row.id);
       // A joined delivery's message enters at this turn boundary, before the next turn starts.
-      if (this.site.observed) this.emitInput(inputRecord(row, this.row.id));
-      await this.agentStart(row.id);
-      joined++;
+      if (this.site.observed) for (const row of group) this.emitInput(inputRecord(row, this.row.id));
+      for (const row of group) await this.agentStart(row.id);
     }
-    return joined;
+    return joinable.length;
   }
 
   // ── A model turn ──────────────────────────────────────────────────────────────────────────
@@ -570,4 +571,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The queued deliveries that join the leader's response now: those in admission order up to the first that cannot (running, or asked to abort). */
+function joinableDeliveries(open: readonly SubmissionRow[], leaderId: string): SubmissionRow[] {
+  const joinable: SubmissionRow[] = [];
+  for (const row of open) {
+    if (row.id === leaderId || row.status === 'joined') continue;
+    if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
+    joinable.push(row);
+  }
+  return joinable;
 }

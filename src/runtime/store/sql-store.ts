@@ -426,9 +426,7 @@ export class SqlStore {
   }
 
   /** First terminal state wins: settled rows are never rewritten. */
-  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): boolean {
-    const before = this.getSubmission(id);
-    if (before === undefined || before.status === 'settled') return false;
+  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): void {
     this.driver.run(
       `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL`,
       outcome,
@@ -436,7 +434,6 @@ export class SqlStore {
       now,
       id,
     );
-    return true;
   }
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
