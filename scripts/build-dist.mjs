@@ -51,7 +51,8 @@ function newestSource(dir) {
 }
 
 export function isStale() {
-  if (!existsSync(stamp)) return true;
+  // A dist/ from before the per-file Worker modules existed is stale whatever its stamp says.
+  if (!existsSync(stamp) || !existsSync(path.join(outdir, 'modules'))) return true;
   const built = statSync(stamp).mtimeMs;
   return newestSource(path.join(root, 'src')) > built || statSync(path.join(root, 'package.json')).mtimeMs > built;
 }
