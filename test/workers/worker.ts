@@ -4,7 +4,13 @@
  */
 import { env } from 'cloudflare:workers';
 import { setProvider } from '@flue/runtime';
-import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, extend } from '@flue/runtime/cloudflare';
+import {
+  cloudflareBindingProvider,
+  configureFlueWorker,
+  createFlueAgentClass,
+  createFlueWorkerHandlers,
+  extend,
+} from '@flue/runtime/cloudflare';
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
@@ -91,7 +97,11 @@ const agents = [
   { identity: 'Spender', agent: Spender, className: 'FlueSpenderAgent', bindingName: 'FLUE_SPENDER_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
-configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
+configureFlueWorker({
+  env: env as unknown as Record<string, unknown>,
+  agents,
+  workersAI: (binding) => cloudflareBindingProvider({ binding }),
+});
 
 export const FlueEchoAgent = createFlueAgentClass(entry('Echo'));
 export const FlueProvisionerAgent = createFlueAgentClass(entry('Provisioner'));
