@@ -96,6 +96,16 @@ export class ConversationView {
     return live.state;
   }
 
+  /** Committed persistent state of any conversation, read from the store (a child's, an export's). */
+  storedState(key: ConversationKey): Map<string, unknown> {
+    return this.store.readState(key);
+  }
+
+  /** Every recorded persistent state write, with the batch that explains it. */
+  stateHistory(key: ConversationKey): { seq: number; name: string; value: unknown }[] {
+    return this.store.readStateHistory(key);
+  }
+
   // ── The log ──────────────────────────────────────────────────────────────────────────────
 
   batches(key: ConversationKey, after: number, limit?: number): Batch[] {
@@ -154,7 +164,7 @@ export class ConversationView {
   }
 
   /** The conversation's durable `virtualSandbox()` files (the sandbox reads and writes them itself). */
-  sandboxFiles(live: LiveConversation): SqlSandboxFiles {
-    return this.store.sandboxFiles(live.key);
+  sandboxFiles(live: LiveConversation | ConversationKey): SqlSandboxFiles {
+    return this.store.sandboxFiles(typeof live === 'string' ? live : live.key);
   }
 }

@@ -98,6 +98,11 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
      stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
    )`,
+  // Each persistent state write, under the batch that explains it, so `fork()` can tell the state
+  // as of an earlier offset. Stores made before it hold none: their state is known at the head only.
+  `CREATE TABLE IF NOT EXISTS flue_state_history (
+     stream TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, seq, name)
+   ) WITHOUT ROWID`,
 ];
 
 /** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
@@ -186,7 +191,7 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
 }
 
 /** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
-function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (string | number)[]): string {
+function spillKey(kind: 'batch' | 'submission' | 'state' | 'state_history' | 'step', ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
 }
 
@@ -492,16 +497,40 @@ export class SqlStore {
     return state;
   }
 
-  writeState(key: ConversationKey, name: string, value: unknown): void {
+  /**
+   * `seq` is the batch that explains the write (committed in the same transaction); `null` writes
+   * no history (an imported value whose history was not kept).
+   */
+  writeState(key: ConversationKey, name: string, value: unknown, seq: number | null): void {
     const spilled = spillKey('state', key, name);
+    const text = JSON.stringify(value);
     // An overwrite must not leave the previous value's chunks behind.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
     this.driver.run(
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
       key,
       name,
-      this.spill(spilled, JSON.stringify(value)).column,
+      this.spill(spilled, text).column,
     );
+    if (seq !== null) this.writeStateHistory(key, seq, name, text);
+  }
+
+  /** One history entry: the value (as JSON text) `name` took in the batch `seq`. */
+  writeStateHistory(key: ConversationKey, seq: number, name: string, text: string): void {
+    this.driver.run(
+      'INSERT INTO flue_state_history (stream, seq, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (stream, seq, name) DO UPDATE SET value = excluded.value',
+      key,
+      seq,
+      name,
+      this.spill(spillKey('state_history', key, seq, name), text).column,
+    );
+  }
+
+  /** Every recorded state write of the conversation, in batch order. */
+  readStateHistory(key: ConversationKey): { seq: number; name: string; value: unknown }[] {
+    return this.driver
+      .query('SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key)
+      .map((row) => ({ seq: Number(row.seq), name: String(row.name), value: JSON.parse(this.unspill(row.value).text) }));
   }
 
   readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
