@@ -4,7 +4,7 @@
  * another). The functions here decide, from their inputs alone, where a log may be cut and what
  * persistent state held at that cut; the engine reads the inputs and writes the result.
  *
- * Format `flue.conversation` version 1 (docs/forks-and-replay.md): the root conversation's batches
+ * Format `flue.conversation` version 1 (documented in the guide to forks and replay): the root conversation's batches
  * up to `at`, its persistent state as of `at`, the attachments its records name, its
  * `virtualSandbox()` files, and every child conversation a `task` call opened in that prefix.
  */
