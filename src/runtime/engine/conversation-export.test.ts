@@ -72,6 +72,18 @@ describe('stateAt: persistent state as of a cut', () => {
     expect(stateAt(current, history, 5, 6)).toEqual(new Map([['count', 1]]));
   });
 
+  it('knows a write kept without its value (too large for the history) only while it is the name’s last', () => {
+    const big = [
+      { seq: 3, name: 'doc', unkept: true as const },
+      { seq: 6, name: 'doc', unkept: true as const },
+    ];
+    const now = new Map<string, unknown>([['doc', 'v2']]);
+    expect(historyExplains(now, big)).toBe(true);
+    expect(stateAt(now, big, 0, 8)).toEqual(new Map());
+    expect(stateAt(now, big, 6, 8)).toEqual(now);
+    expect(stateAt(now, big, 3, 8)).toBeUndefined();
+  });
+
   it('answers the current values at the head, with or without history', () => {
     expect(stateAt(current, [], 6, 6)).toEqual(current);
   });

@@ -11,7 +11,7 @@
 import { skipUnknown } from '../../shared/exhaustive.ts';
 import { deepEqualJson } from '../common/ids.ts';
 import type { AttachmentRecordRef, ConversationRecord } from '../store/records.ts';
-import type { Batch } from '../store/sql-store.ts';
+import type { Batch, StateHistoryEntry } from '../store/sql-store.ts';
 
 export const CONVERSATION_EXPORT_FORMAT = 'flue.conversation';
 export const CONVERSATION_EXPORT_VERSION = 1;
@@ -103,19 +103,19 @@ function submissionOf(record: ConversationRecord): string | undefined {
   }
 }
 
-/** One recorded state write: the value `name` took in the batch `seq`. */
-export interface StateWrite {
-  seq: number;
-  name: string;
-  value: unknown;
-}
+/**
+ * One recorded state write: the value `name` took in the batch `seq`, or, for a value too large
+ * for the history, only that it was written (`unkept: true`).
+ */
+export type StateWrite = StateHistoryEntry;
 
 /**
  * Persistent state as of the cut `at`, or `undefined` when the store cannot say: state is kept as
  * its current values plus the history of writes, each recorded with the batch that explains it.
  * At the head the current values are the answer. Earlier, each name takes its last write at or
  * before `at`; that holds only when the history explains every current value (a store written by
- * an earlier version kept no history, so its values are known at the head alone).
+ * an earlier version kept no history, so its values are known at the head alone), and a write
+ * kept without its value is known only as the name's last (its value is the current one).
  */
 export function stateAt(
   current: ReadonlyMap<string, unknown>,
@@ -125,25 +125,33 @@ export function stateAt(
 ): Map<string, unknown> | undefined {
   if (at >= head) return new Map(current);
   if (!historyExplains(current, history)) return undefined;
+  const last = lastWrites(history, Infinity);
   const state = new Map<string, unknown>();
-  for (const write of history) {
-    if (write.seq > at) continue;
-    const kept = state.get(write.name) as StateWrite | undefined;
-    if (kept === undefined || write.seq >= kept.seq) state.set(write.name, write);
+  for (const [name, write] of lastWrites(history, at)) {
+    if (write.unkept !== true) state.set(name, write.value);
+    else if (last.get(name) === write) state.set(name, current.get(name));
+    else return undefined;
   }
-  return new Map([...state].map(([name, write]) => [name, (write as StateWrite).value]));
+  return state;
 }
 
-/** Whether the history's last write of every name is its current value (and names every current one). */
-export function historyExplains(current: ReadonlyMap<string, unknown>, history: readonly StateWrite[]): boolean {
+/** Each name's last write at or before `at`. */
+function lastWrites(history: readonly StateWrite[], at: number): Map<string, StateWrite> {
   const last = new Map<string, StateWrite>();
   for (const write of history) {
+    if (write.seq > at) continue;
     const seen = last.get(write.name);
     if (seen === undefined || write.seq >= seen.seq) last.set(write.name, write);
   }
+  return last;
+}
+
+/** Whether the history's last write of every current name is its current value (or a write kept without it). */
+export function historyExplains(current: ReadonlyMap<string, unknown>, history: readonly StateWrite[]): boolean {
+  const last = lastWrites(history, Infinity);
   for (const [name, value] of current) {
     const write = last.get(name);
-    if (write === undefined || !deepEqualJson(write.value, value)) return false;
+    if (write === undefined || (write.unkept !== true && !deepEqualJson(write.value, value))) return false;
   }
   return true;
 }

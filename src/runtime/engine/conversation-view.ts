@@ -11,7 +11,7 @@ import { Conversation } from './conversation.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
-import type { Batch, ConversationInfo, SqlStore, SubmissionRow } from '../store/sql-store.ts';
+import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
@@ -102,7 +102,7 @@ export class ConversationView {
   }
 
   /** Every recorded persistent state write, with the batch that explains it. */
-  stateHistory(key: ConversationKey): { seq: number; name: string; value: unknown }[] {
+  stateHistory(key: ConversationKey): StateHistoryEntry[] {
     return this.store.readStateHistory(key);
   }
 

@@ -13,7 +13,7 @@ import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
 /** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
@@ -35,7 +35,7 @@ export interface ImportedConversation {
   key: ConversationKey;
   batches: readonly { seq: number; records: ConversationRecord[] }[];
   state: ReadonlyMap<string, unknown>;
-  history: readonly { seq: number; name: string; value: unknown }[];
+  history: readonly StateHistoryEntry[];
   attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[];
   files: readonly ({ path: string; kind: 'dir'; mtime: number } | { path: string; kind: 'file'; mtime: number; bytes: Uint8Array })[];
 }
@@ -158,7 +158,9 @@ export class ConversationWriter {
           }
         }
         for (const [name, value] of conversation.state) this.store.writeState(key, name, value, null);
-        for (const write of conversation.history) this.store.writeStateHistory(key, write.seq, write.name, JSON.stringify(write.value));
+        for (const write of conversation.history) {
+          this.store.writeStateHistory(key, write.seq, write.name, write.unkept === true ? undefined : JSON.stringify(write.value));
+        }
         for (const attachment of conversation.attachments) this.store.putAttachment(key, attachment.ref, attachment.bytes);
         const files = this.store.sandboxFiles(key);
         for (const file of conversation.files) {

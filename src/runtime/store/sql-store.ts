@@ -32,6 +32,13 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A marker can never be JSON: no JSON text starts with `~`. */
 const SPILL_MARKER = '~spill:';
 
+/** The state history keeps values up to this size; a larger one is kept as a marker only. */
+export const STATE_HISTORY_BYTES = 64 * 1024;
+const UNKEPT_MARKER = '~unkept';
+
+/** One persistent state write in the history: its value, or only that it happened (`unkept`). */
+export type StateHistoryEntry = { seq: number; name: string } & ({ value: unknown; unkept?: never } | { unkept: true; value?: never });
+
 /** BLOBs come back as Uint8Array from node:sqlite and as ArrayBuffer from Durable Objects. */
 function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
   if (value instanceof Uint8Array) return value;
@@ -191,7 +198,7 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
 }
 
 /** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
-function spillKey(kind: 'batch' | 'submission' | 'state' | 'state_history' | 'step', ...parts: (string | number)[]): string {
+function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
 }
 
@@ -515,22 +522,29 @@ export class SqlStore {
     if (seq !== null) this.writeStateHistory(key, seq, name, text);
   }
 
-  /** One history entry: the value (as JSON text) `name` took in the batch `seq`. */
-  writeStateHistory(key: ConversationKey, seq: number, name: string, text: string): void {
+  /**
+   * One history entry: the value (as JSON text) `name` took in the batch `seq`. A value over
+   * STATE_HISTORY_BYTES, or one not known (`undefined`), is kept as a marker only, so the history
+   * costs at most that much per write: the value is then known from that batch on only while it
+   * is the name's last write (then it is the current value).
+   */
+  writeStateHistory(key: ConversationKey, seq: number, name: string, text: string | undefined): void {
+    const kept = text !== undefined && (text.length * 3 <= STATE_HISTORY_BYTES || utf8Size(text) <= STATE_HISTORY_BYTES);
     this.driver.run(
       'INSERT INTO flue_state_history (stream, seq, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (stream, seq, name) DO UPDATE SET value = excluded.value',
       key,
       seq,
       name,
-      this.spill(spillKey('state_history', key, seq, name), text).column,
+      kept ? text : UNKEPT_MARKER,
     );
   }
 
   /** Every recorded state write of the conversation, in batch order. */
-  readStateHistory(key: ConversationKey): { seq: number; name: string; value: unknown }[] {
-    return this.driver
-      .query('SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key)
-      .map((row) => ({ seq: Number(row.seq), name: String(row.name), value: JSON.parse(this.unspill(row.value).text) }));
+  readStateHistory(key: ConversationKey): StateHistoryEntry[] {
+    return this.driver.query('SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key).map((row) => {
+      const entry = { seq: Number(row.seq), name: String(row.name) };
+      return row.value === UNKEPT_MARKER ? { ...entry, unkept: true as const } : { ...entry, value: JSON.parse(String(row.value)) };
+    });
   }
 
   readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
