@@ -71,26 +71,29 @@ test('a fork after the first settlement is a new Durable Object holding that pre
   expect(after.conversations[0]!.state).toEqual({ count: 2 });
 });
 
-test('a cut inside a response is refused with the typed error, rebuilt across the RPC, and stores nothing', async () => {
+test('a cut after a user message or inside a response is refused with the typed error, rebuilt across the RPC, and stores nothing', async () => {
   const [firstSettled, head] = settledOffsets(before);
-  const inside = firstSettled! - 1;
-  const error = await fork(Brancher, { from: 'orig', at: inside, id: 'refused' }).then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ForkPointError);
-  expect(error).toMatchObject({
-    type: 'fork_point_unsettled',
-    reason: 'unsettled',
-    at: inside,
-    meta: { before: 0, after: firstSettled, head },
-  });
+  const input = before.conversations[0]!.batches.find((b) => b.records.some((r) => r.type === 'user_message'))!.seq;
+  for (const at of [input, firstSettled! - 1]) {
+    const error = await fork(Brancher, { from: 'orig', at, id: 'refused' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(ForkPointError);
+    expect(error).toMatchObject({ type: 'fork_point_unsettled', reason: 'unsettled', at, meta: { before: 0, after: firstSettled, head } });
+  }
   expect(await rows('refused', 'SELECT count(*) AS n FROM flue_batches')).toEqual([{ n: 0 }]);
   const taken = await fork(Brancher, { from: 'orig', id: 'branch' }).then(
     () => undefined,
     (caught: unknown) => caught,
   );
   expect(taken).toBeInstanceOf(AgentInstanceExistsError);
+});
+
+test('a fork at the birth holds the initial record alone and no state', async () => {
+  const { id } = await fork(Brancher, { from: 'orig', at: 0 });
+  expect(await rows(id, 'SELECT seq FROM flue_batches')).toEqual([{ seq: 0 }]);
+  expect(await rows(id, 'SELECT name FROM flue_state')).toEqual([]);
 });
 
 test('a fork whose export is over 4 MiB crosses the RPC as a stream and arrives whole', async () => {
