@@ -64,7 +64,13 @@ beforeAll(async () => {
   server = await startScriptedModelServer({ fallback: reply });
   const flue = await start({ agents: [Shop], db: sqlite(), providers: seedProviders(server), env: {} });
   const handle = init(Shop, { id: 'customer' });
-  await handle.read(await handle.dispatch('what does an apple cost?'));
+  const pixel = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex').toString('base64');
+  await handle.read(
+    await handle.dispatch({
+      message: { kind: 'user', body: 'what does an apple cost?', attachments: [{ type: 'image', data: pixel, mimeType: 'image/png' }] },
+      initialData: { store: 'north' },
+    }),
+  );
   await handle.read(await handle.dispatch('thanks'));
   recording = await exportConversation(Shop, 'customer');
   await flue.stop();
@@ -86,6 +92,12 @@ describe('replayConversation()', () => {
     expect(report.replayed.map((delivery) => delivery.reply)).toEqual(['It costs 42.', 'heard: thanks']);
     expect(() => report.expectNoDivergence()).not.toThrow();
     expect(server.requests.length).toBe(before);
+    // Delivered again as recorded: the initial data and the attachment's bytes.
+    const [replayedRoot, recordedRoot] = [report.export.conversations[0]!, recording.conversations[0]!];
+    expect(replayedRoot.batches[0]!.records[0]).toMatchObject({ initialData: { store: 'north' } });
+    expect(replayedRoot.attachments.map((a) => [a.ref.digest, a.data])).toEqual(
+      recordedRoot.attachments.map((a) => [a.ref.digest, a.data]),
+    );
   });
 
   it('answers tool calls from the recording unless they run live; a live tool that changed diverges at its turn', async () => {
