@@ -53,14 +53,19 @@ export type { DurabilityConfig } from './authoring/durability-config.ts';
 export type { BudgetConfig, BudgetLimit } from './authoring/budget-config.ts';
 export {
   dispatch,
+  exportConversation,
+  fork,
   getAgentInstance,
   getUsage,
   init,
   type AgentHandleDispatchRequest,
   type AgentInstanceHandle,
   type AgentReadOptions,
+  type ExportConversationOptions,
+  type ForkOptions,
   type InitOptions,
 } from './host/addressing.ts';
+export type { ConversationExport, ExportedConversation, ExportedFile, StateWrite } from './engine/conversation-export.ts';
 export { setProvider } from './model/providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
 export type { Provider } from './model/model-types.ts';
@@ -105,6 +110,7 @@ export {
   DelegationDepthExceededError,
   FlueError,
   FlueHttpError,
+  ForkPointError,
   HarnessClosedError,
   InvalidModelSpecifierError,
   InvalidRequestError,
@@ -136,6 +142,7 @@ export {
   type CloudflareAIBindingErrorReason,
   type ErrorEnvelopeBody,
   type FlueErrorOptions,
+  type ForkPointReason,
   type RuntimeState,
   type SettlementError,
   type ToolValidationIssue,

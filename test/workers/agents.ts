@@ -199,3 +199,20 @@ export function Spender() {
   return 'Answer.';
 }
 Spender.budget = { perSubmission: { maxTokens: 110 }, perConversation: { maxTokens: 110 } };
+
+export const FORK_LANE = 'fork';
+
+/** Counts in persistent state and can stash a large value there (a fork's export then crosses RPC as a stream). */
+export function Brancher() {
+  useModel(`scripted/${FORK_LANE}`);
+  const [count, setCount] = usePersistentState('count', 0);
+  const [, setStash] = usePersistentState('stash', '');
+  useTool({ name: 'bump', description: 'Adds one.', run: () => (setCount((n) => n + 1), 'bumped') });
+  useTool({
+    name: 'stash',
+    description: 'Stashes a large value.',
+    input: v.object({ bytes: v.number() }),
+    run: ({ data }) => (setStash('x'.repeat(data.bytes)), 'stashed'),
+  });
+  return `Count: ${count}.`;
+}

@@ -15,8 +15,10 @@ import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
 import {
+  Brancher,
   ECHO_LANE,
   Echo,
+  FORK_LANE,
   LOAD_LANE,
   Load,
   PROVISION_LANE,
@@ -46,7 +48,7 @@ setProvider(
   scriptedProvider({
     baseUrl: modelUrl,
     id: 'scripted',
-    models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE],
+    models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE, FORK_LANE],
     api: 'openai-completions',
   }),
 );
@@ -95,6 +97,7 @@ const agents = [
   { identity: 'Contract', agent: Contract, className: 'FlueContractAgent', bindingName: 'FLUE_CONTRACT_AGENT' },
   { identity: 'Staller', agent: Staller, className: 'FlueStallerAgent', bindingName: 'FLUE_STALLER_AGENT' },
   { identity: 'Spender', agent: Spender, className: 'FlueSpenderAgent', bindingName: 'FLUE_SPENDER_AGENT' },
+  { identity: 'Brancher', agent: Brancher, className: 'FlueBrancherAgent', bindingName: 'FLUE_BRANCHER_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
 configureFlueWorker({
@@ -134,6 +137,7 @@ export const FlueForecasterAgent = createFlueAgentClass(entry('Forecaster'));
 export const FlueContractAgent = createFlueAgentClass(entry('Contract'));
 export const FlueStallerAgent = createFlueAgentClass(entry('Staller'));
 export const FlueSpenderAgent = createFlueAgentClass(entry('Spender'));
+export const FlueBrancherAgent = createFlueAgentClass(entry('Brancher'));
 // The `AI` service binding's target (wrangler.jsonc "services").
 export { FakeWorkersAI } from './fake-workers-ai.ts';
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.

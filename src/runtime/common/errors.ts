@@ -213,6 +213,37 @@ function mib(bytes: number, digits = 2): string {
   return String(Number((bytes / (1024 * 1024)).toFixed(digits)));
 }
 
+/** Why `fork()` or `exportConversation()` refused an offset (the error's `type` is `fork_point_<reason>`). */
+export type ForkPointReason = 'unsettled' | 'state_unknown' | 'out_of_range';
+
+/**
+ * A cut `fork()` or `exportConversation()` cannot make: it would split a submission that had not
+ * settled there (`fork_point_unsettled`), the persistent state or sandbox files as of that offset
+ * are not known (`fork_point_state_unknown`), or no batch has that offset (`fork_point_out_of_range`).
+ * `meta.before` and `meta.after` are the nearest offsets it would take.
+ */
+export class ForkPointError extends FlueHttpError {
+  readonly reason: ForkPointReason;
+  readonly at: number;
+  constructor(reason: ForkPointReason, at: number, nearest: { before?: number; after?: number }, head?: number) {
+    const near = [nearest.before, nearest.after].filter((cut) => cut !== undefined);
+    const offer = near.length === 0 ? 'No offset of it can be cut yet.' : `Cut at ${near.join(' or ')} instead.`;
+    const why: Record<ForkPointReason, string> = {
+      unsettled: `offset ${at} falls inside a submission that had not settled there`,
+      state_unknown: `the persistent state or sandbox files as of offset ${at} are not known (they are kept only from the offset they were last written, or at the head)`,
+      out_of_range: `the conversation has no offset ${at} (its offsets run from 0 to ${head ?? '?'})`,
+    };
+    super(`fork_point_${reason}`, reason === 'out_of_range' ? 400 : 409, {
+      message: `The conversation cannot be cut at offset ${at}: ${why[reason]}.`,
+      details: `at: ${offer}`,
+      meta: { reason, at, ...nearest, ...(head === undefined ? {} : { head }) },
+    });
+    this.name = 'ForkPointError';
+    this.reason = reason;
+    this.at = at;
+  }
+}
+
 export type RuntimeState = 'loading' | 'draining' | 'failed';
 
 export class RuntimeUnavailableError extends FlueHttpError {

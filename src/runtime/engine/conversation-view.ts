@@ -11,7 +11,7 @@ import { Conversation } from './conversation.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
-import type { Batch, ConversationInfo, SqlStore, SubmissionRow } from '../store/sql-store.ts';
+import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
@@ -110,6 +110,16 @@ export class ConversationView {
     return live.state;
   }
 
+  /** Committed persistent state of any conversation, read from the store (a child's, an export's). */
+  storedState(key: ConversationKey): Map<string, unknown> {
+    return this.store.readState(key);
+  }
+
+  /** Every recorded persistent state write, with the batch that explains it. */
+  stateHistory(key: ConversationKey): StateHistoryEntry[] {
+    return this.store.readStateHistory(key);
+  }
+
   // ── The log ──────────────────────────────────────────────────────────────────────────────
 
   batches(key: ConversationKey, after: number, limit?: number): Batch[] {
@@ -168,7 +178,7 @@ export class ConversationView {
   }
 
   /** The conversation's durable `virtualSandbox()` files (the sandbox reads and writes them itself). */
-  sandboxFiles(live: LiveConversation): SqlSandboxFiles {
-    return this.store.sandboxFiles(live.key);
+  sandboxFiles(live: LiveConversation | ConversationKey): SqlSandboxFiles {
+    return this.store.sandboxFiles(typeof live === 'string' ? live : live.key);
   }
 }

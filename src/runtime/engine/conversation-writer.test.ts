@@ -81,7 +81,7 @@ describe('ConversationWriter', () => {
     const live = admitted(opened, 'sub_1');
     expect(() =>
       writer.commit(live, [signal('x')], () => {
-        store.writeState(live.key, 'lost', 1);
+        store.writeState(live.key, 'lost', 1, 1);
         throw new Error('boom');
       }),
     ).toThrow('boom');

@@ -9,10 +9,11 @@
  * It imports no engine code: everything above it may import it.
  */
 import { newId } from '../common/ids.ts';
+import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
 /** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
@@ -27,6 +28,16 @@ export interface SettlementWrite {
 export interface StepMemo {
   lookup(step: string): { found: true; value: unknown } | { found: false };
   record(step: string, value: unknown): void;
+}
+
+/** One conversation of an import, its keys already those of the new conversation. */
+export interface ImportedConversation {
+  key: ConversationKey;
+  batches: readonly { seq: number; records: ConversationRecord[] }[];
+  state: ReadonlyMap<string, unknown>;
+  history: readonly StateHistoryEntry[];
+  attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[];
+  files: readonly ({ path: string; kind: 'dir'; mtime: number } | { path: string; kind: 'file'; mtime: number; bytes: Uint8Array })[];
 }
 
 /** A new child conversation's first records, and the record on its parent that says where it lives. */
@@ -64,8 +75,10 @@ export class ConversationWriter {
   /** Commits a batch together with the persistent state writes it explains. */
   commitWithState(live: LiveConversation, records: ConversationRecord[], writes: readonly [string, unknown][]): void {
     const state = this.view.stateOf(live);
+    // The batch's sequence: the one `commit` appends under (the fold's head is the store's).
+    const seq = live.conv.head + 1;
     this.commit(live, records, () => {
-      for (const [name, value] of writes) this.store.writeState(live.key, name, value);
+      for (const [name, value] of writes) this.store.writeState(live.key, name, value, seq);
     });
     for (const [name, value] of writes) state.set(name, value);
   }
@@ -132,6 +145,36 @@ export class ConversationWriter {
       lookup: (step) => store.readStep(live.key, key, step),
       record: (step, value) => store.writeStep(live.key, key, step, value),
     };
+  }
+
+  // ── Imported conversations ───────────────────────────────────────────────────────────────
+
+  /**
+   * Writes a whole conversation (and the child conversations its records retain) as one
+   * transaction: a `fork()` or an imported export. `live` is the new root, not yet created.
+   */
+  importConversation(live: LiveConversation, conversations: readonly ImportedConversation[]): void {
+    this.store.transaction(() => {
+      for (const conversation of conversations) {
+        const { key } = conversation;
+        this.store.createConversation({ key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
+        for (const batch of conversation.batches) {
+          if (this.store.append(key, batch.records) !== batch.seq) {
+            throw new ConversationRecordInvariantError(key, 'imported batch', `batch ${batch.seq} is out of sequence`);
+          }
+        }
+        for (const [name, value] of conversation.state) this.store.writeState(key, name, value, null);
+        for (const write of conversation.history) {
+          this.store.writeStateHistory(key, write.seq, write.name, write.unkept === true ? undefined : JSON.stringify(write.value));
+        }
+        for (const attachment of conversation.attachments) this.store.putAttachment(key, attachment.ref, attachment.bytes);
+        const files = this.store.sandboxFiles(key);
+        for (const file of conversation.files) {
+          if (file.kind === 'dir') files.putDir(file.path, file.mtime);
+          else files.putFile(file.path, file.bytes, file.mtime);
+        }
+      }
+    });
   }
 
   // ── Child conversations ──────────────────────────────────────────────────────────────────

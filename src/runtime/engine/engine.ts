@@ -67,6 +67,8 @@ import type {
   UpdatesResult,
 } from './verbs.ts';
 import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
+import type { ConversationExport } from './conversation-export.ts';
+import { type ExportOptions, exportConversation, importConversation } from './conversation-transfer.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 export { LiveConversation } from './conversation-view.ts';
 
@@ -267,6 +269,16 @@ export class ConversationEngine implements ProbedEngine {
     const live = this.reader.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
     return conversationUsage(live.conv);
+  }
+
+  exportConversation(agentName: string, instanceId: string, options: ExportOptions): ConversationExport {
+    return exportConversation(this.view, this.reader.addressed(agentName, instanceId), options);
+  }
+
+  importConversation(agentName: string, instanceId: string, exported: ConversationExport): { id: string; uid: string } {
+    if (this.stopping) throw new RuntimeUnavailableError('draining');
+    this.registry.assertDefinition(agentName);
+    return importConversation(this.view, this.writer, this.reader.addressed(agentName, instanceId), exported);
   }
 
   /** A child conversation's fold, for what a response's delegated tasks spent. */

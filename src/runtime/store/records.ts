@@ -39,6 +39,8 @@ export type ConversationRecord =
       /** The delegating `task` tool call. */
       taskId?: string;
       agent?: string;
+      /** Set on a conversation made by `fork()`: the conversation and the offset it was cut from. */
+      forkedFrom?: { instanceId: string; conversationId: string; at: number };
       ts: string;
     }
   | {

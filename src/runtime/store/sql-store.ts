@@ -32,6 +32,13 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A marker can never be JSON: no JSON text starts with `~`. */
 const SPILL_MARKER = '~spill:';
 
+/** The state history keeps values up to this size; a larger one is kept as a marker only. */
+export const STATE_HISTORY_BYTES = 64 * 1024;
+const UNKEPT_MARKER = '~unkept';
+
+/** One persistent state write in the history: its value, or only that it happened (`unkept`). */
+export type StateHistoryEntry = { seq: number; name: string } & ({ value: unknown; unkept?: never } | { unkept: true; value?: never });
+
 /** BLOBs come back as Uint8Array from node:sqlite and as ArrayBuffer from Durable Objects. */
 function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
   if (value instanceof Uint8Array) return value;
@@ -98,6 +105,11 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
      stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
    )`,
+  // Each persistent state write, under the batch that explains it, so `fork()` can tell the state
+  // as of an earlier offset. Stores made before it hold none: their state is known at the head only.
+  `CREATE TABLE IF NOT EXISTS flue_state_history (
+     stream TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, seq, name)
+   ) WITHOUT ROWID`,
 ];
 
 /** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
@@ -489,16 +501,47 @@ export class SqlStore {
     return state;
   }
 
-  writeState(key: ConversationKey, name: string, value: unknown): void {
+  /**
+   * `seq` is the batch that explains the write (committed in the same transaction); `null` writes
+   * no history (an imported value whose history was not kept).
+   */
+  writeState(key: ConversationKey, name: string, value: unknown, seq: number | null): void {
     const spilled = spillKey('state', key, name);
+    const text = JSON.stringify(value);
     // An overwrite must not leave the previous value's chunks behind.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
     this.driver.run(
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
       key,
       name,
-      this.spill(spilled, JSON.stringify(value)).column,
+      this.spill(spilled, text).column,
     );
+    if (seq !== null) this.writeStateHistory(key, seq, name, text);
+  }
+
+  /**
+   * One history entry: the value (as JSON text) `name` took in the batch `seq`. A value over
+   * STATE_HISTORY_BYTES, or one not known (`undefined`), is kept as a marker only, so the history
+   * costs at most that much per write: the value is then known from that batch on only while it
+   * is the name's last write (then it is the current value).
+   */
+  writeStateHistory(key: ConversationKey, seq: number, name: string, text: string | undefined): void {
+    const kept = text !== undefined && (text.length * 3 <= STATE_HISTORY_BYTES || utf8Size(text) <= STATE_HISTORY_BYTES);
+    this.driver.run(
+      'INSERT INTO flue_state_history (stream, seq, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (stream, seq, name) DO UPDATE SET value = excluded.value',
+      key,
+      seq,
+      name,
+      kept ? text : UNKEPT_MARKER,
+    );
+  }
+
+  /** Every recorded state write of the conversation, in batch order. */
+  readStateHistory(key: ConversationKey): StateHistoryEntry[] {
+    return this.driver.query('SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key).map((row) => {
+      const entry = { seq: Number(row.seq), name: String(row.name) };
+      return row.value === UNKEPT_MARKER ? { ...entry, unkept: true as const } : { ...entry, value: JSON.parse(String(row.value)) };
+    });
   }
 
   readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
