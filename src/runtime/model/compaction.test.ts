@@ -5,7 +5,9 @@ import {
   SPLIT_TURN_SEPARATOR,
   appendFileLists,
   buildSummaryRequest,
+  DEFAULT_CONTEXT_WINDOW,
   contextTokens,
+  contextWindowOf,
   estimateContextTokens,
   estimateTokens,
   fileListsFromToolCalls,
@@ -95,7 +97,25 @@ describe('resolveCompactionSettings', () => {
 
   it('uses maxTokens as the reserve when smaller, and 20000 when maxTokens is unknown', () => {
     expect(resolveCompactionSettings({}, { contextWindow: 200000, maxTokens: 8192 }).reserveTokens).toBe(8192);
-    expect(resolveCompactionSettings({}, { contextWindow: 0, maxTokens: 0 }).reserveTokens).toBe(20000);
+    expect(resolveCompactionSettings({}, { contextWindow: 200000, maxTokens: 0 }).reserveTokens).toBe(20000);
+  });
+
+  it('takes an unknown window (0) as the default window', () => {
+    expect(contextWindowOf({ contextWindow: 0 })).toBe(DEFAULT_CONTEXT_WINDOW);
+    expect(contextWindowOf({ contextWindow: 1000 })).toBe(1000);
+    // 2 · 20000 >= 32768 ⇒ floor(32768 / 3); a quarter of what that leaves is under 8000
+    expect(resolveCompactionSettings({}, { contextWindow: 0, maxTokens: 0 })).toStrictEqual({
+      reserveTokens: 10922,
+      keepRecentTokens: 5461,
+    });
+  });
+
+  it('keeps at most a quarter of what the reserve leaves verbatim, explicit or not (never below 256)', () => {
+    expect(resolveCompactionSettings({ keepRecentTokens: 100000 }, { contextWindow: 128000, maxTokens: 8000 }).keepRecentTokens).toBe(
+      30000,
+    );
+    expect(resolveCompactionSettings({ reserveTokens: 1900 }, { contextWindow: 2000, maxTokens: 0 }).keepRecentTokens).toBe(256);
+    expect(resolveCompactionSettings({ keepRecentTokens: 20 }, { contextWindow: 2000, maxTokens: 0 }).keepRecentTokens).toBe(20);
   });
 
   it('shrinks the default reserve for small context windows', () => {
@@ -197,9 +217,25 @@ describe('findCutPoint', () => {
     expect(messages[cut!.firstKeptIndex]!.role).not.toBe('toolResult');
   });
 
-  it('returns null when only tool results follow the threshold', () => {
+  it('cuts at the step that issued the tool results when only they follow the threshold (no dead end)', () => {
     const messages: Message[] = [user(sized(50)), assistant([fauxToolCall('read', { path: 'a' })]), toolResult(sized(200))];
-    expect(findCutPoint(messages, 100)).toBeNull();
+    expect(findCutPoint(messages, 100)).toStrictEqual({ firstKeptIndex: 1, splitTurnStart: 0 });
+    // Several results of one step: the cut still lands on their step.
+    const many: Message[] = [
+      user(sized(10)),
+      assistant(sized(10)),
+      user(sized(10)),
+      assistant([fauxToolCall('read', { path: 'a' }), fauxToolCall('read', { path: 'b' })]),
+      toolResult(sized(10)),
+      toolResult(sized(5000)),
+    ];
+    expect(findCutPoint(many, 1000)).toStrictEqual({ firstKeptIndex: 3, splitTurnStart: 2 });
+  });
+
+  it('counts a message at most its cap, so an oversized one does not make the kept part that message alone', () => {
+    const messages: Message[] = [user(sized(100)), assistant(sized(100)), user(sized(100)), assistant(sized(100)), user(sized(100000))];
+    expect(findCutPoint(messages, 700)).toStrictEqual({ firstKeptIndex: 4 });
+    expect(findCutPoint(messages, 700, 500)).toStrictEqual({ firstKeptIndex: 2 });
   });
 
   it('treats a prefix without any user message as history', () => {

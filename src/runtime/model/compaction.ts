@@ -54,26 +54,46 @@ export interface CompactionSettings {
 
 export const DEFAULT_KEEP_RECENT_TOKENS = 8000;
 const DEFAULT_RESERVE_TOKENS = 20000;
+/** The clamp of `keepRecentTokens` to the window stops here, whatever the window and reserve. */
+const MIN_KEEP_RECENT_TOKENS = 256;
 
 /**
- * Fills defaults from the model's limits. The default reserve shrinks for small context windows so
- * that reserving it does not leave half the window or less for the conversation; explicit values are
- * taken as given.
+ * The context window assumed for a model whose metadata has none (a custom provider's model
+ * declared without `contextWindow`, a Workers AI model id): small enough for the chat models in
+ * common use today, so a request sized to it is accepted by nearly all of them.
+ */
+export const DEFAULT_CONTEXT_WINDOW = 32_768;
+
+/** The model's context window, or the default when its metadata does not say (0 or absent). */
+export function contextWindowOf(model: { contextWindow: number }): number {
+  return model.contextWindow > 0 ? model.contextWindow : DEFAULT_CONTEXT_WINDOW;
+}
+
+/**
+ * Fills defaults from the model's limits (an unknown window counts as the default one). The
+ * default reserve shrinks for small context windows so that reserving it does not leave half the
+ * window or less for the conversation; an explicit reserve is taken as given. The part kept
+ * verbatim never exceeds a quarter of what the reserve leaves, so the summary, the kept part and
+ * what comes next fit the window together.
  */
 export function resolveCompactionSettings(
   config: CompactionConfig | undefined,
   model: { contextWindow: number; maxTokens: number },
 ): CompactionSettings {
+  const window = contextWindowOf(model);
   let reserveTokens = config?.reserveTokens;
   if (reserveTokens === undefined) {
     reserveTokens = Math.min(DEFAULT_RESERVE_TOKENS, model.maxTokens > 0 ? model.maxTokens : DEFAULT_RESERVE_TOKENS);
-    if (model.contextWindow > 0 && reserveTokens * 2 >= model.contextWindow) {
-      reserveTokens = Math.max(1024, Math.floor(model.contextWindow / 3));
+    if (reserveTokens * 2 >= window) {
+      reserveTokens = Math.max(1024, Math.floor(window / 3));
     }
   }
   const settings: CompactionSettings = {
     reserveTokens,
-    keepRecentTokens: config?.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS,
+    keepRecentTokens: Math.min(
+      config?.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS,
+      Math.max(MIN_KEEP_RECENT_TOKENS, Math.floor((window - reserveTokens) / 4)),
+    ),
   };
   if (config?.model !== undefined) settings.model = config.model;
   return settings;
@@ -172,14 +192,21 @@ export interface CutPoint {
 /**
  * Walks back from the end until at least `keepRecentTokens` are kept, then moves forward to the
  * first user or assistant message: cutting at a tool result would orphan it from its tool call.
- * `messages` is the compactable span (after a previous compaction's kept start, without its summary
- * message). Returns null when nothing would be summarized.
+ * When only tool results follow (one step's results outweigh what is kept), the cut moves back to
+ * the step that issued them instead, so an oversized result never leaves no cut at all. A message
+ * counts at most `messageCapTokens` (what the request sends of it once reduced). `messages` is the
+ * compactable span (after a previous compaction's kept start, without its summary message).
+ * Returns null when nothing would be summarized.
  */
-export function findCutPoint(messages: readonly Message[], keepRecentTokens: number): CutPoint | null {
+export function findCutPoint(
+  messages: readonly Message[],
+  keepRecentTokens: number,
+  messageCapTokens = Number.POSITIVE_INFINITY,
+): CutPoint | null {
   let boundary = -1;
   let kept = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
-    kept += estimateTokens(messages[i]);
+    kept += Math.min(messageCapTokens, estimateTokens(messages[i]));
     if (kept >= keepRecentTokens) {
       boundary = i;
       break;
@@ -194,6 +221,10 @@ export function findCutPoint(messages: readonly Message[], keepRecentTokens: num
       cut = i;
       break;
     }
+  }
+  for (let i = boundary - 1; cut < 0 && i >= 0; i--) {
+    const role = messages[i].role;
+    if (role === 'user' || role === 'assistant') cut = i;
   }
   if (cut <= 0) return null;
   if (messages[cut].role === 'user') return { firstKeptIndex: cut };
