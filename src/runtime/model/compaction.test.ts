@@ -3,6 +3,7 @@ import { fauxAssistantMessage, fauxText, fauxThinking, fauxToolCall } from '@ear
 import type { AssistantMessage, FauxContentBlock, Message, ToolResultMessage, UserMessage } from '@earendil-works/pi-ai';
 import {
   SPLIT_TURN_SEPARATOR,
+  SUMMARY_MESSAGE_MAX_CHARS,
   appendFileLists,
   buildSummaryRequest,
   DEFAULT_CONTEXT_WINDOW,
@@ -17,7 +18,10 @@ import {
   resolveCompactionSettings,
   serializeConversation,
   shouldCompact,
+  summaryChunks,
+  summaryInputBudget,
   summaryMaxTokens,
+  summaryMessageChars,
   validateCompactionConfig,
 } from './compaction.ts';
 
@@ -297,9 +301,41 @@ describe('serializeConversation', () => {
     expect(exact).toBe(`[Tool result]: ${'c'.repeat(2000)}`);
   });
 
-  it('does not truncate user or assistant text', () => {
+  it('truncates user or assistant text only past 20,000 characters (or the limit given)', () => {
     const long = 'u'.repeat(5000);
     expect(serializeConversation([user(long)])).toBe(`[User]: ${long}`);
+    const huge = serializeConversation([user('v'.repeat(SUMMARY_MESSAGE_MAX_CHARS + 100)), assistant('w'.repeat(30000))]);
+    expect(huge).toContain('[User]: ' + 'v'.repeat(SUMMARY_MESSAGE_MAX_CHARS) + '\n[… 100 more characters truncated]');
+    expect(huge).toContain('10000 more characters truncated');
+    expect(serializeConversation([user(long)], 1000)).toBe(`[User]: ${'u'.repeat(1000)}\n[… 4000 more characters truncated]`);
+    // Tool results keep the smaller of their own limit and the one given.
+    expect(serializeConversation([toolResult('t'.repeat(3000))], 1000)).toContain('2000 more characters truncated');
+  });
+});
+
+describe('summaries that fit the summarizer', () => {
+  it('budgets the window less the output, the previous summary and the prompt', () => {
+    const budget = summaryInputBudget(200000, 20000);
+    expect(budget).toBeLessThan(200000 - 2 * 16000);
+    expect(budget).toBeGreaterThan(200000 - 2 * 16000 - 2000);
+    expect(summaryInputBudget(2000, 1024)).toBe(1024);
+    expect(summaryMessageChars(1024)).toBe(2048);
+    expect(summaryMessageChars(100000)).toBe(SUMMARY_MESSAGE_MAX_CHARS);
+  });
+
+  it('splits a history into consecutive runs that each fit, every message in one run, in order', () => {
+    const messages: Message[] = [];
+    for (let i = 0; i < 40; i++) messages.push(user(`${i} ${sized(300)}`), assistant(sized(300)));
+    messages.push(user(sized(100000)));
+    const chunks = summaryChunks(messages, 4000);
+    expect(chunks.length).toBeGreaterThan(5);
+    expect(chunks.flat()).toStrictEqual(messages);
+    for (const chunk of chunks) {
+      const request = buildSummaryRequest({ messages: chunk, previousSummary: 'earlier', maxMessageChars: summaryMessageChars(4000) });
+      expect(Math.ceil(request.userText.length / 4)).toBeLessThanOrEqual(4000 + 1000);
+    }
+    expect(summaryChunks([], 4000)).toStrictEqual([]);
+    expect(summaryChunks(messages.slice(0, 4), 4000)).toStrictEqual([messages.slice(0, 4)]);
   });
 });
 

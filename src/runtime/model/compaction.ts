@@ -239,6 +239,8 @@ export function findCutPoint(
 // ── Summarization request ─────────────────────────────────────────────────────────────────────
 
 const TOOL_RESULT_MAX_CHARS = 2000;
+/** What a summarization request carries of one user or assistant message at most. */
+export const SUMMARY_MESSAGE_MAX_CHARS = 20_000;
 
 function blocksText(content: string | readonly (TextContent | ImageContent)[]): string {
   if (typeof content === 'string') return content;
@@ -262,15 +264,17 @@ function truncate(text: string, max: number): string {
 /**
  * Flattens messages into labelled plain text, so the summarizer reads the conversation as material
  * rather than continuing it. System messages are prompt plumbing and are left out; tool results are
- * truncated because their bulk rarely matters to a summary.
+ * truncated because their bulk rarely matters to a summary, and any message's text past
+ * `maxMessageChars` because the request must fit the summarizer's window.
  */
-export function serializeConversation(messages: readonly Message[]): string {
+export function serializeConversation(messages: readonly Message[], maxMessageChars = SUMMARY_MESSAGE_MAX_CHARS): string {
   const parts: string[] = [];
+  const toolMax = Math.min(TOOL_RESULT_MAX_CHARS, maxMessageChars);
   for (const message of messages) {
     switch (message.role) {
       case 'user': {
         const text = blocksText(message.content);
-        if (text) parts.push(`[User]: ${text}`);
+        if (text) parts.push(`[User]: ${truncate(text, maxMessageChars)}`);
         break;
       }
       case 'assistant': {
@@ -283,14 +287,14 @@ export function serializeConversation(messages: readonly Message[]): string {
             if (!block.redacted) thinking.push(block.thinking);
           } else calls.push(formatToolCall(block));
         }
-        if (thinking.length > 0) parts.push(`[Assistant thinking]: ${thinking.join('\n')}`);
-        if (text.length > 0) parts.push(`[Assistant]: ${text.join('\n')}`);
-        if (calls.length > 0) parts.push(`[Assistant tool calls]: ${calls.join(', ')}`);
+        if (thinking.length > 0) parts.push(`[Assistant thinking]: ${truncate(thinking.join('\n'), maxMessageChars)}`);
+        if (text.length > 0) parts.push(`[Assistant]: ${truncate(text.join('\n'), maxMessageChars)}`);
+        if (calls.length > 0) parts.push(`[Assistant tool calls]: ${truncate(calls.join(', '), maxMessageChars)}`);
         break;
       }
       case 'toolResult': {
         const text = blocksText(message.content);
-        if (text) parts.push(`[Tool result]: ${truncate(text, TOOL_RESULT_MAX_CHARS)}`);
+        if (text) parts.push(`[Tool result]: ${truncate(text, toolMax)}`);
         break;
       }
       case 'system':
@@ -369,8 +373,10 @@ export function buildSummaryRequest(input: {
   messages: readonly Message[];
   previousSummary?: string;
   splitTurn?: boolean;
+  /** What the request carries of one message at most (default 20,000 characters). */
+  maxMessageChars?: number;
 }): SummaryRequest {
-  const sections = [`<conversation>\n${serializeConversation(input.messages)}\n</conversation>`];
+  const sections = [`<conversation>\n${serializeConversation(input.messages, input.maxMessageChars)}\n</conversation>`];
   let instructions: string;
   if (input.splitTurn) {
     instructions = TURN_PREFIX_INSTRUCTIONS;
@@ -389,6 +395,46 @@ const SUMMARY_MAX_TOKENS_CAP = 16000;
 /** Output budget of a summarization call; the turn-prefix call gets the smaller share. */
 export function summaryMaxTokens(reserveTokens: number, prefix: boolean): number {
   return Math.min(Math.floor((prefix ? 0.5 : 0.8) * reserveTokens), SUMMARY_MAX_TOKENS_CAP);
+}
+
+/** Tokens of the summarization prompt around the conversation: system prompt, instructions, tags. */
+const SUMMARY_PROMPT_TOKENS = Math.ceil((SUMMARY_SYSTEM_PROMPT.length + UPDATE_SUMMARY_INSTRUCTIONS.length + 100) / CHARS_PER_TOKEN);
+
+/**
+ * Tokens of conversation one summarization request may carry: the summarizer's window less its
+ * output, less the previous summary riding along (at most one call's output), less the prompt.
+ */
+export function summaryInputBudget(contextWindow: number, reserveTokens: number): number {
+  return Math.max(1024, contextWindow - 2 * summaryMaxTokens(reserveTokens, false) - SUMMARY_PROMPT_TOKENS);
+}
+
+/** What one summarization request carries of a message, for a request budget: at most half of it. */
+export function summaryMessageChars(budgetTokens: number): number {
+  return Math.min(SUMMARY_MESSAGE_MAX_CHARS, Math.floor((budgetTokens * CHARS_PER_TOKEN) / 2));
+}
+
+/**
+ * `messages` in consecutive runs whose serialized text fits `budgetTokens` each: a history too
+ * long for one summarization request is summarized run by run, each run updating the summary of
+ * the runs before it. A run holds at least one message (which fits, being at most half the budget).
+ */
+export function summaryChunks(messages: readonly Message[], budgetTokens: number): Message[][] {
+  const maxChars = summaryMessageChars(budgetTokens);
+  const chunks: Message[][] = [];
+  let current: Message[] = [];
+  let used = 0;
+  for (const message of messages) {
+    const tokens = Math.ceil((serializeConversation([message], maxChars).length + 2) / CHARS_PER_TOKEN);
+    if (current.length > 0 && used + tokens > budgetTokens) {
+      chunks.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(message);
+    used += tokens;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 export const SPLIT_TURN_SEPARATOR = '\n\n---\n\n**Turn Context (split turn):**\n\n';
