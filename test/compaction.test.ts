@@ -163,3 +163,17 @@ test('a long tool loop with oversized results stays within the window: compactio
   expect(outputs).toHaveLength(12);
   expect(JSON.stringify(outputs[1]!.output)).toContain('r'.repeat(200_000));
 });
+
+test('compaction: { contextWindow } sets the window a model is held to', async () => {
+  function Small() {
+    useModel('anthropic/claude-haiku-4-5', { compaction: { contextWindow: 4096 } });
+    return 'Chat.';
+  }
+  await ctx.start([Small], { contextWindow: 0 });
+  ctx.server.script({ text: 'ok' });
+  const body = `BEGIN ${'lorem ipsum '.repeat(10_000)} END`;
+  const handle = init(Small, { id: 'set-window' });
+  expect((await handle.read(await handle.dispatch(body))).text).toBe('ok');
+  expect(requestTokens(ctx.server.requests[0]!)).toBeLessThanOrEqual(4096);
+  expectReduced(ctx.server.requests[0]!.messages.at(-1)!.content, body, 'message', 4096);
+});

@@ -58,16 +58,9 @@ export async function compactAfterTurn(
   const model = resolveModel(latched.spec);
   const last = lastAnswer(conv.modelContext());
   if (last === undefined) return [];
-  const settings = resolveCompactionSettings(config, model);
-  // A model without a known window is held to the default one.
-  if (
-    !shouldCompact({
-      contextTokens: contextTokens(last.usage),
-      contextWindow: contextWindowOf(model),
-      reserveTokens: settings.reserveTokens,
-    })
-  )
-    return [];
+  // A model without a known window is held to the configured or the default one.
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(config, model);
+  if (!shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow, reserveTokens })) return [];
   try {
     return (await compactConversation({ ...input, model: latched }, 'threshold')) ?? [];
   } catch (error) {
@@ -77,10 +70,10 @@ export async function compactAfterTurn(
   }
 }
 
-/** Input tokens a turn's messages may take: the model's window (or the default) less the reserve and the fixed part. */
+/** Input tokens a turn's messages may take: the window (configured, the model's, or the default) less the reserve and the fixed part. */
 export function turnBudget(model: { contextWindow: number; maxTokens: number }, latched: LatchedModel, fixed: number): number {
-  const settings = resolveCompactionSettings(latched.compaction || undefined, model);
-  return requestBudget({ contextWindow: contextWindowOf(model), reserveTokens: settings.reserveTokens, fixedTokens: fixed });
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(latched.compaction || undefined, model);
+  return requestBudget({ contextWindow, reserveTokens, fixedTokens: fixed });
 }
 
 /**
@@ -113,7 +106,7 @@ export async function compactConversation(
   const entries = conv.compactableEntries();
   const messages = entries.map((entry) => entry.message);
   // A message counts what a request would send of it, so one oversized message is not all that is kept.
-  const cap = messageCap(contextWindowOf(sessionModel) - settings.reserveTokens);
+  const cap = messageCap(settings.contextWindow - settings.reserveTokens);
   const cut = findCutPoint(messages, settings.keepRecentTokens, cap);
   // A compaction that finds nothing to cut emits no events.
   if (cut === null) return undefined;
@@ -131,7 +124,10 @@ export async function compactConversation(
   let usage = emptyUsage();
   let modelCalls = 0;
   // Each summarization request fits the summarizer's window: a long history goes run by run.
-  const budget = summaryInputBudget(contextWindowOf(summarizer), settings.reserveTokens);
+  const budget = summaryInputBudget(
+    settings.model === undefined ? settings.contextWindow : contextWindowOf(summarizer),
+    settings.reserveTokens,
+  );
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
     const request = buildSummaryRequest({
       messages: part,

@@ -8,7 +8,6 @@ import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import {
   buildSummaryRequest,
-  contextWindowOf,
   findCutPoint,
   renderCompactionSummary,
   resolveCompactionSettings,
@@ -253,11 +252,8 @@ async function runPrompt({
   const onPayload = documents.onPayload;
   scratch.push({ role: 'user', content, timestamp: Date.now() });
   const prompt = systemPrompt(render);
-  const budgetTokens = requestBudget({
-    contextWindow: contextWindowOf(model),
-    reserveTokens: resolveCompactionSettings(undefined, model).reserveTokens,
-    fixedTokens: fixedTokens({ ...prompt, tools: piTools }),
-  });
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(undefined, model);
+  const budgetTokens = requestBudget({ contextWindow, reserveTokens, fixedTokens: fixedTokens({ ...prompt, tools: piTools }) });
 
   let usage: PromptUsage = emptyUsage();
   let assistantText = '';
@@ -403,12 +399,12 @@ const scratchSummaries = new WeakSet<Message>();
 async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<PromptUsage | undefined> {
   const model = resolveModel(deps.modelSpec);
   const settings = resolveCompactionSettings(undefined, model);
-  const cut = findCutPoint(scratch, settings.keepRecentTokens, messageCap(contextWindowOf(model) - settings.reserveTokens));
+  const cut = findCutPoint(scratch, settings.keepRecentTokens, messageCap(settings.contextWindow - settings.reserveTokens));
   // Nothing to compact: no history before what is kept, or only the previous summary (which a
   // second summarization would merely restate, at the cost of a model call).
   if (cut === null || (cut.firstKeptIndex === 1 && scratchSummaries.has(scratch[0]!))) return undefined;
   // Each request fits the window: a long history is summarized run by run.
-  const budget = summaryInputBudget(contextWindowOf(model), settings.reserveTokens);
+  const budget = summaryInputBudget(settings.contextWindow, settings.reserveTokens);
   let text: string | undefined;
   let usage = emptyUsage();
   for (const chunk of summaryChunks(scratch.slice(0, cut.firstKeptIndex), budget)) {

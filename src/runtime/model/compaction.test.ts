@@ -73,7 +73,7 @@ describe('validateCompactionConfig', () => {
 
   it('rejects unknown keys', () => {
     expect(() => validateCompactionConfig({ reserve: 10 })).toThrow(
-      '[flue] Unknown compaction option "reserve". Valid options: reserveTokens, keepRecentTokens, model.',
+      '[flue] Unknown compaction option "reserve". Valid options: reserveTokens, keepRecentTokens, model, contextWindow.',
     );
   });
 
@@ -86,6 +86,16 @@ describe('validateCompactionConfig', () => {
     expect(() => validateCompactionConfig({ [key]: value })).toThrow(`[flue] Invalid compaction option "${key}": expected an integer ≥ 0`);
   });
 
+  it.each([0, 2047, 1.5, '32000', -5])('rejects contextWindow = %j, naming the field and what it takes', (value) => {
+    expect(() => validateCompactionConfig({ contextWindow: value })).toThrow(
+      `[flue] Invalid compaction option "contextWindow": expected the model's context window in tokens, an integer ≥ 2048, got`,
+    );
+  });
+
+  it('accepts a context window', () => {
+    expect(validateCompactionConfig({ contextWindow: 24000 })).toStrictEqual({ contextWindow: 24000 });
+  });
+
   it('rejects a non-string model', () => {
     expect(() => validateCompactionConfig({ model: 5 })).toThrow('[flue] Invalid compaction option "model"');
   });
@@ -94,6 +104,7 @@ describe('validateCompactionConfig', () => {
 describe('resolveCompactionSettings', () => {
   it('defaults to 8000 kept tokens and a reserve capped at 20000', () => {
     expect(resolveCompactionSettings(undefined, { contextWindow: 200000, maxTokens: 64000 })).toStrictEqual({
+      contextWindow: 200000,
       reserveTokens: 20000,
       keepRecentTokens: 8000,
     });
@@ -109,9 +120,16 @@ describe('resolveCompactionSettings', () => {
     expect(contextWindowOf({ contextWindow: 1000 })).toBe(1000);
     // 2 · 20000 >= 32768 ⇒ floor(32768 / 3); a quarter of what that leaves is under 8000
     expect(resolveCompactionSettings({}, { contextWindow: 0, maxTokens: 0 })).toStrictEqual({
+      contextWindow: 32768,
       reserveTokens: 10922,
       keepRecentTokens: 5461,
     });
+    // A configured window wins over the metadata and the default.
+    expect(resolveCompactionSettings({ contextWindow: 24000 }, { contextWindow: 0, maxTokens: 0 })).toMatchObject({
+      contextWindow: 24000,
+      reserveTokens: 8000,
+    });
+    expect(resolveCompactionSettings({ contextWindow: 24000 }, { contextWindow: 200000, maxTokens: 0 }).contextWindow).toBe(24000);
   });
 
   it('keeps at most a quarter of what the reserve leaves verbatim, explicit or not (never below 256)', () => {
@@ -138,7 +156,7 @@ describe('resolveCompactionSettings', () => {
   it('lets explicit fields override, skipping the window rule', () => {
     expect(
       resolveCompactionSettings({ reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' }, { contextWindow: 2000, maxTokens: 500 }),
-    ).toStrictEqual({ reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' });
+    ).toStrictEqual({ contextWindow: 2000, reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' });
   });
 });
 

@@ -12,7 +12,7 @@ import { skipUnknown } from '../../shared/exhaustive.ts';
 
 // ── Options ───────────────────────────────────────────────────────────────────────────────────
 
-const CONFIG_KEYS: readonly string[] = ['reserveTokens', 'keepRecentTokens', 'model'];
+const CONFIG_KEYS: readonly string[] = ['reserveTokens', 'keepRecentTokens', 'model', 'contextWindow'];
 
 /**
  * Validates `useModel(…, { compaction })`. Zero token counts are accepted (the original source does;
@@ -36,6 +36,15 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
       config.model = field;
       continue;
     }
+    if (key === 'contextWindow') {
+      if (typeof field !== 'number' || !Number.isInteger(field) || field < MIN_CONTEXT_WINDOW) {
+        throw new Error(
+          `[flue] Invalid compaction option "contextWindow": expected the model's context window in tokens, an integer ≥ ${MIN_CONTEXT_WINDOW}, got ${describeValue(field)}.`,
+        );
+      }
+      config.contextWindow = field;
+      continue;
+    }
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 0) {
       throw new Error(`[flue] Invalid compaction option "${key}": expected an integer ≥ 0, got ${describeValue(field)}.`);
     }
@@ -46,6 +55,8 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
 }
 
 export interface CompactionSettings {
+  /** The window compaction and the request fit hold the conversation to. */
+  contextWindow: number;
   reserveTokens: number;
   keepRecentTokens: number;
   /** Absent ⇒ summarize with the session model. */
@@ -54,6 +65,8 @@ export interface CompactionSettings {
 
 export const DEFAULT_KEEP_RECENT_TOKENS = 8000;
 const DEFAULT_RESERVE_TOKENS = 20000;
+/** A smaller window leaves no room for a conversation beside the prompt and the reserve. */
+const MIN_CONTEXT_WINDOW = 2048;
 /** The clamp of `keepRecentTokens` to the window stops here, whatever the window and reserve. */
 const MIN_KEEP_RECENT_TOKENS = 256;
 
@@ -70,7 +83,8 @@ export function contextWindowOf(model: { contextWindow: number }): number {
 }
 
 /**
- * Fills defaults from the model's limits (an unknown window counts as the default one). The
+ * Fills defaults from the model's limits (an unknown window counts as the default one, a
+ * configured one wins over both). The
  * default reserve shrinks for small context windows so that reserving it does not leave half the
  * window or less for the conversation; an explicit reserve is taken as given. The part kept
  * verbatim never exceeds a quarter of what the reserve leaves, so the summary, the kept part and
@@ -80,7 +94,7 @@ export function resolveCompactionSettings(
   config: CompactionConfig | undefined,
   model: { contextWindow: number; maxTokens: number },
 ): CompactionSettings {
-  const window = contextWindowOf(model);
+  const window = config?.contextWindow ?? contextWindowOf(model);
   let reserveTokens = config?.reserveTokens;
   if (reserveTokens === undefined) {
     reserveTokens = Math.min(DEFAULT_RESERVE_TOKENS, model.maxTokens > 0 ? model.maxTokens : DEFAULT_RESERVE_TOKENS);
@@ -89,6 +103,7 @@ export function resolveCompactionSettings(
     }
   }
   const settings: CompactionSettings = {
+    contextWindow: window,
     reserveTokens,
     keepRecentTokens: Math.min(
       config?.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS,
