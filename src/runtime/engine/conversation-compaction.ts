@@ -1,7 +1,7 @@
 /**
  * Compaction of the main conversation (models-and-providers.md §6.3): when the context nears the
- * model's window (threshold) or the provider refuses it (overflow), older messages are replaced
- * by a model-written summary. The summary lands as one `compaction` record; the model context is
+ * model's window after a response (threshold), would not fit the next request (before a turn), or
+ * the provider refuses it (overflow), older messages are replaced by a model-written summary. The summary lands as one `compaction` record; the model context is
  * rebuilt from it, so the log keeps every original message.
  */
 import type { AssistantMessage, Message } from '@earendil-works/pi-ai';
