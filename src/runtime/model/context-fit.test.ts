@@ -59,6 +59,15 @@ describe('reduceText and reduceMessage', () => {
     expect(reduceText('short', 2000, 'user')).toBe('short');
   });
 
+  it('never splits a character made of two UTF-16 units', () => {
+    for (const max of [1000, 1001, 1002, 1003]) {
+      const reduced = reduceText('😀'.repeat(5000), max, 'user');
+      // A lone surrogate would not survive a UTF-8 round trip.
+      expect(new TextDecoder().decode(new TextEncoder().encode(reduced))).toBe(reduced);
+      expect(reduced.length).toBeLessThanOrEqual(max);
+    }
+  });
+
   it('leaves a message that fits as it is (the same object)', () => {
     const message = user(sized(100));
     expect(reduceMessage(message, 100)).toBe(message);

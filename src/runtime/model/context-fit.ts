@@ -62,9 +62,20 @@ function marker(role: Message['role'], cut: number): string {
 export function reduceText(text: string, max: number, role: Message['role']): string {
   if (text.length <= max) return text;
   const keep = Math.max(0, max - MARKER_CHARS);
-  const head = Math.ceil(keep / 2);
-  const tail = keep - head;
-  return text.slice(0, head) + marker(role, text.length - keep) + (tail > 0 ? text.slice(text.length - tail) : '');
+  // Never split a surrogate pair: half a character is not valid text for a provider.
+  let head = Math.ceil(keep / 2);
+  if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;
+  let tailStart = text.length - (keep - Math.ceil(keep / 2));
+  if (tailStart < text.length && isLowSurrogate(text.charCodeAt(tailStart))) tailStart++;
+  return text.slice(0, head) + marker(role, tailStart - head) + text.slice(tailStart);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 /** Text blocks that can be cut: document references are pointers the loop resolves, never cut. */
