@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fauxAssistantMessage, fauxToolCall } from '@earendil-works/pi-ai';
 import type { Message, ToolResultMessage, UserMessage } from '@earendil-works/pi-ai';
 import { estimateTokens, renderCompactionSummary } from './compaction.ts';
-import { fitContext, fixedTokens, messageCap, reduceMessage, reduceText, requestBudget } from './context-fit.ts';
+import { contextFits, fitContext, fixedTokens, messageCap, reduceMessage, reduceText, requestBudget } from './context-fit.ts';
 import { DOCUMENT_REF_PREFIX } from './documents.ts';
 
 function user(text: string): UserMessage {
@@ -103,6 +103,19 @@ describe('reduceText and reduceMessage', () => {
   it('is deterministic: the same message reduces to the same text', () => {
     const message = toolResult(sized(20000));
     expect(reduceMessage(message, 700)).toStrictEqual(reduceMessage(message, 700));
+  });
+});
+
+describe('contextFits (whether to compact before a turn)', () => {
+  it('counts each message at most its cap: one oversized message alone is reduced, not compacted', () => {
+    expect(contextFits([user(sized(100)), toolResult(sized(1_000_000))], 4000)).toBe(true);
+    expect(contextFits([user(sized(1_000_000)), fauxAssistantMessage(sized(100)), user(sized(1_000_000))], 4000)).toBe(false);
+  });
+
+  it('is false once many small messages add up past the budget', () => {
+    const messages = Array.from({ length: 100 }, () => user(sized(50)));
+    expect(contextFits(messages, 5000)).toBe(true);
+    expect(contextFits(messages, 4999)).toBe(false);
   });
 });
 
