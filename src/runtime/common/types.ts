@@ -104,6 +104,12 @@ export interface CompactionConfig {
   reserveTokens?: number;
   keepRecentTokens?: number;
   model?: string;
+  /**
+   * The model's context window in tokens, for a model whose metadata has none (a Workers AI model,
+   * a custom provider's model declared without one) or a wrong one. Default: the model's metadata,
+   * else 32,768. Compaction and the fit of every request to the window use it.
+   */
+  contextWindow?: number;
 }
 
 export interface PromptUsage {

@@ -14,6 +14,7 @@ import {
   Boss,
   Budgeted,
   Capped,
+  Cramped,
   Demoted,
   Extended,
   Forgetful,
@@ -247,6 +248,52 @@ const cases: Case[] = [
     appends: [[closed('step_open', [])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Again.')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { responseStart: 0 },
+  },
+  {
+    rule: '§6.1 a compaction committed before a turn is not redone after a crash: the attempt sends the context fitted to the window and streams the step',
+    agent: Cramped,
+    given: {
+      log: [
+        [
+          {
+            type: 'user_message',
+            messageId: 'msg_in_sub_a',
+            submissionId: 'sub_a',
+            deliveryOrigin: 'app',
+            body: 'a'.repeat(8000),
+            ts: GIVEN_TS,
+          },
+        ],
+        [1, 2].map(
+          (n): ConversationRecord => ({
+            type: 'signal',
+            messageId: `msg_note_${n}`,
+            submissionId: 'sub_a',
+            origin: 'append',
+            signalType: 'note',
+            body: String(n).repeat(8000),
+            ts: GIVEN_TS,
+          }),
+        ),
+        // Still over the window after it (nothing was cut): only the request fit brings it in.
+        [
+          {
+            type: 'compaction',
+            summary: 'Earlier.',
+            firstKept: 0,
+            tokensBefore: 6000,
+            usage: tokensUsage(7),
+            submissionId: 'sub_a',
+            modelCalls: 1,
+            ts: GIVEN_TS,
+          },
+        ],
+      ],
+      submissions: retried,
+    },
+    script: [{ text: ['Read.'] }],
+    appends: answers({ message: 'msg_1', step: 'msg_2' }, 'Read.'),
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
   },
   {
     rule: '§9 useAgentStart that committed its marker is not run again',

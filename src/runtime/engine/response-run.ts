@@ -13,7 +13,7 @@
  * the loop commits it. A part that must write while it runs (streamed deltas, step memos, child
  * conversations, data writes) gets the response's narrow writer (response-writer.ts).
  */
-import { compactAfterTurn, compactConversation } from './conversation-compaction.ts';
+import { compactAfterTurn, compactBeforeTurn, compactConversation, turnBudget } from './conversation-compaction.ts';
 import { type ConversationWriter, inputRecord } from './conversation-writer.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { AgentSandbox } from './agent-sandbox.ts';
@@ -36,6 +36,7 @@ import { toolEvent, toolResultMessage, turnMessages } from './session-events.ts'
 import { frameworkTools } from './tool-dispatch.ts';
 import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
 import { DocumentPlacement } from '../model/documents.ts';
+import { fitContext, fixedTokens } from '../model/context-fit.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
 import { resolveDurability } from '../authoring/durability-config.ts';
 import { resolveBudget } from '../authoring/budget-config.ts';
@@ -437,14 +438,28 @@ export class ResponseRun {
     const latched = this.renderer.model!;
     const model = resolveModel(latched.spec);
     const placement = new DocumentPlacement(model);
+    // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
+    const prompt = systemPrompt(rendered, this.conv.resourceBaseline);
+    const toolSpecs = tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) }));
+    const budgetTokens = turnBudget(model, latched, fixedTokens({ ...prompt, tools: toolSpecs }));
+    const compaction = await compactBeforeTurn({
+      conv: this.conv,
+      model: latched,
+      signal: this.attempt.signal,
+      site: this.site,
+      failedSpend: this.failedSpend,
+      budgetTokens,
+    });
+    if (compaction.length > 0) this.out.commit(compaction);
+    // What is sent always fits the window: a render-time reduction, the log keeps every original.
+    const fitted = fitContext(this.conv.modelContext(), budgetTokens);
     const { stepId, message } = await streamStep(
       {
         model,
         context: {
-          // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
-          ...systemPrompt(rendered, this.conv.resourceBaseline),
-          messages: hydrateAttachments(this.conv.modelContext(), { bytes: this.bytes, documents: this.conv.documents, placement }),
-          tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
+          ...prompt,
+          messages: hydrateAttachments(fitted.messages, { bytes: this.bytes, documents: this.conv.documents, placement }),
+          tools: toolSpecs,
         },
         onPayload: placement.onPayload,
         thinkingLevel: latched.thinkingLevel,
