@@ -1,6 +1,17 @@
 /** Agents the workerd tests drive. Each uses its own scripted-model lane (its model id). */
 import * as v from 'valibot';
-import { defineSubagent, defineTool, useModel, usePersistentState, useSandbox, useSubagent, useTool, virtualSandbox } from '@flue/runtime';
+import {
+  type TimerHandle,
+  defineSubagent,
+  defineTool,
+  useModel,
+  usePersistentState,
+  useSandbox,
+  useSubagent,
+  useTimer,
+  useTool,
+  virtualSandbox,
+} from '@flue/runtime';
 
 export const ECHO_LANE = 'echo';
 export const PROVISION_LANE = 'provision';
@@ -50,9 +61,22 @@ const crawl = defineTool({
 
 const delegateFiles = virtualSandbox({ files: { '/workspace/pkg/notes.txt': 'notes of pkg' } });
 
+/** `remind` schedules a `useTimer()` timer of the conversation. */
+function useRemindTool(timers: TimerHandle): void {
+  useTool({
+    name: 'remind',
+    description: 'Schedules a reminder.',
+    input: v.object({ name: v.string(), inMs: v.number() }),
+    run({ data }) {
+      return timers.schedule(data.name, { inMs: data.inMs, body: `${data.name} is due.` }).dueAt;
+    },
+  });
+}
+
 /**
  * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
- * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones `crawl`.
+ * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones `crawl`;
+ * `timer-` ones `remind`.
  */
 export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
@@ -60,6 +84,7 @@ export function Echo(props: { id: string }) {
   if (props.id.startsWith('delegate-')) useSubagent(researcher);
   if (props.id.startsWith('delegate-ws')) useSandbox(delegateFiles);
   if (props.id.startsWith('progress-')) useTool(crawl);
+  if (props.id.startsWith('timer-')) useRemindTool(useTimer());
   return 'Answer briefly.';
 }
 

@@ -22,7 +22,7 @@ import {
   assertNotRendering,
   currentFrame,
 } from './render.ts';
-import type { CompactionConfig, Delivery, DeliveredMessageInput, DispatchReceipt, ThinkingLevel } from '../common/types.ts';
+import type { CompactionConfig, Delivery, DeliveredMessageInput, DispatchReceipt, ThinkingLevel, TimerHandle } from '../common/types.ts';
 
 /** The frame of the hook being called, which must be the root agent's (not a subagent's). */
 export function rootFrame(hook: string): RenderFrame {
@@ -162,6 +162,26 @@ export function useDispatchMessage(): (message: DeliveredMessageInput) => Promis
     if (scope === undefined)
       throw hookUsageError('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
     return scope.dispatch(message);
+  };
+}
+
+/**
+ * Durable timers of the agent's own conversation (a Flue Workers addition). A due timer
+ * delivers a `timer` signal that `useDelivery()` reads; timers survive restarts, deploys and
+ * crashes and cost nothing while they wait.
+ */
+export function useTimer(): TimerHandle {
+  const frame = rootFrame('useTimer');
+  const timers = frame.scope?.timers;
+  const effect = (method: string) => {
+    assertNotRendering(`useTimer().${method}()`);
+    if (timers === undefined) throw hookUsageError(`[flue] useTimer().${method}() has no durable runtime behind it (bare render).`);
+    return timers;
+  };
+  return {
+    pending: Object.freeze(timers?.read() ?? []),
+    schedule: (name, options) => effect('schedule').schedule(name, options),
+    cancel: (name) => effect('cancel').cancel(name),
   };
 }
 

@@ -22,6 +22,7 @@ import { AttemptAbort } from './attempt-abort.ts';
 import { AttemptResources } from './attempt-resources.ts';
 import { createHarness } from './harness.ts';
 import { PendingState } from './pending-state.ts';
+import { PendingTimers } from './pending-timers.ts';
 import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
 import { ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
@@ -129,8 +130,9 @@ export class ResponseRun {
     this.depth = delegation?.depth ?? 0;
     this.environment = delegation?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
     this.state = new PendingState(() => view.stateOf(live));
+    const timers = new PendingTimers(() => view.timers(live));
     // The per-response bound on tool progress counts what earlier attempts of the response wrote.
-    this.out = new ResponseWriter({ writer, live, state: this.state, progressUsed: { ...live.conv.response(row.id).progress } });
+    this.out = new ResponseWriter({ writer, live, state: this.state, timers, progressUsed: { ...live.conv.response(row.id).progress } });
     // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
     this.bytes = new AttachmentBytes(view, delegation?.attachmentKey ?? live.key);
     this.site = new ResponseSite({
@@ -146,6 +148,7 @@ export class ResponseRun {
       submissionId: row.id,
       responseMessageId: () => this.responseMessageId,
       state: this.state,
+      timers,
       bytes: this.bytes,
       writer: this.out,
       dispatch: (message) => engine.dispatchFromAgent(live, message),
@@ -250,7 +253,7 @@ export class ResponseRun {
           hooks: (await this.renderWithEnvironment()).agentFinish,
           submissionId: leader.id,
           response: this.conv.response(leader.id),
-          hasPendingState: () => !this.state.isEmpty,
+          hasPendingState: () => this.out.hasPendingWrites,
           seam: this.seam(),
         });
         if (finish.records.length > 0) this.out.commitWithState(finish.records);
@@ -353,7 +356,7 @@ export class ResponseRun {
   /** `useAgentStart` for one delivery, at a turn boundary. */
   private async agentStart(submissionId: string): Promise<void> {
     const hooks = (await this.renderWithEnvironment()).agentStart;
-    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => !this.state.isEmpty, seam: this.seam() });
+    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => this.out.hasPendingWrites, seam: this.seam() });
     if (records.length > 0) this.out.commitWithState(records);
   }
 

@@ -7,6 +7,7 @@
 import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-writer.ts';
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
+import type { PendingTimers } from './pending-timers.ts';
 import { ProgressBudget } from './tool-progress.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
@@ -15,6 +16,7 @@ export class ResponseWriter {
   private readonly writer: ConversationWriter;
   private readonly live: LiveConversation;
   private readonly state: PendingState;
+  private readonly timers: PendingTimers;
   /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
   readonly progressBudget: ProgressBudget;
 
@@ -23,11 +25,13 @@ export class ResponseWriter {
     writer: ConversationWriter;
     live: LiveConversation;
     state: PendingState;
+    timers: PendingTimers;
     progressUsed?: { lines: number; chars: number };
   }) {
     this.writer = options.writer;
     this.live = options.live;
     this.state = options.state;
+    this.timers = options.timers;
     this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 
@@ -36,9 +40,14 @@ export class ResponseWriter {
     this.writer.commit(this.live, records);
   }
 
-  /** Appends one batch together with the pending state writes it explains. */
+  /** Appends one batch together with the pending state and timer writes it explains. */
   commitWithState(records: ConversationRecord[]): void {
-    this.writer.commitWithState(this.live, records, this.state.take());
+    this.writer.commitWithState(this.live, records, this.state.take(), this.timers.take());
+  }
+
+  /** Whether state or timer writes wait for a batch to explain them. */
+  get hasPendingWrites(): boolean {
+    return !this.state.isEmpty || !this.timers.isEmpty;
   }
 
   /** The memos of one durable tool call, keyed by `key` in this conversation's stream. */
