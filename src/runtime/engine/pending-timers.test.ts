@@ -39,8 +39,8 @@ describe('timerFromOptions', () => {
     expect(refusal(() => timerFromOptions(key, 'x', { inMs: -1 }, now)).message).toMatch(/inMs must be a finite number/);
     expect(refusal(() => timerFromOptions(key, 'x', { at: 'next tuesday' }, now)).message).toMatch(/at must be a valid Date/);
     expect(refusal(() => timerFromOptions(key, 'x', { inMs: 1, body: 7 as never }, now)).message).toMatch(/body must be a string/);
-    expect(refusal(() => timerFromOptions(key, 'x', { inMs: 1, body: 'x'.repeat(MAX_TIMER_BODY_BYTES + 1) }, now)).message).toMatch(
-      /body is larger than/,
+    expect(() => timerFromOptions(key, 'x', { inMs: 1, body: 'x'.repeat(MAX_TIMER_BODY_BYTES + 1) }, now)).toThrow(
+      expect.objectContaining({ type: 'payload_too_large', meta: expect.objectContaining({ field: 'useTimer().schedule("x") body' }) }),
     );
     expect(refusal(() => timerFromOptions(key, 'x', { inMs: 1, every: 5 } as never, now)).message).toMatch(/unknown option "every"/);
     expect(refusal(() => timerFromOptions(key, 'x', { inMs: Number.NaN }, now)).rule).toBe('hook_usage');

@@ -7,7 +7,7 @@
  */
 import { hookUsageError } from '../common/definition-errors.ts';
 import { newId } from '../common/ids.ts';
-import { utf8Size } from '../common/limits.ts';
+import { checkSize, utf8Size } from '../common/limits.ts';
 import { textProblem } from '../common/input-limits.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { TimerRow } from '../store/sql-store.ts';
@@ -75,11 +75,12 @@ export function timerFromOptions(
     dueAt = Math.ceil(dueAt);
   }
   if (typeof body !== 'string') throw hookUsageError('[flue] useTimer().schedule() body must be a string.');
-  if (utf8Size(body) > MAX_TIMER_BODY_BYTES) {
-    throw hookUsageError(
-      `[flue] useTimer().schedule() body is larger than ${MAX_TIMER_BODY_BYTES} bytes; keep it small and store data in persistent state.`,
-    );
-  }
+  checkSize(
+    `useTimer().schedule("${name}") body`,
+    utf8Size(body),
+    MAX_TIMER_BODY_BYTES,
+    'Keep the body small; store data in persistent state and name it in the body.',
+  );
   return { conversation, name, id: newId('tmr'), dueAt, body };
 }
 
