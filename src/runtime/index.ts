@@ -62,6 +62,20 @@ export {
   type AgentReadOptions,
   type InitOptions,
 } from './host/addressing.ts';
+export {
+  decideApproval,
+  listApprovals,
+  type ApprovalDecision,
+  type ApprovalReceipt,
+  type DecideApprovalRequest,
+  type PendingApproval,
+} from './host/approvals.ts';
+export {
+  useApprovalGate,
+  type ApprovalGateOptions,
+  type ApprovalOutcome,
+  type PendingApprovalOutput,
+} from './authoring/approval-gate.ts';
 export { setProvider } from './model/providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
 export type { Provider } from './model/model-types.ts';
@@ -123,6 +137,9 @@ export {
   StreamOffsetGoneError,
   SubmissionAbortedError,
   SubmissionConflictError,
+  ApprovalConflictError,
+  ApprovalExpiredError,
+  ApprovalNotFoundError,
   SubmissionRetryExhaustedError,
   SubmissionTimeoutError,
   BudgetExceededError,

@@ -3,6 +3,7 @@ import * as v from 'valibot';
 import {
   type TimerHandle,
   defineSubagent,
+  useApprovalGate,
   defineTool,
   useModel,
   usePersistentState,
@@ -73,10 +74,27 @@ function useRemindTool(timers: TimerHandle): void {
   });
 }
 
+/** Refunds the shipped approval gate of `approve-` instances ran, in this isolate. */
+export const refunds: { order: string; approvalId: string }[] = [];
+
+/** `approve-` instances gate `refund` (expiring after 800 ms for `approve-fast-` ones, else a minute). */
+function useRefundGate(id: string): void {
+  useApprovalGate({
+    name: 'refund',
+    description: 'Refund an order.',
+    input: v.object({ order: v.string() }),
+    expiresInMs: id.startsWith('approve-fast-') ? 800 : 60_000,
+    async execute({ order }, approvalId) {
+      refunds.push({ order, approvalId });
+      return `Refunded ${order}.`;
+    },
+  });
+}
+
 /**
  * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
  * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones `crawl`;
- * `timer-` ones `remind`.
+ * `timer-` ones `remind`; `approve-` ones the `refund` approval gate.
  */
 export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
@@ -85,6 +103,7 @@ export function Echo(props: { id: string }) {
   if (props.id.startsWith('delegate-ws')) useSandbox(delegateFiles);
   if (props.id.startsWith('progress-')) useTool(crawl);
   if (props.id.startsWith('timer-')) useRemindTool(useTimer());
+  if (props.id.startsWith('approve-')) useRefundGate(props.id);
   return 'Answer briefly.';
 }
 

@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { validateCompactionConfig } from '../model/compaction.ts';
 import { type UseToolSignature, validateToolDefinition } from './define-tool.ts';
+import { FRAMEWORK_TIMER_PREFIX } from '../common/timer-names.ts';
 import { ToolNameConflictError } from '../common/errors.ts';
 import { hookUsageError } from '../common/definition-errors.ts';
 import { THINKING_LEVELS } from '../model/model-registry.ts';
@@ -179,7 +180,8 @@ export function useTimer(): TimerHandle {
     return timers;
   };
   return {
-    pending: Object.freeze(timers?.read() ?? []),
+    // The framework's own timers (an approval's expiry) are not the agent's to see or cancel.
+    pending: Object.freeze((timers?.read() ?? []).filter((timer) => !timer.name.startsWith(FRAMEWORK_TIMER_PREFIX))),
     schedule: (name, options) => effect('schedule').schedule(name, options),
     cancel: (name) => effect('cancel').cancel(name),
   };

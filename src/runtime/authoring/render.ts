@@ -67,8 +67,9 @@ export interface RenderScope {
   /** `useTimer()`: the conversation's timers as this response leaves them, and its pending writes. */
   readonly timers?: {
     read(): ScheduledTimer[];
-    schedule(name: string, options: TimerOptions): ScheduledTimer;
-    cancel(name: string): boolean;
+    /** `framework`: a timer of the framework's own (`flue:` names), such as an approval's expiry. */
+    schedule(name: string, options: TimerOptions, framework?: boolean): ScheduledTimer;
+    cancel(name: string, framework?: boolean): boolean;
   };
   dispatch(message: DeliveredMessageInput): Promise<DispatchReceipt>;
   /** Data-writer names of the previous render; they must not change between renders. */

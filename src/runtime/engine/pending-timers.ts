@@ -9,6 +9,7 @@ import { hookUsageError } from '../common/definition-errors.ts';
 import { newId } from '../common/ids.ts';
 import { checkSize, utf8Size } from '../common/limits.ts';
 import { textProblem } from '../common/input-limits.ts';
+import { FRAMEWORK_TIMER_PREFIX } from '../common/timer-names.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { TimerRow } from '../store/sql-store.ts';
 import type { ScheduledTimer, TimerOptions } from '../common/types.ts';
@@ -19,8 +20,6 @@ export const MAX_TIMER_NAME_LENGTH = 128;
 export const MAX_TIMER_BODY_BYTES = 64 * 1024;
 /** Pending timers one conversation may hold. */
 export const MAX_TIMERS_PER_CONVERSATION = 1000;
-/** Names with this prefix belong to timers the framework schedules (the approval gate's expiries). */
-export const FRAMEWORK_TIMER_PREFIX = 'flue:';
 
 /** One pending write per name: the timer as scheduled, or null for a cancellation. */
 export type TimerWrite = readonly [name: string, timer: TimerRow | null];

@@ -64,12 +64,12 @@ export class ResponseRender {
       writeData: (name, data) => this.writeData(name, data),
       timers: {
         read: () => timers.read().map(scheduledTimer),
-        schedule: (name, options) => {
-          const timer = timerFromOptions(live.key, name, options, Date.now());
+        schedule: (name, options, framework) => {
+          const timer = timerFromOptions(live.key, name, options, Date.now(), framework === true);
           timers.schedule(timer);
           return scheduledTimer(timer);
         },
-        cancel: (name) => timers.cancel(checkTimerName(name, 'cancel')),
+        cancel: (name, framework) => timers.cancel(checkTimerName(name, 'cancel', framework === true)),
       },
       dispatch: (message) => this.options.dispatch(message),
     };
