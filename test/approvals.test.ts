@@ -29,24 +29,9 @@ import { releases } from './seed-tools/approval-gate/src/shared/releases.ts';
 import { configuredRuntime } from '../src/runtime/host/runtime.ts';
 import type { ConversationEngine } from '../src/runtime/engine/engine.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { pendingApprovals } from './seed-tools/approvals-ui.ts';
 
 const ctx = useScriptedRuntime();
-
-// ── The seed's src/ui/Approvals.tsx, its logic verbatim ─────────────────────────────────────────
-
-function pendingApprovals(messages: FlueConversationMessage[]) {
-  const decided = new Set(messages.flatMap((message) => message.signal?.attributes?.approvalId ?? []));
-  return messages.flatMap((message) =>
-    message.parts.flatMap((part) =>
-      part.type === 'dynamic-tool' &&
-      part.state === 'output-available' &&
-      (part.output as { status?: string } | null)?.status === 'pending_approval' &&
-      !decided.has(part.toolCallId)
-        ? [{ approvalId: part.toolCallId, toolName: part.toolName, input: part.input }]
-        : [],
-    ),
-  );
-}
 
 async function messagesOf(id: string): Promise<FlueConversationMessage[]> {
   return (await configuredRuntime()!.history('Desk', id))!.messages;
