@@ -93,7 +93,8 @@ function useRefundGate(id: string): void {
 
 /**
  * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
- * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones `crawl`;
+ * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones (also after
+ * another prefix: `approve-fast-progress-…`) `crawl`;
  * `timer-` ones `remind`; `approve-` ones the `refund` approval gate.
  */
 export function Echo(props: { id: string }) {
@@ -101,7 +102,7 @@ export function Echo(props: { id: string }) {
   useTool(lookup);
   if (props.id.startsWith('delegate-')) useSubagent(researcher);
   if (props.id.startsWith('delegate-ws')) useSandbox(delegateFiles);
-  if (props.id.startsWith('progress-')) useTool(crawl);
+  if (/(^|-)progress-/.test(props.id)) useTool(crawl);
   if (props.id.startsWith('timer-')) useRemindTool(useTimer());
   if (props.id.startsWith('approve-')) useRefundGate(props.id);
   return 'Answer briefly.';

@@ -7,8 +7,8 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
 import { ApprovalConflictError, ApprovalExpiredError, decideApproval, init, listApprovals } from '@flue/runtime';
-import { ECHO_LANE, Echo, refunds } from './agents.ts';
-import { resetLane, scriptLane, until } from './lanes.ts';
+import { ECHO_LANE, Echo, openCrawlGate, refunds } from './agents.ts';
+import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import './worker.ts';
 
 const stubOf = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id);
@@ -76,5 +76,31 @@ test('an undecided request expires through the alarm into a recorded deny; decid
   expect(refused).toMatchObject({ status: 410 });
   expect(await listApprovals(Echo, id)).toEqual([]);
   expect(refunds).toEqual([]);
+  expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
+});
+
+test('expiry racing a decision: a decision admitted before the deadline wins though it runs after it; one after the deadline is 410', async () => {
+  const id = 'approve-fast-progress-race';
+  await request(id, 'call_w3');
+  const expiresAt = Date.parse((await listApprovals(Echo, id))[0]!.expiresAt!);
+  // Keep the conversation busy past the deadline: the decision waits in its queue.
+  await scriptLane(ECHO_LANE, { toolCalls: [{ name: 'crawl', arguments: {} }] }, { text: 'Crawled; the refund was decided.' });
+  const handle = init(Echo, { id });
+  const crawling = handle.read(await handle.dispatch('Crawl first.'));
+  await until(async () => ((await laneRequests(ECHO_LANE)).length === 2 ? true : undefined));
+  const receipt = await decideApproval(Echo, id, { approvalId: 'call_w3', decision: 'approve', approver: 'ops' });
+  // Past the deadline on the wall clock (the thing under test), while the decision still waits.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 50));
+  expect(refunds).toEqual([]);
+  expect(await refusal(decideApproval(Echo, id, { approvalId: 'call_w3', decision: 'deny', approver: 'ops' }))).toBeInstanceOf(
+    ApprovalExpiredError,
+  );
+  openCrawlGate();
+  expect((await crawling).text).toBe('Crawled; the refund was decided.');
+  expect((await init(Echo, { id }).read(receipt.submissionId)).text).toBe('Crawled; the refund was decided.');
+  expect(refunds).toEqual([{ order: 'A1', approvalId: 'call_w3' }]);
+  // The decision cancelled the expiry: no timer delivery, one outcome, no alarm left.
+  expect(await rows(id, `SELECT id FROM flue_submissions WHERE id LIKE 'sub_tmr_%'`)).toEqual([]);
+  expect(await rows(id, 'SELECT name FROM flue_timers')).toEqual([]);
   expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
 });

@@ -198,12 +198,12 @@ export class ApprovalConflictError extends FlueHttpError {
   }
 }
 
-/** `decideApproval()` after the request expired: it was, or is about to be, denied on its own. */
+/** `decideApproval()` at or after the request's expiry: a request still undecided then is denied on its own. */
 export class ApprovalExpiredError extends FlueHttpError {
   constructor(approvalId: string, expiresAt: string) {
     super('approval_expired', 410, {
-      message: `Approval "${approvalId}" expired at ${expiresAt}; it was denied automatically.`,
-      details: 'An expired request cannot be decided. Ask the agent to request the call again.',
+      message: `Approval "${approvalId}" expired at ${expiresAt}; it can no longer be decided.`,
+      details: 'A request undecided at its expiry is denied on its own. Ask the agent to request the call again.',
       meta: { approvalId, expiresAt },
     });
     this.name = 'ApprovalExpiredError';
