@@ -13,6 +13,7 @@ export {
   useResponseStart,
   useSkill,
   useSubagent,
+  useTimer,
   useTool,
   type StateSetter,
   type UseModelOptions,
@@ -66,6 +67,20 @@ export {
   type InitOptions,
 } from './host/addressing.ts';
 export type { ConversationExport, ExportedConversation, ExportedFile, StateWrite } from './engine/conversation-export.ts';
+export {
+  decideApproval,
+  listApprovals,
+  type ApprovalDecision,
+  type ApprovalReceipt,
+  type DecideApprovalRequest,
+  type PendingApproval,
+} from './host/approvals.ts';
+export {
+  useApprovalGate,
+  type ApprovalGateOptions,
+  type ApprovalOutcome,
+  type PendingApprovalOutput,
+} from './authoring/approval-gate.ts';
 export { setProvider } from './model/providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
 export type { Provider } from './model/model-types.ts';
@@ -128,6 +143,9 @@ export {
   StreamOffsetGoneError,
   SubmissionAbortedError,
   SubmissionConflictError,
+  ApprovalConflictError,
+  ApprovalExpiredError,
+  ApprovalNotFoundError,
   SubmissionRetryExhaustedError,
   SubmissionTimeoutError,
   BudgetExceededError,
@@ -160,6 +178,9 @@ export type {
   DeliveredMessageInput,
   Delivery,
   DeliveryOrigin,
+  ScheduledTimer,
+  TimerHandle,
+  TimerOptions,
   DispatchReceipt,
   FlueHarness,
   FlueLogger,

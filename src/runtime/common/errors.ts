@@ -168,6 +168,48 @@ export class SubmissionConflictError extends FlueHttpError {
   }
 }
 
+/** `decideApproval()` for an approval id the conversation never requested. */
+export class ApprovalNotFoundError extends FlueHttpError {
+  constructor(approvalId: string) {
+    super('approval_not_found', 404, {
+      message: `No approval request "${approvalId}" exists in this conversation.`,
+      details: 'Pass the approvalId of a pending request, as listApprovals() returns it.',
+      meta: { approvalId },
+    });
+    this.name = 'ApprovalNotFoundError';
+  }
+}
+
+/**
+ * `decideApproval()` against a request already decided otherwise (the first decision wins), or
+ * with an arguments digest other than the one recorded with the request.
+ */
+export class ApprovalConflictError extends FlueHttpError {
+  constructor(approvalId: string, reason: 'decided' | 'arguments', details: string) {
+    super('approval_conflict', 409, {
+      message:
+        reason === 'decided'
+          ? `Approval "${approvalId}" was already decided differently; the first decision stands.`
+          : `Approval "${approvalId}" was requested with other arguments than the approver was shown.`,
+      details,
+      meta: { approvalId, reason },
+    });
+    this.name = 'ApprovalConflictError';
+  }
+}
+
+/** `decideApproval()` at or after the request's expiry: a request still undecided then is denied on its own. */
+export class ApprovalExpiredError extends FlueHttpError {
+  constructor(approvalId: string, expiresAt: string) {
+    super('approval_expired', 410, {
+      message: `Approval "${approvalId}" expired at ${expiresAt}; it can no longer be decided.`,
+      details: 'A request undecided at its expiry is denied on its own. Ask the agent to request the call again.',
+      meta: { approvalId, expiresAt },
+    });
+    this.name = 'ApprovalExpiredError';
+  }
+}
+
 /**
  * A signal posted to a `createAgentRouter()` mount that did not opt in with `{ signals: true }`.
  * Signals usually carry facts an agent acts on (an approval, a verified customer id), and the

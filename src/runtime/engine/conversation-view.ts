@@ -11,7 +11,7 @@ import { Conversation } from './conversation.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
-import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow } from '../store/sql-store.ts';
+import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
@@ -118,6 +118,23 @@ export class ConversationView {
   /** Every recorded persistent state write, with the batch that explains it. */
   stateHistory(key: ConversationKey): StateHistoryEntry[] {
     return this.store.readStateHistory(key);
+  }
+
+  // ── Timers ───────────────────────────────────────────────────────────────────────────────
+
+  /** The conversation's pending `useTimer()` timers, earliest first. */
+  timers(live: LiveConversation): TimerRow[] {
+    return this.store.timers(live.key);
+  }
+
+  /** Timers due at `now` across the store, earliest first. */
+  dueTimers(now: number): TimerRow[] {
+    return this.store.dueTimers(now);
+  }
+
+  /** The earliest due time of any pending timer: when the host must wake next. */
+  nextTimerDue(): number | undefined {
+    return this.store.nextTimerDue();
   }
 
   // ── The log ──────────────────────────────────────────────────────────────────────────────

@@ -13,7 +13,8 @@ import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow, TimerRow } from '../store/sql-store.ts';
+import type { TimerWrite } from './pending-timers.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
 /** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
@@ -50,10 +51,13 @@ export class ConversationWriter {
   private readonly store: SqlStore;
   /** Whose folds this writer advances as its batches commit. */
   private readonly view: ConversationView;
+  /** Told after a write changed the pending timers, so the host re-arms its one wake-up. */
+  private readonly timersChanged: () => void;
 
-  constructor(store: SqlStore, view: ConversationView) {
+  constructor(store: SqlStore, view: ConversationView, timersChanged: () => void = () => {}) {
     this.store = store;
     this.view = view;
+    this.timersChanged = timersChanged;
   }
 
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
@@ -72,15 +76,40 @@ export class ConversationWriter {
     live.notify();
   }
 
-  /** Commits a batch together with the persistent state writes it explains. */
-  commitWithState(live: LiveConversation, records: ConversationRecord[], writes: readonly [string, unknown][]): void {
+  /** Commits a batch together with the persistent state and timer writes it explains. */
+  commitWithState(
+    live: LiveConversation,
+    records: ConversationRecord[],
+    writes: readonly [string, unknown][],
+    timers: readonly TimerWrite[] = [],
+  ): void {
     const state = this.view.stateOf(live);
     // The batch's sequence: the one `commit` appends under (the fold's head is the store's).
     const seq = live.conv.head + 1;
     this.commit(live, records, () => {
       for (const [name, value] of writes) this.store.writeState(live.key, name, value, seq);
+      for (const [name, timer] of timers) {
+        if (timer === null) this.store.deleteTimer(live.key, name);
+        else this.store.putTimer(timer);
+      }
     });
     for (const [name, value] of writes) state.set(name, value);
+    if (timers.length > 0) this.timersChanged();
+  }
+
+  /**
+   * A due timer becomes its delivery: the queued submission (unless `submission` is undefined,
+   * when one with its id was admitted already) and the timer row's removal, in one transaction,
+   * so a crash leaves either the pending timer or its delivery, never both or neither.
+   */
+  fireTimer(
+    timer: TimerRow,
+    submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string } | undefined,
+  ): void {
+    this.store.transaction(() => {
+      this.store.deleteTimerId(timer.conversation, timer.id);
+      if (submission !== undefined) this.store.insertSubmission({ ...submission, conversation: timer.conversation });
+    });
   }
 
   /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */

@@ -23,6 +23,7 @@ import { AttemptResources } from './attempt-resources.ts';
 import { createHarness } from './harness.ts';
 import { PendingState } from './pending-state.ts';
 import { PendingSpend } from './pending-spend.ts';
+import { PendingTimers } from './pending-timers.ts';
 import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
 import { ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
@@ -133,12 +134,14 @@ export class ResponseRun {
     this.depth = delegation?.depth ?? 0;
     this.environment = delegation?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
     this.state = new PendingState(() => view.stateOf(live));
+    const timers = new PendingTimers(() => view.timers(live));
     // The per-response bound on tool progress counts what earlier attempts of the response wrote.
     this.spend = new PendingSpend(row.id);
     this.out = new ResponseWriter({
       writer,
       live,
       state: this.state,
+      timers,
       spend: this.spend,
       progressUsed: { ...live.conv.response(row.id).progress },
     });
@@ -157,6 +160,7 @@ export class ResponseRun {
       submissionId: row.id,
       responseMessageId: () => this.responseMessageId,
       state: this.state,
+      timers,
       bytes: this.bytes,
       writer: this.out,
       dispatch: (message) => engine.dispatchFromAgent(live, message),
@@ -286,7 +290,7 @@ export class ResponseRun {
           hooks: (await this.renderWithEnvironment()).agentFinish,
           submissionId: leader.id,
           response: this.conv.response(leader.id),
-          hasPendingState: () => !this.state.isEmpty,
+          hasPendingState: () => this.out.hasPendingWrites,
           seam: this.seam(),
         });
         if (finish.records.length > 0) this.out.commitWithState(finish.records);
@@ -389,7 +393,7 @@ export class ResponseRun {
   /** `useAgentStart` for one delivery, at a turn boundary. */
   private async agentStart(submissionId: string): Promise<void> {
     const hooks = (await this.renderWithEnvironment()).agentStart;
-    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => !this.state.isEmpty, seam: this.seam() });
+    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => this.out.hasPendingWrites, seam: this.seam() });
     if (records.length > 0) this.out.commitWithState(records);
   }
 
@@ -400,10 +404,10 @@ export class ResponseRun {
     if (this.options.engine.isStopping) return 0;
     const joinable = joinableDeliveries(this.options.view.openSubmissions(this.live.key), this.row.id);
     if (joinable.length === 0) return 0;
-    // Without useAgentStart callbacks (or state for one to carry) nothing runs between two joins:
+    // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs between two joins:
     // the whole burst joins in one batch. Otherwise each delivery's callbacks run after its join.
     const groups =
-      (await this.renderWithEnvironment()).agentStart.length === 0 && this.state.isEmpty ? [joinable] : joinable.map((row) => [row]);
+      (await this.renderWithEnvironment()).agentStart.length === 0 && !this.out.hasPendingWrites ? [joinable] : joinable.map((row) => [row]);
     for (const group of groups) {
       this.options.writer.join(this.live, group, this.row.id);
       // A joined delivery's message enters at this turn boundary, before the next turn starts.

@@ -110,6 +110,14 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_state_history (
      stream TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, seq, name)
    ) WITHOUT ROWID`,
+  // useTimer(): one row per pending timer, deleted in the transaction that admits its delivery.
+  // A store without the table (made by the version before) gains it on open; that version ignores it.
+  `CREATE TABLE IF NOT EXISTS flue_timers (
+     stream TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL, due_at INTEGER NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (stream, name)
+   ) WITHOUT ROWID`,
+  // The host's one wake-up (an alarm, a Node timeout) is the earliest due time across the store.
+  `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
 ];
 
 /** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
@@ -200,6 +208,27 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
 /** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
 function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
+}
+
+/** A pending `useTimer()` timer: at most one per name in a conversation. */
+export interface TimerRow {
+  conversation: ConversationKey;
+  name: string;
+  /** New for every schedule; the delivery's submission id derives from it (`sub_<id>`). */
+  id: string;
+  /** When it is due, in epoch milliseconds. */
+  dueAt: number;
+  body: string;
+}
+
+function toTimer(row: SqlRow): TimerRow {
+  return {
+    conversation: storedConversationKey(row.stream),
+    name: String(row.name),
+    id: String(row.id),
+    dueAt: Number(row.due_at),
+    body: String(row.body),
+  };
 }
 
 export interface ConversationInfo {
@@ -542,6 +571,45 @@ export class SqlStore {
       const entry = { seq: Number(row.seq), name: String(row.name) };
       return row.value === UNKEPT_MARKER ? { ...entry, unkept: true as const } : { ...entry, value: JSON.parse(String(row.value)) };
     });
+  }
+
+  // ── Timers ───────────────────────────────────────────────────────────────────────────────
+
+  timers(key: ConversationKey): TimerRow[] {
+    return this.driver.query('SELECT * FROM flue_timers WHERE stream = ? ORDER BY due_at, name', key).map(toTimer);
+  }
+
+  /** Schedules or replaces the conversation's timer of that name. */
+  putTimer(timer: TimerRow): void {
+    this.driver.run(
+      `INSERT INTO flue_timers (stream, name, id, due_at, body) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (stream, name) DO UPDATE SET id = excluded.id, due_at = excluded.due_at, body = excluded.body`,
+      timer.conversation,
+      timer.name,
+      timer.id,
+      timer.dueAt,
+      timer.body,
+    );
+  }
+
+  deleteTimer(key: ConversationKey, name: string): void {
+    this.driver.run('DELETE FROM flue_timers WHERE stream = ? AND name = ?', key, name);
+  }
+
+  /** Removes the timer only if it is still the schedule `id` (not a later one of the same name). */
+  deleteTimerId(key: ConversationKey, id: string): void {
+    this.driver.run('DELETE FROM flue_timers WHERE stream = ? AND id = ?', key, id);
+  }
+
+  /** Timers due at `now`, earliest first, across every conversation of the store. */
+  dueTimers(now: number): TimerRow[] {
+    return this.driver.query('SELECT * FROM flue_timers WHERE due_at <= ? ORDER BY due_at, stream, name', now).map(toTimer);
+  }
+
+  /** The earliest due time across the store, if any timer is pending. */
+  nextTimerDue(): number | undefined {
+    const row = this.driver.query('SELECT min(due_at) AS due FROM flue_timers')[0];
+    return row === undefined || row.due === null ? undefined : Number(row.due);
   }
 
   readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
