@@ -407,7 +407,9 @@ export class ResponseRun {
     // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs between two joins:
     // the whole burst joins in one batch. Otherwise each delivery's callbacks run after its join.
     const groups =
-      (await this.renderWithEnvironment()).agentStart.length === 0 && !this.out.hasPendingWrites ? [joinable] : joinable.map((row) => [row]);
+      (await this.renderWithEnvironment()).agentStart.length === 0 && !this.out.hasPendingWrites
+        ? [joinable]
+        : joinable.map((row) => [row]);
     for (const group of groups) {
       this.options.writer.join(this.live, group, this.row.id);
       // A joined delivery's message enters at this turn boundary, before the next turn starts.
