@@ -98,7 +98,8 @@ beforeAll(async () => {
   flue = await start({
     agents: [Counter, Manager, Chatty],
     db: sqlite(),
-    providers: seedProviders(server, { contextWindow: 2000 }),
+    // Room for the attached image (about 1,200 estimated tokens) in a request; the compaction test reports a context near it.
+    providers: seedProviders(server, { contextWindow: 4000 }),
     env: {},
   });
   await ask(Counter, 'orig', {
@@ -184,7 +185,7 @@ describe('fork()', () => {
 
   it('after a compaction answers from the summary, and refuses the cut at the compaction itself', async () => {
     const long = 'word '.repeat(120);
-    server.script({ text: long, usage: { input: 1500, output: 100 } }, { text: 'SUMMARY OF THE EARLIER CONVERSATION' });
+    server.script({ text: long, usage: { input: 3500, output: 100 } }, { text: 'SUMMARY OF THE EARLIER CONVERSATION' });
     await ask(Chatty, 'chatty', 'tell me a long story');
     const exported = await exportConversation(Chatty, 'chatty');
     expect(exported.at).toBe(exported.head);

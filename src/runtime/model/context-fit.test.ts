@@ -100,6 +100,19 @@ describe('reduceText and reduceMessage', () => {
     expect(content[0]!.text!.length).toBeLessThan(cap * 4);
   });
 
+  it('cuts only text, into the room its images leave, and never text too short to gain from a cut', () => {
+    const image = { type: 'image' as const, data: 'AAAA', mimeType: 'image/png' };
+    // An image alone is over the cap: a short caption beside it is sent as it is.
+    const captioned: UserMessage = { role: 'user', content: [{ type: 'text', text: 'one /bump' }, image], timestamp: 0 };
+    expect(reduceMessage(captioned, 512)).toBe(captioned);
+    // A long text beside the image takes what the cap leaves after the image (1,200 tokens).
+    const long: UserMessage = { role: 'user', content: [{ type: 'text', text: sized(4000) }, image], timestamp: 0 };
+    const reduced = reduceMessage(long, 2000);
+    expect(estimateTokens(reduced)).toBeLessThanOrEqual(2000);
+    expect(textOf(reduced)).toMatch(/^HEAD[\s\S]*cut from the middle of this message[\s\S]*TAIL$/);
+    expect((reduced.content as unknown[]).at(-1)).toEqual(image);
+  });
+
   it('is deterministic: the same message reduces to the same text', () => {
     const message = toolResult(sized(20000));
     expect(reduceMessage(message, 700)).toStrictEqual(reduceMessage(message, 700));

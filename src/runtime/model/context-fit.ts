@@ -58,9 +58,15 @@ function marker(role: Message['role'], cut: number): string {
   }
 }
 
-/** Head and tail of `text` in at most `max` characters (the marker included), or the text itself when it fits. */
+/** Text this short is never cut: its head, tail and marker would not be shorter than the text itself. */
+const MIN_CUT_CHARS = 2 * MARKER_CHARS;
+
+/**
+ * Head and tail of `text` in at most `max` characters (the marker included), or the text itself
+ * when it fits or is too short to gain from a cut.
+ */
 export function reduceText(text: string, max: number, role: Message['role']): string {
-  if (text.length <= max) return text;
+  if (text.length <= max || text.length <= MIN_CUT_CHARS) return text;
   const keep = Math.max(0, max - MARKER_CHARS);
   // Never split a surrogate pair: half a character is not valid text for a provider.
   let head = Math.ceil(keep / 2);
@@ -91,9 +97,24 @@ function cuttable(block: TextContent | ImageContent): block is TextContent {
 export function reduceMessage(message: Message, maxTokens: number): Message {
   const tokens = estimateTokens(message);
   if (tokens <= maxTokens) return message;
-  // Each text block keeps its share of what the message may keep.
-  const ratio = maxTokens / tokens;
-  const shrink = (text: string) => reduceText(text, Math.floor(text.length * ratio), message.role);
+  // Only text can be cut: it shares what the message may keep once its images and other
+  // uncuttable parts are counted, each text block in proportion to its length.
+  const text = cuttableChars(message) / CHARS_PER_TOKEN;
+  if (text === 0) return message;
+  const ratio = Math.max(0, maxTokens - (tokens - text)) / text;
+  let cut = false;
+  const shrink = (text: string) => {
+    const reduced = reduceText(text, Math.floor(text.length * ratio), message.role);
+    if (reduced !== text) cut = true;
+    return reduced;
+  };
+  const reduced = reducedContent(message, shrink);
+  // Nothing was worth cutting: the message goes as it is (the same object, so a fit counts it as sent whole).
+  return cut ? reduced : message;
+}
+
+/** `message` with `shrink` applied to each text it may cut (images, document references and tool calls stay). */
+function reducedContent(message: Message, shrink: (text: string) => string): Message {
   const blocks = (content: readonly (TextContent | ImageContent)[]) =>
     content.map((block) => (cuttable(block) ? { ...block, text: shrink(block.text) } : block));
   switch (message.role) {
@@ -116,6 +137,26 @@ export function reduceMessage(message: Message, maxTokens: number): Message {
       return message;
     default:
       return skipUnknown(message) ?? message;
+  }
+}
+
+/** Characters of the message's text that a reduction may cut (what `reduceMessage` shrinks). */
+function cuttableChars(message: Message): number {
+  const blocks = (content: string | readonly (TextContent | ImageContent)[]) =>
+    typeof content === 'string' ? content.length : content.reduce((sum, block) => sum + (cuttable(block) ? block.text.length : 0), 0);
+  switch (message.role) {
+    case 'user':
+    case 'toolResult':
+      return blocks(message.content);
+    case 'assistant':
+      return message.content.reduce(
+        (sum, block) => sum + (block.type === 'text' ? block.text.length : block.type === 'thinking' ? block.thinking.length : 0),
+        0,
+      );
+    case 'system':
+      return 0;
+    default:
+      return skipUnknown(message) ?? 0;
   }
 }
 
