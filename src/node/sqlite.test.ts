@@ -90,9 +90,10 @@ test('settled submissions are never rewritten: the first terminal state wins', a
     payload: { message: { kind: 'user', body: 'x' } },
     acceptedAt: 'now',
   });
-  expect(store.markSettled('sub_1', 'completed', null, 1)).toBe(true);
-  expect(store.markSettled('sub_1', 'failed', 'late', 2)).toBe(false);
+  store.markSettled('sub_1', 'completed', null, 1);
+  store.markSettled('sub_1', 'failed', 'late', 2);
   expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
+  expect(store.listSubmissions()[0]).toMatchObject({ id: 'sub_1', outcome: 'completed' });
   await adapter.close();
 });
 
