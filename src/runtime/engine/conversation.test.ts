@@ -263,6 +263,34 @@ describe('a live fold', () => {
     expect(range.reply('sub_1')).toEqual(transcript.reply('sub_1'));
   });
 
+  it("keeps the latest responses' replies at hand, one per response however many deliveries joined it", () => {
+    const live = new Conversation('live');
+    const joined = (id: string): ConversationRecord => ({ ...input(id, 'me too'), joinedInto: 'sub_1' }) as ConversationRecord;
+    const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1)];
+    batches.splice(2, 0, { seq: 1.5, records: [joined('sub_j1'), joined('sub_j2')] });
+    const settle = (id: string): ConversationRecord => ({
+      type: 'submission_settled',
+      submissionId: id,
+      outcome: 'completed',
+      answeredBySubmissionId: 'sub_1',
+      ts,
+    });
+    batches.at(-1)!.records.push(settle('sub_j1'), settle('sub_j2'));
+    batches.forEach((batch, seq) => live.apply({ ...batch, seq }));
+    for (const id of ['sub_1', 'sub_j1', 'sub_j2']) {
+      expect(live.replySource(id)).toBeUndefined();
+      expect(live.reply(id)).toEqual({ text: 'One.', data: { n: ['sub_1'] } });
+    }
+    // Nine later responses push it out: its deliveries then read it from the log.
+    let seq = batches.length;
+    for (let n = 2; n <= 10; n++) {
+      for (const batch of answered(`sub_${n}`, `${n}.`, seq)) live.apply(batch);
+      seq += 4;
+    }
+    expect(live.replySource('sub_j2')).toEqual({ of: 'sub_1', after: 2, through: 5 });
+    expect(live.reply('sub_10')).toEqual({ text: '10.', data: { n: ['sub_10'] } });
+  });
+
   it('is rebuilt from its state exactly, origin of the last delivery included', () => {
     const live = new Conversation('live');
     const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1), { seq: 5, records: [input('sub_2', 'open')] }];

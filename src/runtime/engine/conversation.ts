@@ -161,7 +161,7 @@ export interface SubmissionReply {
 /** How much of the log a fold keeps (see the module comment). */
 export type FoldScope = 'transcript' | 'live';
 
-/** Replies of the latest settlements a live fold keeps at hand, so the read that follows a settlement reads no log. */
+/** Replies of the latest responses a live fold keeps at hand, so the reads that follow a settlement read no log. */
 const RECENT_REPLIES = 8;
 
 /**
@@ -266,7 +266,10 @@ export class Conversation {
   private readonly replySources = new Map<string, ReplySource>();
   /** Live scope: the submission of the latest assistant message, the reply of a settlement that has none of its own. */
   private lastAssistantSource: { of: string; after: number } | undefined;
-  /** Live scope: the latest settlements' replies (not part of a checkpoint: readers fall back to the log). */
+  /**
+   * Live scope: the replies of the latest answering responses, by the submission whose message
+   * they are (deliveries joined into one share it). Not part of a checkpoint: readers fall back to the log.
+   */
   private readonly recentReplies = new Map<string, SubmissionReply>();
   /** The batch being applied. */
   private applying = -1;
@@ -430,8 +433,10 @@ export class Conversation {
 
   /** The reply of one settled submission, from the messages this fold holds (a transcript fold, or a live one's recent replies). */
   reply(submissionId: string): SubmissionReply {
-    const recent = this.recentReplies.get(submissionId);
+    const recent = this.recentReply(submissionId);
     if (recent !== undefined) return structuredClone(recent);
+    // A live fold holds open responses' messages only: a settlement it has no reply for had none.
+    if (this.scope === 'live') return { text: '', data: {} };
     const settlement = this.settlements.get(submissionId);
     const own = this.lastAssistant((m) => m.submissionId === submissionId);
     const answeredBy = settlement?.answeredBySubmissionId;
@@ -448,8 +453,13 @@ export class Conversation {
    * holds it (undefined: `reply()` answers from memory).
    */
   replySource(submissionId: string): ReplySource | undefined {
-    if (this.scope === 'transcript' || this.recentReplies.has(submissionId)) return undefined;
+    if (this.scope === 'transcript' || this.recentReply(submissionId) !== undefined) return undefined;
     return this.replySources.get(submissionId);
+  }
+
+  private recentReply(submissionId: string): SubmissionReply | undefined {
+    const source = this.replySources.get(submissionId);
+    return source === undefined ? undefined : this.recentReplies.get(source.of);
   }
 
   private replyOf(message: FlueConversationMessage): SubmissionReply {
@@ -478,7 +488,8 @@ export class Conversation {
     if (source === undefined) return;
     this.replySources.set(submissionId, source);
     if (message !== undefined) {
-      this.recentReplies.set(submissionId, structuredClone(this.replyOf(message)));
+      this.recentReplies.delete(source.of);
+      this.recentReplies.set(source.of, structuredClone(this.replyOf(message)));
       for (const old of this.recentReplies.keys()) {
         if (this.recentReplies.size <= RECENT_REPLIES) break;
         this.recentReplies.delete(old);
