@@ -185,6 +185,26 @@ describe('a checkpoint', () => {
         ),
     ],
     [
+      'with a ledger entry of the wrong shape',
+      ({ store, key }) =>
+        store.writeCheckpoint(
+          key,
+          5,
+          CHECKPOINT_VERSION,
+          forged(store, key, (body) => (body.state.ledger = [{ submissionId: 5 }])),
+        ),
+    ],
+    [
+      'with a reply source of the wrong shape',
+      ({ store, key }) =>
+        store.writeCheckpoint(
+          key,
+          5,
+          CHECKPOINT_VERSION,
+          forged(store, key, (body) => (body.state.replySources = [['sub_1', { of: 'sub_1' }]])),
+        ),
+    ],
+    [
       'of another version',
       ({ store, key }) =>
         store.writeCheckpoint(

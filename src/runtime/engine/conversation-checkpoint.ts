@@ -82,19 +82,46 @@ export function restoreCheckpoint(
 }
 
 // The shape checked before a checkpoint is trusted: every field the fold reads, with its type,
-// and the members of its collections as far as the fold reaches into them.
+// and the members of its collections as far as the fold reaches into them. The collections that
+// grow with every settlement are checked by plain loops (`every`), so a wake stays cheap with tens
+// of thousands of them; the rest, which follow the live context, by schema.
+type Check = (value: unknown) => boolean;
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isString: Check = (value) => typeof value === 'string';
+const isNumber: Check = (value) => typeof value === 'number';
+const fields = (shape: Record<string, Check>): Check => {
+  const entries = Object.entries(shape);
+  return (value) => {
+    if (!isObject(value)) return false;
+    for (const [key, check] of entries) if (!check(value[key])) return false;
+    return true;
+  };
+};
+const pair =
+  (first: Check, second: Check): Check =>
+  (value) =>
+    Array.isArray(value) && value.length === 2 && first(value[0]) && second(value[1]);
+const isUsage = fields({ input: isNumber, output: isNumber, cost: fields({ total: isNumber }) });
+const everyOne = (check: Check, what: string) =>
+  v.custom<unknown[]>((value) => Array.isArray(value) && value.every(check), `expected a list of ${what}`);
+const settlementsList = everyOne(fields({ submissionId: isString, outcome: isString }), 'settlements');
+const ledgerList = everyOne(
+  fields({ submissionId: isString, usage: isUsage, modelCalls: isNumber, toolCalls: isNumber, attempts: isNumber }),
+  'ledger entries',
+);
+const idList = everyOne(isString, 'ids');
+const replySourceList = everyOne(pair(isString, fields({ of: isString, after: isNumber, through: isNumber })), 'reply sources');
+const isRef = fields({ id: isString, mimeType: isString });
+const isChild = fields({ conversationId: isString, stream: isString, agent: isString, parentToolCallId: isString });
 const id = v.string();
 const json = v.unknown();
 const usage = v.looseObject({ input: v.number(), output: v.number(), cost: v.looseObject({ total: v.number() }) });
-const ref = v.looseObject({ id, mimeType: v.string() });
-const child = v.looseObject({ conversationId: id, stream: id, agent: v.string(), parentToolCallId: v.string() });
 const message = v.looseObject({
   id,
   role: v.picklist(['user', 'assistant', 'system']),
   parts: v.array(v.looseObject({ type: v.string() })),
 });
 const modelEntry = v.looseObject({ role: v.picklist(['user', 'assistant', 'toolResult']), content: v.union([v.string(), v.array(json)]) });
-const replySource = v.strictObject({ of: id, after: v.number(), through: v.number() });
 const response = v.looseObject({
   steps: v.number(),
   finishCycles: v.number(),
@@ -113,29 +140,32 @@ const CheckpointBody = v.strictObject({
     uid: v.optional(v.string()),
     initialData: v.optional(json),
     messages: v.array(message),
-    settlements: v.array(v.looseObject({ submissionId: id, outcome: v.string() })),
-    applied: v.array(id),
-    startRuns: v.array(id),
+    settlements: settlementsList,
+    applied: idList,
+    startRuns: idList,
     tail: v.looseObject({ terminated: v.boolean(), unread: v.boolean() }),
-    ledger: v.array(v.looseObject({ submissionId: id, usage, modelCalls: v.number(), toolCalls: v.number(), attempts: v.number() })),
+    ledger: ledgerList,
     ledgerTotal: usage,
     hostActivity: v.optional(v.looseObject({ rowsWritten: v.number(), alarmsSet: v.number(), rpcsServed: v.number() })),
     lastDelivery: v.optional(v.strictObject({ origin: v.string(), message: v.looseObject({ kind: v.string() }) })),
     compactedSinceLastStep: v.boolean(),
     resourceSnapshot: v.optional(v.looseObject({})),
     resourceBaseline: v.optional(v.looseObject({})),
-    children: v.array(child),
-    childrenBySubmission: v.array(v.tuple([id, v.array(child)])),
+    children: everyOne(isChild, 'child conversations'),
+    childrenBySubmission: everyOne(
+      pair(isString, (refs) => Array.isArray(refs) && refs.every(isChild)),
+      'child conversations',
+    ),
     currentSubmission: v.optional(id),
-    attachments: v.array(ref),
-    documents: v.array(ref),
+    attachments: everyOne(isRef, 'attachments'),
+    documents: everyOne(isRef, 'documents'),
     responses: v.array(v.tuple([id, response])),
     modelBase: v.pipe(v.number(), v.integer(), v.minValue(0)),
     modelEntries: v.array(modelEntry),
     compaction: v.optional(v.strictObject({ summary: v.string(), firstKept: v.number() })),
     lastAssistantEntry: v.optional(modelEntry),
-    responseStarts: v.array(v.tuple([id, v.number()])),
-    replySources: v.array(v.tuple([id, replySource])),
+    responseStarts: everyOne(pair(isString, isNumber), 'response starts'),
+    replySources: replySourceList,
     lastAssistantSource: v.optional(v.strictObject({ of: id, after: v.number() })),
   }),
 });
