@@ -9,6 +9,7 @@ import { conversationKey } from '../../src/runtime/store/conversation-key.ts';
 import { SqlStore } from '../../src/runtime/store/sql-store.ts';
 import { HOARD_LANE, Hoarder } from './large-agents.ts';
 import { resetLane, scriptLane } from './lanes.ts';
+import { resetObject } from './reset-object.ts';
 import './worker.ts';
 
 const MiB = 1024 * 1024;
@@ -16,17 +17,6 @@ const stub = (id: string) =>
   (env as unknown as { FLUE_HOARDER_AGENT: DurableObjectNamespace }).FLUE_HOARDER_AGENT.getByName(id) as DurableObjectStub;
 
 afterEach(async () => resetLane(HOARD_LANE));
-
-/** Resets the object: its next call constructs a fresh instance that wakes the conversation from storage. */
-async function resetObject(id: string): Promise<void> {
-  await runInDurableObject(stub(id), (_instance, state) => {
-    try {
-      state.abort('test reset');
-    } catch {
-      // abort() throws in the calling context by design
-    }
-  }).catch(() => {});
-}
 
 /** Inside the object: where a fresh view's wake starts reading the log, its fold, and the whole log's fold. */
 function probeWake(id: string) {
@@ -66,7 +56,7 @@ test('a conversation wakes from its checkpoint, and from its whole log when the 
   expect(probed.woken).toEqual(probed.full);
 
   // A fresh object wakes from it: the next message is answered, old replies and the history are read from the log.
-  await resetObject(id);
+  await resetObject(stub(id));
   expect((await handle.read(await handle.dispatch('four'))).text).toBe('Ok.');
   expect((await handle.read(receipts[0]!)).text).toBe(replies[0]);
   expect((await handle.read(receipts[1]!)).text).toBe(replies[1]);
@@ -82,7 +72,7 @@ test('a conversation wakes from its checkpoint, and from its whole log when the 
   await runInDurableObject(stub(id), (_instance, state) => {
     state.storage.sql.exec(`UPDATE flue_checkpoints SET body = '{"incarnation":'`);
   });
-  await resetObject(id);
+  await resetObject(stub(id));
   const damaged = await probeWake(id);
   expect(damaged.readFrom).toBe(-1);
   expect(damaged.woken).toEqual(damaged.full);
