@@ -7,9 +7,7 @@ import { ConversationWriter } from './conversation-writer.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore } from '../store/sql-store.ts';
-import { emptyUsage } from '../model/usage.ts';
-
-const ts = '2026-01-01T00:00:00.000Z';
+import { assistant, input, ts } from './log-records.fixtures.ts';
 const MiB = 1024 * 1024;
 
 describe('when a checkpoint is due', () => {
@@ -35,15 +33,6 @@ interface Opened {
   key: ConversationKey;
 }
 
-const input = (id: string, body: string): ConversationRecord => ({
-  type: 'user_message',
-  messageId: `msg_in_${id}`,
-  submissionId: id,
-  deliveryOrigin: 'app',
-  body,
-  ts,
-});
-
 function answer(id: string, text: string): ConversationRecord[] {
   return [
     { type: 'assistant_started', messageId: `msg_a_${id}`, stepId: `s_${id}`, submissionId: id, attemptId: 'att', ts },
@@ -52,16 +41,7 @@ function answer(id: string, text: string): ConversationRecord[] {
       messageId: `msg_a_${id}`,
       stepId: `s_${id}`,
       submissionId: id,
-      message: {
-        role: 'assistant',
-        content: [{ type: 'text', text }],
-        api: 'openai-completions',
-        provider: 'p',
-        model: 'm',
-        usage: emptyUsage() as never,
-        stopReason: 'stop',
-        timestamp: 0,
-      },
+      message: assistant([{ type: 'text', text }]),
       ts,
     },
   ];

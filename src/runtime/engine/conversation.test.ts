@@ -2,22 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AssistantMessage } from '@earendil-works/pi-ai';
 import { Conversation } from './conversation.ts';
 import type { ConversationRecord } from '../store/records.ts';
-import { emptyUsage } from '../model/usage.ts';
-
-const ts = '2026-01-01T00:00:00.000Z';
-
-function assistant(content: AssistantMessage['content'], stopReason: AssistantMessage['stopReason'] = 'stop'): AssistantMessage {
-  return {
-    role: 'assistant',
-    content,
-    api: 'openai-completions',
-    provider: 'p',
-    model: 'm',
-    usage: emptyUsage() as never,
-    stopReason,
-    timestamp: 0,
-  };
-}
+import { assistant, input, ts } from './log-records.fixtures.ts';
 
 /** Folds batches of records into a fresh conversation, one batch per argument. */
 function fold(...batches: ConversationRecord[][]): Conversation {
@@ -33,14 +18,6 @@ const created: ConversationRecord = {
   initialData: { plan: 'pro' },
   ts,
 };
-const input = (id: string, body: string): ConversationRecord => ({
-  type: 'user_message',
-  messageId: `msg_in_${id}`,
-  submissionId: id,
-  deliveryOrigin: 'app',
-  body,
-  ts,
-});
 const started = (step: string, id = 'sub_1'): ConversationRecord => ({
   type: 'assistant_started',
   messageId: 'msg_a',

@@ -12,7 +12,7 @@ import type { SubagentDefinition } from '../authoring/subagents.ts';
 import { type DelegateRun, type DelegatingResponse, type Delegation, runTaskCall } from './task-run.ts';
 import { PendingState } from './pending-state.ts';
 import { ResponseWriter } from './response-writer.ts';
-import { emptyUsage } from '../model/usage.ts';
+import { assistant } from './log-records.fixtures.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
 const helper: SubagentDefinition = { name: 'helper', description: 'Helps.', agent: () => 'Help.' };
@@ -55,16 +55,7 @@ function answer(child: LiveConversation, text: string): void {
       messageId: 'msg_c',
       stepId: 'step_c',
       submissionId: 'sub_1',
-      message: {
-        role: 'assistant',
-        content: [{ type: 'text', text }],
-        api: 'openai-completions',
-        provider: 'p',
-        model: 'm',
-        usage: emptyUsage() as never,
-        stopReason: 'stop',
-        timestamp: 0,
-      },
+      message: assistant([{ type: 'text', text }]),
       ts,
     },
   ]);
