@@ -1,6 +1,8 @@
 // Builds the package's JavaScript into dist/: one ESM file per export (index, tool, routing, node,
-// testing, cloudflare, workflows) plus the `flue` CLI (cli.js). This is what an installed package
-// runs on Node and what `flue build` bundles into a Worker: users never compile our TypeScript.
+// testing, cloudflare, workflows) plus the `flue` CLI (cli.js), which is what an installed package
+// runs on Node; and dist/modules/, one ESM module per source file behind the exports a Worker
+// imports (the "workerd" condition), which is what `flue build` bundles into a Worker. Users never
+// compile our TypeScript.
 // Inside this repository the sources stay the truth: tests and the type checker read src/ through
 // the "flue-source" condition, and this runs again whenever src/ is newer (scripts/preflight.mjs).
 // Declarations (dist/types/) come from scripts/build-types.mjs, run by `npm pack`.
@@ -14,6 +16,14 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const outdir = path.join(root, 'dist');
 const stamp = path.join(outdir, '.built');
+
+/**
+ * The entries a Worker imports. `flue build` resolves them with the "workerd" condition to
+ * dist/modules/, one module per source file: esbuild drops a whole unused module there (the package
+ * has no side effects), where a shared chunk of the Node build would stay whole once any part of
+ * it is used. The Worker gets the tree-shaking of the sources, Node keeps its few large files.
+ */
+export const WORKER_ENTRIES = ['index', 'tool', 'routing', 'cloudflare', 'workflows', 'channels/github', 'otel'];
 
 /** Entry name → source. One build with code splitting, so shared modules exist once: the module-
  * scoped registries of the runtime must be the same instance behind every entry (and the CLI). */
@@ -41,7 +51,8 @@ function newestSource(dir) {
 }
 
 export function isStale() {
-  if (!existsSync(stamp)) return true;
+  // A dist/ from before the per-file Worker modules existed is stale whatever its stamp says.
+  if (!existsSync(stamp) || !existsSync(path.join(outdir, 'modules'))) return true;
   const built = statSync(stamp).mtimeMs;
   return newestSource(path.join(root, 'src')) > built || statSync(path.join(root, 'package.json')).mtimeMs > built;
 }
@@ -79,8 +90,95 @@ export async function buildDist() {
     const file = path.join(outdir, name);
     if ((name.endsWith('.js') || name.endsWith('.js.map')) && !written.has(file)) rmSync(file);
   }
+  await buildModules(esbuild, result.metafile);
   mkdirSync(outdir, { recursive: true });
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
+}
+
+/**
+ * dist/modules/: each source file a Worker entry reaches, compiled alone. Every import stays an
+ * import: a relative one renamed from .ts to .js, a self-import (`@flue/runtime`) pointed at the
+ * entry's module, packages left to the Worker build.
+ */
+async function buildModules(esbuild, metafile) {
+  const modulesDir = path.join(outdir, 'modules');
+  const entrySources = new Set(WORKER_ENTRIES.map((name) => path.resolve(root, ENTRIES[name])));
+  const sources = new Set();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const input of Object.keys(output.inputs)) {
+      const file = path.resolve(root, input);
+      if (file.startsWith(path.join(root, 'src') + path.sep) && file.endsWith('.ts')) sources.add(file);
+    }
+  }
+  const reached = reachable(metafile, entrySources);
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: [...sources].filter((file) => reached.has(file)),
+    outdir: modulesDir,
+    outbase: path.join(root, 'src'),
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    target: 'es2022',
+    logLevel: 'warning',
+    metafile: true,
+    plugins: [
+      {
+        name: 'one-module-per-file',
+        setup(build) {
+          build.onResolve({ filter: /.*/ }, (args) => {
+            if (args.kind === 'entry-point') return undefined;
+            if (args.path.startsWith('.')) return { path: args.path.replace(/\.ts$/, '.js'), external: true };
+            const self = Object.entries(ENTRIES).find(([name]) => name !== 'cli' && selfName(name) === args.path);
+            if (self !== undefined) {
+              const target = path.join(
+                modulesDir,
+                path.relative(path.join(root, 'src'), path.resolve(root, self[1])).replace(/\.ts$/, '.js'),
+              );
+              let relative = path.relative(
+                path.dirname(path.join(modulesDir, path.relative(path.join(root, 'src'), args.importer))),
+                target,
+              );
+              if (!relative.startsWith('.')) relative = `./${relative}`;
+              return { path: relative.split(path.sep).join('/'), external: true };
+            }
+            return { path: args.path, external: true };
+          });
+        },
+      },
+    ],
+  });
+  const written = new Set(Object.keys(result.metafile.outputs).map((file) => path.resolve(root, file)));
+  removeStale(modulesDir, written);
+}
+
+/** The source files reachable from `entries` through the Node build's import graph. */
+function reachable(metafile, entries) {
+  const imports = new Map();
+  for (const [input, { imports: list }] of Object.entries(metafile.inputs)) {
+    imports.set(
+      path.resolve(root, input),
+      list.filter((i) => !i.external).map((i) => path.resolve(root, i.path)),
+    );
+  }
+  const seen = new Set();
+  const stack = [...entries];
+  while (stack.length > 0) {
+    const file = stack.pop();
+    if (seen.has(file)) continue;
+    seen.add(file);
+    stack.push(...(imports.get(file) ?? []));
+  }
+  return seen;
+}
+
+function removeStale(dir, written) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) removeStale(file, written);
+    else if (entry.name.endsWith('.js') && !written.has(file)) rmSync(file);
+  }
 }
 
 function selfName(entry) {

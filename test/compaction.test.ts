@@ -1,6 +1,11 @@
 import { expect, test } from 'vitest';
-import { type FlueEvent, init, observe, useModel } from '@flue/runtime';
+import * as v from 'valibot';
+import { type FlueEvent, init, observe, useModel, useTool } from '@flue/runtime';
+import type { RecordedRequest } from '@flue/runtime/testing';
+import { DEFAULT_CONTEXT_WINDOW } from '../src/runtime/model/compaction.ts';
+import { configuredRuntime } from '../src/runtime/host/runtime.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { expectReduced } from './support/reduced-text.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -87,4 +92,88 @@ test('a context overflow compacts once and retries the turn', async () => {
   const reply = await handle.read(await handle.dispatch('second'));
   expect(reply.text).toBe('answer after compaction');
   expect(ctx.server.requests[3]!.messages[0]!.content).toContain('<compaction type="context_summary">');
+});
+
+// ── The request always fits the window ──────────────────────────────────────────────────────
+
+/** A request's estimated input tokens at four characters a token: system prompt, tools, messages. */
+function requestTokens(request: RecordedRequest): number {
+  let chars = (request.system ?? '').length + JSON.stringify(request.tools).length;
+  for (const message of request.messages) chars += message.content.length + JSON.stringify(message.toolCalls ?? []).length;
+  return Math.ceil(chars / 4);
+}
+
+const isSummarization = (request: RecordedRequest) => (request.system ?? '').startsWith('You write summaries');
+
+let readSizes: number[] = [];
+function Reader() {
+  useModel('anthropic/claude-haiku-4-5');
+  useTool({
+    name: 'read',
+    description: 'Read a part.',
+    input: v.object({ n: v.number() }),
+    run: ({ data }) => `part ${data.n}: ${'r'.repeat(readSizes[data.n] ?? 100)} end of part ${data.n}`,
+  });
+  return 'Read everything.';
+}
+
+test('a model without a known window gets the default one: an oversized message reaches it reduced, the log keeps it whole', async () => {
+  await ctx.start([Chatty], { contextWindow: 0 });
+  ctx.server.script({ text: 'got the gist' });
+  const body = `BEGIN ${'lorem ipsum '.repeat(40_000)} END`;
+  const handle = init(Chatty, { id: 'unknown-window' });
+  expect((await handle.read(await handle.dispatch(body))).text).toBe('got the gist');
+  const [request] = ctx.server.requests;
+  expect(requestTokens(request!)).toBeLessThanOrEqual(DEFAULT_CONTEXT_WINDOW);
+  expectReduced(request!.messages.at(-1)!.content, body, 'message', DEFAULT_CONTEXT_WINDOW);
+  const history = (await configuredRuntime()!.history('Chatty', 'unknown-window'))!;
+  expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
+});
+
+test('a long tool loop with oversized results stays within the window: compaction before a turn, reduced results, no dead end', async () => {
+  const contextWindow = 8000;
+  await ctx.start([Reader], { contextWindow });
+  // Every third result alone is far over the window; the others add up past it.
+  readSizes = Array.from({ length: 13 }, (_, n) => (n % 3 === 2 ? 200_000 : 3000));
+  let reads = 0;
+  const step = (request: RecordedRequest) =>
+    isSummarization(request)
+      ? { text: `SUMMARY ${reads}` }
+      : reads < 12
+        ? { toolCalls: [{ name: 'read', arguments: { n: ++reads } }] }
+        : { text: 'all read' };
+  ctx.server.script(...Array.from({ length: 40 }, () => step));
+  const handle = init(Reader, { id: 'loop' });
+  expect((await handle.read(await handle.dispatch('read all twelve parts'))).text).toBe('all read');
+
+  const requests = ctx.server.requests;
+  const summaries = requests.filter(isSummarization);
+  expect(summaries.length).toBeGreaterThan(0);
+  for (const request of requests) expect(requestTokens(request)).toBeLessThanOrEqual(contextWindow);
+  // The oversized results reached the model reduced (their JSON text), with the marker telling it how to get the rest.
+  const sent = requests.flatMap((request) => request.messages).filter((m) => m.role === 'tool' && m.content.startsWith('"part 2:'));
+  expect(sent.length).toBeGreaterThan(0);
+  expectReduced(sent[0]!.content, JSON.stringify(`part 2: ${'r'.repeat(200_000)} end of part 2`), 'tool result', contextWindow);
+  // After a compaction the next request leads with the summary.
+  const after = requests[requests.indexOf(summaries[0]!) + 1]!;
+  expect(after.messages[0]!.content).toContain('<compaction type="context_summary">');
+  // The log keeps every result whole.
+  const history = (await configuredRuntime()!.history('Reader', 'loop'))!;
+  const outputs = history.messages.flatMap((m) => m.parts).filter((p) => p.type === 'dynamic-tool') as { output?: unknown }[];
+  expect(outputs).toHaveLength(12);
+  expect(JSON.stringify(outputs[1]!.output)).toContain('r'.repeat(200_000));
+});
+
+test('compaction: { contextWindow } sets the window a model is held to', async () => {
+  function Small() {
+    useModel('anthropic/claude-haiku-4-5', { compaction: { contextWindow: 4096 } });
+    return 'Chat.';
+  }
+  await ctx.start([Small], { contextWindow: 0 });
+  ctx.server.script({ text: 'ok' });
+  const body = `BEGIN ${'lorem ipsum '.repeat(10_000)} END`;
+  const handle = init(Small, { id: 'set-window' });
+  expect((await handle.read(await handle.dispatch(body))).text).toBe('ok');
+  expect(requestTokens(ctx.server.requests[0]!)).toBeLessThanOrEqual(4096);
+  expectReduced(ctx.server.requests[0]!.messages.at(-1)!.content, body, 'message', 4096);
 });

@@ -2,6 +2,7 @@ import { expect, test } from 'vitest';
 import * as v from 'valibot';
 import { defineTool, init, ResultUnavailableError, useAgentStart, useModel, useTool } from '@flue/runtime';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { expectReduced } from './support/reduced-text.ts';
 
 const ctx = useScriptedRuntime();
 
@@ -142,4 +143,20 @@ test('harness.compact() summarizes the scratch conversation; later prompts see t
   expect(after.messages[0]!.content).toContain('SCRATCH SUMMARY');
   expect(after.messages.some((m) => m.content.startsWith('xxxx'))).toBe(false);
   expect(after.messages.at(-1)!.content).toBe('after');
+});
+
+test('a harness prompt too large for the window reaches the model reduced, head and tail with the marker, and does not fail', async () => {
+  const big = `START ${'z'.repeat(100_000)} FINISH`;
+  function Oversized() {
+    useModel('anthropic/claude-haiku-4-5');
+    useAgentStart(async ({ harness }) => {
+      await harness.prompt(big);
+    });
+    return 'x';
+  }
+  await ctx.start([Oversized], { contextWindow: 8000 });
+  ctx.server.script({ text: 'skimmed' }, { text: 'main' });
+  const handle = init(Oversized, { id: 'h6' });
+  expect((await handle.read(await handle.dispatch('go'))).text).toBe('main');
+  expectReduced(ctx.server.requests[0]!.messages.at(-1)!.content, big, 'message', 8000);
 });

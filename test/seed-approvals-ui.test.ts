@@ -1,36 +1,21 @@
 /**
  * Seed 000, "审批门", src/ui/Approvals.tsx: the client derives pending approvals from the
- * conversation it follows. The seed's `pendingApprovals()` runs verbatim below over the messages
+ * conversation it follows. The seed's `pendingApprovals()` (verbatim, seed-tools/approvals-ui.ts) runs over the messages
  * of the unmodified `@flue/react` `useFlueAgent()` hook (headless hook host), following the seed's
  * ReleaseManager over HTTP; the decision is dispatched as the seed's approval route does.
  */
 import { afterEach, expect, test } from 'vitest';
-import { type FlueConversationMessage, useFlueAgent } from '@flue/react';
+import { useFlueAgent } from '@flue/react';
 import { ReleaseManager } from './seed-tools/approval-gate/src/agents/release-manager.ts';
 import { releases } from './seed-tools/approval-gate/src/shared/releases.ts';
 import { decide } from './seed-tools/approval-decision.ts';
+import { pendingApprovals } from './seed-tools/approvals-ui.ts';
 import { MOUNT, useNodeHost } from './interop/support/node-host.ts';
 import { renderHook } from './interop/support/react-hooks.ts';
 
 const { ctx, host } = useNodeHost();
 
 afterEach(() => releases.reset());
-
-// ── The seed's src/ui/Approvals.tsx, its logic verbatim ─────────────────────────────────────────
-
-function pendingApprovals(messages: FlueConversationMessage[]) {
-  const decided = new Set(messages.flatMap((message) => message.signal?.attributes?.approvalId ?? []));
-  return messages.flatMap((message) =>
-    message.parts.flatMap((part) =>
-      part.type === 'dynamic-tool' &&
-      part.state === 'output-available' &&
-      (part.output as { status?: string } | null)?.status === 'pending_approval' &&
-      !decided.has(part.toolCallId)
-        ? [{ approvalId: part.toolCallId, toolName: part.toolName, input: part.input }]
-        : [],
-    ),
-  );
-}
 
 test('the pending list appears when the gate records a call and disappears when the decision arrives', async () => {
   const h = await host(ReleaseManager);

@@ -14,6 +14,7 @@ import {
   getAgentInstance,
   getUsage,
   init,
+  useAgentFinish,
   useModel,
   useSubagent,
   useTool,
@@ -47,6 +48,7 @@ function reply(request: RecordedRequest): ScriptedResponse {
     return { toolCalls: [{ name: 'task', arguments: { agent: 'worker', prompt: 'loop' } }], usage: USAGE };
   }
   if (first === 'loop' && !toolAnswered) return { toolCalls: [{ name: 'note', arguments: {} }], usage: USAGE };
+  if (first === 'ponder' && !toolAnswered) return { toolCalls: [{ name: 'ponder', arguments: {} }], usage: USAGE };
   return { text: 'Done.', usage: USAGE };
 }
 
@@ -90,6 +92,34 @@ function Capped() {
 }
 Capped.budget = { perSubmission: { maxTokens: 110 } };
 
+/** A tool whose work is a model call of its own, in the harness's scratch conversation. */
+const ponder = defineTool({
+  name: 'ponder',
+  description: 'Thinks it over with a focused model call.',
+  harness: true,
+  async run({ harness }) {
+    return (await harness.prompt('think it over')).text;
+  },
+});
+
+function Ponderer() {
+  useModel(MODEL);
+  useTool(ponder);
+  // A hook's harness call: it appends nothing and writes no state, so no hook record carries it.
+  useAgentFinish(async ({ harness }) => {
+    await harness.prompt('review the answer');
+  });
+  return 'Answer.';
+}
+
+/** Its first turn and the tool's harness call use up the budget: the turn after the tool is past it. */
+function PonderCapped() {
+  useModel(MODEL);
+  useTool(ponder);
+  return 'Answer.';
+}
+PonderCapped.budget = { perSubmission: { maxTokens: 220 } };
+
 function Thrifty() {
   useModel(MODEL);
   return 'Answer.';
@@ -101,7 +131,7 @@ let flue: Flue;
 beforeAll(async () => {
   server = await startScriptedModelServer({ fallback: reply });
   flue = await start({
-    agents: [Metered, Manager, Capped, Thrifty, Overseer],
+    agents: [Metered, Manager, Capped, Thrifty, Overseer, Ponderer, PonderCapped],
     db: sqlite(),
     providers: [scriptedProvider({ baseUrl: server.url, id: 'priced', models: ['model'], cost: PRICE })],
     env: {},
@@ -146,6 +176,15 @@ describe('getUsage()', () => {
     expect(usage?.total.totalTokens).toBe(330);
   });
 
+  it('counts the model calls a harness makes, in a tool and in a hook, in the entry of the submission they worked for', async () => {
+    await ask(Ponderer, 'ponderer', 'ponder');
+    const usage = await getUsage(Ponderer, 'ponderer');
+    // Two turns, the tool's harness prompt and the useAgentFinish harness prompt: four calls of 110 tokens.
+    expect(usage?.submissions).toEqual([expect.objectContaining({ modelCalls: 4, toolCalls: 1, attempts: 1 })]);
+    expect(usage?.total.totalTokens).toBe(440);
+    expect(usage?.total.cost.total).toBeCloseTo(0.0018, 12);
+  });
+
   it('has no Durable Object counts on Node', async () => {
     const usage = await getUsage(Metered, 'ledger');
     expect(usage?.durableObject).toBeUndefined();
@@ -175,6 +214,19 @@ describe('budget.perSubmission', () => {
     ]);
     // The tool ran, but the model was never asked again after it.
     expect(asked() - before).toBe(1);
+  });
+});
+
+describe('budget.perSubmission and harness calls', () => {
+  it("counts a tool's harness calls at the next turn boundary: the turn after the tool is never asked for", async () => {
+    const asked = () => server.requests.length;
+    const before = asked();
+    const handle = init(PonderCapped, { id: 'ponder-capped' });
+    const error = await rejection(handle.read(await handle.dispatch('ponder')));
+    expect((error as AgentRunError).cause).toMatchObject({ type: 'budget_exceeded', meta: { budget: 220, spent: 220 } });
+    // The first turn and the tool's harness prompt.
+    expect(asked() - before).toBe(2);
+    expect((await getUsage(PonderCapped, 'ponder-capped'))?.submissions).toEqual([expect.objectContaining({ modelCalls: 2 })]);
   });
 });
 

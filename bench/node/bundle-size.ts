@@ -24,7 +24,8 @@ import { type BenchRow, saveRows } from '../results.ts';
 import { buildProviderAlone, factoryName, workerBundleOptions } from './provider-alone.ts';
 
 const PROVIDER = process.env.BENCH_PROVIDER ?? 'anthropic';
-const MARGIN_KB = 60; // target: at most 60 KB gzip more than the provider alone
+// Targets: at most this much gzip more than the provider alone, unminified and minified.
+const MARGIN_KB = { unminified: 45, minified: 30 };
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
 const kb = (bytes: number) => bytes / 1000;
 
@@ -41,6 +42,9 @@ interface Size {
 function partOf(input: string): string {
   const own = input.match(/(?:^|\/)src\/([^/]+)/);
   if (own && !input.includes('node_modules/')) return `@flue/runtime src/${own[1]}`;
+  // The package's per-file Worker modules: grouped by source folder, like the sources.
+  const built = input.match(/(?:^|\/)dist\/modules\/([^/]+)/);
+  if (built) return `@flue/runtime src/${built[1]}`;
   const bare = input.replace(/^(?:\.\.\/)+/, '').replace(/^.*node_modules\//, '');
   return bare.match(/^((?:@[^/]+\/)?[^/]+)\//)?.[1] ?? input;
 }
@@ -135,8 +139,8 @@ for (const minify of [false, true]) {
     baseline: kib(alone.gzip),
     note: `${PROVIDER}'s pi-ai code alone`,
     ratio: `+${kb(extra).toFixed(0)} KB`,
-    target: `≤ +${MARGIN_KB} KB`,
-    met: kb(extra) <= MARGIN_KB,
+    target: `≤ +${MARGIN_KB[minify ? 'minified' : 'unminified']} KB`,
+    met: kb(extra) <= MARGIN_KB[minify ? 'minified' : 'unminified'],
   });
   const theirs = new Map(alone.parts);
   detail.push(

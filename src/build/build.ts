@@ -19,7 +19,7 @@ import { bundleBesideLoadCheck } from './load-check.ts';
 import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
 import { inferModelProviders } from './model-providers.ts';
-import { type ProviderImport, resolveProvider, resolveProviders } from './providers.ts';
+import { type ProviderImport, needsWorkersAI, resolveProvider, resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
 import type { ScanResult } from './scan-types.ts';
 import {
@@ -206,11 +206,12 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
   }
   for (const warning of warnings) log(`[flue] warning: ${warning}`);
 
-  const providers = await buildProviders({
+  const { providers, workersAI } = await buildProviders({
     root,
     config,
     entries: [app, ...(cloudflare === undefined ? [] : [cloudflare]), ...scan.modules.map((m) => m.file)],
     alias: userBuildOptions(wrangler).alias,
+    wranglerHasAI: typeof wrangler.raw === 'object' && wrangler.raw !== null && (wrangler.raw as Record<string, unknown>).ai !== undefined,
     warnings,
     log,
   });
@@ -219,6 +220,7 @@ async function prepare(root: string, log: (line: string) => void): Promise<Prepa
     ...(cloudflare === undefined ? {} : { cloudflare }),
     modules: scan.modules,
     providers,
+    workersAI,
   });
   return { config, app, cloudflare, scan, wrangler, warnings, providers, entry };
 }
@@ -235,9 +237,10 @@ async function buildProviders(options: {
   config: ResolvedConfig;
   entries: string[];
   alias: Record<string, string>;
+  wranglerHasAI: boolean;
   warnings: string[];
   log: (line: string) => void;
-}): Promise<ProviderImport[]> {
+}): Promise<{ providers: ProviderImport[]; workersAI: boolean }> {
   const { root, config, warnings, log } = options;
   const label = config.file === undefined ? 'flue.config.ts' : path.basename(config.file);
   const configured = config.providers === undefined ? [] : await resolveProviders(config.providers, label);
@@ -273,10 +276,17 @@ async function buildProviders(options: {
           .join(', ')}] }.`,
     );
   }
+  const workersAI = needsWorkersAI({
+    inferred: inferred.providers,
+    configured: config.providers,
+    computedSites: inferred.computed.length,
+    wranglerHasAI: options.wranglerHasAI,
+  });
+  const listed = workersAI ? [...ids, 'cloudflare (Workers AI binding)'] : ids;
   log(
-    `[flue] Providers: ${ids.length > 0 ? ids.join(', ') : '(none)'}${config.providers === undefined ? ' (from the model ids in the source)' : ''}`,
+    `[flue] Providers: ${listed.length > 0 ? listed.join(', ') : '(none)'}${config.providers === undefined ? ' (from the model ids in the source)' : ''}`,
   );
-  return out;
+  return { providers: out, workersAI };
 }
 
 /** Config `agents` glob (relative to `src/`), minus the directories the default scan skips. */

@@ -55,3 +55,20 @@ export async function resolveProviders(ids: readonly string[], configLabel = 'fl
   }
   return out;
 }
+
+/**
+ * Whether the Worker bundles the Workers AI provider (`cloudflare/` models on the `AI` binding):
+ * when the source names a `cloudflare/` model literally, the config lists "cloudflare", the
+ * wrangler config binds Workers AI, or a model id computed at run time (with no configured
+ * providers) might name one. Otherwise no agent can reach it and its code stays out.
+ */
+export function needsWorkersAI(options: {
+  inferred: readonly string[];
+  configured: readonly string[] | undefined;
+  computedSites: number;
+  wranglerHasAI: boolean;
+}): boolean {
+  if (options.inferred.includes('cloudflare') || options.wranglerHasAI) return true;
+  if (options.configured !== undefined) return options.configured.includes('cloudflare');
+  return options.computedSites > 0;
+}

@@ -17,6 +17,7 @@ import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
 import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { ObjectMeter } from './object-meter.ts';
+import { afterAlarmPass, onObjectStart } from './alarm-plan.ts';
 import { durableObjectCounters } from '../runtime/engine/usage-ledger.ts';
 import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
@@ -100,9 +101,13 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       if (statusUrl !== undefined) await loadDevSourceMap(statusUrl);
       // A new instance means no attempt of an earlier one still runs (an eviction, a crash, a
       // deploy): unsettled work is resumed now, not when the backstop alarm would have fired.
-      if (this.engine.view.keysWithOpenWork().length > 0) {
-        const alarm = await ctx.storage.getAlarm();
-        if (alarm === null || alarm > Date.now()) await this.setAlarm(Date.now());
+      // A pending timer gets an alarm no later than its due time, whatever a deploy left armed.
+      const view = this.engine.view;
+      const openWork = view.keysWithOpenWork().length > 0;
+      const nextTimer = view.nextTimerDue();
+      if (openWork || nextTimer !== undefined) {
+        const at = onObjectStart({ openWork, nextTimer, armed: await ctx.storage.getAlarm(), now: Date.now() });
+        if (at !== undefined) await this.setAlarm(at);
       }
     });
   }
@@ -171,12 +176,14 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   // ── The alarm: the only place agent work runs ─────────────────────────────────────────────
 
   override async alarm(): Promise<void> {
-    await this.setAlarm(Date.now() + BACKSTOP_MS);
+    const backstop = Date.now() + BACKSTOP_MS;
+    await this.setAlarm(backstop);
     const view = this.engine.view;
-    const keys = view.keysWithOpenWork();
     let progressed = false;
     try {
-      for (const key of keys) {
+      // Due timers become queued deliveries first, so this pass runs them.
+      runInCloudflareContext(this.context(), () => this.engine.fireDueTimers());
+      for (const key of view.keysWithOpenWork()) {
         const instanceId = view.conversationInfo(key)?.instanceId;
         progressed = (await runInCloudflareContext(this.context(instanceId), () => this.engine.runNext(key))) || progressed;
       }
@@ -186,9 +193,25 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       return;
     }
     // No await between the emptiness check and the alarm call, so no admission can slip between.
-    if (view.keysWithOpenWork().length === 0) await this.ctx.storage.deleteAlarm();
-    else if (progressed) await this.setAlarm(Date.now());
-    // Otherwise the head cannot progress now (e.g. its agent is not deployed): the backstop retries.
+    const step = afterAlarmPass({
+      openWork: view.keysWithOpenWork().length > 0,
+      progressed,
+      nextTimer: view.nextTimerDue(),
+      now: Date.now(),
+      backstop,
+    });
+    switch (step.kind) {
+      case 'delete':
+        await this.ctx.storage.deleteAlarm();
+        return;
+      case 'set':
+        await this.setAlarm(step.at);
+        return;
+      case 'keep':
+        return;
+      default:
+        step satisfies never;
+    }
   }
 }
 

@@ -11,6 +11,8 @@ import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
   FlueError,
+  ForkPointError,
+  type ForkPointReason,
   InvalidModelSpecifierError,
   InvalidRequestError,
   PayloadTooLargeError,
@@ -62,6 +64,9 @@ const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
       budget: Number(shape.meta?.budget ?? 0),
       spent: Number(shape.meta?.spent ?? 0),
     }),
+  fork_point_unsettled: (shape) => forkPoint('unsettled', shape),
+  fork_point_state_unknown: (shape) => forkPoint('state_unknown', shape),
+  fork_point_out_of_range: (shape) => forkPoint('out_of_range', shape),
   runtime_unavailable: (shape) => new RuntimeUnavailableError((shape.meta?.state as RuntimeState) ?? 'failed'),
   // Definition errors reject admission (a broken agent) and must keep their class on the Worker.
   agent_definition_invalid: (shape) => new AgentDefinitionError((shape.meta?.rule as AgentDefinitionRule) ?? 'synchronous', shape.message),
@@ -70,6 +75,19 @@ const REBUILD: Record<string, (shape: ErrorShape) => FlueError> = {
   unknown_model: (shape) => new UnknownModelError(shape.message, { specifier: '', provider: '', reason: 'unknown_model' }),
   provider_not_configured: (shape) => new ProviderNotConfiguredError(String(shape.meta?.provider ?? ''), []),
 };
+
+function forkPoint(reason: ForkPointReason, shape: ErrorShape): ForkPointError {
+  const meta = shape.meta ?? {};
+  const near = (value: unknown) => (typeof value === 'number' ? value : undefined);
+  const before = near(meta.before);
+  const after = near(meta.after);
+  return new ForkPointError(
+    reason,
+    Number(meta.at ?? -1),
+    { ...(before === undefined ? {} : { before }), ...(after === undefined ? {} : { after }) },
+    near(meta.head),
+  );
+}
 
 export function fromErrorShape(shape: ErrorShape): Error {
   if (shape.type === undefined) {

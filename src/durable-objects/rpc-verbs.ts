@@ -38,6 +38,8 @@ export const CROSSINGS = {
   abort: { method: '__flueAbort', label: 'handle.abort()' },
   usage: { method: '__flueUsage', label: 'getUsage()' },
   poll: { method: '__fluePoll', label: 'handle.read()', stream: 'result' },
+  exportConversation: { method: '__flueExport', label: 'exportConversation()', stream: 'result' },
+  importConversation: { method: '__flueImport', label: 'fork()', stream: 'args' },
 } as const satisfies { [K in VerbName]: RpcCrossing };
 
 export const VERB_NAMES = Object.keys(CROSSINGS) as VerbName[];

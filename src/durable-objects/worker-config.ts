@@ -16,7 +16,8 @@ import type { VerbArgs, VerbName } from '../runtime/engine/verbs.ts';
 import type { AgentReply } from '../runtime/common/types.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type AgentObjectRpc, CROSSINGS, VERB_NAMES, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
-import { cloudflareBindingProvider, setWorkersAIBindingSource } from './workers-ai-provider.ts';
+import { setWorkersAIBindingSource } from './workers-ai-binding.ts';
+import type { WorkersAIBinding } from './workers-ai-provider.ts';
 
 export interface FlueAgentEntry {
   identity: string;
@@ -49,6 +50,12 @@ export function configureFlueWorker(options: {
   env: Record<string, unknown>;
   agents: readonly FlueAgentEntry[];
   providers?: () => readonly Provider[];
+  /**
+   * The Workers AI provider for `cloudflare/` models (`cloudflareBindingProvider`), registered
+   * when the Worker has an `AI` binding. The build passes it only when the app may name such a
+   * model, so other Workers do not carry its code.
+   */
+  workersAI?: (binding: WorkersAIBinding) => Provider;
 }): void {
   const entries = new Map<string, FlueAgentEntry>();
   const registry = bootstrapRuntime({
@@ -68,8 +75,9 @@ export function configureFlueWorker(options: {
   setWorkersAIBindingSource((name) => options.env[name]);
   // `cloudflare/...` models need no key where the Worker has Workers AI; a provider the app
   // registered under `cloudflare` wins, and FLUE_WORKERS_AI=off leaves the id unregistered.
-  if (options.env.AI !== undefined && options.env.FLUE_WORKERS_AI !== 'off') {
-    registerDefaultProviders(() => [cloudflareBindingProvider({ binding: options.env.AI as never })]);
+  const workersAI = options.workersAI;
+  if (workersAI !== undefined && options.env.AI !== undefined && options.env.FLUE_WORKERS_AI !== 'off') {
+    registerDefaultProviders(() => [workersAI(options.env.AI as WorkersAIBinding)]);
   }
   current = { env: options.env, registry, entries };
   serveRuntime(createWorkerRuntime(current));

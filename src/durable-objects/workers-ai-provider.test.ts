@@ -24,15 +24,17 @@ const context = () => normalizeContext({ messages: [{ role: 'user', content: 'hi
 
 beforeEach(() => getModels().clearProviders());
 
+const workersAI = (ai: WorkersAIBinding) => cloudflareBindingProvider({ binding: ai });
+
 describe('registration in configureFlueWorker', () => {
   it('registers provider "cloudflare" when the Worker has an AI binding; any model id resolves, with unknown limits', () => {
-    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai }, agents: [] });
+    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai }, agents: [], workersAI });
     const model = resolveModel(`cloudflare/${MODEL}`);
     expect(model).toMatchObject({ id: MODEL, provider: 'cloudflare', contextWindow: 0, maxTokens: 0, reasoning: false, input: ['text'] });
   });
 
   it('FLUE_WORKERS_AI=off opts out: cloudflare/ models then fail naming the AI binding', () => {
-    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai, FLUE_WORKERS_AI: 'off' }, agents: [] });
+    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai, FLUE_WORKERS_AI: 'off' }, agents: [], workersAI });
     expect(getModels().getProvider('cloudflare')).toBeUndefined();
     const error = (() => {
       try {
@@ -46,6 +48,14 @@ describe('registration in configureFlueWorker', () => {
     expect((error as Error).message).toContain('"ai": { "binding": "AI" }');
   });
 
+  it('a Worker built without the Workers AI provider registers nothing, even with an AI binding', () => {
+    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai }, agents: [] });
+    expect(getModels().getProvider('cloudflare')).toBeUndefined();
+    expect(() => resolveModel(`cloudflare/${MODEL}`)).toThrow(
+      /names a cloudflare\/ model literally or flue\.config\.ts lists "cloudflare"/,
+    );
+  });
+
   it('without an AI binding nothing is registered', () => {
     configureFlueWorker({ env: {}, agents: [] });
     expect(() => resolveModel(`cloudflare/${MODEL}`)).toThrow(CloudflareAIBindingError);
@@ -54,7 +64,7 @@ describe('registration in configureFlueWorker', () => {
   it('a provider the app registered under "cloudflare" wins', () => {
     const own = fauxProvider({ provider: 'cloudflare', models: [{ id: 'mine' }] }).provider;
     setProvider(own);
-    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai }, agents: [] });
+    configureFlueWorker({ env: { AI: binding(async () => ({ response: '' })).ai }, agents: [], workersAI });
     expect(getModels().getProvider('cloudflare')).toBe(own);
   });
 });

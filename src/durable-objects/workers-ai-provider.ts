@@ -14,6 +14,7 @@ import { WorkersAIResponse, sseData } from './workers-ai-response.ts';
 import { workersAIInputs } from './workers-ai-request.ts';
 import { raceAbort } from '../runtime/common/race-abort.ts';
 import { emptyUsage } from '../runtime/model/usage.ts';
+import { workersAIBinding } from './workers-ai-binding.ts';
 
 export const WORKERS_AI_PROVIDER_ID = 'cloudflare';
 export const WORKERS_AI_API = 'cloudflare-workers-ai-binding';
@@ -39,13 +40,6 @@ export interface CloudflareBindingProviderOptions {
   streamIdleTimeoutMs?: number;
   /** Ask for streamed results (SSE). Default true. */
   stream?: boolean;
-}
-
-let bindingSource: (name: string) => unknown = () => undefined;
-
-/** Where a provider built without `binding` finds it: the host's env (set by configureFlueWorker). */
-export function setWorkersAIBindingSource(source: (name: string) => unknown): void {
-  bindingSource = source;
 }
 
 export function cloudflareBindingProvider(options: CloudflareBindingProviderOptions = {}): Provider {
@@ -109,7 +103,7 @@ function streamWorkersAI(
     events.end();
   };
   void (async () => {
-    const binding = (options.binding ?? bindingSource(bindingName)) as WorkersAIBinding | undefined;
+    const binding = (options.binding ?? workersAIBinding(bindingName)) as WorkersAIBinding | undefined;
     if (binding === undefined || binding === null || typeof binding.run !== 'function') {
       fail(
         'binding_missing',

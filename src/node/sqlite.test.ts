@@ -67,7 +67,7 @@ test('batches append under dense sequences, all-or-nothing with the writes of th
   expect(() =>
     store.transaction(() => {
       store.append(storedConversationKey('s'), [{ type: 'agent_start_run', submissionId: 'b' }]);
-      store.writeState(storedConversationKey('s'), 'k', 1);
+      store.writeState(storedConversationKey('s'), 'k', 1, 1);
       throw new Error('boom');
     }),
   ).toThrow('boom');

@@ -11,6 +11,7 @@ import { registerDefaultProviders, registerProviders } from '../runtime/model/pr
 import { configuredRuntime } from '../runtime/host/runtime.ts';
 import { SqlStore } from '../runtime/store/sql-store.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
+import { TimerWake } from './timer-wake.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
 // the symbol gets the registry one, so `flue[Symbol.asyncDispose]()` and transpiled `await using`
@@ -84,6 +85,8 @@ export async function start(options: StartOptions): Promise<Flue> {
 
   const adapter = options.db ?? sqlite();
   let engine: ConversationEngine;
+  // Every conversation's timers share one timeout, armed for the earliest due one.
+  const timers = new TimerWake(() => engine.fireDueTimers());
   try {
     await adapter.migrate();
     const store = new SqlStore(await adapter.connect());
@@ -95,6 +98,7 @@ export async function start(options: StartOptions): Promise<Flue> {
       wake: (key) => {
         setImmediate(() => void engine.runQueue(key));
       },
+      timersChanged: (nextDue) => timers.arm(nextDue),
     });
   } catch (error) {
     await adapter.close();
@@ -105,6 +109,8 @@ export async function start(options: StartOptions): Promise<Flue> {
   serveRuntime(engine);
   // Recovery: every conversation with unsettled work is driven again, oldest work first.
   for (const key of engine.view.keysWithOpenWork()) void engine.runQueue(key);
+  // Timers that came due while no process ran fire now; the rest when they are due.
+  timers.arm(engine.view.nextTimerDue());
 
   let stopped: Promise<void> | undefined;
   const stop = (stopOptions?: StopOptions) => {
@@ -115,6 +121,7 @@ export async function start(options: StartOptions): Promise<Flue> {
       );
     }
     stopped ??= (async () => {
+      timers.stop();
       await engine.stop(graceMs);
       releaseRuntime(engine);
       await adapter.close();

@@ -13,6 +13,7 @@ export {
   useResponseStart,
   useSkill,
   useSubagent,
+  useTimer,
   useTool,
   type StateSetter,
   type UseModelOptions,
@@ -53,14 +54,33 @@ export type { DurabilityConfig } from './authoring/durability-config.ts';
 export type { BudgetConfig, BudgetLimit } from './authoring/budget-config.ts';
 export {
   dispatch,
+  exportConversation,
+  fork,
   getAgentInstance,
   getUsage,
   init,
   type AgentHandleDispatchRequest,
   type AgentInstanceHandle,
   type AgentReadOptions,
+  type ExportConversationOptions,
+  type ForkOptions,
   type InitOptions,
 } from './host/addressing.ts';
+export type { ConversationExport, ExportedConversation, ExportedFile, StateWrite } from './engine/conversation-export.ts';
+export {
+  decideApproval,
+  listApprovals,
+  type ApprovalDecision,
+  type ApprovalReceipt,
+  type DecideApprovalRequest,
+  type PendingApproval,
+} from './host/approvals.ts';
+export {
+  useApprovalGate,
+  type ApprovalGateOptions,
+  type ApprovalOutcome,
+  type PendingApprovalOutput,
+} from './authoring/approval-gate.ts';
 export { setProvider } from './model/providers.ts';
 // The provider and persistence contracts the seeds' reference names beside these exports.
 export type { Provider } from './model/model-types.ts';
@@ -105,6 +125,7 @@ export {
   DelegationDepthExceededError,
   FlueError,
   FlueHttpError,
+  ForkPointError,
   HarnessClosedError,
   InvalidModelSpecifierError,
   InvalidRequestError,
@@ -122,6 +143,9 @@ export {
   StreamOffsetGoneError,
   SubmissionAbortedError,
   SubmissionConflictError,
+  ApprovalConflictError,
+  ApprovalExpiredError,
+  ApprovalNotFoundError,
   SubmissionRetryExhaustedError,
   SubmissionTimeoutError,
   BudgetExceededError,
@@ -136,6 +160,7 @@ export {
   type CloudflareAIBindingErrorReason,
   type ErrorEnvelopeBody,
   type FlueErrorOptions,
+  type ForkPointReason,
   type RuntimeState,
   type SettlementError,
   type ToolValidationIssue,
@@ -153,6 +178,9 @@ export type {
   DeliveredMessageInput,
   Delivery,
   DeliveryOrigin,
+  ScheduledTimer,
+  TimerHandle,
+  TimerOptions,
   DispatchReceipt,
   FlueHarness,
   FlueLogger,

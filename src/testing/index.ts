@@ -12,6 +12,19 @@ export type { ScriptedApi, ScriptedProviderOptions } from '../runtime/model/scri
 export { LANE_ROUTE, NO_STEP_QUEUED_MESSAGE, startScriptedModelServer } from './scripted-model-server.ts';
 export { childConversations, type ChildConversation } from './inspect.ts';
 export {
+  ReplayDivergenceError,
+  ReplayError,
+  replayConversation,
+  type DivergenceKind,
+  type LoggedDelivery,
+  type LoggedToolCall,
+  type LoggedTurn,
+  type ReplayDivergence,
+  type ReplayOptions,
+  type ReplayReport,
+  type ReplayTurnReport,
+} from './replay.ts';
+export {
   CrashHarnessError,
   CrashPointNotReachedError,
   SimulatedCrashError,

@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool, dispatch, init, useModel, useTool } from '@flue/runtime';
+import { type FlueEvent, defineTool, dispatch, init, observe, useModel, useTool } from '@flue/runtime';
 import {
   type CrashHarness,
   type RecordedRequest,
@@ -150,9 +150,22 @@ describe('crashHarness: every named point, settled exactly once', () => {
     const second = await handle.dispatch('And another one.');
     expect(await lab.crashed).toMatchObject({ point: 'model', submissionId: first.submissionId });
 
+    const recoveries: FlueEvent[] = [];
+    const unobserve = observe((event) => {
+      if (event.type === 'submission_recovery') recoveries.push(event);
+    });
     await lab.restart();
-    const reply = await init(StoryAgent, { id: 'story' }).read(second);
+    const reply = await init(StoryAgent, { id: 'story' }).read(second).finally(unobserve);
     expect(reply.text).toContain('a fox who outlived a crash.');
+    // The attempt the crash ended is replaced, and observers are told so.
+    expect(recoveries).toEqual([
+      expect.objectContaining({
+        submissionId: first.submissionId,
+        operation: 'reconcile_submission',
+        outcome: 'deferred',
+        attemptCount: 1,
+      }),
+    ]);
 
     const report = await lab.settle();
     expect(report.submissions.map((s) => [s.id, s.outcome, s.settlements])).toEqual([

@@ -1,6 +1,18 @@
 /** Agents the workerd tests drive. Each uses its own scripted-model lane (its model id). */
 import * as v from 'valibot';
-import { defineSubagent, defineTool, useModel, usePersistentState, useSandbox, useSubagent, useTool, virtualSandbox } from '@flue/runtime';
+import {
+  type TimerHandle,
+  defineSubagent,
+  useApprovalGate,
+  defineTool,
+  useModel,
+  usePersistentState,
+  useSandbox,
+  useSubagent,
+  useTimer,
+  useTool,
+  virtualSandbox,
+} from '@flue/runtime';
 
 export const ECHO_LANE = 'echo';
 export const PROVISION_LANE = 'provision';
@@ -50,16 +62,49 @@ const crawl = defineTool({
 
 const delegateFiles = virtualSandbox({ files: { '/workspace/pkg/notes.txt': 'notes of pkg' } });
 
+/** `remind` schedules a `useTimer()` timer of the conversation. */
+function useRemindTool(timers: TimerHandle): void {
+  useTool({
+    name: 'remind',
+    description: 'Schedules a reminder.',
+    input: v.object({ name: v.string(), inMs: v.number() }),
+    run({ data }) {
+      return timers.schedule(data.name, { inMs: data.inMs, body: `${data.name} is due.` }).dueAt;
+    },
+  });
+}
+
+/** Refunds the shipped approval gate of `approve-` instances ran, in this isolate. */
+export const refunds: { order: string; approvalId: string }[] = [];
+
+/** `approve-` instances gate `refund` (expiring after 800 ms for `approve-fast-` ones, else a minute). */
+function useRefundGate(id: string): void {
+  useApprovalGate({
+    name: 'refund',
+    description: 'Refund an order.',
+    input: v.object({ order: v.string() }),
+    expiresInMs: id.startsWith('approve-fast-') ? 800 : 60_000,
+    async execute({ order }, approvalId) {
+      refunds.push({ order, approvalId });
+      return `Refunded ${order}.`;
+    },
+  });
+}
+
 /**
  * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
- * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones `crawl`.
+ * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones (also after
+ * another prefix: `approve-fast-progress-…`) `crawl`;
+ * `timer-` ones `remind`; `approve-` ones the `refund` approval gate.
  */
 export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
   useTool(lookup);
   if (props.id.startsWith('delegate-')) useSubagent(researcher);
   if (props.id.startsWith('delegate-ws')) useSandbox(delegateFiles);
-  if (props.id.startsWith('progress-')) useTool(crawl);
+  if (/(^|-)progress-/.test(props.id)) useTool(crawl);
+  if (props.id.startsWith('timer-')) useRemindTool(useTimer());
+  if (props.id.startsWith('approve-')) useRefundGate(props.id);
   return 'Answer briefly.';
 }
 
@@ -182,9 +227,37 @@ const note = defineTool({ name: 'note', description: 'Takes a note.', run: () =>
  * A priced model ($3 / $15 per million input / output tokens) under budgets of 110 tokens per
  * submission and per conversation: one scripted call of 100 + 10 tokens uses either up.
  */
+/** A tool whose work is a model call of its own, in the harness's scratch conversation. */
+const ponder = defineTool({
+  name: 'ponder',
+  description: 'Thinks it over with a focused model call.',
+  harness: true,
+  async run({ harness }) {
+    return (await harness.prompt('think it over')).text;
+  },
+});
+
 export function Spender() {
   useModel(`${SPEND_PROVIDER}/${SPEND_LANE}`);
   useTool(note);
+  useTool(ponder);
   return 'Answer.';
 }
 Spender.budget = { perSubmission: { maxTokens: 110 }, perConversation: { maxTokens: 110 } };
+
+export const FORK_LANE = 'fork';
+
+/** Counts in persistent state and can stash a large value there (a fork's export then crosses RPC as a stream). */
+export function Brancher() {
+  useModel(`scripted/${FORK_LANE}`);
+  const [count, setCount] = usePersistentState('count', 0);
+  const [, setStash] = usePersistentState('stash', '');
+  useTool({ name: 'bump', description: 'Adds one.', run: () => (setCount((n) => n + 1), 'bumped') });
+  useTool({
+    name: 'stash',
+    description: 'Stashes a large value.',
+    input: v.object({ bytes: v.number() }),
+    run: ({ data }) => (setStash('x'.repeat(data.bytes)), 'stashed'),
+  });
+  return `Count: ${count}.`;
+}

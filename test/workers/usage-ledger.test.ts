@@ -93,3 +93,22 @@ test('a response past its per-submission budget stops at the next turn boundary:
   expect((await getUsage(Spender, 'capped'))?.submissions).toEqual([expect.objectContaining({ modelCalls: 1, toolCalls: 1 })]);
   expect(await laneRequests(SPEND_LANE)).toHaveLength(1);
 });
+
+test("a tool's harness calls count against the budget: the turn after the tool is never asked for", async () => {
+  await resetLane(SPEND_LANE);
+  await scriptLane(
+    SPEND_LANE,
+    { toolCalls: [{ name: 'ponder', arguments: {} }], usage: { input: 10, output: 0 } },
+    { text: 'Thought.', usage: USAGE },
+    { text: 'never asked', usage: USAGE },
+  );
+  const handle = init(Spender, { id: 'ponder' });
+  const error = await handle.read(await handle.dispatch('ponder')).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect((error as AgentRunError).cause).toMatchObject({ type: 'budget_exceeded', meta: { scope: 'submission', spent: 120 } });
+  // The turn and the harness prompt, both in the ledger.
+  expect((await getUsage(Spender, 'ponder'))?.submissions).toEqual([expect.objectContaining({ modelCalls: 2, toolCalls: 1 })]);
+  expect(await laneRequests(SPEND_LANE)).toHaveLength(2);
+});

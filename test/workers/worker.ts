@@ -4,13 +4,21 @@
  */
 import { env } from 'cloudflare:workers';
 import { setProvider } from '@flue/runtime';
-import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, extend } from '@flue/runtime/cloudflare';
+import {
+  cloudflareBindingProvider,
+  configureFlueWorker,
+  createFlueAgentClass,
+  createFlueWorkerHandlers,
+  extend,
+} from '@flue/runtime/cloudflare';
 import { scriptedProvider } from '@flue/runtime/testing';
 import { ReleaseManager } from '../seed-tools/approval-gate/src/agents/release-manager.ts';
 import { CustomerOrders } from '../seed-tools/customer-orders/src/agents/customer-orders.ts';
 import {
+  Brancher,
   ECHO_LANE,
   Echo,
+  FORK_LANE,
   LOAD_LANE,
   Load,
   PROVISION_LANE,
@@ -40,7 +48,7 @@ setProvider(
   scriptedProvider({
     baseUrl: modelUrl,
     id: 'scripted',
-    models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE],
+    models: [ECHO_LANE, PROVISION_LANE, WORKSPACE_LANE, LOAD_LANE, TICKER_LANE, CONTRACT_LANE, STALL_LANE, FORK_LANE],
     api: 'openai-completions',
   }),
 );
@@ -89,9 +97,14 @@ const agents = [
   { identity: 'Contract', agent: Contract, className: 'FlueContractAgent', bindingName: 'FLUE_CONTRACT_AGENT' },
   { identity: 'Staller', agent: Staller, className: 'FlueStallerAgent', bindingName: 'FLUE_STALLER_AGENT' },
   { identity: 'Spender', agent: Spender, className: 'FlueSpenderAgent', bindingName: 'FLUE_SPENDER_AGENT' },
+  { identity: 'Brancher', agent: Brancher, className: 'FlueBrancherAgent', bindingName: 'FLUE_BRANCHER_AGENT' },
 ];
 const entry = (identity: string) => agents.find((candidate) => candidate.identity === identity)!;
-configureFlueWorker({ env: env as unknown as Record<string, unknown>, agents });
+configureFlueWorker({
+  env: env as unknown as Record<string, unknown>,
+  agents,
+  workersAI: (binding) => cloudflareBindingProvider({ binding }),
+});
 
 export const FlueEchoAgent = createFlueAgentClass(entry('Echo'));
 export const FlueProvisionerAgent = createFlueAgentClass(entry('Provisioner'));
@@ -124,6 +137,7 @@ export const FlueForecasterAgent = createFlueAgentClass(entry('Forecaster'));
 export const FlueContractAgent = createFlueAgentClass(entry('Contract'));
 export const FlueStallerAgent = createFlueAgentClass(entry('Staller'));
 export const FlueSpenderAgent = createFlueAgentClass(entry('Spender'));
+export const FlueBrancherAgent = createFlueAgentClass(entry('Brancher'));
 // The `AI` service binding's target (wrangler.jsonc "services").
 export { FakeWorkersAI } from './fake-workers-ai.ts';
 // Workflows (wrangler.jsonc "workflows"), as a project's src/cloudflare.ts would export them.

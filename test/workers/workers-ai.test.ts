@@ -6,6 +6,9 @@ import { AgentRunError, dispatch, init } from '@flue/runtime';
 import { cloudflareBindingProvider, type WorkersAIBinding } from '@flue/runtime/cloudflare';
 import type { FakeAICall, FakeAIStep } from './fake-workers-ai.ts';
 import { Forecaster, GPT_OSS, LLAMA } from './workers-ai-agents.ts';
+import { DEFAULT_CONTEXT_WINDOW } from '../../src/runtime/model/compaction.ts';
+import { configuredRuntime } from '../../src/runtime/host/runtime.ts';
+import { expectReduced } from '../support/reduced-text.ts';
 import './worker.ts';
 
 interface FakeAI extends WorkersAIBinding {
@@ -157,4 +160,17 @@ test('a provider whose binding is missing from the env fails naming the binding'
   expect(message.stopReason).toBe('error');
   expect(message.errorMessage).toContain('no "NO_SUCH_AI" binding');
   expect(message.errorMessage).toContain('(cloudflare_ai_binding_error:binding_missing:NO_SUCH_AI)');
+});
+
+test('a Workers AI model has no known window, so the default one holds: an oversized message reaches it reduced, the history keeps it whole', async () => {
+  await ai.script(LLAMA, [{ events: [{ response: 'Got the gist.' }] }]);
+  const body = `BEGIN ${'lorem ipsum '.repeat(40_000)} END`;
+  expect((await ask('oversized', body)).text).toBe('Got the gist.');
+  const [call] = await ai.calls(LLAMA);
+  const messages = call!.inputs.messages as { role: string; content: string }[];
+  const chars = messages.reduce((sum, message) => sum + message.content.length, 0) + JSON.stringify(call!.inputs.tools).length;
+  expect(Math.ceil(chars / 4)).toBeLessThanOrEqual(DEFAULT_CONTEXT_WINDOW);
+  expectReduced(messages.at(-1)!.content, body, 'message', DEFAULT_CONTEXT_WINDOW);
+  const history = (await configuredRuntime()!.history('Forecaster', 'oversized'))!;
+  expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
 });

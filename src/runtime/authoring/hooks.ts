@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { validateCompactionConfig } from '../model/compaction.ts';
 import { type UseToolSignature, validateToolDefinition } from './define-tool.ts';
+import { FRAMEWORK_TIMER_PREFIX } from '../common/timer-names.ts';
 import { ToolNameConflictError } from '../common/errors.ts';
 import { hookUsageError } from '../common/definition-errors.ts';
 import { THINKING_LEVELS } from '../model/model-registry.ts';
@@ -22,7 +23,7 @@ import {
   assertNotRendering,
   currentFrame,
 } from './render.ts';
-import type { CompactionConfig, Delivery, DeliveredMessageInput, DispatchReceipt, ThinkingLevel } from '../common/types.ts';
+import type { CompactionConfig, Delivery, DeliveredMessageInput, DispatchReceipt, ThinkingLevel, TimerHandle } from '../common/types.ts';
 
 /** The frame of the hook being called, which must be the root agent's (not a subagent's). */
 export function rootFrame(hook: string): RenderFrame {
@@ -162,6 +163,27 @@ export function useDispatchMessage(): (message: DeliveredMessageInput) => Promis
     if (scope === undefined)
       throw hookUsageError('[flue] The dispatcher of useDispatchMessage() has no agent instance behind it (bare render).');
     return scope.dispatch(message);
+  };
+}
+
+/**
+ * Durable timers of the agent's own conversation (a Flue Workers addition). A due timer
+ * delivers a `timer` signal that `useDelivery()` reads; timers survive restarts, deploys and
+ * crashes and cost nothing while they wait.
+ */
+export function useTimer(): TimerHandle {
+  const frame = rootFrame('useTimer');
+  const timers = frame.scope?.timers;
+  const effect = (method: string) => {
+    assertNotRendering(`useTimer().${method}()`);
+    if (timers === undefined) throw hookUsageError(`[flue] useTimer().${method}() has no durable runtime behind it (bare render).`);
+    return timers;
+  };
+  return {
+    // The framework's own timers (an approval's expiry) are not the agent's to see or cancel.
+    pending: Object.freeze((timers?.read() ?? []).filter((timer) => !timer.name.startsWith(FRAMEWORK_TIMER_PREFIX))),
+    schedule: (name, options) => effect('schedule').schedule(name, options),
+    cancel: (name) => effect('cancel').cancel(name),
   };
 }
 

@@ -20,7 +20,9 @@ import type {
   FlueHarness,
   FlueLogger,
   PromptUsage,
+  ScheduledTimer,
   ThinkingLevel,
+  TimerOptions,
 } from '../common/types.ts';
 import { describeValue } from '../common/values.ts';
 
@@ -62,6 +64,13 @@ export interface RenderScope {
   /** `next` may be an updater; `defaultValue` is what an updater sees when nothing was written. */
   setState(name: string, next: unknown, defaultValue: unknown): void;
   writeData(name: string, data: unknown): void;
+  /** `useTimer()`: the conversation's timers as this response leaves them, and its pending writes. */
+  readonly timers?: {
+    read(): ScheduledTimer[];
+    /** `framework`: a timer of the framework's own (`flue:` names), such as an approval's expiry. */
+    schedule(name: string, options: TimerOptions, framework?: boolean): ScheduledTimer;
+    cancel(name: string, framework?: boolean): boolean;
+  };
   dispatch(message: DeliveredMessageInput): Promise<DispatchReceipt>;
   /** Data-writer names of the previous render; they must not change between renders. */
   readonly dataWriterNames?: readonly string[];

@@ -168,6 +168,48 @@ export class SubmissionConflictError extends FlueHttpError {
   }
 }
 
+/** `decideApproval()` for an approval id the conversation never requested. */
+export class ApprovalNotFoundError extends FlueHttpError {
+  constructor(approvalId: string) {
+    super('approval_not_found', 404, {
+      message: `No approval request "${approvalId}" exists in this conversation.`,
+      details: 'Pass the approvalId of a pending request, as listApprovals() returns it.',
+      meta: { approvalId },
+    });
+    this.name = 'ApprovalNotFoundError';
+  }
+}
+
+/**
+ * `decideApproval()` against a request already decided otherwise (the first decision wins), or
+ * with an arguments digest other than the one recorded with the request.
+ */
+export class ApprovalConflictError extends FlueHttpError {
+  constructor(approvalId: string, reason: 'decided' | 'arguments', details: string) {
+    super('approval_conflict', 409, {
+      message:
+        reason === 'decided'
+          ? `Approval "${approvalId}" was already decided differently; the first decision stands.`
+          : `Approval "${approvalId}" was requested with other arguments than the approver was shown.`,
+      details,
+      meta: { approvalId, reason },
+    });
+    this.name = 'ApprovalConflictError';
+  }
+}
+
+/** `decideApproval()` at or after the request's expiry: a request still undecided then is denied on its own. */
+export class ApprovalExpiredError extends FlueHttpError {
+  constructor(approvalId: string, expiresAt: string) {
+    super('approval_expired', 410, {
+      message: `Approval "${approvalId}" expired at ${expiresAt}; it can no longer be decided.`,
+      details: 'A request undecided at its expiry is denied on its own. Ask the agent to request the call again.',
+      meta: { approvalId, expiresAt },
+    });
+    this.name = 'ApprovalExpiredError';
+  }
+}
+
 /**
  * A signal posted to a `createAgentRouter()` mount that did not opt in with `{ signals: true }`.
  * Signals usually carry facts an agent acts on (an approval, a verified customer id), and the
@@ -211,6 +253,37 @@ export class PayloadTooLargeError extends FlueHttpError {
 
 function mib(bytes: number, digits = 2): string {
   return String(Number((bytes / (1024 * 1024)).toFixed(digits)));
+}
+
+/** Why `fork()` or `exportConversation()` refused an offset (the error's `type` is `fork_point_<reason>`). */
+export type ForkPointReason = 'unsettled' | 'state_unknown' | 'out_of_range';
+
+/**
+ * A cut `fork()` or `exportConversation()` cannot make: it would split a submission that had not
+ * settled there (`fork_point_unsettled`), the persistent state or sandbox files as of that offset
+ * are not known (`fork_point_state_unknown`), or no batch has that offset (`fork_point_out_of_range`).
+ * `meta.before` and `meta.after` are the nearest offsets it would take.
+ */
+export class ForkPointError extends FlueHttpError {
+  readonly reason: ForkPointReason;
+  readonly at: number;
+  constructor(reason: ForkPointReason, at: number, nearest: { before?: number; after?: number }, head?: number) {
+    const near = [nearest.before, nearest.after].filter((cut) => cut !== undefined);
+    const offer = near.length === 0 ? 'No offset of it can be cut yet.' : `Cut at ${near.join(' or ')} instead.`;
+    const why: Record<ForkPointReason, string> = {
+      unsettled: `offset ${at} falls inside a submission that had not settled there`,
+      state_unknown: `the persistent state or sandbox files as of offset ${at} are not known (they are kept only from the offset they were last written, or at the head)`,
+      out_of_range: `the conversation has no offset ${at} (its offsets run from 0 to ${head ?? '?'})`,
+    };
+    super(`fork_point_${reason}`, reason === 'out_of_range' ? 400 : 409, {
+      message: `The conversation cannot be cut at offset ${at}: ${why[reason]}.`,
+      details: `at: ${offer}`,
+      meta: { reason, at, ...nearest, ...(head === undefined ? {} : { head }) },
+    });
+    this.name = 'ForkPointError';
+    this.reason = reason;
+    this.at = at;
+  }
 }
 
 export type RuntimeState = 'loading' | 'draining' | 'failed';

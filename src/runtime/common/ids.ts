@@ -53,7 +53,7 @@ export function decodeUlidTime(id: string): number {
 }
 
 /** Every prefix the runtime mints; a closed set so a typo cannot create a new id family. */
-export type IdPrefix = 'sub' | 'inst' | 'instance' | 'attempt' | 'conv' | 'msg' | 'inc' | 'err' | 'call' | 'turn';
+export type IdPrefix = 'sub' | 'inst' | 'instance' | 'attempt' | 'conv' | 'msg' | 'inc' | 'err' | 'call' | 'turn' | 'tmr';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

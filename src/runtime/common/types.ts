@@ -37,7 +37,8 @@ export type DeliveredMessageInput = string | DeliveredMessage;
  * - `'app'`: trusted server code — `dispatch()`, `init().dispatch()`, the Workflow and cron helpers,
  *   and channel routes, which verify a webhook's sender before dispatching;
  * - `'http'`: a client of `createAgentRouter()`, whoever it is (the router carries no auth);
- * - `'agent'`: the agent itself — `useDispatchMessage()`, a hook's `append`, a delegated task's prompt.
+ * - `'agent'`: the agent itself — `useDispatchMessage()`, a hook's `append`, a delegated task's prompt,
+ *   and a `useTimer()` timer firing (a `timer` signal).
  * Stored with the submission, so a recovered or replayed delivery keeps it.
  */
 export type DeliveryOrigin = 'app' | 'http' | 'agent';
@@ -48,6 +49,43 @@ export type DeliveryOrigin = 'app' | 'http' | 'agent';
  * message it was delivered as.
  */
 export type Delivery = DeliveredMessage & { readonly origin: DeliveryOrigin };
+
+/** When a `useTimer()` timer is due: exactly one of `at` or `inMs`, and what its signal's body says. */
+export interface TimerOptions {
+  /** An absolute time: a `Date`, epoch milliseconds or an ISO 8601 string (a past time fires at once). */
+  at?: Date | number | string;
+  /** Milliseconds from now. */
+  inMs?: number;
+  /** The body of the `timer` signal it delivers (at most 64 KiB); empty by default. */
+  body?: string;
+}
+
+/** A pending timer of the conversation. */
+export interface ScheduledTimer {
+  readonly name: string;
+  /** New for each schedule; the `timerId` attribute of the signal it delivers. */
+  readonly id: string;
+  /** When it is due, as an ISO 8601 string. */
+  readonly dueAt: string;
+  readonly body: string;
+}
+
+/**
+ * What `useTimer()` returns. A timer wakes the agent's own conversation: when it is due, a signal
+ * `{ kind: 'signal', type: 'timer', body, attributes: { name, timerId, dueAt } }` is delivered (read
+ * it with `useDelivery()`; its origin is `'agent'`, and no caller can send a `timer` signal).
+ */
+export interface TimerHandle {
+  /** The conversation's pending timers when the agent rendered, earliest first. */
+  readonly pending: readonly ScheduledTimer[];
+  /**
+   * Schedules the timer `name`, replacing a pending one of that name. Recorded with the response's
+   * next step, so a retried response never schedules it twice. Not callable while rendering.
+   */
+  schedule(name: string, options: TimerOptions): ScheduledTimer;
+  /** Cancels the pending timer `name`; true when one was pending. Not callable while rendering. */
+  cancel(name: string): boolean;
+}
 
 /** What `useAgentStart`/`useAgentFinish` may append: a signal, validated like a delivered one. */
 export interface AgentAppendMessage {
@@ -104,6 +142,12 @@ export interface CompactionConfig {
   reserveTokens?: number;
   keepRecentTokens?: number;
   model?: string;
+  /**
+   * The model's context window in tokens, for a model whose metadata has none (a Workers AI model,
+   * a custom provider's model declared without one) or a wrong one. Default: the model's metadata,
+   * else 32,768. Compaction and the fit of every request to the window use it.
+   */
+  contextWindow?: number;
 }
 
 export interface PromptUsage {

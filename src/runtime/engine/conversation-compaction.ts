@@ -1,7 +1,7 @@
 /**
  * Compaction of the main conversation (models-and-providers.md §6.3): when the context nears the
- * model's window (threshold) or the provider refuses it (overflow), older messages are replaced
- * by a model-written summary. The summary lands as one `compaction` record; the model context is
+ * model's window after a response (threshold), would not fit the next request (before a turn), or
+ * the provider refuses it (overflow), older messages are replaced by a model-written summary. The summary lands as one `compaction` record; the model context is
  * rebuilt from it, so the log keeps every original message.
  */
 import type { AssistantMessage, Message } from '@earendil-works/pi-ai';
@@ -9,14 +9,19 @@ import {
   appendFileLists,
   buildSummaryRequest,
   contextTokens,
+  contextWindowOf,
   estimateContextTokens,
   fileListsFromToolCalls,
   findCutPoint,
   joinSplitSummary,
   resolveCompactionSettings,
+  summaryChunks,
+  summaryInputBudget,
+  summaryMessageChars,
   shouldCompact,
   summaryMaxTokens,
 } from '../model/compaction.ts';
+import { contextFits, messageCap, requestBudget } from '../model/context-fit.ts';
 import { OperationFailedError } from '../common/errors.ts';
 import { intercept } from '../common/instrumentation.ts';
 import { errorInfo, eventError } from '../common/events.ts';
@@ -28,6 +33,7 @@ import type { LatchedModel } from './response-render.ts';
 import type { ResponseSite } from './response-site.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
+import type { PromptUsage } from '../common/types.ts';
 
 /** What compaction reads: the conversation and the model the response latched. */
 export interface CompactionInput {
@@ -35,6 +41,8 @@ export interface CompactionInput {
   model: LatchedModel;
   signal: AbortSignal;
   site: ResponseSite;
+  /** Where a summarization that fails leaves what it spent (no compaction record carries it). */
+  failedSpend(usage: PromptUsage, modelCalls: number): void;
 }
 
 /**
@@ -48,19 +56,38 @@ export async function compactAfterTurn(
   const config = latched?.compaction;
   if (config === false || latched === undefined || conv.compactedSinceLastStep) return [];
   const model = resolveModel(latched.spec);
-  if (model.contextWindow <= 0) return [];
   const last = lastAnswer(conv.modelContext());
   if (last === undefined) return [];
-  const settings = resolveCompactionSettings(config, model);
-  if (
-    !shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow: model.contextWindow, reserveTokens: settings.reserveTokens })
-  )
-    return [];
+  // A model without a known window is held to the configured or the default one.
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(config, model);
+  if (!shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow, reserveTokens })) return [];
   try {
     return (await compactConversation({ ...input, model: latched }, 'threshold')) ?? [];
   } catch (error) {
     // Automatic compaction is best effort: the conversation goes on uncompacted.
     input.site.logger({ compaction: 'threshold' }).warn('[flue:compaction] automatic compaction failed', { error: error as Error });
+    return [];
+  }
+}
+
+/** Input tokens a turn's messages may take: the window (configured, the model's, or the default) less the reserve and the fixed part. */
+export function turnBudget(model: { contextWindow: number; maxTokens: number }, latched: LatchedModel, fixed: number): number {
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(latched.compaction || undefined, model);
+  return requestBudget({ contextWindow, reserveTokens, fixedTokens: fixed });
+}
+
+/**
+ * The check before a model turn: when the context would not fit the request's budget even with
+ * each message reduced to its cap, compact first, as an overflow would (so `compaction: false`
+ * does not stop it). Best effort: whatever is left over the budget, the request's fit reduces.
+ */
+export async function compactBeforeTurn(input: CompactionInput & { budgetTokens: number }): Promise<ConversationRecord[]> {
+  const { conv, budgetTokens } = input;
+  if (conv.compactedSinceLastStep || contextFits(conv.modelContext(), budgetTokens)) return [];
+  try {
+    return (await compactConversation(input, 'overflow')) ?? [];
+  } catch (error) {
+    input.site.logger({ compaction: 'overflow' }).warn('[flue:compaction] compaction before the turn failed', { error: error as Error });
     return [];
   }
 }
@@ -78,7 +105,9 @@ export async function compactConversation(
   const summarizer = settings.model === undefined ? sessionModel : resolveModel(settings.model);
   const entries = conv.compactableEntries();
   const messages = entries.map((entry) => entry.message);
-  const cut = findCutPoint(messages, settings.keepRecentTokens);
+  // A message counts what a request would send of it, so one oversized message is not all that is kept.
+  const cap = messageCap(settings.contextWindow - settings.reserveTokens);
+  const cut = findCutPoint(messages, settings.keepRecentTokens, cap);
   // A compaction that finds nothing to cut emits no events.
   if (cut === null) return undefined;
   const started = Date.now();
@@ -94,11 +123,17 @@ export async function compactConversation(
     }));
   let usage = emptyUsage();
   let modelCalls = 0;
+  // Each summarization request fits the summarizer's window: a long history goes run by run.
+  const budget = summaryInputBudget(
+    settings.model === undefined ? settings.contextWindow : contextWindowOf(summarizer),
+    settings.reserveTokens,
+  );
   const summarize = async (part: Message[], prefix: boolean, previousSummary?: string): Promise<string> => {
     const request = buildSummaryRequest({
       messages: part,
       ...(previousSummary === undefined ? {} : { previousSummary }),
       ...(prefix ? { splitTurn: true } : {}),
+      maxMessageChars: summaryMessageChars(budget),
     });
     const turnId = newId('msg');
     // A summarization call is a turn of its own purpose: `turn_request` and `turn`, no `turn_start`.
@@ -154,15 +189,17 @@ export async function compactConversation(
     }
     return reply.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   };
-  const splitAt = cut.splitTurnStart ?? cut.firstKeptIndex;
-  const history = messages.slice(0, splitAt);
-  let summary: string;
+  // A turn prefix too long for one request is summarized with the history instead.
+  const prefixChunks =
+    cut.splitTurnStart === undefined ? [] : summaryChunks(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), budget);
+  const splitAt = prefixChunks.length === 1 ? cut.splitTurnStart! : cut.firstKeptIndex;
+  let summary: string | undefined = conv.previousSummary;
   try {
-    summary = history.length > 0 ? await summarize(history, false, conv.previousSummary) : (conv.previousSummary ?? '');
-    if (cut.splitTurnStart !== undefined) {
-      summary = joinSplitSummary(summary, await summarize(messages.slice(cut.splitTurnStart, cut.firstKeptIndex), true));
-    }
+    for (const chunk of summaryChunks(messages.slice(0, splitAt), budget)) summary = await summarize(chunk, false, summary);
+    summary ??= '';
+    if (prefixChunks.length === 1) summary = joinSplitSummary(summary, await summarize(prefixChunks[0]!, true));
   } catch (error) {
+    if (modelCalls > 0) input.failedSpend(usage, modelCalls);
     ended({ isError: true, error: eventError(error), errorInfo: errorInfo(error), usage });
     throw error;
   }

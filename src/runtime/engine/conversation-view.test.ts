@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { ConversationView } from './conversation-view.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
@@ -8,7 +8,7 @@ import { storedConversationKey } from '../store/conversation-key.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
 
-/** A view over a fresh store, and the store it reads (the tests write it directly, as another process would). */
+/** A view over a fresh store, and the store it reads (the tests write it directly, reporting appends as the writer does). */
 async function open(): Promise<{ store: SqlStore; view: ConversationView }> {
   const adapter = sqlite();
   await adapter.migrate();
@@ -37,15 +37,18 @@ describe('ConversationView', () => {
     expect([...view.conversations()]).toEqual([]);
   });
 
-  it('catches a kept fold up with the log on each look', async () => {
+  it('catches a kept fold up with the batches the writer reports, and asks the store nothing at the head', async () => {
     const { store, view } = await open();
     const stream = born(store, 'a1', 'sub_1');
     const live = view.live('Agent', 'a1');
     expect([live.conv.head, live.incarnation, live.conv.uid]).toEqual([0, 'inc_a1', 'inst_a1']);
-    store.append(stream, [signal('later')]);
+    view.appended(stream, store.append(stream, [signal('later')]));
     expect(view.live('Agent', 'a1')).toBe(live);
     expect(live.conv.head).toBe(1);
+    const reads = vi.spyOn(store, 'readBatchesSized');
     expect(view.liveByKey(stream)).toBe(live);
+    view.live('Agent', 'a1');
+    expect(reads).not.toHaveBeenCalled();
   });
 
   it('answers a host which conversations have open work and which instance each one is', async () => {

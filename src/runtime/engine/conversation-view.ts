@@ -1,6 +1,6 @@
 /**
  * The one way the runtime reads its store: every conversation's log fold (kept in memory and
- * caught up with the log on each look), persistent state, the ledger, attachments and child
+ * caught up with the log as the writer reports its appends), persistent state, the ledger, attachments and child
  * conversations. The engine, the response loop, the reader and both hosts read through it; the
  * conversation writer (conversation-writer.ts) is the one way to write, and advances the folds
  * this view keeps as its batches commit.
@@ -12,7 +12,7 @@ import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversat
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
-import type { Batch, ConversationInfo, SqlStore, SubmissionRow } from '../store/sql-store.ts';
+import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
@@ -47,6 +47,12 @@ const FOLD_PAGE = 64;
 export class ConversationView {
   private readonly store: SqlStore;
   private readonly lives = new Map<ConversationKey, LiveConversation>();
+  /**
+   * The newest batch each kept conversation's log holds, as far as this process wrote or read it.
+   * Every append goes through the writer, which reports it here, so a kept fold at this head is
+   * current without asking the store (a look at a busy conversation is otherwise a query).
+   */
+  private readonly heads = new Map<ConversationKey, number>();
 
   constructor(store: SqlStore) {
     this.store = store;
@@ -66,8 +72,17 @@ export class ConversationView {
       if (info !== undefined) this.lives.set(key, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getConversation(key)?.incarnation;
+    // The writer reports every batch it appends: a kept fold at that head asks the store nothing.
+    const known = this.heads.get(key);
+    if (known !== undefined && live.conv.head >= known) return live;
     this.catchUp(live);
+    if (this.lives.get(key) === live) this.heads.set(key, live.conv.head);
     return live;
+  }
+
+  /** The writer appended batch `seq` to the log of `key` (any fold of it, kept or not, may be behind now). */
+  appended(key: ConversationKey, seq: number): void {
+    if (seq > (this.heads.get(key) ?? -1)) this.heads.set(key, seq);
   }
 
   /**
@@ -154,6 +169,33 @@ export class ConversationView {
     return live.state;
   }
 
+  /** Committed persistent state of any conversation, read from the store (a child's, an export's). */
+  storedState(key: ConversationKey): Map<string, unknown> {
+    return this.store.readState(key);
+  }
+
+  /** Every recorded persistent state write, with the batch that explains it. */
+  stateHistory(key: ConversationKey): StateHistoryEntry[] {
+    return this.store.readStateHistory(key);
+  }
+
+  // ── Timers ───────────────────────────────────────────────────────────────────────────────
+
+  /** The conversation's pending `useTimer()` timers, earliest first. */
+  timers(live: LiveConversation): TimerRow[] {
+    return this.store.timers(live.key);
+  }
+
+  /** Timers due at `now` across the store, earliest first. */
+  dueTimers(now: number): TimerRow[] {
+    return this.store.dueTimers(now);
+  }
+
+  /** The earliest due time of any pending timer: when the host must wake next. */
+  nextTimerDue(): number | undefined {
+    return this.store.nextTimerDue();
+  }
+
   // ── The log ──────────────────────────────────────────────────────────────────────────────
 
   batches(key: ConversationKey, after: number, limit?: number): Batch[] {
@@ -212,7 +254,7 @@ export class ConversationView {
   }
 
   /** The conversation's durable `virtualSandbox()` files (the sandbox reads and writes them itself). */
-  sandboxFiles(live: LiveConversation): SqlSandboxFiles {
-    return this.store.sandboxFiles(live.key);
+  sandboxFiles(live: LiveConversation | ConversationKey): SqlSandboxFiles {
+    return this.store.sandboxFiles(typeof live === 'string' ? live : live.key);
   }
 }

@@ -83,7 +83,7 @@ describe('ConversationWriter', () => {
     const live = admitted(opened, 'sub_1');
     expect(() =>
       writer.commit(live, [signal('x')], () => {
-        store.writeState(live.key, 'lost', 1);
+        store.writeState(live.key, 'lost', 1, 1);
         throw new Error('boom');
       }),
     ).toThrow('boom');
@@ -92,15 +92,20 @@ describe('ConversationWriter', () => {
     expect(live.conv.head).toBe(0);
   });
 
-  it('joins a queued delivery into its leader: input record and ledger mark at once', async () => {
+  it('joins queued deliveries into their leader: input records and ledger marks in one batch', async () => {
     const opened = await open();
     const { store, view, writer } = opened;
-    const live = admitted(opened, 'sub_1', 'sub_2');
-    const [leader, queued] = view.openSubmissions(live.key) as [SubmissionRow, SubmissionRow];
+    const live = admitted(opened, 'sub_1', 'sub_2', 'sub_3');
+    const [leader, ...queued] = view.openSubmissions(live.key) as [SubmissionRow, SubmissionRow, SubmissionRow];
+    const head = live.conv.head;
     writer.join(live, queued, leader.id);
-    expect(live.conv.applied.has('sub_2')).toBe(true);
-    expect(view.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2']);
-    expect(store.getSubmission('sub_2')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });
+    expect(live.conv.head).toBe(head + 1);
+    expect(store.readBatches(live.key, head).map((batch) => batch.records.map((record) => record.type))).toEqual([
+      ['user_message', 'user_message'],
+    ]);
+    expect(['sub_2', 'sub_3'].every((id) => live.conv.applied.has(id))).toBe(true);
+    expect(view.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2', 'sub_3']);
+    expect(store.getSubmission('sub_3')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });
   });
 
   it('settles submissions with their batch; the first terminal state wins', async () => {
@@ -124,7 +129,7 @@ describe('ConversationWriter', () => {
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1', 'sub_2', 'sub_3');
     const [leader, joined] = view.openSubmissions(live.key) as [SubmissionRow, SubmissionRow];
-    writer.join(live, joined, leader.id);
+    writer.join(live, [joined], leader.id);
     const records: ConversationRecord[] = [leader, joined].map((row) => ({
       type: 'submission_settled',
       submissionId: row.id,

@@ -9,11 +9,13 @@
  * It imports no engine code: everything above it may import it.
  */
 import { newId } from '../common/ids.ts';
+import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from './conversation-checkpoint.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlStore, SubmissionKind, SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
+import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow, TimerRow } from '../store/sql-store.ts';
+import type { TimerWrite } from './pending-timers.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
 /** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
@@ -30,6 +32,16 @@ export interface StepMemo {
   record(step: string, value: unknown): void;
 }
 
+/** One conversation of an import, its keys already those of the new conversation. */
+export interface ImportedConversation {
+  key: ConversationKey;
+  batches: readonly { seq: number; records: ConversationRecord[] }[];
+  state: ReadonlyMap<string, unknown>;
+  history: readonly StateHistoryEntry[];
+  attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[];
+  files: readonly ({ path: string; kind: 'dir'; mtime: number } | { path: string; kind: 'file'; mtime: number; bytes: Uint8Array })[];
+}
+
 /** A new child conversation's first records, and the record on its parent that says where it lives. */
 export interface ChildBirth {
   records: ConversationRecord[];
@@ -40,10 +52,13 @@ export class ConversationWriter {
   private readonly store: SqlStore;
   /** Whose folds this writer advances as its batches commit. */
   private readonly view: ConversationView;
+  /** Told after a write changed the pending timers, so the host re-arms its one wake-up. */
+  private readonly timersChanged: () => void;
 
-  constructor(store: SqlStore, view: ConversationView) {
+  constructor(store: SqlStore, view: ConversationView, timersChanged: () => void = () => {}) {
     this.store = store;
     this.view = view;
+    this.timersChanged = timersChanged;
   }
 
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
@@ -66,6 +81,7 @@ export class ConversationWriter {
       }
       return appended;
     });
+    this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
     if (due) live.sinceCheckpoint = freshSince(checkpointBytes);
     live.sinceCheckpoint.batches++;
@@ -74,18 +90,48 @@ export class ConversationWriter {
     live.notify();
   }
 
-  /** Commits a batch together with the persistent state writes it explains. */
-  commitWithState(live: LiveConversation, records: ConversationRecord[], writes: readonly [string, unknown][]): void {
+  /** Commits a batch together with the persistent state and timer writes it explains. */
+  commitWithState(
+    live: LiveConversation,
+    records: ConversationRecord[],
+    writes: readonly [string, unknown][],
+    timers: readonly TimerWrite[] = [],
+  ): void {
     const state = this.view.stateOf(live);
+    // The batch's sequence: the one `commit` appends under (the fold's head is the store's).
+    const seq = live.conv.head + 1;
     this.commit(live, records, () => {
-      for (const [name, value] of writes) this.store.writeState(live.key, name, value);
+      for (const [name, value] of writes) this.store.writeState(live.key, name, value, seq);
+      for (const [name, timer] of timers) {
+        if (timer === null) this.store.deleteTimer(live.key, name);
+        else this.store.putTimer(timer);
+      }
     });
     for (const [name, value] of writes) state.set(name, value);
+    if (timers.length > 0) this.timersChanged();
   }
 
-  /** A queued delivery joins the leader's response at a turn boundary: its input and the mark, at once. */
-  join(live: LiveConversation, row: SubmissionRow, leaderId: string): void {
-    this.commit(live, [inputRecord(row, leaderId)], () => this.store.markJoined(row.id, leaderId));
+  /**
+   * A due timer becomes its delivery: the queued submission (unless `submission` is undefined,
+   * when one with its id was admitted already) and the timer row's removal, in one transaction,
+   * so a crash leaves either the pending timer or its delivery, never both or neither.
+   */
+  fireTimer(
+    timer: TimerRow,
+    submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string } | undefined,
+  ): void {
+    this.store.transaction(() => {
+      this.store.deleteTimerId(timer.conversation, timer.id);
+      if (submission !== undefined) this.store.insertSubmission({ ...submission, conversation: timer.conversation });
+    });
+  }
+
+  /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */
+  join(live: LiveConversation, rows: readonly SubmissionRow[], leaderId: string): void {
+    const inputs = rows.map((row) => inputRecord(row, leaderId));
+    this.commit(live, inputs, () => {
+      for (const row of rows) this.store.markJoined(row.id, leaderId);
+    });
   }
 
   /** Settles submissions with the batch that says so; the first terminal state of a row wins. */
@@ -108,14 +154,16 @@ export class ConversationWriter {
     submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string },
     attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
   ): void {
+    let born: number | undefined;
     this.store.transaction(() => {
       if (birth !== undefined) {
         this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
-        this.store.append(live.key, [birth]);
+        born = this.store.append(live.key, [birth]);
       }
       this.store.insertSubmission({ ...submission, conversation: live.key });
       for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
     });
+    if (born !== undefined) this.view.appended(live.key, born);
   }
 
   claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
@@ -142,6 +190,36 @@ export class ConversationWriter {
     };
   }
 
+  // ── Imported conversations ───────────────────────────────────────────────────────────────
+
+  /**
+   * Writes a whole conversation (and the child conversations its records retain) as one
+   * transaction: a `fork()` or an imported export. `live` is the new root, not yet created.
+   */
+  importConversation(live: LiveConversation, conversations: readonly ImportedConversation[]): void {
+    this.store.transaction(() => {
+      for (const conversation of conversations) {
+        const { key } = conversation;
+        this.store.createConversation({ key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
+        for (const batch of conversation.batches) {
+          if (this.store.append(key, batch.records) !== batch.seq) {
+            throw new ConversationRecordInvariantError(key, 'imported batch', `batch ${batch.seq} is out of sequence`);
+          }
+        }
+        for (const [name, value] of conversation.state) this.store.writeState(key, name, value, null);
+        for (const write of conversation.history) {
+          this.store.writeStateHistory(key, write.seq, write.name, write.unkept === true ? undefined : JSON.stringify(write.value));
+        }
+        for (const attachment of conversation.attachments) this.store.putAttachment(key, attachment.ref, attachment.bytes);
+        const files = this.store.sandboxFiles(key);
+        for (const file of conversation.files) {
+          if (file.kind === 'dir') files.putDir(file.path, file.mtime);
+          else files.putFile(file.path, file.bytes, file.mtime);
+        }
+      }
+    });
+  }
+
   // ── Child conversations ──────────────────────────────────────────────────────────────────
 
   /**
@@ -163,6 +241,7 @@ export class ConversationWriter {
       seq = this.store.append(key, records);
     });
     child.incarnation = incarnation;
+    this.view.appended(key, seq);
     child.conv.apply({ seq, records });
     return child;
   }

@@ -134,7 +134,7 @@ export interface ResponseInfo {
    * calls (hooks keep seeing the turns' usage only, as before).
    */
   spent: PromptUsage;
-  /** Model calls `spent` sums: each completed or failed step, each summarization call. */
+  /** Model calls `spent` sums: each completed or failed step, each summarization call, each `model_spend` call. */
   modelCalls: number;
   toolCalls: { tool: string; isError: boolean }[];
   /** Tool progress lines the log holds for the response, across attempts (the per-response bound counts them). */
@@ -553,6 +553,12 @@ export class Conversation {
         const progress = this.response(record.submissionId).progress;
         progress.lines += record.lines.length;
         for (const line of record.lines) progress.chars += JSON.stringify(line).length;
+        return;
+      }
+      case 'model_spend': {
+        const info = this.response(record.submissionId);
+        info.spent = addUsage(info.spent, record.usage);
+        info.modelCalls += record.modelCalls;
         return;
       }
       case 'agent_start_run':

@@ -154,6 +154,7 @@ describe('parseDeliveredMessage: signal', () => {
         'stream_interrupted',
         'submission_aborted',
         'submission_interrupted',
+        'timer',
       ].sort(),
     );
   });

@@ -26,7 +26,11 @@ export const RESERVED_SIGNAL_TYPES: readonly string[] = Object.freeze([
   'submission_interrupted',
   'compaction',
   'memory',
+  'timer',
 ]);
+
+/** The signal a due `useTimer()` timer delivers (reserved above: no caller can forge one). */
+export const TIMER_SIGNAL_TYPE = 'timer';
 
 const RESERVED = new Set(RESERVED_SIGNAL_TYPES);
 

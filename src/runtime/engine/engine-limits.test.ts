@@ -73,7 +73,11 @@ describe('a conversation log past 64 MiB', () => {
     // Filler written straight to the log: 66 MiB, past the cap conversations once had.
     const filler = 'f'.repeat(22 * MiB);
     for (let i = 0; i < 3; i++) {
-      store.append(stream, [{ type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: filler }]);
+      const seq = store.append(stream, [
+        { type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: filler },
+      ]);
+      // Reported as the writer reports its appends, so the engine's fold reads it.
+      engine.view.appended(stream, seq);
     }
     const next = await engine.admit('Keeper', { id: 'long', message: parseDeliveredMessage('next') }, 'dispatch');
     expect(next.receipt.submissionId).toMatch(/^sub_/);

@@ -40,7 +40,14 @@ import type { ConversationRecord, SettledUsage, SubmissionOutcome } from '../sto
 import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
-import { FROZEN_KIND_NAMES, type SqlStore, type SubmissionKind, type SubmissionPayload, type SubmissionRow } from '../store/sql-store.ts';
+import {
+  FROZEN_KIND_NAMES,
+  type SqlStore,
+  type SubmissionKind,
+  type SubmissionPayload,
+  type SubmissionRow,
+  type TimerRow,
+} from '../store/sql-store.ts';
 import type {
   AgentInstanceInfo,
   AgentReply,
@@ -50,7 +57,7 @@ import type {
   DurableObjectActivity,
 } from '../common/types.ts';
 import { budgetReached, budgetStop, conversationSpending, conversationUsage, joinedUsage, settledUsage } from './usage-ledger.ts';
-import { parseDeliveredMessage } from './delivered-message.ts';
+import { TIMER_SIGNAL_TYPE, parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { checkDeliveredMessage } from '../common/limits.ts';
 
@@ -67,6 +74,8 @@ import type {
   UpdatesResult,
 } from './verbs.ts';
 import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
+import type { ConversationExport } from './conversation-export.ts';
+import { type ExportOptions, exportConversation, importConversation } from './conversation-transfer.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 export { LiveConversation } from './conversation-view.ts';
 
@@ -89,6 +98,12 @@ export interface EngineOptions {
    * alarms, RPCs); each settlement records it, so keeping the counts costs no write of its own.
    */
   takeActivity?: () => DurableObjectActivity;
+  /**
+   * Told the earliest due time of any pending timer whenever the timers change (undefined: none
+   * left); the host arranges to call `fireDueTimers()` then. A Durable Object needs no such call:
+   * its timers change only inside an alarm, which re-arms itself from `view.nextTimerDue()`.
+   */
+  timersChanged?: (nextDue: number | undefined) => void;
 }
 
 /** How a settlement ends a submission: its outcome, the error it reports, and why it did not complete. */
@@ -109,6 +124,7 @@ export class ConversationEngine implements ProbedEngine {
   private readonly wake: (key: ConversationKey) => void;
   private readonly sliceBudgetMs: number | undefined;
   private readonly takeActivity: (() => DurableObjectActivity) | undefined;
+  private readonly timersChanged: ((nextDue: number | undefined) => void) | undefined;
   private readonly queues = new Map<ConversationKey, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<ConversationKey, ResponseRun>();
   /** A drain has begun: no new work is admitted or started. */
@@ -118,7 +134,7 @@ export class ConversationEngine implements ProbedEngine {
 
   constructor(options: EngineOptions) {
     this.view = new ConversationView(options.store);
-    this.writer = new ConversationWriter(options.store, this.view);
+    this.writer = new ConversationWriter(options.store, this.view, () => this.timersChanged?.(this.view.nextTimerDue()));
     const lifecycle: ReaderLifecycle = { isStopping: () => this.stopping, readsClosed: () => this.readsClosed };
     this.reader = new ConversationReader(this.view, lifecycle);
     this.registry = options.registry;
@@ -126,6 +142,7 @@ export class ConversationEngine implements ProbedEngine {
     this.wake = options.wake;
     this.sliceBudgetMs = options.sliceBudgetMs;
     this.takeActivity = options.takeActivity;
+    this.timersChanged = options.timersChanged;
   }
 
   // ── Admission (delivery.md §2–§4, durability.md §2) ──────────────────────────────────────
@@ -210,6 +227,33 @@ export class ConversationEngine implements ProbedEngine {
     return (await this.admit(live.agentName, { id: live.instanceId, message: parseDeliveredMessage(message) }, 'dispatch', true)).receipt;
   }
 
+  // ── Timers ────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Delivers every timer due at `now` as a queued `timer` signal of its conversation and answers
+   * how many it delivered. A timer's delivery is idempotent by its id (`sub_<timer id>`): a timer
+   * found again after its delivery was admitted is removed without a second one.
+   */
+  fireDueTimers(now = Date.now()): number {
+    if (this.stopping) return 0;
+    let delivered = 0;
+    for (const timer of this.view.dueTimers(now)) {
+      const submissionId = timerSubmissionId(timer.id);
+      const admitted = this.view.submission(submissionId) !== undefined;
+      const submission = admitted
+        ? undefined
+        : { id: submissionId, kind: 'dispatch' as const, payload: timerPayload(timer), acceptedAt: new Date(now).toISOString() };
+      this.writer.fireTimer(timer, submission);
+      if (submission === undefined) continue;
+      delivered++;
+      const live = this.view.liveByKey(timer.conversation);
+      this.emitFor(live, submissionId, 'submission_queued', { kind: FROZEN_KIND_NAMES.dispatch });
+      this.wake(live.key);
+    }
+    this.timersChanged?.(this.view.nextTimerDue());
+    return delivered;
+  }
+
   // ── Abort (durability.md §8) ──────────────────────────────────────────────────────────────
 
   abort(agentName: string, instanceId: string): boolean {
@@ -260,6 +304,16 @@ export class ConversationEngine implements ProbedEngine {
     const live = this.reader.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
     return conversationUsage(live.conv);
+  }
+
+  exportConversation(agentName: string, instanceId: string, options: ExportOptions): ConversationExport {
+    return exportConversation(this.view, this.reader.addressed(agentName, instanceId), options);
+  }
+
+  importConversation(agentName: string, instanceId: string, exported: ConversationExport): { id: string; uid: string } {
+    if (this.stopping) throw new RuntimeUnavailableError('draining');
+    this.registry.assertDefinition(agentName);
+    return importConversation(this.view, this.writer, this.reader.addressed(agentName, instanceId), exported);
   }
 
   /** A child conversation's fold, for what a response's delegated tasks spent. */
@@ -592,6 +646,24 @@ export class ConversationEngine implements ProbedEngine {
       payload,
     );
   }
+}
+
+/** A timer's delivery: its id names the submission, so delivering it twice admits it once. */
+export function timerSubmissionId(timerId: string): string {
+  return `sub_${timerId}`;
+}
+
+/** The `timer` signal a due timer delivers; the agent scheduled it, so its origin is `'agent'`. */
+export function timerPayload(timer: TimerRow): SubmissionPayload {
+  return {
+    message: {
+      kind: 'signal',
+      type: TIMER_SIGNAL_TYPE,
+      body: timer.body,
+      attributes: { name: timer.name, timerId: timer.id, dueAt: new Date(timer.dueAt).toISOString() },
+    },
+    fromAgent: true,
+  };
 }
 
 /** The longest delay a timer takes (about 24.8 days); a later deadline is re-armed in steps. */

@@ -11,8 +11,12 @@ import {
   findCutPoint,
   renderCompactionSummary,
   resolveCompactionSettings,
+  summaryChunks,
+  summaryInputBudget,
   summaryMaxTokens,
+  summaryMessageChars,
 } from '../model/compaction.ts';
+import { fitContext, fixedTokens, messageCap, requestBudget } from '../model/context-fit.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
 import { dispatchToolCall, frameworkTools } from './tool-dispatch.ts';
 import { systemPrompt } from './system-prompt.ts';
@@ -62,6 +66,8 @@ export interface HarnessDeps {
    */
   signal: AbortSignal;
   log(toolCallId: string, toolName: string): FlueLogger;
+  /** Told each model call's usage as it returns (failed calls too): what the ledger and budgets count. */
+  spend?(usage: PromptUsage): void;
   /** How deep this harness sits in nested harness/task delegation (the root harness is 0). */
   depth: number;
   /** The agent's environment: its live sandbox and built-in tools, when it declared one. */
@@ -245,6 +251,9 @@ async function runPrompt({
   }
   const onPayload = documents.onPayload;
   scratch.push({ role: 'user', content, timestamp: Date.now() });
+  const prompt = systemPrompt(render);
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(undefined, model);
+  const budgetTokens = requestBudget({ contextWindow, reserveTokens, fixedTokens: fixedTokens({ ...prompt, tools: piTools }) });
 
   let usage: PromptUsage = emptyUsage();
   let assistantText = '';
@@ -261,7 +270,8 @@ async function runPrompt({
       () =>
         getModels().completeSimple(
           model,
-          { ...systemPrompt(render), messages: scratch.slice(), tools: piTools },
+          // What is sent fits the window; the scratch conversation keeps every original.
+          { ...prompt, messages: fitContext(scratch, budgetTokens).messages, tools: piTools },
           {
             signal,
             ...reasoningOption(model, options.thinkingLevel ?? deps.thinkingLevel),
@@ -270,6 +280,7 @@ async function runPrompt({
         ),
     );
     usage = addUsage(usage, usageFromPi(final.usage));
+    deps.spend?.(usageFromPi(final.usage));
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
     // A scratch conversation the model refuses as too large is compacted once and the turn
     // retried, as the main conversation does (models-and-providers.md §6.3); the summary's
@@ -388,26 +399,38 @@ const scratchSummaries = new WeakSet<Message>();
 async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<PromptUsage | undefined> {
   const model = resolveModel(deps.modelSpec);
   const settings = resolveCompactionSettings(undefined, model);
-  const cut = findCutPoint(scratch, settings.keepRecentTokens);
+  const cut = findCutPoint(scratch, settings.keepRecentTokens, messageCap(settings.contextWindow - settings.reserveTokens));
   // Nothing to compact: no history before what is kept, or only the previous summary (which a
   // second summarization would merely restate, at the cost of a model call).
   if (cut === null || (cut.firstKeptIndex === 1 && scratchSummaries.has(scratch[0]!))) return undefined;
-  const request = buildSummaryRequest({ messages: scratch.slice(0, cut.firstKeptIndex) });
-  const summary = await getModels().completeSimple(
-    model,
-    { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
-    { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
-  );
-  if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
-  if (summary.stopReason === 'error')
-    throw (
-      modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed')
+  // Each request fits the window: a long history is summarized run by run.
+  const budget = summaryInputBudget(settings.contextWindow, settings.reserveTokens);
+  let text: string | undefined;
+  let usage = emptyUsage();
+  for (const chunk of summaryChunks(scratch.slice(0, cut.firstKeptIndex), budget)) {
+    const request = buildSummaryRequest({
+      messages: chunk,
+      ...(text === undefined ? {} : { previousSummary: text }),
+      maxMessageChars: summaryMessageChars(budget),
+    });
+    const summary = await getModels().completeSimple(
+      model,
+      { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
+      { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
     );
-  const text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+    deps.spend?.(usageFromPi(summary.usage));
+    if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
+    if (summary.stopReason === 'error')
+      throw (
+        modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed')
+      );
+    usage = addUsage(usage, usageFromPi(summary.usage));
+    text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+  }
   const kept = scratch.slice(cut.firstKeptIndex);
-  const summaryMessage: Message = { role: 'user', content: renderCompactionSummary(text), timestamp: Date.now() };
+  const summaryMessage: Message = { role: 'user', content: renderCompactionSummary(text ?? ''), timestamp: Date.now() };
   scratchSummaries.add(summaryMessage);
   scratch.length = 0;
   scratch.push(summaryMessage, ...kept);
-  return usageFromPi(summary.usage);
+  return usage;
 }

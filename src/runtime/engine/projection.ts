@@ -191,6 +191,7 @@ export function projectBatch(
       case 'compaction':
       case 'agent_start_run':
       case 'agent_finish_cycle':
+      case 'model_spend':
       case 'resource_snapshot':
       case 'child_session_retained':
         break;

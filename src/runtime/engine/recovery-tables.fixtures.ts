@@ -115,6 +115,12 @@ export function Greeter() {
   return 'Greet.';
 }
 
+/** Held to the smallest window: a few long messages do not fit one request. */
+export function Cramped() {
+  useModel(TABLE_MODEL, { compaction: { contextWindow: 2048 } });
+  return 'Answer.';
+}
+
 export function Boss() {
   useModel(TABLE_MODEL);
   useSubagent({ name: 'helper', description: 'Finds things.', agent: () => 'Find what you are asked for.' });

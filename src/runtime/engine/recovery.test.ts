@@ -14,6 +14,7 @@ import {
   Boss,
   Budgeted,
   Capped,
+  Cramped,
   Demoted,
   Extended,
   Forgetful,
@@ -247,6 +248,52 @@ const cases: Case[] = [
     appends: [[closed('step_open', [])], ...answers({ message: 'msg_r', step: 'msg_1' }, 'Again.')],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { responseStart: 0 },
+  },
+  {
+    rule: '§6.1 a compaction committed before a turn is not redone after a crash: the attempt sends the context fitted to the window and streams the step',
+    agent: Cramped,
+    given: {
+      log: [
+        [
+          {
+            type: 'user_message',
+            messageId: 'msg_in_sub_a',
+            submissionId: 'sub_a',
+            deliveryOrigin: 'app',
+            body: 'a'.repeat(8000),
+            ts: GIVEN_TS,
+          },
+        ],
+        [1, 2].map(
+          (n): ConversationRecord => ({
+            type: 'signal',
+            messageId: `msg_note_${n}`,
+            submissionId: 'sub_a',
+            origin: 'append',
+            signalType: 'note',
+            body: String(n).repeat(8000),
+            ts: GIVEN_TS,
+          }),
+        ),
+        // Still over the window after it (nothing was cut): only the request fit brings it in.
+        [
+          {
+            type: 'compaction',
+            summary: 'Earlier.',
+            firstKept: 0,
+            tokensBefore: 6000,
+            usage: tokensUsage(7),
+            submissionId: 'sub_a',
+            modelCalls: 1,
+            ts: GIVEN_TS,
+          },
+        ],
+      ],
+      submissions: retried,
+    },
+    script: [{ text: ['Read.'] }],
+    appends: answers({ message: 'msg_1', step: 'msg_2' }, 'Read.'),
+    ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
   },
   {
     rule: '§9 useAgentStart that committed its marker is not run again',
@@ -719,6 +766,9 @@ function spending<T>(records: T[], tokens: number): T[] {
   });
 }
 
+// Capitals: the id normalizer's `[a-z]+` scan would backtrack over a long lower-case run.
+const LONG_ANSWER = 'Y'.repeat(100_000);
+
 const BUDGET_MESSAGE = 'The submission reached its budget: tokens spent 100 of budget.perSubmission.maxTokens 100.';
 const budgetError = {
   name: 'BudgetExceededError',
@@ -772,6 +822,27 @@ const ledgerCases: Case[] = [
       [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 })],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
+  },
+  {
+    rule: '§12 a summarization that fails still counts: its call rides on the response’s next batch as a model_spend record, and the response goes on uncompacted',
+    agent: Shop,
+    given: {
+      // Earlier history the threshold compaction can summarize.
+      log: [
+        [{ type: 'user_message', messageId: 'msg_in_sub_0', submissionId: 'sub_0', deliveryOrigin: 'app', body: 'earlier', ts: GIVEN_TS }],
+      ],
+      submissions: first,
+    },
+    // A long answer (kept, ~25k estimated tokens) reports a context near the 128k window; the summarizer then fails.
+    script: [{ text: [LONG_ANSWER], tokens: 127_000 }, { error: 'summarizer down' }],
+    appends: [
+      [input('sub_a', 'go')],
+      [snapshot],
+      spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000),
+      [{ type: 'model_spend', submissionId: 'sub_a', source: 'compaction', usage: tokensUsage(0), modelCalls: 1 }],
+      [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(127_000), modelCalls: 2, toolCalls: 0, attempts: 1 })],
+    ],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
     rule: '§12 a log whose usage is at the per-submission budget: the next attempt is never claimed, the submission settles failed with budget_exceeded',

@@ -7,6 +7,7 @@
 import { type AttachmentBytes, deliveryWithAttachments } from './attachment-hydration.ts';
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
+import { type PendingTimers, checkTimerName, scheduledTimer, timerFromOptions } from './pending-timers.ts';
 import type { ResponseWriter } from './response-writer.ts';
 import { type RenderResult, type RenderScope, render, renderDelegate } from '../authoring/render.ts';
 import type { Agent } from '../authoring/identity.ts';
@@ -25,6 +26,7 @@ export interface ResponseRenderOptions {
   /** The response message a `data_write` belongs to. */
   responseMessageId: () => string;
   state: PendingState;
+  timers: PendingTimers;
   bytes: AttachmentBytes;
   writer: ResponseWriter;
   /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
@@ -49,7 +51,7 @@ export class ResponseRender {
   }
 
   render(): RenderResult {
-    const { agent, live, state, bytes, delegate } = this.options;
+    const { agent, live, state, timers, bytes, delegate } = this.options;
     const delivery = deliveryWithAttachments(live.conv.lastDelivery, bytes);
     if (delegate !== undefined) return renderDelegate(delegate.subagent, delivery);
     const scope: RenderScope = {
@@ -60,6 +62,15 @@ export class ResponseRender {
       readState: (name) => state.read(name),
       setState: (name, next, defaultValue) => state.set(name, next, defaultValue),
       writeData: (name, data) => this.writeData(name, data),
+      timers: {
+        read: () => timers.read().map(scheduledTimer),
+        schedule: (name, options, framework) => {
+          const timer = timerFromOptions(live.key, name, options, Date.now(), framework === true);
+          timers.schedule(timer);
+          return scheduledTimer(timer);
+        },
+        cancel: (name, framework) => timers.cancel(checkTimerName(name, 'cancel', framework === true)),
+      },
       dispatch: (message) => this.options.dispatch(message),
     };
     const result = render(agent, { kind: 'root', scope, props: { id: live.instanceId } });

@@ -13,7 +13,7 @@
  * the loop commits it. A part that must write while it runs (streamed deltas, step memos, child
  * conversations, data writes) gets the response's narrow writer (response-writer.ts).
  */
-import { compactAfterTurn, compactConversation } from './conversation-compaction.ts';
+import { compactAfterTurn, compactBeforeTurn, compactConversation, turnBudget } from './conversation-compaction.ts';
 import { type ConversationWriter, inputRecord } from './conversation-writer.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { AgentSandbox } from './agent-sandbox.ts';
@@ -22,6 +22,8 @@ import { AttemptAbort } from './attempt-abort.ts';
 import { AttemptResources } from './attempt-resources.ts';
 import { createHarness } from './harness.ts';
 import { PendingState } from './pending-state.ts';
+import { PendingSpend } from './pending-spend.ts';
+import { PendingTimers } from './pending-timers.ts';
 import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
 import { ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
@@ -35,6 +37,7 @@ import { toolEvent, toolResultMessage, turnMessages } from './session-events.ts'
 import { frameworkTools } from './tool-dispatch.ts';
 import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
 import { DocumentPlacement } from '../model/documents.ts';
+import { fitContext, fixedTokens } from '../model/context-fit.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
 import { resolveDurability } from '../authoring/durability-config.ts';
 import { resolveBudget } from '../authoring/budget-config.ts';
@@ -103,6 +106,8 @@ export class ResponseRun {
   private readonly row: SubmissionRow;
   private readonly attempt = new AttemptAbort();
   private readonly state: PendingState;
+  /** Model calls no record carries yet (harness prompts, failed summarizations): they ride on the next commit. */
+  private readonly spend: PendingSpend;
   private readonly out: ResponseWriter;
   private readonly renderer: ResponseRender;
   private readonly resources = new AttemptResources();
@@ -129,8 +134,17 @@ export class ResponseRun {
     this.depth = delegation?.depth ?? 0;
     this.environment = delegation?.environment ?? new AgentSandbox(live.instanceId, view.sandboxFiles(live));
     this.state = new PendingState(() => view.stateOf(live));
+    const timers = new PendingTimers(() => view.timers(live));
     // The per-response bound on tool progress counts what earlier attempts of the response wrote.
-    this.out = new ResponseWriter({ writer, live, state: this.state, progressUsed: { ...live.conv.response(row.id).progress } });
+    this.spend = new PendingSpend(row.id);
+    this.out = new ResponseWriter({
+      writer,
+      live,
+      state: this.state,
+      timers,
+      spend: this.spend,
+      progressUsed: { ...live.conv.response(row.id).progress },
+    });
     // Where attachment bytes live: the root conversation's stream (a delegate forwards refs).
     this.bytes = new AttachmentBytes(view, delegation?.attachmentKey ?? live.key);
     this.site = new ResponseSite({
@@ -146,6 +160,7 @@ export class ResponseRun {
       submissionId: row.id,
       responseMessageId: () => this.responseMessageId,
       state: this.state,
+      timers,
       bytes: this.bytes,
       writer: this.out,
       dispatch: (message) => engine.dispatchFromAgent(live, message),
@@ -172,7 +187,31 @@ export class ResponseRun {
 
   // ── The response ──────────────────────────────────────────────────────────────────────────
 
+  /**
+   * The response, and what it spent that no record carries yet committed before it returns — or
+   * before a failure propagates, unless the attempt was abandoned (its end may be settled already).
+   */
   async execute(): Promise<void> {
+    try {
+      await this.respond();
+    } catch (error) {
+      if (!this.attempt.signal.aborted) this.flushSpendAfterFailure();
+      throw error;
+    }
+    this.out.flushSpend();
+  }
+
+  private flushSpendAfterFailure(): void {
+    try {
+      this.out.flushSpend();
+    } catch {
+      // The failure that is propagating says more than a store that also refused this write.
+    }
+  }
+
+  private readonly failedSpend = (usage: PromptUsage, modelCalls: number): void => this.spend.add('compaction', usage, modelCalls);
+
+  private async respond(): Promise<void> {
     const leader = this.row;
     const delegated = this.options.delegation !== undefined;
     let startMetadata: Record<string, unknown> | undefined;
@@ -243,6 +282,7 @@ export class ResponseRun {
         model: this.renderer.model,
         signal: this.attempt.signal,
         site: this.site,
+        failedSpend: this.failedSpend,
       });
       if (compaction.length > 0) this.out.commit(compaction);
       if (!delegated) {
@@ -250,7 +290,7 @@ export class ResponseRun {
           hooks: (await this.renderWithEnvironment()).agentFinish,
           submissionId: leader.id,
           response: this.conv.response(leader.id),
-          hasPendingState: () => !this.state.isEmpty,
+          hasPendingState: () => this.out.hasPendingWrites,
           seam: this.seam(),
         });
         if (finish.records.length > 0) this.out.commitWithState(finish.records);
@@ -353,7 +393,7 @@ export class ResponseRun {
   /** `useAgentStart` for one delivery, at a turn boundary. */
   private async agentStart(submissionId: string): Promise<void> {
     const hooks = (await this.renderWithEnvironment()).agentStart;
-    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => !this.state.isEmpty, seam: this.seam() });
+    const records = await runAgentStart({ hooks, submissionId, hasPendingState: () => this.out.hasPendingWrites, seam: this.seam() });
     if (records.length > 0) this.out.commitWithState(records);
   }
 
@@ -362,18 +402,21 @@ export class ResponseRun {
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.options.engine.isStopping) return 0;
-    const open = this.options.view.openSubmissions(this.live.key);
-    let joined = 0;
-    for (const row of open) {
-      if (row.id === this.row.id || row.status === 'joined') continue;
-      if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
-      this.options.writer.join(this.live, row, this.row.id);
+    const joinable = joinableDeliveries(this.options.view.openSubmissions(this.live.key), this.row.id);
+    if (joinable.length === 0) return 0;
+    // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs between two joins:
+    // the whole burst joins in one batch. Otherwise each delivery's callbacks run after its join.
+    const groups =
+      (await this.renderWithEnvironment()).agentStart.length === 0 && !this.out.hasPendingWrites
+        ? [joinable]
+        : joinable.map((row) => [row]);
+    for (const group of groups) {
+      this.options.writer.join(this.live, group, this.row.id);
       // A joined delivery's message enters at this turn boundary, before the next turn starts.
-      if (this.site.observed) this.emitInput(inputRecord(row, this.row.id));
-      await this.agentStart(row.id);
-      joined++;
+      if (this.site.observed) for (const row of group) this.emitInput(inputRecord(row, this.row.id));
+      for (const row of group) await this.agentStart(row.id);
     }
-    return joined;
+    return joinable.length;
   }
 
   // ── A model turn ──────────────────────────────────────────────────────────────────────────
@@ -401,14 +444,28 @@ export class ResponseRun {
     const latched = this.renderer.model!;
     const model = resolveModel(latched.spec);
     const placement = new DocumentPlacement(model);
+    // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
+    const prompt = systemPrompt(rendered, this.conv.resourceBaseline);
+    const toolSpecs = tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) }));
+    const budgetTokens = turnBudget(model, latched, fixedTokens({ ...prompt, tools: toolSpecs }));
+    const compaction = await compactBeforeTurn({
+      conv: this.conv,
+      model: latched,
+      signal: this.attempt.signal,
+      site: this.site,
+      failedSpend: this.failedSpend,
+      budgetTokens,
+    });
+    if (compaction.length > 0) this.out.commit(compaction);
+    // What is sent always fits the window: a render-time reduction, the log keeps every original.
+    const fitted = fitContext(this.conv.modelContext(), budgetTokens);
     const { stepId, message } = await streamStep(
       {
         model,
         context: {
-          // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
-          ...systemPrompt(rendered, this.conv.resourceBaseline),
-          messages: hydrateAttachments(this.conv.modelContext(), { bytes: this.bytes, documents: this.conv.documents, placement }),
-          tools: tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) })),
+          ...prompt,
+          messages: hydrateAttachments(fitted.messages, { bytes: this.bytes, documents: this.conv.documents, placement }),
+          tools: toolSpecs,
         },
         onPayload: placement.onPayload,
         thinkingLevel: latched.thinkingLevel,
@@ -433,7 +490,7 @@ export class ResponseRun {
     if (isOverflow(message, model.contextWindow) && !this.overflowRetried) {
       this.overflowRetried = true;
       const compaction = await compactConversation(
-        { conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site },
+        { conv: this.conv, model: latched, signal: this.attempt.signal, site: this.site, failedSpend: this.failedSpend },
         'overflow',
       );
       if (compaction !== undefined) this.out.commit(compaction);
@@ -468,6 +525,7 @@ export class ResponseRun {
       signal: scope,
       executionContext: () => this.site.executionContext(),
       log: (toolCallId, toolName) => this.site.logger({ tool: toolName, toolCallId }),
+      spend: (usage) => this.spend.add('harness', usage),
       depth,
       environment: this.environment,
       // A harness scratch conversation's `task` calls are recorded children of this conversation.
@@ -534,4 +592,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The queued deliveries that join the leader's response now: those in admission order up to the first that cannot (running, or asked to abort). */
+function joinableDeliveries(open: readonly SubmissionRow[], leaderId: string): SubmissionRow[] {
+  const joinable: SubmissionRow[] = [];
+  for (const row of open) {
+    if (row.id === leaderId || row.status === 'joined') continue;
+    if (row.status !== 'queued' || row.abortRequestedAt !== null) break;
+    joinable.push(row);
+  }
+  return joinable;
 }

@@ -7,6 +7,8 @@
 import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-writer.ts';
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
+import type { PendingSpend } from './pending-spend.ts';
+import type { PendingTimers } from './pending-timers.ts';
 import { ProgressBudget } from './tool-progress.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
@@ -15,6 +17,8 @@ export class ResponseWriter {
   private readonly writer: ConversationWriter;
   private readonly live: LiveConversation;
   private readonly state: PendingState;
+  private readonly spend: PendingSpend | undefined;
+  private readonly timers: PendingTimers;
   /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
   readonly progressBudget: ProgressBudget;
 
@@ -23,22 +27,42 @@ export class ResponseWriter {
     writer: ConversationWriter;
     live: LiveConversation;
     state: PendingState;
+    /** Model calls no record carries yet; none for writers that never spend (tests, task births). */
+    spend?: PendingSpend;
+    timers: PendingTimers;
     progressUsed?: { lines: number; chars: number };
   }) {
     this.writer = options.writer;
     this.live = options.live;
     this.state = options.state;
+    this.spend = options.spend;
+    this.timers = options.timers;
     this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 
-  /** Appends one batch. */
+  /** Appends one batch (with the pending spending, if any). */
   commit(records: ConversationRecord[]): void {
-    this.writer.commit(this.live, records);
+    this.writer.commit(this.live, this.withSpend(records));
   }
 
-  /** Appends one batch together with the pending state writes it explains. */
+  /** Appends one batch together with the pending state and timer writes it explains. */
   commitWithState(records: ConversationRecord[]): void {
-    this.writer.commitWithState(this.live, records, this.state.take());
+    this.writer.commitWithState(this.live, this.withSpend(records), this.state.take(), this.timers.take());
+  }
+
+  /** Whether state or timer writes wait for a batch to explain them. */
+  get hasPendingWrites(): boolean {
+    return !this.state.isEmpty || !this.timers.isEmpty;
+  }
+
+  /** Commits the pending spending alone, when there is any: before the response settles or fails. */
+  flushSpend(): void {
+    if (this.spend !== undefined && !this.spend.isEmpty) this.commit([]);
+  }
+
+  private withSpend(records: ConversationRecord[]): ConversationRecord[] {
+    if (this.spend === undefined || this.spend.isEmpty) return records;
+    return [...records, ...this.spend.take()];
   }
 
   /** The memos of one durable tool call, keyed by `key` in this conversation's stream. */

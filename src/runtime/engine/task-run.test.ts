@@ -11,6 +11,7 @@ import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 import type { SubagentDefinition } from '../authoring/subagents.ts';
 import { type DelegateRun, type DelegatingResponse, type Delegation, runTaskCall } from './task-run.ts';
 import { PendingState } from './pending-state.ts';
+import { PendingTimers } from './pending-timers.ts';
 import { ResponseWriter } from './response-writer.ts';
 import { assistant } from './log-records.fixtures.ts';
 
@@ -80,7 +81,12 @@ function delegating(): DelegatingResponse {
         dispose: async () => {},
       };
     },
-    writer: new ResponseWriter({ writer, live: parent, state: new PendingState(() => view.stateOf(parent)) }),
+    writer: new ResponseWriter({
+      writer,
+      live: parent,
+      state: new PendingState(() => view.stateOf(parent)),
+      timers: new PendingTimers(() => view.timers(parent)),
+    }),
   };
 }
 

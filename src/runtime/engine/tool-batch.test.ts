@@ -7,6 +7,7 @@ import { AttemptAbort } from './attempt-abort.ts';
 import { ConversationWriter } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { PendingState } from './pending-state.ts';
+import { PendingTimers } from './pending-timers.ts';
 import { ResponseSite } from './response-site.ts';
 import { ResponseWriter } from './response-writer.ts';
 import { type ToolBatchInput, runToolBatch } from './tool-batch.ts';
@@ -55,7 +56,12 @@ beforeEach(async () => {
     [],
   );
   view.keep(live);
-  out = new ResponseWriter({ writer, live, state: new PendingState(() => view.stateOf(live)) });
+  out = new ResponseWriter({
+    writer,
+    live,
+    state: new PendingState(() => view.stateOf(live)),
+    timers: new PendingTimers(() => view.timers(live)),
+  });
   plainRuns = 0;
   durableRuns = 0;
 });

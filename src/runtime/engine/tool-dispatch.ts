@@ -10,6 +10,7 @@ import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { ToolInputValidationError } from '../common/errors.ts';
 import { type FlueExecutionContext, intercept } from '../common/instrumentation.ts';
 import type { ToolOutcome } from '../store/records.ts';
+import { toolAnswers } from './tool-answers.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { activateSkillTool, hasSkillResources, readSkillResourceTool } from '../skills/tools.ts';
 import { taskTool } from '../authoring/subagents.ts';
@@ -47,6 +48,8 @@ export function dispatchToolCall(call: ToolCall, tool: ToolDefinition | undefine
 /** Which kind of tool answers the call: the `task` tool, an environment built-in, or a `defineTool` tool's run. */
 async function routeToolCall(call: ToolCall, tool: ToolDefinition | undefined, site: ToolCallSite): Promise<ToolOutcome> {
   const named = { toolCallId: call.id, toolName: call.name };
+  const answered = toolAnswers()?.({ context: site.context, toolCallId: call.id, toolName: call.name, arguments: call.arguments });
+  if (answered !== undefined) return { ...named, ...answered, durationMs: 0 };
   if (tool === taskTool) {
     const started = Date.now();
     const outcome = await site.task(call);

@@ -11,6 +11,8 @@ import type { ChildConversation, FlueConversationSnapshot } from './conversation
 import type { SettlementError } from '../common/errors.ts';
 import type { ConversationStreamChunk } from './projection.ts';
 import type { SubmissionOutcome } from '../store/records.ts';
+import type { ConversationExport } from './conversation-export.ts';
+import type { ExportOptions } from './conversation-transfer.ts';
 import type { Batch, SubmissionKind } from '../store/sql-store.ts';
 import type { AgentInstanceInfo, AgentReply, ConversationUsage, DeliveredMessage, DispatchReceipt } from '../common/types.ts';
 
@@ -108,6 +110,10 @@ export interface VerbSignatures {
    * settlement, if any. The runtime's `read()` is a loop of these.
    */
   poll: Verb<[instanceId: string, submissionId: string, options: PollOptions], ReadPoll>;
+  /** The conversation cut at an offset, as one portable value (`exportConversation()`, the first half of `fork()`). */
+  exportConversation: Verb<[instanceId: string, options: ExportOptions], ConversationExport>;
+  /** A new conversation holding an export (the second half of `fork()`); refused when the instance exists. */
+  importConversation: Verb<[instanceId: string, exported: ConversationExport], { id: string; uid: string }>;
 }
 
 export type VerbName = keyof VerbSignatures;

@@ -11,6 +11,7 @@ import { checkDeliveredMessage } from '../common/limits.ts';
 import type { Agent } from '../authoring/identity.ts';
 import { newId } from '../common/ids.ts';
 import type { ConversationStreamChunk } from '../engine/projection.ts';
+import type { ConversationExport } from '../engine/conversation-export.ts';
 import { type FlueRuntime, requireRuntime } from './runtime.ts';
 import type {
   AgentDispatchRequest,
@@ -145,4 +146,56 @@ export async function getUsage(agent: Agent, id: string): Promise<ConversationUs
   const { runtime, agentName } = target(agent, 'getUsage()');
   assertInstanceId(id, 'getUsage()');
   return runtime.usage(agentName, id);
+}
+
+export interface ForkOptions {
+  /** The instance to fork. */
+  from: string;
+  /** The last offset the fork keeps; by default the latest at which every submission had settled. */
+  at?: number;
+  /** The new instance's id; a new one is generated when omitted. */
+  id?: string;
+}
+
+export interface ExportConversationOptions {
+  /** The last offset to include; by default the latest at which every submission had settled. */
+  at?: number;
+}
+
+function assertOffset(at: unknown, verb: string): asserts at is number | undefined {
+  if (at === undefined) return;
+  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
+    throw new InvalidRequestError(
+      `${verb} takes an offset at that is a whole number ≥ 0.`,
+      `at: got ${JSON.stringify(at) ?? String(at)}; pass a batch offset, or omit it for the latest settled one.`,
+    );
+  }
+}
+
+/**
+ * A new instance of the same agent whose conversation is `from`'s up to offset `at`, with its
+ * persistent state, initial data, attachments and sandbox files as of that offset. The original is
+ * untouched; nothing is shared, so deleting either never breaks the other.
+ */
+export async function fork(agent: Agent, options: ForkOptions): Promise<{ id: string; uid: string }> {
+  const { runtime, agentName } = target(agent, 'fork()');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidRequestError('fork() requires an options object.', 'Pass { from, at?, id? }.');
+  assertInstanceId(options.from, 'fork()');
+  assertOffset(options.at, 'fork()');
+  const id = options.id === undefined ? newId('instance') : options.id;
+  assertInstanceId(id, 'fork()');
+  const exported = await runtime.exportConversation(agentName, options.from, options.at === undefined ? {} : { at: options.at });
+  return runtime.importConversation(agentName, id, exported);
+}
+
+/**
+ * The instance's conversation as one JSON value (format `flue.conversation`, version 1): its
+ * batches up to `at`, persistent state, attachments, sandbox files and child conversations.
+ */
+export async function exportConversation(agent: Agent, id: string, options: ExportConversationOptions = {}): Promise<ConversationExport> {
+  const { runtime, agentName } = target(agent, 'exportConversation()');
+  assertInstanceId(id, 'exportConversation()');
+  assertOffset(options.at, 'exportConversation()');
+  return runtime.exportConversation(agentName, id, options.at === undefined ? {} : { at: options.at });
 }

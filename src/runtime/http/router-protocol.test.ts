@@ -36,6 +36,8 @@ beforeEach(() => {
     streamHead: unused,
     updates,
     attachment: unused,
+    exportConversation: unused,
+    importConversation: unused,
   };
   configureRuntime(runtime);
 });

@@ -3,9 +3,12 @@ import { fauxAssistantMessage, fauxText, fauxThinking, fauxToolCall } from '@ear
 import type { AssistantMessage, FauxContentBlock, Message, ToolResultMessage, UserMessage } from '@earendil-works/pi-ai';
 import {
   SPLIT_TURN_SEPARATOR,
+  SUMMARY_MESSAGE_MAX_CHARS,
   appendFileLists,
   buildSummaryRequest,
+  DEFAULT_CONTEXT_WINDOW,
   contextTokens,
+  contextWindowOf,
   estimateContextTokens,
   estimateTokens,
   fileListsFromToolCalls,
@@ -15,7 +18,10 @@ import {
   resolveCompactionSettings,
   serializeConversation,
   shouldCompact,
+  summaryChunks,
+  summaryInputBudget,
   summaryMaxTokens,
+  summaryMessageChars,
   validateCompactionConfig,
 } from './compaction.ts';
 
@@ -67,7 +73,7 @@ describe('validateCompactionConfig', () => {
 
   it('rejects unknown keys', () => {
     expect(() => validateCompactionConfig({ reserve: 10 })).toThrow(
-      '[flue] Unknown compaction option "reserve". Valid options: reserveTokens, keepRecentTokens, model.',
+      '[flue] Unknown compaction option "reserve". Valid options: reserveTokens, keepRecentTokens, model, contextWindow.',
     );
   });
 
@@ -80,6 +86,16 @@ describe('validateCompactionConfig', () => {
     expect(() => validateCompactionConfig({ [key]: value })).toThrow(`[flue] Invalid compaction option "${key}": expected an integer ≥ 0`);
   });
 
+  it.each([0, 2047, 1.5, '32000', -5])('rejects contextWindow = %j, naming the field and what it takes', (value) => {
+    expect(() => validateCompactionConfig({ contextWindow: value })).toThrow(
+      `[flue] Invalid compaction option "contextWindow": expected the model's context window in tokens, an integer ≥ 2048, got`,
+    );
+  });
+
+  it('accepts a context window', () => {
+    expect(validateCompactionConfig({ contextWindow: 24000 })).toStrictEqual({ contextWindow: 24000 });
+  });
+
   it('rejects a non-string model', () => {
     expect(() => validateCompactionConfig({ model: 5 })).toThrow('[flue] Invalid compaction option "model"');
   });
@@ -88,6 +104,7 @@ describe('validateCompactionConfig', () => {
 describe('resolveCompactionSettings', () => {
   it('defaults to 8000 kept tokens and a reserve capped at 20000', () => {
     expect(resolveCompactionSettings(undefined, { contextWindow: 200000, maxTokens: 64000 })).toStrictEqual({
+      contextWindow: 200000,
       reserveTokens: 20000,
       keepRecentTokens: 8000,
     });
@@ -95,7 +112,32 @@ describe('resolveCompactionSettings', () => {
 
   it('uses maxTokens as the reserve when smaller, and 20000 when maxTokens is unknown', () => {
     expect(resolveCompactionSettings({}, { contextWindow: 200000, maxTokens: 8192 }).reserveTokens).toBe(8192);
-    expect(resolveCompactionSettings({}, { contextWindow: 0, maxTokens: 0 }).reserveTokens).toBe(20000);
+    expect(resolveCompactionSettings({}, { contextWindow: 200000, maxTokens: 0 }).reserveTokens).toBe(20000);
+  });
+
+  it('takes an unknown window (0) as the default window', () => {
+    expect(contextWindowOf({ contextWindow: 0 })).toBe(DEFAULT_CONTEXT_WINDOW);
+    expect(contextWindowOf({ contextWindow: 1000 })).toBe(1000);
+    // 2 · 20000 >= 32768 ⇒ floor(32768 / 3); a quarter of what that leaves is under 8000
+    expect(resolveCompactionSettings({}, { contextWindow: 0, maxTokens: 0 })).toStrictEqual({
+      contextWindow: 32768,
+      reserveTokens: 10922,
+      keepRecentTokens: 5461,
+    });
+    // A configured window wins over the metadata and the default.
+    expect(resolveCompactionSettings({ contextWindow: 24000 }, { contextWindow: 0, maxTokens: 0 })).toMatchObject({
+      contextWindow: 24000,
+      reserveTokens: 8000,
+    });
+    expect(resolveCompactionSettings({ contextWindow: 24000 }, { contextWindow: 200000, maxTokens: 0 }).contextWindow).toBe(24000);
+  });
+
+  it('keeps at most a quarter of what the reserve leaves verbatim, explicit or not (never below 256)', () => {
+    expect(resolveCompactionSettings({ keepRecentTokens: 100000 }, { contextWindow: 128000, maxTokens: 8000 }).keepRecentTokens).toBe(
+      30000,
+    );
+    expect(resolveCompactionSettings({ reserveTokens: 1900 }, { contextWindow: 2000, maxTokens: 0 }).keepRecentTokens).toBe(256);
+    expect(resolveCompactionSettings({ keepRecentTokens: 20 }, { contextWindow: 2000, maxTokens: 0 }).keepRecentTokens).toBe(20);
   });
 
   it('shrinks the default reserve for small context windows', () => {
@@ -114,7 +156,7 @@ describe('resolveCompactionSettings', () => {
   it('lets explicit fields override, skipping the window rule', () => {
     expect(
       resolveCompactionSettings({ reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' }, { contextWindow: 2000, maxTokens: 500 }),
-    ).toStrictEqual({ reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' });
+    ).toStrictEqual({ contextWindow: 2000, reserveTokens: 1500, keepRecentTokens: 0, model: 'acme/small' });
   });
 });
 
@@ -197,9 +239,25 @@ describe('findCutPoint', () => {
     expect(messages[cut!.firstKeptIndex]!.role).not.toBe('toolResult');
   });
 
-  it('returns null when only tool results follow the threshold', () => {
+  it('cuts at the step that issued the tool results when only they follow the threshold (no dead end)', () => {
     const messages: Message[] = [user(sized(50)), assistant([fauxToolCall('read', { path: 'a' })]), toolResult(sized(200))];
-    expect(findCutPoint(messages, 100)).toBeNull();
+    expect(findCutPoint(messages, 100)).toStrictEqual({ firstKeptIndex: 1, splitTurnStart: 0 });
+    // Several results of one step: the cut still lands on their step.
+    const many: Message[] = [
+      user(sized(10)),
+      assistant(sized(10)),
+      user(sized(10)),
+      assistant([fauxToolCall('read', { path: 'a' }), fauxToolCall('read', { path: 'b' })]),
+      toolResult(sized(10)),
+      toolResult(sized(5000)),
+    ];
+    expect(findCutPoint(many, 1000)).toStrictEqual({ firstKeptIndex: 3, splitTurnStart: 2 });
+  });
+
+  it('counts a message at most its cap, so an oversized one does not make the kept part that message alone', () => {
+    const messages: Message[] = [user(sized(100)), assistant(sized(100)), user(sized(100)), assistant(sized(100)), user(sized(100000))];
+    expect(findCutPoint(messages, 700)).toStrictEqual({ firstKeptIndex: 4 });
+    expect(findCutPoint(messages, 700, 500)).toStrictEqual({ firstKeptIndex: 2 });
   });
 
   it('treats a prefix without any user message as history', () => {
@@ -261,9 +319,41 @@ describe('serializeConversation', () => {
     expect(exact).toBe(`[Tool result]: ${'c'.repeat(2000)}`);
   });
 
-  it('does not truncate user or assistant text', () => {
+  it('truncates user or assistant text only past 20,000 characters (or the limit given)', () => {
     const long = 'u'.repeat(5000);
     expect(serializeConversation([user(long)])).toBe(`[User]: ${long}`);
+    const huge = serializeConversation([user('v'.repeat(SUMMARY_MESSAGE_MAX_CHARS + 100)), assistant('w'.repeat(30000))]);
+    expect(huge).toContain('[User]: ' + 'v'.repeat(SUMMARY_MESSAGE_MAX_CHARS) + '\n[… 100 more characters truncated]');
+    expect(huge).toContain('10000 more characters truncated');
+    expect(serializeConversation([user(long)], 1000)).toBe(`[User]: ${'u'.repeat(1000)}\n[… 4000 more characters truncated]`);
+    // Tool results keep the smaller of their own limit and the one given.
+    expect(serializeConversation([toolResult('t'.repeat(3000))], 1000)).toContain('2000 more characters truncated');
+  });
+});
+
+describe('summaries that fit the summarizer', () => {
+  it('budgets the window less the output, the previous summary and the prompt', () => {
+    const budget = summaryInputBudget(200000, 20000);
+    expect(budget).toBeLessThan(200000 - 2 * 16000);
+    expect(budget).toBeGreaterThan(200000 - 2 * 16000 - 2000);
+    expect(summaryInputBudget(2000, 1024)).toBe(1024);
+    expect(summaryMessageChars(1024)).toBe(2048);
+    expect(summaryMessageChars(100000)).toBe(SUMMARY_MESSAGE_MAX_CHARS);
+  });
+
+  it('splits a history into consecutive runs that each fit, every message in one run, in order', () => {
+    const messages: Message[] = [];
+    for (let i = 0; i < 40; i++) messages.push(user(`${i} ${sized(300)}`), assistant(sized(300)));
+    messages.push(user(sized(100000)));
+    const chunks = summaryChunks(messages, 4000);
+    expect(chunks.length).toBeGreaterThan(5);
+    expect(chunks.flat()).toStrictEqual(messages);
+    for (const chunk of chunks) {
+      const request = buildSummaryRequest({ messages: chunk, previousSummary: 'earlier', maxMessageChars: summaryMessageChars(4000) });
+      expect(Math.ceil(request.userText.length / 4)).toBeLessThanOrEqual(4000 + 1000);
+    }
+    expect(summaryChunks([], 4000)).toStrictEqual([]);
+    expect(summaryChunks(messages.slice(0, 4), 4000)).toStrictEqual([messages.slice(0, 4)]);
   });
 });
 

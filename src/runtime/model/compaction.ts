@@ -12,7 +12,7 @@ import { skipUnknown } from '../../shared/exhaustive.ts';
 
 // ── Options ───────────────────────────────────────────────────────────────────────────────────
 
-const CONFIG_KEYS: readonly string[] = ['reserveTokens', 'keepRecentTokens', 'model'];
+const CONFIG_KEYS: readonly string[] = ['reserveTokens', 'keepRecentTokens', 'model', 'contextWindow'];
 
 /**
  * Validates `useModel(…, { compaction })`. Zero token counts are accepted (the original source does;
@@ -36,6 +36,15 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
       config.model = field;
       continue;
     }
+    if (key === 'contextWindow') {
+      if (typeof field !== 'number' || !Number.isInteger(field) || field < MIN_CONTEXT_WINDOW) {
+        throw new Error(
+          `[flue] Invalid compaction option "contextWindow": expected the model's context window in tokens, an integer ≥ ${MIN_CONTEXT_WINDOW}, got ${describeValue(field)}.`,
+        );
+      }
+      config.contextWindow = field;
+      continue;
+    }
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 0) {
       throw new Error(`[flue] Invalid compaction option "${key}": expected an integer ≥ 0, got ${describeValue(field)}.`);
     }
@@ -46,6 +55,8 @@ export function validateCompactionConfig(value: unknown): false | CompactionConf
 }
 
 export interface CompactionSettings {
+  /** The window compaction and the request fit hold the conversation to. */
+  contextWindow: number;
   reserveTokens: number;
   keepRecentTokens: number;
   /** Absent ⇒ summarize with the session model. */
@@ -54,26 +65,50 @@ export interface CompactionSettings {
 
 export const DEFAULT_KEEP_RECENT_TOKENS = 8000;
 const DEFAULT_RESERVE_TOKENS = 20000;
+/** A smaller window leaves no room for a conversation beside the prompt and the reserve. */
+const MIN_CONTEXT_WINDOW = 2048;
+/** The clamp of `keepRecentTokens` to the window stops here, whatever the window and reserve. */
+const MIN_KEEP_RECENT_TOKENS = 256;
 
 /**
- * Fills defaults from the model's limits. The default reserve shrinks for small context windows so
- * that reserving it does not leave half the window or less for the conversation; explicit values are
- * taken as given.
+ * The context window assumed for a model whose metadata has none (a custom provider's model
+ * declared without `contextWindow`, a Workers AI model id): small enough for the chat models in
+ * common use today, so a request sized to it is accepted by nearly all of them.
+ */
+export const DEFAULT_CONTEXT_WINDOW = 32_768;
+
+/** The model's context window, or the default when its metadata does not say (0 or absent). */
+export function contextWindowOf(model: { contextWindow: number }): number {
+  return model.contextWindow > 0 ? model.contextWindow : DEFAULT_CONTEXT_WINDOW;
+}
+
+/**
+ * Fills defaults from the model's limits (an unknown window counts as the default one, a
+ * configured one wins over both). The
+ * default reserve shrinks for small context windows so that reserving it does not leave half the
+ * window or less for the conversation; an explicit reserve is taken as given. The part kept
+ * verbatim never exceeds a quarter of what the reserve leaves, so the summary, the kept part and
+ * what comes next fit the window together.
  */
 export function resolveCompactionSettings(
   config: CompactionConfig | undefined,
   model: { contextWindow: number; maxTokens: number },
 ): CompactionSettings {
+  const window = config?.contextWindow ?? contextWindowOf(model);
   let reserveTokens = config?.reserveTokens;
   if (reserveTokens === undefined) {
     reserveTokens = Math.min(DEFAULT_RESERVE_TOKENS, model.maxTokens > 0 ? model.maxTokens : DEFAULT_RESERVE_TOKENS);
-    if (model.contextWindow > 0 && reserveTokens * 2 >= model.contextWindow) {
-      reserveTokens = Math.max(1024, Math.floor(model.contextWindow / 3));
+    if (reserveTokens * 2 >= window) {
+      reserveTokens = Math.max(1024, Math.floor(window / 3));
     }
   }
   const settings: CompactionSettings = {
+    contextWindow: window,
     reserveTokens,
-    keepRecentTokens: config?.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS,
+    keepRecentTokens: Math.min(
+      config?.keepRecentTokens ?? DEFAULT_KEEP_RECENT_TOKENS,
+      Math.max(MIN_KEEP_RECENT_TOKENS, Math.floor((window - reserveTokens) / 4)),
+    ),
   };
   if (config?.model !== undefined) settings.model = config.model;
   return settings;
@@ -172,14 +207,21 @@ export interface CutPoint {
 /**
  * Walks back from the end until at least `keepRecentTokens` are kept, then moves forward to the
  * first user or assistant message: cutting at a tool result would orphan it from its tool call.
- * `messages` is the compactable span (after a previous compaction's kept start, without its summary
- * message). Returns null when nothing would be summarized.
+ * When only tool results follow (one step's results outweigh what is kept), the cut moves back to
+ * the step that issued them instead, so an oversized result never leaves no cut at all. A message
+ * counts at most `messageCapTokens` (what the request sends of it once reduced). `messages` is the
+ * compactable span (after a previous compaction's kept start, without its summary message).
+ * Returns null when nothing would be summarized.
  */
-export function findCutPoint(messages: readonly Message[], keepRecentTokens: number): CutPoint | null {
+export function findCutPoint(
+  messages: readonly Message[],
+  keepRecentTokens: number,
+  messageCapTokens = Number.POSITIVE_INFINITY,
+): CutPoint | null {
   let boundary = -1;
   let kept = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
-    kept += estimateTokens(messages[i]);
+    kept += Math.min(messageCapTokens, estimateTokens(messages[i]));
     if (kept >= keepRecentTokens) {
       boundary = i;
       break;
@@ -195,6 +237,10 @@ export function findCutPoint(messages: readonly Message[], keepRecentTokens: num
       break;
     }
   }
+  for (let i = boundary - 1; cut < 0 && i >= 0; i--) {
+    const role = messages[i].role;
+    if (role === 'user' || role === 'assistant') cut = i;
+  }
   if (cut <= 0) return null;
   if (messages[cut].role === 'user') return { firstKeptIndex: cut };
 
@@ -208,6 +254,8 @@ export function findCutPoint(messages: readonly Message[], keepRecentTokens: num
 // ── Summarization request ─────────────────────────────────────────────────────────────────────
 
 const TOOL_RESULT_MAX_CHARS = 2000;
+/** What a summarization request carries of one user or assistant message at most. */
+export const SUMMARY_MESSAGE_MAX_CHARS = 20_000;
 
 function blocksText(content: string | readonly (TextContent | ImageContent)[]): string {
   if (typeof content === 'string') return content;
@@ -231,15 +279,17 @@ function truncate(text: string, max: number): string {
 /**
  * Flattens messages into labelled plain text, so the summarizer reads the conversation as material
  * rather than continuing it. System messages are prompt plumbing and are left out; tool results are
- * truncated because their bulk rarely matters to a summary.
+ * truncated because their bulk rarely matters to a summary, and any message's text past
+ * `maxMessageChars` because the request must fit the summarizer's window.
  */
-export function serializeConversation(messages: readonly Message[]): string {
+export function serializeConversation(messages: readonly Message[], maxMessageChars = SUMMARY_MESSAGE_MAX_CHARS): string {
   const parts: string[] = [];
+  const toolMax = Math.min(TOOL_RESULT_MAX_CHARS, maxMessageChars);
   for (const message of messages) {
     switch (message.role) {
       case 'user': {
         const text = blocksText(message.content);
-        if (text) parts.push(`[User]: ${text}`);
+        if (text) parts.push(`[User]: ${truncate(text, maxMessageChars)}`);
         break;
       }
       case 'assistant': {
@@ -252,14 +302,14 @@ export function serializeConversation(messages: readonly Message[]): string {
             if (!block.redacted) thinking.push(block.thinking);
           } else calls.push(formatToolCall(block));
         }
-        if (thinking.length > 0) parts.push(`[Assistant thinking]: ${thinking.join('\n')}`);
-        if (text.length > 0) parts.push(`[Assistant]: ${text.join('\n')}`);
-        if (calls.length > 0) parts.push(`[Assistant tool calls]: ${calls.join(', ')}`);
+        if (thinking.length > 0) parts.push(`[Assistant thinking]: ${truncate(thinking.join('\n'), maxMessageChars)}`);
+        if (text.length > 0) parts.push(`[Assistant]: ${truncate(text.join('\n'), maxMessageChars)}`);
+        if (calls.length > 0) parts.push(`[Assistant tool calls]: ${truncate(calls.join(', '), maxMessageChars)}`);
         break;
       }
       case 'toolResult': {
         const text = blocksText(message.content);
-        if (text) parts.push(`[Tool result]: ${truncate(text, TOOL_RESULT_MAX_CHARS)}`);
+        if (text) parts.push(`[Tool result]: ${truncate(text, toolMax)}`);
         break;
       }
       case 'system':
@@ -338,8 +388,10 @@ export function buildSummaryRequest(input: {
   messages: readonly Message[];
   previousSummary?: string;
   splitTurn?: boolean;
+  /** What the request carries of one message at most (default 20,000 characters). */
+  maxMessageChars?: number;
 }): SummaryRequest {
-  const sections = [`<conversation>\n${serializeConversation(input.messages)}\n</conversation>`];
+  const sections = [`<conversation>\n${serializeConversation(input.messages, input.maxMessageChars)}\n</conversation>`];
   let instructions: string;
   if (input.splitTurn) {
     instructions = TURN_PREFIX_INSTRUCTIONS;
@@ -358,6 +410,46 @@ const SUMMARY_MAX_TOKENS_CAP = 16000;
 /** Output budget of a summarization call; the turn-prefix call gets the smaller share. */
 export function summaryMaxTokens(reserveTokens: number, prefix: boolean): number {
   return Math.min(Math.floor((prefix ? 0.5 : 0.8) * reserveTokens), SUMMARY_MAX_TOKENS_CAP);
+}
+
+/** Tokens of the summarization prompt around the conversation: system prompt, instructions, tags. */
+const SUMMARY_PROMPT_TOKENS = Math.ceil((SUMMARY_SYSTEM_PROMPT.length + UPDATE_SUMMARY_INSTRUCTIONS.length + 100) / CHARS_PER_TOKEN);
+
+/**
+ * Tokens of conversation one summarization request may carry: the summarizer's window less its
+ * output, less the previous summary riding along (at most one call's output), less the prompt.
+ */
+export function summaryInputBudget(contextWindow: number, reserveTokens: number): number {
+  return Math.max(1024, contextWindow - 2 * summaryMaxTokens(reserveTokens, false) - SUMMARY_PROMPT_TOKENS);
+}
+
+/** What one summarization request carries of a message, for a request budget: at most half of it. */
+export function summaryMessageChars(budgetTokens: number): number {
+  return Math.min(SUMMARY_MESSAGE_MAX_CHARS, Math.floor((budgetTokens * CHARS_PER_TOKEN) / 2));
+}
+
+/**
+ * `messages` in consecutive runs whose serialized text fits `budgetTokens` each: a history too
+ * long for one summarization request is summarized run by run, each run updating the summary of
+ * the runs before it. A run holds at least one message (which fits, being at most half the budget).
+ */
+export function summaryChunks(messages: readonly Message[], budgetTokens: number): Message[][] {
+  const maxChars = summaryMessageChars(budgetTokens);
+  const chunks: Message[][] = [];
+  let current: Message[] = [];
+  let used = 0;
+  for (const message of messages) {
+    const tokens = Math.ceil((serializeConversation([message], maxChars).length + 2) / CHARS_PER_TOKEN);
+    if (current.length > 0 && used + tokens > budgetTokens) {
+      chunks.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(message);
+    used += tokens;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 export const SPLIT_TURN_SEPARATOR = '\n\n---\n\n**Turn Context (split turn):**\n\n';

@@ -117,7 +117,8 @@ export function resolveModel(spec: string): Model<Api> {
       'binding_missing',
       `[flue] Model "${spec}" needs the Workers AI binding, but no "cloudflare" provider is registered. ` +
         `On Cloudflare it is registered when the Worker has an "AI" binding: add "ai": { "binding": "AI" } to ` +
-        `wrangler.jsonc (and leave FLUE_WORKERS_AI unset), or register one with setProvider(cloudflareBindingProvider({ binding })).`,
+        `wrangler.jsonc (and leave FLUE_WORKERS_AI unset); the build includes it when the source names a cloudflare/ model ` +
+        `literally or flue.config.ts lists "cloudflare" in providers. Or register one with setProvider(cloudflareBindingProvider({ binding })).`,
       { binding: 'AI', model: modelId },
     );
   }

@@ -39,6 +39,8 @@ export type ConversationRecord =
       /** The delegating `task` tool call. */
       taskId?: string;
       agent?: string;
+      /** Set on a conversation made by `fork()`: the conversation and the offset it was cut from. */
+      forkedFrom?: { instanceId: string; conversationId: string; at: number };
       ts: string;
     }
   | {
@@ -115,6 +117,18 @@ export type ConversationRecord =
       toolCallId: string;
       toolName: string;
       lines: ToolLogLine[];
+    }
+  | {
+      /**
+       * Model calls no other record carries, committed with the next batch of their response:
+       * `harness.prompt()` and `harness.compact()` calls in tools and hooks, and summarizations
+       * that failed. What the ledger and budgets count; never a message, never context.
+       */
+      type: 'model_spend';
+      submissionId: string;
+      source: 'harness' | 'compaction';
+      usage: PromptUsage;
+      modelCalls: number;
     }
   | { type: 'agent_start_run'; submissionId: string }
   | { type: 'agent_finish_cycle'; submissionId: string }

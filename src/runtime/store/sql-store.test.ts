@@ -77,8 +77,8 @@ describe('spilled values', () => {
     expect(store.getSubmission('sub_1')!.payload.message).toEqual(message);
     expect(store.openSubmissions(storedConversationKey('s'))[0].payload.message).toEqual(message);
 
-    store.writeState(storedConversationKey('s'), 'big', { text: big });
-    store.writeState(storedConversationKey('s'), 'empty', '');
+    store.writeState(storedConversationKey('s'), 'big', { text: big }, 0);
+    store.writeState(storedConversationKey('s'), 'empty', '', 0);
     expect(store.readState(storedConversationKey('s'))).toEqual(
       new Map<string, unknown>([
         ['big', { text: big }],
@@ -93,15 +93,23 @@ describe('spilled values', () => {
     expect(store.readStep(storedConversationKey('s'), 'call', 'empty')).toEqual({ found: true, value: '' });
   });
 
-  it('an overwritten state value drops the chunks of the previous one', async () => {
+  it('an overwritten state value drops the chunks of the previous one; its history keeps each write under its batch, large ones as markers', async () => {
     const store = await openStore();
-    store.writeState(storedConversationKey('s'), 'v', 'a'.repeat(3 * SPILL_BYTES - 2)); // plus two quotes
-    expect(spillRows(store)).toBe(3);
-    store.writeState(storedConversationKey('s'), 'v', 'b'.repeat(2 * SPILL_BYTES - 2));
-    expect(spillRows(store)).toBe(2);
-    store.writeState(storedConversationKey('s'), 'v', 'small');
-    expect(spillRows(store)).toBe(0);
+    const stateChunks = () => Number(store.driver.query(`SELECT count(*) AS n FROM flue_spill WHERE key LIKE '["state",%'`)[0].n);
+    store.writeState(storedConversationKey('s'), 'v', 'a'.repeat(3 * SPILL_BYTES - 2), 0); // plus two quotes
+    expect(stateChunks()).toBe(3);
+    store.writeState(storedConversationKey('s'), 'v', 'b'.repeat(2 * SPILL_BYTES - 2), 1);
+    expect(stateChunks()).toBe(2);
+    store.writeState(storedConversationKey('s'), 'v', 'small', 2);
+    expect(stateChunks()).toBe(0);
     expect(store.readState(storedConversationKey('s')).get('v')).toBe('small');
+    // The history keeps small values; a large one only as the fact of its write, so it costs no chunks.
+    expect(store.readStateHistory(storedConversationKey('s'))).toEqual([
+      { seq: 0, name: 'v', unkept: true },
+      { seq: 1, name: 'v', unkept: true },
+      { seq: 2, name: 'v', value: 'small' },
+    ]);
+    expect(spillRows(store)).toBe(0);
   });
 
   describe('a damaged chunk is a typed storage error, never a shorter value', () => {

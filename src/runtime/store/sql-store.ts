@@ -32,6 +32,13 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A marker can never be JSON: no JSON text starts with `~`. */
 const SPILL_MARKER = '~spill:';
 
+/** The state history keeps values up to this size; a larger one is kept as a marker only. */
+export const STATE_HISTORY_BYTES = 64 * 1024;
+const UNKEPT_MARKER = '~unkept';
+
+/** One persistent state write in the history: its value, or only that it happened (`unkept`). */
+export type StateHistoryEntry = { seq: number; name: string } & ({ value: unknown; unkept?: never } | { unkept: true; value?: never });
+
 /** BLOBs come back as Uint8Array from node:sqlite and as ArrayBuffer from Durable Objects. */
 function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
   if (value instanceof Uint8Array) return value;
@@ -98,6 +105,19 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
      stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
    )`,
+  // Each persistent state write, under the batch that explains it, so `fork()` can tell the state
+  // as of an earlier offset. Stores made before it hold none: their state is known at the head only.
+  `CREATE TABLE IF NOT EXISTS flue_state_history (
+     stream TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, seq, name)
+   ) WITHOUT ROWID`,
+  // useTimer(): one row per pending timer, deleted in the transaction that admits its delivery.
+  // A store without the table (made by the version before) gains it on open; that version ignores it.
+  `CREATE TABLE IF NOT EXISTS flue_timers (
+     stream TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL, due_at INTEGER NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (stream, name)
+   ) WITHOUT ROWID`,
+  // The host's one wake-up (an alarm, a Node timeout) is the earliest due time across the store.
+  `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
   // The newest checkpoint of each conversation's fold: derived data, rewritten in the transaction of
   // a later batch, read (and distrusted when it does not check out) when a fold is rebuilt. A rowid
   // table: the body can be large (over SPILL_BYTES it is spilled). Versions without it ignore it.
@@ -194,6 +214,27 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
 /** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
 function spillKey(kind: 'batch' | 'submission' | 'state' | 'step' | 'checkpoint', ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
+}
+
+/** A pending `useTimer()` timer: at most one per name in a conversation. */
+export interface TimerRow {
+  conversation: ConversationKey;
+  name: string;
+  /** New for every schedule; the delivery's submission id derives from it (`sub_<id>`). */
+  id: string;
+  /** When it is due, in epoch milliseconds. */
+  dueAt: number;
+  body: string;
+}
+
+function toTimer(row: SqlRow): TimerRow {
+  return {
+    conversation: storedConversationKey(row.stream),
+    name: String(row.name),
+    id: String(row.id),
+    dueAt: Number(row.due_at),
+    body: String(row.body),
+  };
 }
 
 export interface ConversationInfo {
@@ -432,9 +473,7 @@ export class SqlStore {
   }
 
   /** First terminal state wins: settled rows are never rewritten. */
-  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): boolean {
-    const before = this.getSubmission(id);
-    if (before === undefined || before.status === 'settled') return false;
+  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): void {
     this.driver.run(
       `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL`,
       outcome,
@@ -442,7 +481,6 @@ export class SqlStore {
       now,
       id,
     );
-    return true;
   }
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
@@ -498,16 +536,86 @@ export class SqlStore {
     return state;
   }
 
-  writeState(key: ConversationKey, name: string, value: unknown): void {
+  /**
+   * `seq` is the batch that explains the write (committed in the same transaction); `null` writes
+   * no history (an imported value whose history was not kept).
+   */
+  writeState(key: ConversationKey, name: string, value: unknown, seq: number | null): void {
     const spilled = spillKey('state', key, name);
+    const text = JSON.stringify(value);
     // An overwrite must not leave the previous value's chunks behind.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
     this.driver.run(
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
       key,
       name,
-      this.spill(spilled, JSON.stringify(value)).column,
+      this.spill(spilled, text).column,
     );
+    if (seq !== null) this.writeStateHistory(key, seq, name, text);
+  }
+
+  /**
+   * One history entry: the value (as JSON text) `name` took in the batch `seq`. A value over
+   * STATE_HISTORY_BYTES, or one not known (`undefined`), is kept as a marker only, so the history
+   * costs at most that much per write: the value is then known from that batch on only while it
+   * is the name's last write (then it is the current value).
+   */
+  writeStateHistory(key: ConversationKey, seq: number, name: string, text: string | undefined): void {
+    const kept = text !== undefined && (text.length * 3 <= STATE_HISTORY_BYTES || utf8Size(text) <= STATE_HISTORY_BYTES);
+    this.driver.run(
+      'INSERT INTO flue_state_history (stream, seq, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (stream, seq, name) DO UPDATE SET value = excluded.value',
+      key,
+      seq,
+      name,
+      kept ? text : UNKEPT_MARKER,
+    );
+  }
+
+  /** Every recorded state write of the conversation, in batch order. */
+  readStateHistory(key: ConversationKey): StateHistoryEntry[] {
+    return this.driver.query('SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key).map((row) => {
+      const entry = { seq: Number(row.seq), name: String(row.name) };
+      return row.value === UNKEPT_MARKER ? { ...entry, unkept: true as const } : { ...entry, value: JSON.parse(String(row.value)) };
+    });
+  }
+
+  // ── Timers ───────────────────────────────────────────────────────────────────────────────
+
+  timers(key: ConversationKey): TimerRow[] {
+    return this.driver.query('SELECT * FROM flue_timers WHERE stream = ? ORDER BY due_at, name', key).map(toTimer);
+  }
+
+  /** Schedules or replaces the conversation's timer of that name. */
+  putTimer(timer: TimerRow): void {
+    this.driver.run(
+      `INSERT INTO flue_timers (stream, name, id, due_at, body) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (stream, name) DO UPDATE SET id = excluded.id, due_at = excluded.due_at, body = excluded.body`,
+      timer.conversation,
+      timer.name,
+      timer.id,
+      timer.dueAt,
+      timer.body,
+    );
+  }
+
+  deleteTimer(key: ConversationKey, name: string): void {
+    this.driver.run('DELETE FROM flue_timers WHERE stream = ? AND name = ?', key, name);
+  }
+
+  /** Removes the timer only if it is still the schedule `id` (not a later one of the same name). */
+  deleteTimerId(key: ConversationKey, id: string): void {
+    this.driver.run('DELETE FROM flue_timers WHERE stream = ? AND id = ?', key, id);
+  }
+
+  /** Timers due at `now`, earliest first, across every conversation of the store. */
+  dueTimers(now: number): TimerRow[] {
+    return this.driver.query('SELECT * FROM flue_timers WHERE due_at <= ? ORDER BY due_at, stream, name', now).map(toTimer);
+  }
+
+  /** The earliest due time across the store, if any timer is pending. */
+  nextTimerDue(): number | undefined {
+    const row = this.driver.query('SELECT min(due_at) AS due FROM flue_timers')[0];
+    return row === undefined || row.due === null ? undefined : Number(row.due);
   }
 
   readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
