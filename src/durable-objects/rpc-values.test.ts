@@ -23,13 +23,13 @@ describe('values across the RPC boundary', () => {
   });
 
   it('rebuilds payload_too_large as the typed class with its status and meta', () => {
-    const rebuilt = fromErrorShape(toErrorShape(new PayloadTooLargeError('conversation', 70 * 1024 * 1024, 64 * 1024 * 1024)));
+    const rebuilt = fromErrorShape(toErrorShape(new PayloadTooLargeError('message', 40 * 1024 * 1024, 32 * 1024 * 1024)));
     expect(rebuilt).toBeInstanceOf(PayloadTooLargeError);
     expect(rebuilt).toMatchObject({
       type: 'payload_too_large',
       status: 413,
-      message: 'conversation is 70 MiB, over the 64 MiB limit.',
-      meta: { field: 'conversation', size: 70 * 1024 * 1024, limit: 64 * 1024 * 1024 },
+      message: 'message is 40 MiB, over the 32 MiB limit.',
+      meta: { field: 'message', size: 40 * 1024 * 1024, limit: 32 * 1024 * 1024 },
     });
   });
 });

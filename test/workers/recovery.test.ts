@@ -5,6 +5,7 @@ import type { FlueAgentDurableObject } from '@flue/runtime/cloudflare';
 import { parseDeliveredMessage } from '../../src/runtime/engine/delivered-message.ts';
 import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, stepRuns, ticks } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { resetObject } from './reset-object.ts';
 import './worker.ts';
 
 const namespace = (binding: string) => (env as unknown as Record<string, DurableObjectNamespace>)[binding]!;
@@ -13,17 +14,6 @@ const stubOf = (id: string) => namespace('FLUE_PROVISIONER_AGENT').getByName(id)
 afterEach(async () => {
   await Promise.all([PROVISION_LANE, ECHO_LANE, TICKER_LANE].map(resetLane));
 });
-
-/** Resets the object: its next call constructs a fresh instance, as after an eviction or a deploy. */
-async function resetObject(stub: DurableObjectStub): Promise<void> {
-  await runInDurableObject(stub, (_instance, state) => {
-    try {
-      state.abort('test reset');
-    } catch {
-      // abort() throws in the calling context by design
-    }
-  }).catch(() => {});
-}
 
 test('read() survives the object being reset mid-response; durable steps and state survive the reset', async () => {
   stepRuns.length = 0;

@@ -9,6 +9,7 @@ import { init } from '@flue/runtime';
 import type { RecordedRequest } from '@flue/runtime/testing';
 import { LAB_PERSIST_LANE, SandboxLab, stall } from './sandbox-agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { resetObject } from './reset-object.ts';
 import './worker.ts';
 
 const LANE = LAB_PERSIST_LANE;
@@ -21,17 +22,6 @@ function lastResults(request: RecordedRequest) {
     const result = request.messages.find((m) => m.role === 'tool' && m.toolCallId === call.id)!;
     return { name: call.name, content: result.content, isError: result.isError === true };
   });
-}
-
-/** Resets the object as an eviction or a crash would (the next call starts a fresh instance). */
-async function resetObject(id: string): Promise<void> {
-  await runInDurableObject(stubOf(id), (_instance, state) => {
-    try {
-      state.abort('test reset');
-    } catch {
-      // abort() throws in the calling context by design
-    }
-  }).catch(() => {});
 }
 
 const storedFiles = (id: string) =>
@@ -95,7 +85,7 @@ test('files survive the object being evicted between messages', async () => {
   );
   const handle = init(SandboxLab, { id: 'persist-evicted' });
   expect((await handle.read(await handle.dispatch('Prepare results.'))).text).toBe('Done.');
-  await resetObject('persist-evicted');
+  await resetObject(stubOf('persist-evicted'));
   expect((await handle.read(await handle.dispatch('Check the results.'))).text).toBe('Still there.');
   const [read, ls] = lastResults((await laneRequests(LANE))[3]!);
   expect(read).toEqual({ name: 'read', content: 'kept', isError: false });
@@ -118,7 +108,7 @@ test('files written before a crash mid-response are there when the response reco
   const handle = init(SandboxLab, { id: 'persist-crash' });
   const reading = handle.read(await handle.dispatch('Write, then wait.'));
   await until(() => (stall.entered ? true : undefined));
-  await resetObject('persist-crash');
+  await resetObject(stubOf('persist-crash'));
   // The backstop alarm would fire in 30 s; run it now.
   await until(async () => ((await runDurableObjectAlarm(stubOf('persist-crash'))) ? true : undefined), 20_000);
   expect((await reading).text).toBe('Recovered.');

@@ -20,8 +20,6 @@ export const MAX_TOOL_OUTPUT_BYTES = 24 * MiB;
 export const MAX_STATE_VALUE_BYTES = 24 * MiB;
 /** One durable `step.do()` value, as JSON. */
 export const MAX_STEP_VALUE_BYTES = 24 * MiB;
-/** A conversation's whole log; a message that would take it past this is refused at admission. */
-export const MAX_CONVERSATION_BYTES = 64 * MiB;
 
 const encoder = new TextEncoder();
 

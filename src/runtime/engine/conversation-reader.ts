@@ -5,7 +5,7 @@
  * conversation writer. The engine holds one reader and serves the read verbs through it; the
  * reader asks the engine's lifecycle whether a drain has begun or ended, and never changes it.
  */
-import type { ChildConversation, Conversation, FlueConversationSnapshot } from './conversation.ts';
+import type { ChildConversation, Conversation, FlueConversationSnapshot, SubmissionReply } from './conversation.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { AgentInstanceNotFoundError, RuntimeUnavailableError, abortError } from '../common/errors.ts';
 import { assertInstanceIdShape } from '../common/input-limits.ts';
@@ -70,7 +70,8 @@ export class ConversationReader {
       const ready = () => this.lifecycle.readsClosed() || settled() || (batches && live.conv.head > afterSeq);
       await this.whenReady(live, ready, undefined, signal);
       if (!settled() && this.lifecycle.readsClosed()) throw stoppedBeforeSettlement(submissionId);
-      return this.answer(live, submissionId, afterSeq, batches, undefined);
+      // Pages like a remote poll, so a reader that follows a long log never holds all of it.
+      return this.answer(live, submissionId, afterSeq, batches, MAX_ANSWER_BATCH_BYTES);
     };
     return readReply(next, submissionId, options);
   }
@@ -120,13 +121,9 @@ export class ConversationReader {
   }
 
   /** A reader's answer: the batches after `afterSeq` (if asked for) and the settlement, which travels only with the last ones. */
-  private answer(live: LiveConversation, submissionId: string, afterSeq: number, batches: boolean, maxBytes: number | undefined): ReadPoll {
+  private answer(live: LiveConversation, submissionId: string, afterSeq: number, batches: boolean, maxBytes: number): ReadPoll {
     const found = live.conv.settlements.get(submissionId);
-    const read = !batches
-      ? []
-      : maxBytes === undefined
-        ? this.view.batches(live.key, afterSeq)
-        : this.view.boundedBatches(live.key, afterSeq, undefined, maxBytes);
+    const read = batches ? this.view.boundedBatches(live.key, afterSeq, undefined, maxBytes) : [];
     const settlement = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : found;
     return {
       batches: read,
@@ -136,18 +133,33 @@ export class ConversationReader {
             settled: {
               outcome: settlement.outcome,
               ...(settlement.error === undefined ? {} : { error: settlement.error }),
-              ...(settlement.outcome === 'completed' ? { reply: { ...live.conv.reply(submissionId), submissionId } } : {}),
+              ...(settlement.outcome === 'completed' ? { reply: { ...this.reply(live, submissionId), submissionId } } : {}),
             },
           }),
     };
   }
 
+  /**
+   * The reply of a settled submission: from the live fold while it is recent, else from the
+   * batches of the response that answered it (the live fold keeps where they are, not the reply).
+   */
+  private reply(live: LiveConversation, submissionId: string): SubmissionReply {
+    const source = live.conv.replySource(submissionId);
+    if (source === undefined) return live.conv.reply(submissionId);
+    return this.view.foldRange(live.key, source.after, source.through).reply(source.of);
+  }
+
   // ── The conversation stream (streaming-protocol.md §5–§9) ───────────────────────────────
 
+  /**
+   * The history view: the whole transcript, folded from the log a page of batches at a time (the
+   * live fold does not hold it). The answer is the transcript, so it grows with the conversation;
+   * the records it was folded from are not held.
+   */
   history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
-    return live.conv.snapshot(live.incarnation);
+    return this.view.fold(live.key, live.conv.head + 1).snapshot(live.incarnation, true);
   }
 
   /**
@@ -180,10 +192,9 @@ export class ConversationReader {
     return { kind: 'ok', incarnation: live.incarnation, chunks, nextSeq, upToDate: nextSeq >= live.conv.head };
   }
 
-  /** The snapshot after one batch: the live fold at the head, a fresh fold otherwise (resets are rare). */
+  /** The snapshot after one batch, folded from the log (resets are rare: a conversation's birth and its compactions). */
   private snapshotAfter(live: LiveConversation, seq: number): Omit<FlueConversationSnapshot, 'incarnation'> {
-    if (seq === live.conv.head) return live.conv.snapshot();
-    return this.view.fold(live.key, seq + 1).snapshot();
+    return this.view.fold(live.key, seq + 1).snapshot(undefined, true);
   }
 
   private nextAppend(live: LiveConversation, waitMs: number, signal?: AbortSignal): Promise<void> {
@@ -237,7 +248,7 @@ function childConversations(view: ConversationView, root: Conversation): ChildCo
         toolCallId: ref.parentToolCallId,
         ...(ref.session === undefined ? {} : { session: ref.session }),
         via: ref.parentAssistantEntryId === undefined ? 'harness' : 'conversation',
-        snapshot: fold.snapshot(incarnation),
+        snapshot: fold.snapshot(incarnation, true),
       });
       visit(fold);
     }

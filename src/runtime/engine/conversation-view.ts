@@ -8,6 +8,7 @@
  * It imports no engine code: everything above it may import it.
  */
 import { Conversation } from './conversation.ts';
+import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
@@ -19,24 +20,29 @@ export class LiveConversation {
   readonly key: ConversationKey;
   readonly agentName: string;
   readonly instanceId: string;
-  readonly conv = new Conversation();
+  /** The live fold: what the next response needs, not the transcript (conversation.ts). */
+  readonly conv: Conversation;
   readonly listeners = new Set<() => void>();
   /** Committed persistent state (a read cache of the state table). */
   state: Map<string, unknown> | undefined;
   incarnation: string | undefined;
-  /** UTF-8 size of the folded log, kept as batches are folded so admission can bound it. */
-  logBytes = 0;
+  /** What was written since the last checkpoint: when the writer writes the next one. */
+  sinceCheckpoint: SinceCheckpoint = freshSince(0);
 
-  constructor(key: ConversationKey, agentName: string, instanceId: string) {
+  constructor(key: ConversationKey, agentName: string, instanceId: string, conv = new Conversation('live')) {
     this.key = key;
     this.agentName = agentName;
     this.instanceId = instanceId;
+    this.conv = conv;
   }
 
   notify(): void {
     for (const listener of [...this.listeners]) listener();
   }
 }
+
+/** Batches read per query when folding a log: the fold holds one page of records at a time. */
+const FOLD_PAGE = 64;
 
 export class ConversationView {
   private readonly store: SqlStore;
@@ -59,17 +65,17 @@ export class ConversationView {
     const key = conversationKey(agentName, instanceId);
     let live = this.lives.get(key);
     if (live === undefined) {
-      live = new LiveConversation(key, agentName, instanceId);
+      const info = this.store.getConversation(key);
+      live =
+        info === undefined ? new LiveConversation(key, agentName, instanceId) : this.wake(key, agentName, instanceId, info.incarnation);
       // Only conversations that exist are kept: reads of random ids must not grow memory.
-      if (this.store.getConversation(key) !== undefined) this.lives.set(key, live);
+      if (info !== undefined) this.lives.set(key, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getConversation(key)?.incarnation;
+    // The writer reports every batch it appends: a kept fold at that head asks the store nothing.
     const known = this.heads.get(key);
     if (known !== undefined && live.conv.head >= known) return live;
-    for (const { batch, bytes } of this.store.readBatchesSized(key, live.conv.head)) {
-      live.conv.apply(batch);
-      live.logBytes += bytes;
-    }
+    this.catchUp(live);
     if (this.lives.get(key) === live) this.heads.set(key, live.conv.head);
     return live;
   }
@@ -77,6 +83,46 @@ export class ConversationView {
   /** The writer appended batch `seq` to the log of `key` (any fold of it, kept or not, may be behind now). */
   appended(key: ConversationKey, seq: number): void {
     if (seq > (this.heads.get(key) ?? -1)) this.heads.set(key, seq);
+  }
+
+  /**
+   * A conversation's live fold, not kept: from its checkpoint when one checks out, else from the
+   * start of its log, caught up with the log's head (child conversations open through this).
+   */
+  wake(key: ConversationKey, agentName: string, instanceId: string, incarnation: string): LiveConversation {
+    const restored = this.checkpointOf(key, incarnation);
+    const live = new LiveConversation(key, agentName, instanceId, restored?.conv);
+    live.incarnation = incarnation;
+    live.sinceCheckpoint = freshSince(restored?.bytes ?? 0);
+    this.catchUp(live);
+    return live;
+  }
+
+  /** The stored checkpoint's fold, or undefined when there is none or it does not check out (the log is folded instead). */
+  private checkpointOf(key: ConversationKey, incarnation: string): { conv: Conversation; bytes: number } | undefined {
+    let stored: ReturnType<SqlStore['readCheckpoint']>;
+    try {
+      stored = this.store.readCheckpoint(key);
+    } catch {
+      // Damaged chunks: derived data only, so the log decides.
+      return undefined;
+    }
+    if (stored === undefined) return undefined;
+    const restored = restoreCheckpoint(stored, { head: this.store.head(key), incarnation });
+    return 'conv' in restored ? { conv: restored.conv, bytes: stored.bytes } : undefined;
+  }
+
+  /** Folds the batches after the fold's head, a page at a time, counting them towards the next checkpoint. */
+  private catchUp(live: LiveConversation): void {
+    for (;;) {
+      const page = this.store.readBatchesSized(live.key, live.conv.head, FOLD_PAGE);
+      for (const { batch, bytes } of page) {
+        live.conv.apply(batch);
+        live.sinceCheckpoint.batches++;
+        live.sinceCheckpoint.bytes += bytes;
+      }
+      if (page.length < FOLD_PAGE) return;
+    }
   }
 
   liveByKey(key: ConversationKey): LiveConversation {
@@ -97,10 +143,23 @@ export class ConversationView {
     return this.lives.values();
   }
 
-  /** A fresh fold of a conversation's first `limit` batches (all by default); child conversations are not kept in memory. */
-  fold(key: ConversationKey, limit?: number): Conversation {
+  /**
+   * A fresh transcript fold of a conversation's first `limit` batches (all by default), read a
+   * page at a time: what readers of the history answer from. Not kept in memory.
+   */
+  fold(key: ConversationKey, limit = Infinity): Conversation {
+    return this.foldRange(key, -1, limit - 1);
+  }
+
+  /** A fresh transcript fold of the batches after `after`, through `through` (a reply's response). */
+  foldRange(key: ConversationKey, after: number, through: number): Conversation {
     const fold = new Conversation();
-    for (const batch of this.store.readBatches(key, -1, limit)) fold.apply(batch);
+    for (let head = after; head < through; ) {
+      const page = this.store.readBatches(key, head, Math.min(FOLD_PAGE, through - head));
+      for (const batch of page) fold.apply(batch);
+      if (page.length === 0) break;
+      head = page.at(-1)!.seq;
+    }
     return fold;
   }
 

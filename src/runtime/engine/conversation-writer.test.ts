@@ -56,13 +56,15 @@ describe('ConversationWriter', () => {
     const live = admitted(opened, 'sub_1');
     let told = 0;
     live.listeners.add(() => told++);
-    const before = live.logBytes;
+    const before = { ...live.sinceCheckpoint };
     writer.commit(live, [signal('one')]);
     writer.commit(live, [signal('two')]);
     expect(told).toBe(2);
     expect(live.conv.head).toBe(2);
     expect(store.readBatches(live.key, 0).map((batch) => batch.seq)).toEqual([1, 2]);
-    expect(live.logBytes).toBeGreaterThan(before);
+    // Counted towards the next checkpoint.
+    expect(live.sinceCheckpoint.batches).toBe(before.batches + 2);
+    expect(live.sinceCheckpoint.bytes).toBeGreaterThan(before.bytes);
   });
 
   it('writes persistent state in the transaction of its batch and keeps the read cache current', async () => {

@@ -11,6 +11,7 @@
 import { newId } from '../common/ids.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
+import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from './conversation-checkpoint.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow, TimerRow } from '../store/sql-store.ts';
@@ -62,17 +63,30 @@ export class ConversationWriter {
 
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
 
-  /** Appends one batch (plus any ledger writes that must land with it) and advances the fold. */
+  /**
+   * Appends one batch (plus any ledger writes that must land with it) and advances the fold. When
+   * a checkpoint is due, the fold as it stands before this batch is stored in the same transaction
+   * (conversation-checkpoint.ts): the fold only advances once the batch is committed.
+   */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
+    const due = checkpointDue(live.sinceCheckpoint);
+    let checkpointBytes = 0;
     const { seq, bytes } = this.store.transaction(() => {
       // The fold is this single writer's view of the log, so its head is the store's.
       const appended = this.store.appendSized(live.key, records, live.conv.head);
       alsoWrite?.();
+      if (due) {
+        const body = encodeCheckpoint(live.conv, live.incarnation);
+        checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, body);
+      }
       return appended;
     });
     this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
-    live.logBytes += bytes;
+    if (due) live.sinceCheckpoint = freshSince(checkpointBytes);
+    live.sinceCheckpoint.batches++;
+    live.sinceCheckpoint.bytes += bytes;
+    if (records.some((record) => record.type === 'compaction')) live.sinceCheckpoint.compacted = true;
     live.notify();
   }
 
@@ -213,15 +227,20 @@ export class ConversationWriter {
    * in the same transaction as `retained` on the parent: the record that says where it lives.
    */
   openChild({ parent, key, birth }: { parent: LiveConversation; key: ConversationKey; birth: () => ChildBirth }): LiveConversation {
+    const info = this.view.conversationInfo(key);
+    if (info !== undefined) {
+      const existing = this.view.wake(key, parent.agentName, parent.instanceId, info.incarnation);
+      if (existing.conv.created) return existing;
+    }
     const child = new LiveConversation(key, parent.agentName, parent.instanceId);
-    for (const batch of this.view.batches(key, -1)) child.conv.apply(batch);
-    if (child.conv.created) return child;
     const { records, retained } = birth();
+    const incarnation = newIncarnation();
     let seq = -1;
     this.commit(parent, [retained], () => {
-      this.store.createConversation({ key, agent: parent.agentName, instanceId: parent.instanceId, incarnation: newIncarnation() });
+      this.store.createConversation({ key, agent: parent.agentName, instanceId: parent.instanceId, incarnation });
       seq = this.store.append(key, records);
     });
+    child.incarnation = incarnation;
     this.view.appended(key, seq);
     child.conv.apply({ seq, records });
     return child;

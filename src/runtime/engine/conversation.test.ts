@@ -2,22 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AssistantMessage } from '@earendil-works/pi-ai';
 import { Conversation } from './conversation.ts';
 import type { ConversationRecord } from '../store/records.ts';
-import { emptyUsage } from '../model/usage.ts';
-
-const ts = '2026-01-01T00:00:00.000Z';
-
-function assistant(content: AssistantMessage['content'], stopReason: AssistantMessage['stopReason'] = 'stop'): AssistantMessage {
-  return {
-    role: 'assistant',
-    content,
-    api: 'openai-completions',
-    provider: 'p',
-    model: 'm',
-    usage: emptyUsage() as never,
-    stopReason,
-    timestamp: 0,
-  };
-}
+import { assistant, input, ts } from './log-records.fixtures.ts';
 
 /** Folds batches of records into a fresh conversation, one batch per argument. */
 function fold(...batches: ConversationRecord[][]): Conversation {
@@ -33,14 +18,6 @@ const created: ConversationRecord = {
   initialData: { plan: 'pro' },
   ts,
 };
-const input = (id: string, body: string): ConversationRecord => ({
-  type: 'user_message',
-  messageId: `msg_in_${id}`,
-  submissionId: id,
-  deliveryOrigin: 'app',
-  body,
-  ts,
-});
 const started = (step: string, id = 'sub_1'): ConversationRecord => ({
   type: 'assistant_started',
   messageId: 'msg_a',
@@ -196,5 +173,111 @@ describe('Conversation', () => {
     expect(snapshot).toMatchObject({ v: 1, conversationId: 'conv_1', incarnation: 'inc_1' });
     snapshot.messages.length = 0;
     expect(conv.messages.length).toBeGreaterThan(0);
+  });
+
+  it('drops the model messages before a compaction cut and keeps their indices', () => {
+    const batches: ConversationRecord[][] = [
+      [created],
+      [input('sub_1', 'old question')],
+      [started('s1'), completed('s1', assistant([{ type: 'text', text: 'old answer' }]))],
+      [input('sub_2', 'new question')],
+      [{ type: 'compaction', summary: 'They talked.', firstKept: 2, tokensBefore: 100, ts }],
+    ];
+    const conv = fold(...batches);
+    expect(conv.modelLength).toBe(3);
+    expect(conv.compactableEntries().map((entry) => entry.index)).toEqual([2]);
+    // The cut is past the last assistant step; a delegated task still returns its text.
+    expect(conv.finalAssistantText()).toBe('old answer');
+    conv.apply({ seq: 5, records: [input('sub_3', 'later')] });
+    expect(conv.compactableEntries().map((entry) => entry.index)).toEqual([2, 3]);
+    expect(conv.modelContext()).toHaveLength(3);
+  });
+});
+
+describe('a live fold', () => {
+  const answered = (id: string, text: string, seqStart: number): { seq: number; records: ConversationRecord[] }[] => [
+    { seq: seqStart, records: [input(id, `question ${id}`)] },
+    {
+      seq: seqStart + 1,
+      records: [
+        { ...started(`s_${id}`, id), messageId: `msg_a_${id}` } as ConversationRecord,
+        { type: 'assistant_delta', messageId: `msg_a_${id}`, stepId: `s_${id}`, kind: 'text', block: 0, delta: text },
+        { ...completed(`s_${id}`, assistant([{ type: 'text', text }]), id), messageId: `msg_a_${id}` } as ConversationRecord,
+      ],
+    },
+    { seq: seqStart + 2, records: [{ type: 'data_write', submissionId: id, messageId: `msg_a_${id}`, name: 'n', data: id }] },
+    { seq: seqStart + 3, records: [{ type: 'submission_settled', submissionId: id, outcome: 'completed', ts }] },
+  ];
+
+  it('holds no messages of settled responses, and knows which batches hold each reply', () => {
+    const live = new Conversation('live');
+    const transcript = new Conversation();
+    const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1), ...answered('sub_2', 'Two.', 5)];
+    for (const batch of batches.slice(0, 7)) {
+      live.apply(batch);
+      transcript.apply(batch);
+    }
+    // sub_2's answer is streaming: its assistant message is held, no user message is.
+    expect(live.messages.map((m) => m.id)).toEqual(['msg_a_sub_2']);
+    for (const batch of batches.slice(7)) {
+      live.apply(batch);
+      transcript.apply(batch);
+    }
+    expect(live.messages).toEqual([]);
+    expect(live.responseIfAny('sub_1')).toBeUndefined();
+    expect(live.modelContext()).toEqual(transcript.modelContext());
+    expect(() => live.snapshot()).toThrow(/transcript/);
+    // The latest replies are at hand; where each lives is kept either way.
+    expect(live.replySource('sub_2')).toBeUndefined();
+    expect(live.reply('sub_2')).toEqual({ text: 'Two.', data: { n: ['sub_2'] } });
+    expect(live.state().replySources).toEqual([
+      ['sub_1', { of: 'sub_1', after: 1, through: 4 }],
+      ['sub_2', { of: 'sub_2', after: 5, through: 8 }],
+    ]);
+    // Those batches alone answer the reply.
+    const range = new Conversation();
+    for (const batch of batches.filter((b) => b.seq > 1 && b.seq <= 4)) range.apply(batch);
+    expect(range.reply('sub_1')).toEqual(transcript.reply('sub_1'));
+  });
+
+  it("keeps the latest responses' replies at hand, one per response however many deliveries joined it", () => {
+    const live = new Conversation('live');
+    const joined = (id: string): ConversationRecord => ({ ...input(id, 'me too'), joinedInto: 'sub_1' }) as ConversationRecord;
+    const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1)];
+    batches.splice(2, 0, { seq: 1.5, records: [joined('sub_j1'), joined('sub_j2')] });
+    const settle = (id: string): ConversationRecord => ({
+      type: 'submission_settled',
+      submissionId: id,
+      outcome: 'completed',
+      answeredBySubmissionId: 'sub_1',
+      ts,
+    });
+    batches.at(-1)!.records.push(settle('sub_j1'), settle('sub_j2'));
+    batches.forEach((batch, seq) => live.apply({ ...batch, seq }));
+    for (const id of ['sub_1', 'sub_j1', 'sub_j2']) {
+      expect(live.replySource(id)).toBeUndefined();
+      expect(live.reply(id)).toEqual({ text: 'One.', data: { n: ['sub_1'] } });
+    }
+    // Nine later responses push it out: its deliveries then read it from the log.
+    let seq = batches.length;
+    for (let n = 2; n <= 10; n++) {
+      for (const batch of answered(`sub_${n}`, `${n}.`, seq)) live.apply(batch);
+      seq += 4;
+    }
+    expect(live.replySource('sub_j2')).toEqual({ of: 'sub_1', after: 2, through: 5 });
+    expect(live.reply('sub_10')).toEqual({ text: '10.', data: { n: ['sub_10'] } });
+  });
+
+  it('is rebuilt from its state exactly, origin of the last delivery included', () => {
+    const live = new Conversation('live');
+    const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1), { seq: 5, records: [input('sub_2', 'open')] }];
+    for (const batch of batches) live.apply(batch);
+    const restored = Conversation.restore(JSON.parse(JSON.stringify(live.state())));
+    expect(restored.state()).toEqual(live.state());
+    expect((restored.lastDelivery as { origin?: string }).origin).toBe('app');
+    const next = { seq: 6, records: [started('s2', 'sub_2'), completed('s2', assistant([{ type: 'text', text: 'Open.' }]), 'sub_2')] };
+    live.apply(next);
+    restored.apply(next);
+    expect(restored.state()).toEqual(live.state());
   });
 });

@@ -3,6 +3,14 @@
  * the client-visible snapshot, settlements, the model context, and where the current response
  * stands (what recovery needs). A fold is kept per conversation in memory and advanced batch by
  * batch, so a long history is never re-read on every turn.
+ *
+ * A fold has a scope. A `'transcript'` fold (a reader's: the history view, reset snapshots, child
+ * inspection) keeps every client message. A `'live'` fold (the one kept per conversation in
+ * memory) keeps only what the next response, admission, recovery and `getUsage` need, so its
+ * memory follows the live context, not the history: the assistant messages of unsettled
+ * responses, where each settlement's reply lives in the log (readers fetch it from there), and
+ * the model context since the last compaction. Both scopes drop the model messages before the
+ * last compaction's cut, keeping their indices through `modelBase`.
  */
 import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } from '../model/model-types.ts';
 import { renderSignal } from './delivered-message.ts';
@@ -133,6 +141,65 @@ export interface ResponseInfo {
   progress: { lines: number; chars: number };
 }
 
+/** Where a settled submission's reply lives in the log: the response that answers it, and the batches that hold it. */
+export interface ReplySource {
+  /** The submission whose assistant message is the reply (the settled one, a leader it joined, or an earlier response). */
+  of: string;
+  /** The batch before that response's first record (-1: from the start). */
+  after: number;
+  /** The batch of the settlement. */
+  through: number;
+}
+
+/** What `read()` and polls answer for a completed submission. */
+export interface SubmissionReply {
+  text: string;
+  data: Record<string, unknown[]>;
+  metadata?: Record<string, unknown>;
+}
+
+/** How much of the log a fold keeps (see the module comment). */
+export type FoldScope = 'transcript' | 'live';
+
+/** Replies of the latest responses a live fold keeps at hand, so the reads that follow a settlement read no log. */
+const RECENT_REPLIES = 8;
+
+/**
+ * A live fold's state as plain JSON: what a checkpoint stores (conversation-checkpoint.ts).
+ * Changing what it holds or what a field means changes `CHECKPOINT_VERSION`.
+ */
+export interface FoldState {
+  head: number;
+  conversationId: string;
+  uid?: string;
+  initialData?: unknown;
+  messages: FlueConversationMessage[];
+  settlements: FlueConversationSettlement[];
+  applied: string[];
+  startRuns: string[];
+  tail: ResponseTail;
+  ledger: SubmissionUsage[];
+  ledgerTotal: PromptUsage;
+  hostActivity?: DurableObjectActivity;
+  lastDelivery?: { origin: DeliveryOrigin; message: DeliveredMessage };
+  compactedSinceLastStep: boolean;
+  resourceSnapshot?: ResourceSnapshot;
+  resourceBaseline?: ResourceSnapshot;
+  children: ChildConversationRef[];
+  childrenBySubmission: [string, ChildConversationRef[]][];
+  currentSubmission?: string;
+  attachments: AttachmentRecordRef[];
+  documents: AttachmentRecordRef[];
+  responses: [string, Omit<ResponseInfo, 'data'> & { data: [string, unknown[]][] }][];
+  modelBase: number;
+  modelEntries: Message[];
+  compaction?: { summary: string; firstKept: number };
+  lastAssistantEntry?: AssistantMessage;
+  responseStarts: [string, number][];
+  replySources: [string, ReplySource][];
+  lastAssistantSource?: { of: string; after: number };
+}
+
 /** A response before any of its records: what the fold starts each response from. */
 export function emptyResponse(): ResponseInfo {
   return {
@@ -148,6 +215,7 @@ export function emptyResponse(): ResponseInfo {
 }
 
 export class Conversation {
+  readonly scope: FoldScope;
   head = -1;
   conversationId = '';
   uid: string | undefined;
@@ -186,17 +254,114 @@ export class Conversation {
 
   private readonly byId = new Map<string, FlueConversationMessage>();
   private readonly responses = new Map<string, ResponseInfo>();
-  /** Every model-visible message in log order; compaction keeps a suffix of it. */
-  private readonly modelEntries: Message[] = [];
+  /** The model-visible messages since the last compaction's cut, in log order; `modelEntries[i]` has index `modelBase + i`. */
+  private modelEntries: Message[] = [];
+  private modelBase = 0;
   private compaction: { summary: string; firstKept: number } | undefined;
+  /** The last model-visible assistant step, kept apart so a compaction's cut does not lose it. */
+  private lastAssistantEntry: AssistantMessage | undefined;
+  /** The batch before each open response's first record (live scope: where its reply will be read from). */
+  private readonly responseStarts = new Map<string, number>();
+  /** Live scope: where each settled submission's reply lives in the log. */
+  private readonly replySources = new Map<string, ReplySource>();
+  /** Live scope: the submission of the latest assistant message, the reply of a settlement that has none of its own. */
+  private lastAssistantSource: { of: string; after: number } | undefined;
+  /**
+   * Live scope: the replies of the latest answering responses, by the submission whose message
+   * they are (deliveries joined into one share it). Not part of a checkpoint: readers fall back to the log.
+   */
+  private readonly recentReplies = new Map<string, SubmissionReply>();
+  /** The batch being applied. */
+  private applying = -1;
+  /** Submissions settled by the batch being applied (live scope: what it prunes after the batch). */
+  private settledInBatch: string[] = [];
+
+  constructor(scope: FoldScope = 'transcript') {
+    this.scope = scope;
+  }
 
   get created(): boolean {
     return this.uid !== undefined;
   }
 
   apply(batch: Batch): void {
+    this.applying = batch.seq;
     for (const record of batch.records) this.applyRecord(record);
     this.head = batch.seq;
+    if (this.settledInBatch.length > 0) this.afterSettlements();
+  }
+
+  /** The live fold's state for a checkpoint (shares this fold's objects: serialize it before the next apply). */
+  state(): FoldState {
+    if (this.scope !== 'live') throw new Error('[flue] Only a live fold is checkpointed.');
+    const origin = (this.lastDelivery as { origin?: DeliveryOrigin } | undefined)?.origin;
+    return {
+      head: this.head,
+      conversationId: this.conversationId,
+      ...(this.uid === undefined ? {} : { uid: this.uid }),
+      ...(this.initialData === undefined ? {} : { initialData: this.initialData }),
+      messages: this.messages,
+      settlements: [...this.settlements.values()],
+      applied: [...this.applied],
+      startRuns: [...this.startRuns],
+      tail: this.tail,
+      ledger: this.ledger,
+      ledgerTotal: this.ledgerTotal,
+      ...(this.hostActivity === undefined ? {} : { hostActivity: this.hostActivity }),
+      ...(this.lastDelivery === undefined ? {} : { lastDelivery: { origin: origin ?? 'http', message: this.lastDelivery } }),
+      compactedSinceLastStep: this.compactedSinceLastStep,
+      ...(this.resourceSnapshot === undefined ? {} : { resourceSnapshot: this.resourceSnapshot }),
+      ...(this.resourceBaseline === undefined ? {} : { resourceBaseline: this.resourceBaseline }),
+      children: this.children,
+      childrenBySubmission: [...this.childrenBySubmission],
+      ...(this.currentSubmission === undefined ? {} : { currentSubmission: this.currentSubmission }),
+      attachments: [...this.attachments.values()],
+      documents: [...this.documents.values()],
+      responses: [...this.responses].map(([id, info]) => [id, { ...info, data: [...info.data] }]),
+      modelBase: this.modelBase,
+      modelEntries: this.modelEntries,
+      ...(this.compaction === undefined ? {} : { compaction: this.compaction }),
+      ...(this.lastAssistantEntry === undefined ? {} : { lastAssistantEntry: this.lastAssistantEntry }),
+      responseStarts: [...this.responseStarts],
+      replySources: [...this.replySources],
+      ...(this.lastAssistantSource === undefined ? {} : { lastAssistantSource: this.lastAssistantSource }),
+    };
+  }
+
+  /** A live fold from a checkpoint's state (which it takes over: the caller parsed it for this fold alone). */
+  static restore(state: FoldState): Conversation {
+    const conv = new Conversation('live');
+    conv.head = state.head;
+    conv.applying = state.head;
+    conv.conversationId = state.conversationId;
+    conv.uid = state.uid;
+    conv.initialData = state.initialData;
+    for (const message of state.messages) conv.push(message);
+    for (const settlement of state.settlements) conv.settlements.set(settlement.submissionId, settlement);
+    for (const id of state.applied) conv.applied.add(id);
+    for (const id of state.startRuns) conv.startRuns.add(id);
+    Object.assign(conv.tail, state.tail);
+    conv.ledger.push(...state.ledger);
+    conv.ledgerTotal = state.ledgerTotal;
+    conv.hostActivity = state.hostActivity;
+    conv.lastDelivery = state.lastDelivery === undefined ? undefined : withOrigin(state.lastDelivery.origin, state.lastDelivery.message);
+    conv.compactedSinceLastStep = state.compactedSinceLastStep;
+    conv.resourceSnapshot = state.resourceSnapshot;
+    conv.resourceBaseline = state.resourceBaseline;
+    conv.children.push(...state.children);
+    for (const [id, refs] of state.childrenBySubmission) conv.childrenBySubmission.set(id, refs);
+    conv.currentSubmission = state.currentSubmission;
+    for (const ref of state.attachments) conv.attachments.set(ref.id, ref);
+    for (const ref of state.documents) conv.documents.set(ref.id, ref);
+    for (const [id, info] of state.responses) conv.responses.set(id, { ...info, data: new Map(info.data) });
+    conv.modelBase = state.modelBase;
+    conv.modelEntries = state.modelEntries;
+    conv.compaction = state.compaction;
+    conv.lastAssistantEntry = state.lastAssistantEntry;
+    for (const [id, after] of state.responseStarts) conv.responseStarts.set(id, after);
+    for (const [id, source] of state.replySources) conv.replySources.set(id, source);
+    conv.lastAssistantSource = state.lastAssistantSource;
+    return conv;
   }
 
   /** The model context: the compaction summary (if any), then the kept messages. */
@@ -207,28 +372,24 @@ export class Conversation {
       content: renderCompactionSummary(this.compaction.summary),
       timestamp: 0,
     };
-    return [summary, ...this.modelEntries.slice(this.compaction.firstKept)];
+    return [summary, ...this.modelEntries];
   }
 
   /** Index the next model-visible message will get; compaction records point into this space. */
   get modelLength(): number {
-    return this.modelEntries.length;
+    return this.modelBase + this.modelEntries.length;
   }
 
   /** The visible messages after the last compaction, with their global indices. */
   compactableEntries(): { index: number; message: Message }[] {
-    const from = this.compaction?.firstKept ?? 0;
-    return this.modelEntries.slice(from).map((message, i) => ({ index: from + i, message }));
+    return this.modelEntries.map((message, i) => ({ index: this.modelBase + i, message }));
   }
 
   /** The text of the last model-visible assistant step: what a delegated task returns. */
   finalAssistantText(): string {
-    for (let i = this.modelEntries.length - 1; i >= 0; i--) {
-      const entry = this.modelEntries[i]!;
-      if (entry.role !== 'assistant') continue;
-      return entry.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
-    }
-    return '';
+    const entry = this.lastAssistantEntry;
+    if (entry === undefined) return '';
+    return entry.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   }
 
   get previousSummary(): string | undefined {
@@ -242,6 +403,9 @@ export class Conversation {
       info = emptyResponse();
       this.responses.set(leaderId, info);
     }
+    // Where its records begin: the first record that touches it (the loop may ask for it before
+    // any, which must not move the start, so a fold of the same log agrees).
+    if (this.applying > this.head && !this.responseStarts.has(leaderId)) this.responseStarts.set(leaderId, this.applying - 1);
     return info;
   }
 
@@ -250,19 +414,29 @@ export class Conversation {
     return this.responses.get(leaderId);
   }
 
-  snapshot(incarnation?: string): FlueConversationSnapshot {
-    return structuredClone({
+  /**
+   * The client-visible transcript (transcript scope only: a live fold does not hold it). `owned`:
+   * the caller owns this fold and drops it, so the answer may share its objects instead of a copy.
+   */
+  snapshot(incarnation?: string, owned = false): FlueConversationSnapshot {
+    if (this.scope === 'live') throw new Error('[flue] A live fold holds no transcript: fold the log with a transcript fold.');
+    const snapshot = {
       v: 1 as const,
       conversationId: this.conversationId,
       offset: formatOffset(this.head),
       ...(incarnation === undefined ? {} : { incarnation }),
       messages: this.messages,
       settlements: [...this.settlements.values()],
-    });
+    };
+    return owned ? snapshot : structuredClone(snapshot);
   }
 
-  /** The reply of one settled submission. */
-  reply(submissionId: string): { text: string; data: Record<string, unknown[]>; metadata?: Record<string, unknown> } {
+  /** The reply of one settled submission, from the messages this fold holds (a transcript fold, or a live one's recent replies). */
+  reply(submissionId: string): SubmissionReply {
+    const recent = this.recentReply(submissionId);
+    if (recent !== undefined) return structuredClone(recent);
+    // A live fold holds open responses' messages only: a settlement it has no reply for had none.
+    if (this.scope === 'live') return { text: '', data: {} };
     const settlement = this.settlements.get(submissionId);
     const own = this.lastAssistant((m) => m.submissionId === submissionId);
     const answeredBy = settlement?.answeredBySubmissionId;
@@ -271,10 +445,73 @@ export class Conversation {
       (answeredBy === undefined ? undefined : this.lastAssistant((m) => m.submissionId === answeredBy)) ??
       this.lastAssistant(() => true);
     if (message === undefined) return { text: '', data: {} };
+    return this.replyOf(message);
+  }
+
+  /**
+   * Live scope: where the reply of a settled submission lives in the log, when this fold no longer
+   * holds it (undefined: `reply()` answers from memory).
+   */
+  replySource(submissionId: string): ReplySource | undefined {
+    if (this.scope === 'transcript' || this.recentReply(submissionId) !== undefined) return undefined;
+    return this.replySources.get(submissionId);
+  }
+
+  private recentReply(submissionId: string): SubmissionReply | undefined {
+    const source = this.replySources.get(submissionId);
+    return source === undefined ? undefined : this.recentReplies.get(source.of);
+  }
+
+  private replyOf(message: FlueConversationMessage): SubmissionReply {
     const text = message.parts.flatMap((part) => (part.type === 'text' ? [(part as { text: string }).text] : [])).join('\n\n');
     const response = message.submissionId === undefined ? undefined : this.responses.get(message.submissionId);
     const data = Object.fromEntries(response?.data ?? []);
     return message.metadata === undefined ? { text, data } : { text, data, metadata: message.metadata };
+  }
+
+  /**
+   * Live scope, at a settlement: note where its reply lives (and keep it at hand while it is
+   * recent), before the batch's end prunes what answered it.
+   */
+  private noteReply(submissionId: string, answeredBy: string | undefined): void {
+    const own = this.lastAssistant((m) => m.submissionId === submissionId);
+    const leader = answeredBy === undefined ? undefined : this.lastAssistant((m) => m.submissionId === answeredBy);
+    const message = own ?? leader;
+    let source: ReplySource | undefined;
+    if (message?.submissionId !== undefined) {
+      source = { of: message.submissionId, after: this.responseStarts.get(message.submissionId) ?? -1, through: this.applying };
+    } else if (answeredBy !== undefined && this.replySources.has(answeredBy)) {
+      source = this.replySources.get(answeredBy);
+    } else if (this.lastAssistantSource !== undefined) {
+      source = { ...this.lastAssistantSource, through: this.applying };
+    }
+    if (source === undefined) return;
+    this.replySources.set(submissionId, source);
+    if (message !== undefined) {
+      this.recentReplies.delete(source.of);
+      this.recentReplies.set(source.of, structuredClone(this.replyOf(message)));
+      for (const old of this.recentReplies.keys()) {
+        if (this.recentReplies.size <= RECENT_REPLIES) break;
+        this.recentReplies.delete(old);
+      }
+    }
+  }
+
+  /** Live scope, after a batch that settled submissions: what only their responses needed goes. */
+  private afterSettlements(): void {
+    const settled = this.settledInBatch;
+    this.settledInBatch = [];
+    if (this.scope === 'transcript') return;
+    for (const id of settled) {
+      this.responses.delete(id);
+      this.responseStarts.delete(id);
+      this.childrenBySubmission.delete(id);
+    }
+    const kept = this.messages.filter((m) => m.submissionId !== undefined && !this.settlements.has(m.submissionId));
+    if (kept.length === this.messages.length) return;
+    this.messages.length = 0;
+    this.byId.clear();
+    for (const message of kept) this.push(message);
   }
 
   private lastAssistant(match: (message: FlueConversationMessage) => boolean): FlueConversationMessage | undefined {
@@ -286,6 +523,8 @@ export class Conversation {
   }
 
   private push(message: FlueConversationMessage): void {
+    // A live fold holds only assistant messages, the ones later records change (until settlement).
+    if (this.scope === 'live' && message.role !== 'assistant') return;
     this.messages.push(message);
     this.byId.set(message.id, message);
   }
@@ -340,7 +579,7 @@ export class Conversation {
         if (record.baseline) this.resourceBaseline = record.snapshot;
         return;
       case 'compaction':
-        this.compaction = { summary: record.summary, firstKept: record.firstKept };
+        this.applyCompaction(record.summary, record.firstKept);
         this.compactedSinceLastStep = true;
         if (record.submissionId !== undefined) {
           const info = this.response(record.submissionId);
@@ -363,10 +602,23 @@ export class Conversation {
           ...(record.error === undefined ? {} : { error: record.error }),
           ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
         });
+        if (this.scope === 'live') this.noteReply(record.submissionId, record.answeredBySubmissionId);
+        this.settledInBatch.push(record.submissionId);
         return this.applyLedger(record);
       default:
         return skipUnknown(record);
     }
+  }
+
+  /**
+   * The model context keeps the messages from `firstKept` on: older ones are dropped (nothing reads
+   * them again). A cut before what this fold still holds keeps what it holds.
+   */
+  private applyCompaction(summary: string, firstKept: number): void {
+    const cut = Math.min(Math.max(firstKept, this.modelBase), this.modelLength);
+    this.modelEntries = this.modelEntries.slice(cut - this.modelBase);
+    this.modelBase = cut;
+    this.compaction = { summary, firstKept: cut };
   }
 
   /** A settlement's ledger entry; one from before the ledger counts what this log shows of its response. */
@@ -470,6 +722,7 @@ export class Conversation {
       };
       if (record.metadata !== undefined) message.metadata = structuredClone(record.metadata);
       this.push(message);
+      this.lastAssistantSource = { of: record.submissionId, after: this.responseStarts.get(record.submissionId) ?? -1 };
     }
     this.tail.openStep = { stepId: record.stepId, messageId: record.messageId, submissionId: record.submissionId, blocks: [] };
   }
@@ -492,6 +745,9 @@ export class Conversation {
     const calls = record.message.content.filter((block): block is ToolCall => block.type === 'toolCall');
     if (message !== undefined) {
       closeStreamingParts(message);
+    }
+    // Tool and data parts are the transcript's: a live fold's messages only answer replies (text, metadata).
+    if (message !== undefined && this.scope === 'transcript') {
       for (const call of calls) {
         message.parts.push({
           type: 'dynamic-tool',
@@ -508,7 +764,10 @@ export class Conversation {
     info.spent = addUsage(info.spent, usage);
     info.modelCalls++;
     const modelMessage = modelVisibleAssistant(record.message);
-    if (modelMessage !== undefined) this.modelEntries.push(modelMessage);
+    if (modelMessage !== undefined) {
+      this.modelEntries.push(modelMessage);
+      this.lastAssistantEntry = modelMessage;
+    }
     const interrupted = record.message.stopReason === 'aborted' || record.message.stopReason === 'error';
     this.tail.pendingToolCalls =
       calls.length > 0 && !interrupted
@@ -524,7 +783,7 @@ export class Conversation {
     const info = this.response(record.submissionId);
     for (const outcome of record.outcomes) {
       info.toolCalls.push({ tool: outcome.toolName, isError: outcome.isError });
-      if (message !== undefined) {
+      if (message !== undefined && this.scope === 'transcript') {
         const index = message.parts.findIndex(
           (p) => p.type === 'dynamic-tool' && (p as { toolCallId: string }).toolCallId === outcome.toolCallId,
         );
@@ -570,7 +829,7 @@ export class Conversation {
     writes.push(record.data);
     info.data.set(record.name, writes);
     const message = this.byId.get(record.messageId);
-    if (message === undefined) return;
+    if (message === undefined || this.scope === 'live') return;
     const type = `data-${record.name}` as const;
     const existing = message.parts.find((p) => p.type === type) as { data: unknown } | undefined;
     if (existing !== undefined) existing.data = record.data;

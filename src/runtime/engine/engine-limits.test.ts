@@ -1,7 +1,7 @@
 /**
- * The limits the engine enforces itself, on their boundary (docs/limits.md): a conversation's
- * 64 MiB log at admission, and one `usePersistentState` value's 24 MiB in its setter. The limit
- * itself is accepted, one byte past it refused. (The checks every transport shares are in
+ * The limits the engine enforces itself, on their boundary (docs/limits.md): one
+ * `usePersistentState` value's 24 MiB in its setter (the limit itself is accepted, one byte past
+ * it refused), and no limit on a conversation's log. (The checks every transport shares are in
  * common/limits-boundary.test.ts.)
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { type ScriptedModelServer, startScriptedModelServer } from '../../testin
 import { useModel, usePersistentState, useTool } from '../index.ts';
 import { AgentRegistry } from '../authoring/identity.ts';
 import { PayloadTooLargeError } from '../common/errors.ts';
-import { MAX_CONVERSATION_BYTES, MAX_STATE_VALUE_BYTES, MiB, deliveredMessageSize } from '../common/limits.ts';
+import { MAX_STATE_VALUE_BYTES, MiB } from '../common/limits.ts';
 import { registerProviders } from '../model/providers.ts';
 import { SqlStore } from '../store/sql-store.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
@@ -53,6 +53,7 @@ function Keeper() {
 }
 
 let store: SqlStore;
+
 let engine: ConversationEngine;
 
 beforeEach(async () => {
@@ -65,37 +66,22 @@ beforeEach(async () => {
   engine = new ConversationEngine({ store, registry, env: {}, wake: () => {} });
 });
 
-describe('a conversation log of 64 MiB', () => {
-  it('admits a message that fills the log exactly and refuses one a byte larger', async () => {
-    const { receipt } = await engine.admit('Keeper', { id: 'full', message: parseDeliveredMessage('hi') }, 'dispatch');
-    const stream = conversationKey('Keeper', 'full');
-    const born = store.readBatchesSized(stream, -1).reduce((sum, { bytes }) => sum + bytes, 0);
-    // Filler written straight to the log: 40 MiB, so what is left fits one message (32 MiB).
-    const filler = store.appendSized(stream, [
-      { type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: 'f'.repeat(40 * MiB) },
-    ]);
-    // Reported as the writer reports its appends, so the engine's fold reads it.
-    engine.view.appended(stream, filler.seq);
-    const logBytes = born + filler.bytes;
-    const room = MAX_CONVERSATION_BYTES - logBytes;
-    expect(MAX_CONVERSATION_BYTES).toBe(64 * MiB);
-    const overhead = deliveredMessageSize({ kind: 'user', body: '' });
-
-    const past = engine.admit('Keeper', { id: 'full', message: { kind: 'user', body: utf8Text(room - overhead + 1) } }, 'dispatch');
-    const error = await past.then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
-    expect(error).toBeInstanceOf(PayloadTooLargeError);
-    expect((error as PayloadTooLargeError).meta).toEqual({
-      field: 'conversation',
-      limit: MAX_CONVERSATION_BYTES,
-      size: MAX_CONVERSATION_BYTES + 1,
-    });
-    expect(store.openSubmissions(stream)).toHaveLength(1);
-
-    const at = await engine.admit('Keeper', { id: 'full', message: { kind: 'user', body: utf8Text(room - overhead) } }, 'dispatch');
-    expect(at.receipt.submissionId).toMatch(/^sub_/);
+describe('a conversation log past 64 MiB', () => {
+  it('takes the next message', async () => {
+    const { receipt } = await engine.admit('Keeper', { id: 'long', message: parseDeliveredMessage('hi') }, 'dispatch');
+    const stream = conversationKey('Keeper', 'long');
+    // Filler written straight to the log: 66 MiB, past the cap conversations once had.
+    const filler = 'f'.repeat(22 * MiB);
+    for (let i = 0; i < 3; i++) {
+      const seq = store.append(stream, [
+        { type: 'data_write', submissionId: receipt.submissionId, messageId: 'msg_fill', name: 'fill', data: filler },
+      ]);
+      // Reported as the writer reports its appends, so the engine's fold reads it.
+      engine.view.appended(stream, seq);
+    }
+    const next = await engine.admit('Keeper', { id: 'long', message: parseDeliveredMessage('next') }, 'dispatch');
+    expect(next.receipt.submissionId).toMatch(/^sub_/);
+    expect(store.openSubmissions(stream).map((row) => row.id)).toEqual([receipt.submissionId, next.receipt.submissionId]);
   });
 });
 

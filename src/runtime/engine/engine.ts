@@ -59,7 +59,7 @@ import type {
 import { budgetReached, budgetStop, conversationSpending, conversationUsage, joinedUsage, settledUsage } from './usage-ledger.ts';
 import { TIMER_SIGNAL_TYPE, parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
-import { MAX_CONVERSATION_BYTES, checkDeliveredMessage, checkSize } from '../common/limits.ts';
+import { checkDeliveredMessage } from '../common/limits.ts';
 
 export { MAX_ANSWER_BATCH_BYTES } from './conversation-reader.ts';
 export type { Admission, AdmissionRequest, ReadOptions, ReadPoll } from './verbs.ts';
@@ -156,7 +156,7 @@ export class ConversationEngine implements ProbedEngine {
     assertInstanceIdShape(request.id);
     if (request.initialData !== undefined) assertJsonValue(request.initialData, 'initialData');
     // The last line of the size check every transport makes: nothing is stored for an oversized message.
-    const messageBytes = checkDeliveredMessage(request.message, request.initialData);
+    checkDeliveredMessage(request.message, request.initialData);
     const agent = this.registry.get(agentName)!;
     const acceptedAt = new Date().toISOString();
     const submissionId =
@@ -191,13 +191,6 @@ export class ConversationEngine implements ProbedEngine {
       const overBudget = budgetReached('conversation', conversationSpending(live.conv, open, this.foldOf), limit);
       if (overBudget !== undefined) throw overBudget;
     }
-    // A response already running finishes; new work would take the log past what a host can hold.
-    checkSize(
-      'conversation',
-      live.logBytes + messageBytes,
-      MAX_CONVERSATION_BYTES,
-      'The conversation is too large to accept more messages; continue in a new agent instance.',
-    );
     const birth = created ? undefined : this.birthRecord(agent, request.initialData);
     this.writer.admit(live, birth, { id: submissionId, kind, payload, acceptedAt }, attachments);
     crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });

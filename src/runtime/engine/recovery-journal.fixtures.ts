@@ -12,6 +12,8 @@
  */
 import { sqlite } from '../../node/sqlite.ts';
 import { ConversationEngine } from './engine.ts';
+import { Conversation } from './conversation.ts';
+import { CHECKPOINT_VERSION, encodeCheckpoint } from './conversation-checkpoint.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { RunStopped } from './run-signals.ts';
 import { type ScriptedStep, scriptedModel } from './scripted-stream.fixtures.ts';
@@ -73,6 +75,11 @@ export interface Attempt {
   crashAt?: CrashAt;
   /** The engine's `sliceBudgetMs`; a negative budget is one already spent when the wake starts. */
   sliceBudgetMs?: number;
+  /**
+   * A stored checkpoint of the conversation's fold through this batch of the given log (0: the
+   * birth record), as a process that died after writing later batches leaves it.
+   */
+  checkpointAt?: number;
 }
 
 export interface LedgerRow {
@@ -98,6 +105,8 @@ export interface AttemptResult {
   crashed: boolean;
   /** Script steps no model call took. */
   scriptLeft: number;
+  /** The batch after which the engine's first read of the conversation's log started (-1: its start). */
+  firstRead: number | undefined;
 }
 
 function streamOf(agent: Agent): ConversationKey {
@@ -117,12 +126,23 @@ export async function runAttempt(attempt: Attempt): Promise<AttemptResult> {
   const store = new SqlStore(driver);
   const stream = streamOf(attempt.agent);
   seed(store, agentName(attempt.agent), stream, attempt.given);
+  if (attempt.checkpointAt !== undefined) {
+    const conv = new Conversation('live');
+    for (const batch of store.readBatches(stream, -1, attempt.checkpointAt + 1)) conv.apply(batch);
+    store.writeCheckpoint(stream, attempt.checkpointAt, CHECKPOINT_VERSION, encodeCheckpoint(conv, 'inc_t'));
+  }
+  let firstRead: number | undefined;
+  const read = store.readBatchesSized.bind(store);
+  store.readBatchesSized = (key, after, ...rest) => {
+    if (key === stream && firstRead === undefined) firstRead = after;
+    return read(key, after, ...rest);
+  };
   const heads = new Map(
     [stream, ...Object.keys(attempt.given.streams ?? {}).map(storedConversationKey)].map((key) => [key, store.head(key)]),
   );
   try {
     const crashed = await runOnce(attempt, store, driver);
-    return { ...report(store, stream, heads), crashed, scriptLeft: model.left };
+    return { ...report(store, stream, heads), crashed, scriptLeft: model.left, firstRead };
   } finally {
     adapter.close();
   }
@@ -168,7 +188,7 @@ function report(
   store: SqlStore,
   stream: ConversationKey,
   heads: Map<ConversationKey, number>,
-): Omit<AttemptResult, 'crashed' | 'scriptLeft'> {
+): Omit<AttemptResult, 'crashed' | 'scriptLeft' | 'firstRead'> {
   const ids = new Placeholders();
   const appended = (key: ConversationKey) =>
     store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));

@@ -13,7 +13,7 @@ import { type DelegateRun, type DelegatingResponse, type Delegation, runTaskCall
 import { PendingState } from './pending-state.ts';
 import { PendingTimers } from './pending-timers.ts';
 import { ResponseWriter } from './response-writer.ts';
-import { emptyUsage } from '../model/usage.ts';
+import { assistant } from './log-records.fixtures.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
 const helper: SubagentDefinition = { name: 'helper', description: 'Helps.', agent: () => 'Help.' };
@@ -56,16 +56,7 @@ function answer(child: LiveConversation, text: string): void {
       messageId: 'msg_c',
       stepId: 'step_c',
       submissionId: 'sub_1',
-      message: {
-        role: 'assistant',
-        content: [{ type: 'text', text }],
-        api: 'openai-completions',
-        provider: 'p',
-        model: 'm',
-        usage: emptyUsage() as never,
-        stopReason: 'stop',
-        timestamp: 0,
-      },
+      message: assistant([{ type: 'text', text }]),
       ts,
     },
   ]);

@@ -118,6 +118,12 @@ const SCHEMA = [
    ) WITHOUT ROWID`,
   // The host's one wake-up (an alarm, a Node timeout) is the earliest due time across the store.
   `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
+  // The newest checkpoint of each conversation's fold: derived data, rewritten in the transaction of
+  // a later batch, read (and distrusted when it does not check out) when a fold is rebuilt. A rowid
+  // table: the body can be large (over SPILL_BYTES it is spilled). Versions without it ignore it.
+  `CREATE TABLE IF NOT EXISTS flue_checkpoints (
+     stream TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL
+   )`,
 ];
 
 /** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
@@ -206,7 +212,7 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
 }
 
 /** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
-function spillKey(kind: 'batch' | 'submission' | 'state' | 'step', ...parts: (string | number)[]): string {
+function spillKey(kind: 'batch' | 'submission' | 'state' | 'step' | 'checkpoint', ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
 }
 
@@ -640,6 +646,36 @@ export class SqlStore {
         this.spill(spillKey('step', key, toolCallId, step), JSON.stringify(value)).column,
       );
     });
+  }
+
+  // ── Checkpoints ──────────────────────────────────────────────────────────────────────────
+
+  /** Replaces the conversation's checkpoint: the fold after batch `seq`, as text; answers its stored size. */
+  writeCheckpoint(key: ConversationKey, seq: number, version: number, body: string): number {
+    const spilled = spillKey('checkpoint', key);
+    // The previous body's chunks go, whether or not the new one spills.
+    this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
+    const value = this.spill(spilled, body);
+    this.driver.run(
+      `INSERT INTO flue_checkpoints (stream, seq, version, body) VALUES (?, ?, ?, ?)
+         ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, version = excluded.version, body = excluded.body`,
+      key,
+      seq,
+      version,
+      value.column,
+    );
+    return value.bytes;
+  }
+
+  /**
+   * The conversation's checkpoint as stored, if any. Throws `ConversationRecordInvariantError` when
+   * its spilled chunks are damaged; the caller decides what a checkpoint is worth.
+   */
+  readCheckpoint(key: ConversationKey): { seq: number; version: number; body: string; bytes: number } | undefined {
+    const row = this.driver.query('SELECT seq, version, body FROM flue_checkpoints WHERE stream = ?', key)[0];
+    if (row === undefined) return undefined;
+    const { text, bytes } = this.unspill(row.body, true);
+    return { seq: Number(row.seq), version: Number(row.version), body: text, bytes };
   }
 
   // ── Spilled values ───────────────────────────────────────────────────────────────────────
