@@ -80,6 +80,11 @@ export class ConversationView {
     return live;
   }
 
+  /** A write to the log of `key` failed: the next look asks the store for its head again. */
+  unsure(key: ConversationKey): void {
+    this.heads.delete(key);
+  }
+
   /** The writer appended batch `seq` to the log of `key` (any fold of it, kept or not, may be behind now). */
   appended(key: ConversationKey, seq: number): void {
     if (seq > (this.heads.get(key) ?? -1)) this.heads.set(key, seq);

@@ -67,6 +67,22 @@ describe('ConversationWriter', () => {
     expect(live.sinceCheckpoint.bytes).toBeGreaterThan(before.bytes);
   });
 
+  it('after a write the log refused (a batch written behind its back), reads the store again so the next write succeeds', async () => {
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
+    // Another writer (only this one should exist) appended at the head this process knows.
+    store.append(live.key, [signal('foreign')]);
+    expect(() => writer.commit(live, [signal('mine')])).toThrow(/UNIQUE/);
+    const caught = view.live('Agent', 'a1');
+    expect(caught.conv.head).toBe(1);
+    writer.commit(caught, [signal('mine')]);
+    expect(store.readBatches(live.key, 0).map((batch) => batch.records.map((record) => (record as { body?: string }).body))).toEqual([
+      ['foreign'],
+      ['mine'],
+    ]);
+  });
+
   it('writes persistent state in the transaction of its batch and keeps the read cache current', async () => {
     const opened = await open();
     const { store, view, writer } = opened;

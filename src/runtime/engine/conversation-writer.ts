@@ -71,16 +71,25 @@ export class ConversationWriter {
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
     const due = checkpointDue(live.sinceCheckpoint);
     let checkpointBytes = 0;
-    const { seq, bytes } = this.store.transaction(() => {
-      // The fold is this single writer's view of the log, so its head is the store's.
-      const appended = this.store.appendSized(live.key, records, live.conv.head);
-      alsoWrite?.();
-      if (due) {
-        const body = encodeCheckpoint(live.conv, live.incarnation);
-        checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, body);
-      }
-      return appended;
-    });
+    let appended: { seq: number; bytes: number };
+    try {
+      appended = this.store.transaction(() => {
+        // The fold is this single writer's view of the log, so its head is the store's.
+        const sized = this.store.appendSized(live.key, records, live.conv.head);
+        alsoWrite?.();
+        if (due) {
+          const body = encodeCheckpoint(live.conv, live.incarnation);
+          checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, body);
+        }
+        return sized;
+      });
+    } catch (error) {
+      // Something else may have written the log (which only this writer should): the next look
+      // reads the store again instead of trusting the head this process knows, so a retry can succeed.
+      this.view.unsure(live.key);
+      throw error;
+    }
+    const { seq, bytes } = appended;
     this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
     if (due) live.sinceCheckpoint = freshSince(checkpointBytes);
