@@ -9,9 +9,10 @@
  *   BENCH_RUNS=7 npm run bench -- history
  *
  * The history files are built once (history-build.ts: real exchanges through the public API,
- * copies of them through the store, bench/history-segments.ts) and kept in bench/.results/history/<stamp>/, where the stamp
- * hashes the store's schema and the builder's sources, so a repeat run skips the build and a
- * changed schema or builder builds afresh. Each measurement runs in its own process
+ * copies of them through the store, bench/history-segments.ts) and kept in
+ * bench/.results/history/<stamp>/, where the stamp hashes the store's schema, the builder's
+ * sources and the engine's, so a repeat run skips the build and a changed schema, builder or
+ * engine builds afresh. Each measurement runs in its own process
  * (history-child.ts) on a fresh copy of the file; the scripted model server runs here, so its
  * memory is not the measured process's. A run that is refused or runs out of memory is a figure
  * too: the row says so instead of failing the whole `npm run bench`.
@@ -50,7 +51,11 @@ const SIZES: Size[] = [
 const here = fileURLToPath(new URL('.', import.meta.url));
 const node = [process.execPath, '--disable-warning=ExperimentalWarning'];
 
-/** What a built file depends on: the store's format and schema, and how the builder writes. */
+/**
+ * What a built file depends on: the store's format and schema, how the builder writes, and the
+ * engine and store code that wrote its real exchanges (a runtime that refused the last one, or that
+ * derives something new when it writes, such as a checkpoint, must not lend its file to another).
+ */
 async function formatStamp(): Promise<string> {
   const adapter = sqlite();
   await adapter.migrate();
@@ -59,6 +64,12 @@ async function formatStamp(): Promise<string> {
   const hash = createHash('sha256').update(FLUE_FORMAT_VERSION).update(JSON.stringify(schema));
   for (const source of ['history-build.ts', 'history-agent.ts', 'history-script.ts', '../history-segments.ts'])
     hash.update(readFileSync(join(here, source)));
+  for (const dir of ['../../src/runtime/engine', '../../src/runtime/store', '../../src/runtime/common']) {
+    const files = readdirSync(join(here, dir)).filter(
+      (name) => name.endsWith('.ts') && !name.includes('.test.') && !name.includes('.fixtures.'),
+    );
+    for (const name of files.sort()) hash.update(name).update(readFileSync(join(here, dir, name)));
+  }
   return hash.digest('hex').slice(0, 12);
 }
 
