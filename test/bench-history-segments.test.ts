@@ -10,7 +10,7 @@ import { sqlite, start } from '@flue/runtime/node';
 import { type ScriptedModelServer, startScriptedModelServer } from '@flue/runtime/testing';
 import { COMPACT_EVERY, KEEP_EXCHANGES, SEED_KEYS, appendSegment, planHistory } from '../bench/history-segments.ts';
 import { HistoryAgent, historyProvider } from '../bench/node/history-agent.ts';
-import { AGENT_NAME, INSTANCE_ID, answer, keyOfQuestion, nextMove, question } from '../bench/node/history-script.ts';
+import { AGENT_NAME, INSTANCE_ID, answer, keyOfQuestion, question, scriptedReply } from '../bench/node/history-script.ts';
 import { conversationKey } from '../src/runtime/store/conversation-key.ts';
 import { SqlStore } from '../src/runtime/store/sql-store.ts';
 
@@ -18,12 +18,7 @@ let server: ScriptedModelServer;
 let dir: string;
 
 beforeAll(async () => {
-  server = await startScriptedModelServer({
-    fallback: (request) => {
-      const move = nextMove(request.messages);
-      return 'text' in move ? { text: move.text } : { toolCalls: [{ name: 'lookup', arguments: { key: move.toolKey } }] };
-    },
-  });
+  server = await startScriptedModelServer({ fallback: (request) => scriptedReply(request.messages) });
   dir = mkdtempSync(join(tmpdir(), 'flue-history-segments-'));
 });
 

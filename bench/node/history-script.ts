@@ -32,13 +32,15 @@ export function answer(key: string, padding = ''): string {
   return `answer to ${key} ${padding}`;
 }
 
-/** The model's next move for a request: the messages after its last question decide it. */
-export function nextMove(messages: readonly { role: string; content: string }[]): { toolKey: string } | { text: string } {
+/** The scripted model's reply to a request: the messages after its last question decide it. */
+export function scriptedReply(
+  messages: readonly { role: string; content: string }[],
+): { text: string } | { toolCalls: { name: string; arguments: { key: string } }[] } {
   for (let i = messages.length - 1; i >= 0; i--) {
     const key = messages[i]!.role === 'user' ? keyOfQuestion(messages[i]!.content) : undefined;
     if (key === undefined) continue;
     const answered = messages.slice(i + 1).some((message) => message.role === 'tool');
-    return answered ? { text: answer(key) } : { toolKey: key };
+    return answered ? { text: answer(key) } : { toolCalls: [{ name: TOOL_NAME, arguments: { key } }] };
   }
   return { text: 'scripted model: no question found in the request' };
 }

@@ -22,14 +22,15 @@
  * - the workerd process's peak RSS over the turn (`VmHWM` in /proc, reset through `clear_refs`
  *   right before): everything the process holds, SQLite's page cache included, so an upper bound.
  */
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { startScriptedModelServer } from '@flue/runtime/testing';
 import { buildProject, freePort, startWranglerDev } from '../../test/support/wrangler-dev.ts';
 import { SEED_KEYS, type HistoryCursor } from '../history-segments.ts';
 import { type BenchRow, saveRows } from '../results.ts';
 import { writeHistoryProject } from './history-workerd-project.ts';
-import { answer, nextMove, question } from './history-script.ts';
+import { processesOf } from './wrangler-processes.ts';
+import { answer, question, scriptedReply } from './history-script.ts';
 
 /** `BENCH_HISTORY_MB` shrinks it for a quick look at the machinery. */
 const HISTORY_BYTES = Number(process.env.BENCH_HISTORY_MB ?? 200) * 1e6;
@@ -39,12 +40,7 @@ const HEAP_TARGET_MB = 64;
 const MiB = 1024 * 1024;
 const CONVERSATION = 'long-lived';
 
-const server = await startScriptedModelServer({
-  fallback: (request) => {
-    const move = nextMove(request.messages);
-    return 'text' in move ? { text: move.text } : { toolCalls: [{ name: 'lookup', arguments: { key: move.toolKey } }] };
-  },
-});
+const server = await startScriptedModelServer({ fallback: (request) => scriptedReply(request.messages) });
 const project = templateCopy('bench-history-workerd');
 const vars = { FLUE_SCRIPTED_MODEL_URL: server.url };
 
@@ -53,23 +49,6 @@ async function turn(base: string, conversation: string, key: string): Promise<{ 
   const body = (await response.json()) as { reply?: string; receiptMs?: number; error?: string; type?: string };
   if (body.reply !== undefined && body.reply !== answer(key)) throw new Error(`turn ${key} answered ${JSON.stringify(body).slice(0, 300)}`);
   return body.error === undefined ? body : { error: `${body.type ? `${body.type}: ` : ''}${body.error}` };
-}
-
-/** The workerd that runs the Worker (the one with an inspector) in wrangler's process group. */
-function workerdOf(group: number): number {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp !== group || comm !== 'workerd') continue;
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('--inspector-addr')) return Number(entry);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  throw new Error(`no workerd with an inspector in process group ${group}`);
 }
 
 function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -163,7 +142,7 @@ try {
     console.log('restarted with the inspector; a warm-up turn on another conversation');
     const warm = await turn(dev.base, 'warm-up', 'warm');
     if (warm.error !== undefined) throw new Error(`warm-up turn: ${warm.error}`);
-    const workerd = workerdOf(dev.pid);
+    const workerd = processesOf(dev.pid).worker;
     const devtools = await inspector(inspectorPort);
     // workerd runs the collection on the isolate's thread at its next task: a request gives it one.
     const heapUsed = async () => {

@@ -28,7 +28,7 @@ import { sqlite } from '@flue/runtime/node';
 import { FLUE_FORMAT_VERSION } from '../../src/runtime/store/sql-store.ts';
 import { type BenchRow, median, resultsDir, saveRows } from '../results.ts';
 import type { WakeResult } from './history-child.ts';
-import { nextMove, question } from './history-script.ts';
+import { question, scriptedReply } from './history-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 /** A size whose first run takes longer than this is measured once (the 1 GB wake of a runtime that folds everything). */
@@ -73,12 +73,7 @@ async function formatStamp(): Promise<string> {
   return hash.digest('hex').slice(0, 12);
 }
 
-const server = await startScriptedModelServer({
-  fallback: (request) => {
-    const move = nextMove(request.messages);
-    return 'text' in move ? { text: move.text } : { toolCalls: [{ name: 'lookup', arguments: { key: move.toolKey } }] };
-  },
-});
+const server = await startScriptedModelServer({ fallback: (request) => scriptedReply(request.messages) });
 
 interface ChildOutcome {
   stdout: string;
