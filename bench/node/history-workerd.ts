@@ -16,9 +16,8 @@
  * workerd enforces no memory limit of its own (it leaves that to the sandbox around it), so a run
  * that stays alive proves nothing; the figures are read instead (see bench/README.md):
  * - the isolate's JS heap, through the DevTools protocol (`HeapProfiler.collectGarbage`, then
- *   `Runtime.getHeapUsage`), before and after the turn, and sampled every 20 ms during it (a
- *   sample cannot land inside a synchronous stretch of the isolate, so the sampled peak is a
- *   lower bound);
+ *   `Runtime.getHeapUsage`), before and after the turn, and sampled every 20 ms during it (samples
+ *   can miss a short peak, so the highest is a lower bound);
  * - the workerd process's peak RSS over the turn (`VmHWM` in /proc, reset through `clear_refs`
  *   right before): everything the process holds, SQLite's page cache included, so an upper bound.
  */
