@@ -19,6 +19,14 @@ const node = [process.execPath, '--disable-warning=ExperimentalWarning'];
 const BENCHMARKS: Record<string, { what: string; command: string[]; env?: Record<string, string> }> = {
   original: { what: 'side by side with the original runtime on Node', command: [...node, 'bench/node/side-by-side.ts'] },
   replay: { what: 'replay: tail reads of a long conversation', command: [...node, 'bench/node/replay.ts'] },
+  history: {
+    what: 'history: waking a long conversation (1 MB, 100 MB, 1 GB of history in an sqlite() file) in a fresh process',
+    command: [...node, 'bench/node/history.ts'],
+  },
+  'history-workerd': {
+    what: 'history in workerd: a conversation with 200 MB of history takes a message after a restart, and the isolate memory it needs (wrangler dev)',
+    command: [...node, 'bench/node/history-workerd.ts'],
+  },
   bundle: { what: 'Worker bundle size', command: [...node, 'bench/node/bundle-size.ts'] },
   startup: { what: 'Worker startup CPU (wrangler check startup)', command: [...node, 'bench/node/startup.ts'] },
   load: { what: 'load: 1,000 concurrent dispatches to one conversation on Node', command: [...node, 'bench/node/load.ts'] },

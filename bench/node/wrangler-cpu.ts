@@ -25,6 +25,7 @@ import { type BenchRow, median, saveRows } from '../results.ts';
 import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, dollars, dominantLine } from '../pricing.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
+import { processesOf } from './wrangler-processes.ts';
 import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
@@ -71,35 +72,6 @@ function tickCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
-
-/**
- * The processes of one `wrangler dev` (its process group): the workerd that runs the Worker (the
- * one with an inspector port), the workerd of wrangler's own proxy Worker (which owns the public
- * port and forwards every request), and wrangler's Node processes.
- */
-function processesOf(group: number): { worker: number; proxy: number[]; wrangler: number[] } {
-  let worker: number | undefined;
-  const proxy: number[] = [];
-  const wrangler: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp !== group) continue;
-      if (comm === 'workerd') {
-        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-        if (args.some((arg) => arg.startsWith('--inspector-addr'))) worker = Number(entry);
-        else proxy.push(Number(entry));
-      } else if (comm === 'node') wrangler.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  if (worker === undefined) throw new Error(`no workerd with an inspector in process group ${group}`);
-  return { worker, proxy, wrangler };
 }
 
 let unusual = false;

@@ -1,0 +1,27 @@
+/**
+ * The agent of the history benchmark (bench/node/history.ts), as the process that builds a history
+ * file and the measured process both run it: one scripted model, one `lookup` tool.
+ */
+import { defineTool, useModel, useTool } from '@flue/runtime';
+import { scriptedProvider } from '@flue/runtime/testing';
+import * as v from 'valibot';
+import { MODEL_ID, PROVIDER_ID, SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, toolValue } from './history-script.ts';
+
+const lookup = defineTool({
+  name: TOOL_NAME,
+  description: TOOL_DESCRIPTION,
+  input: v.object({ key: v.string() }),
+  async run({ data }) {
+    return { output: { value: toolValue(data.key) } };
+  },
+});
+
+export function HistoryAgent(): string {
+  useModel(`${PROVIDER_ID}/${MODEL_ID}`);
+  useTool(lookup);
+  return SYSTEM_PROMPT;
+}
+
+export function historyProvider(baseUrl: string) {
+  return scriptedProvider({ baseUrl, id: PROVIDER_ID, models: [MODEL_ID], api: 'openai-completions' });
+}

@@ -1,0 +1,31 @@
+/** The processes of a running `wrangler dev`, found through /proc (Linux). */
+import { readFileSync, readdirSync } from 'node:fs';
+
+/**
+ * The processes of one `wrangler dev` (its process group): the workerd that runs the Worker (the
+ * one with an inspector port), the workerd of wrangler's own proxy Worker (which owns the public
+ * port and forwards every request), and wrangler's Node processes.
+ */
+export function processesOf(group: number): { worker: number; proxy: number[]; wrangler: number[] } {
+  let worker: number | undefined;
+  const proxy: number[] = [];
+  const wrangler: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgrp !== group) continue;
+      if (comm === 'workerd') {
+        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+        if (args.some((arg) => arg.startsWith('--inspector-addr'))) worker = Number(entry);
+        else proxy.push(Number(entry));
+      } else if (comm === 'node') wrangler.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  if (worker === undefined) throw new Error(`no workerd with an inspector in process group ${group}`);
+  return { worker, proxy, wrangler };
+}
