@@ -1,5 +1,6 @@
 /**
- * The page at `GET /`: chat with either agent, watch replies stream in, decide pending approvals.
+ * The page at `GET /`: chat with either agent, watch replies stream in, decide pending approvals
+ * (each counting down to its expiry; one nobody decided in time is shown expired).
  * Plain HTML with one inline script, no build step. It speaks the conversation protocol that
  * `createAgentRouter` serves (history, then `view=updates&live=sse` through EventSource) and
  * reduces the stream's chunks into messages the way the official clients do.
