@@ -22,6 +22,9 @@ const vars = server ? ['--var', `FLUE_SCRIPTED_MODEL_URL:${server.url}`] : [];
 // is fine on loopback; a deployed Worker gets its own with `wrangler secret put OPERATOR_TOKEN`.
 const operatorToken = process.env.OPERATOR_TOKEN || 'dev-operator-token';
 vars.push('--var', `OPERATOR_TOKEN:${operatorToken}`);
+// How long a release request waits for a decision (examples/cloudflare/src/shared/approval-expiry.ts):
+// `APPROVAL_EXPIRES_MS=30000 npm run dev` shows a request expiring within a demo.
+if (process.env.APPROVAL_EXPIRES_MS) vars.push('--var', `APPROVAL_EXPIRES_MS:${process.env.APPROVAL_EXPIRES_MS}`);
 
 console.error(
   real

@@ -4,8 +4,9 @@
  * Runs in Node as the `fallback` of `startScriptedModelServer`; not part of the Worker bundle.
  *
  * - "publish <pkg>@<version>" (when publish_release is offered) → calls publish_release.
- * - a `tool-approval-result` signal (the release manager after an operator's decision) → a short
- *   confirmation, or an acknowledgement of the denial / failure.
+ * - a `tool-approval-result` signal (the release manager after an operator's decision, or after
+ *   the request expired) → a short confirmation, or an acknowledgement of the denial / expiry /
+ *   failure.
  * - "order <id>" (when lookup_order is offered) → calls lookup_order.
  * - a tool result → reports it.
  * - "help" / "what can you do" → lists the tools on offer.
@@ -14,7 +15,8 @@
 import { randomUUID } from 'node:crypto';
 import type { RecordedRequest, ScriptedResponse } from '@flue/runtime/testing';
 
-const RESULT_SIGNAL = /<signal type="tool-approval-result">\s*([\s\S]*?)\s*<\/signal>/g;
+// The shipped gate's result signal carries attributes (approvalId, outcome, approver).
+const RESULT_SIGNAL = /<signal type="tool-approval-result"[^>]*>\s*([\s\S]*?)\s*<\/signal>/g;
 
 export function demoModel(request: RecordedRequest): ScriptedResponse {
   const last = request.messages.at(-1);
@@ -34,6 +36,11 @@ export function demoModel(request: RecordedRequest): ScriptedResponse {
     if (approved) return { text: `${approved[1]} approved it, so it is done. ${approved[4]}` };
     const denied = /^(.+?) denied (\S+) \(/.exec(result);
     if (denied) return { text: `Understood: ${denied[1]} denied the release, so I did not publish it. How would you like to proceed?` };
+    if (/ expired without a decision /.test(result)) {
+      return {
+        text: 'Nobody decided on the release in time, so the request expired and I did not publish it. Ask again to request it anew.',
+      };
+    }
     return { text: `The approved release did not go through: ${result}` };
   }
 

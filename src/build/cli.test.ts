@@ -161,7 +161,9 @@ describe('flue init', () => {
     'src/app.ts',
     'src/cloudflare.ts',
     'test/global-setup.ts',
+    'test/hello.replay.test.ts',
     'test/hello.test.ts',
+    'test/recordings/hello.json',
     'test/scripted-model.ts',
     'test/tsconfig.json',
     'tsconfig.json',
@@ -201,7 +203,7 @@ describe('flue init', () => {
     expect(wrangler).toContain('"compatibility_date": "2026-08-01"');
     expect(wrangler).toContain('{ "tag": "v1", "new_sqlite_classes": ["FlueHelloAgent"] }');
     expect(readFileSync(path.join(dir, 'README.md'), 'utf8')).toMatch(/^# support-desk\n/);
-    expect(r.stderr).toContain('16 files written for "support-desk"');
+    expect(r.stderr).toContain(`${TEMPLATE_FILES.length} files written for "support-desk"`);
     expect(r.stderr).toContain('[flue] Next: cd "Support Desk" && npm install && npm run dev\n');
   });
 

@@ -228,10 +228,12 @@ afterAll(async () => {
   rmSync(workspace, { recursive: true, force: true });
 }, 120_000);
 
-test("the project's own npm test passes: its agent in workerd against the scripted model", async () => {
+test("the project's own npm test passes: its agent in workerd against the scripted model, and its recorded conversation replayed in Node", async () => {
   const result = await run('npm', ['test'], app, 300_000);
   expectSuccess(result, 'npm test');
-  expect(result.output).toMatch(/Tests\s+3 passed/);
+  expect(result.output).toMatch(/✓ \|node\| test\/hello\.replay\.test\.ts \(1 test\)/);
+  expect(result.output).toMatch(/✓ \|workers\| test\/hello\.test\.ts \(3 tests\)/);
+  expect(result.output).toMatch(/Tests\s+4 passed/);
 }, 320_000);
 
 test('the project type-checks: its own code strictly, our declarations with every .d.ts checked, dependencies that load Node types', async () => {
@@ -251,6 +253,7 @@ test('the project type-checks: its own code strictly, our declarations with ever
   expect(node.compilerOptions.strict).toBe(true);
   expect([...tests.files, ...node.files].map((f) => path.basename(f)).sort()).toEqual([
     'global-setup.ts',
+    'hello.replay.test.ts',
     'hello.test.ts',
     'scripted-model.ts',
     'vitest.config.ts',

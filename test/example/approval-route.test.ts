@@ -1,7 +1,8 @@
 /**
  * The example app's approval route (examples/cloudflare/src/app.ts) over its own Hono app, with
  * the example's agents on the Node runtime and the scripted model: a decision reaches only an
- * existing release-manager instance, addressed by the id the page and the routers use. The page
+ * existing release-manager instance, addressed by the id the page and the routers use, and one
+ * nobody decided expires and is refused with 410 afterwards. The page
  * test drives the same route through wrangler dev and a browser.
  */
 import { expect, test } from 'vitest';
@@ -81,4 +82,35 @@ test('the orders route names its id like every other route: { id, submissionId, 
   const instance = await app.fetch(new Request('http://app.test/orders/alice'), env);
   expect(instance.status).toBe(200);
   expect((await app.fetch(new Request('http://app.test/orders/bob'), env)).status).toBe(404);
+});
+
+test('a release nobody decides expires after APPROVAL_EXPIRES_MS: the model is told, and a late decision is 410', async () => {
+  process.env['APPROVAL_EXPIRES_MS'] = '200';
+  try {
+    await ctx.start([ReleaseManager, OrderAssistant]);
+    ctx.server.script(
+      { toolCalls: [{ name: 'publish_release', arguments: { pkg: 'pkg', version: '5.0.0' } }] },
+      { text: 'It expired; nothing was published.' },
+    );
+    const manager = init(ReleaseManager, { id: 'chat-expiry1' });
+    await manager.read(await manager.dispatch('publish pkg@5.0.0'));
+    const updates = (await (
+      await app.fetch(new Request('http://app.test/api/agents/release-manager/chat-expiry1?view=updates&offset=-1'), env)
+    ).json()) as { type: string; toolCallId?: string; output?: { status?: string; expiresAt?: string } }[];
+    const request = updates.find((chunk) => chunk.type === 'tool-output' && chunk.output?.status === 'pending_approval')!;
+    expect(Date.parse(request.output!.expiresAt!)).toBeGreaterThan(Date.now() - 1_000);
+
+    // The gate's timer records the expiry and the model reads it (bounded wait on that request).
+    const deadline = Date.now() + 10_000;
+    const expiredText = `publish_release (${request.toolCallId}) expired without a decision and was denied.`;
+    const sawExpiry = () => ctx.server.requests.some((r) => r.messages.some((m) => m.content.includes(expiredText)));
+    while (!sawExpiry() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(sawExpiry()).toBe(true);
+
+    const late = await decide('chat-expiry1', request.toolCallId!);
+    expect(late.status).toBe(410);
+    expect(((await late.json()) as { error: { type: string } }).error.type).toBe('approval_expired');
+  } finally {
+    delete process.env['APPROVAL_EXPIRES_MS'];
+  }
 });

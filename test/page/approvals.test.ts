@@ -2,9 +2,11 @@
  * The example app's page, driven as a user would in a real browser: `flue build` of a copy of
  * examples/cloudflare, `wrangler dev` on loopback (started here, stopped by PID), the scripted demo
  * model (examples/cloudflare/demo-model.ts, the `fallback` of `npm run dev`), and Chromium through
- * playwright-core. Covers: a streamed reply, a release held for approval, the Approve button (which
- * needs the operator token), the approval result and the model's confirmation, a reload from
- * history, the order assistant, and that no client of the public routers can decide an approval.
+ * playwright-core. Covers: a streamed reply, a release held for approval with its countdown to the
+ * expiry, the Approve button (which needs the operator token), the approval result and the model's
+ * confirmation, a reload from history, a request nobody decided turning expired (a second
+ * `wrangler dev` of the same build, with a short expiry), the order assistant, and that no client
+ * of the public routers can decide an approval.
  *
  * Needs Debian's Chromium at /usr/bin/chromium (`.ci/run` installs it). Screenshots go to
  * test-artifacts/ (ignored by git).
@@ -17,7 +19,7 @@ import { startScriptedModelServer, type RecordedRequest, type ScriptedModelServe
 import { demoModel } from '../../examples/cloudflare/demo-model.ts';
 import { packageRoot } from '../../src/build/package-root.ts';
 import { removeDir, tempProject } from '../../src/build/test-project.ts';
-import { buildProject, startWranglerDev, type DevServer } from '../support/wrangler-dev.ts';
+import { buildProject, freePort, startWranglerDev, type DevServer } from '../support/wrangler-dev.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const root = packageRoot();
@@ -130,6 +132,9 @@ test('a user chats with the release manager, sees a release held for approval, a
   const cardText = (await card.innerText()).replace(/\s+/g, ' ');
   expect(cardText).toContain('Release manager wants to run publish_release with:');
   expect(cardText).toMatch(/pkg pkg version 1\.2\.0/);
+  // The request expires after the example's default five minutes: the card counts down to it.
+  expect(await card.locator('.countdown').innerText()).toMatch(/^Expires in [45]:\d\d$/);
+  expect(await card.locator('.digest').innerText()).toMatch(/^sha256:[0-9a-f]{12}…$/);
   const approvalId = await card.getAttribute('data-approval-id');
   expect(approvalId).toMatch(/^call_/);
   expect(await transcript(page)).toContain("I'll publish pkg@1.2.0.");
@@ -163,7 +168,7 @@ test('a user chats with the release manager, sees a release held for approval, a
 
   // The model saw the gate's result signal, after the call had been executed.
   const last = server!.requests.at(-1)!.messages.at(-1)!.content;
-  expect(last).toContain('<signal type="tool-approval-result">');
+  expect(last).toMatch(new RegExp(`<signal type="tool-approval-result" [^>]*approvalId="${approvalId}"`));
   expect(last).toContain(`Demo operator approved publish_release (${approvalId}). Result: Published pkg@1.2.0`);
 
   await page.screenshot({ path: path.join(artifacts, 'approvals.png'), fullPage: true });
@@ -210,6 +215,70 @@ test('a denied release is not published and the model acknowledges it', async ()
   expect(pageErrors).toEqual([]);
   await page.close();
 }, 60_000);
+
+test('a release nobody decides expires: the page counts down, then shows it expired, and a late decision is refused', async () => {
+  // The same build on a second local Worker whose requests expire after a few seconds (the
+  // APPROVAL_EXPIRES_MS var, set by whoever deploys; the page and its clients cannot change it).
+  const expiryMs = 8_000;
+  const short = await startWranglerDev(
+    project!,
+    { FLUE_SCRIPTED_MODEL_URL: server!.url, OPERATOR_TOKEN, APPROVAL_EXPIRES_MS: String(expiryMs) },
+    90_000,
+    undefined,
+    ['--persist-to', path.join(project!, '.wrangler-short-expiry'), '--inspector-port', String(await freePort())],
+  );
+  try {
+    const page = await openPage(`${short.base}/#/release-manager/expire-1`);
+    await page.getByText('No messages yet').waitFor();
+    await sendMessage(page, 'publish pkg@4.0.0');
+    const card = page.locator('.approval');
+    await card.waitFor();
+    const approvalId = (await card.getAttribute('data-approval-id'))!;
+    const countdown = card.locator('.countdown');
+    const first = await countdown.innerText();
+    expect(first).toMatch(/^Expires in 0:0[1-8]$/);
+    // It ticks down on the page, without a reload.
+    await page.waitForFunction(
+      (before) => {
+        const text = document.querySelector('.approval .countdown')?.textContent ?? before;
+        return text !== before;
+      },
+      first,
+      { timeout: STEP_MS, polling: 100 },
+    );
+
+    // Nobody decided: the gate's timer records the expiry, the card goes, the call shows expired.
+    const expired = page.locator(`.event.result.expired[data-approval-id="${approvalId}"]`);
+    await expired.waitFor();
+    expect((await expired.innerText()).replace(/\s+/g, ' ')).toBe(
+      `Approval expired publish_release (${approvalId}) expired without a decision and was denied. Do not retry it; ask how to proceed.`,
+    );
+    await page.locator('#approvals').waitFor({ state: 'hidden' });
+    await page.locator(`.tool[data-tool-call-id="${approvalId}"] .badge`, { hasText: 'expired' }).waitFor();
+    await page.locator('.msg.assistant', { hasText: 'Nobody decided on the release in time, so the request expired' }).waitFor();
+    expect(await transcript(page)).not.toContain('Published pkg@4.0.0');
+    await page.screenshot({ path: path.join(artifacts, 'approvals-expired.png'), fullPage: true });
+
+    // An operator who decides now is told it expired (410); nothing runs.
+    const late = await fetch(`${short.base}/api/approvals/expire-1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${OPERATOR_TOKEN}` },
+      body: JSON.stringify({ approvalId, decision: 'approve' }),
+    });
+    expect(late.status).toBe(410);
+    expect(((await late.json()) as { error: { type: string } }).error.type).toBe('approval_expired');
+
+    // A reload rebuilds the expired state from history.
+    await page.reload();
+    await expired.waitFor();
+    await page.locator(`.tool[data-tool-call-id="${approvalId}"] .badge`, { hasText: 'expired' }).waitFor();
+    expect(await page.locator('#approvals').isHidden()).toBe(true);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  } finally {
+    await short.stop();
+  }
+}, 180_000);
 
 test('the order assistant answers through the same page', async () => {
   const page = await openPage(`${base}/#/release-manager/orders-1`);
@@ -329,7 +398,7 @@ test('over HTTP: approve runs execute once, an identical decision is deduplicate
   expect(await again.json()).toMatchObject({ submissionId: receipt.submissionId, deduplicated: true });
   const conflict = await decide('http-approve', approvalId, 'deny');
   expect(conflict.status).toBe(409);
-  expect(((await conflict.json()) as { error: { type: string } }).error.type).toBe('submission_conflict');
+  expect(((await conflict.json()) as { error: { type: string } }).error.type).toBe('approval_conflict');
   const approved = await results('http-approve');
   expect(approved).toHaveLength(1); // execute ran exactly once
   expect(approved[0]).toContain(`approved publish_release (${approvalId})`);

@@ -7,14 +7,15 @@
  *   anyone who can reach the app, so they accept user messages only: the routers refuse signals.
  * - `POST /api/approvals/:id`: an operator's decision on a pending release, delivered to the
  *   ReleaseManager instance `:id` (the same id as in `/api/agents/release-manager/:id` and in the
- *   page's URL, not the `conversationId` of stream chunks) as a `tool-approval` signal. Requires
- *   the operator token (`Authorization: Bearer <OPERATOR_TOKEN>`, see shared/auth.ts). An id with
- *   no instance behind it is refused with 404: a decision never creates a conversation.
+ *   page's URL, not the `conversationId` of stream chunks) by `decideApproval()`. Requires the
+ *   operator token (`Authorization: Bearer <OPERATOR_TOKEN>`, see shared/auth.ts), which also names
+ *   the approver. An id with no instance behind it is refused with 404: a decision never creates a
+ *   conversation. A request decided otherwise first is 409, one past its expiry 410.
  * - `POST /orders/:id`: sends the body text to the OrderAssistant instance with that id and answers
  *   with the settled reply; `GET /orders/:id` shows the instance.
  */
 import { Hono } from 'hono';
-import { dispatch, getAgentInstance, init } from '@flue/runtime';
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalNotFoundError, decideApproval, getAgentInstance, init } from '@flue/runtime';
 import { createAgentRouter } from '@flue/runtime/routing';
 import { OrderAssistant } from './agents/order-assistant.ts';
 import { ReleaseManager } from './agents/release-manager.ts';
@@ -31,25 +32,27 @@ app.route('/api/agents/release-manager', createAgentRouter(ReleaseManager));
 app.route('/api/agents/order-assistant', createAgentRouter(OrderAssistant));
 
 // Decisions come through this route, not straight from the browser into the conversation:
-// otherwise anyone who can post to the conversation could approve a call. The approval id is the
-// idempotency key, so the first decision wins and a different second one is refused with 409;
-// keys posted to the routers above live in another namespace and cannot take it first.
+// otherwise anyone who can post to the conversation could approve a call. The approver is the
+// operator the token authenticated, never a name from the request body. decideApproval() lets the
+// first decision win (the same one again is deduplicated, another is 409), refuses one at or past
+// the request's expiry (410), and with the digest the operator was shown, one for other arguments.
 app.post('/api/approvals/:id', async (c) => {
   const operator = await requireOperator(c.req.raw, c.env);
   const id = c.req.param('id');
-  const { approvalId, decision } = await c.req
-    .json<{
-      approvalId: string;
-      decision: 'approve' | 'deny';
-    }>()
-    .catch(() => ({ approvalId: undefined, decision: undefined }));
-  if (typeof approvalId !== 'string' || approvalId === '' || (decision !== 'approve' && decision !== 'deny')) {
-    return c.json({ error: 'Send {"approvalId": "<id>", "decision": "approve" | "deny"}.' }, 400);
+  const { approvalId, decision, argsDigest } = await c.req
+    .json<{ approvalId: string; decision: 'approve' | 'deny'; argsDigest?: string }>()
+    .catch(() => ({ approvalId: undefined, decision: undefined, argsDigest: undefined }));
+  if (
+    typeof approvalId !== 'string' ||
+    approvalId === '' ||
+    (decision !== 'approve' && decision !== 'deny') ||
+    (argsDigest !== undefined && typeof argsDigest !== 'string')
+  ) {
+    return c.json({ error: 'Send {"approvalId": "<id>", "decision": "approve" | "deny", "argsDigest"?: "<digest shown>"}.' }, 400);
   }
 
-  // `dispatch` creates an instance on first contact, so a mistyped id (or a stream chunk's
-  // `conversationId` pasted by mistake) would otherwise start an empty conversation and answer 202
-  // while the real request stays pending. Same envelope as the router's unknown instance.
+  // A mistyped id (or a stream chunk's `conversationId` pasted by mistake) names no instance: say
+  // so in the router's envelope for an unknown instance, rather than "no such approval".
   if ((await getAgentInstance(ReleaseManager, id)) === null) {
     return c.json(
       {
@@ -65,18 +68,20 @@ app.post('/api/approvals/:id', async (c) => {
     );
   }
 
-  const receipt = await dispatch(ReleaseManager, {
-    id,
-    message: {
-      kind: 'signal',
-      type: 'tool-approval',
-      body: `${operator.name} chose "${decision}" for ${approvalId}.`,
-      attributes: { approvalId, decision, approver: operator.name },
-    },
-    idempotencyKey: `approval:${approvalId}`,
-  });
-
-  return c.json(receipt, 202);
+  try {
+    const receipt = await decideApproval(ReleaseManager, id, {
+      approvalId,
+      decision,
+      approver: operator.name,
+      ...(argsDigest === undefined ? {} : { argsDigest }),
+    });
+    return c.json(receipt, 202);
+  } catch (error) {
+    if (error instanceof ApprovalConflictError || error instanceof ApprovalExpiredError || error instanceof ApprovalNotFoundError) {
+      return error.getResponse();
+    }
+    throw error;
+  }
 });
 
 app.post('/orders/:id', async (c) => {

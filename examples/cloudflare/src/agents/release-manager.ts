@@ -1,8 +1,8 @@
 'use agent';
-import { useModel } from '@flue/runtime';
+import { useApprovalGate, useModel } from '@flue/runtime';
 import * as v from 'valibot';
+import { approvalExpiryMs } from '../shared/approval-expiry.ts';
 import { releases } from '../shared/releases.ts';
-import { useApprovalGate } from '../shared/use-approval-gate.ts';
 
 export function ReleaseManager() {
   useModel('anthropic/claude-sonnet-4-6');
@@ -12,11 +12,14 @@ export function ReleaseManager() {
     description: 'Publish a tagged release to npm.',
     input: v.object({ pkg: v.string(), version: v.string() }),
     needsApproval: ({ version }) => !version.includes('-next'),
+    // Undecided after this long, the request is denied on its own: nobody publishes a release
+    // that an operator approved hours after the model asked, against a changed registry.
+    expiresInMs: approvalExpiryMs(),
     async execute({ pkg, version }, approvalId) {
       const { url } = await releases.publish({ pkg, version, idempotencyKey: approvalId });
       return `Published ${pkg}@${version}: ${url}`;
     },
   });
 
-  return 'Prepare releases. Stable releases need operator approval before they publish.';
+  return 'Prepare releases. Stable releases need operator approval before they publish; an undecided request expires.';
 }

@@ -1,5 +1,6 @@
 /**
- * The page at `GET /`: chat with either agent, watch replies stream in, decide pending approvals.
+ * The page at `GET /`: chat with either agent, watch replies stream in, decide pending approvals
+ * (each counting down to its expiry; one nobody decided in time is shown expired).
  * Plain HTML with one inline script, no build step. It speaks the conversation protocol that
  * `createAgentRouter` serves (history, then `view=updates&live=sse` through EventSource) and
  * reduces the stream's chunks into messages the way the official clients do.
@@ -137,6 +138,8 @@ export const PAGE_HTML = String.raw`<!doctype html>
   button.approve { background: var(--ok); color: #fff; }
   button.deny { background: #fff; border-color: #e7b4b4; color: var(--bad); }
   .approval .error-text { color: var(--bad); font-size: 14px; }
+  .approval .countdown { font-weight: 600; color: var(--wait); font-variant-numeric: tabular-nums; }
+  .approval .countdown.over { color: var(--bad); }
 
   .error { margin: 0 24px; padding: 8px 12px; border-radius: 8px; background: var(--bad-soft);
     color: var(--bad); font-size: 14px; }
@@ -605,12 +608,18 @@ export const PAGE_HTML = String.raw`<!doctype html>
 
   // ── approvals ────────────────────────────────────────────────────────────────────────────
 
-  /** Decisions seen in the conversation: approvalId -> the decision message's attributes. */
+  /**
+   * Decisions seen in the conversation: approvalId -> the attributes of the signals that name it,
+   * merged: the decision's ({ decision, approver }) and the gate's result ({ outcome, approver };
+   * outcome 'expired' when nobody decided in time).
+   */
   function decisionsInConversation() {
     const decided = new Map();
     for (const message of state.messages) {
       const attributes = message.signal && message.signal.attributes;
-      if (attributes && attributes.approvalId) decided.set(attributes.approvalId, attributes);
+      if (attributes && attributes.approvalId) {
+        decided.set(attributes.approvalId, Object.assign({}, decided.get(attributes.approvalId), attributes));
+      }
     }
     return decided;
   }
@@ -622,14 +631,42 @@ export const PAGE_HTML = String.raw`<!doctype html>
       for (const part of message.parts) {
         if (part.type === 'dynamic-tool' && part.state === 'output-available' && part.output &&
             part.output.status === 'pending_approval' && !decided.has(part.toolCallId)) {
-          pending.push({ approvalId: part.toolCallId, toolName: part.toolName, input: part.input });
+          pending.push({ approvalId: part.toolCallId, toolName: part.toolName, input: part.input,
+            argsDigest: part.output.argsDigest, expiresAt: part.output.expiresAt });
         }
       }
     }
     return pending;
   }
 
-  async function decide(approvalId, decision) {
+  /** Milliseconds until an ISO time (negative once past); NaN without one. */
+  function msUntil(iso) {
+    return iso ? Date.parse(iso) - Date.now() : NaN;
+  }
+
+  /** "Expires in 4:59" while it runs; once past, the gate's timer is about to record the expiry. */
+  function countdownText(expiresAt) {
+    const left = msUntil(expiresAt);
+    if (!(left > 0)) return 'Expired: nobody decided in time';
+    const seconds = Math.ceil(left / 1000);
+    const mm = Math.floor(seconds / 60);
+    const ss = seconds % 60;
+    return 'Expires in ' + mm + ':' + (ss < 10 ? '0' : '') + ss;
+  }
+
+  // The countdowns tick once a second without rebuilding the page; a card whose time ran out is
+  // rendered again so its buttons close (the server refuses a late decision with 410 anyway).
+  setInterval(() => {
+    let ranOut = false;
+    for (const el of document.querySelectorAll('.countdown[data-expires-at]')) {
+      const text = countdownText(el.dataset.expiresAt);
+      if (el.textContent !== text) el.textContent = text;
+      if (!(msUntil(el.dataset.expiresAt) > 0) && !el.classList.contains('over')) ranOut = true;
+    }
+    if (ranOut) render();
+  }, 1000);
+
+  async function decide(approvalId, decision, argsDigest) {
     const token = els.token.value.trim();
     if (!token) {
       state.decisions.set(approvalId, { decision, busy: false, sent: false, error: 'Enter the operator token to decide.' });
@@ -646,7 +683,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
     if (operator) headers['x-operator'] = operator;
     try {
       const response = await fetch('/api/approvals/' + encodeURIComponent(state.id), {
-        method: 'POST', headers, body: JSON.stringify({ approvalId, decision }),
+        method: 'POST', headers, body: JSON.stringify({ approvalId, decision, argsDigest }),
       });
       if (response.ok) {
         const receipt = await response.json();
@@ -654,6 +691,8 @@ export const PAGE_HTML = String.raw`<!doctype html>
         mine.sent = true;
       } else if (response.status === 409) {
         mine.error = 'This request was already decided differently.';
+      } else if (response.status === 410) {
+        mine.error = 'This request expired before the decision arrived.';
       } else if (response.status === 401) {
         mine.error = 'The operator token was not accepted.';
       } else {
@@ -733,7 +772,9 @@ export const PAGE_HTML = String.raw`<!doctype html>
     if (status === 'pending_approval') {
       const decision = decided.get(part.toolCallId);
       if (!decision) return ['waiting for approval', 'wait'];
-      return decision.decision === 'approve' ? ['approved by ' + (decision.approver || 'an operator'), 'ok']
+      if (decision.outcome === 'expired') return ['expired', 'bad'];
+      const approved = decision.decision ? decision.decision === 'approve' : decision.outcome === 'approved';
+      return approved ? ['approved by ' + (decision.approver || 'an operator'), 'ok']
         : ['denied by ' + (decision.approver || 'an operator'), 'bad'];
     }
     return ['done', 'ok'];
@@ -774,7 +815,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
     return message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('\n');
   }
 
-  /** The gate's result signal names the approval id in parentheses; it carries no attributes. */
+  /** A hand-written gate's result signal (the seed's) names the approval id in parentheses, without attributes. */
   function approvalResultOf(message, knownIds) {
     const text = textOf(message);
     for (const id of knownIds) {
@@ -789,6 +830,13 @@ export const PAGE_HTML = String.raw`<!doctype html>
   function eventView(message, knownIds) {
     const text = textOf(message);
     const attributes = (message.signal && message.signal.attributes) || {};
+    if (attributes.approvalId && attributes.outcome) {
+      // The shipped gate's result: its attributes say how the request ended.
+      const expired = attributes.outcome === 'expired';
+      const tone = attributes.outcome === 'approved' ? 'ok' : 'bad';
+      return h('li', { class: 'event result ' + tone + (expired ? ' expired' : ''), 'data-approval-id': attributes.approvalId },
+        h('span', { class: 'label' }, expired ? 'Approval expired' : 'Approval result'), h('span', { class: 'text' }, linkified(text)));
+    }
     if (attributes.approvalId) {
       const approved = attributes.decision === 'approve';
       return h('li', { class: 'event decision' },
@@ -809,6 +857,9 @@ export const PAGE_HTML = String.raw`<!doctype html>
 
   function messageView(message, decided, knownIds) {
     if (message.display === 'hidden') return null;
+    // The delivery of a framework timer (the gate's expiry): its result message says what it did.
+    const signal = (message.signal && message.signal.attributes) || {};
+    if (signal.timerId && String(signal.name || '').startsWith('flue:')) return null;
     if (message.role === 'system') return eventView(message, knownIds);
     if (message.role === 'user') {
       return h('li', { class: 'msg user', 'data-message-id': message.id },
@@ -861,20 +912,25 @@ export const PAGE_HTML = String.raw`<!doctype html>
       els.approvals.replaceChildren();
       return;
     }
-    const cards = pending.map(({ approvalId, toolName, input }) => {
+    const cards = pending.map(({ approvalId, toolName, input, argsDigest, expiresAt }) => {
       const mine = state.decisions.get(approvalId);
-      const busy = Boolean(mine && (mine.busy || mine.sent));
+      const over = Boolean(expiresAt) && !(msUntil(expiresAt) > 0);
+      const busy = Boolean(mine && (mine.busy || mine.sent)) || over;
       const note = mine && mine.sent ? (mine.decision === 'approve' ? 'Approved. Waiting for the agent' : 'Denied. Waiting for the agent') : '';
       return h('article', { class: 'approval', 'data-approval-id': approvalId },
         h('p', null, h('strong', null, AGENTS[state.agent].name), ' wants to run ', h('code', null, toolName), ' with:'),
         argsList(input),
+        expiresAt ? h('p', { class: 'countdown' + (over ? ' over' : ''), 'data-expires-at': expiresAt, title: 'Undecided, the request is denied at ' + expiresAt },
+          countdownText(expiresAt)) : null,
         h('div', { class: 'approval-actions' },
-          h('button', { type: 'button', class: 'approve', disabled: busy, onclick: () => decide(approvalId, 'approve') },
+          h('button', { type: 'button', class: 'approve', disabled: busy, onclick: () => decide(approvalId, 'approve', argsDigest) },
             mine && mine.busy && mine.decision === 'approve' ? 'Approving…' : 'Approve'),
-          h('button', { type: 'button', class: 'deny', disabled: busy, onclick: () => decide(approvalId, 'deny') },
+          h('button', { type: 'button', class: 'deny', disabled: busy, onclick: () => decide(approvalId, 'deny', argsDigest) },
             mine && mine.busy && mine.decision === 'deny' ? 'Denying…' : 'Deny'),
           note ? h('span', { class: 'muted dots' }, note) : null,
-          h('span', { class: 'muted mono', title: 'approval id' }, approvalId)),
+          h('span', { class: 'muted mono', title: 'approval id' }, approvalId),
+          argsDigest ? h('span', { class: 'muted mono digest', title: 'digest of the arguments this decision applies to: ' + argsDigest },
+            argsDigest.slice(0, 19) + '…') : null),
         mine && mine.error ? h('div', { class: 'error-text' }, mine.error) : null);
     });
     els.approvals.replaceChildren(
