@@ -5,7 +5,7 @@ import { ConversationView } from './conversation-view.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore } from '../store/sql-store.ts';
 import { exportConversation, importConversation } from './conversation-transfer.ts';
-import { ForkPointError, InvalidRequestError } from '../common/errors.ts';
+import { ForkPointError, InvalidRequestError, PayloadTooLargeError } from '../common/errors.ts';
 import type { ConversationExport } from './conversation-export.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
@@ -90,6 +90,22 @@ describe('exportConversation and importConversation', () => {
     const copy = view.live('Agent', 'with-files');
     importConversation(view, writer, copy, exportConversation(view, live));
     expect(new TextDecoder().decode(view.sandboxFiles(copy).read('/notes.txt'))).toBe('hello');
+  });
+
+  it('reads no more of a long log than the export bound: past it, refused with the latest cut within it; a cut within it exports', async () => {
+    const { view, live } = await recorded();
+    // A bound the birth batch alone passes: the read stops there.
+    const refused = (() => {
+      try {
+        exportConversation(view, live, { maxLogBytes: 1 });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(PayloadTooLargeError);
+    expect(refused).toMatchObject({ type: 'payload_too_large', meta: { field: 'the exported log', limit: 1 } });
+    expect((refused as PayloadTooLargeError).details).toContain('offset 0 is the latest settled one within the limit');
+    expect(exportConversation(view, live, { maxLogBytes: 1, at: 0 }).conversations[0]!.batches.map((batch) => batch.seq)).toEqual([0]);
   });
 
   it('refuses a malformed export by the field, before writing anything', async () => {

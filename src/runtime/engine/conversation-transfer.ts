@@ -3,7 +3,14 @@
  * first half of `fork()`, and the write behind the second half. What may be cut where is decided
  * by conversation-export.ts; this module reads through the view and writes through the writer.
  */
-import { AgentInstanceExistsError, AgentInstanceNotFoundError, ForkPointError, InvalidRequestError } from '../common/errors.ts';
+import {
+  AgentInstanceExistsError,
+  AgentInstanceNotFoundError,
+  ForkPointError,
+  InvalidRequestError,
+  PayloadTooLargeError,
+} from '../common/errors.ts';
+import { utf8Size } from '../common/limits.ts';
 import { newId } from '../common/ids.ts';
 import { fromBase64, toBase64 } from '../../shared/skill-bytes.ts';
 import { type ConversationKey, storedConversationKey } from '../store/conversation-key.ts';
@@ -29,14 +36,33 @@ import {
 export interface ExportOptions {
   /** The last offset to include; by default the latest one at which every submission had settled. */
   at?: number;
+  /** The most log bytes an export reads (tests lower it); past it, an earlier `at` is required. */
+  maxLogBytes?: number;
 }
+
+/**
+ * An export is built and carried as one value (in the object that exports it, and in the Worker
+ * that forks it), so the log it reads is bounded well inside a Worker's 128 MB.
+ */
+export const MAX_EXPORT_LOG_BYTES = 32 * 1024 * 1024;
 
 /** The conversation cut at `options.at`, with what it needs to live on elsewhere. */
 export function exportConversation(view: ConversationView, live: LiveConversation, options: ExportOptions = {}): ConversationExport {
   if (!live.conv.created) throw new AgentInstanceNotFoundError(live.instanceId);
-  const batches = view.batches(live.key, -1);
+  const maxLogBytes = options.maxLogBytes ?? MAX_EXPORT_LOG_BYTES;
+  // Read no further than the bound: a long conversation is never read whole.
+  const batches = view.boundedBatches(live.key, -1, undefined, maxLogBytes);
   const head = live.conv.head;
+  const read = batches.at(-1)?.seq ?? -1;
   const cuts = settledCuts(batches);
+  if (read < Math.min(options.at ?? head, head)) {
+    throw new PayloadTooLargeError(
+      'the exported log',
+      logBytesOf(batches),
+      maxLogBytes,
+      `A conversation is exported (and forked) as one value, so its log up to the cut may be at most ${maxLogBytes} bytes. Pass an earlier \`at\`: offset ${cuts.at(-1) ?? 0} is the latest settled one within the limit.`,
+    );
+  }
   const at = options.at ?? cuts.at(-1)!;
   if (at < 0 || at > head) throw new ForkPointError('out_of_range', at, nearestCuts(cuts, Math.min(Math.max(at, 0), head)), head);
   if (!cuts.includes(at)) throw new ForkPointError('unsettled', at, nearestCuts(cuts, at), head);
@@ -68,6 +94,11 @@ export function exportConversation(view: ConversationView, live: LiveConversatio
     exportedAt: new Date().toISOString(),
     conversations: [root, ...exportedChildren(view, prefix)],
   };
+}
+
+/** What the batches read weigh, as JSON: the size a refused export names. */
+function logBytesOf(batches: readonly Batch[]): number {
+  return batches.reduce((sum, batch) => sum + utf8Size(JSON.stringify(batch.records)), 0);
 }
 
 /** Child conversations are whole: the settled submission that opened each also finished it. */
