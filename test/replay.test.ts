@@ -4,7 +4,7 @@
  * tool description reports the real divergence at the turn where it happened.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ConversationExport, exportConversation, init, useModel, useTool } from '@flue/runtime';
+import { type ConversationExport, exportConversation, init, useModel, useSandbox, useTool, virtualSandbox } from '@flue/runtime';
 import { sqlite, start } from '@flue/runtime/node';
 import {
   type RecordedRequest,
@@ -76,13 +76,21 @@ const Reader = reader((n) => `page ${n}: ${'lorem '.repeat(1000)}`);
 /** The next version: page 3 reads differently. */
 const ReaderRevised = reader((n) => `page ${n}: ${(n === 3 ? 'ipsum ' : 'lorem ').repeat(1000)}`);
 
+/** With a sandbox, so the runtime adds its built-in file tools. */
+function Desk() {
+  useModel(MODEL);
+  useSandbox(virtualSandbox());
+  return 'You keep files.';
+}
+
 let server: ScriptedModelServer;
 let recording: ConversationExport;
 let compacted: ConversationExport;
+let desk: ConversationExport;
 
 beforeAll(async () => {
   server = await startScriptedModelServer({ fallback: reply });
-  const flue = await start({ agents: [Shop, Reader], db: sqlite(), providers: seedProviders(server), env: {} });
+  const flue = await start({ agents: [Shop, Reader, Desk], db: sqlite(), providers: seedProviders(server), env: {} });
   const handle = init(Shop, { id: 'customer' });
   const pixel = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex').toString('base64');
   await handle.read(
@@ -98,6 +106,9 @@ beforeAll(async () => {
   await pages.read(await pages.dispatch('read pages 1 to 3'));
   await pages.read(await pages.dispatch('thanks'));
   compacted = JSON.parse(JSON.stringify(await exportConversation(Reader, 'reader'))) as ConversationExport;
+  const files = init(Desk, { id: 'desk' });
+  await files.read(await files.dispatch('hello'));
+  desk = JSON.parse(JSON.stringify(await exportConversation(Desk, 'desk'))) as ConversationExport;
   await flue.stop();
   // A recording survives a trip through a JSON file.
   recording = JSON.parse(JSON.stringify(recording)) as ConversationExport;
@@ -210,21 +221,26 @@ describe('replayConversation()', () => {
     ]);
   });
 
-  it("ignores a change of the framework's own tools and text: only what the agent defines is compared", async () => {
-    // As a runtime upgrade would: the built-in task tool reworded in every recorded snapshot.
-    const upgraded = JSON.parse(JSON.stringify(recording)) as ConversationExport;
-    let edited = 0;
+  /** The recording as a runtime upgrade would leave it: the named built-in tools reworded in every snapshot. */
+  function upgrade(from: ConversationExport, names: readonly string[]): ConversationExport {
+    const upgraded = JSON.parse(JSON.stringify(from)) as ConversationExport;
+    const edited = new Set<string>();
     for (const record of upgraded.conversations[0]!.batches.flatMap((batch) => batch.records)) {
       if (record.type !== 'resource_snapshot') continue;
       for (const tool of record.snapshot.tools) {
-        if (tool.name === 'task') {
+        if (names.includes(tool.name)) {
           tool.description = 'A description from another runtime version.';
           tool.schema = 'another-schema';
-          edited++;
+          edited.add(tool.name);
         }
       }
     }
-    expect(edited).toBeGreaterThan(0);
+    expect([...edited].sort()).toEqual([...names].sort());
+    return upgraded;
+  }
+
+  it("ignores a change of the framework's own tools and text: only what the agent defines is compared", async () => {
+    const upgraded = upgrade(recording, ['task']);
     // The log says which tools the runtime added, beside each snapshot.
     const added = upgraded.conversations[0]!.batches.flatMap((batch) =>
       batch.records.flatMap((r) => (r.type === 'resource_snapshot' ? [r.builtinTools] : [])),
@@ -234,5 +250,17 @@ describe('replayConversation()', () => {
     // The agent's own prompt and tools still count.
     expect((await replayConversation({ agent: ShopReworded, recording: upgraded })).divergences[0]).toMatchObject({ kind: 'instructions' });
     expect((await replayConversation({ agent: ShopRedescribed, recording: upgraded })).divergences[0]).toMatchObject({ kind: 'tools' });
+  });
+
+  it('ignores a reworded sandbox built-in tool, and still sees one the agent no longer has', async () => {
+    const upgraded = upgrade(desk, ['read', 'write']);
+    expect((await replayConversation({ agent: Desk, recording: upgraded })).divergences).toEqual([]);
+    // Without its sandbox the agent offers no file tools: that is a change of the agent.
+    function DeskWithoutSandbox() {
+      useModel(MODEL);
+      return 'You keep files.';
+    }
+    const report = await replayConversation({ agent: DeskWithoutSandbox, recording: upgraded });
+    expect(report.divergences[0]).toMatchObject({ delivery: 0, turn: 0, kind: 'tools' });
   });
 });
