@@ -68,6 +68,18 @@ describe('loggedDeliveries', () => {
   });
 });
 
+describe('loggedDeliveries: compactions', () => {
+  it('keeps each compaction summary with the delivery whose response compacted, an older unnamed one with the latest delivery', () => {
+    const records: ConversationRecord[] = [
+      { type: 'user_message', messageId: 'in_a', submissionId: 'a', body: 'q', ts },
+      { type: 'compaction', summary: 'first', firstKept: 1, tokensBefore: 9, submissionId: 'a', ts },
+      { type: 'user_message', messageId: 'in_b', submissionId: 'b', body: 'q', ts },
+      { type: 'compaction', summary: 'second', firstKept: 2, tokensBefore: 9, ts },
+    ];
+    expect(loggedDeliveries(records).map((delivery) => delivery.summaries)).toEqual([['first'], ['second']]);
+  });
+});
+
 describe('divergences', () => {
   it('none between a log and a replay that did the same, whatever the ids', () => {
     expect(divergences(log('a'), log('b'))).toEqual([]);
@@ -94,5 +106,37 @@ describe('divergences', () => {
     const shorter = log('b');
     shorter[0]!.turns.pop();
     expect(divergences(log('a'), shorter)).toMatchObject([{ turn: 1, kind: 'turns', recorded: 2, replayed: 1 }]);
+  });
+
+  it("compares the tools the agent declared, not the framework's own", () => {
+    const snapshot = (taskDescription: string, priceDescription: string) => ({
+      tools: [
+        { name: 'task', description: taskDescription, schema: 'x' },
+        { name: 'price', description: priceDescription, schema: 'y' },
+      ],
+      skills: [],
+      subagents: [],
+      instructionsDigest: 'd',
+      sandbox: false,
+    });
+    const shown = (taskDescription: string, priceDescription: string, builtinTools?: string[]) => {
+      const delivery = log('b');
+      for (const turn of delivery[0]!.turns) {
+        turn.resources = snapshot(taskDescription, priceDescription);
+        if (builtinTools) turn.builtinTools = builtinTools;
+      }
+      return delivery;
+    };
+    // A log that does not say which tools the runtime added: the framework's reserved names.
+    expect(divergences(shown('Delegates.', 'Prices.'), shown('Delegates a task (reworded).', 'Prices.'))).toEqual([]);
+    expect(divergences(shown('Delegates.', 'Prices.'), shown('Delegates.', 'Prices one item.'))).toMatchObject([
+      { turn: 0, kind: 'tools' },
+    ]);
+    // A sandbox built-in the log names as added, on either side, compares by name only.
+    expect(divergences(shown('Delegates.', 'Reads.'), shown('Delegates.', 'Reads a file.', ['task', 'price']))).toEqual([]);
+    expect(divergences(shown('Delegates.', 'Reads.', ['task', 'price']), shown('Delegates.', 'Reads a file.'))).toEqual([]);
+    const renamed = shown('Delegates.', 'Reads.', ['task', 'price']);
+    renamed[0]!.turns[0]!.resources!.tools[1]!.name = 'read';
+    expect(divergences(shown('Delegates.', 'Reads.', ['task', 'price']), renamed)).toMatchObject([{ turn: 0, kind: 'tools' }]);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { skipUnknown } from '../shared/exhaustive.ts';
 import { deepEqualJson } from '../runtime/common/ids.ts';
+import { RESERVED_TOOL_NAMES } from '../runtime/authoring/define-tool.ts';
 import type { ResourceSnapshot } from '../runtime/authoring/narration.ts';
 import type { AssistantMessage } from '../runtime/model/model-types.ts';
 import type { ConversationRecord, RecordOf, SubmissionOutcome, ToolOutcome } from '../runtime/store/records.ts';
@@ -24,6 +25,8 @@ export interface LoggedTurn {
   results: ToolOutcome[];
   /** The resources the model was shown for this call (the last snapshot before it). */
   resources?: ResourceSnapshot;
+  /** Which of those tools the runtime added (absent when the log does not say). */
+  builtinTools?: string[];
 }
 
 /** One delivery of the log and the response that answered it. */
@@ -33,6 +36,8 @@ export interface LoggedDelivery {
   turns: LoggedTurn[];
   /** The text of the response's last turn that had text. */
   reply: string;
+  /** The summaries of the compactions its response made, in order. */
+  summaries: string[];
   outcome?: SubmissionOutcome;
 }
 
@@ -65,17 +70,19 @@ export function loggedDeliveries(records: readonly ConversationRecord[]): Logged
   const deliveries = new Map<string, LoggedDelivery>();
   const steps = new Map<string, LoggedTurn>();
   let resources: ResourceSnapshot | undefined;
+  let builtinTools: string[] | undefined;
   for (const record of records) {
     switch (record.type) {
       case 'user_message':
       case 'signal':
         if (record.type === 'signal' && record.origin !== 'delivery') break;
         if (record.submissionId !== undefined && !deliveries.has(record.submissionId)) {
-          deliveries.set(record.submissionId, { submissionId: record.submissionId, input: record, turns: [], reply: '' });
+          deliveries.set(record.submissionId, { submissionId: record.submissionId, input: record, turns: [], reply: '', summaries: [] });
         }
         break;
       case 'resource_snapshot':
         if (record.snapshot !== undefined) resources = record.snapshot;
+        if (record.builtinTools !== undefined) builtinTools = record.builtinTools;
         break;
       case 'assistant_completed': {
         const delivery = deliveries.get(record.submissionId);
@@ -84,7 +91,14 @@ export function loggedDeliveries(records: readonly ConversationRecord[]): Logged
         const toolCalls = record.message.content.flatMap((block) =>
           block.type === 'toolCall' ? [{ id: block.id, name: block.name, arguments: block.arguments as unknown }] : [],
         );
-        const turn: LoggedTurn = { message: record.message, text, toolCalls, results: [], ...(resources ? { resources } : {}) };
+        const turn: LoggedTurn = {
+          message: record.message,
+          text,
+          toolCalls,
+          results: [],
+          ...(resources ? { resources } : {}),
+          ...(builtinTools ? { builtinTools } : {}),
+        };
         delivery.turns.push(turn);
         steps.set(record.stepId, turn);
         if (text !== '') delivery.reply = text;
@@ -93,6 +107,12 @@ export function loggedDeliveries(records: readonly ConversationRecord[]): Logged
       case 'tool_results': {
         const turn = steps.get(record.stepId);
         if (turn !== undefined) turn.results.push(...record.outcomes);
+        break;
+      }
+      case 'compaction': {
+        // A compaction from before records named their submission belongs to the latest delivery.
+        const delivery = record.submissionId === undefined ? [...deliveries.values()].at(-1) : deliveries.get(record.submissionId);
+        delivery?.summaries.push(record.summary);
         break;
       }
       case 'submission_settled': {
@@ -109,7 +129,6 @@ export function loggedDeliveries(records: readonly ConversationRecord[]): Logged
       case 'agent_finish_cycle':
       case 'data_write':
       case 'response_metadata':
-      case 'compaction':
       case 'child_session_retained':
         break;
       default:
@@ -124,8 +143,23 @@ function resultOf(outcome: ToolOutcome | undefined): { isError: boolean; content
   return outcome === undefined ? undefined : { isError: outcome.isError, content: outcome.content };
 }
 
-function toolShape(snapshot: ResourceSnapshot | undefined): unknown {
-  return (snapshot?.tools ?? []).map((tool) => ({ name: tool.name, description: tool.description, schema: tool.schema ?? null }));
+/**
+ * The tools shown to the model at a turn, as far as the agent defines them: its own tools whole
+ * (name, description, input schema), the ones the runtime added (`added`: its own and the
+ * sandbox's built-ins) by name only, since their text is the runtime's and an upgrade may reword it.
+ */
+function toolShape(turn: LoggedTurn, added: ReadonlySet<string>): unknown {
+  return (turn.resources?.tools ?? []).map((tool) =>
+    added.has(tool.name) ? { name: tool.name } : { name: tool.name, description: tool.description, schema: tool.schema ?? null },
+  );
+}
+
+/**
+ * The tools either run says the runtime added, and the names no agent may declare: a recording
+ * from before the log said which were added is compared with a replay that says so.
+ */
+function runtimeAdded(a: LoggedTurn, b: LoggedTurn): ReadonlySet<string> {
+  return new Set([...RESERVED_TOOL_NAMES, ...(a.builtinTools ?? []), ...(b.builtinTools ?? [])]);
 }
 
 /**
@@ -170,8 +204,9 @@ export function divergences(recorded: readonly LoggedDelivery[], replayed: reado
         );
         return;
       }
-      if (!deepEqualJson(toolShape(a.resources), toolShape(b.resources))) {
-        at(turn, 'tools', toolShape(a.resources), toolShape(b.resources), `${where}: the tools shown to the model differ`);
+      const added = runtimeAdded(a, b);
+      if (!deepEqualJson(toolShape(a, added), toolShape(b, added))) {
+        at(turn, 'tools', toolShape(a, added), toolShape(b, added), `${where}: the tools shown to the model differ`);
         return;
       }
       const names = (turnOf: LoggedTurn) => turnOf.toolCalls.map((call) => call.name);

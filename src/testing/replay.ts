@@ -6,7 +6,9 @@
  * same delivery, and every tool result the request carries from that delivery equal to the
  * recorded one), otherwise by `options.model`. Tool calls are answered from the recording where
  * the call matches (the recorded call of that id, with the same name and arguments), otherwise run
- * live; `liveTools` runs them live regardless, so a changed tool shows in its results.
+ * live; `liveTools` runs them live regardless, so a changed tool shows in its results. A
+ * summarization call is recognised by what it asks for and answered from the recorded summary of
+ * the same compaction, outside the count of turns, so a conversation that compacted replays too.
  *
  * Node only: the Node host is imported when a replay starts, so this module can be imported
  * inside workerd.
@@ -22,6 +24,7 @@ import { useScriptedModels } from '../runtime/model/scripted-redirect.ts';
 import { type ToolAnswers, installToolAnswers } from '../runtime/engine/tool-answers.ts';
 import type { ConversationExport } from '../runtime/engine/conversation-export.ts';
 import type { AssistantMessage } from '../runtime/model/model-types.ts';
+import { summaryParts, summaryRequestPart } from '../runtime/model/compaction.ts';
 import { type LoggedDelivery, type ReplayDivergence, divergences, loggedDeliveries } from './replay-log.ts';
 import { startScriptedModelServer } from './scripted-model-server.ts';
 import type { RecordedRequest, ScriptStep, ScriptedResponse } from './scripted-model-types.ts';
@@ -48,10 +51,15 @@ export interface ReplayOptions {
 
 export interface ReplayTurnReport {
   delivery: number;
-  /** The model call of the delivery's response (0 = the first). */
+  /**
+   * The model call of the delivery's response (0 = the first), counting ordinary turns only; for a
+   * summarization call, the index of its compaction within the delivery.
+   */
   turn: number;
   /** Whether the recording answered it, or `options.model`. */
   answeredFrom: 'recording' | 'model';
+  /** `'compaction'` on a summarization call (answered from the recorded summary); absent on an ordinary turn. */
+  purpose?: 'compaction';
 }
 
 export interface ReplayReport {
@@ -108,18 +116,41 @@ export async function replayConversation(options: ReplayOptions): Promise<Replay
   const live = (name: string) => options.liveTools === true || (Array.isArray(options.liveTools) && options.liveTools.includes(name));
 
   const turns: ReplayTurnReport[] = [];
-  const current = { delivery: -1, call: 0 };
+  let current = replayCursor(-1);
+  const fallback = (request: RecordedRequest): ScriptedResponse | Promise<ScriptedResponse> => {
+    const step = options.model ?? UNANSWERED;
+    return typeof step === 'function' ? step(request) : step;
+  };
   const answerModel = async (request: RecordedRequest): Promise<ScriptedResponse> => {
     const delivery = recorded[current.delivery];
+    const part = summaryRequestPart(request.system, request.messages.at(-1)?.content ?? '');
+    if (part !== undefined) {
+      // A summarization call answers from the recorded summary of the same compaction, by purpose, not by count.
+      if (!current.summarizing) current.compactions++;
+      current.summarizing = true;
+      const index = current.compactions - 1;
+      const summary = delivery?.summaries[index];
+      const text = summary === undefined ? undefined : part === 'prefix' ? summaryParts(summary).prefix : summaryParts(summary).history;
+      const answeredFrom = text === undefined ? 'model' : 'recording';
+      turns.push({ delivery: current.delivery, turn: index, answeredFrom, purpose: 'compaction' });
+      return text === undefined ? fallback(request) : { text };
+    }
+    current.summarizing = false;
     const turn = current.call++;
     const logged = delivery?.turns[turn];
-    if (delivery !== undefined && logged !== undefined && requestAgrees(request, delivery, turn)) {
+    if (
+      delivery !== undefined &&
+      logged !== undefined &&
+      !current.offScript &&
+      requestAgrees(request, delivery, turn, current.compactions > 0)
+    ) {
       turns.push({ delivery: current.delivery, turn, answeredFrom: 'recording' });
       return scriptedAnswer(logged.message);
     }
+    // A turn answered otherwise may have made other calls: no later turn of the delivery matches.
+    current.offScript = true;
     turns.push({ delivery: current.delivery, turn, answeredFrom: 'model' });
-    const fallback = options.model ?? UNANSWERED;
-    return typeof fallback === 'function' ? fallback(request) : fallback;
+    return fallback(request);
   };
   const answerTool: ToolAnswers = (question) => {
     if (question.context.instanceId !== id || live(question.toolName)) return undefined;
@@ -143,8 +174,7 @@ export async function replayConversation(options: ReplayOptions): Promise<Replay
     flue = await host.start({ agents: [agent], db: host.sqlite(), env: {} });
     const handle = init(agent, { id });
     for (const [index, delivery] of recorded.entries()) {
-      current.delivery = index;
-      current.call = 0;
+      current = replayCursor(index);
       const message = deliveredMessage(delivery, root.attachments);
       const receipt = await handle.dispatch({ message, ...(index === 0 && initialData !== undefined ? { initialData } : {}) });
       // A failed or aborted delivery is compared by its outcome, like any other.
@@ -196,19 +226,39 @@ function deliveredMessage(
   return { kind: 'user', body: input.body, ...(files.length === 0 ? {} : { attachments: files }) };
 }
 
+/** Where the replay is within one delivery. */
+interface ReplayCursor {
+  delivery: number;
+  /** Ordinary model calls so far: the index of the next turn. */
+  call: number;
+  /** Compactions begun so far (a run of summarization calls is one compaction). */
+  compactions: number;
+  summarizing: boolean;
+  /** A turn was answered by `options.model`. */
+  offScript: boolean;
+}
+
+function replayCursor(delivery: number): ReplayCursor {
+  return { delivery, call: 0, compactions: 0, summarizing: false, offScript: false };
+}
+
 /**
  * A request matches the recorded `turn` of `delivery` when every tool call the recording made in
- * that delivery's earlier turns came back in the request with the recorded result (a turn answered
- * otherwise made other calls, so no later turn of the delivery matches).
+ * that delivery's earlier turns came back in the request with the recorded result. After a
+ * compaction of the delivery, a result may be summarized away: one missing from the request is
+ * then no disagreement.
  */
-function requestAgrees(request: RecordedRequest, delivery: LoggedDelivery, turn: number): boolean {
+function requestAgrees(request: RecordedRequest, delivery: LoggedDelivery, turn: number, compacted: boolean): boolean {
   const results = new Map<string, string>();
   for (const message of request.messages) {
     if (message.role === 'tool' && message.toolCallId !== undefined) results.set(message.toolCallId, message.content);
   }
-  return delivery.turns
-    .slice(0, turn)
-    .every((logged) => logged.results.every((outcome) => results.get(outcome.toolCallId) === outcome.content));
+  return delivery.turns.slice(0, turn).every((logged) =>
+    logged.results.every((outcome) => {
+      const sent = results.get(outcome.toolCallId);
+      return sent === undefined ? compacted : sent === outcome.content;
+    }),
+  );
 }
 
 /** The recorded answer as the scripted server streams it: its text, reasoning and tool calls, with their recorded ids. */

@@ -28,12 +28,15 @@ export function narrateResourceChanges({
   conv,
   submissionId,
   tools,
+  builtinTools,
   rendered,
   sandbox,
 }: {
   conv: Conversation;
   submissionId: string;
   tools: readonly ToolDefinition[];
+  /** The names of `tools` the runtime added (its own and the sandbox's), recorded beside the snapshot. */
+  builtinTools: readonly string[];
   rendered: RenderResult;
   /** The environment's sandbox as this boundary left it (a delegate shares its parent's). */
   sandbox: Sandbox | undefined;
@@ -48,7 +51,7 @@ export function narrateResourceChanges({
   // Narration and the frozen prompt catalogs (skills-subagents-mcp.md §4).
   const previous = conv.resourceSnapshot;
   if (previous === undefined || conv.resourceBaseline === undefined)
-    return [{ type: 'resource_snapshot', baseline: true, snapshot: current }];
+    return [{ type: 'resource_snapshot', baseline: true, snapshot: current, builtinTools: [...builtinTools] }];
   if (sameSnapshot(previous, current)) return [];
   const signals: { signalType: string; body: string; attributes?: Record<string, string> }[] = [];
   if (previous.instructionsDigest !== current.instructionsDigest)
@@ -72,7 +75,7 @@ export function narrateResourceChanges({
     ...signals.map(
       (signal): ConversationRecord => ({ type: 'signal', messageId: newId('msg'), submissionId, origin: 'framework', ...signal, ts }),
     ),
-    { type: 'resource_snapshot', baseline: false, snapshot: current },
+    { type: 'resource_snapshot', baseline: false, snapshot: current, builtinTools: [...builtinTools] },
   ];
 }
 

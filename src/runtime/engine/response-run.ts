@@ -437,6 +437,7 @@ export class ResponseRun {
       conv: this.conv,
       submissionId: this.row.id,
       tools,
+      builtinTools: [...framework, ...builtin].map((tool) => tool.name),
       rendered,
       sandbox: this.environment.current,
     });

@@ -22,6 +22,8 @@ import {
   summaryInputBudget,
   summaryMaxTokens,
   summaryMessageChars,
+  summaryParts,
+  summaryRequestPart,
   validateCompactionConfig,
 } from './compaction.ts';
 
@@ -409,6 +411,27 @@ describe('buildSummaryRequest', () => {
   it('joins a split-turn summary with the fixed separator', () => {
     expect(SPLIT_TURN_SEPARATOR).toBe('\n\n---\n\n**Turn Context (split turn):**\n\n');
     expect(joinSplitSummary('H', 'P')).toBe('H\n\n---\n\n**Turn Context (split turn):**\n\nP');
+  });
+
+  it('takes a recorded summary apart into the answers it was made of', () => {
+    const lists = { readFiles: ['a.ts'], modifiedFiles: ['b.ts'] };
+    expect(summaryParts(appendFileLists(joinSplitSummary('H', 'P'), lists))).toEqual({ history: 'H', prefix: 'P' });
+    expect(summaryParts(appendFileLists('H\n<read-files> in the text', { readFiles: ['a'], modifiedFiles: [] }))).toEqual({
+      history: 'H\n<read-files> in the text',
+    });
+    expect(summaryParts('H')).toEqual({ history: 'H' });
+  });
+
+  it('tells a summarization request, and which one, from any other request', () => {
+    const messages = [user('hello')];
+    const history = buildSummaryRequest({ messages });
+    const update = buildSummaryRequest({ messages, previousSummary: 'S' });
+    const prefix = buildSummaryRequest({ messages, splitTurn: true });
+    expect(summaryRequestPart(history.systemPrompt, history.userText)).toBe('history');
+    expect(summaryRequestPart(update.systemPrompt, update.userText)).toBe('history');
+    expect(summaryRequestPart(prefix.systemPrompt, prefix.userText)).toBe('prefix');
+    expect(summaryRequestPart('You are an agent.', history.userText)).toBeUndefined();
+    expect(summaryRequestPart(undefined, 'hello')).toBeUndefined();
   });
 });
 

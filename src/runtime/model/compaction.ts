@@ -405,6 +405,16 @@ export function buildSummaryRequest(input: {
   return { systemPrompt: SUMMARY_SYSTEM_PROMPT, userText: sections.join('\n\n') };
 }
 
+/**
+ * Which summarization call a request is, from what it sends: `'history'` or `'prefix'` (the
+ * turn-prefix call), or undefined for any other model request. A replay answers these from the
+ * recorded summaries instead of counting them among the conversation's turns.
+ */
+export function summaryRequestPart(systemPrompt: string | undefined, userText: string): 'history' | 'prefix' | undefined {
+  if (systemPrompt !== SUMMARY_SYSTEM_PROMPT) return undefined;
+  return userText.endsWith(TURN_PREFIX_INSTRUCTIONS) ? 'prefix' : 'history';
+}
+
 const SUMMARY_MAX_TOKENS_CAP = 16000;
 
 /** Output budget of a summarization call; the turn-prefix call gets the smaller share. */
@@ -456,6 +466,18 @@ export const SPLIT_TURN_SEPARATOR = '\n\n---\n\n**Turn Context (split turn):**\n
 
 export function joinSplitSummary(historySummary: string, prefixSummary: string): string {
   return `${historySummary}${SPLIT_TURN_SEPARATOR}${prefixSummary}`;
+}
+
+/**
+ * The summarization answers a recorded summary was made of: the history summary and, for a split
+ * turn, the turn-prefix summary, without the file lists the framework appended (the inverse of
+ * `joinSplitSummary` and `appendFileLists`).
+ */
+export function summaryParts(summary: string): { history: string; prefix?: string } {
+  const bare = summary.replace(/(\n\n<(read|modified)-files>\n[\s\S]*?\n<\/\2-files>)+$/, '');
+  const split = bare.indexOf(SPLIT_TURN_SEPARATOR);
+  if (split < 0) return { history: bare };
+  return { history: bare.slice(0, split), prefix: bare.slice(split + SPLIT_TURN_SEPARATOR.length) };
 }
 
 // ── File lists ────────────────────────────────────────────────────────────────────────────────

@@ -143,6 +143,13 @@ export type ConversationRecord =
       type: 'resource_snapshot';
       baseline: boolean;
       snapshot: ResourceSnapshot;
+      /**
+       * The snapshot's tools the runtime added rather than the agent: its own (`task`, …) and the
+       * sandbox's built-ins. What a replay compares by name only, so a runtime upgrade that rewords
+       * them is no change of the agent. Absent on records from before it was kept, and on a
+       * compaction's rebaseline (the snapshot before it still applies).
+       */
+      builtinTools?: string[];
     }
   | {
       type: 'compaction';
