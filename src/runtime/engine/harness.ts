@@ -279,8 +279,9 @@ async function runPrompt({
           },
         ),
     );
-    usage = addUsage(usage, usageFromPi(final.usage));
-    deps.spend?.(usageFromPi(final.usage));
+    const turnUsage = usageFromPi(final.usage);
+    usage = addUsage(usage, turnUsage);
+    deps.spend?.(turnUsage);
     if (final.stopReason === 'aborted') throw signal.reason ?? abortError();
     // A scratch conversation the model refuses as too large is compacted once and the turn
     // retried, as the main conversation does (models-and-providers.md §6.3); the summary's
@@ -418,13 +419,14 @@ async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: Abo
       { systemPrompt: request.systemPrompt, messages: [{ role: 'user', content: request.userText, timestamp: Date.now() }] },
       { signal, maxTokens: Math.max(1, summaryMaxTokens(settings.reserveTokens, false)) },
     );
-    deps.spend?.(usageFromPi(summary.usage));
+    const callUsage = usageFromPi(summary.usage);
+    deps.spend?.(callUsage);
     if (summary.stopReason === 'aborted') throw signal.reason ?? abortError();
     if (summary.stopReason === 'error')
       throw (
         modelErrorFromMessage(summary.errorMessage) ?? new OperationFailedError('compact', summary.errorMessage ?? 'summarization failed')
       );
-    usage = addUsage(usage, usageFromPi(summary.usage));
+    usage = addUsage(usage, callUsage);
     text = summary.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
   }
   const kept = scratch.slice(cut.firstKeptIndex);

@@ -404,19 +404,24 @@ export class ResponseRun {
     if (this.options.engine.isStopping) return 0;
     const joinable = joinableDeliveries(this.options.view.openSubmissions(this.live.key), this.row.id);
     if (joinable.length === 0) return 0;
-    // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs between two joins:
-    // the whole burst joins in one batch. Otherwise each delivery's callbacks run after its join.
-    const groups =
-      (await this.renderWithEnvironment()).agentStart.length === 0 && !this.out.hasPendingWrites
-        ? [joinable]
-        : joinable.map((row) => [row]);
-    for (const group of groups) {
-      this.options.writer.join(this.live, group, this.row.id);
-      // A joined delivery's message enters at this turn boundary, before the next turn starts.
-      if (this.site.observed) for (const row of group) this.emitInput(inputRecord(row, this.row.id));
-      for (const row of group) await this.agentStart(row.id);
+    // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs
+    // between two joins: the whole burst joins in one batch, and no delivery has callbacks to run.
+    if ((await this.renderWithEnvironment()).agentStart.length === 0 && !this.out.hasPendingWrites) {
+      this.join(joinable);
+      return joinable.length;
+    }
+    // Otherwise each delivery's callbacks run after its own join.
+    for (const row of joinable) {
+      this.join([row]);
+      await this.agentStart(row.id);
     }
     return joinable.length;
+  }
+
+  /** Joins deliveries in one batch; their messages enter at this turn boundary, before the next turn starts. */
+  private join(rows: readonly SubmissionRow[]): void {
+    this.options.writer.join(this.live, rows, this.row.id);
+    if (this.site.observed) for (const row of rows) this.emitInput(inputRecord(row, this.row.id));
   }
 
   // ── A model turn ──────────────────────────────────────────────────────────────────────────
