@@ -7,7 +7,8 @@
  * The conversation first gets two real exchanges through the public API: its birth and first
  * contact, then one whose batches, exactly as the runtime wrote them, are the template. Each copy
  * gets fresh ids and padded text (what the user wrote, what the tool returned, what the model
- * answered), and its settled submission row. Every COMPACT_EVERY copies end with a `compaction`
+ * answered), and its settled submission row (keeping its settlement, as the runtime's writer
+ * does). Every COMPACT_EVERY copies end with a `compaction`
  * record that keeps the last KEEP_EXCHANGES, as the threshold compaction of a model with a
  * 128k-token window would: so the model context stays the same size however long the history, and
  * only the history behind it grows.
@@ -15,6 +16,7 @@
 import type { ConversationKey } from '../src/runtime/store/conversation-key.ts';
 import type { ConversationRecord } from '../src/runtime/store/records.ts';
 import type { SqlStore } from '../src/runtime/store/sql-store.ts';
+import { encodeSettlement } from '../src/runtime/engine/settled-submission.ts';
 import { answer, question, toolValue } from './node/history-script.ts';
 
 /** The key of the template exchange's question: every copy replaces it with its own. */
@@ -136,9 +138,9 @@ export function appendSegment(store: SqlStore, key: ConversationKey, plan: Histo
         payload: { message: { kind: 'user', body } },
         acceptedAt,
       });
-      store.markSettled(submissionId, 'completed', null, Date.now());
       const settlement = batches.pop()!;
-      for (const batch of batches) store.append(key, batch);
+      const first = store.append(key, batches[0]!);
+      for (const batch of batches.slice(1)) store.append(key, batch);
       nextIndex += plan.perExchange;
       // The threshold compaction lands after the exchange's last step, before its settlement.
       if (i === COMPACT_EVERY - 1) {
@@ -153,7 +155,20 @@ export function appendSegment(store: SqlStore, key: ConversationKey, plan: Histo
         };
         store.append(key, [compaction, plan.baseline]);
       }
-      store.append(key, settlement);
+      const seq = store.append(key, settlement);
+      const record = settlement[0]!;
+      if (record.type !== 'submission_settled' || record.usage === undefined)
+        throw new Error('history: the template settles without its ledger entry');
+      // The row keeps the settlement as the writer stores it; the reply is read from the exchange's batches.
+      const stored = {
+        seq,
+        index: 0,
+        outcome: record.outcome,
+        answeredBySubmissionId: submissionId,
+        usage: record.usage,
+        reply: { of: submissionId, after: first },
+      };
+      store.markSettled(submissionId, 'completed', null, Date.now(), encodeSettlement(stored));
     }
   });
   return { exchange, nextIndex };

@@ -14,6 +14,7 @@ import {
   defineSubagent,
   exportConversation,
   fork,
+  getUsage,
   init,
   useModel,
   usePersistentState,
@@ -132,6 +133,11 @@ describe('fork()', () => {
     const request = server.requests.at(-1)!;
     expect(request.system).toContain('Count: 2.');
     expect(userTexts(request)).toEqual(['one /bump', 'two /bump', 'three']);
+    // The fork's ledger starts with the settlements it copied (read from its log), then its own.
+    const [source, forked] = [await getUsage(Counter, 'orig'), await getUsage(Counter, id)];
+    expect(forked!.submissions.slice(0, 2)).toEqual(source!.submissions);
+    expect(forked!.submissions).toHaveLength(3);
+    expect(forked!.total.totalTokens).toBe(source!.total.totalTokens + forked!.submissions[2]!.usage.totalTokens);
     // The original is untouched.
     expect(comparable(await exportConversation(Counter, 'orig'))).toEqual(comparable(before));
   });

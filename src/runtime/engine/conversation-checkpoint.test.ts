@@ -1,7 +1,14 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { Conversation } from './conversation.ts';
-import { CHECKPOINT_EVERY_BATCHES, CHECKPOINT_EVERY_BYTES, CHECKPOINT_VERSION, checkpointDue } from './conversation-checkpoint.ts';
+import {
+  CHECKPOINT_EVERY_BATCHES,
+  CHECKPOINT_EVERY_BYTES,
+  CHECKPOINT_VERSION,
+  checkpointDue,
+  encodeCheckpoint,
+} from './conversation-checkpoint.ts';
+import { emptyUsage } from '../model/usage.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { ConversationWriter } from './conversation-writer.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
@@ -165,23 +172,33 @@ describe('a checkpoint', () => {
         ),
     ],
     [
-      'with a ledger entry of the wrong shape',
+      'with an open submission of the wrong shape',
       ({ store, key }) =>
         store.writeCheckpoint(
           key,
           5,
           CHECKPOINT_VERSION,
-          forged(store, key, (body) => (body.state.ledger = [{ submissionId: 5 }])),
+          forged(store, key, (body) => (body.state.applied = [5])),
         ),
     ],
     [
-      'with a reply source of the wrong shape',
+      'with a settlement count that is no count',
       ({ store, key }) =>
         store.writeCheckpoint(
           key,
           5,
           CHECKPOINT_VERSION,
-          forged(store, key, (body) => (body.state.replySources = [['sub_1', { of: 'sub_1' }]])),
+          forged(store, key, (body) => (body.state.settledCount = -1)),
+        ),
+    ],
+    [
+      'of the version that kept every settlement',
+      ({ store, key }) =>
+        store.writeCheckpoint(
+          key,
+          5,
+          1,
+          forged(store, key, (body) => Object.assign(body.state, { settlements: [], ledger: [], replySources: [] })),
         ),
     ],
     [
@@ -267,5 +284,87 @@ describe('a checkpoint', () => {
         .snapshot()
         .messages.map((m) => m.id),
     ).toContain('msg_in_sub_1');
+  });
+});
+
+describe('settled submissions', () => {
+  /** One exchange settled through the writer, as the engine settles one: its row keeps the settlement. */
+  function exchange({ view, writer, live }: Opened, id: string, tokens: number): void {
+    writer.admit(live, undefined, { id, kind: 'dispatch', payload: { message: { kind: 'user', body: id } }, acceptedAt: ts }, []);
+    writer.commit(live, [input(id, `question ${id}`)]);
+    const [started, completed] = answer(id, `Answer ${id}.`);
+    const delta: ConversationRecord = {
+      type: 'assistant_delta',
+      messageId: `msg_a_${id}`,
+      stepId: `s_${id}`,
+      kind: 'text',
+      block: 0,
+      delta: `Answer ${id}.`,
+    };
+    writer.commit(live, [started!, delta, completed!]);
+    const usage = { ...emptyUsage(), input: tokens, totalTokens: tokens };
+    writer.settle(live, {
+      records: [
+        {
+          type: 'submission_settled',
+          submissionId: id,
+          outcome: 'completed',
+          answeredBySubmissionId: id,
+          usage: { usage, modelCalls: 1, toolCalls: 0, attempts: 1 },
+          ts,
+        },
+      ],
+      settled: [view.submission(id)!],
+      outcome: 'completed',
+      error: null,
+    });
+  }
+
+  it('stay out of memory and the checkpoint: their rows keep them, and readers find them there', () => {
+    const { store, view, writer, live, key } = opened;
+    const ids = Array.from({ length: 600 }, (_, i) => `sub_x${i}`);
+    // Measured right after a compaction, so the model context is empty both times.
+    const size = () => {
+      writer.commit(live, [{ type: 'compaction', summary: 'S.', firstKept: live.conv.modelLength, tokensBefore: 1, ts }]);
+      return encodeCheckpoint(live.conv, live.incarnation).length;
+    };
+    ids.slice(0, 10).forEach((id) => exchange(opened, id, 1));
+    const small = size();
+    ids.slice(10).forEach((id) => exchange(opened, id, 1));
+    // 590 more settlements, and the fold's stored form is the same size give or take a few characters of ids.
+    expect(size()).toBeLessThan(small + 100);
+    expect(live.conv.settlements.size).toBeLessThanOrEqual(256);
+    expect(live.conv.applied.size + live.conv.startRuns.size).toBe(1);
+    expect(live.conv.settledCount).toBe(601);
+    // The oldest one is no longer in the fold: its row answers, and its reply is read from its batches.
+    expect(live.conv.settlements.has('sub_x0')).toBe(false);
+    const old = view.settled(live, 'sub_x0')!;
+    expect(old.settlement).toEqual({ submissionId: 'sub_x0', outcome: 'completed', answeredBySubmissionId: 'sub_x0' });
+    expect(old.reply()).toEqual({ text: 'Answer sub_x0.', data: {} });
+    expect(view.settled(live, 'sub_x599')!.reply()).toEqual({ text: 'Answer sub_x599.', data: {} });
+    expect(view.settled(live, 'sub_2')).toBeUndefined();
+    expect(view.settled(live, 'sub_unknown')).toBeUndefined();
+    // The ledger: every entry in settlement order (sub_1's from the log: its row never kept it), the sum from the fold.
+    const usage = view.usage(live);
+    expect(usage.submissions.map((entry) => entry.submissionId)).toEqual(['sub_1', ...ids]);
+    expect(usage.total.totalTokens).toBe(600);
+    // A fresh process reads the same.
+    const woken = wake(store).live;
+    expect(new ConversationView(store).usage(woken)).toEqual(usage);
+    expect(store.readCheckpoint(key)).toBeDefined();
+  });
+
+  it('settled before rows kept them are read from the log', () => {
+    const { store, view, live } = opened;
+    ['sub_y0', 'sub_y1', 'sub_y2'].forEach((id, i) => exchange(opened, id, i + 1));
+    store.driver.run('UPDATE flue_submissions SET settlement = NULL');
+    const woken = wake(store).live;
+    const fresh = new ConversationView(store);
+    expect(fresh.settled(woken, 'sub_y0')!.reply()).toEqual({ text: 'Answer sub_y0.', data: {} });
+    expect(fresh.usage(woken).submissions.map((entry) => entry.submissionId)).toEqual(['sub_1', 'sub_y0', 'sub_y1', 'sub_y2']);
+    // A row whose settlement is not one is read from the log too.
+    store.driver.run(`UPDATE flue_submissions SET settlement = '{"seq":"x"}' WHERE id = 'sub_y1'`);
+    expect(fresh.settled(woken, 'sub_y1')!.reply()).toEqual({ text: 'Answer sub_y1.', data: {} });
+    expect(view.usage(live).total.totalTokens).toBe(6);
   });
 });

@@ -11,7 +11,7 @@ import { Conversation, type FoldState } from './conversation.ts';
 import { MiB } from '../common/limits.ts';
 
 /** The stored form's version; a checkpoint of any other version is ignored (the log is folded instead). */
-export const CHECKPOINT_VERSION = 1;
+export const CHECKPOINT_VERSION = 2;
 
 /** Batches since the last checkpoint after which the next commit writes one. */
 export const CHECKPOINT_EVERY_BATCHES = 256;
@@ -83,8 +83,9 @@ export function restoreCheckpoint(
 
 // The shape checked before a checkpoint is trusted: every field the fold reads, with its type,
 // and the members of its collections as far as the fold reaches into them. The collections that
-// grow with every settlement are checked by plain loops (`every`), so a wake stays cheap with tens
-// of thousands of them; the rest, which follow the live context, by schema.
+// can grow with the history (child conversations, delivered attachments) are checked by plain
+// loops (`every`), so a wake stays cheap with thousands of them; the rest, which follow the live
+// context, by schema. Settlements are not here: their submissions' rows keep them.
 type Check = (value: unknown) => boolean;
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isString: Check = (value) => typeof value === 'string';
@@ -101,16 +102,9 @@ const pair =
   (first: Check, second: Check): Check =>
   (value) =>
     Array.isArray(value) && value.length === 2 && first(value[0]) && second(value[1]);
-const isUsage = fields({ input: isNumber, output: isNumber, cost: fields({ total: isNumber }) });
 const everyOne = (check: Check, what: string) =>
   v.custom<unknown[]>((value) => Array.isArray(value) && value.every(check), `expected a list of ${what}`);
-const settlementsList = everyOne(fields({ submissionId: isString, outcome: isString }), 'settlements');
-const ledgerList = everyOne(
-  fields({ submissionId: isString, usage: isUsage, modelCalls: isNumber, toolCalls: isNumber, attempts: isNumber }),
-  'ledger entries',
-);
 const idList = everyOne(isString, 'ids');
-const replySourceList = everyOne(pair(isString, fields({ of: isString, after: isNumber, through: isNumber })), 'reply sources');
 const isRef = fields({ id: isString, mimeType: isString });
 const isChild = fields({ conversationId: isString, stream: isString, agent: isString, parentToolCallId: isString });
 const id = v.string();
@@ -140,12 +134,11 @@ const CheckpointBody = v.strictObject({
     uid: v.optional(v.string()),
     initialData: v.optional(json),
     messages: v.array(message),
-    settlements: settlementsList,
     applied: idList,
     startRuns: idList,
     tail: v.looseObject({ terminated: v.boolean(), unread: v.boolean() }),
-    ledger: ledgerList,
     ledgerTotal: usage,
+    settledCount: v.pipe(v.number(), v.integer(), v.minValue(0)),
     hostActivity: v.optional(v.looseObject({ rowsWritten: v.number(), alarmsSet: v.number(), rpcsServed: v.number() })),
     lastDelivery: v.optional(v.strictObject({ origin: v.string(), message: v.looseObject({ kind: v.string() }) })),
     compactedSinceLastStep: v.boolean(),
@@ -165,7 +158,6 @@ const CheckpointBody = v.strictObject({
     compaction: v.optional(v.strictObject({ summary: v.string(), firstKept: v.number() })),
     lastAssistantEntry: v.optional(modelEntry),
     responseStarts: everyOne(pair(isString, isNumber), 'response starts'),
-    replySources: replySourceList,
     lastAssistantSource: v.optional(v.strictObject({ of: id, after: v.number() })),
   }),
 });

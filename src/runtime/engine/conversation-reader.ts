@@ -5,7 +5,7 @@
  * conversation writer. The engine holds one reader and serves the read verbs through it; the
  * reader asks the engine's lifecycle whether a drain has begun or ended, and never changes it.
  */
-import type { ChildConversation, Conversation, FlueConversationSnapshot, SubmissionReply } from './conversation.ts';
+import type { ChildConversation, Conversation, FlueConversationSnapshot } from './conversation.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { AgentInstanceNotFoundError, RuntimeUnavailableError, abortError } from '../common/errors.ts';
 import { assertInstanceIdShape } from '../common/input-limits.ts';
@@ -66,7 +66,7 @@ export class ConversationReader {
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
     // In process the reader waits as long as it takes: until the settlement, or the drain's end.
     const next = async (afterSeq: number, batches: boolean): Promise<ReadPoll> => {
-      const settled = () => live.conv.settlements.has(submissionId);
+      const settled = this.settledCheck(live, submissionId);
       const ready = () => this.lifecycle.readsClosed() || settled() || (batches && live.conv.head > afterSeq);
       await this.whenReady(live, ready, undefined, signal);
       if (!settled() && this.lifecycle.readsClosed()) throw stoppedBeforeSettlement(submissionId);
@@ -83,11 +83,20 @@ export class ConversationReader {
   async poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
     const live = this.addressed(agentName, instanceId);
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const settled = () => live.conv.settlements.has(submissionId);
+    const settled = this.settledCheck(live, submissionId);
     const ready = () => this.lifecycle.isStopping() || settled() || (options.batches && live.conv.head > options.afterSeq);
     await this.whenReady(live, ready, options.waitMs);
     if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
     return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
+  }
+
+  /**
+   * Whether the submission has settled, asked again at every append while a reader waits: the
+   * store is asked once, then the live fold, which sees every settlement this process writes.
+   */
+  private settledCheck(live: LiveConversation, submissionId: string): () => boolean {
+    const before = this.view.settled(live, submissionId) !== undefined;
+    return () => before || live.conv.settlements.has(submissionId);
   }
 
   /** Resolves once `ready()` holds after an append (or at once), after `waitMs` if set; rejects on abort. */
@@ -122,31 +131,19 @@ export class ConversationReader {
 
   /** A reader's answer: the batches after `afterSeq` (if asked for) and the settlement, which travels only with the last ones. */
   private answer(live: LiveConversation, submissionId: string, afterSeq: number, batches: boolean, maxBytes: number): ReadPoll {
-    const found = live.conv.settlements.get(submissionId);
     const read = batches ? this.view.boundedBatches(live.key, afterSeq, undefined, maxBytes) : [];
-    const settlement = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : found;
+    const found = batches && (read.at(-1)?.seq ?? afterSeq) < live.conv.head ? undefined : this.view.settled(live, submissionId);
+    if (found === undefined) return { batches: read };
+    const { settlement } = found;
     return {
       batches: read,
-      ...(settlement === undefined
-        ? {}
-        : {
-            settled: {
-              outcome: settlement.outcome,
-              ...(settlement.error === undefined ? {} : { error: settlement.error }),
-              ...(settlement.outcome === 'completed' ? { reply: { ...this.reply(live, submissionId), submissionId } } : {}),
-            },
-          }),
+      settled: {
+        outcome: settlement.outcome,
+        ...(settlement.error === undefined ? {} : { error: settlement.error }),
+        // The reply is read from the live fold while it is recent, else from the batches of the response that answered it.
+        ...(settlement.outcome === 'completed' ? { reply: { ...found.reply(), submissionId } } : {}),
+      },
     };
-  }
-
-  /**
-   * The reply of a settled submission: from the live fold while it is recent, else from the
-   * batches of the response that answered it (the live fold keeps where they are, not the reply).
-   */
-  private reply(live: LiveConversation, submissionId: string): SubmissionReply {
-    const source = live.conv.replySource(submissionId);
-    if (source === undefined) return live.conv.reply(submissionId);
-    return this.view.foldRange(live.key, source.after, source.through).reply(source.of);
   }
 
   // ── The conversation stream (streaming-protocol.md §5–§9) ───────────────────────────────

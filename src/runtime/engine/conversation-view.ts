@@ -7,7 +7,9 @@
  *
  * It imports no engine code: everything above it may import it.
  */
-import { Conversation } from './conversation.ts';
+import { Conversation, type FlueConversationSettlement, type SubmissionReply } from './conversation.ts';
+import { type StoredSettlement, decodeSettlement, ledgerOrder } from './settled-submission.ts';
+import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
@@ -39,6 +41,12 @@ export class LiveConversation {
   notify(): void {
     for (const listener of [...this.listeners]) listener();
   }
+}
+
+/** A settled submission as readers answer it: its settlement, and its reply read when asked for (in the same task). */
+export interface SettledSubmission {
+  settlement: FlueConversationSettlement;
+  reply(): SubmissionReply;
 }
 
 /** Batches read per query when folding a log: the fold holds one page of records at a time. */
@@ -227,7 +235,59 @@ export class ConversationView {
     return birth?.type === 'conversation_created' ? birth.conversationId : undefined;
   }
 
-  // ── The ledger ───────────────────────────────────────────────────────────────────────────
+  // ── Settlements and the usage ledger ─────────────────────────────────────────────────────
+
+  /**
+   * A settled submission of the conversation; undefined while it is not settled, or is none of
+   * this conversation's. From the live fold while it is recent, else from its row
+   * (settled-submission.ts); a row settled before rows kept their settlements, from the log.
+   */
+  settled(live: LiveConversation, submissionId: string): SettledSubmission | undefined {
+    const recent = live.conv.settlements.get(submissionId);
+    if (recent !== undefined) {
+      // Asked for in the same task (the fold forgets older settlements as batches land).
+      const source = live.conv.replySource(submissionId);
+      const reply = () =>
+        source === undefined ? live.conv.reply(submissionId) : this.foldRange(live.key, source.after, source.through).reply(source.of);
+      return { settlement: recent, reply };
+    }
+    const row = this.store.settlementOf(live.key, submissionId);
+    if (row === undefined) return undefined;
+    const stored = row.settlement === null ? undefined : decodeSettlement(row.settlement);
+    if (stored === undefined) {
+      const fold = this.fold(live.key, live.conv.head + 1);
+      const settlement = fold.settlements.get(submissionId);
+      return settlement === undefined ? undefined : { settlement, reply: () => fold.reply(submissionId) };
+    }
+    return { settlement: settlementOf(submissionId, stored), reply: () => this.storedReply(live.key, stored) };
+  }
+
+  private storedReply(key: ConversationKey, stored: StoredSettlement): SubmissionReply {
+    if (stored.reply === undefined) return { text: '', data: {} };
+    return this.foldRange(key, stored.reply.after, stored.seq).reply(stored.reply.of);
+  }
+
+  /**
+   * The conversation's usage ledger as `getUsage()` answers it: the sum from the live fold, the
+   * entries from the submissions' rows. Settlements the rows do not keep (settled before they
+   * did, or copied by a fork) are read from the log: the whole log when some row lacks its
+   * settlement, else the batches before the first one a row keeps.
+   */
+  usage(live: LiveConversation): ConversationUsage {
+    const rows = this.store.settlementsOf(live.key);
+    const stored = rows.flatMap(({ id, settlement }) => {
+      const decoded = settlement === null ? undefined : decodeSettlement(settlement);
+      return decoded === undefined ? [] : [{ id, stored: decoded }];
+    });
+    let submissions = ledgerOrder(stored);
+    if (live.conv.settledCount > stored.length) {
+      const whole = stored.length < rows.length || stored.length === 0;
+      const before = whole ? live.conv.head + 1 : stored.reduce((first, entry) => Math.min(first, entry.stored.seq), Infinity);
+      const logged = this.fold(live.key, before).ledger;
+      submissions = whole ? logged : [...logged, ...submissions];
+    }
+    return { total: structuredClone(live.conv.ledgerTotal), submissions };
+  }
 
   submission(id: string): SubmissionRow | undefined {
     return this.store.getSubmission(id);
@@ -262,4 +322,13 @@ export class ConversationView {
   sandboxFiles(live: LiveConversation | ConversationKey): SqlSandboxFiles {
     return this.store.sandboxFiles(typeof live === 'string' ? live : live.key);
   }
+}
+
+function settlementOf(submissionId: string, stored: StoredSettlement): FlueConversationSettlement {
+  return {
+    submissionId,
+    outcome: stored.outcome,
+    ...(stored.error === undefined ? {} : { error: stored.error }),
+    ...(stored.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: stored.answeredBySubmissionId }),
+  };
 }

@@ -12,6 +12,7 @@ import { newId } from '../common/ids.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from './conversation-checkpoint.ts';
+import { encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow, TimerRow } from '../store/sql-store.ts';
@@ -143,11 +144,18 @@ export class ConversationWriter {
     });
   }
 
-  /** Settles submissions with the batch that says so; the first terminal state of a row wins. */
+  /**
+   * Settles submissions with the batch that says so; the first terminal state of a row wins. Each
+   * row keeps what readers need of its settlement (settled-submission.ts), so the live fold can forget it.
+   */
   settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
     const now = Date.now();
+    const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
     this.commit(live, records, () => {
-      for (const row of settled) this.store.markSettled(row.id, outcome, error, now);
+      for (const row of settled) {
+        const settlement = stored.get(row.id);
+        this.store.markSettled(row.id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
+      }
     });
   }
 

@@ -213,16 +213,17 @@ describe('a live fold', () => {
     const live = new Conversation('live');
     const transcript = new Conversation();
     const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1), ...answered('sub_2', 'Two.', 5)];
-    for (const batch of batches.slice(0, 7)) {
+    // What the rows keep of each settlement is computed before its batch is applied.
+    const stored = new Map<string, unknown>();
+    const apply = (batch: (typeof batches)[number]) => {
+      for (const [id, settlement] of live.settlementsToStore(batch.records, batch.seq)) stored.set(id, settlement.reply);
       live.apply(batch);
       transcript.apply(batch);
-    }
+    };
+    batches.slice(0, 7).forEach(apply);
     // sub_2's answer is streaming: its assistant message is held, no user message is.
     expect(live.messages.map((m) => m.id)).toEqual(['msg_a_sub_2']);
-    for (const batch of batches.slice(7)) {
-      live.apply(batch);
-      transcript.apply(batch);
-    }
+    batches.slice(7).forEach(apply);
     expect(live.messages).toEqual([]);
     expect(live.responseIfAny('sub_1')).toBeUndefined();
     expect(live.modelContext()).toEqual(transcript.modelContext());
@@ -230,10 +231,13 @@ describe('a live fold', () => {
     // The latest replies are at hand; where each lives is kept either way.
     expect(live.replySource('sub_2')).toBeUndefined();
     expect(live.reply('sub_2')).toEqual({ text: 'Two.', data: { n: ['sub_2'] } });
-    expect(live.state().replySources).toEqual([
-      ['sub_1', { of: 'sub_1', after: 1, through: 4 }],
-      ['sub_2', { of: 'sub_2', after: 5, through: 8 }],
-    ]);
+    // The rows keep where each reply lives: the response's batches after `after`, through the settlement's.
+    expect(stored).toEqual(
+      new Map([
+        ['sub_1', { of: 'sub_1', after: 1 }],
+        ['sub_2', { of: 'sub_2', after: 5 }],
+      ]),
+    );
     // Those batches alone answer the reply.
     const range = new Conversation();
     for (const batch of batches.filter((b) => b.seq > 1 && b.seq <= 4)) range.apply(batch);

@@ -5,18 +5,26 @@
  * batch, so a long history is never re-read on every turn.
  *
  * A fold has a scope. A `'transcript'` fold (a reader's: the history view, reset snapshots, child
- * inspection) keeps every client message. A `'live'` fold (the one kept per conversation in
- * memory) keeps only what the next response, admission, recovery and `getUsage` need, so its
- * memory follows the live context, not the history: the assistant messages of unsettled
- * responses, where each settlement's reply lives in the log (readers fetch it from there), and
- * the model context since the last compaction. Both scopes drop the model messages before the
- * last compaction's cut, keeping their indices through `modelBase`.
+ * inspection) keeps every client message, settlement and ledger entry. A `'live'` fold (the one
+ * kept per conversation in memory) keeps only what the next response, admission, recovery and
+ * budgets need, so its memory follows the live context, not the history: the assistant messages
+ * of unsettled responses, the recent settlements, the ledger's sum, and the model context since
+ * the last compaction. What a reader needs of an older settlement is stored beside its submission
+ * (settled-submission.ts). Both scopes drop the model messages before the last compaction's cut,
+ * keeping their indices through `modelBase`.
  */
 import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } from '../model/model-types.ts';
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from '../common/errors.ts';
 import type { Batch } from '../store/sql-store.ts';
-import type { AttachmentRecordRef, ChildConversationRef, ConversationRecord, RecordOf, SubmissionOutcome } from '../store/records.ts';
+import type {
+  AttachmentRecordRef,
+  ChildConversationRef,
+  ConversationRecord,
+  RecordOf,
+  SettledUsage,
+  SubmissionOutcome,
+} from '../store/records.ts';
 import { renderCompactionSummary } from '../model/compaction.ts';
 import type { DeliveredMessage, Delivery, DeliveryOrigin, DurableObjectActivity, PromptUsage, SubmissionUsage } from '../common/types.ts';
 import { addUsage, emptyUsage, usageFromPi } from '../model/usage.ts';
@@ -24,6 +32,7 @@ import { isPlainObject } from '../common/values.ts';
 import type { ResourceSnapshot } from '../authoring/narration.ts';
 import { DOCUMENT_REF_PREFIX } from '../model/documents.ts';
 import { skipUnknown } from '../../shared/exhaustive.ts';
+import type { StoredSettlement } from './settled-submission.ts';
 
 // ── Client-visible shapes (streaming-protocol.md §8) ────────────────────────────────────────
 
@@ -163,6 +172,11 @@ export type FoldScope = 'transcript' | 'live';
 
 /** Replies of the latest responses a live fold keeps at hand, so the reads that follow a settlement read no log. */
 const RECENT_REPLIES = 8;
+/**
+ * Settlements a live fold keeps (with every one of the latest batch): readers waiting for one see
+ * it land without asking the store. Older ones are read from their submission's row.
+ */
+const RECENT_SETTLEMENTS = 256;
 
 /**
  * A live fold's state as plain JSON: what a checkpoint stores (conversation-checkpoint.ts).
@@ -174,12 +188,11 @@ export interface FoldState {
   uid?: string;
   initialData?: unknown;
   messages: FlueConversationMessage[];
-  settlements: FlueConversationSettlement[];
   applied: string[];
   startRuns: string[];
   tail: ResponseTail;
-  ledger: SubmissionUsage[];
   ledgerTotal: PromptUsage;
+  settledCount: number;
   hostActivity?: DurableObjectActivity;
   lastDelivery?: { origin: DeliveryOrigin; message: DeliveredMessage };
   compactedSinceLastStep: boolean;
@@ -196,7 +209,6 @@ export interface FoldState {
   compaction?: { summary: string; firstKept: number };
   lastAssistantEntry?: AssistantMessage;
   responseStarts: [string, number][];
-  replySources: [string, ReplySource][];
   lastAssistantSource?: { of: string; after: number };
 }
 
@@ -221,15 +233,19 @@ export class Conversation {
   uid: string | undefined;
   initialData: unknown;
   readonly messages: FlueConversationMessage[] = [];
+  /** Settlements by submission: every one (transcript scope), the recent ones (live scope). */
   readonly settlements = new Map<string, FlueConversationSettlement>();
-  /** Submissions whose delivered input record exists ("input applied"). */
+  /** Submissions whose delivered input record exists ("input applied"); live scope: unsettled ones only. */
   readonly applied = new Set<string>();
-  /** Submissions whose `useAgentStart` seam committed. */
+  /** Submissions whose `useAgentStart` seam committed; live scope: unsettled ones only. */
   readonly startRuns = new Set<string>();
   readonly tail: ResponseTail = { terminated: false, unread: false };
-  /** The usage ledger: one entry per settled submission, in settlement order, and their sum. */
+  /** The usage ledger's entries, in settlement order (transcript scope: a live fold keeps their sum only). */
   readonly ledger: SubmissionUsage[] = [];
+  /** The sum of every ledger entry. */
   ledgerTotal: PromptUsage = emptyUsage();
+  /** How many settlements the log holds (what a reader compares with the rows that keep theirs). */
+  settledCount = 0;
   /** The Durable Object activity the settlements recorded, summed (none on Node). */
   hostActivity: DurableObjectActivity | undefined;
   /** The `useDelivery()` cursor: the latest delivered or hook-appended input, with its origin. */
@@ -262,7 +278,7 @@ export class Conversation {
   private lastAssistantEntry: AssistantMessage | undefined;
   /** The batch before each open response's first record (live scope: where its reply will be read from). */
   private readonly responseStarts = new Map<string, number>();
-  /** Live scope: where each settled submission's reply lives in the log. */
+  /** Live scope: where the reply of each recent settlement lives in the log (as long as `settlements` keeps it). */
   private readonly replySources = new Map<string, ReplySource>();
   /** Live scope: the submission of the latest assistant message, the reply of a settlement that has none of its own. */
   private lastAssistantSource: { of: string; after: number } | undefined;
@@ -301,12 +317,11 @@ export class Conversation {
       ...(this.uid === undefined ? {} : { uid: this.uid }),
       ...(this.initialData === undefined ? {} : { initialData: this.initialData }),
       messages: this.messages,
-      settlements: [...this.settlements.values()],
       applied: [...this.applied],
       startRuns: [...this.startRuns],
       tail: this.tail,
-      ledger: this.ledger,
       ledgerTotal: this.ledgerTotal,
+      settledCount: this.settledCount,
       ...(this.hostActivity === undefined ? {} : { hostActivity: this.hostActivity }),
       ...(this.lastDelivery === undefined ? {} : { lastDelivery: { origin: origin ?? 'http', message: this.lastDelivery } }),
       compactedSinceLastStep: this.compactedSinceLastStep,
@@ -323,7 +338,6 @@ export class Conversation {
       ...(this.compaction === undefined ? {} : { compaction: this.compaction }),
       ...(this.lastAssistantEntry === undefined ? {} : { lastAssistantEntry: this.lastAssistantEntry }),
       responseStarts: [...this.responseStarts],
-      replySources: [...this.replySources],
       ...(this.lastAssistantSource === undefined ? {} : { lastAssistantSource: this.lastAssistantSource }),
     };
   }
@@ -337,12 +351,11 @@ export class Conversation {
     conv.uid = state.uid;
     conv.initialData = state.initialData;
     for (const message of state.messages) conv.push(message);
-    for (const settlement of state.settlements) conv.settlements.set(settlement.submissionId, settlement);
     for (const id of state.applied) conv.applied.add(id);
     for (const id of state.startRuns) conv.startRuns.add(id);
     Object.assign(conv.tail, state.tail);
-    conv.ledger.push(...state.ledger);
     conv.ledgerTotal = state.ledgerTotal;
+    conv.settledCount = state.settledCount;
     conv.hostActivity = state.hostActivity;
     conv.lastDelivery = state.lastDelivery === undefined ? undefined : withOrigin(state.lastDelivery.origin, state.lastDelivery.message);
     conv.compactedSinceLastStep = state.compactedSinceLastStep;
@@ -359,7 +372,6 @@ export class Conversation {
     conv.compaction = state.compaction;
     conv.lastAssistantEntry = state.lastAssistantEntry;
     for (const [id, after] of state.responseStarts) conv.responseStarts.set(id, after);
-    for (const [id, source] of state.replySources) conv.replySources.set(id, source);
     conv.lastAssistantSource = state.lastAssistantSource;
     return conv;
   }
@@ -449,12 +461,39 @@ export class Conversation {
   }
 
   /**
-   * Live scope: where the reply of a settled submission lives in the log, when this fold no longer
+   * Live scope: where the reply of a recent settlement lives in the log, when this fold no longer
    * holds it (undefined: `reply()` answers from memory).
    */
   replySource(submissionId: string): ReplySource | undefined {
     if (this.scope === 'transcript' || this.recentReply(submissionId) !== undefined) return undefined;
     return this.replySources.get(submissionId);
+  }
+
+  /**
+   * What the submission rows keep of the settlements in `records`, the batch `seq` about to be
+   * appended after this fold's head (settled-submission.ts). A settlement batch opens no assistant
+   * message, so where each reply lives is the same before the batch as while it is applied.
+   */
+  settlementsToStore(records: readonly ConversationRecord[], seq: number): Map<string, StoredSettlement> {
+    const stored = new Map<string, StoredSettlement>();
+    for (const record of records) {
+      if (record.type !== 'submission_settled') continue;
+      const earlier = (id: string) => {
+        const reply = stored.get(id)?.reply;
+        return reply === undefined ? this.replySources.get(id) : { ...reply, through: seq };
+      };
+      const reply = this.locateReply(record.submissionId, record.answeredBySubmissionId, seq, earlier)?.source;
+      stored.set(record.submissionId, {
+        seq,
+        index: stored.size,
+        outcome: record.outcome,
+        ...(record.error === undefined ? {} : { error: record.error }),
+        ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
+        usage: this.ledgerEntryOf(record),
+        ...(reply === undefined ? {} : { reply: { of: reply.of, after: reply.after } }),
+      });
+    }
+    return stored;
   }
 
   private recentReply(submissionId: string): SubmissionReply | undefined {
@@ -474,18 +513,9 @@ export class Conversation {
    * recent), before the batch's end prunes what answered it.
    */
   private noteReply(submissionId: string, answeredBy: string | undefined): void {
-    const own = this.lastAssistant((m) => m.submissionId === submissionId);
-    const leader = answeredBy === undefined ? undefined : this.lastAssistant((m) => m.submissionId === answeredBy);
-    const message = own ?? leader;
-    let source: ReplySource | undefined;
-    if (message?.submissionId !== undefined) {
-      source = { of: message.submissionId, after: this.responseStarts.get(message.submissionId) ?? -1, through: this.applying };
-    } else if (answeredBy !== undefined && this.replySources.has(answeredBy)) {
-      source = this.replySources.get(answeredBy);
-    } else if (this.lastAssistantSource !== undefined) {
-      source = { ...this.lastAssistantSource, through: this.applying };
-    }
-    if (source === undefined) return;
+    const located = this.locateReply(submissionId, answeredBy, this.applying, (id) => this.replySources.get(id));
+    if (located === undefined) return;
+    const { source, message } = located;
     this.replySources.set(submissionId, source);
     if (message !== undefined) {
       this.recentReplies.delete(source.of);
@@ -497,6 +527,29 @@ export class Conversation {
     }
   }
 
+  /**
+   * Where the reply of a submission settled in batch `through` lives: its own response's last
+   * assistant message, else the one of the response that answered it, else (no message of either
+   * in this fold) where `earlier` says that response's reply lives, else the latest assistant message.
+   */
+  private locateReply(
+    submissionId: string,
+    answeredBy: string | undefined,
+    through: number,
+    earlier: (submissionId: string) => ReplySource | undefined,
+  ): { source: ReplySource; message?: FlueConversationMessage } | undefined {
+    const own = this.lastAssistant((m) => m.submissionId === submissionId);
+    const leader = answeredBy === undefined ? undefined : this.lastAssistant((m) => m.submissionId === answeredBy);
+    const message = own ?? leader;
+    if (message?.submissionId !== undefined) {
+      return { source: { of: message.submissionId, after: this.responseStarts.get(message.submissionId) ?? -1, through }, message };
+    }
+    const answering = answeredBy === undefined ? undefined : earlier(answeredBy);
+    if (answering !== undefined) return { source: answering };
+    if (this.lastAssistantSource !== undefined) return { source: { ...this.lastAssistantSource, through } };
+    return undefined;
+  }
+
   /** Live scope, after a batch that settled submissions: what only their responses needed goes. */
   private afterSettlements(): void {
     const settled = this.settledInBatch;
@@ -506,8 +559,17 @@ export class Conversation {
       this.responses.delete(id);
       this.responseStarts.delete(id);
       this.childrenBySubmission.delete(id);
+      this.applied.delete(id);
+      this.startRuns.delete(id);
     }
-    const kept = this.messages.filter((m) => m.submissionId !== undefined && !this.settlements.has(m.submissionId));
+    // Older settlements are read from their submissions' rows (settled-submission.ts).
+    for (const old of this.settlements.keys()) {
+      if (this.settlements.size <= Math.max(RECENT_SETTLEMENTS, settled.length)) break;
+      this.settlements.delete(old);
+      this.replySources.delete(old);
+    }
+    const closed = new Set(settled);
+    const kept = this.messages.filter((m) => m.submissionId !== undefined && !closed.has(m.submissionId));
     if (kept.length === this.messages.length) return;
     this.messages.length = 0;
     this.byId.clear();
@@ -604,6 +666,7 @@ export class Conversation {
         });
         if (this.scope === 'live') this.noteReply(record.submissionId, record.answeredBySubmissionId);
         this.settledInBatch.push(record.submissionId);
+        this.settledCount++;
         return this.applyLedger(record);
       default:
         return skipUnknown(record);
@@ -622,15 +685,15 @@ export class Conversation {
   }
 
   /** A settlement's ledger entry; one from before the ledger counts what this log shows of its response. */
-  private applyLedger(record: RecordOf<'submission_settled'>): void {
+  private ledgerEntryOf(record: RecordOf<'submission_settled'>): SettledUsage {
+    if (record.usage !== undefined) return record.usage;
     const info = this.responses.get(record.submissionId);
-    const usage = record.usage ?? {
-      usage: info?.spent ?? emptyUsage(),
-      modelCalls: info?.modelCalls ?? 0,
-      toolCalls: info?.toolCalls.length ?? 0,
-      attempts: 0,
-    };
-    this.ledger.push({ submissionId: record.submissionId, ...structuredClone(usage) });
+    return { usage: info?.spent ?? emptyUsage(), modelCalls: info?.modelCalls ?? 0, toolCalls: info?.toolCalls.length ?? 0, attempts: 0 };
+  }
+
+  private applyLedger(record: RecordOf<'submission_settled'>): void {
+    const usage = this.ledgerEntryOf(record);
+    if (this.scope === 'transcript') this.ledger.push({ submissionId: record.submissionId, ...structuredClone(usage) });
     this.ledgerTotal = addUsage(this.ledgerTotal, usage.usage);
     const host = usage.durableObject;
     if (host !== undefined) {

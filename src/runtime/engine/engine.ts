@@ -56,7 +56,7 @@ import type {
   DispatchReceipt,
   DurableObjectActivity,
 } from '../common/types.ts';
-import { budgetReached, budgetStop, conversationSpending, conversationUsage, joinedUsage, settledUsage } from './usage-ledger.ts';
+import { budgetReached, budgetStop, conversationSpending, joinedUsage, settledUsage } from './usage-ledger.ts';
 import { TIMER_SIGNAL_TYPE, parseDeliveredMessage } from './delivered-message.ts';
 import { prepareAttachments, withoutAttachmentData } from './attachments.ts';
 import { checkDeliveredMessage } from '../common/limits.ts';
@@ -303,7 +303,7 @@ export class ConversationEngine implements ProbedEngine {
   usage(agentName: string, instanceId: string): ConversationUsage | null {
     const live = this.reader.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
-    return conversationUsage(live.conv);
+    return this.view.usage(live);
   }
 
   exportConversation(agentName: string, instanceId: string, options: ExportOptions): ConversationExport {

@@ -4,7 +4,7 @@ import { BudgetExceededError } from '../common/errors.ts';
 import { emptyUsage } from '../model/usage.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { Conversation } from './conversation.ts';
-import { budgetReached, budgetStop, conversationUsage } from './usage-ledger.ts';
+import { budgetReached, budgetStop } from './usage-ledger.ts';
 
 const ts = '2026-01-01T00:00:00.000Z';
 
@@ -72,7 +72,7 @@ describe('the ledger of the fold', () => {
         },
       ],
     );
-    const ledger = conversationUsage(conv);
+    const ledger = { total: conv.ledgerTotal, submissions: conv.ledger };
     expect(ledger.submissions).toEqual([
       { submissionId: 'sub_old', usage: spent(30, 0.1), modelCalls: 1, toolCalls: 0, attempts: 0 },
       { submissionId: 'sub_new', usage: spent(50, 0.2), modelCalls: 1, toolCalls: 0, attempts: 3 },

@@ -1,12 +1,12 @@
 /**
  * The usage ledger and the budgets that read it, as functions of the fold: what a submission's
  * response spent (its own model calls and those of the child conversations its `task` calls
- * opened), the entry its settlement records, the conversation's ledger, and whether a budget is
- * reached. The engine records and checks; these decide.
+ * opened), the entry its settlement records, and whether a budget is reached. The engine records
+ * and checks; these decide. (`getUsage()` reads the entries from the submissions' rows: ConversationView.usage.)
  */
 import type { BudgetConfig, BudgetLimit } from '../authoring/budget-config.ts';
 import { BudgetExceededError } from '../common/errors.ts';
-import type { ConversationUsage, DurableObjectActivity, DurableObjectCounters, PromptUsage } from '../common/types.ts';
+import type { DurableObjectActivity, DurableObjectCounters, PromptUsage } from '../common/types.ts';
 import { addUsage, emptyUsage } from '../model/usage.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { SettledUsage } from '../store/records.ts';
@@ -39,11 +39,6 @@ export function settledUsage(conv: Conversation, submissionId: string, attempts:
 /** A delivery that joined another's response spent nothing of its own: the leader's entry counts it. */
 export function joinedUsage(): SettledUsage {
   return { usage: emptyUsage(), modelCalls: 0, toolCalls: 0, attempts: 0 };
-}
-
-/** The conversation's ledger as `getUsage()` returns it. */
-export function conversationUsage(conv: Conversation): ConversationUsage {
-  return { total: structuredClone(conv.ledgerTotal), submissions: structuredClone(conv.ledger) };
 }
 
 /**

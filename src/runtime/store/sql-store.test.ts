@@ -180,10 +180,10 @@ describe('the submission ledger', () => {
     const table = String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql);
     expect(table).toMatch(/WITHOUT ROWID/);
     admit(store, 'a');
-    store.markSettled('a', 'completed', null, 1);
+    store.markSettled('a', 'completed', null, 1, null);
     admit(store, 'b');
     admit(store, 'c', storedConversationKey('t'));
-    store.markSettled('b', 'completed', null, 2);
+    store.markSettled('b', 'completed', null, 2, null);
     admit(store, 'd');
     admit(store, 'e');
     expect(ledgerOrder(store)).toEqual(['a', 'b', 'c', 'd', 'e']);

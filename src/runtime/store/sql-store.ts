@@ -75,7 +75,8 @@ const SCHEMA = [
      joined_into TEXT,
      outcome TEXT,
      error TEXT,
-     settled_at INTEGER
+     settled_at INTEGER,
+     settlement TEXT
    ) WITHOUT ROWID`,
   // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
   // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
@@ -139,6 +140,17 @@ export function migrate(driver: SqlDriver): void {
     throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
   }
   for (const statement of SCHEMA) driver.run(statement);
+  addSettlementColumn(driver);
+}
+
+/**
+ * Stores made before settlements were kept beside their rows gain the column (NULL in the rows
+ * settled until then: readers fall back to the log for those). Versions before it ignore it.
+ */
+function addSettlementColumn(driver: SqlDriver): void {
+  const table = driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
+  if (/\bsettlement\s+TEXT\b/i.test(String(table?.sql ?? ''))) return;
+  driver.run('ALTER TABLE flue_submissions ADD COLUMN settlement TEXT');
 }
 
 /** How a submission was admitted: `dispatch()` (in process, or over a Worker's RPC) or a POST to the agent router. */
@@ -472,15 +484,36 @@ export class SqlStore {
       .map((row) => this.toSubmission(row));
   }
 
-  /** First terminal state wins: settled rows are never rewritten. */
-  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number): void {
+  /**
+   * First terminal state wins: settled rows are never rewritten. `settlement` is what readers need
+   * of the settlement without reading the log (settled-submission.ts), stored as given.
+   */
+  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number, settlement: string | null): void {
     this.driver.run(
-      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ? WHERE id = ? AND settled_at IS NULL`,
+      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ?, settlement = ? WHERE id = ? AND settled_at IS NULL`,
       outcome,
       error,
       now,
+      settlement,
       id,
     );
+  }
+
+  /** One submission of one conversation as its settlement left it: undefined when unknown or unsettled. */
+  settlementOf(key: ConversationKey, id: string): { settlement: string | null } | undefined {
+    const row = this.driver.query(
+      'SELECT settlement FROM flue_submissions WHERE id = ? AND stream = ? AND settled_at IS NOT NULL',
+      id,
+      key,
+    )[0];
+    return row === undefined ? undefined : { settlement: row.settlement === null ? null : String(row.settlement) };
+  }
+
+  /** Every settled submission of one conversation with its stored settlement (NULL: settled before they were stored). */
+  settlementsOf(key: ConversationKey): { id: string; settlement: string | null }[] {
+    return this.driver
+      .query('SELECT id, settlement FROM flue_submissions WHERE stream = ? AND settled_at IS NOT NULL', key)
+      .map((row) => ({ id: String(row.id), settlement: row.settlement === null ? null : String(row.settlement) }));
   }
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
