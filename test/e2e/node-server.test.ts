@@ -262,9 +262,10 @@ describe('flue build --target node', () => {
       model.script({ text: 'Done.' }, { text: 'Done.' });
       const server = await startServer({ FLUE_DB: db, FIXTURE_CRON: '* * * * *', FIXTURE_APP_CRON: '1' });
       expect(server.output()).toContain('1 schedule, 1 cron for app.ts scheduled()');
-      // The next minute boundary fires both: wait for each conversation's settlement.
+      // The next minute boundary (up to 60 s away) fires both: wait for each conversation's
+      // settlement, with room for a loaded machine after the tick.
       for (const id of ['scheduled', 'app-cron']) {
-        await poll(`the ${id} conversation`, () => inspectDb(db, streamOf('Assistant', id)).submissions.length > 0, 75_000, 250);
+        await poll(`the ${id} conversation`, () => inspectDb(db, streamOf('Assistant', id)).submissions.length > 0, 100_000, 250);
         const chunks = await readSse(server, id, (cs) => cs.some((c) => c.type === 'submission-settled'));
         expect(chunks.filter((c) => c.type === 'submission-settled')).toEqual([expect.objectContaining({ outcome: 'completed' })]);
       }
@@ -279,5 +280,5 @@ describe('flue build --target node', () => {
     } finally {
       removeDir(dir);
     }
-  }, 100_000);
+  }, 130_000);
 });
