@@ -19,10 +19,10 @@ import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, Su
 import type { TimerWrite } from './pending-timers.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
-/** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
+/** One settlement as stored: its batch, the ids of the ledger rows it settles, their outcome and error message. */
 export interface SettlementWrite {
   records: ConversationRecord[];
-  settled: readonly SubmissionRow[];
+  settled: readonly string[];
   outcome: SubmissionOutcome;
   error: string | null;
 }
@@ -134,6 +134,7 @@ export class ConversationWriter {
       this.store.deleteTimerId(timer.conversation, timer.id);
       if (submission !== undefined) this.store.insertSubmission({ ...submission, conversation: timer.conversation });
     });
+    if (submission !== undefined) this.view.admitted(submission.id);
   }
 
   /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */
@@ -152,11 +153,12 @@ export class ConversationWriter {
     const now = Date.now();
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
     this.commit(live, records, () => {
-      for (const row of settled) {
-        const settlement = stored.get(row.id);
-        this.store.markSettled(row.id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
+      for (const id of settled) {
+        const settlement = stored.get(id);
+        this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
       }
     });
+    this.view.settledIds(settled);
   }
 
   // ── Admission and the ledger ─────────────────────────────────────────────────────────────
@@ -180,6 +182,7 @@ export class ConversationWriter {
       this.store.insertSubmission({ ...submission, conversation: live.key });
       for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
     });
+    this.view.admitted(submission.id);
     if (born !== undefined) this.view.appended(live.key, born);
   }
 

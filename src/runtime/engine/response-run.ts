@@ -224,8 +224,8 @@ export class ResponseRun {
       }
       if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);
       if (!this.conv.startRuns.has(leader.id)) await this.agentStart(leader.id);
-      for (const joined of this.options.view.joinedInto(leader)) {
-        if (!this.conv.startRuns.has(joined.id)) await this.agentStart(joined.id);
+      for (const joined of this.options.view.joinedIds(leader)) {
+        if (!this.conv.startRuns.has(joined)) await this.agentStart(joined);
       }
     }
     // The last turn this attempt streamed: the tool batch its step issued runs fresh.
@@ -402,7 +402,7 @@ export class ResponseRun {
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.options.engine.isStopping) return 0;
-    const joinable = joinableDeliveries(this.options.view.openSubmissions(this.live.key), this.row.id);
+    const joinable = joinableDeliveries(this.options.view.unjoinedSubmissions(this.live.key), this.row.id);
     if (joinable.length === 0) return 0;
     // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs
     // between two joins: the whole burst joins in one batch, and no delivery has callbacks to run.

@@ -191,6 +191,29 @@ describe('the submission ledger', () => {
     expect(store.getSubmission('c')!.conversation).toBe('t');
   });
 
+  it('reads the open queue past its joined deliveries: the head, what may join it, and who joined whom', async () => {
+    const store = await openStore();
+    const s = storedConversationKey('s');
+    for (const id of ['a', 'b', 'c', 'd', 'e']) admit(store, id);
+    admit(store, 'other', storedConversationKey('t'));
+    store.markSettled('a', 'completed', null, 1, null);
+    store.claimAttempt('b', { attemptId: 'att', now: 1, maxAttempts: 3, timeoutMs: 1000 });
+    store.markJoined('c', 'b');
+    store.markJoined('d', 'b');
+    expect(store.unjoinedSubmissions(s).map((row) => [row.id, row.status])).toEqual([
+      ['b', 'running'],
+      ['e', 'queued'],
+    ]);
+    expect(store.unjoinedSubmissions(s, 1).map((row) => row.id)).toEqual(['b']);
+    expect(store.unjoinedSubmissions(s)[1]!.payload.message).toEqual({ kind: 'user', body: 'e' });
+    expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['c', 'd']);
+    expect(store.openSubmissionIds(s)).toEqual(['b', 'c', 'd', 'e']);
+    store.markSettled('b', 'completed', null, 2, null);
+    store.markSettled('c', 'completed', null, 2, null);
+    expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['d']);
+    expect(store.unjoinedSubmissions(s, 1).map((row) => row.id)).toEqual(['e']);
+  });
+
   it('a store created with the rowid ledger keeps it and its rows', () => {
     const db = new DatabaseSync(':memory:');
     db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);

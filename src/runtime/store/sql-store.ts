@@ -444,6 +444,28 @@ export class SqlStore {
       .map((row) => this.toSubmission(row));
   }
 
+  /** The ids of one conversation's unsettled submissions, in admission order (no payload is read). */
+  openSubmissionIds(key: ConversationKey): string[] {
+    return this.driver
+      .query(`SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
+      .map((row) => String(row.id));
+  }
+
+  /**
+   * Unsettled submissions of one conversation that are not joined into a response, in admission
+   * order: the ones that may run or join next. A joined delivery waits for its leader's settlement
+   * and is never acted on again, so a turn boundary after a burst's join reads none of it.
+   */
+  unjoinedSubmissions(key: ConversationKey, limit = -1): SubmissionRow[] {
+    return this.driver
+      .query(
+        `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord LIMIT ?`,
+        key,
+        limit,
+      )
+      .map((row) => this.toSubmission(row));
+  }
+
   claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
     this.driver.run(
       `UPDATE flue_submissions
@@ -470,18 +492,18 @@ export class SqlStore {
   }
 
   /**
-   * Joined deliveries of a leader (the submission whose response answers them) that are still
+   * The ids of a leader's joined deliveries (the submission whose response answers them) that are still
    * waiting for its outcome. They are unsettled rows of the leader's conversation, so the
    * open-submissions index finds them without a scan.
    */
-  joinedInto(leader: { id: string; conversation: ConversationKey }): SubmissionRow[] {
+  joinedIds(leader: { id: string; conversation: ConversationKey }): string[] {
     return this.driver
       .query(
-        `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
+        `SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
         leader.conversation,
         leader.id,
       )
-      .map((row) => this.toSubmission(row));
+      .map((row) => String(row.id));
   }
 
   /**
@@ -518,7 +540,7 @@ export class SqlStore {
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
   requestAbort(key: ConversationKey, now: number): number {
-    const open = this.openSubmissions(key);
+    const open = this.openSubmissionIds(key);
     this.driver.run(
       `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND settled_at IS NULL`,
       now,
