@@ -14,7 +14,7 @@ import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversat
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
-import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
+import type { Batch, ConversationInfo, QueuedDelivery, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
@@ -322,15 +322,15 @@ export class ConversationView {
 
   /** The submission the conversation's queue runs next: its first unsettled one not joined into a response. */
   queueHead(key: ConversationKey): SubmissionRow | undefined {
-    return this.store.unjoinedSubmissions(key, 1)[0];
+    return this.store.queueHead(key);
   }
 
   /**
    * Unsettled submissions not joined into a response, in admission order: the leader and what may
    * join it. Joined deliveries are left in the store, so a turn boundary reads only what it may act on.
    */
-  unjoinedSubmissions(key: ConversationKey): SubmissionRow[] {
-    return this.store.unjoinedSubmissions(key);
+  unjoinedDeliveries(key: ConversationKey): QueuedDelivery[] {
+    return this.store.unjoinedDeliveries(key);
   }
 
   /** The ids of the deliveries joined into the leader's response that wait for its settlement, in admission order. */

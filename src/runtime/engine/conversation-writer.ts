@@ -15,7 +15,15 @@ import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from 
 import { encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow, TimerRow } from '../store/sql-store.ts';
+import type {
+  QueuedDelivery,
+  SqlStore,
+  StateHistoryEntry,
+  SubmissionKind,
+  SubmissionPayload,
+  SubmissionRow,
+  TimerRow,
+} from '../store/sql-store.ts';
 import type { TimerWrite } from './pending-timers.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
@@ -138,8 +146,9 @@ export class ConversationWriter {
   }
 
   /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */
-  join(live: LiveConversation, rows: readonly SubmissionRow[], leaderId: string): void {
-    const inputs = rows.map((row) => inputRecord(row, leaderId));
+  join(live: LiveConversation, rows: readonly QueuedDelivery[], leaderId: string): void {
+    const ts = new Date().toISOString();
+    const inputs = rows.map((row) => inputRecord(row, leaderId, ts));
     this.commit(live, inputs, () => {
       for (const row of rows) this.store.markJoined(row.id, leaderId);
     });
@@ -272,9 +281,12 @@ function newIncarnation(): string {
 }
 
 /** The canonical input record of a delivery; deterministic ids make re-application detectable. */
-export function inputRecord(row: SubmissionRow, joinedInto?: string): ConversationRecord {
+export function inputRecord(
+  row: Pick<SubmissionRow, 'id' | 'kind' | 'payload'>,
+  joinedInto?: string,
+  ts = new Date().toISOString(),
+): ConversationRecord {
   const message = row.payload.message;
-  const ts = new Date().toISOString();
   const joined = joinedInto === undefined ? {} : { joinedInto };
   const deliveryOrigin = submissionOrigin(row);
   if (message.kind === 'user') {
@@ -305,7 +317,7 @@ export function inputRecord(row: SubmissionRow, joinedInto?: string): Conversati
 }
 
 /** The transport the submission was admitted through decides its origin, never the payload's sender. */
-function submissionOrigin(row: SubmissionRow): DeliveryOrigin {
+function submissionOrigin(row: Pick<SubmissionRow, 'kind' | 'payload'>): DeliveryOrigin {
   if (row.kind === 'http') return 'http';
   return row.payload.fromAgent === true ? 'agent' : 'app';
 }

@@ -200,18 +200,20 @@ describe('the submission ledger', () => {
     store.claimAttempt('b', { attemptId: 'att', now: 1, maxAttempts: 3, timeoutMs: 1000 });
     store.markJoined('c', 'b');
     store.markJoined('d', 'b');
-    expect(store.unjoinedSubmissions(s).map((row) => [row.id, row.status])).toEqual([
-      ['b', 'running'],
-      ['e', 'queued'],
+    store.requestAbort(storedConversationKey('t'), 5);
+    expect(store.unjoinedDeliveries(s)).toEqual([
+      { id: 'b', kind: 'dispatch', payload: { message: { kind: 'user', body: 'b' } }, status: 'running', abortRequestedAt: null },
+      { id: 'e', kind: 'dispatch', payload: { message: { kind: 'user', body: 'e' } }, status: 'queued', abortRequestedAt: null },
     ]);
-    expect(store.unjoinedSubmissions(s, 1).map((row) => row.id)).toEqual(['b']);
-    expect(store.unjoinedSubmissions(s)[1]!.payload.message).toEqual({ kind: 'user', body: 'e' });
+    expect(store.queueHead(s)?.id).toBe('b');
     expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['c', 'd']);
     expect(store.openSubmissionIds(s)).toEqual(['b', 'c', 'd', 'e']);
     store.markSettled('b', 'completed', null, 2, null);
     store.markSettled('c', 'completed', null, 2, null);
     expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['d']);
-    expect(store.unjoinedSubmissions(s, 1).map((row) => row.id)).toEqual(['e']);
+    expect(store.queueHead(s)?.id).toBe('e');
+    store.requestAbort(s, 7);
+    expect(store.unjoinedDeliveries(s).map((row) => [row.id, row.abortRequestedAt])).toEqual([['e', 7]]);
   });
 
   it('a store created with the rowid ledger keeps it and its rows', () => {

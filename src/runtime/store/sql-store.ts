@@ -202,12 +202,19 @@ export interface SubmissionRow {
   error: string | null;
 }
 
+/** What joining a queued delivery into a response reads of its row. */
+export type QueuedDelivery = Pick<SubmissionRow, 'id' | 'kind' | 'payload' | 'status' | 'abortRequestedAt'>;
+
+function submissionKind(column: SqlValue): SubmissionKind {
+  return column === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch';
+}
+
 function toSubmission(row: SqlRow, payload: string): SubmissionRow {
   return {
     ord: Number(row.ord),
     id: String(row.id),
     conversation: storedConversationKey(row.stream),
-    kind: row.kind === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch',
+    kind: submissionKind(row.kind),
     payload: JSON.parse(payload) as SubmissionPayload,
     acceptedAt: String(row.accepted_at),
     status: row.status as SubmissionStatus,
@@ -451,19 +458,33 @@ export class SqlStore {
       .map((row) => String(row.id));
   }
 
+  /** The submission a conversation's queue runs next: its first unsettled one not joined into a response. */
+  queueHead(key: ConversationKey): SubmissionRow | undefined {
+    const row = this.driver.query(
+      `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord LIMIT 1`,
+      key,
+    )[0];
+    return row === undefined ? undefined : this.toSubmission(row);
+  }
+
   /**
    * Unsettled submissions of one conversation that are not joined into a response, in admission
-   * order: the ones that may run or join next. A joined delivery waits for its leader's settlement
-   * and is never acted on again, so a turn boundary after a burst's join reads none of it.
+   * order, with only what a turn boundary needs to join them. A joined delivery waits for its
+   * leader's settlement and is never acted on again, so a boundary after a burst's join reads none of it.
    */
-  unjoinedSubmissions(key: ConversationKey, limit = -1): SubmissionRow[] {
+  unjoinedDeliveries(key: ConversationKey): QueuedDelivery[] {
     return this.driver
       .query(
-        `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord LIMIT ?`,
+        `SELECT id, kind, payload, status, abort_requested_at FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord`,
         key,
-        limit,
       )
-      .map((row) => this.toSubmission(row));
+      .map((row) => ({
+        id: String(row.id),
+        kind: submissionKind(row.kind),
+        payload: JSON.parse(this.unspill(row.payload).text) as SubmissionPayload,
+        status: row.status as SubmissionStatus,
+        abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
+      }));
   }
 
   claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
