@@ -745,7 +745,8 @@ export class Conversation {
             { type: 'text', text: `${DOCUMENT_REF_PREFIX}${attachment.id}` },
       );
     }
-    this.push(userMessageOf(record));
+    // A live fold holds no delivered messages (push() would drop it): none is built for it.
+    if (this.scope !== 'live') this.push(userMessageOf(record));
     this.lastDelivery = withOrigin(recordedOrigin(record.deliveryOrigin), {
       kind: 'user',
       body: record.body,
@@ -775,7 +776,7 @@ export class Conversation {
         ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
       });
     }
-    this.push(signalMessageOf(record));
+    if (this.scope !== 'live') this.push(signalMessageOf(record));
     this.modelEntries.push({
       role: 'user',
       content: renderSignal({ type: record.signalType, body: record.body, attributes: record.attributes, tagName: record.tagName }),

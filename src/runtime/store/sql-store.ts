@@ -324,7 +324,7 @@ export class SqlStore {
     }
     const seq = head + 1;
     const packed = packRecords(records);
-    const value = this.spill(spillKey('batch', key, seq), packed.text);
+    const value = this.spill(() => spillKey('batch', key, seq), packed.text);
     this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, value.column);
     return { seq, bytes: value.bytes + packed.derivedBytes };
   }
@@ -410,7 +410,7 @@ export class SqlStore {
       this.nextOrd(input.conversation),
       input.conversation,
       FROZEN_KIND_NAMES[input.kind],
-      this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
+      this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
     );
   }
@@ -719,7 +719,7 @@ export class SqlStore {
         key,
         toolCallId,
         step,
-        this.spill(spillKey('step', key, toolCallId, step), JSON.stringify(value)).column,
+        this.spill(() => spillKey('step', key, toolCallId, step), JSON.stringify(value)).column,
       );
     });
   }
@@ -761,10 +761,12 @@ export class SqlStore {
    * chunks are written (callers are inside the row's transaction). Chunks split the UTF-8 bytes
    * anywhere; they are joined before decoding.
    */
-  private spill(key: string, text: string): { column: string; bytes: number } {
+  private spill(keyOf: string | (() => string), text: string): { column: string; bytes: number } {
     if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Size(text) };
     const bytes = encoder.encode(text);
     if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
+    // A key is built only for a value that spills (most rows never do: an admission's row did each time).
+    const key = typeof keyOf === 'string' ? keyOf : keyOf();
     const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
     // Chunks of a write that never committed its row would collide with this one's.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
