@@ -277,13 +277,11 @@ describe('a live fold', () => {
     const plain = answered('sub_1', 'Plain.', 1).filter((batch) => batch.records[0]!.type !== 'data_write');
     const settled = plain.at(-1)!.records[0]!;
     // Within one batch, a settlement after another record notes its reply again.
-    plain
-      .at(-1)!
-      .records.push({ type: 'data_write', submissionId: 'sub_1', messageId: 'msg_a_sub_1', name: 'n', data: 'late' }, {
-        ...settled,
-        submissionId: 'sub_j',
-        answeredBySubmissionId: 'sub_1',
-      } as ConversationRecord);
+    plain.at(-1)!.records.push({ type: 'data_write', submissionId: 'sub_1', messageId: 'msg_a_sub_1', name: 'n', data: 'late' }, {
+      ...settled,
+      submissionId: 'sub_j',
+      answeredBySubmissionId: 'sub_1',
+    } as ConversationRecord);
     for (const batch of [{ seq: 0, records: [created] }, ...plain]) live.apply(batch);
     expect(live.reply('sub_j')).toEqual({ text: 'Plain.', data: { n: ['late'] } });
     // A plain reply, copied without a clone: still each reader's own.
