@@ -22,6 +22,9 @@ import { median, saveRows } from '../results.ts';
 
 const COUNT = 1_000;
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+const WARMUPS = 4;
+/** Until all have settled, against the bare queue: the burst's target. */
+const SETTLED_TARGET = 1.5;
 const SYSTEM_PROMPT = 'Answer briefly.';
 const bodies = Array.from({ length: COUNT }, (_, i) => `load-${i}`);
 
@@ -193,9 +196,13 @@ async function baseline(run: string): Promise<Sample> {
 // ── Runs ─────────────────────────────────────────────────────────────────────────────────────
 
 try {
-  // One discarded run of each: module loading and JIT belong to neither figure.
-  await ours('warmup');
-  await baseline('warmup');
+  // Discarded warm-up runs of each: module loading and JIT belong to neither figure. Ours runs far
+  // more code than the bare queue: after one warm-up its next three runs still took 1.3–2× its
+  // later ones (the bare queue's 1.1–1.3×), so one warm-up left its JIT in the figures.
+  for (let warmup = 0; warmup < WARMUPS; warmup++) {
+    await ours(`warmup-${warmup}`);
+    await baseline(`warmup-${warmup}`);
+  }
   const samples = { ours: [] as Sample[], baseline: [] as Sample[] };
   for (let run = 0; run < RUNS; run++) {
     // Alternate who goes first, so neither always runs on a warmer (or busier) machine.
@@ -229,8 +236,8 @@ try {
       ours: `${settled.ours.toFixed(0)} ms (${perSecond(settled.ours)})`,
       baseline: `${settled.baseline.toFixed(0)} ms (${perSecond(settled.baseline)})`,
       ratio: ratio(settled.ours, settled.baseline),
-      target: 'reported',
-      met: true,
+      target: `≤ ${SETTLED_TARGET}×`,
+      met: settled.ours / settled.baseline <= SETTLED_TARGET,
       note: 'bare queue: the same admissions, one pass, one pi-ai call',
     },
     {

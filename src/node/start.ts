@@ -10,8 +10,10 @@ import type { Agent } from '../runtime/authoring/identity.ts';
 import { registerDefaultProviders, registerProviders } from '../runtime/model/providers.ts';
 import { configuredRuntime } from '../runtime/host/runtime.ts';
 import { SqlStore } from '../runtime/store/sql-store.ts';
+import type { ConversationKey } from '../runtime/store/conversation-key.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 import { TimerWake } from './timer-wake.ts';
+import { coalescedWake } from './coalesced-wake.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
 // the symbol gets the registry one, so `flue[Symbol.asyncDispose]()` and transpiled `await using`
@@ -87,6 +89,8 @@ export async function start(options: StartOptions): Promise<Flue> {
   let engine: ConversationEngine;
   // Every conversation's timers share one timeout, armed for the earliest due one.
   const timers = new TimerWake(() => engine.fireDueTimers());
+  // A burst of admissions schedules one task (coalesced-wake.ts).
+  const wake = coalescedWake<ConversationKey>((key) => void engine.runQueue(key));
   try {
     await adapter.migrate();
     const store = new SqlStore(await adapter.connect());
@@ -95,9 +99,7 @@ export async function start(options: StartOptions): Promise<Flue> {
       registry,
       env,
       // The Node waker: a task in this process drives the conversation's queue.
-      wake: (key) => {
-        setImmediate(() => void engine.runQueue(key));
-      },
+      wake,
       timersChanged: (nextDue) => timers.arm(nextDue),
     });
   } catch (error) {

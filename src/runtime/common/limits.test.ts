@@ -5,7 +5,8 @@ const encoded = (text: string) => new TextEncoder().encode(text).byteLength;
 
 describe('utf8Size', () => {
   it('agrees with TextEncoder on short, long, multi-byte and emoji text', () => {
-    for (const text of ['', 'abc', 'é'.repeat(300), 'Grüße 😀 '.repeat(10_000), '中'.repeat(40_000)]) {
+    const short = ['😀', 'a\ud800', '中'.repeat(16 * 1024), `${'a'.repeat(16 * 1024 - 1)}😀`];
+    for (const text of ['', 'abc', 'é'.repeat(300), 'Grüße 😀 '.repeat(10_000), '中'.repeat(40_000), ...short]) {
       expect(utf8Size(text)).toBe(encoded(text));
     }
   });

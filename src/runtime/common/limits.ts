@@ -33,7 +33,8 @@ const scratch = new Uint8Array(3 * SIZE_STEP);
  * ends between the two halves of a surrogate pair, so each pair counts 4 bytes, a lone one 3.
  */
 export function utf8Size(text: string): number {
-  if (text.length < 256) return encoder.encode(text).length;
+  // One step (every admission's message, every row): measured in place, no buffer to collect.
+  if (text.length <= SIZE_STEP) return encoder.encodeInto(text, scratch).written;
   let bytes = 0;
   for (let at = 0; at < text.length; ) {
     let end = Math.min(at + SIZE_STEP, text.length);

@@ -314,7 +314,7 @@ describe('settled submissions', () => {
           ts,
         },
       ],
-      settled: [view.submission(id)!],
+      settled: [id],
       outcome: 'completed',
       error: null,
     });

@@ -14,7 +14,7 @@ import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversat
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
-import type { Batch, ConversationInfo, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
+import type { Batch, ConversationInfo, QueuedDelivery, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
 export class LiveConversation {
@@ -61,6 +61,12 @@ export class ConversationView {
    * current without asking the store (a look at a busy conversation is otherwise a query).
    */
   private readonly heads = new Map<ConversationKey, number>();
+  /**
+   * Submissions this process admitted and has not settled. Every admission and settlement goes
+   * through the writer, which reports them here after they commit, so a reader waiting on one of
+   * these (a burst's every `read()`) learns it is unsettled without asking the store.
+   */
+  private readonly unsettled = new Set<string>();
 
   constructor(store: SqlStore) {
     this.store = store;
@@ -86,6 +92,16 @@ export class ConversationView {
     this.catchUp(live);
     if (this.lives.get(key) === live) this.heads.set(key, live.conv.head);
     return live;
+  }
+
+  /** The writer committed the admission of submission `id`. */
+  admitted(id: string): void {
+    this.unsettled.add(id);
+  }
+
+  /** The writer committed the settlement of these submissions. */
+  settledIds(ids: readonly string[]): void {
+    for (const id of ids) this.unsettled.delete(id);
   }
 
   /** A write to the log of `key` failed: the next look asks the store for its head again. */
@@ -251,6 +267,7 @@ export class ConversationView {
         source === undefined ? live.conv.reply(submissionId) : this.foldRange(live.key, source.after, source.through).reply(source.of);
       return { settlement: recent, reply };
     }
+    if (this.unsettled.has(submissionId)) return undefined;
     const row = this.store.settlementOf(live.key, submissionId);
     if (row === undefined) return undefined;
     const stored = row.settlement === null ? undefined : decodeSettlement(row.settlement);
@@ -298,8 +315,27 @@ export class ConversationView {
     return this.store.openSubmissions(key);
   }
 
-  joinedInto(leader: { id: string; conversation: ConversationKey }): SubmissionRow[] {
-    return this.store.joinedInto(leader);
+  /** The ids of the conversation's unsettled submissions, in admission order. */
+  openSubmissionIds(key: ConversationKey): string[] {
+    return this.store.openSubmissionIds(key);
+  }
+
+  /** The submission the conversation's queue runs next: its first unsettled one not joined into a response. */
+  queueHead(key: ConversationKey): SubmissionRow | undefined {
+    return this.store.queueHead(key);
+  }
+
+  /**
+   * Unsettled submissions not joined into a response, in admission order: the leader and what may
+   * join it. Joined deliveries are left in the store, so a turn boundary reads only what it may act on.
+   */
+  unjoinedDeliveries(key: ConversationKey): QueuedDelivery[] {
+    return this.store.unjoinedDeliveries(key);
+  }
+
+  /** The ids of the deliveries joined into the leader's response that wait for its settlement, in admission order. */
+  joinedIds(leader: { id: string; conversation: ConversationKey }): string[] {
+    return this.store.joinedIds(leader);
   }
 
   /** Conversations with unsettled submissions: what a host drives on start (recovery). */

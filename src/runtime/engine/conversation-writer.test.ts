@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { ConversationWriter, inputRecord } from './conversation-writer.ts';
 import { ConversationView } from './conversation-view.ts';
@@ -120,7 +120,7 @@ describe('ConversationWriter', () => {
       ['user_message', 'user_message'],
     ]);
     expect(['sub_2', 'sub_3'].every((id) => live.conv.applied.has(id))).toBe(true);
-    expect(view.joinedInto(leader).map((row) => row.id)).toEqual(['sub_2', 'sub_3']);
+    expect(view.joinedIds(leader)).toEqual(['sub_2', 'sub_3']);
     expect(store.getSubmission('sub_3')).toMatchObject({ status: 'joined', joinedInto: 'sub_1' });
   });
 
@@ -135,9 +135,42 @@ describe('ConversationWriter', () => {
       outcome,
       ts,
     });
-    writer.settle(live, { records: [settled('completed')], settled: [row], outcome: 'completed', error: null });
-    writer.settle(live, { records: [settled('failed')], settled: [row], outcome: 'failed', error: 'late' });
+    writer.settle(live, { records: [settled('completed')], settled: [row.id], outcome: 'completed', error: null });
+    writer.settle(live, { records: [settled('failed')], settled: [row.id], outcome: 'failed', error: 'late' });
     expect(store.getSubmission(row.id)).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
+  });
+
+  it('tells the view what it admitted: unsettled without a store read, until its settlement commits', async () => {
+    const opened = await open();
+    const { store, view, writer } = opened;
+    const live = admitted(opened, 'sub_1');
+    store.insertSubmission({
+      id: 'sub_x',
+      conversation: live.key,
+      kind: 'dispatch',
+      payload: { message: { kind: 'user', body: 'x' } },
+      acceptedAt: ts,
+    });
+    const reads = vi.spyOn(store, 'settlementOf');
+    expect(view.settled(live, 'sub_1')).toBeUndefined();
+    expect(reads).not.toHaveBeenCalled();
+    // Not admitted through this writer: the store is asked.
+    expect(view.settled(live, 'sub_x')).toBeUndefined();
+    expect(reads).toHaveBeenCalledTimes(1);
+    const settled: ConversationRecord = {
+      type: 'submission_settled',
+      submissionId: 'sub_1',
+      outcome: 'completed',
+      answeredBySubmissionId: 'sub_1',
+      ts,
+    };
+    // A settlement that does not commit leaves it unsettled.
+    expect(() => writer.settle(live, { records: [], settled: ['sub_1'], outcome: 'completed', error: null })).toThrow();
+    expect(view.settled(live, 'sub_1')).toBeUndefined();
+    writer.settle(live, { records: [settled], settled: ['sub_1'], outcome: 'completed', error: null });
+    expect(view.settled(live, 'sub_1')?.settlement.outcome).toBe('completed');
+    // A fresh view (the next process) reads the settlement from the row.
+    expect(new ConversationView(store).settled(live, 'sub_1')?.settlement.outcome).toBe('completed');
   });
 
   it('settles a leader and its joined deliveries in the ledger, with the one batch that says so', async () => {
@@ -154,7 +187,7 @@ describe('ConversationWriter', () => {
       ts,
     }));
     const head = live.conv.head;
-    writer.settle(live, { records, settled: [leader, ...view.joinedInto(leader)], outcome: 'failed', error: 'boom' });
+    writer.settle(live, { records, settled: [leader.id, ...view.joinedIds(leader)], outcome: 'failed', error: 'boom' });
     expect(
       ['sub_1', 'sub_2', 'sub_3'].map((id) => [
         id,
@@ -167,7 +200,7 @@ describe('ConversationWriter', () => {
       ['sub_2', 'settled', 'failed', 'boom'],
       ['sub_3', 'queued', null, null],
     ]);
-    expect(view.joinedInto(leader)).toEqual([]);
+    expect(view.joinedIds(leader)).toEqual([]);
     const batches = store.readBatches(live.key, head);
     expect(batches.map((batch) => batch.records.map((record) => record.type))).toEqual([['submission_settled', 'submission_settled']]);
   });

@@ -15,14 +15,22 @@ import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from 
 import { encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
-import type { SqlStore, StateHistoryEntry, SubmissionKind, SubmissionPayload, SubmissionRow, TimerRow } from '../store/sql-store.ts';
+import type {
+  QueuedDelivery,
+  SqlStore,
+  StateHistoryEntry,
+  SubmissionKind,
+  SubmissionPayload,
+  SubmissionRow,
+  TimerRow,
+} from '../store/sql-store.ts';
 import type { TimerWrite } from './pending-timers.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
-/** One settlement as stored: its batch, the ledger rows it settles, their outcome and error message. */
+/** One settlement as stored: its batch, the ids of the ledger rows it settles, their outcome and error message. */
 export interface SettlementWrite {
   records: ConversationRecord[];
-  settled: readonly SubmissionRow[];
+  settled: readonly string[];
   outcome: SubmissionOutcome;
   error: string | null;
 }
@@ -134,11 +142,13 @@ export class ConversationWriter {
       this.store.deleteTimerId(timer.conversation, timer.id);
       if (submission !== undefined) this.store.insertSubmission({ ...submission, conversation: timer.conversation });
     });
+    if (submission !== undefined) this.view.admitted(submission.id);
   }
 
   /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */
-  join(live: LiveConversation, rows: readonly SubmissionRow[], leaderId: string): void {
-    const inputs = rows.map((row) => inputRecord(row, leaderId));
+  join(live: LiveConversation, rows: readonly QueuedDelivery[], leaderId: string): void {
+    const ts = new Date().toISOString();
+    const inputs = rows.map((row) => inputRecord(row, leaderId, ts));
     this.commit(live, inputs, () => {
       for (const row of rows) this.store.markJoined(row.id, leaderId);
     });
@@ -152,11 +162,12 @@ export class ConversationWriter {
     const now = Date.now();
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
     this.commit(live, records, () => {
-      for (const row of settled) {
-        const settlement = stored.get(row.id);
-        this.store.markSettled(row.id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
+      for (const id of settled) {
+        const settlement = stored.get(id);
+        this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
       }
     });
+    this.view.settledIds(settled);
   }
 
   // ── Admission and the ledger ─────────────────────────────────────────────────────────────
@@ -180,6 +191,7 @@ export class ConversationWriter {
       this.store.insertSubmission({ ...submission, conversation: live.key });
       for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
     });
+    this.view.admitted(submission.id);
     if (born !== undefined) this.view.appended(live.key, born);
   }
 
@@ -269,9 +281,12 @@ function newIncarnation(): string {
 }
 
 /** The canonical input record of a delivery; deterministic ids make re-application detectable. */
-export function inputRecord(row: SubmissionRow, joinedInto?: string): ConversationRecord {
+export function inputRecord(
+  row: Pick<SubmissionRow, 'id' | 'kind' | 'payload'>,
+  joinedInto?: string,
+  ts = new Date().toISOString(),
+): ConversationRecord {
   const message = row.payload.message;
-  const ts = new Date().toISOString();
   const joined = joinedInto === undefined ? {} : { joinedInto };
   const deliveryOrigin = submissionOrigin(row);
   if (message.kind === 'user') {
@@ -302,7 +317,7 @@ export function inputRecord(row: SubmissionRow, joinedInto?: string): Conversati
 }
 
 /** The transport the submission was admitted through decides its origin, never the payload's sender. */
-function submissionOrigin(row: SubmissionRow): DeliveryOrigin {
+function submissionOrigin(row: Pick<SubmissionRow, 'kind' | 'payload'>): DeliveryOrigin {
   if (row.kind === 'http') return 'http';
   return row.payload.fromAgent === true ? 'agent' : 'app';
 }

@@ -272,6 +272,30 @@ describe('a live fold', () => {
     expect(live.reply('sub_10')).toEqual({ text: '10.', data: { n: ['sub_10'] } });
   });
 
+  it('gives every reader of a shared reply its own copy, and a later record in the batch its own reply', () => {
+    const live = new Conversation('live');
+    const plain = answered('sub_1', 'Plain.', 1).filter((batch) => batch.records[0]!.type !== 'data_write');
+    const settled = plain.at(-1)!.records[0]!;
+    // Within one batch, a settlement after another record notes its reply again.
+    plain.at(-1)!.records.push({ type: 'data_write', submissionId: 'sub_1', messageId: 'msg_a_sub_1', name: 'n', data: 'late' }, {
+      ...settled,
+      submissionId: 'sub_j',
+      answeredBySubmissionId: 'sub_1',
+    } as ConversationRecord);
+    for (const batch of [{ seq: 0, records: [created] }, ...plain]) live.apply(batch);
+    expect(live.reply('sub_j')).toEqual({ text: 'Plain.', data: { n: ['late'] } });
+    // A plain reply, copied without a clone: still each reader's own.
+    for (const batch of answered('sub_2', 'Two.', 4).filter((batch) => batch.records[0]!.type !== 'data_write')) live.apply(batch);
+    const first = live.reply('sub_2');
+    expect(first).toEqual({ text: 'Two.', data: {} });
+    first.text = 'changed';
+    first.data.x = [1];
+    expect(live.reply('sub_2')).toEqual({ text: 'Two.', data: {} });
+    const copy = live.reply('sub_j');
+    copy.data.n!.push('mutated');
+    expect(live.reply('sub_j')).toEqual({ text: 'Plain.', data: { n: ['late'] } });
+  });
+
   it('is rebuilt from its state exactly, origin of the last delivery included', () => {
     const live = new Conversation('live');
     const batches = [{ seq: 0, records: [created] }, ...answered('sub_1', 'One.', 1), { seq: 5, records: [input('sub_2', 'open')] }];

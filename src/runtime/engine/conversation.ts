@@ -213,6 +213,12 @@ export interface FoldState {
 }
 
 /** A response before any of its records: what the fold starts each response from. */
+/** A reader's own copy of a kept reply: a plain text reply (the common case) is rebuilt, not cloned. */
+function copyReply(reply: SubmissionReply): SubmissionReply {
+  const plain = reply.metadata === undefined && Object.keys(reply.data).length === 0;
+  return plain ? { text: reply.text, data: {} } : structuredClone(reply);
+}
+
 export function emptyResponse(): ResponseInfo {
   return {
     steps: 0,
@@ -289,6 +295,11 @@ export class Conversation {
   private readonly recentReplies = new Map<string, SubmissionReply>();
   /** The batch being applied. */
   private applying = -1;
+  /**
+   * Live scope: the message whose reply the last settlement noted, while the records applied since
+   * are settlements: a burst's joined deliveries share their leader's reply, kept once.
+   */
+  private notedReply: FlueConversationMessage | undefined;
   /** Submissions settled by the batch being applied (live scope: what it prunes after the batch). */
   private settledInBatch: string[] = [];
 
@@ -302,7 +313,12 @@ export class Conversation {
 
   apply(batch: Batch): void {
     this.applying = batch.seq;
-    for (const record of batch.records) this.applyRecord(record);
+    this.notedReply = undefined;
+    for (const record of batch.records) {
+      // Only consecutive settlements can share a noted reply: any other record may change the message.
+      if (record.type !== 'submission_settled') this.notedReply = undefined;
+      this.applyRecord(record);
+    }
     this.head = batch.seq;
     if (this.settledInBatch.length > 0) this.afterSettlements();
   }
@@ -446,7 +462,7 @@ export class Conversation {
   /** The reply of one settled submission, from the messages this fold holds (a transcript fold, or a live one's recent replies). */
   reply(submissionId: string): SubmissionReply {
     const recent = this.recentReply(submissionId);
-    if (recent !== undefined) return structuredClone(recent);
+    if (recent !== undefined) return copyReply(recent);
     // A live fold holds open responses' messages only: a settlement it has no reply for had none.
     if (this.scope === 'live') return { text: '', data: {} };
     const settlement = this.settlements.get(submissionId);
@@ -517,9 +533,10 @@ export class Conversation {
     if (located === undefined) return;
     const { source, message } = located;
     this.replySources.set(submissionId, source);
-    if (message !== undefined) {
+    if (message !== undefined && message !== this.notedReply) {
+      this.notedReply = message;
       this.recentReplies.delete(source.of);
-      this.recentReplies.set(source.of, structuredClone(this.replyOf(message)));
+      this.recentReplies.set(source.of, copyReply(this.replyOf(message)));
       for (const old of this.recentReplies.keys()) {
         if (this.recentReplies.size <= RECENT_REPLIES) break;
         this.recentReplies.delete(old);
@@ -728,7 +745,8 @@ export class Conversation {
             { type: 'text', text: `${DOCUMENT_REF_PREFIX}${attachment.id}` },
       );
     }
-    this.push(userMessageOf(record));
+    // A live fold holds no delivered messages (push() would drop it): none is built for it.
+    if (this.scope !== 'live') this.push(userMessageOf(record));
     this.lastDelivery = withOrigin(recordedOrigin(record.deliveryOrigin), {
       kind: 'user',
       body: record.body,
@@ -758,7 +776,7 @@ export class Conversation {
         ...(record.tagName === undefined ? {} : { tagName: record.tagName }),
       });
     }
-    this.push(signalMessageOf(record));
+    if (this.scope !== 'live') this.push(signalMessageOf(record));
     this.modelEntries.push({
       role: 'user',
       content: renderSignal({ type: record.signalType, body: record.body, attributes: record.attributes, tagName: record.tagName }),

@@ -187,7 +187,7 @@ export class ConversationEngine implements ProbedEngine {
     // A conversation past its spending budget takes nothing more until the static is raised.
     const limit = resolveBudget(agent).perConversation;
     if (limit !== undefined) {
-      const open = this.view.openSubmissions(live.key).map((row) => row.id);
+      const open = this.view.openSubmissionIds(live.key);
       const overBudget = budgetReached('conversation', conversationSpending(live.conv, open, this.foldOf), limit);
       if (overBudget !== undefined) throw overBudget;
     }
@@ -358,7 +358,7 @@ export class ConversationEngine implements ProbedEngine {
    */
   async runNext(key: ConversationKey): Promise<boolean> {
     if (this.stopping) return false;
-    const head = this.view.openSubmissions(key).find((row) => row.status !== 'joined');
+    const head = this.view.queueHead(key);
     if (head === undefined) return false;
     return this.runSubmission(this.view.liveByKey(key), head);
   }
@@ -517,7 +517,7 @@ export class ConversationEngine implements ProbedEngine {
    */
   private settle(live: LiveConversation, row: SubmissionRow, { outcome, error, reason }: Settlement): void {
     const ts = new Date().toISOString();
-    const joined = this.view.joinedInto(row);
+    const joined = this.view.joinedIds(row);
     const records: ConversationRecord[] = [];
     if (outcome !== 'completed' && live.conv.applied.has(row.id)) {
       const interrupted = restRecords(live, ts, this.view);
@@ -541,14 +541,15 @@ export class ConversationEngine implements ProbedEngine {
         ts,
       });
     }
-    for (const settled of [row, ...joined]) {
+    const settled = [row.id, ...joined];
+    for (const id of settled) {
       records.push({
         type: 'submission_settled',
-        submissionId: settled.id,
+        submissionId: id,
         outcome,
         ...(error === undefined ? {} : { error }),
         answeredBySubmissionId: row.id,
-        usage: settled === row ? this.settledUsage(live, row) : joinedUsage(),
+        usage: id === row.id ? this.settledUsage(live, row) : joinedUsage(),
         ts,
       });
     }
@@ -560,10 +561,8 @@ export class ConversationEngine implements ProbedEngine {
       submissionId: row.id,
       outcome,
     });
-    this.writer.settle(live, { records, settled: [row, ...joined], outcome, error: error?.message ?? null });
-    for (const settled of [row, ...joined]) {
-      this.emitFor(live, settled.id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
-    }
+    this.writer.settle(live, { records, settled, outcome, error: error?.message ?? null });
+    for (const id of settled) this.emitFor(live, id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
   }
 
   /** The leader's ledger entry, with the host's activity since the previous settlement. */

@@ -55,7 +55,7 @@ import { newId } from '../common/ids.ts';
 import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
 import type { ProbedEngine } from '../store/crash-probe.ts';
-import type { SubmissionRow } from '../store/sql-store.ts';
+import type { QueuedDelivery, SubmissionRow } from '../store/sql-store.ts';
 import type { DeliveredMessageInput, DispatchReceipt, FlueHarness, PromptUsage } from '../common/types.ts';
 
 export { RunStopped, RunYield } from './run-signals.ts';
@@ -224,8 +224,8 @@ export class ResponseRun {
       }
       if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);
       if (!this.conv.startRuns.has(leader.id)) await this.agentStart(leader.id);
-      for (const joined of this.options.view.joinedInto(leader)) {
-        if (!this.conv.startRuns.has(joined.id)) await this.agentStart(joined.id);
+      for (const joined of this.options.view.joinedIds(leader)) {
+        if (!this.conv.startRuns.has(joined)) await this.agentStart(joined);
       }
     }
     // The last turn this attempt streamed: the tool batch its step issued runs fresh.
@@ -402,7 +402,7 @@ export class ResponseRun {
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
     if (this.options.engine.isStopping) return 0;
-    const joinable = joinableDeliveries(this.options.view.openSubmissions(this.live.key), this.row.id);
+    const joinable = joinableDeliveries(this.options.view.unjoinedDeliveries(this.live.key), this.row.id);
     if (joinable.length === 0) return 0;
     // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs
     // between two joins: the whole burst joins in one batch, and no delivery has callbacks to run.
@@ -419,7 +419,7 @@ export class ResponseRun {
   }
 
   /** Joins deliveries in one batch; their messages enter at this turn boundary, before the next turn starts. */
-  private join(rows: readonly SubmissionRow[]): void {
+  private join(rows: readonly QueuedDelivery[]): void {
     this.options.writer.join(this.live, rows, this.row.id);
     if (this.site.observed) for (const row of rows) this.emitInput(inputRecord(row, this.row.id));
   }
@@ -601,8 +601,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** The queued deliveries that join the leader's response now: those in admission order up to the first that cannot (running, or asked to abort). */
-function joinableDeliveries(open: readonly SubmissionRow[], leaderId: string): SubmissionRow[] {
-  const joinable: SubmissionRow[] = [];
+function joinableDeliveries(open: readonly QueuedDelivery[], leaderId: string): QueuedDelivery[] {
+  const joinable: QueuedDelivery[] = [];
   for (const row of open) {
     if (row.id === leaderId || row.status === 'joined') continue;
     if (row.status !== 'queued' || row.abortRequestedAt !== null) break;

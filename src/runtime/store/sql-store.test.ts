@@ -191,6 +191,31 @@ describe('the submission ledger', () => {
     expect(store.getSubmission('c')!.conversation).toBe('t');
   });
 
+  it('reads the open queue past its joined deliveries: the head, what may join it, and who joined whom', async () => {
+    const store = await openStore();
+    const s = storedConversationKey('s');
+    for (const id of ['a', 'b', 'c', 'd', 'e']) admit(store, id);
+    admit(store, 'other', storedConversationKey('t'));
+    store.markSettled('a', 'completed', null, 1, null);
+    store.claimAttempt('b', { attemptId: 'att', now: 1, maxAttempts: 3, timeoutMs: 1000 });
+    store.markJoined('c', 'b');
+    store.markJoined('d', 'b');
+    store.requestAbort(storedConversationKey('t'), 5);
+    expect(store.unjoinedDeliveries(s)).toEqual([
+      { id: 'b', kind: 'dispatch', payload: { message: { kind: 'user', body: 'b' } }, status: 'running', abortRequestedAt: null },
+      { id: 'e', kind: 'dispatch', payload: { message: { kind: 'user', body: 'e' } }, status: 'queued', abortRequestedAt: null },
+    ]);
+    expect(store.queueHead(s)?.id).toBe('b');
+    expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['c', 'd']);
+    expect(store.openSubmissionIds(s)).toEqual(['b', 'c', 'd', 'e']);
+    store.markSettled('b', 'completed', null, 2, null);
+    store.markSettled('c', 'completed', null, 2, null);
+    expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['d']);
+    expect(store.queueHead(s)?.id).toBe('e');
+    store.requestAbort(s, 7);
+    expect(store.unjoinedDeliveries(s).map((row) => [row.id, row.abortRequestedAt])).toEqual([['e', 7]]);
+  });
+
   it('a store created with the rowid ledger keeps it and its rows', () => {
     const db = new DatabaseSync(':memory:');
     db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);

@@ -202,12 +202,19 @@ export interface SubmissionRow {
   error: string | null;
 }
 
+/** What joining a queued delivery into a response reads of its row. */
+export type QueuedDelivery = Pick<SubmissionRow, 'id' | 'kind' | 'payload' | 'status' | 'abortRequestedAt'>;
+
+function submissionKind(column: SqlValue): SubmissionKind {
+  return column === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch';
+}
+
 function toSubmission(row: SqlRow, payload: string): SubmissionRow {
   return {
     ord: Number(row.ord),
     id: String(row.id),
     conversation: storedConversationKey(row.stream),
-    kind: row.kind === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch',
+    kind: submissionKind(row.kind),
     payload: JSON.parse(payload) as SubmissionPayload,
     acceptedAt: String(row.accepted_at),
     status: row.status as SubmissionStatus,
@@ -317,7 +324,7 @@ export class SqlStore {
     }
     const seq = head + 1;
     const packed = packRecords(records);
-    const value = this.spill(spillKey('batch', key, seq), packed.text);
+    const value = this.spill(() => spillKey('batch', key, seq), packed.text);
     this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, value.column);
     return { seq, bytes: value.bytes + packed.derivedBytes };
   }
@@ -403,7 +410,7 @@ export class SqlStore {
       this.nextOrd(input.conversation),
       input.conversation,
       FROZEN_KIND_NAMES[input.kind],
-      this.spill(spillKey('submission', input.id), JSON.stringify(input.payload)).column,
+      this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
     );
   }
@@ -444,6 +451,42 @@ export class SqlStore {
       .map((row) => this.toSubmission(row));
   }
 
+  /** The ids of one conversation's unsettled submissions, in admission order (no payload is read). */
+  openSubmissionIds(key: ConversationKey): string[] {
+    return this.driver
+      .query(`SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
+      .map((row) => String(row.id));
+  }
+
+  /** The submission a conversation's queue runs next: its first unsettled one not joined into a response. */
+  queueHead(key: ConversationKey): SubmissionRow | undefined {
+    const row = this.driver.query(
+      `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord LIMIT 1`,
+      key,
+    )[0];
+    return row === undefined ? undefined : this.toSubmission(row);
+  }
+
+  /**
+   * Unsettled submissions of one conversation that are not joined into a response, in admission
+   * order, with only what a turn boundary needs to join them. A joined delivery waits for its
+   * leader's settlement and is never acted on again, so a boundary after a burst's join reads none of it.
+   */
+  unjoinedDeliveries(key: ConversationKey): QueuedDelivery[] {
+    return this.driver
+      .query(
+        `SELECT id, kind, payload, status, abort_requested_at FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord`,
+        key,
+      )
+      .map((row) => ({
+        id: String(row.id),
+        kind: submissionKind(row.kind),
+        payload: JSON.parse(this.unspill(row.payload).text) as SubmissionPayload,
+        status: row.status as SubmissionStatus,
+        abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
+      }));
+  }
+
   claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
     this.driver.run(
       `UPDATE flue_submissions
@@ -470,18 +513,18 @@ export class SqlStore {
   }
 
   /**
-   * Joined deliveries of a leader (the submission whose response answers them) that are still
+   * The ids of a leader's joined deliveries (the submission whose response answers them) that are still
    * waiting for its outcome. They are unsettled rows of the leader's conversation, so the
    * open-submissions index finds them without a scan.
    */
-  joinedInto(leader: { id: string; conversation: ConversationKey }): SubmissionRow[] {
+  joinedIds(leader: { id: string; conversation: ConversationKey }): string[] {
     return this.driver
       .query(
-        `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
+        `SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
         leader.conversation,
         leader.id,
       )
-      .map((row) => this.toSubmission(row));
+      .map((row) => String(row.id));
   }
 
   /**
@@ -518,7 +561,7 @@ export class SqlStore {
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
   requestAbort(key: ConversationKey, now: number): number {
-    const open = this.openSubmissions(key);
+    const open = this.openSubmissionIds(key);
     this.driver.run(
       `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND settled_at IS NULL`,
       now,
@@ -676,7 +719,7 @@ export class SqlStore {
         key,
         toolCallId,
         step,
-        this.spill(spillKey('step', key, toolCallId, step), JSON.stringify(value)).column,
+        this.spill(() => spillKey('step', key, toolCallId, step), JSON.stringify(value)).column,
       );
     });
   }
@@ -718,10 +761,12 @@ export class SqlStore {
    * chunks are written (callers are inside the row's transaction). Chunks split the UTF-8 bytes
    * anywhere; they are joined before decoding.
    */
-  private spill(key: string, text: string): { column: string; bytes: number } {
+  private spill(keyOf: string | (() => string), text: string): { column: string; bytes: number } {
     if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Size(text) };
     const bytes = encoder.encode(text);
     if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
+    // A key is built only for a value that spills (most rows never do: an admission's row did each time).
+    const key = typeof keyOf === 'string' ? keyOf : keyOf();
     const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
     // Chunks of a write that never committed its row would collide with this one's.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
