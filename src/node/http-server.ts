@@ -4,7 +4,7 @@
  * bodies are streamed with backpressure, so the router's SSE and long-poll reads work unbuffered.
  * On Node the app's `fetch` receives no `env` and `ctx === undefined`.
  */
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { InvalidRequestError } from '../runtime/common/errors.ts';
@@ -31,6 +31,9 @@ export interface RunningHttpServer {
 
 export async function serveFetchable(app: Fetchable, options: HttpServerOptions): Promise<RunningHttpServer> {
   const statusUrl = options.devStatusUrl;
+  // Loaded when a server starts: the runtime's entries share their files, and an app that never
+  // serves HTTP from this process should not load Node's HTTP stack at start.
+  const { createServer } = process.getBuiltinModule('node:http') as typeof import('node:http');
   const server = createServer((req, res) => void handle(app, req, res, statusUrl));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

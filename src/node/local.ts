@@ -22,7 +22,7 @@
  * use the network. The path check is also check-then-use: a concurrently running process that swaps a
  * directory for a symlink can race it. Never use `local()` for untrusted input or multi-tenant work.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as nodePath from 'node:path';
@@ -380,7 +380,7 @@ function runProcess(
   return new Promise<ShellResult>((resolve) => {
     let child: ChildProcess;
     try {
-      child = spawn(file, args, {
+      child = childProcess().spawn(file, args, {
         cwd: options.cwd,
         env: options.env,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -489,4 +489,9 @@ function runProcess(
       finish();
     });
   });
+}
+
+/** node:child_process, loaded on the first command: the runtime's entries share their files, and most apps never run one. */
+function childProcess(): typeof import('node:child_process') {
+  return process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
 }

@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { type SqlDriver, type SqlRow, type SqlValue, guardStatement, migrate } from '../runtime/store/sql-store.ts';
 
 import type { PersistenceAdapter } from '../runtime/store/persistence.ts';
@@ -69,6 +69,9 @@ export function sqlite(path: string = ':memory:'): PersistenceAdapter {
   const open = (): DatabaseSync => {
     if (db !== undefined) return db;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    // Loaded when a database opens, not with the module: `@flue/runtime` and `@flue/runtime/node`
+    // share their files, and Node warns that node:sqlite is experimental as soon as it loads.
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
     db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
     if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
     // WAL with NORMAL sync survives a killed process; only power loss could drop the last commits.

@@ -26,7 +26,7 @@
 import { bash } from './bash.ts';
 import { type CreateSandboxHostOptions, SANDBOX_FILE_STORE, type SandboxFileStore } from './file-store.ts';
 import { resolvePath } from './paths.ts';
-import { VirtualShell, type VirtualCommand } from './shell.ts';
+import type { VirtualCommand, VirtualShell } from './shell.ts';
 import type { BashLike, BashLikeFs, SandboxFactory } from './types.ts';
 import { toText, VirtualFs } from './virtual-fs.ts';
 
@@ -88,7 +88,10 @@ export function createVirtualBash(options: VirtualSandboxOptions = {}, store?: S
     rm: async (p, o) => vfs.rm(at(p), o),
     resolvePath: (base, p) => resolvePath(base, p),
   };
-  const shell = new VirtualShell(vfs, fs, options.commands ?? {});
+  // The shell (parser and commands, most of the sandbox's code) loads on the first exec: an app
+  // that never runs a command, or only uses `fs`, does not load or compile it.
+  let shell: Promise<VirtualShell> | undefined;
+  const commands = options.commands ?? {};
 
   return {
     fs,
@@ -99,7 +102,16 @@ export function createVirtualBash(options: VirtualSandboxOptions = {}, store?: S
       if (vfs.lookup(runCwd)?.kind !== 'dir') {
         return { stdout: '', stderr: `bash: cd: ${runCwd}: No such file or directory\n`, exitCode: 1 };
       }
-      return shell.run(command, { cwd: runCwd, env: { ...baseEnv, ...execOptions.env }, signal, maxOutputBytes });
+      shell ??= loadShell().then((Shell) => new Shell(vfs, fs, commands));
+      return (await shell).run(command, { cwd: runCwd, env: { ...baseEnv, ...execOptions.env }, signal, maxOutputBytes });
     },
   };
+}
+
+let shellModule: Promise<typeof VirtualShell> | undefined;
+
+/** The shell's module, imported once per process (or isolate) and shared by every sandbox. */
+function loadShell(): Promise<typeof VirtualShell> {
+  shellModule ??= import('./shell.ts').then((module) => module.VirtualShell);
+  return shellModule;
 }

@@ -1,0 +1,68 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, expect, it } from 'vitest';
+
+// What a Node process loads for `import '@flue/runtime'` and `@flue/runtime/node` (the built dist/,
+// what users run): every module file costs a cold start its resolve, read, compile and link, so
+// the parts an agent may not use load on first use.
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const PROBE = `
+import { registerHooks } from 'node:module';
+const loaded = [];
+registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
+const runtime = await import('@flue/runtime');
+await import('@flue/runtime/node');
+const atStart = [...loaded];
+const builtinsAtStart = process.moduleLoadList.filter((name) => /^NativeModule (sqlite|child_process)$/.test(name));
+const sandbox = runtime.createVirtualBash({ files: { 'a.txt': 'one\\ntwo\\n' } });
+const first = await sandbox.exec('cat a.txt | tr a-z A-Z');
+const loadedByFirst = loaded.slice(atStart.length);
+const afterFirst = loaded.length;
+const second = await sandbox.exec('wc -l a.txt');
+console.log(JSON.stringify({ atStart, builtinsAtStart, first, loadedByFirst, second, loadedBySecond: loaded.length - afterFirst }));
+`;
+
+let probe: {
+  atStart: string[];
+  builtinsAtStart: string[];
+  first: { stdout: string; exitCode: number };
+  loadedByFirst: string[];
+  second: { stdout: string };
+  loadedBySecond: number;
+};
+
+beforeAll(async () => {
+  const { buildDist, isStale } = await import('../scripts/build-dist.mjs');
+  if (isStale()) await buildDist();
+  const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', PROBE], {
+    cwd: root,
+    encoding: 'utf8',
+    // Plain Node: the package's exports resolve to dist/, not the sources.
+    env: { ...process.env, NODE_OPTIONS: '' },
+    timeout: 60_000,
+  });
+  expect(run.stderr).toBe('');
+  probe = JSON.parse(run.stdout);
+}, 90_000);
+
+it('importing the runtime loads a few files of ours, no Hono module file (the routers carry it) and not the sandbox shell', () => {
+  const ours = probe.atStart.filter((url) => new URL(url).pathname.startsWith(`${root}dist/`));
+  expect(ours.map((url) => url.slice(url.lastIndexOf('/') + 1))).toEqual(expect.arrayContaining(['index.js', 'node.js']));
+  // index.js, node.js and the chunks they share: one for the code of every entry, one for what the
+  // shell chunk also needs. Dozens once, when every combination of entries had its own chunk.
+  expect(ours.length).toBeLessThanOrEqual(5);
+  expect(probe.atStart.filter((url) => url.includes('/node_modules/hono/'))).toEqual([]);
+  expect(probe.atStart.filter((url) => /\/dist\/shell-[^/]*\.js$/.test(url))).toEqual([]);
+});
+
+it('importing the runtime does not load node:sqlite or node:child_process before they are used', () => {
+  expect(probe.builtinsAtStart).toEqual([]);
+});
+
+it("a virtual sandbox's first exec loads the shell and runs; later execs load nothing more", () => {
+  expect(probe.first).toMatchObject({ stdout: 'ONE\nTWO\n', exitCode: 0 });
+  expect(probe.loadedByFirst.filter((url) => /\/dist\/shell-[^/]*\.js$/.test(url))).toHaveLength(1);
+  expect(probe.second.stdout).toBe('2 a.txt\n');
+  expect(probe.loadedBySecond).toBe(0);
+});
