@@ -205,9 +205,9 @@ const FIGURES: Figure[] = [
     format: ms,
     target: 1.5,
   },
-  { figure: `(b) CPU, ${FANOUT_CONVERSATIONS} conversations`, metric: 'fanoutCpu', format: ms, target: 1.25 },
+  { figure: `(b) CPU, ${FANOUT_CONVERSATIONS} conversations`, metric: 'fanoutCpu', format: ms, target: 1.15 },
   { figure: '(b) peak RSS', metric: 'fanoutRss', format: mib, target: 1.3 },
-  { figure: '(c) cold start: spawn → first settled reply', metric: 'cold', format: ms, target: 1.3 },
+  { figure: '(c) cold start: spawn → first settled reply', metric: 'cold', format: ms, target: 1.1 },
 ];
 
 const rows: BenchRow[] = FIGURES.map(({ figure, metric, format, target }) => {

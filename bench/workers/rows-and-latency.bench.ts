@@ -308,7 +308,7 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
     const perTurn = total / scenario.turns;
     const inTurn = med(key, 'followUp', (s) => inTurnRows(s.meter)) / scenario.turns;
     const marginal = (total - med(oneTurnKey, 'followUp', (s) => s.meter.sqlRowsWritten)) / TOOL_TURNS;
-    row(`rows/turn, whole submission ÷ ${scenario.turns} — ${scenario.label}`, perTurn, undefined, '≤ 2.5', perTurn <= 2.5, 2);
+    row(`rows/turn, whole submission ÷ ${scenario.turns} — ${scenario.label}`, perTurn, undefined, '≤ 2.0', perTurn <= 2.0, 2);
     row(`  … model-step + tool-result rows only ÷ ${scenario.turns}`, inTurn, undefined, '≤ 3', inTurn <= 3, 2);
     row(`  … rows per extra tool turn (vs the 1-turn reply)`, marginal, undefined, '≤ 3', marginal <= 3, 2);
   }
@@ -330,6 +330,10 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
 
   // 2. Admission → first model request, against the bare RPC + alarm → same request.
   for (const kind of ['first', 'followUp'] as const) {
+    // A follow-up (the conversation's object already exists) is held to 1.2×; a new conversation, whose
+    // object and database are created on the way, to 2×.
+    const limit = kind === 'followUp' ? 1.2 : 2;
+    const target = `≤ ${limit}×`;
     const ours = median(agentLatency[kind].map((s) => s.latencyMs));
     const baseline = median(bare[kind].map((s) => s.latencyMs));
     const ratio = ours / baseline;
@@ -337,16 +341,16 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
       `admission → first model request, ms (${kind === 'first' ? 'new conversation' : 'follow-up'}) vs bare RPC + alarm → fetch`,
       ours,
       baseline,
-      '≤ 2×',
-      ratio <= 2,
+      target,
+      ratio <= limit,
     );
-    row(`  … median of per-pair ratios`, median(pairRatios[kind]), undefined, '≤ 2×', median(pairRatios[kind]) <= 2, 2);
+    row(`  … median of per-pair ratios`, median(pairRatios[kind]), undefined, target, median(pairRatios[kind]) <= limit, 2);
     row(
       `  … cross-check on workerd's clock (dispatch() start → request), ms`,
       median(agentLatency[kind].map((s) => s.latencyWorkerdMs)),
       median(bare[kind].map((s) => s.latencyWorkerdMs)),
-      '≤ 2×',
-      median(agentLatency[kind].map((s) => s.latencyWorkerdMs)) / median(bare[kind].map((s) => s.latencyWorkerdMs)) <= 2,
+      target,
+      median(agentLatency[kind].map((s) => s.latencyWorkerdMs)) / median(bare[kind].map((s) => s.latencyWorkerdMs)) <= limit,
     );
   }
 
