@@ -14,7 +14,7 @@ registerHooks({ load(url, context, next) { loaded.push(url); return next(url, co
 const runtime = await import('@flue/runtime');
 await import('@flue/runtime/node');
 const atStart = [...loaded];
-const builtinsAtStart = process.moduleLoadList.filter((name) => /^NativeModule (sqlite|child_process)$/.test(name));
+const builtinsAtStart = process.moduleLoadList.filter((name) => /^NativeModule (sqlite|child_process|internal[/]deps[/]undici[/]undici)$/.test(name));
 const sandbox = runtime.createVirtualBash({ files: { 'a.txt': 'one\\ntwo\\n' } });
 const first = await sandbox.exec('cat a.txt | tr a-z A-Z');
 const loadedByFirst = loaded.slice(atStart.length);
@@ -56,7 +56,7 @@ it('importing the runtime loads a few files of ours, no Hono module file (the ro
   expect(probe.atStart.filter((url) => /\/dist\/shell-[^/]*\.js$/.test(url))).toEqual([]);
 });
 
-it('importing the runtime does not load node:sqlite or node:child_process before they are used', () => {
+it('importing the runtime does not load node:sqlite, node:child_process or the fetch stack before they are used', () => {
   expect(probe.builtinsAtStart).toEqual([]);
 });
 

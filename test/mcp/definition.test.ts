@@ -33,6 +33,9 @@ describe('defineMcpConnection', () => {
       optional: false,
     });
     expect(def.transport).toBe('sse');
+    // Every documented form of headers: a Headers object and [name, value] pairs too.
+    expect(defineMcpConnection({ name: 'h', url: 'http://x.test', headers: new Headers({ 'x-a': '1' }) }).headers).toBeInstanceOf(Headers);
+    expect(defineMcpConnection({ name: 'p', url: 'http://x.test', headers: [['x-a', '1']] }).headers).toEqual([['x-a', '1']]);
   });
 
   it('rejects non-objects and unknown fields', () => {

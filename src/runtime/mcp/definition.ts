@@ -56,7 +56,11 @@ const headerRecord = v.pipe(
   plainObject,
   v.check((o) => Object.values(o).every((x) => typeof x === 'string')),
 );
-const headersSchema = v.union([v.instance(Headers), headerPairs, headerRecord]);
+// `Headers` is read when a value is checked, not when this module loads: on Node the global is a
+// lazy getter that loads the whole fetch stack, which a process that never defines an MCP server
+// should not pay for at start.
+const headersObject = v.custom<Headers>((value) => value instanceof Headers);
+const headersSchema = v.union([headersObject, headerPairs, headerRecord]);
 
 /** Field → [schema, what the message says it must be]. */
 const FIELD_RULES: Record<(typeof KNOWN_KEYS)[number], [v.GenericSchema, string]> = {
