@@ -7,7 +7,7 @@
  *
  * It imports no engine code: everything above it may import it.
  */
-import { Conversation, type FlueConversationSettlement, type SubmissionReply } from './conversation.ts';
+import { Conversation, type FlueConversationSettlement, type ReplySource, type SubmissionReply } from './conversation.ts';
 import { type StoredSettlement, decodeSettlement, ledgerOrder } from './settled-submission.ts';
 import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
@@ -263,8 +263,7 @@ export class ConversationView {
     if (recent !== undefined) {
       // Asked for in the same task (the fold forgets older settlements as batches land).
       const source = live.conv.replySource(submissionId);
-      const reply = () =>
-        source === undefined ? live.conv.reply(submissionId) : this.foldRange(live.key, source.after, source.through).reply(source.of);
+      const reply = () => (source === undefined ? live.conv.reply(submissionId) : this.replyInLog(live.key, source));
       return { settlement: recent, reply };
     }
     if (this.unsettled.has(submissionId)) return undefined;
@@ -276,12 +275,14 @@ export class ConversationView {
       const settlement = fold.settlements.get(submissionId);
       return settlement === undefined ? undefined : { settlement, reply: () => fold.reply(submissionId) };
     }
-    return { settlement: settlementOf(submissionId, stored), reply: () => this.storedReply(live.key, stored) };
+    const { reply } = stored;
+    const replyOf = () => (reply === undefined ? { text: '', data: {} } : this.replyInLog(live.key, { ...reply, through: stored.seq }));
+    return { settlement: settlementOf(submissionId, stored), reply: replyOf };
   }
 
-  private storedReply(key: ConversationKey, stored: StoredSettlement): SubmissionReply {
-    if (stored.reply === undefined) return { text: '', data: {} };
-    return this.foldRange(key, stored.reply.after, stored.seq).reply(stored.reply.of);
+  /** A settled submission's reply, folded from the batches of the response that holds it. */
+  private replyInLog(key: ConversationKey, source: ReplySource): SubmissionReply {
+    return this.foldRange(key, source.after, source.through).reply(source.of);
   }
 
   /**

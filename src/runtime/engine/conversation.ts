@@ -212,13 +212,13 @@ export interface FoldState {
   lastAssistantSource?: { of: string; after: number };
 }
 
-/** A response before any of its records: what the fold starts each response from. */
 /** A reader's own copy of a kept reply: a plain text reply (the common case) is rebuilt, not cloned. */
 function copyReply(reply: SubmissionReply): SubmissionReply {
   const plain = reply.metadata === undefined && Object.keys(reply.data).length === 0;
   return plain ? { text: reply.text, data: {} } : structuredClone(reply);
 }
 
+/** A response before any of its records: what the fold starts each response from. */
 export function emptyResponse(): ResponseInfo {
   return {
     steps: 0,
