@@ -66,7 +66,7 @@ export function planHistory(first: readonly (readonly ConversationRecord[])[]): 
   const seeded = first.slice(0, settled[SEED_KEYS.length - 1]! + 1);
   const template = seeded.slice(settled[SEED_KEYS.length - 2]! + 1);
   const last = template.at(-1)!;
-  if (last.length !== 1 || last[0]!.type !== 'submission_settled') throw new Error('history: the template does not end in its settlement');
+  if (last.at(-1)?.type !== 'submission_settled') throw new Error('history: the template does not end in its settlement');
   const baseline = seeded.flat().find((record) => record.type === 'resource_snapshot' && record.baseline);
   if (baseline === undefined) throw new Error('history: the seed exchanges wrote no resource baseline');
   // Every id in the template, quoted, gets a per-copy suffix (quoted, so `call_1` never matches inside `call_10`).
@@ -138,7 +138,12 @@ export function appendSegment(store: SqlStore, key: ConversationKey, plan: Histo
         payload: { message: { kind: 'user', body } },
         acceptedAt,
       });
-      const settlement = batches.pop()!;
+      // The settlement closes the exchange's last batch; a copy with a compaction writes it apart, as
+      // a response settles when something follows its last step.
+      const last = batches.pop()!;
+      const settledAt = last.findIndex((record) => record.type === 'submission_settled');
+      if (settledAt > 0) batches.push(last.slice(0, settledAt));
+      const settlement = last.slice(settledAt);
       const first = store.append(key, batches[0]!);
       for (const batch of batches.slice(1)) store.append(key, batch);
       nextIndex += plan.perExchange;

@@ -54,7 +54,8 @@ test('a response that outlives its wall-time slice yields at a turn boundary and
     expect(await engine.runNext(stream)).toBe(true);
     if (++passes > 20) throw new Error('did not settle');
   }
-  expect(passes).toBeGreaterThan(3);
+  // A pass per tool-calling step (each yields after its tool batch); the last step's batch settles.
+  expect(passes).toBe(3);
   const reply = await engine.read('Stepper', 's1', receipt.submissionId);
   expect(reply.text).toBe('Ticked twice.');
   expect(store.getSubmission(receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });

@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type FlueEvent, defineTool, dispatch, init, observe, useModel, useTool } from '@flue/runtime';
+import { type FlueEvent, defineTool, dispatch, init, observe, useAgentFinish, useModel, useTool } from '@flue/runtime';
 import {
   type CrashHarness,
   type RecordedRequest,
@@ -63,6 +63,12 @@ function StoryAgent() {
   return 'You tell short stories.';
 }
 
+function FinishingAgent() {
+  useModel(MODEL);
+  useAgentFinish(() => {});
+  return 'You tell short stories, then tidy up.';
+}
+
 function OpsAgent() {
   useModel(MODEL);
   useTool(lookup);
@@ -91,7 +97,7 @@ async function open(): Promise<CrashHarness> {
   shipped = [];
   lookupGate = undefined;
   lab = await crashHarness({
-    agents: [StoryAgent, OpsAgent],
+    agents: [StoryAgent, FinishingAgent, OpsAgent],
     providers: [scriptedProvider({ baseUrl: server.url, id: 'anthropic', models: ['claude-haiku-4-5'], api: 'anthropic-messages' })],
     env: {},
   });
@@ -119,7 +125,8 @@ describe('crashHarness: every named point, settled exactly once', () => {
     expect(crash).toMatchObject({ point: 'admission', agent: 'StoryAgent', instanceId: 'adm', crash: 1 });
     expect(lab.up).toBe(false);
     expect(lab.report().submissions).toEqual([
-      { id: crash.submissionId, agent: 'StoryAgent', instanceId: 'adm', outcome: null, settlements: 0, attempts: 0 },
+      // Admitted to an idle conversation, so stored with its first attempt claimed.
+      { id: crash.submissionId, agent: 'StoryAgent', instanceId: 'adm', outcome: null, settlements: 0, attempts: 1 },
     ]);
 
     await lab.restart();
@@ -129,7 +136,8 @@ describe('crashHarness: every named point, settled exactly once', () => {
 
     const report = await lab.settle();
     expect(report.submissions).toEqual([
-      { id: crash.submissionId, agent: 'StoryAgent', instanceId: 'adm', outcome: 'completed', settlements: 1, attempts: 1 },
+      // The claimed attempt the crash ended counts, as any other: the restart runs the second.
+      { id: crash.submissionId, agent: 'StoryAgent', instanceId: 'adm', outcome: 'completed', settlements: 1, attempts: 2 },
     ]);
     expect(server.requests).toHaveLength(1);
     expect(server.requests[0]!.messages.filter((m) => m.role === 'user')).toHaveLength(1);
@@ -337,11 +345,11 @@ describe('crashHarness: every named point, settled exactly once', () => {
     expect(server.requests).toHaveLength(4);
   });
 
-  it('during settlement: the reply is not asked for again, the submission settles once', async () => {
+  it('during settlement, after a finish hook: the reply is not asked for again, the submission settles once', async () => {
     const lab = await open();
     server.script({ text: 'Short and sweet.' }, SPARE);
     lab.crashAt({ point: 'settlement' });
-    const receipt = await dispatch(StoryAgent, { id: 'settle', message: 'Say something.' });
+    const receipt = await dispatch(FinishingAgent, { id: 'settle', message: 'Say something.' });
     expect(await lab.crashed).toMatchObject({ point: 'settlement', submissionId: receipt.submissionId });
     expect(lab.report().submissions.map((s) => [s.outcome, s.settlements])).toEqual([[null, 0]]);
     await lab.restart();
@@ -349,6 +357,21 @@ describe('crashHarness: every named point, settled exactly once', () => {
     const report = await lab.settle();
     expect(report.submissions.map((s) => [s.outcome, s.settlements, s.attempts])).toEqual([['completed', 1, 2]]);
     expect(server.requests).toHaveLength(1);
-    expect((await init(StoryAgent, { id: 'settle' }).read(receipt)).text).toBe('Short and sweet.');
+    expect((await init(FinishingAgent, { id: 'settle' }).read(receipt)).text).toBe('Short and sweet.');
+  });
+
+  it('during settlement of a response that ends with its last model call: that call repeats, the submission settles once', async () => {
+    const lab = await open();
+    server.script({ text: 'First telling.' }, { text: 'Second telling.' }, SPARE);
+    lab.crashAt({ point: 'settlement' });
+    const receipt = await dispatch(StoryAgent, { id: 'settle-last', message: 'Say something.' });
+    expect(await lab.crashed).toMatchObject({ point: 'settlement', submissionId: receipt.submissionId });
+    await lab.restart();
+
+    const report = await lab.settle();
+    expect(report.submissions.map((s) => [s.outcome, s.settlements, s.attempts])).toEqual([['completed', 1, 2]]);
+    // The step and the settlement were one write: neither was stored, so the model is asked again.
+    expect(server.requests).toHaveLength(2);
+    expect((await init(StoryAgent, { id: 'settle-last' }).read(receipt)).text).toBe('Second telling.');
   });
 });

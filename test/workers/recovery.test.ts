@@ -83,7 +83,8 @@ test.each([
     }));
     expect(stranded).toEqual({
       alarm: alarmIn === null ? null : expect.any(Number),
-      submissions: [{ status: 'queued', attempt_count: 0 }],
+      // Admitted to an idle conversation: stored with its first attempt claimed.
+      submissions: [{ status: 'running', attempt_count: 1 }],
     });
 
     await resetObject(stub());
@@ -99,7 +100,8 @@ test.each([
     const settled = await runInDurableObject(stub(), (_instance, state) =>
       state.storage.sql.exec('SELECT status, outcome, attempt_count FROM flue_submissions').toArray(),
     );
-    expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 1 }]);
+    // The new object claimed the next attempt: the one claimed with the admission died with the old object.
+    expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 2 }]);
   },
 );
 

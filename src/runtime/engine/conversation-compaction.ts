@@ -6,9 +6,9 @@
  */
 import type { AssistantMessage, Message } from '@earendil-works/pi-ai';
 import {
+  answerCrossesThreshold,
   appendFileLists,
   buildSummaryRequest,
-  contextTokens,
   contextWindowOf,
   estimateContextTokens,
   fileListsFromToolCalls,
@@ -18,7 +18,6 @@ import {
   summaryChunks,
   summaryInputBudget,
   summaryMessageChars,
-  shouldCompact,
   summaryMaxTokens,
 } from '../model/compaction.ts';
 import { contextFits, messageCap, requestBudget } from '../model/context-fit.ts';
@@ -59,8 +58,7 @@ export async function compactAfterTurn(
   const last = lastAnswer(conv.modelContext());
   if (last === undefined) return [];
   // A model without a known window is held to the configured or the default one.
-  const { contextWindow, reserveTokens } = resolveCompactionSettings(config, model);
-  if (!shouldCompact({ contextTokens: contextTokens(last.usage), contextWindow, reserveTokens })) return [];
+  if (!answerCrossesThreshold(config, model, last.usage)) return [];
   try {
     return (await compactConversation({ ...input, model: latched }, 'threshold')) ?? [];
   } catch (error) {

@@ -23,19 +23,31 @@ export class LiveConversation {
   readonly agentName: string;
   readonly instanceId: string;
   /** The live fold: what the next response needs, not the transcript (conversation.ts). */
-  readonly conv: Conversation;
+  private fold: Conversation;
   readonly listeners = new Set<() => void>();
   /** Committed persistent state (a read cache of the state table). */
   state: Map<string, unknown> | undefined;
   incarnation: string | undefined;
   /** What was written since the last checkpoint: when the writer writes the next one. */
   sinceCheckpoint: SinceCheckpoint = freshSince(0);
+  /** The fold holds records the store refused (a failed `ConversationWriter.close`): rebuild it before the next write. */
+  foldAhead = false;
 
   constructor(key: ConversationKey, agentName: string, instanceId: string, conv = new Conversation('live')) {
     this.key = key;
     this.agentName = agentName;
     this.instanceId = instanceId;
-    this.conv = conv;
+    this.fold = conv;
+  }
+
+  get conv(): Conversation {
+    return this.fold;
+  }
+
+  /** The fold replaced by one rebuilt from the store (`ConversationView.reload`). */
+  replaceFold(from: LiveConversation): void {
+    this.fold = from.fold;
+    this.sinceCheckpoint = from.sinceCheckpoint;
   }
 
   notify(): void {
@@ -107,6 +119,15 @@ export class ConversationView {
   /** A write to the log of `key` failed: the next look asks the store for its head again. */
   unsure(key: ConversationKey): void {
     this.heads.delete(key);
+  }
+
+  /**
+   * The fold took records whose write then failed: it is rebuilt from the store (its checkpoint,
+   * then the log), in place, so everyone holding the conversation sees the log as stored.
+   */
+  reload(live: LiveConversation): void {
+    this.heads.delete(live.key);
+    live.replaceFold(this.wake(live.key, live.agentName, live.instanceId, live.incarnation ?? ''));
   }
 
   /** The writer appended batch `seq` to the log of `key` (any fold of it, kept or not, may be behind now). */

@@ -16,6 +16,7 @@ import { encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import type {
+  AttemptClaim,
   QueuedDelivery,
   SqlStore,
   StateHistoryEntry,
@@ -78,6 +79,7 @@ export class ConversationWriter {
    * (conversation-checkpoint.ts): the fold only advances once the batch is committed.
    */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
+    this.reloadIfAhead(live);
     const due = checkpointDue(live.sinceCheckpoint);
     let checkpointBytes = 0;
     let appended: { seq: number; bytes: number };
@@ -115,6 +117,7 @@ export class ConversationWriter {
     writes: readonly [string, unknown][],
     timers: readonly TimerWrite[] = [],
   ): void {
+    this.reloadIfAhead(live);
     const state = this.view.stateOf(live);
     // The batch's sequence: the one `commit` appends under (the fold's head is the store's).
     const seq = live.conv.head + 1;
@@ -159,6 +162,7 @@ export class ConversationWriter {
    * row keeps what readers need of its settlement (settled-submission.ts), so the live fold can forget it.
    */
   settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
+    this.reloadIfAhead(live);
     const now = Date.now();
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
     this.commit(live, records, () => {
@@ -170,32 +174,93 @@ export class ConversationWriter {
     this.view.settledIds(settled);
   }
 
+  /**
+   * A response's last batch and its settlement, written as one batch (one row where two would be).
+   * The settlement is made from the fold with the last records applied — its ledger entry counts
+   * the last model step, its reply is that step's message — so the fold takes them first, and
+   * `settle` (which may throw: the crash probe's settlement point) runs between. A failed write
+   * puts the fold back as the store has it. No checkpoint rides on this batch: the fold stands
+   * mid-batch while it is written, and the next commit that finds one due writes it. The caller
+   * wakes the conversation's readers (`LiveConversation.notify`) once it has announced the settlement.
+   */
+  close(live: LiveConversation, records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
+    this.reloadIfAhead(live);
+    const seq = live.conv.head + 1;
+    let write: SettlementWrite;
+    let bytes: number;
+    try {
+      live.conv.apply({ seq, records });
+      write = settle();
+      const stored = live.conv.settlementsToStore(write.records, seq);
+      const now = Date.now();
+      const { outcome, error } = write;
+      bytes = this.store.transaction(() => {
+        const appended = this.store.appendSized(live.key, [...records, ...write.records], seq - 1);
+        for (const id of write.settled) {
+          const settlement = stored.get(id);
+          this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
+        }
+        return appended.bytes;
+      });
+    } catch (error) {
+      live.foldAhead = true;
+      this.reloadIfAhead(live, error);
+      throw error;
+    }
+    this.view.appended(live.key, seq);
+    live.conv.apply({ seq, records: write.records });
+    live.sinceCheckpoint.batches++;
+    live.sinceCheckpoint.bytes += bytes;
+    this.view.settledIds(write.settled);
+    // Readers are woken once the engine has told observers of the settlement (`announced`), so a
+    // read does not resolve before the response's closing events, as after a settlement of its own.
+    return write;
+  }
+
+  /**
+   * A fold that took records the store then refused is rebuilt before anything is written after
+   * it (a batch appended under its head would leave a gap in the log). When the store refuses the
+   * rebuild too, the fold stays marked, and `during` (the failure being handled) is what is thrown.
+   */
+  private reloadIfAhead(live: LiveConversation, during?: unknown): void {
+    if (!live.foldAhead) return;
+    try {
+      this.view.reload(live);
+      live.foldAhead = false;
+    } catch (error) {
+      if (during === undefined) throw error;
+    }
+  }
+
   // ── Admission and the ledger ─────────────────────────────────────────────────────────────
 
   /**
    * Stores an admitted submission: a new conversation's birth record first when `birth` is set,
-   * then the ledger row and its attachment bytes, in one transaction.
+   * then the ledger row and its attachment bytes, in one transaction. `claim` is its first attempt,
+   * stored with the row when nothing else of the conversation is open; answers whether it was.
    */
   admit(
     live: LiveConversation,
     birth: ConversationRecord | undefined,
-    submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string },
+    submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string; claim?: AttemptClaim },
     attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
-  ): void {
+  ): boolean {
     let born: number | undefined;
-    this.store.transaction(() => {
+    const claimed = this.store.transaction(() => {
       if (birth !== undefined) {
         this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
         born = this.store.append(live.key, [birth]);
       }
-      this.store.insertSubmission({ ...submission, conversation: live.key });
+      const claimed = this.store.insertSubmission({ ...submission, conversation: live.key });
       for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
+      return claimed;
     });
     this.view.admitted(submission.id);
     if (born !== undefined) this.view.appended(live.key, born);
+    return claimed;
   }
 
-  claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
+  claimAttempt(id: string, attempt: AttemptClaim): SubmissionRow {
     return this.store.claimAttempt(id, attempt);
   }
 

@@ -118,6 +118,49 @@ describe('the queue', () => {
     expect(history.settlements.map((settlement) => settlement.outcome)).toEqual(['completed']);
   });
 
+  it('claims the first attempt of a delivery to an idle conversation with its admission, and writes no claim to run it', async () => {
+    const key = storedConversationKey('agents/Echo/a1');
+    server.script({ text: 'Both.' });
+    const first = await engine.admit('Echo', { id: 'a1', message: message('one') }, 'dispatch');
+    const behind = await engine.admit('Echo', { id: 'a1', message: message('two') }, 'dispatch');
+    // Only the delivery with nothing ahead of it is claimed as it is admitted.
+    expect(store.getSubmission(first.receipt.submissionId)).toMatchObject({ status: 'running', attemptCount: 1, maxAttempts: 10 });
+    expect(store.getSubmission(behind.receipt.submissionId)).toMatchObject({ status: 'queued', attemptCount: 0 });
+    const statements: string[] = [];
+    const run = store.driver.run.bind(store.driver);
+    store.driver.run = (sql, ...params) => {
+      statements.push(sql.replace(/\s+/g, ' ').trim());
+      return run(sql, ...params);
+    };
+    await engine.runQueue(key);
+    // The head ran under its admission's claim: no statement claimed an attempt.
+    expect(statements.some((sql) => sql.startsWith("UPDATE flue_submissions SET status = 'running'"))).toBe(false);
+    expect(statements.filter((sql) => sql.startsWith("UPDATE flue_submissions SET status = 'settled'"))).toHaveLength(2);
+    expect(store.getSubmission(first.receipt.submissionId)).toMatchObject({ outcome: 'completed', attemptCount: 1 });
+    expect(store.getSubmission(behind.receipt.submissionId)).toMatchObject({
+      outcome: 'completed',
+      joinedInto: first.receipt.submissionId,
+    });
+    expect(await engine.read('Echo', 'a1', first.receipt.submissionId)).toMatchObject({ text: 'Both.' });
+  });
+
+  it('a claim made at admission counts as an attempt when another process runs it (a crash between admission and the wake)', async () => {
+    const key = storedConversationKey('agents/Echo/a1');
+    server.script({ text: 'Ran once.' });
+    const requestsBefore = server.requests.length;
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    const admitted = store.getSubmission(receipt.submissionId)!;
+    const registry = new AgentRegistry();
+    registry.register(Echo);
+    const restarted = new ConversationEngine({ store, registry, env: {}, wake: () => {} });
+    await restarted.runQueue(key);
+    const settled = store.getSubmission(receipt.submissionId)!;
+    expect(settled).toMatchObject({ outcome: 'completed', attemptCount: 2 });
+    expect(settled.attemptId).not.toBe(admitted.attemptId);
+    expect(server.requests).toHaveLength(requestsBefore + 1);
+    expect(await restarted.read('Echo', 'a1', receipt.submissionId)).toMatchObject({ text: 'Ran once.' });
+  });
+
   it('joins deliveries queued behind the head into its response, each settled with the leader', async () => {
     server.script({ text: 'Both answered.' });
     const requests = server.requests.length;
@@ -208,7 +251,9 @@ describe('stop', () => {
     expect(engine.isStopping).toBe(true);
     await expect(waiting).rejects.toBeInstanceOf(RuntimeUnavailableError);
     await expect(engine.admit('Echo', { id: 'a1', message: message('late') }, 'dispatch')).rejects.toBeInstanceOf(RuntimeUnavailableError);
-    expect(store.getSubmission(receipt.submissionId)?.status).toBe('queued');
+    // Still open, for the next start: admitted with its first attempt claimed, never begun.
+    expect(store.openSubmissionIds(storedConversationKey('agents/Echo/a1'))).toEqual([receipt.submissionId]);
+    expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'running', attemptCount: 1, outcome: null });
   });
 
   it('once stopped, every read is a retryable error and none reaches the store the host then closes', async () => {

@@ -29,7 +29,7 @@ import {
 } from '../common/errors.ts';
 import { type ProbedEngine, crashProbe } from '../store/crash-probe.ts';
 import { ConversationReader, type ReaderLifecycle } from './conversation-reader.ts';
-import { ConversationWriter } from './conversation-writer.ts';
+import { ConversationWriter, type SettlementWrite } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { emit, errorInfo, eventError, observed } from '../common/events.ts';
 import { type FlueAttemptResult, intercept } from '../common/instrumentation.ts';
@@ -41,6 +41,7 @@ import { restRecords } from './rest-records.ts';
 import { ResponseRun } from './response-run.ts';
 import { AttemptStalled, RunInterrupted, RunStopped, RunYield } from './run-signals.ts';
 import {
+  type AttemptClaim,
   FROZEN_KIND_NAMES,
   type SqlStore,
   type SubmissionKind,
@@ -127,6 +128,8 @@ export class ConversationEngine implements ProbedEngine {
   private readonly timersChanged: ((nextDue: number | undefined) => void) | undefined;
   private readonly queues = new Map<ConversationKey, { running: Promise<void>; again: boolean }>();
   private readonly runs = new Map<ConversationKey, ResponseRun>();
+  /** Submissions this process admitted with their first attempt claimed, not yet run. */
+  private readonly admittedClaims = new Set<string>();
   /** A drain has begun: no new work is admitted or started. */
   private stopping = false;
   /** The drain is over: readers still waiting will not see a settlement in this process. */
@@ -192,7 +195,16 @@ export class ConversationEngine implements ProbedEngine {
       if (overBudget !== undefined) throw overBudget;
     }
     const birth = created ? undefined : this.birthRecord(agent, request.initialData);
-    this.writer.admit(live, birth, { id: submissionId, kind, payload, acceptedAt }, attachments);
+    // Nothing else open: the row is stored with its first attempt claimed, the attempt this
+    // submission's wake runs (the claim costs no write of its own).
+    const claim = firstClaim(agent);
+    const claimed = this.writer.admit(
+      live,
+      birth,
+      { id: submissionId, kind, payload, acceptedAt, ...(claim === undefined ? {} : { claim }) },
+      attachments,
+    );
+    if (claimed) this.admittedClaims.add(submissionId);
     crashProbe()?.({ point: 'admission', engine: this, agent: agentName, instanceId: request.id, submissionId });
     if (birth !== undefined) this.view.keep(live);
     this.emitFor(live, submissionId, 'submission_queued', { kind: FROZEN_KIND_NAMES[kind] });
@@ -399,7 +411,10 @@ export class ConversationEngine implements ProbedEngine {
       this.settle(live, row, { outcome: 'failed', error: toSettlementError(overBudget), reason: 'exceeded_budget' });
       return true;
     }
-    if (row.attemptCount >= durability.maxAttempts) {
+    // A first attempt this process claimed with the admission runs as claimed (no write of its
+    // own). After a restart it is an attempt a crash ended, like any other claimed one.
+    const unstarted = this.admittedClaims.delete(row.id) && row.status === 'running' && !live.conv.applied.has(row.id);
+    if (!unstarted && row.attemptCount >= durability.maxAttempts) {
       const applied = live.conv.applied.has(row.id);
       const error = applied
         ? new SubmissionRetryExhaustedError({
@@ -417,15 +432,17 @@ export class ConversationEngine implements ProbedEngine {
       this.settle(live, row, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'exhausted_retry_budget' });
       return true;
     }
-    const claimed = this.writer.claimAttempt(row.id, {
-      attemptId: newId('attempt'),
-      now,
-      maxAttempts: durability.maxAttempts,
-      timeoutMs: durability.timeoutMs,
-    });
+    const claimed = unstarted
+      ? row
+      : this.writer.claimAttempt(row.id, {
+          attemptId: newId('attempt'),
+          now,
+          maxAttempts: durability.maxAttempts,
+          timeoutMs: durability.timeoutMs,
+        });
     // A claim that counts a new attempt over an earlier one replaces an attempt that a crash, a
     // stop or a stall ended (a continuation keeps its count): observers learn of the replacement.
-    if (row.attemptCount > 0 && claimed.attemptCount > row.attemptCount) {
+    if (!unstarted && row.attemptCount > 0 && claimed.attemptCount > row.attemptCount) {
       this.emitRecovery(live, row, durability, { operation: 'reconcile_submission', outcome: 'deferred' });
     }
     this.emitFor(live, row.id, 'submission_running', {
@@ -464,8 +481,16 @@ export class ConversationEngine implements ProbedEngine {
         },
       );
       if (paused !== undefined) throw paused;
-      this.settle(live, claimed, { outcome: 'completed' });
+      // A response that ended with nothing after its last model step settled in that step's batch.
+      if (run.settled === undefined) this.settle(live, claimed, { outcome: 'completed' });
+      else this.announceClosed(live, run.settled);
     } catch (error) {
+      if (run.settled !== undefined) {
+        // Settled with the response's last batch: what failed after it changes nothing stored.
+        this.announceClosed(live, run.settled);
+        if (!(error instanceof RunStopped)) console.error(`[flue] Submission ${claimed.id}: after its settlement:`, error);
+        return true;
+      }
       if (error instanceof RunStopped || run.abortReason instanceof RunStopped) return false; // draining: the next start picks it up
       if (error instanceof AttemptStalled || run.abortReason instanceof AttemptStalled) {
         // Abandoned like an attempt a crash ended: the submission stays open, and the next pass
@@ -515,7 +540,30 @@ export class ConversationEngine implements ProbedEngine {
    * Settles a submission and the deliveries that joined it, in one batch. Failure and abort first
    * bring the conversation to rest, so the next message starts from a coherent log.
    */
-  private settle(live: LiveConversation, row: SubmissionRow, { outcome, error, reason }: Settlement): void {
+  private settle(live: LiveConversation, row: SubmissionRow, settlement: Settlement): void {
+    const write = this.settlementWrite(live, row, settlement);
+    this.writer.settle(live, write);
+    this.announceSettled(live, write.settled, settlement);
+  }
+
+  /** The settlement of a completed response, to be written with its last batch (`ResponseRun`). */
+  completedSettlement(live: LiveConversation, row: SubmissionRow): SettlementWrite {
+    return this.settlementWrite(live, row, { outcome: 'completed' });
+  }
+
+  /** A response settled with its last batch: observers learn of it after its closing events, then its readers wake. */
+  private announceClosed(live: LiveConversation, write: SettlementWrite): void {
+    this.announceSettled(live, write.settled, { outcome: 'completed' });
+    live.notify();
+  }
+
+  /** Observers learn of settlements once they are committed. */
+  private announceSettled(live: LiveConversation, settled: readonly string[], { outcome, error }: Settlement): void {
+    for (const id of settled) this.emitFor(live, id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
+  }
+
+  /** The batch that settles `row` and the deliveries that joined it; the crash probe's `settlement` point is just before it is written. */
+  private settlementWrite(live: LiveConversation, row: SubmissionRow, { outcome, error, reason }: Settlement): SettlementWrite {
     const ts = new Date().toISOString();
     const joined = this.view.joinedIds(row);
     const records: ConversationRecord[] = [];
@@ -561,8 +609,7 @@ export class ConversationEngine implements ProbedEngine {
       submissionId: row.id,
       outcome,
     });
-    this.writer.settle(live, { records, settled, outcome, error: error?.message ?? null });
-    for (const id of settled) this.emitFor(live, id, 'submission_settled', { outcome, ...(error === undefined ? {} : { error }) });
+    return { records, settled, outcome, error: error?.message ?? null };
   }
 
   /** The leader's ledger entry, with the host's activity since the previous settlement. */
@@ -663,6 +710,17 @@ export function timerPayload(timer: TimerRow): SubmissionPayload {
     },
     fromAgent: true,
   };
+}
+
+/** The first attempt of a submission, claimed as it is admitted; none when the agent's durability does not resolve (its run settles that). */
+function firstClaim(agent: Agent): AttemptClaim | undefined {
+  let durability: ResolvedDurability;
+  try {
+    durability = resolveDurability(agent);
+  } catch {
+    return undefined;
+  }
+  return { attemptId: newId('attempt'), now: Date.now(), maxAttempts: durability.maxAttempts, timeoutMs: durability.timeoutMs };
 }
 
 /** The longest delay a timer takes (about 24.8 days); a later deadline is re-armed in steps. */

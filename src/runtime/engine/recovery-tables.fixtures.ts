@@ -259,11 +259,10 @@ export function step(
   ];
 }
 
-/** The rest of a response that answers in one turn: the first turn's baseline snapshot, the step, the settlement. */
+/** The rest of a response that answers in one turn: the first turn's baseline snapshot, then the step with the settlement it ends in. */
 export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [
   [snapshot],
-  step(ids, said),
-  [settled('sub_a', 'completed')],
+  [...step(ids, said), settled('sub_a', 'completed')],
 ];
 
 /**

@@ -232,10 +232,12 @@ const cases: Case[] = [
     script: [{ text: ['Tagged.'] }],
     appends: [
       [snapshot],
-      step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) =>
-        record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record,
-      ),
-      [settled('sub_a', 'completed')],
+      [
+        ...step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) =>
+          record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record,
+        ),
+        settled('sub_a', 'completed'),
+      ],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
     ran: { responseStart: 1 },
@@ -345,8 +347,7 @@ const cases: Case[] = [
       [input('sub_a', 'go')],
       [input('sub_b', 'and this', 'sub_a')],
       [snapshot],
-      step({ message: 'msg_1', step: 'msg_2' }, 'Both.'),
-      [settled('sub_a', 'completed'), settled('sub_b', 'completed')],
+      [...step({ message: 'msg_1', step: 'msg_2' }, 'Both.'), settled('sub_a', 'completed'), settled('sub_b', 'completed')],
     ],
     ledger: {
       sub_a: { status: 'settled', outcome: 'completed', attempts: 1 },
@@ -370,8 +371,7 @@ const cases: Case[] = [
         ),
       ],
       [input('sub_1', 'also this', 'sub_a')],
-      step({ message: 'msg_1', step: 'msg_3' }, 'Both done.'),
-      [settled('sub_a', 'completed'), settled('sub_1', 'completed')],
+      [...step({ message: 'msg_1', step: 'msg_3' }, 'Both done.'), settled('sub_a', 'completed'), settled('sub_1', 'completed')],
     ],
     ledger: {
       sub_a: { status: 'settled', outcome: 'completed', attempts: 1 },
@@ -403,7 +403,7 @@ const cases: Case[] = [
     ran: { plain: 1 },
   },
   {
-    rule: '§5/§10 the yield rule: a continued wake makes progress before it yields again, in the same attempt',
+    rule: '§5/§10 the yield rule: a continued wake makes progress before it yields again, in the same attempt (here the step that ends the response, settling it)',
     agent: Shop,
     given: {
       log: [
@@ -419,8 +419,8 @@ const cases: Case[] = [
     },
     sliceBudgetMs: -1,
     script: [{ text: ['Done.'] }],
-    appends: [[snapshot], step({ message: 'msg_r', step: 'msg_1' }, 'Done.')],
-    ledger: { sub_a: { status: 'running', outcome: null, attempts: 1, continuation: true } },
+    appends: [[snapshot], [...step({ message: 'msg_r', step: 'msg_1' }, 'Done.'), settled('sub_a', 'completed')]],
+    ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
     rule: '§4/§6.3 a model error fails the submission: the advisory signal and the settlement commit together',
@@ -612,12 +612,12 @@ const cases: Case[] = [
     ran: { reserve: 1, capture: 0 },
   },
   {
-    rule: '§4 a crash just before the settlement commits leaves the submission unsettled in the log and the ledger',
+    rule: '§4 a crash just before the settlement commits leaves the submission unsettled in the log and the ledger (and the last step, which it would have committed with)',
     agent: Shop,
     given: { submissions: first },
     crashAt: { point: 'settlement' },
     script: [{ text: ['Hello.'] }],
-    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, 'Hello.')],
+    appends: [[input('sub_a', 'go')], [snapshot]],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
 ];
@@ -787,8 +787,10 @@ const ledgerCases: Case[] = [
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
       [snapshot],
-      spending(step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'), 2),
-      [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(42), modelCalls: 2, toolCalls: 1, attempts: 2 })],
+      [
+        ...spending(step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'), 2),
+        settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(42), modelCalls: 2, toolCalls: 1, attempts: 2 }),
+      ],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },
@@ -818,8 +820,10 @@ const ledgerCases: Case[] = [
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
       [snapshot],
-      step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
-      [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 })],
+      [
+        ...step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
+        settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 }),
+      ],
     ],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 2 } },
   },

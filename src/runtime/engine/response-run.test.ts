@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { sqlite } from '../../node/sqlite.ts';
 import { scriptedProvider } from '../../testing/scripted-provider.ts';
 import { type ScriptedModelServer, startScriptedModelServer } from '../../testing/scripted-model-server.ts';
-import { useModel, usePersistentState, useTool } from '../index.ts';
+import { useAgentFinish, useModel, usePersistentState, useTool } from '../index.ts';
 import { ConversationWriter } from './conversation-writer.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { defineTool } from '../authoring/define-tool.ts';
@@ -12,6 +12,7 @@ import { ResponseRun, type RunEngine } from './response-run.ts';
 import { SqlStore, type SubmissionRow } from '../store/sql-store.ts';
 import type { Agent } from '../authoring/identity.ts';
 import { emptyUsage } from '../model/usage.ts';
+import { settledUsage } from './usage-ledger.ts';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -51,6 +52,16 @@ function Worker() {
   return 'Use the tools.';
 }
 
+let finishRuns = 0;
+function Finisher() {
+  useModel('run-unit/model');
+  useTool({ name: 'plain', description: 'Counts.', input: v.object({}), run: () => 'ok' });
+  useAgentFinish(() => {
+    finishRuns++;
+  });
+  return 'Finish up.';
+}
+
 let store: SqlStore;
 let view: ConversationView;
 let writer: ConversationWriter;
@@ -66,6 +77,21 @@ const engine: RunEngine = {
     return { submissionId: 'sub_dispatched', acceptedAt: '', uid: '' };
   },
   emitFor: () => {},
+  completedSettlement: (live, row) => ({
+    records: [
+      {
+        type: 'submission_settled',
+        submissionId: row.id,
+        outcome: 'completed',
+        answeredBySubmissionId: row.id,
+        usage: settledUsage(live.conv, row.id, row.attemptCount, (key) => view.fold(key)),
+        ts,
+      },
+    ],
+    settled: [row.id],
+    outcome: 'completed',
+    error: null,
+  }),
 };
 
 beforeEach(async () => {
@@ -77,6 +103,7 @@ beforeEach(async () => {
   dispatched = [];
   plainRuns = 0;
   durableRuns = 0;
+  finishRuns = 0;
 });
 
 const ts = '2026-01-01T00:00:00.000Z';
@@ -116,12 +143,63 @@ describe('ResponseRun', () => {
     expect(plainRuns).toBe(1);
   });
 
-  it('commits a short streamed step as one batch: started, deltas and completed together', async () => {
+  it('commits a short streamed step as one batch, which carries the settlement when nothing follows the step', async () => {
     server.script({ text: ['Short ', 'reply.'] });
     const { live, row } = claimed();
-    await run(live, row).execute();
+    const response = run(live, row);
+    await response.execute();
     const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
-    expect(step.records.map((record) => record.type)).toEqual(['assistant_started', 'assistant_delta', 'assistant_completed']);
+    expect(step.records.map((record) => record.type)).toEqual([
+      'assistant_started',
+      'assistant_delta',
+      'assistant_completed',
+      'submission_settled',
+    ]);
+    expect(response.settled?.settled).toEqual(['sub_1']);
+    // The ledger entry was made with the step applied; the row is settled in the same transaction.
+    expect(step.records[3]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
+    expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed' });
+    expect(view.settled(live, 'sub_1')?.reply().text).toBe('Short reply.');
+  });
+
+  it('leaves the settlement to the engine when a finish hook, a tool call or a waiting delivery follows the last step', async () => {
+    const { live, row } = claimed();
+    server.script({ toolCalls: [{ name: 'plain', arguments: {} }] }, { text: 'Done.' });
+    writer.admit(
+      live,
+      undefined,
+      { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'more' } }, acceptedAt: ts },
+      [],
+    );
+    const response = new ResponseRun({ engine, view, writer, live, row, agent: Finisher as Agent });
+    await response.execute();
+    expect(response.settled).toBeUndefined();
+    expect(records(live).some((record) => record.type === 'submission_settled')).toBe(false);
+    expect(finishRuns).toBe(1);
+  });
+
+  it('a closing batch the store refuses leaves the fold as the store has it', async () => {
+    server.script({ text: 'Refused.' });
+    const { live, row } = claimed();
+    const head = live.conv.head;
+    const append = store.appendSized.bind(store);
+    store.appendSized = (key, batch, at) => {
+      if (batch.some((record) => record.type === 'submission_settled')) throw new Error('disk full');
+      return append(key, batch, at);
+    };
+    const response = run(live, row);
+    await expect(response.execute()).rejects.toThrow('disk full');
+    expect(response.settled).toBeUndefined();
+    // The fold took the step to make the settlement, then was rebuilt from the log, which has no step.
+    const stored = store.readBatches(live.key, -1);
+    expect(stored.flatMap((batch) => batch.records.map((record) => record.type))).not.toContain('assistant_started');
+    expect(live.conv.head).toBe(stored.at(-1)!.seq);
+    expect(live.conv.head).toBeGreaterThan(head);
+    expect(live.conv.finalAssistantText()).toBe('');
+    expect(store.getSubmission('sub_1')).toMatchObject({ status: 'running', outcome: null });
+    // The next write lands at the store's head.
+    writer.commit(live, [{ type: 'signal', messageId: 'm', origin: 'framework', signalType: 'note', body: 'next', ts }]);
+    expect(store.readBatches(live.key, -1).map((batch) => batch.seq)).toEqual([...stored.map((batch) => batch.seq), live.conv.head]);
   });
 
   it('recovers a stream a crash left open: closes it, says it was interrupted, and continues', async () => {

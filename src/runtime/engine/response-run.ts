@@ -14,7 +14,7 @@
  * conversations, data writes) gets the response's narrow writer (response-writer.ts).
  */
 import { compactAfterTurn, compactBeforeTurn, compactConversation, turnBudget } from './conversation-compaction.ts';
-import { type ConversationWriter, inputRecord } from './conversation-writer.ts';
+import { type ConversationWriter, type SettlementWrite, inputRecord } from './conversation-writer.ts';
 import type { ConversationView, LiveConversation } from './conversation-view.ts';
 import { AgentSandbox } from './agent-sandbox.ts';
 import { AttachmentBytes, hydrateAttachments } from './attachment-hydration.ts';
@@ -25,7 +25,7 @@ import { PendingState } from './pending-state.ts';
 import { PendingSpend } from './pending-spend.ts';
 import { PendingTimers } from './pending-timers.ts';
 import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runResponseStart } from './response-hooks.ts';
-import { ResponseRender } from './response-render.ts';
+import { type LatchedModel, ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
 import { ResponseWriter } from './response-writer.ts';
 import { narrateMcpUnavailable, narrateResourceChanges } from './resource-narration.ts';
@@ -38,6 +38,7 @@ import { frameworkTools } from './tool-dispatch.ts';
 import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
 import { DocumentPlacement } from '../model/documents.ts';
 import { fitContext, fixedTokens } from '../model/context-fit.ts';
+import { answerCrossesThreshold } from '../model/compaction.ts';
 import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
 import { resolveDurability } from '../authoring/durability-config.ts';
 import { resolveBudget } from '../authoring/budget-config.ts';
@@ -50,7 +51,7 @@ import { type BudgetExceededError, DelegationDepthExceededError, OperationFailed
 import type { FlueExecutionContext } from '../common/instrumentation.ts';
 import { errorInfo, eventError, omitImageData } from '../common/events.ts';
 import type { ConversationRecord } from '../store/records.ts';
-import type { AssistantMessage } from '@earendil-works/pi-ai';
+import type { Api, AssistantMessage, Model } from '@earendil-works/pi-ai';
 import { newId } from '../common/ids.ts';
 import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
@@ -70,6 +71,8 @@ export interface RunEngine {
   /** `useDispatchMessage()`: a real delivery to the agent's own instance. */
   dispatchFromAgent(live: LiveConversation, message: DeliveredMessageInput): Promise<DispatchReceipt>;
   emitFor(live: LiveConversation, submissionId: string | undefined, type: string, payload?: Record<string, unknown>): void;
+  /** The settlement of a completed response, made when its last batch is written (the crash probe's settlement point). */
+  completedSettlement(live: LiveConversation, row: SubmissionRow): SettlementWrite;
 }
 
 export interface ResponseRunOptions {
@@ -125,6 +128,8 @@ export class ResponseRun {
   /** What this attempt's operation produced and spent, for its `agent_end` and `operation` events. */
   private readonly produced: unknown[] = [];
   private usage: PromptUsage | undefined;
+  /** The settlement the response's last batch carried, when it ended with nothing after its last model step. */
+  settled: SettlementWrite | undefined;
 
   constructor(options: ResponseRunOptions) {
     const { engine, view, writer, live, row, agent, delegation } = options;
@@ -274,6 +279,7 @@ export class ResponseRun {
         issued = await this.turn(startMetadata);
         // A turn without tool calls is its own boundary; one with calls ends when its batch commits.
         if (this.conv.tail.pendingToolCalls === undefined) this.emitBatchCommitted(issued, undefined);
+        if (this.settled !== undefined) return;
         progressed = true;
         continue;
       }
@@ -484,6 +490,7 @@ export class ResponseRun {
         idleMs: resolveDurability(this.options.agent).modelIdleTimeoutMs,
         attempt: this.attempt,
         site: this.site,
+        closing: (final) => (this.endsWith(final, latched, model) ? (records) => this.close(records) : undefined),
       },
       this.out,
     );
@@ -510,6 +517,35 @@ export class ResponseRun {
     throw (
       modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed')
     );
+  }
+
+  // ── The last step ─────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Whether the response ends with this step's message, with nothing after it: a root response's
+   * answer that calls no tool, with no finish hook to run, no compaction to follow (the threshold
+   * is the answer's), no state or timer write and no delivery waiting, within the deadline. Its
+   * last batch then carries the settlement, one write where there would be two: a crash before it
+   * repeats this model call, as a crash during the step always did.
+   */
+  private endsWith(final: AssistantMessage, latched: LatchedModel, model: Model<Api>): boolean {
+    if (this.options.delegation !== undefined || this.out.hasPendingWrites || this.attempt.signal.aborted) return false;
+    if ((final.stopReason !== 'stop' && final.stopReason !== 'length') || final.content.some((block) => block.type === 'toolCall')) {
+      return false;
+    }
+    const rendered = this.renderer.render();
+    if (rendered.agentFinish.length > 0 || rendered.responseFinish.length > 0) return false;
+    if (latched.compaction !== false && answerCrossesThreshold(latched.compaction, model, final.usage)) return false;
+    const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
+    if (Date.now() > (this.row.startedAt ?? Date.now()) + timeoutMs) return false;
+    const { engine, view } = this.options;
+    return engine.isStopping || joinableDeliveries(view.unjoinedDeliveries(this.live.key), this.row.id).length === 0;
+  }
+
+  /** Writes the last batch with the settlement the engine makes for a completed response. */
+  private close(records: ConversationRecord[]): void {
+    const { engine } = this.options;
+    this.settled = this.out.close(records, () => engine.completedSettlement(this.live, this.row));
   }
 
   // ── What parts and delegates get of this response ─────────────────────────────────────────

@@ -4,7 +4,7 @@
  * the response's pending `usePersistentState` writes; every write goes through the conversation
  * writer, one transaction each.
  */
-import type { ChildBirth, ConversationWriter, StepMemo } from './conversation-writer.ts';
+import type { ChildBirth, ConversationWriter, SettlementWrite, StepMemo } from './conversation-writer.ts';
 import type { LiveConversation } from './conversation-view.ts';
 import type { PendingState } from './pending-state.ts';
 import type { PendingSpend } from './pending-spend.ts';
@@ -48,6 +48,11 @@ export class ResponseWriter {
   /** Appends one batch together with the pending state and timer writes it explains. */
   commitWithState(records: ConversationRecord[]): void {
     this.writer.commitWithState(this.live, this.withSpend(records), this.state.take(), this.timers.take());
+  }
+
+  /** Appends the response's last batch with its settlement (`ConversationWriter.close`); no state or timer write may be pending. */
+  close(records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
+    return this.writer.close(this.live, this.withSpend(records), settle);
   }
 
   /** Whether state or timer writes wait for a batch to explain them. */

@@ -40,6 +40,11 @@ export interface StepInput {
   idleMs: number;
   attempt: AttemptAbort;
   site: ResponseSite;
+  /**
+   * Asked once the step's message is complete: how to commit the step's last batch when that batch
+   * ends the response (it then carries the settlement); undefined commits it as any other.
+   */
+  closing?: (final: AssistantMessage) => ((records: ConversationRecord[]) => void) | undefined;
 }
 
 /** A completed step: its id, and the message it ended in. */
@@ -149,7 +154,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
   let interval = DELTA_FLUSH_FIRST_MS;
   // A trailing flush bounds how long received text stays uncommitted when the stream stalls.
   let trailing: ReturnType<typeof setTimeout> | undefined;
-  const flush = (extra: ConversationRecord[] = []) => {
+  const flush = (extra: ConversationRecord[] = [], commit = (records: ConversationRecord[]) => writer.commit(records)) => {
     if (trailing !== undefined) clearTimeout(trailing);
     trailing = undefined;
     if (pending.length === 0 && extra.length === 0) return;
@@ -158,7 +163,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     pending = [];
     lastFlush = Date.now();
     interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
-    writer.commit(records);
+    commit(records);
   };
   // A provider that accepts and never answers, or stalls mid-stream, would hold the attempt
   // forever: past the idle window the attempt is abandoned (the engine runs a new one).
@@ -213,9 +218,10 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     flush();
     throw attempt.reason;
   }
-  flush([
-    { type: 'assistant_completed', stepId, messageId, submissionId: input.submissionId, message: final, ts: new Date().toISOString() },
-  ]);
+  flush(
+    [{ type: 'assistant_completed', stepId, messageId, submissionId: input.submissionId, message: final, ts: new Date().toISOString() }],
+    input.closing?.(final),
+  );
   return final;
 }
 

@@ -191,6 +191,16 @@ export function shouldCompact(input: { contextTokens: number; contextWindow: num
   return input.contextWindow > 0 && input.contextTokens > input.contextWindow - input.reserveTokens;
 }
 
+/** Whether an answer that used `usage` crosses the threshold (`shouldCompact`) under `config` for `model`. */
+export function answerCrossesThreshold(
+  config: CompactionConfig | undefined,
+  model: { contextWindow: number; maxTokens: number },
+  usage: TokenCounts,
+): boolean {
+  const { contextWindow, reserveTokens } = resolveCompactionSettings(config, model);
+  return shouldCompact({ contextTokens: contextTokens(usage), contextWindow, reserveTokens });
+}
+
 // ── Cut point ─────────────────────────────────────────────────────────────────────────────────
 
 export interface CutPoint {

@@ -182,6 +182,14 @@ export interface SubmissionPayload {
   fromAgent?: true;
 }
 
+/** An attempt as a claim starts it: its id, when, and the durability bounds it runs under. */
+export interface AttemptClaim {
+  attemptId: string;
+  now: number;
+  maxAttempts: number;
+  timeoutMs: number;
+}
+
 export interface SubmissionRow {
   ord: number;
   id: string;
@@ -397,22 +405,38 @@ export class SqlStore {
     return row === undefined ? undefined : this.toSubmission(row);
   }
 
+  /**
+   * Stores an admitted submission, queued. With `claim`, a submission admitted to a conversation
+   * with nothing else open is stored with its first attempt already claimed (the engine runs it
+   * next, nothing is ahead of it), which saves the claim's own write; answers whether it was.
+   */
   insertSubmission(input: {
     id: string;
     conversation: ConversationKey;
     kind: SubmissionKind;
     payload: SubmissionPayload;
     acceptedAt: string;
-  }): void {
+    claim?: AttemptClaim;
+  }): boolean {
+    const { ord, idle } = this.nextOrd(input.conversation);
+    const claim = idle ? input.claim : undefined;
     this.driver.run(
-      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES (?, ?, ?, ?, ?, ?, 'queued')`,
+      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status, attempt_id, attempt_count, started_at, max_attempts, timeout_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       input.id,
-      this.nextOrd(input.conversation),
+      ord,
       input.conversation,
       FROZEN_KIND_NAMES[input.kind],
       this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
+      claim === undefined ? 'queued' : 'running',
+      claim?.attemptId ?? null,
+      claim === undefined ? 0 : 1,
+      claim?.now ?? null,
+      claim?.maxAttempts ?? null,
+      claim?.timeoutMs ?? null,
     );
+    return claim !== undefined;
   }
 
   /** Whether this store keeps submissions in a rowid table (created before the keyed-by-id layout). */
@@ -421,22 +445,23 @@ export class SqlStore {
   private lastOrd = 0;
 
   /**
-   * The admission order of a new submission. A rowid ledger numbers its rows itself (NULL asks it
-   * to). The keyed-by-id ledger has no index over every `ord`, so the next one is found without a
-   * scan: past the clock in microsecond-sized steps (so a later start continues above what an earlier
-   * one handed out), past every `ord` this store handed out, and past the conversation's open
-   * submissions (read through the open-queue index), which is what FIFO order needs.
+   * The admission order of a new submission, and whether the conversation has nothing else open. A
+   * rowid ledger numbers its rows itself (NULL asks it to) and is never called idle. The keyed-by-id
+   * ledger has no index over every `ord`, so the next one is found without a scan: past the clock in
+   * microsecond-sized steps (so a later start continues above what an earlier one handed out), past
+   * every `ord` this store handed out, and past the conversation's open submissions (read through
+   * the open-queue index), which is what FIFO order needs.
    */
-  private nextOrd(key: ConversationKey): number | null {
+  private nextOrd(key: ConversationKey): { ord: number | null; idle: boolean } {
     if (this.rowidLedger === undefined) {
       const table = this.driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
       this.rowidLedger = !/WITHOUT\s+ROWID/i.test(String(table?.sql ?? ''));
     }
-    if (this.rowidLedger) return null;
+    if (this.rowidLedger) return { ord: null, idle: false };
     const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, key)[0];
-    const openMax = open === undefined || open.ord === null ? 0 : Number(open.ord);
-    this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, openMax + 1);
-    return this.lastOrd;
+    const openMax = open === undefined || open.ord === null ? undefined : Number(open.ord);
+    this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, (openMax ?? 0) + 1);
+    return { ord: this.lastOrd, idle: openMax === undefined };
   }
 
   /** Every submission of every conversation, settled ones included, in admission order. */
@@ -487,7 +512,7 @@ export class SqlStore {
       }));
   }
 
-  claimAttempt(id: string, attempt: { attemptId: string; now: number; maxAttempts: number; timeoutMs: number }): SubmissionRow {
+  claimAttempt(id: string, attempt: AttemptClaim): SubmissionRow {
     this.driver.run(
       `UPDATE flue_submissions
           SET status = 'running', attempt_id = ?,
