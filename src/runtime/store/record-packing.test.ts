@@ -1,7 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import type { ConversationRecord, ToolOutcome } from './records.ts';
-import { PACK_MIN_CHARS, packRecordValues, packRecords, unpackRecordValues, unpackRecords } from './record-packing.ts';
+import {
+  PACK_MIN_CHARS,
+  carryContentNote,
+  noteContentIsOutputJson,
+  packRecordValues,
+  packRecords,
+  unpackRecordValues,
+  unpackRecords,
+} from './record-packing.ts';
 import { SqlStore } from './sql-store.ts';
 import { storedConversationKey } from './conversation-key.ts';
 
@@ -92,5 +100,31 @@ describe('record packing', () => {
     // Without a store keeping texts apart, no outcome loses its output.
     expect(packRecordValues(records).outputFromContent).toBe(false);
     expect(JSON.stringify(packRecordValues(records).stored)).not.toContain('~output');
+  });
+
+  it("trusts its producer's note that the text is the output's JSON only while both values are the noted ones", () => {
+    const output = 'line "one"\n'.repeat(PACK_MIN_CHARS);
+    const apart = (text: string) => text.length > PACK_MIN_CHARS;
+    const parse = vi.spyOn(JSON, 'parse');
+    const parsedBig = () => parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > PACK_MIN_CHARS).length;
+    try {
+      const noted = succeeded(output);
+      noteContentIsOutputJson(noted);
+      const copied = { ...noted };
+      carryContentNote(noted, copied);
+      expect(packRecordValues(results(copied), apart).outputFromContent).toBe(true);
+      expect(parsedBig()).toBe(0);
+      // A copy whose text changed carries no note: it is tested, and kept whole when the test fails.
+      const changed = { ...noted, content: `${noted.content}!` };
+      carryContentNote(noted, changed);
+      expect(packRecordValues(results(changed), apart).outputFromContent).toBe(false);
+      expect(parsedBig()).toBe(1);
+      // A noted outcome whose text was replaced afterwards is tested too.
+      noted.content = JSON.stringify(`${output}?`);
+      expect(packRecordValues(results(noted), apart).outputFromContent).toBe(false);
+      expect(parsedBig()).toBe(2);
+    } finally {
+      parse.mockRestore();
+    }
   });
 });

@@ -23,6 +23,24 @@ import type { ConversationRecord, ToolOutcome } from './records.ts';
 /** Below this many characters, checking the text costs more than storing it twice. */
 export const PACK_MIN_CHARS = 16 * 1024;
 
+/**
+ * Outcomes whose producer made `content` as `JSON.stringify(output)`, with the two values it made:
+ * packing one whose values are still those skips checking that its text is the output's JSON (a
+ * full parse of a text that may be 24 MiB). Held weakly, so it keeps nothing alive.
+ */
+const madeAsJson = new WeakMap<ToolOutcome, { content: string; output: unknown }>();
+
+/** Notes that `outcome.content` was made as `JSON.stringify(outcome.output)` (the tool runner's success outcome). */
+export function noteContentIsOutputJson(outcome: ToolOutcome): void {
+  madeAsJson.set(outcome, { content: outcome.content, output: outcome.output });
+}
+
+/** Carries the note to a copy that kept both values (the dispatcher's outcome). */
+export function carryContentNote(from: ToolOutcome, to: ToolOutcome): void {
+  const made = madeAsJson.get(from);
+  if (made !== undefined && made.content === to.content && made.output === to.output) madeAsJson.set(to, made);
+}
+
 /** Stands where a string `output` was, in an outcome stored with only its `content`. */
 const OUTPUT_FROM_CONTENT = '~output';
 
@@ -44,7 +62,7 @@ export function packRecordValues(
     if (record.type !== 'tool_results' || !record.outcomes.some(mayPack)) return record;
     const outcomes = record.outcomes.map((outcome): StoredOutcome => {
       if (!mayPack(outcome)) return outcome;
-      if (contentApart !== undefined && contentApart(outcome.content) && isStringJson(outcome.content, outcome.output)) {
+      if (contentApart !== undefined && contentApart(outcome.content) && isStringJson(outcome)) {
         derivedBytes += utf8Size(outcome.output as string);
         outputFromContent = true;
         return renamed(outcome, 'output', OUTPUT_FROM_CONTENT, 'content');
@@ -112,9 +130,16 @@ function renamed(object: object, from: string, to: string, value: unknown): Stor
   return out as unknown as ToolOutcome;
 }
 
-/** Whether `text` is the JSON of the string `output`: parsing it back is the exact test, and cheaper than escaping. */
-function isStringJson(text: string, output: unknown): boolean {
+/**
+ * Whether `content` is the JSON of a string `output`: noted by its producer (the same two strings,
+ * compared by identity first), or else tested by parsing it back, which is exact and costs less
+ * than escaping the output again.
+ */
+function isStringJson(outcome: ToolOutcome): boolean {
+  const { content: text, output } = outcome;
   if (typeof output !== 'string' || text.length < output.length + 2 || text.charCodeAt(0) !== 34) return false;
+  const made = madeAsJson.get(outcome);
+  if (made !== undefined && made.content === text && made.output === output) return true;
   try {
     return JSON.parse(text) === output;
   } catch {
