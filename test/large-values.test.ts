@@ -166,6 +166,10 @@ describe('large values round-trip', () => {
     const forked = await fork(Reciter, { from: 'told', id: 'told-fork' });
     const forkHistory = (await configuredRuntime()!.history('Reciter', forked.id))!;
     expect(JSON.stringify(forkHistory.messages)).toBe(JSON.stringify(history.messages));
+    // The fork stores its own copy: no conversation names another's chunks.
+    expect(count(path, `SELECT sum(length(data)) AS n FROM flue_spill WHERE key NOT LIKE '["checkpoint"%'`)).toBe(
+      2 * utf8(body) + utf8(JSON.stringify(recited)),
+    );
   }, 120_000);
 
   test('3 MB of persistent state persists across a restart', async () => {
