@@ -410,6 +410,24 @@ describe('large strings kept apart', () => {
     expect(new SqlStore(rolledBack.driver).readBatches(s, -1)[0]!.records).toEqual([message()]);
   });
 
+  it('remembers at most two large strings, and beyond the newest no more than 32 Mi characters', async () => {
+    const store = await openStore();
+    const texts = ['a', 'b', 'c'].map((fill) => fill.repeat(2 * SPILL_BYTES));
+    texts.forEach((text, i) => admit(store, `sub_${i}`, s, text));
+    // Three admitted: the last two are named when committed; the first is forgotten, so it is copied.
+    for (const text of [...texts].reverse()) store.append(s, [message(text)]);
+    expect(spillRows(store)).toBe(4 * 2);
+    const huge = await openStore();
+    const large = ['d', 'e'].map((fill) => fill.repeat(17 * SPILL_BYTES));
+    large.forEach((text, i) => admit(huge, `sub_${i}`, s, text));
+    // Together over 32 Mi characters: only the newest is remembered, so only it is named.
+    huge.append(s, [message(large[1])]);
+    huge.append(s, [message(large[0])]);
+    expect(spillRows(huge)).toBe(3 * 17);
+    const bodies = new SqlStore(huge.driver).readBatches(s, -1).map((batch) => (batch.records[0] as { body: string }).body);
+    expect(bodies[0] === large[1] && bodies[1] === large[0]).toBe(true);
+  });
+
   it('chunks a record names are not deleted by a repeated admission of the same id, nor by a rolled-back commit', async () => {
     const store = await openStore();
     admit(store);

@@ -278,8 +278,13 @@ interface KnownPart {
   bytes: number;
 }
 
-/** How many such strings the store keeps: an admitted message and what its commit and wake read. */
+/**
+ * How many such strings the store keeps (an admitted message and what its commit and wake read), and
+ * their characters together beyond the newest: most often the engine holds the same strings anyway
+ * (a fold shares its records' strings), and this bounds what the store alone keeps alive.
+ */
 const KNOWN_PARTS = 2;
+const KNOWN_PARTS_CHARS = 32 * 1024 * 1024;
 
 /** A pending `useTimer()` timer: at most one per name in a conversation. */
 export interface TimerRow {
@@ -904,7 +909,15 @@ export class SqlStore {
   private known: KnownPart[] = [];
 
   private remember(part: KnownPart): void {
-    this.known = [part, ...this.known.filter((known) => known.key !== part.key)].slice(0, KNOWN_PARTS);
+    const known = [part];
+    let chars = part.text.length;
+    for (const older of this.known) {
+      if (older.key === part.key) continue;
+      if (known.length === KNOWN_PARTS || chars + older.text.length > KNOWN_PARTS_CHARS) break;
+      known.push(older);
+      chars += older.text.length;
+    }
+    this.known = known;
   }
 
   /**
