@@ -73,9 +73,10 @@ test('a 20 MB user message round-trips (the model gets it reduced); one over 32 
   expectReduced((await laneRequests(HOARD_LANE))[0]!.messages.at(-1)!.content, body, 'message', 128_000);
   const history = (await configuredRuntime()!.history('Hoarder', 'long'))!;
   expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
-  // Stored once, as raw UTF-8: the committed record names the submission's chunks (a checkpoint of
-  // the fold, derived data, is apart). A store opened afresh on the object's SQLite reads both back.
-  const stored = await rows('long', `SELECT sum(length(data)) AS n FROM flue_spill WHERE key NOT LIKE '["checkpoint"%'`);
+  // Stored once, as raw UTF-8: the committed record and the fold's checkpoint name the submission's
+  // chunks. A store opened afresh on the object's SQLite reads both back.
+  expect(await rows('long', 'SELECT count(*) AS n FROM flue_checkpoints')).toEqual([{ n: 1 }]);
+  const stored = await rows('long', 'SELECT sum(length(data)) AS n FROM flue_spill');
   expect(stored).toEqual([{ n: new TextEncoder().encode(body).byteLength }]);
   const fresh = await runInDurableObject(stub('long'), async (_instance, state) => {
     const { SqlStore } = await import('../../src/runtime/store/sql-store.ts');

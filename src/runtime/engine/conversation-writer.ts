@@ -11,7 +11,7 @@
 import { newId } from '../common/ids.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
-import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from './conversation-checkpoint.ts';
+import { CHECKPOINT_VERSION, checkpointDue, checkpointValue, freshSince } from './conversation-checkpoint.ts';
 import { encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
@@ -89,8 +89,8 @@ export class ConversationWriter {
         const sized = this.store.appendSized(live.key, records, live.conv.head);
         alsoWrite?.();
         if (due) {
-          const body = encodeCheckpoint(live.conv, live.incarnation);
-          checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, body);
+          const value = checkpointValue(live.conv, live.incarnation);
+          checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, { value });
         }
         return sized;
       });

@@ -18,6 +18,7 @@ import { SqlSandboxFiles } from './sql-sandbox-files.ts';
 import { packRecordValues, unpackRecordValues } from './record-packing.ts';
 import {
   MAX_SKELETON_CHARS,
+  PARTS_MARKER,
   type PartPath,
   type StoredPart,
   type TakenString,
@@ -285,6 +286,9 @@ interface KnownPart {
  */
 const KNOWN_PARTS = 2;
 const KNOWN_PARTS_CHARS = 32 * 1024 * 1024;
+
+/** How every checkpoint's chunk key starts (`spillKey('checkpoint', ...)`). */
+const CHECKPOINT_KEYS = '["checkpoint",';
 
 /** A pending `useTimer()` timer: at most one per name in a conversation. */
 export interface TimerRow {
@@ -807,12 +811,23 @@ export class SqlStore {
 
   // ── Checkpoints ──────────────────────────────────────────────────────────────────────────
 
-  /** Replaces the conversation's checkpoint: the fold after batch `seq`, as text; answers its stored size. */
-  writeCheckpoint(key: ConversationKey, seq: number, version: number, body: string): number {
+  /**
+   * Replaces the conversation's checkpoint: the fold after batch `seq`, as JSON text or as the value
+   * (whose large strings are then kept apart, naming the log's or ledger's chunks where this store
+   * knows them); answers its stored size.
+   */
+  writeCheckpoint(key: ConversationKey, seq: number, version: number, body: string | { value: unknown }): number {
     const spilled = spillKey('checkpoint', key);
-    // The previous body's chunks go, whether or not the new one spills.
+    // The previous body's chunks go, whether or not the new one spills: the whole spill's key and
+    // every string it kept apart (the keys below it). Never chunks it only named.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
-    const value = this.spill(spilled, body);
+    const below = `${spilled.slice(0, -1)},`;
+    const past = `${spilled.slice(0, -1)}-`; // ',' + 1: every key starting with `below` sorts before it
+    this.driver.run('DELETE FROM flue_spill WHERE key >= ? AND key < ?', below, past);
+    this.known = this.known.filter((part) => !part.key.startsWith(below));
+    const parted =
+      typeof body === 'string' ? undefined : this.prepareParts(key, body.value, (path) => spillKey('checkpoint', key, ...path));
+    const value = parted ?? this.spill(spilled, typeof body === 'string' ? body : JSON.stringify(body.value));
     this.driver.run(
       `INSERT INTO flue_checkpoints (stream, seq, version, body) VALUES (?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, version = excluded.version, body = excluded.body`,
@@ -821,18 +836,27 @@ export class SqlStore {
       version,
       value.column,
     );
+    parted?.write();
     return value.bytes;
   }
 
   /**
-   * The conversation's checkpoint as stored, if any. Throws `ConversationRecordInvariantError` when
-   * its spilled chunks are damaged; the caller decides what a checkpoint is worth.
+   * The conversation's checkpoint as stored, if any: its JSON text, or its value when its large
+   * strings are kept apart. Throws `ConversationRecordInvariantError` when its spilled chunks are
+   * damaged; the caller decides what a checkpoint is worth.
    */
-  readCheckpoint(key: ConversationKey): { seq: number; version: number; body: string; bytes: number } | undefined {
+  readCheckpoint(
+    key: ConversationKey,
+  ): ({ seq: number; version: number; bytes: number } & ({ body: string; value?: never } | { value: unknown; body?: never })) | undefined {
     const row = this.driver.query('SELECT seq, version, body FROM flue_checkpoints WHERE stream = ?', key)[0];
     if (row === undefined) return undefined;
+    const at = { seq: Number(row.seq), version: Number(row.version) };
+    if (String(row.body).startsWith(PARTS_MARKER)) {
+      const { value, bytes } = this.readValue(row.body, key, true);
+      return { ...at, value, bytes };
+    }
     const { text, bytes } = this.unspill(row.body, true);
-    return { seq: Number(row.seq), version: Number(row.version), body: text, bytes };
+    return { ...at, body: text, bytes };
   }
 
   // ── Spilled values ───────────────────────────────────────────────────────────────────────
@@ -964,7 +988,14 @@ export class SqlStore {
    * remembered in a transaction that rolled back left none).
    */
   private storedPart(conversation: ConversationKey, text: string): KnownPart | undefined {
-    const known = this.known.find((part) => part.conversation === conversation && part.text.length === text.length && part.text === text);
+    // A checkpoint's own chunks go when the next one replaces it: nothing may name them.
+    const known = this.known.find(
+      (part) =>
+        part.conversation === conversation &&
+        part.text.length === text.length &&
+        part.text === text &&
+        !part.key.startsWith(CHECKPOINT_KEYS),
+    );
     if (known === undefined) return undefined;
     const found = Number(this.driver.query('SELECT count(*) AS n FROM flue_spill WHERE key = ?', known.key)[0]!.n);
     return found === known.chunks ? known : undefined;
