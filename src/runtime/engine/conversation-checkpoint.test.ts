@@ -63,11 +63,8 @@ const note = (body: string): ConversationRecord => ({
   ts,
 });
 
-/**
- * A conversation whose live context holds 1.5 MiB (so its checkpoint is spilled), compacted, with
- * its checkpoint written by the batch after the compaction and two batches after that.
- */
-async function grown(): Promise<Opened> {
+/** A new conversation on a fresh store, with `sub_1` admitted carrying `body`. */
+async function admitted(body: string): Promise<Omit<Opened, 'key'>> {
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
@@ -77,10 +74,19 @@ async function grown(): Promise<Opened> {
   writer.admit(
     live,
     { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', ts },
-    { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'big' } }, acceptedAt: ts },
+    { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body } }, acceptedAt: ts },
     [],
   );
   view.keep(live);
+  return { store, view, writer, live };
+}
+
+/**
+ * A conversation whose live context holds 1.5 MiB (so its checkpoint is spilled), compacted, with
+ * its checkpoint written by the batch after the compaction and two batches after that.
+ */
+async function grown(): Promise<Opened> {
+  const { store, view, writer, live } = await admitted('big');
   // A lone surrogate keeps the text inside the JSON, so the checkpoint is spilled whole (see below
   // for one whose large strings are kept apart).
   writer.commit(live, [input('sub_1', `${'x'.repeat(1.5 * MiB)}\ud800`)]);
@@ -376,20 +382,8 @@ describe('a checkpoint of a fold holding a large text', () => {
     Number(store.driver.query(`SELECT count(*) AS n FROM flue_spill WHERE key LIKE ?`, like)[0]!.n);
 
   it('names the chunks the log keeps instead of writing the text again, and a wake restores the same fold', async () => {
-    const adapter = sqlite();
-    await adapter.migrate();
-    const store = new SqlStore(await adapter.connect());
-    const view = new ConversationView(store);
-    const writer = new ConversationWriter(store, view);
-    const live = view.live('Agent', 'a1');
     const body = 'Grüße 😀\n'.repeat(0.3 * MiB);
-    writer.admit(
-      live,
-      { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', ts },
-      { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body } }, acceptedAt: ts },
-      [],
-    );
-    view.keep(live);
+    const { store, writer, live } = await admitted(body);
     writer.commit(live, [input('sub_1', body)]);
     writer.commit(live, answer('sub_1', 'One.'));
     writer.commit(live, [{ type: 'compaction', summary: 'Earlier.', firstKept: 0, tokensBefore: 10, ts }]);
