@@ -9,6 +9,8 @@ import {
   type ConversationStreamChunk,
   PayloadTooLargeError,
   dispatch,
+  exportConversation,
+  fork,
   getAgentInstance,
   init,
   useModel,
@@ -70,6 +72,13 @@ function Keeper() {
   return 'Keep.';
 }
 
+let recited = '';
+function Reciter() {
+  useModel('scripted/model');
+  useTool({ name: 'recite', description: 'Recite.', input: v.object({}), run: () => recited });
+  return 'Recite.';
+}
+
 function Echo() {
   useModel('scripted/model');
   return 'Echo.';
@@ -113,6 +122,55 @@ describe('large values round-trip', () => {
     const history = (await configuredRuntime()!.history('Echo', 'long'))!;
     expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
   });
+
+  test('a large message and a large string tool output are stored once each and read back whole after a restart: history, export, fork', async () => {
+    const path = tmpDb();
+    await ctx.start([Reciter], { db: sqlite(path) });
+    const body = 'Grüße "aus" Köln 😀\n'.repeat(250_000); // 5.5 MB of UTF-8
+    recited = 'line "two"\n\tzwei é '.repeat(250_000);
+    // Two conversations, so that neither model request holds both texts (that would compact).
+    ctx.server.script({ text: 'Read.' }, { toolCalls: [{ name: 'recite', arguments: {} }] }, { text: 'Recited.' });
+    const told = init(Reciter, { id: 'told' });
+    expect((await told.read(await told.dispatch(body))).text).toBe('Read.');
+    const asked = init(Reciter, { id: 'asked' });
+    expect((await asked.read(await asked.dispatch('recite'))).text).toBe('Recited.');
+    expectReduced(
+      ctx.server.requests[2]!.messages.find((m) => m.role === 'tool')!.content,
+      JSON.stringify(recited),
+      'tool result',
+      128_000,
+    );
+    // One copy of the message (the committed record names the submission's) and one of the output's
+    // text, besides what a checkpoint of the fold holds (derived data, spilled whole).
+    const utf8 = (text: string) => Buffer.byteLength(text);
+    expect(count(path, `SELECT sum(length(data)) AS n FROM flue_spill WHERE key NOT LIKE '["checkpoint"%'`)).toBe(
+      utf8(body) + utf8(JSON.stringify(recited)),
+    );
+
+    await ctx.flue!.stop();
+    ctx.flue = undefined;
+    await ctx.start([Reciter], { db: sqlite(path) });
+    const history = (await configuredRuntime()!.history('Reciter', 'told'))!;
+    expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
+    const part = (await configuredRuntime()!.history('Reciter', 'asked'))!.messages
+      .flatMap((m) => m.parts)
+      .find((p) => p.type === 'dynamic-tool') as { output: unknown };
+    expect(part.output).toBe(recited);
+
+    const exportedMessage = (await exportConversation(Reciter, 'told')).conversations[0]!.batches.flatMap((batch) => batch.records);
+    expect(exportedMessage.find((record) => record.type === 'user_message')).toMatchObject({ body });
+    const exported = await exportConversation(Reciter, 'asked');
+    const results = exported.conversations[0]!.batches.flatMap((batch) => batch.records).find((record) => record.type === 'tool_results');
+    expect((results as { outcomes: unknown[] }).outcomes[0]).toMatchObject({ output: recited, content: JSON.stringify(recited) });
+
+    const forked = await fork(Reciter, { from: 'told', id: 'told-fork' });
+    const forkHistory = (await configuredRuntime()!.history('Reciter', forked.id))!;
+    expect(JSON.stringify(forkHistory.messages)).toBe(JSON.stringify(history.messages));
+    // The fork stores its own copy: no conversation names another's chunks.
+    expect(count(path, `SELECT sum(length(data)) AS n FROM flue_spill WHERE key NOT LIKE '["checkpoint"%'`)).toBe(
+      2 * utf8(body) + utf8(JSON.stringify(recited)),
+    );
+  }, 120_000);
 
   test('3 MB of persistent state persists across a restart', async () => {
     const path = tmpDb();

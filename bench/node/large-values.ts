@@ -1,5 +1,5 @@
 /**
- * Large values: a 20 MB message and a 20 MB tool output written through the store's spill (values
+ * Large values: a 20 MB message and a 20 MB tool output written through the store's spill (strings
  * over 1 MiB go to `flue_spill` chunks in the row's transaction) and read back by a fresh store
  * on the same file (reassembly), against writing the same value's bytes in 1 MiB chunks to the same
  * SQLite file and reading them back with no framework.
@@ -8,9 +8,10 @@
  *
  * Ours writes what the runtime writes for each (see bench/README.md): for a message, the
  * submission's payload at admission and the `user_message` record when the input is committed;
- * for a tool output, the `tool_results` batch, whose outcome holds the model-facing `content`
- * (the output's JSON text, derived on read from the stored `output`) and the `output` value. Read back: the batches, and for the message the
- * submission too (what a woken conversation reads). Every read is checked against the value.
+ * for a tool output, the `tool_results` batch, whose outcome holds the model-facing `content` (the
+ * output's JSON text, kept apart as raw UTF-8) and the `output` string (parsed back from it on
+ * read). Read back: the batches, and for the message the submission too (what a woken conversation
+ * reads). Every read is checked against the value.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { sqlite } from '@flue/runtime/node';
 import type { ConversationRecord } from '../../src/runtime/store/records.ts';
 import { SPILL_BYTES, SqlStore } from '../../src/runtime/store/sql-store.ts';
+import { noteContentIsOutputJson } from '../../src/runtime/store/record-packing.ts';
 import { type BenchRow, median, saveRows } from '../results.ts';
 import { conversationKey } from '../../src/runtime/store/conversation-key.ts';
 
@@ -98,7 +100,8 @@ async function oursToolOutput(run: number, value: string): Promise<Timing> {
   const stream = conversationKey('Agent', `large-t${run}`);
   const ts = new Date().toISOString();
   const writer = await openStore();
-  // The outcome as the runtime builds it (tool-runner.ts runToolCall): content is the output's JSON.
+  // The outcome as the runtime builds it (tool-runner.ts runToolCall): content is the output's JSON,
+  // noted as such by its producer.
   const outcome = {
     toolCallId: 'call_1',
     toolName: 'lookup',
@@ -107,6 +110,7 @@ async function oursToolOutput(run: number, value: string): Promise<Timing> {
     output: value,
     durationMs: 1,
   };
+  noteContentIsOutputJson(outcome);
   const [, write] = time(() => {
     writer.store.transaction(() => {
       writer.store.createConversation({ key: stream, agent: 'Agent', instanceId: `large-t${run}`, incarnation: 'inc_bench' });

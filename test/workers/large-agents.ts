@@ -12,6 +12,12 @@ export function bigOutput(bytes: number): { rows: string[] } {
   return { rows: Array.from({ length: Math.ceil(bytes / perRow) }, (_, i) => `${row}${i}`) };
 }
 
+/** Plain text of about `bytes` UTF-8 bytes, with quotes, newlines and multi-byte characters. */
+export function bigText(bytes: number): string {
+  const line = 'Zoë said "hi" — naïve café 😀 €\n';
+  return line.repeat(Math.ceil(bytes / new TextEncoder().encode(line).byteLength));
+}
+
 /** The system prompt reports the state's size, so a test sees what a later render read back. */
 export function Hoarder() {
   useModel(`${HOARD_PROVIDER}/${HOARD_LANE}`);
@@ -21,6 +27,12 @@ export function Hoarder() {
     description: 'Dump data.',
     input: v.object({ bytes: v.number() }),
     run: ({ data }) => ({ output: bigOutput(data.bytes) }),
+  });
+  useTool({
+    name: 'recite',
+    description: 'Recite text.',
+    input: v.object({ bytes: v.number() }),
+    run: ({ data }) => bigText(data.bytes),
   });
   useTool({
     name: 'save',

@@ -2,7 +2,7 @@ import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
 import { type ConversationStreamChunk, PayloadTooLargeError, dispatch, init } from '@flue/runtime';
 import { configuredRuntime } from '../../src/runtime/host/runtime.ts';
-import { HOARD_LANE, Hoarder, bigOutput } from './large-agents.ts';
+import { HOARD_LANE, Hoarder, bigOutput, bigText } from './large-agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import { expectReduced } from '../support/reduced-text.ts';
 import './worker.ts';
@@ -46,6 +46,25 @@ for (const size of [5, 20]) {
   }, 180_000);
 }
 
+test('a tool returning 5 MB of text stores its model text once, unescaped, and reads back the same output and text', async () => {
+  const bytes = 5_000_000;
+  const text = bigText(bytes);
+  await scriptLane(HOARD_LANE, { toolCalls: [{ name: 'recite', arguments: { bytes } }] }, { text: 'Recited.' });
+  const handle = init(Hoarder, { id: 'recite' });
+  expect((await handle.read(await handle.dispatch('recite'))).text).toBe('Recited.');
+  const history = (await configuredRuntime()!.history('Hoarder', 'recite'))!;
+  const part = history.messages.flatMap((m) => m.parts).find((p) => p.type === 'dynamic-tool') as { output: unknown };
+  expect(part.output).toBe(text);
+  expectReduced(
+    (await laneRequests(HOARD_LANE))[1]!.messages.find((m) => m.role === 'tool')!.content,
+    JSON.stringify(text),
+    'tool result',
+    128_000,
+  );
+  const stored = await rows('recite', `SELECT sum(length(data)) AS n FROM flue_spill WHERE key LIKE '["batch"%'`);
+  expect(stored).toEqual([{ n: new TextEncoder().encode(JSON.stringify(text)).byteLength }]);
+}, 180_000);
+
 test('a 20 MB user message round-trips (the model gets it reduced); one over 32 MiB is refused before the object is contacted', async () => {
   const body = 'Grüße "aus" Köln 😀\n'.repeat(1_000_000).slice(0, 20_000_000);
   await scriptLane(HOARD_LANE, { text: 'Read it.' });
@@ -54,6 +73,24 @@ test('a 20 MB user message round-trips (the model gets it reduced); one over 32 
   expectReduced((await laneRequests(HOARD_LANE))[0]!.messages.at(-1)!.content, body, 'message', 128_000);
   const history = (await configuredRuntime()!.history('Hoarder', 'long'))!;
   expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
+  // Stored once, as raw UTF-8: the committed record and the fold's checkpoint name the submission's
+  // chunks. A store opened afresh on the object's SQLite reads both back.
+  expect(await rows('long', 'SELECT count(*) AS n FROM flue_checkpoints')).toEqual([{ n: 1 }]);
+  const stored = await rows('long', 'SELECT sum(length(data)) AS n FROM flue_spill');
+  expect(stored).toEqual([{ n: new TextEncoder().encode(body).byteLength }]);
+  const fresh = await runInDurableObject(stub('long'), async (_instance, state) => {
+    const { SqlStore } = await import('../../src/runtime/store/sql-store.ts');
+    const { durableObjectSqlDriver } = await import('../../src/durable-objects/sql-driver.ts');
+    const store = new SqlStore(durableObjectSqlDriver(state.storage));
+    const [key] = store.conversationKeys();
+    const record = store
+      .readBatches(key!, -1)
+      .flatMap((batch) => batch.records)
+      .find((r) => r.type === 'user_message') as { body: string };
+    const submission = store.listSubmissions()[0]!.payload.message as { body: string };
+    return { record: record.body === body, submission: submission.body === body };
+  });
+  expect(fresh).toEqual({ record: true, submission: true });
 
   const error = await dispatch(Hoarder, { id: 'too-long', message: 'x'.repeat(33 * MiB) }).catch((caught: unknown) => caught);
   expect(error).toBeInstanceOf(PayloadTooLargeError);

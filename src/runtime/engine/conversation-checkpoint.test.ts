@@ -63,11 +63,8 @@ const note = (body: string): ConversationRecord => ({
   ts,
 });
 
-/**
- * A conversation whose live context holds 1.5 MiB (so its checkpoint is spilled), compacted, with
- * its checkpoint written by the batch after the compaction and two batches after that.
- */
-async function grown(): Promise<Opened> {
+/** A new conversation on a fresh store, with `sub_1` admitted carrying `body`. */
+async function admitted(body: string): Promise<Omit<Opened, 'key'>> {
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
@@ -77,11 +74,22 @@ async function grown(): Promise<Opened> {
   writer.admit(
     live,
     { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', ts },
-    { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'big' } }, acceptedAt: ts },
+    { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body } }, acceptedAt: ts },
     [],
   );
   view.keep(live);
-  writer.commit(live, [input('sub_1', 'x'.repeat(1.5 * MiB))]);
+  return { store, view, writer, live };
+}
+
+/**
+ * A conversation whose live context holds 1.5 MiB (so its checkpoint is spilled), compacted, with
+ * its checkpoint written by the batch after the compaction and two batches after that.
+ */
+async function grown(): Promise<Opened> {
+  const { store, view, writer, live } = await admitted('big');
+  // A lone surrogate keeps the text inside the JSON, so the checkpoint is spilled whole (see below
+  // for one whose large strings are kept apart).
+  writer.commit(live, [input('sub_1', `${'x'.repeat(1.5 * MiB)}\ud800`)]);
   writer.commit(live, answer('sub_1', 'One.'));
   writer.commit(live, [{ type: 'data_write', submissionId: 'sub_1', messageId: 'msg_a_sub_1', name: 'n', data: 1 }]);
   writer.commit(live, [{ type: 'submission_settled', submissionId: 'sub_1', outcome: 'completed', ts }]);
@@ -114,7 +122,7 @@ function wake(store: SqlStore): { live: LiveConversation; readFrom: number[] } {
 }
 
 function storedBody(store: SqlStore, key: ConversationKey): { incarnation: string; state: Record<string, unknown> } {
-  return JSON.parse(store.readCheckpoint(key)!.body);
+  return JSON.parse(store.readCheckpoint(key)!.body!);
 }
 
 let opened: Opened;
@@ -366,5 +374,38 @@ describe('settled submissions', () => {
     store.driver.run(`UPDATE flue_submissions SET settlement = '{"seq":"x"}' WHERE id = 'sub_y1'`);
     expect(fresh.settled(woken, 'sub_y1')!.reply()).toEqual({ text: 'Answer sub_y1.', data: {} });
     expect(view.usage(live).total.totalTokens).toBe(6);
+  });
+});
+
+describe('a checkpoint of a fold holding a large text', () => {
+  const spillRows = (store: SqlStore, like: string) =>
+    Number(store.driver.query(`SELECT count(*) AS n FROM flue_spill WHERE key LIKE ?`, like)[0]!.n);
+
+  it('names the chunks the log keeps instead of writing the text again, and a wake restores the same fold', async () => {
+    const body = 'Grüße 😀\n'.repeat(0.3 * MiB);
+    const { store, writer, live } = await admitted(body);
+    writer.commit(live, [input('sub_1', body)]);
+    writer.commit(live, answer('sub_1', 'One.'));
+    writer.commit(live, [{ type: 'compaction', summary: 'Earlier.', firstKept: 0, tokensBefore: 10, ts }]);
+    writer.commit(live, [note('after')]);
+    const stored = store.readCheckpoint(live.key)!;
+    expect(stored).toMatchObject({ seq: 3, version: CHECKPOINT_VERSION });
+    expect(stored.body).toBeUndefined();
+    expect(String(store.driver.query('SELECT body FROM flue_checkpoints')[0]!.body)).toMatch(/^~spill:parts:/);
+    // The text is in the log once (the record names the submission's chunks) and nowhere else.
+    expect(spillRows(store, '["checkpoint"%')).toBe(0);
+    expect(spillRows(store, '%')).toBe(Math.ceil(new TextEncoder().encode(body).byteLength / MiB));
+    const woken = new ConversationView(new SqlStore(store.driver)).live('Agent', 'a1');
+    expect(woken.conv.state()).toEqual(fullFold(store, live.key).state());
+
+    // A store that does not know the text (a fresh process) writes the checkpoint's own chunks; the
+    // next checkpoint deletes those, never the ones the log names.
+    const fresh = new SqlStore(store.driver);
+    fresh.writeCheckpoint(live.key, 3, CHECKPOINT_VERSION, { value: JSON.parse(encodeCheckpoint(live.conv, 'inst_1')) });
+    expect(spillRows(store, '["checkpoint"%')).toBeGreaterThan(0);
+    fresh.writeCheckpoint(live.key, 3, CHECKPOINT_VERSION, encodeCheckpoint(new Conversation('live'), 'inst_1'));
+    expect(spillRows(store, '["checkpoint"%')).toBe(0);
+    expect(new SqlStore(store.driver).getSubmission('sub_1')!.payload.message).toEqual({ kind: 'user', body });
+    expect((new SqlStore(store.driver).readBatches(live.key, 0, 1)[0]!.records[0] as { body: string }).body).toBe(body);
   });
 });

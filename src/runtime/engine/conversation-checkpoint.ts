@@ -44,17 +44,18 @@ export function checkpointDue(since: SinceCheckpoint): boolean {
   return enough && since.bytes * 2 >= since.lastBytes;
 }
 
-/** The stored body of a live fold's checkpoint. */
-export function encodeCheckpoint(conv: Conversation, incarnation: string | undefined): string {
-  return JSON.stringify({ incarnation: incarnation ?? null, state: conv.state() });
+/** What a live fold's checkpoint stores; the store writes its JSON, or keeps its large strings apart. */
+export function checkpointValue(conv: Conversation, incarnation: string | undefined): { incarnation: string | null; state: unknown } {
+  return { incarnation: incarnation ?? null, state: conv.state() };
 }
 
-/** A stored checkpoint as the store returns it. */
-export interface StoredCheckpoint {
-  seq: number;
-  version: number;
-  body: string;
+/** The stored body of a live fold's checkpoint, as JSON text. */
+export function encodeCheckpoint(conv: Conversation, incarnation: string | undefined): string {
+  return JSON.stringify(checkpointValue(conv, incarnation));
 }
+
+/** A stored checkpoint as the store returns it: its JSON text, or its value when its large strings were kept apart. */
+export type StoredCheckpoint = { seq: number; version: number } & ({ body: string; value?: never } | { value: unknown; body?: never });
 
 /**
  * The fold a stored checkpoint holds, or the reason it is not trusted. `head` is the log's head
@@ -67,11 +68,13 @@ export function restoreCheckpoint(
 ): { conv: Conversation } | { rejected: string } {
   if (stored.version !== CHECKPOINT_VERSION) return { rejected: `version ${stored.version}, expected ${CHECKPOINT_VERSION}` };
   if (stored.seq > expect.head) return { rejected: `its batch ${stored.seq} is past the log's head ${expect.head}` };
-  let body: unknown;
-  try {
-    body = JSON.parse(stored.body);
-  } catch {
-    return { rejected: 'its body is not JSON' };
+  let body: unknown = stored.value;
+  if (stored.body !== undefined) {
+    try {
+      body = JSON.parse(stored.body);
+    } catch {
+      return { rejected: 'its body is not JSON' };
+    }
   }
   const parsed = v.safeParse(CheckpointBody, body);
   if (!parsed.success) return { rejected: `wrong shape at ${v.getDotPath(parsed.issues[0]) ?? 'the top'}: ${parsed.issues[0].message}` };

@@ -11,7 +11,7 @@
 import { newId } from '../common/ids.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
-import { CHECKPOINT_VERSION, checkpointDue, encodeCheckpoint, freshSince } from './conversation-checkpoint.ts';
+import { CHECKPOINT_VERSION, checkpointDue, checkpointValue, freshSince } from './conversation-checkpoint.ts';
 import { type StoredSettlement, encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
@@ -113,8 +113,8 @@ export class ConversationWriter {
         const appended = this.store.appendSized(live.key, batch, seq - 1);
         alsoWrite?.();
         if (due) {
-          const body = encodeCheckpoint(live.conv, live.incarnation);
-          checkpointBytes = this.store.writeCheckpoint(live.key, ahead ? seq : seq - 1, CHECKPOINT_VERSION, body);
+          const value = checkpointValue(live.conv, live.incarnation);
+          checkpointBytes = this.store.writeCheckpoint(live.key, ahead ? seq : seq - 1, CHECKPOINT_VERSION, { value });
         }
         return appended.bytes;
       });

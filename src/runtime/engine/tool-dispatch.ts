@@ -10,6 +10,7 @@ import type { ToolDefinition } from '../authoring/define-tool.ts';
 import { ToolInputValidationError } from '../common/errors.ts';
 import { type FlueExecutionContext, intercept } from '../common/instrumentation.ts';
 import type { ToolOutcome } from '../store/records.ts';
+import { carryContentNote } from '../store/record-packing.ts';
 import { toolAnswers } from './tool-answers.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { activateSkillTool, hasSkillResources, readSkillResourceTool } from '../skills/tools.ts';
@@ -75,6 +76,7 @@ async function routeToolCall(call: ToolCall, tool: ToolDefinition | undefined, s
   const result: ToolOutcome = { ...named, isError: outcome.isError, content: modelText(tool, outcome), durationMs: outcome.durationMs! };
   if (!outcome.isError && outcome.output !== undefined) result.output = outcome.output;
   if (outcome.terminate === true) result.terminate = true;
+  carryContentNote(outcome, result);
   return result;
 }
 

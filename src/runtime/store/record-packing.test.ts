@@ -1,7 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import type { ConversationRecord, ToolOutcome } from './records.ts';
-import { PACK_MIN_CHARS, packRecords, unpackRecords } from './record-packing.ts';
+import {
+  PACK_MIN_CHARS,
+  carryContentNote,
+  noteContentIsOutputJson,
+  packRecordValues,
+  packRecords,
+  unpackRecordValues,
+  unpackRecords,
+} from './record-packing.ts';
 import { SqlStore } from './sql-store.ts';
 import { storedConversationKey } from './conversation-key.ts';
 
@@ -72,5 +80,51 @@ describe('record packing', () => {
     expect(read!.batch.records).toEqual(records);
     expect(read!.bytes).toBe(bytes);
     expect(store.readBatches(storedConversationKey('s'), -1)[0]!.records).toEqual(records);
+  });
+
+  it("keeps a string output's text and drops the output only where the store keeps that text apart", () => {
+    const output = 'line "one"\n\tzwei é 😀 \\ '.repeat(PACK_MIN_CHARS);
+    const records = results(succeeded(output), succeeded({ rows: [output] }), succeeded(output, `${JSON.stringify(output)}!`));
+    const apart = (text: string) => text.length > PACK_MIN_CHARS;
+    const packed = packRecordValues(records, apart);
+    expect(packed.outputFromContent).toBe(true);
+    const [stringOutput, objectOutput, reworded] = (packed.stored[0] as { outcomes: Record<string, unknown>[] }).outcomes;
+    expect(Object.keys(stringOutput!)).toEqual(['toolCallId', 'toolName', 'isError', 'content', '~output', 'durationMs']);
+    expect(stringOutput!.content).toBe(JSON.stringify(output));
+    expect(objectOutput!.content).toBeUndefined(); // not a string: its text is derived, as before
+    expect(reworded).toEqual(succeeded(output, `${JSON.stringify(output)}!`));
+    expect(packed.derivedBytes).toBe(utf8(output) + utf8(JSON.stringify({ rows: [output] })));
+    const read = unpackRecordValues(JSON.parse(JSON.stringify(packed.stored)), true);
+    expect(JSON.stringify(read.records)).toBe(JSON.stringify(records));
+    expect(read.derivedBytes).toBe(packed.derivedBytes);
+    // Without a store keeping texts apart, no outcome loses its output.
+    expect(packRecordValues(records).outputFromContent).toBe(false);
+    expect(JSON.stringify(packRecordValues(records).stored)).not.toContain('~output');
+  });
+
+  it("trusts its producer's note that the text is the output's JSON only while both values are the noted ones", () => {
+    const output = 'line "one"\n'.repeat(PACK_MIN_CHARS);
+    const apart = (text: string) => text.length > PACK_MIN_CHARS;
+    const parse = vi.spyOn(JSON, 'parse');
+    const parsedBig = () => parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > PACK_MIN_CHARS).length;
+    try {
+      const noted = succeeded(output);
+      noteContentIsOutputJson(noted);
+      const copied = { ...noted };
+      carryContentNote(noted, copied);
+      expect(packRecordValues(results(copied), apart).outputFromContent).toBe(true);
+      expect(parsedBig()).toBe(0);
+      // A copy whose text changed carries no note: it is tested, and kept whole when the test fails.
+      const changed = { ...noted, content: `${noted.content}!` };
+      carryContentNote(noted, changed);
+      expect(packRecordValues(results(changed), apart).outputFromContent).toBe(false);
+      expect(parsedBig()).toBe(1);
+      // A noted outcome whose text was replaced afterwards is tested too.
+      noted.content = JSON.stringify(`${output}?`);
+      expect(packRecordValues(results(noted), apart).outputFromContent).toBe(false);
+      expect(parsedBig()).toBe(2);
+    } finally {
+      parse.mockRestore();
+    }
   });
 });

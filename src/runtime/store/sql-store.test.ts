@@ -29,6 +29,13 @@ function signalOfSize(bytes: number, fill = 'x'): ConversationRecord[] {
   return records;
 }
 
+/** Attributes of short ASCII strings adding up to about `bytes` of JSON: large, but no string large alone. */
+function asciiAttributes(bytes: number): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (let i = 0; i * 1000 < bytes; i++) attributes[`a${i}`] = 'v'.repeat(1000 - 8 - String(i).length);
+  return attributes;
+}
+
 function spillRows(store: SqlStore): number {
   return Number(store.driver.query('SELECT count(*) AS n FROM flue_spill')[0].n);
 }
@@ -123,19 +130,42 @@ describe('spilled values', () => {
         (store) => store.driver.run('UPDATE flue_spill SET data = ? WHERE idx = 1', new Uint8Array(SPILL_BYTES).fill(0xff)),
       ],
     ];
-    it.each(damages)('%s', async (_, damage) => {
-      const store = await openStore();
-      const seq = store.append(storedConversationKey('s'), signalOfSize(3 * SPILL_BYTES - 5));
-      expect(spillRows(store)).toBe(3);
-      damage(store);
-      for (const read of [
-        () => store.readBatches(storedConversationKey('s'), seq - 1),
-        () => store.readBatchesSized(storedConversationKey('s'), seq - 1),
-      ]) {
-        expect(read).toThrow(ConversationRecordInvariantError);
-        expect(read).toThrow(/\(spilled value\)/);
-      }
-    });
+    // The whole batch spilled (many strings, none large alone), and one large string kept apart.
+    const layouts: [string, ConversationRecord[]][] = [
+      [
+        'whole',
+        [
+          {
+            type: 'signal',
+            messageId: 'm',
+            origin: 'framework',
+            signalType: 't',
+            body: '',
+            attributes: asciiAttributes(3 * SPILL_BYTES - 400),
+            ts: 'now',
+          },
+        ],
+      ],
+      ['apart', signalOfSize(3 * SPILL_BYTES - 5)],
+    ];
+    it.each(damages.flatMap(([name, damage]) => layouts.map(([layout, records]) => [`${name} (${layout})`, damage, records] as const)))(
+      '%s',
+      async (_, damage, records) => {
+        const written = await openStore();
+        const seq = written.append(storedConversationKey('s'), records);
+        expect(spillRows(written)).toBe(3);
+        damage(written);
+        // A store opened after the damage: the writer itself remembers the large string it wrote.
+        const store = new SqlStore(written.driver);
+        for (const read of [
+          () => store.readBatches(storedConversationKey('s'), seq - 1),
+          () => store.readBatchesSized(storedConversationKey('s'), seq - 1),
+        ]) {
+          expect(read).toThrow(ConversationRecordInvariantError);
+          expect(read).toThrow(/\(spilled value\)/);
+        }
+      },
+    );
   });
 
   it('bounds a sized read by bytes, returning at least one batch', async () => {
@@ -310,5 +340,196 @@ describe('the row guard', () => {
       /flue_meta.*row limit/,
     );
     expect(store.driver.query(`SELECT * FROM flue_meta WHERE key = 'k'`)).toEqual([]);
+  });
+});
+
+describe('large strings kept apart', () => {
+  const s = storedConversationKey('s');
+  const body = 'Grüße "aus" Köln 😀\n'.repeat(Math.ceil((2.5 * SPILL_BYTES) / 24));
+  const bodyBytes = utf8(body);
+  const chunksOfBody = Math.ceil(bodyBytes / SPILL_BYTES);
+  const message = (text = body): ConversationRecord => ({
+    type: 'user_message',
+    messageId: 'msg_in_sub_1',
+    submissionId: 'sub_1',
+    deliveryOrigin: 'app',
+    body: text,
+    ts: 'now',
+  });
+  const admit = (store: SqlStore, id = 'sub_1', conversation = s, text = body) =>
+    store.insertSubmission({ id, conversation, kind: 'dispatch', payload: { message: { kind: 'user', body: text } }, acceptedAt: 'now' });
+  const spillKeys = (store: SqlStore) =>
+    store.driver
+      .query('SELECT key, count(*) AS n FROM flue_spill GROUP BY key ORDER BY key')
+      .map((row) => [String(row.key), Number(row.n)]);
+
+  it('a message admitted and then committed is stored once, as raw UTF-8, and a fresh store reads both back', async () => {
+    const store = await openStore();
+    admit(store);
+    const seq = store.appendSized(s, [message()], -1);
+    expect(spillKeys(store)).toEqual([[JSON.stringify(['submission', 'sub_1', 'message', 'body']), chunksOfBody]]);
+    const stored = store.driver.query(`SELECT data FROM flue_spill ORDER BY idx`).map((row) => row.data as Uint8Array);
+    expect(new TextDecoder().decode(Buffer.concat(stored))).toBe(body); // never escaped
+    // The batch's size counts the text it names, as the records weigh it.
+    expect(seq.bytes).toBeGreaterThan(bodyBytes);
+    const fresh = new SqlStore(store.driver);
+    expect(fresh.readBatchesSized(s, -1)).toEqual([{ batch: { seq: 0, records: [message()] }, bytes: seq.bytes }]);
+    expect(fresh.getSubmission('sub_1')!.payload.message).toEqual({ kind: 'user', body });
+    expect(new SqlStore(store.driver).openSubmissions(s)[0]!.payload.message).toEqual({ kind: 'user', body });
+    expect(new SqlStore(store.driver).unjoinedDeliveries(s)[0]!.payload.message).toEqual({ kind: 'user', body });
+  });
+
+  it('a store woken later commits a message it read from the ledger without writing it again', async () => {
+    const first = await openStore();
+    admit(first);
+    const woken = new SqlStore(first.driver);
+    const row = woken.queueHead(s)!;
+    woken.append(s, [message((row.payload.message as { body: string }).body)]);
+    expect(spillRows(woken)).toBe(chunksOfBody);
+    expect(new SqlStore(first.driver).readBatches(s, -1)[0]!.records).toEqual([message()]);
+  });
+
+  it('a store that has not seen the text, another conversation, or a rolled-back admission writes its own copy', async () => {
+    const store = await openStore();
+    admit(store);
+    new SqlStore(store.driver).append(s, [message(`${body}`)]);
+    expect(spillRows(store)).toBe(2 * chunksOfBody);
+    store.append(storedConversationKey('other'), [message()]);
+    expect(spillRows(store)).toBe(3 * chunksOfBody);
+
+    const rolledBack = await openStore();
+    expect(() =>
+      rolledBack.transaction(() => {
+        admit(rolledBack, 'sub_gone');
+        throw new Error('crash before commit');
+      }),
+    ).toThrow('crash before commit');
+    expect(spillRows(rolledBack)).toBe(0);
+    rolledBack.append(s, [message()]);
+    expect(spillRows(rolledBack)).toBe(chunksOfBody);
+    expect(new SqlStore(rolledBack.driver).readBatches(s, -1)[0]!.records).toEqual([message()]);
+  });
+
+  it('remembers at most two large strings, and beyond the newest no more than 32 Mi characters', async () => {
+    const store = await openStore();
+    const texts = ['a', 'b', 'c'].map((fill) => fill.repeat(2 * SPILL_BYTES));
+    texts.forEach((text, i) => admit(store, `sub_${i}`, s, text));
+    // Three admitted: the last two are named when committed; the first is forgotten, so it is copied.
+    for (const text of [...texts].reverse()) store.append(s, [message(text)]);
+    expect(spillRows(store)).toBe(4 * 2);
+    const huge = await openStore();
+    const large = ['d', 'e'].map((fill) => fill.repeat(17 * SPILL_BYTES));
+    large.forEach((text, i) => admit(huge, `sub_${i}`, s, text));
+    // Together over 32 Mi characters: only the newest is remembered, so only it is named.
+    huge.append(s, [message(large[1])]);
+    huge.append(s, [message(large[0])]);
+    expect(spillRows(huge)).toBe(3 * 17);
+    const bodies = new SqlStore(huge.driver).readBatches(s, -1).map((batch) => (batch.records[0] as { body: string }).body);
+    expect(bodies[0] === large[1] && bodies[1] === large[0]).toBe(true);
+  });
+
+  it('chunks a record names are not deleted by a repeated admission of the same id, nor by a rolled-back commit', async () => {
+    const store = await openStore();
+    admit(store);
+    store.append(s, [message()]);
+    expect(() => admit(store, 'sub_1', s, 'another body '.repeat(SPILL_BYTES / 4))).toThrow();
+    expect(() =>
+      store.transaction(() => {
+        store.append(s, [message()]);
+        throw new Error('crash before commit');
+      }),
+    ).toThrow('crash before commit');
+    expect(spillRows(store)).toBe(chunksOfBody);
+    const fresh = new SqlStore(store.driver);
+    expect(fresh.readBatches(s, -1)).toEqual([{ seq: 0, records: [message()] }]);
+    expect(fresh.getSubmission('sub_1')!.payload.message).toEqual({ kind: 'user', body });
+  });
+
+  it('a large string output is stored once as its model text, unescaped, and reads back as the same records', async () => {
+    const store = await openStore();
+    const output = body;
+    const outcome = { toolCallId: 'call_1', toolName: 'lookup', isError: false, content: JSON.stringify(output), output, durationMs: 3 };
+    const records: ConversationRecord[] = [
+      { type: 'tool_results', stepId: 'st', messageId: 'm', submissionId: 'sub_1', outcomes: [outcome], ts: 'now' },
+    ];
+    const { bytes } = store.appendSized(s, records, -1);
+    // Both texts count, as the records weigh them in memory; the rest of the batch is small.
+    expect(bytes - utf8(outcome.content) - utf8(output)).toBeGreaterThan(0);
+    expect(bytes - utf8(outcome.content) - utf8(output)).toBeLessThan(300);
+    expect(spillRows(store)).toBe(Math.ceil(utf8(outcome.content) / SPILL_BYTES));
+    const [read] = new SqlStore(store.driver).readBatchesSized(s, -1);
+    expect(JSON.stringify(read!.batch.records)).toBe(JSON.stringify(records)); // same keys, same order
+    expect(read!.bytes).toBe(bytes);
+  });
+
+  it('keeps a string with a lone surrogate, and a value whose rest is too large, in the whole-value layout', async () => {
+    const store = await openStore();
+    const broken = `${'a'.repeat(SPILL_BYTES)}\ud800`;
+    store.append(s, [message(broken)]);
+    expect(String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 0')[0]!.records)).toMatch(/^~spill:\d+:/);
+    expect((new SqlStore(store.driver).readBatches(s, -1)[0]!.records[0] as { body: string }).body).toBe(broken);
+    const crowded: ConversationRecord = { ...message(), attributes: asciiAttributes(100_000) } as ConversationRecord;
+    store.append(s, [crowded]);
+    expect(String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 1')[0]!.records)).toMatch(/^~spill:\d+:/);
+    expect(new SqlStore(store.driver).readBatches(s, 0)[0]!.records).toEqual([crowded]);
+  });
+
+  it('rows written in the whole-value layout, as versions before wrote them, read back the same', async () => {
+    const store = await openStore();
+    // What the version before wrote: the JSON of the records (a packed outcome without its content), spilled whole.
+    const output = body;
+    const legacyRecords = [
+      message(),
+      {
+        type: 'tool_results',
+        stepId: 'st',
+        messageId: 'm',
+        submissionId: 'sub_1',
+        outcomes: [{ toolCallId: 'c', toolName: 't', isError: false, output, durationMs: 1 }],
+        ts: 'now',
+      },
+    ];
+    const legacy = (key: string, text: string): string => {
+      const bytes = encoder.encode(text);
+      const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
+      for (let idx = 0; idx < chunks; idx++) {
+        store.driver.run(
+          'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)',
+          key,
+          idx,
+          bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES),
+        );
+      }
+      return `~spill:${chunks}:${key}`;
+    };
+    store.driver.run(
+      'INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)',
+      s,
+      0,
+      legacy('["batch","s",0]', JSON.stringify(legacyRecords)),
+    );
+    store.driver.run(
+      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES ('sub_1', 1, 's', 'dispatch', ?, 'now', 'queued')`,
+      legacy('["submission","sub_1"]', JSON.stringify({ message: { kind: 'user', body } })),
+    );
+    const fresh = new SqlStore(store.driver);
+    expect(fresh.readBatches(s, -1)[0]!.records).toEqual([
+      message(),
+      {
+        ...legacyRecords[1],
+        outcomes: [{ toolCallId: 'c', toolName: 't', isError: false, content: JSON.stringify(output), output, durationMs: 1 }],
+      },
+    ]);
+    expect(fresh.getSubmission('sub_1')!.payload.message).toEqual({ kind: 'user', body });
+  });
+
+  it('a damaged parts column is a typed storage error', async () => {
+    const store = await openStore();
+    admit(store);
+    store.append(s, [message()]);
+    store.driver.run(`UPDATE flue_batches SET records = substr(records, 1, 40)`);
+    expect(() => new SqlStore(store.driver).readBatches(s, -1)).toThrow(ConversationRecordInvariantError);
+    store.driver.run(`UPDATE flue_spill SET data = substr(data, 1, 10) WHERE idx = ?`, chunksOfBody - 1);
+    expect(() => new SqlStore(store.driver).getSubmission('sub_1')).toThrow(/holds \d+ bytes, expected/);
   });
 });

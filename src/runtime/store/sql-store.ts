@@ -6,14 +6,27 @@
  * Cost model: an append is one row; persistent state and step memos are one row each and are
  * written in the same transaction as the batch that explains them. A value over SPILL_BYTES moves
  * to `flue_spill` chunks in that same transaction, because Durable Object SQLite refuses a row
- * over 2 MB (cloudflare.md §5); the row keeps a marker that names the chunks.
+ * over 2 MB (cloudflare.md §5); the row keeps a marker that names the chunks. A batch or a
+ * submission payload holding a string over SPILL_BYTES keeps that string apart instead, as its raw
+ * UTF-8 chunks, and names them (value-parts.ts): a committed message names its submission's.
  */
 import { ConversationRecordInvariantError, PersistedFormatVersionError } from '../common/errors.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
 import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
-import { packRecords, unpackRecords } from './record-packing.ts';
+import { packRecordValues, unpackRecordValues } from './record-packing.ts';
+import {
+  MAX_SKELETON_CHARS,
+  PARTS_MARKER,
+  type PartPath,
+  type StoredPart,
+  type TakenString,
+  parsePartsColumn,
+  partsColumn,
+  restoreValue,
+  takeLargeStrings,
+} from './value-parts.ts';
 import { type ConversationKey, storedConversationKey } from './conversation-key.ts';
 
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
@@ -217,13 +230,13 @@ function submissionKind(column: SqlValue): SubmissionKind {
   return column === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch';
 }
 
-function toSubmission(row: SqlRow, payload: string): SubmissionRow {
+function toSubmission(row: SqlRow, payload: SubmissionPayload): SubmissionRow {
   return {
     ord: Number(row.ord),
     id: String(row.id),
     conversation: storedConversationKey(row.stream),
     kind: submissionKind(row.kind),
-    payload: JSON.parse(payload) as SubmissionPayload,
+    payload,
     acceptedAt: String(row.accepted_at),
     status: row.status as SubmissionStatus,
     attemptId: row.attempt_id === null ? null : String(row.attempt_id),
@@ -238,10 +251,44 @@ function toSubmission(row: SqlRow, payload: string): SubmissionRow {
   };
 }
 
-/** Spill keys derive from the row's identity; JSON keeps the parts unambiguous. */
-function spillKey(kind: 'batch' | 'submission' | 'state' | 'step' | 'checkpoint', ...parts: (string | number)[]): string {
+type SpillKind = 'batch' | 'submission' | 'state' | 'step' | 'checkpoint';
+
+/** Spill keys derive from the row's identity (and a string kept apart, from its path); JSON keeps the parts unambiguous. */
+function spillKey(kind: SpillKind, ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
 }
+
+/**
+ * Strings kept apart from their value (value-parts.ts): over SPILL_BYTES of UTF-8, and well formed,
+ * because raw UTF-8 cannot carry a lone surrogate (JSON escapes it, so such a string stays inside).
+ */
+function keptApart(text: string): boolean {
+  if (text.length * 3 <= SPILL_BYTES) return false;
+  if (text.length <= SPILL_BYTES && utf8Size(text) <= SPILL_BYTES) return false;
+  const wellFormed = (text as unknown as { isWellFormed?: () => boolean }).isWellFormed;
+  return wellFormed !== undefined && wellFormed.call(text);
+}
+
+/** A string kept apart that this store wrote or read, so a later row can name its chunks and a later read skips them. */
+interface KnownPart {
+  key: string;
+  /** The conversation whose row owns the chunks: only rows of the same conversation may name them. */
+  conversation: string;
+  text: string;
+  chunks: number;
+  bytes: number;
+}
+
+/**
+ * How many such strings the store keeps (an admitted message and what its commit and wake read), and
+ * their characters together beyond the newest: most often the engine holds the same strings anyway
+ * (a fold shares its records' strings), and this bounds what the store alone keeps alive.
+ */
+const KNOWN_PARTS = 2;
+const KNOWN_PARTS_CHARS = 32 * 1024 * 1024;
+
+/** How every checkpoint's chunk key starts (`spillKey('checkpoint', ...)`). */
+const CHECKPOINT_KEYS = '["checkpoint",';
 
 /** A pending `useTimer()` timer: at most one per name in a conversation. */
 export interface TimerRow {
@@ -331,9 +378,19 @@ export class SqlStore {
       throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
     }
     const seq = head + 1;
-    const packed = packRecords(records);
-    const value = this.spill(() => spillKey('batch', key, seq), packed.text);
-    this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, value.column);
+    const insert = (column: string) =>
+      this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, column);
+    const apart = packRecordValues(records, keptApart);
+    const parted = this.prepareParts(key, apart.stored, (path) => spillKey('batch', key, seq, ...path));
+    if (parted !== undefined) {
+      insert(parted.column);
+      parted.write();
+      return { seq, bytes: parted.bytes + apart.derivedBytes };
+    }
+    // An outcome stored without its output needs its content apart: pack again for the whole-value layout.
+    const packed = apart.outputFromContent ? packRecordValues(records) : apart;
+    const value = this.spill(() => spillKey('batch', key, seq), JSON.stringify(packed.stored));
+    insert(value.column);
     return { seq, bytes: value.bytes + packed.derivedBytes };
   }
 
@@ -372,9 +429,9 @@ export class SqlStore {
       );
       for (const row of rows) {
         if (out.length > 0 && total >= maxBytes) break;
-        const text = this.unspill(row.records, sized);
-        const { records, derivedBytes } = unpackRecords(text.text, sized);
-        const bytes = text.bytes + derivedBytes;
+        const stored = this.readValue(row.records, key, sized);
+        const { records, derivedBytes } = unpackRecordValues(stored.value, sized);
+        const bytes = stored.bytes + derivedBytes;
         if (sized) total += bytes;
         cursor = Number(row.seq);
         out.push({ batch: { seq: cursor, records }, bytes });
@@ -420,6 +477,7 @@ export class SqlStore {
   }): boolean {
     const { ord, idle } = this.nextOrd(input.conversation);
     const claim = idle ? input.claim : undefined;
+    const parted = this.prepareParts(input.conversation, input.payload, (path) => spillKey('submission', input.id, ...path));
     this.driver.run(
       `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status, attempt_id, attempt_count, started_at, max_attempts, timeout_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -427,7 +485,7 @@ export class SqlStore {
       ord,
       input.conversation,
       FROZEN_KIND_NAMES[input.kind],
-      this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
+      parted?.column ?? this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
       claim === undefined ? 'queued' : 'running',
       claim?.attemptId ?? null,
@@ -436,6 +494,8 @@ export class SqlStore {
       claim?.maxAttempts ?? null,
       claim?.timeoutMs ?? null,
     );
+    // After the row: a second insert of the same id fails on its key before touching the first one's chunks.
+    parted?.write();
     return claim !== undefined;
   }
 
@@ -506,7 +566,7 @@ export class SqlStore {
       .map((row) => ({
         id: String(row.id),
         kind: submissionKind(row.kind),
-        payload: JSON.parse(this.unspill(row.payload).text) as SubmissionPayload,
+        payload: this.readValue(row.payload, key, false).value as SubmissionPayload,
         status: row.status as SubmissionStatus,
         abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
       }));
@@ -751,12 +811,23 @@ export class SqlStore {
 
   // ── Checkpoints ──────────────────────────────────────────────────────────────────────────
 
-  /** Replaces the conversation's checkpoint: the fold after batch `seq`, as text; answers its stored size. */
-  writeCheckpoint(key: ConversationKey, seq: number, version: number, body: string): number {
+  /**
+   * Replaces the conversation's checkpoint: the fold after batch `seq`, as JSON text or as the value
+   * (whose large strings are then kept apart, naming the log's or ledger's chunks where this store
+   * knows them); answers its stored size.
+   */
+  writeCheckpoint(key: ConversationKey, seq: number, version: number, body: string | { value: unknown }): number {
     const spilled = spillKey('checkpoint', key);
-    // The previous body's chunks go, whether or not the new one spills.
+    // The previous body's chunks go, whether or not the new one spills: the whole spill's key and
+    // every string it kept apart (the keys below it). Never chunks it only named.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
-    const value = this.spill(spilled, body);
+    const below = `${spilled.slice(0, -1)},`;
+    const past = `${spilled.slice(0, -1)}-`; // ',' + 1: every key starting with `below` sorts before it
+    this.driver.run('DELETE FROM flue_spill WHERE key >= ? AND key < ?', below, past);
+    this.known = this.known.filter((part) => !part.key.startsWith(below));
+    const parted =
+      typeof body === 'string' ? undefined : this.prepareParts(key, body.value, (path) => spillKey('checkpoint', key, ...path));
+    const value = parted ?? this.spill(spilled, typeof body === 'string' ? body : JSON.stringify(body.value));
     this.driver.run(
       `INSERT INTO flue_checkpoints (stream, seq, version, body) VALUES (?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, version = excluded.version, body = excluded.body`,
@@ -765,18 +836,27 @@ export class SqlStore {
       version,
       value.column,
     );
+    parted?.write();
     return value.bytes;
   }
 
   /**
-   * The conversation's checkpoint as stored, if any. Throws `ConversationRecordInvariantError` when
-   * its spilled chunks are damaged; the caller decides what a checkpoint is worth.
+   * The conversation's checkpoint as stored, if any: its JSON text, or its value when its large
+   * strings are kept apart. Throws `ConversationRecordInvariantError` when its spilled chunks are
+   * damaged; the caller decides what a checkpoint is worth.
    */
-  readCheckpoint(key: ConversationKey): { seq: number; version: number; body: string; bytes: number } | undefined {
+  readCheckpoint(
+    key: ConversationKey,
+  ): ({ seq: number; version: number; bytes: number } & ({ body: string; value?: never } | { value: unknown; body?: never })) | undefined {
     const row = this.driver.query('SELECT seq, version, body FROM flue_checkpoints WHERE stream = ?', key)[0];
     if (row === undefined) return undefined;
+    const at = { seq: Number(row.seq), version: Number(row.version) };
+    if (String(row.body).startsWith(PARTS_MARKER)) {
+      const { value, bytes } = this.readValue(row.body, key, true);
+      return { ...at, value, bytes };
+    }
     const { text, bytes } = this.unspill(row.body, true);
-    return { seq: Number(row.seq), version: Number(row.version), body: text, bytes };
+    return { ...at, body: text, bytes };
   }
 
   // ── Spilled values ───────────────────────────────────────────────────────────────────────
@@ -792,8 +872,16 @@ export class SqlStore {
     if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
     // A key is built only for a value that spills (most rows never do: an admission's row did each time).
     const key = typeof keyOf === 'string' ? keyOf : keyOf();
+    const chunks = this.writeChunks(key, bytes);
+    return { column: `${SPILL_MARKER}${chunks}:${key}`, bytes: bytes.byteLength };
+  }
+
+  /** Writes `bytes` as the chunks of `key`, replacing any it had; answers how many. */
+  private writeChunks(key: string, bytes: Uint8Array): number {
     const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
-    // Chunks of a write that never committed its row would collide with this one's.
+    // Chunks of a write that never committed its row would collide with this one's. Only the
+    // writer of a row deletes the chunks its key names: a row that names another row's chunks
+    // (a part of a value, below) never writes or deletes them.
     this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
     for (let idx = 0; idx < chunks; idx++) {
       this.driver.run(
@@ -803,7 +891,7 @@ export class SqlStore {
         bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES),
       );
     }
-    return { column: `${SPILL_MARKER}${chunks}:${key}`, bytes: bytes.byteLength };
+    return chunks;
   }
 
   /** The text a column stands for, reassembled from its chunks when it is a marker. */
@@ -813,8 +901,11 @@ export class SqlStore {
     if (!value.startsWith(SPILL_MARKER)) return { text: value, bytes: sized ? utf8Size(value) : Number.NaN };
     const rest = value.slice(SPILL_MARKER.length);
     const colon = rest.indexOf(':');
-    const chunks = Number(rest.slice(0, colon));
-    const key = rest.slice(colon + 1);
+    return this.readChunks(rest.slice(colon + 1), Number(rest.slice(0, colon)));
+  }
+
+  /** The text of `chunks` chunks under `key`; throws `ConversationRecordInvariantError` when they are damaged. */
+  private readChunks(key: string, chunks: number): { text: string; bytes: number } {
     const parts = this.driver.query('SELECT data FROM flue_spill WHERE key = ? ORDER BY idx', key).map((row) => toBytes(row.data));
     const damaged = (reason: string) => new ConversationRecordInvariantError(key, 'spilled value', reason);
     if (parts.length !== chunks) throw damaged(`expected ${chunks} chunks, found ${parts.length}`);
@@ -836,8 +927,121 @@ export class SqlStore {
     }
   }
 
+  // ── Values with strings apart (value-parts.ts) ──────────────────────────────────────────
+
+  /** Strings kept apart this store wrote or read lately, the most recent first. */
+  private known: KnownPart[] = [];
+
+  private remember(part: KnownPart): void {
+    const known = [part];
+    let chars = part.text.length;
+    for (const older of this.known) {
+      if (older.key === part.key) continue;
+      if (known.length === KNOWN_PARTS || chars + older.text.length > KNOWN_PARTS_CHARS) break;
+      known.push(older);
+      chars += older.text.length;
+    }
+    this.known = known;
+  }
+
+  /**
+   * The row column for `value` with its large strings apart, and the write of their chunks (call it
+   * after the row's insert, in the same transaction); undefined when the value has no such string or
+   * too large a rest, for the whole-value layout. A string this conversation already stored (an
+   * admitted message, now committed) is named, not written again.
+   */
+  private prepareParts(
+    conversation: ConversationKey,
+    value: unknown,
+    ownKey: (path: PartPath) => string,
+  ): { column: string; bytes: number; write: () => void } | undefined {
+    const { skeleton, taken } = takeLargeStrings(value, keptApart);
+    if (taken.length === 0) return undefined;
+    const skeletonText = JSON.stringify(skeleton);
+    if (skeletonText.length > MAX_SKELETON_CHARS) return undefined;
+    const parts: StoredPart[] = [];
+    const writes: { part: StoredPart; text: string; encoded: Uint8Array }[] = [];
+    let bytes = utf8Size(skeletonText);
+    for (const { path, text } of taken) {
+      const same = writes.find((write) => write.text === text)?.part ?? this.storedPart(conversation, text);
+      if (same !== undefined) {
+        parts.push({ path, key: same.key, chunks: same.chunks, bytes: same.bytes });
+      } else {
+        const encoded = encoder.encode(text);
+        const part = { path, key: ownKey(path), chunks: Math.ceil(encoded.byteLength / SPILL_BYTES), bytes: encoded.byteLength };
+        parts.push(part);
+        writes.push({ part, text, encoded });
+      }
+      bytes += parts[parts.length - 1]!.bytes;
+    }
+    const write = () => {
+      for (const { part, text, encoded } of writes) {
+        this.writeChunks(part.key, encoded);
+        this.remember({ key: part.key, conversation, text, chunks: part.chunks, bytes: part.bytes });
+      }
+    };
+    return { column: partsColumn(parts, skeletonText), bytes, write };
+  }
+
+  /**
+   * The chunks of `text` if this conversation stored it lately and they are still there (a write
+   * remembered in a transaction that rolled back left none).
+   */
+  private storedPart(conversation: ConversationKey, text: string): KnownPart | undefined {
+    // A checkpoint's own chunks go when the next one replaces it: nothing may name them.
+    const known = this.known.find(
+      (part) =>
+        part.conversation === conversation &&
+        part.text.length === text.length &&
+        part.text === text &&
+        !part.key.startsWith(CHECKPOINT_KEYS),
+    );
+    if (known === undefined) return undefined;
+    const found = Number(this.driver.query('SELECT count(*) AS n FROM flue_spill WHERE key = ?', known.key)[0]!.n);
+    return found === known.chunks ? known : undefined;
+  }
+
+  /** The value a row's column stands for, in either layout, with its stored size when `sized`. */
+  private readValue(column: SqlValue, conversation: string, sized: boolean): { value: unknown; bytes: number } {
+    const text = String(column);
+    let layout: ReturnType<typeof parsePartsColumn>;
+    try {
+      layout = parsePartsColumn(text);
+    } catch (error) {
+      throw new ConversationRecordInvariantError(conversation, 'value with parts', (error as Error).message);
+    }
+    if (layout === undefined) {
+      const whole = this.unspill(text, sized);
+      return { value: JSON.parse(whole.text), bytes: whole.bytes };
+    }
+    let bytes = sized ? utf8Size(layout.skeletonText) : Number.NaN;
+    const strings: TakenString[] = layout.parts.map((part) => {
+      bytes += part.bytes;
+      return { path: part.path, text: this.partText(conversation, part) };
+    });
+    const { value, misplaced } = restoreValue(JSON.parse(layout.skeletonText), strings);
+    if (misplaced !== undefined) {
+      throw new ConversationRecordInvariantError(conversation, 'value with parts', `no place for a part at ${JSON.stringify(misplaced)}`);
+    }
+    return { value, bytes };
+  }
+
+  /** One part's text: remembered when this store wrote or read it lately, else read from its chunks. */
+  private partText(conversation: string, part: StoredPart): string {
+    const known = this.known.find((entry) => entry.key === part.key && entry.chunks === part.chunks && entry.bytes === part.bytes);
+    if (known !== undefined) {
+      this.remember(known);
+      return known.text;
+    }
+    const { text, bytes } = this.readChunks(part.key, part.chunks);
+    if (bytes !== part.bytes)
+      throw new ConversationRecordInvariantError(part.key, 'spilled value', `holds ${bytes} bytes, expected ${part.bytes}`);
+    this.remember({ key: part.key, conversation, text, chunks: part.chunks, bytes });
+    return text;
+  }
+
   private toSubmission(row: SqlRow): SubmissionRow {
-    return toSubmission(row, this.unspill(row.payload).text);
+    return toSubmission(row, this.readValue(row.payload, String(row.stream), false).value as SubmissionPayload);
   }
 
   // ── Sandbox files ────────────────────────────────────────────────────────────────────────

@@ -15,6 +15,7 @@ import {
 } from '../common/errors.ts';
 import type { ValidationIssue } from '../common/errors.ts';
 import type { ToolOutcome } from '../store/records.ts';
+import { noteContentIsOutputJson } from '../store/record-packing.ts';
 import { MAX_TOOL_OUTPUT_BYTES, checkSize, utf8Size } from '../common/limits.ts';
 import type { ToolDefinition, ToolOutput, ToolStep } from '../authoring/define-tool.ts';
 import type { FlueHarness, FlueLogger } from '../common/types.ts';
@@ -68,6 +69,7 @@ export async function runToolCall(tool: ToolDefinition, args: unknown, env: Tool
     };
     if (result.output !== undefined) outcome.output = result.output;
     if (result.terminate) outcome.terminate = true;
+    if (result.output !== undefined) noteContentIsOutputJson(outcome);
     return outcome;
   } catch (error) {
     const outcome: ToolOutcome = {
