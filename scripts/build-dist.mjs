@@ -140,11 +140,29 @@ const CORE = 'flue-core';
  */
 const NODE_CORE = ['index', 'tool', 'routing', 'node'];
 
-/** Each library entry: its source's exports, plus a reference to NODE_CORE that esbuild keeps. */
+/**
+ * Each library entry: its source's exports, plus a reference to NODE_CORE that esbuild keeps. A
+ * module of ours loaded by dynamic `import()` (the sandbox shell, compaction's summarization, task
+ * runs) gets the same reference: else every core module it also uses would sit in a chunk of its
+ * own (reached by the entries and by it, not by the entries alone), and a start would load those
+ * chunks beside the core's one.
+ */
 function sharedCore() {
+  const lazyTargets = new Set();
   return {
     name: 'flue-shared-core',
     setup(build) {
+      build.onResolve({ filter: /^\./ }, (args) => {
+        if (args.kind !== 'dynamic-import') return undefined;
+        const file = path.resolve(args.resolveDir, args.path);
+        if (file.startsWith(path.join(root, 'src') + path.sep) && file.endsWith('.ts')) lazyTargets.add(file);
+        return undefined;
+      });
+      build.onLoad({ filter: /\.ts$/ }, (args) => {
+        if (!lazyTargets.has(args.path)) return undefined;
+        const contents = `${readFileSync(args.path, 'utf8')}\nimport * as __flueCore from '${CORE}';\nif (!__flueCore) throw new Error('unreachable');\n`;
+        return { contents, loader: 'ts', resolveDir: path.dirname(args.path) };
+      });
       build.onResolve({ filter: new RegExp(`^(${ENTRY_NAMESPACE}:|${CORE}$)`) }, (args) => ({ path: args.path, namespace: 'flue-dist' }));
       build.onLoad({ filter: /.*/, namespace: 'flue-dist' }, (args) => {
         const source = (name) => JSON.stringify(path.join(root, ENTRIES[name]));

@@ -49,9 +49,11 @@ beforeAll(async () => {
 it('importing the runtime loads a few files of ours, no Hono module file (the routers carry it) and not the sandbox shell', () => {
   const ours = probe.atStart.filter((url) => new URL(url).pathname.startsWith(`${root}dist/`));
   expect(ours.map((url) => url.slice(url.lastIndexOf('/') + 1))).toEqual(expect.arrayContaining(['index.js', 'node.js']));
-  // index.js, node.js and the chunks they share: one for the code of every entry, one for what the
-  // shell chunk also needs. Dozens once, when every combination of entries had its own chunk.
-  expect(ours.length).toBeLessThanOrEqual(5);
+  // index.js, node.js and the one chunk of the code every entry and every lazily loaded part
+  // shares. Dozens once, when every combination of entries had its own chunk.
+  expect(ours.length).toBeLessThanOrEqual(3);
+  // Compaction's summarization and task runs load with the first response that uses them.
+  expect(ours.filter((url) => /\/dist\/(?:conversation-summary|task-run)-[^/]*\.js$/.test(url))).toEqual([]);
   expect(probe.atStart.filter((url) => url.includes('/node_modules/hono/'))).toEqual([]);
   expect(probe.atStart.filter((url) => /\/dist\/shell-[^/]*\.js$/.test(url))).toEqual([]);
 });

@@ -49,11 +49,14 @@ function partOf(input: string): string {
   return bare.match(/^((?:@[^/]+\/)?[^/]+)\//)?.[1] ?? input;
 }
 
-function sizeOf(contents: Uint8Array, metafile: esbuild.Metafile | undefined): Size {
+/** `files`: the modules a Worker uploads (ours: `worker.js` and its chunks); gzip is summed over them. */
+function sizeOf(files: Uint8Array | Uint8Array[], metafile: esbuild.Metafile | undefined): Size {
+  const uploaded = Array.isArray(files) ? files : [files];
   const parts = new Map<string, number>();
   const modules = new Map<string, number>();
   for (const output of Object.values(metafile?.outputs ?? {})) {
     for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+      if (input.startsWith('flue-unreached:')) continue;
       const pkg = partOf(input);
       parts.set(pkg, (parts.get(pkg) ?? 0) + bytesInOutput);
       const module = input.replace(/^(?:\.\.\/)+/, '').replace(/^.*node_modules\//, '');
@@ -61,7 +64,9 @@ function sizeOf(contents: Uint8Array, metafile: esbuild.Metafile | undefined): S
     }
   }
   const sorted = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1]);
-  return { bytes: contents.byteLength, gzip: gzipSync(contents, { level: 9 }).byteLength, parts: sorted(parts), modules: sorted(modules) };
+  const bytes = uploaded.reduce((sum, file) => sum + file.byteLength, 0);
+  const gzip = uploaded.reduce((sum, file) => sum + gzipSync(file, { level: 9 }).byteLength, 0);
+  return { bytes, gzip, parts: sorted(parts), modules: sorted(modules) };
 }
 
 /**
@@ -79,7 +84,11 @@ async function flueBundle(minify: boolean): Promise<Size> {
     if (included !== `${factoryName(PROVIDER)}()`) {
       throw new Error(`the unconfigured template should bundle only ${PROVIDER}, got: ${included}`);
     }
-    return sizeOf(readFileSync(result.outputs.worker), result.metafile);
+    // Every module uploaded: the split Worker's chunks count as Cloudflare counts them.
+    return sizeOf(
+      [result.outputs.worker, ...result.outputs.chunks].map((file) => readFileSync(file)),
+      result.metafile,
+    );
   } finally {
     removeDir(dir);
   }

@@ -41,9 +41,29 @@ describe('build() of templates/cloudflare', () => {
     }
     expect(JSON.parse(read(dir, '.wrangler/deploy/config.json'))).toEqual({ configPath: '../../.flue.wrangler.json' });
     expect(read(dir, 'dist/entry.generated.mjs')).toBe(result.entrySource);
-    expect(result.bundleBytes).toBe(statSync(path.join(dir, 'dist/worker.js')).size);
+    const modules = [result.outputs.worker, ...result.outputs.chunks];
+    expect(result.bundleBytes).toBe(modules.reduce((sum, file) => sum + statSync(file).size, 0));
     expect(result.gzipBytes).toBeGreaterThan(0);
     expect(result.gzipBytes).toBeLessThan(result.bundleBytes);
+  });
+
+  it('splits the Worker: code reached only by import() is a chunk workerd compiles on first use, unreached imports are stubs', () => {
+    const chunks = result.outputs.chunks.map((file) => path.relative(dir, file).split(path.sep).join('/'));
+    expect(chunks.every((file) => /^dist\/chunks\/[\w.-]+\.js$/.test(file))).toBe(true);
+    // pi-ai loads the Anthropic SDK client on the first model call: not compiled at startup.
+    const sdk = chunks.find((file) => file.startsWith('dist/chunks/anthropic-messages-'));
+    expect(sdk).toBeDefined();
+    expect(result.startupBytes).toBeLessThan(result.bundleBytes - statSync(path.join(dir, sdk!)).size + 1);
+    expect(result.startupBytes).toBeGreaterThanOrEqual(statSync(result.outputs.worker).size);
+    // No agent connects to MCP: its client is not uploaded, its import() would throw saying so.
+    expect(Object.keys(result.metafile.inputs).filter((input) => /^(?!flue-unreached:).*@modelcontextprotocol\//.test(input))).toEqual([]);
+    const stub = chunks.map((file) => read(dir, file)).find((text) => text.includes('@modelcontextprotocol/sdk'));
+    expect(stub).toMatch(/throw new Error\("\[flue\] .*is not in this Worker/);
+    // The generated config uploads the chunks beside main.
+    expect(JSON.parse(read(dir, '.flue.wrangler.json'))).toMatchObject({
+      find_additional_modules: true,
+      rules: [{ type: 'ESModule', globs: ['chunks/*.js'] }],
+    });
   });
 
   it('bundles only the provider its literal model id names (anthropic), without warnings', () => {
@@ -122,16 +142,22 @@ describe('build() of templates/cloudflare', () => {
     expect(lines[0]).toBe('[flue] Scanning src/ for agents');
     expect(lines).toContain('[flue] Found 1 agent: Hello (src/agents/hello.ts)');
     expect(lines).toContain('[flue] Bundling dist/worker.js');
-    expect(lines.at(-1)).toMatch(/^\[flue\] dist\/worker\.js {2}\d+\.\d\d KiB {2}\(gzip \d+\.\d\d KiB\)$/);
+    expect(lines.at(-1)).toMatch(
+      /^\[flue\] dist\/worker\.js \+ \d+ chunks {2}\d+\.\d\d KiB {2}\(gzip \d+\.\d\d KiB; compiled at startup \d+\.\d\d KiB\)$/,
+    );
   });
 
   it('rewrites .flue.wrangler.json only when its bytes change', async () => {
     const file = path.join(dir, '.flue.wrangler.json');
     const before = statSync(file).mtimeMs;
+    // A chunk of an earlier build goes; the generated config would upload it otherwise.
+    writeFileSync(path.join(dir, 'dist/chunks/chunk-STALE.js'), 'export {};\n');
     await new Promise((r) => setTimeout(r, 20));
     const again = await build({ root: dir });
     expect(again.wranglerConfigChanged).toBe(false);
     expect(statSync(file).mtimeMs).toBe(before);
+    expect(existsSync(path.join(dir, 'dist/chunks/chunk-STALE.js'))).toBe(false);
+    expect(again.outputs.chunks.every((chunk) => existsSync(chunk))).toBe(true);
   }, 60_000);
 
   it('fails without touching dist/ when the bundle breaks', async () => {
@@ -157,6 +183,7 @@ describe('build() of templates/cloudflare', () => {
     });
     expect(res.stderr).toContain('--dry-run: exiting now.');
     expect(res.stderr).toMatch(/env\.FLUE_HELLO_AGENT \(FlueHelloAgent\)\s+Durable Object/);
+    expect(res.stderr).toMatch(/chunks\/anthropic-messages-\w+\.js/);
     expect(res.stdout).toBe('');
     expect(res.status).toBe(0);
   }, 120_000);

@@ -7,15 +7,16 @@
  * into place; `.flue.wrangler.json` is rewritten only when its bytes change.
  */
 import { existsSync, globSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { FlueBuildError } from './build-errors.ts';
-import { type ResolvedConfig, SOURCE_EXTENSIONS, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
+import { type ResolvedConfig, SOURCE_EXTENSIONS, formatEsbuildError, loadConfig, requireAppEntry, resolveEntry } from './config.ts';
 import { generateEntry } from './entry.ts';
 import { bundleBesideLoadCheck } from './load-check.ts';
+import { CHUNKS_DIR, liveInputs, splitBuildOptions } from './worker-split.ts';
 import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
 import { inferModelProviders } from './model-providers.ts';
@@ -38,6 +39,12 @@ export interface BuildOptions {
   /** Project root (holds `src/`, `wrangler.jsonc`). */
   root: string;
   minify?: boolean;
+  /**
+   * Dynamically imported code in modules of their own under `dist/chunks/`, compiled by workerd on
+   * first import instead of at startup (default). `flue dev` builds one file, which its source map
+   * covers whole.
+   */
+  split?: boolean;
   /** Progress and warning lines (the CLI prints them on stderr). */
   log?: (line: string) => void;
 }
@@ -60,6 +67,8 @@ export interface FlueManifest {
 export interface BuildOutputs {
   worker: string;
   sourcemap: string;
+  /** The split build's other modules (`dist/chunks/*.js`), imported by `worker.js`; empty for one file. */
+  chunks: string[];
   entry: string;
   manifest: string;
   wranglerConfig: string;
@@ -81,8 +90,12 @@ export interface BuildResult {
   wranglerConfigChanged: boolean;
   /** Whether the esbuild context was reused (an incremental rebuild, `flue dev`). */
   incremental: boolean;
+  /** Bytes of every module the Worker uploads (`worker.js` and its chunks), what Cloudflare's size limit counts. */
   bundleBytes: number;
+  /** The same, gzip: the sum over the modules. */
   gzipBytes: number;
+  /** Bytes of the modules workerd compiles at startup: `worker.js` and the chunks it imports statically. */
+  startupBytes: number;
   /** esbuild's metafile of the Worker bundle: which input contributed how many bytes. */
   metafile: esbuild.Metafile;
 }
@@ -156,7 +169,15 @@ export function createBuilder(options: BuildOptions): Builder {
       log(`[flue] warning: ${text}`);
     }
     checkWorkerGraph(result.metafile, root);
-    return await writeOutputs(root, prepared, result, incremental, log);
+    const split =
+      options.split === false
+        ? undefined
+        : await bundleSplit(
+            workerBuildOptions({ root, entry: prepared.entry, scan: prepared.scan, minify: options.minify === true, define, alias }),
+            root,
+            result.metafile,
+          );
+    return await writeOutputs(root, prepared, result, split, incremental, log);
   };
 
   return {
@@ -413,24 +434,59 @@ function relative(root: string, file: string): string {
 
 let stagingCounter = 0;
 
+type SplitResult = esbuild.BuildResult<{ write: false; metafile: true }>;
+
+/** The split build of the entry the one-file build bundled (worker-split.ts); its failure is a bundling error. */
+async function bundleSplit(
+  single: esbuild.BuildOptions & { write: false; metafile: true },
+  root: string,
+  metafile: esbuild.Metafile,
+): Promise<SplitResult> {
+  try {
+    return await esbuild.build(splitBuildOptions(single, root, liveInputs(metafile)));
+  } catch (error) {
+    throw new FlueBuildError('BundleError', `Bundling the split Worker failed:\n${formatEsbuildError(error)}`, {}, error);
+  }
+}
+
+/** Modules `worker.js` imports statically, transitively: what workerd compiles at startup. */
+function startupModules(metafile: esbuild.Metafile, root: string): Set<string> {
+  const entry = relative(root, path.join(root, 'dist', 'worker.js'));
+  const seen = new Set<string>([entry]);
+  const queue = [entry];
+  for (let file = queue.pop(); file !== undefined; file = queue.pop()) {
+    for (const imported of metafile.outputs[file]?.imports ?? []) {
+      if (imported.kind !== 'import-statement' || imported.external || seen.has(imported.path)) continue;
+      seen.add(imported.path);
+      queue.push(imported.path);
+    }
+  }
+  return seen;
+}
+
 async function writeOutputs(
   root: string,
   prepared: Prepared,
   result: esbuild.BuildResult<{ write: false; metafile: true }>,
+  split: SplitResult | undefined,
   incremental: boolean,
   log: (line: string) => void,
 ): Promise<BuildResult> {
   const dist = path.join(root, 'dist');
+  const chunksDir = path.join(dist, CHUNKS_DIR);
+  const emitted = (split ?? result).outputFiles;
+  const chunkFiles = emitted.filter((f) => path.dirname(f.path) === chunksDir);
   const outputs: BuildOutputs = {
     worker: path.join(dist, 'worker.js'),
     sourcemap: path.join(dist, 'worker.js.map'),
+    chunks: chunkFiles.filter((f) => f.path.endsWith('.js')).map((f) => f.path),
     entry: path.join(dist, 'entry.generated.mjs'),
     manifest: path.join(dist, 'flue-manifest.json'),
     wranglerConfig: path.join(root, GENERATED_CONFIG_FILE),
     deployRedirect: path.join(root, DEPLOY_REDIRECT_FILE),
   };
-  const js = result.outputFiles.find((f) => f.path === outputs.worker);
-  const map = result.outputFiles.find((f) => f.path === outputs.sourcemap);
+  const js = emitted.find((f) => f.path === outputs.worker);
+  const map = emitted.find((f) => f.path === outputs.sourcemap);
   if (js === undefined || map === undefined) throw new FlueBuildError('BundleError', 'esbuild produced no dist/worker.js.');
 
   const agents = prepared.scan.modules.flatMap((m) =>
@@ -455,6 +511,8 @@ async function writeOutputs(
   // directory sits under .wrangler/ (same filesystem, and wrangler dev's watcher ignores it).
   const staging = path.join(root, '.wrangler', 'tmp', `flue-build-${process.pid}-${++stagingCounter}`);
   const files: [string, Uint8Array][] = [
+    // Chunks first: a worker.js that imports them must not land before they do.
+    ...chunkFiles.map((f): [string, Uint8Array] => [f.path, f.contents]),
     [outputs.sourcemap, map.contents],
     [outputs.entry, Buffer.from(prepared.entry)],
     [outputs.manifest, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`)],
@@ -465,7 +523,7 @@ async function writeOutputs(
   for (const [file, data] of files) if (!(await sameBytes(file, data))) changed.push([file, data]);
   if (changed.length > 0) {
     await mkdir(staging, { recursive: true });
-    await mkdir(dist, { recursive: true });
+    await mkdir(chunkFiles.length > 0 ? chunksDir : dist, { recursive: true });
     try {
       for (const [file, data] of changed) await writeFile(path.join(staging, path.basename(file)), data);
       for (const [file] of changed) await rename(path.join(staging, path.basename(file)), file);
@@ -473,12 +531,26 @@ async function writeOutputs(
       await rm(staging, { recursive: true, force: true });
     }
   }
+  // Chunk names carry their content's hash: the ones of an earlier build go, after the new worker.js
+  // is in place (the generated config uploads every chunk there is).
+  const kept = new Set(chunkFiles.map((f) => path.basename(f.path)));
+  if (existsSync(chunksDir)) {
+    for (const name of await readdir(chunksDir)) if (!kept.has(name)) await rm(path.join(chunksDir, name), { force: true });
+  }
   const wranglerConfigChanged = await writeIfChanged(outputs.wranglerConfig, wranglerConfig);
   await writeIfChanged(outputs.deployRedirect, DEPLOY_REDIRECT_CONTENT);
 
-  const bundleBytes = js.contents.byteLength;
-  const gzipBytes = gzipSync(js.contents).byteLength;
-  log(`[flue] dist/worker.js  ${kib(bundleBytes)} KiB  (gzip ${kib(gzipBytes)} KiB)`);
+  const modules = [js, ...chunkFiles.filter((f) => f.path.endsWith('.js'))];
+  const atStartup = split === undefined ? undefined : startupModules(split.metafile, root);
+  const bundleBytes = modules.reduce((sum, f) => sum + f.contents.byteLength, 0);
+  const gzipBytes = modules.reduce((sum, f) => sum + gzipSync(f.contents).byteLength, 0);
+  const startupBytes = modules
+    .filter((f) => atStartup === undefined || atStartup.has(relative(root, f.path)))
+    .reduce((sum, f) => sum + f.contents.byteLength, 0);
+  log(
+    `[flue] dist/worker.js${chunkFiles.length > 0 ? ` + ${modules.length - 1} chunks` : ''}  ${kib(bundleBytes)} KiB  (gzip ${kib(gzipBytes)} KiB` +
+      `${chunkFiles.length > 0 ? `; compiled at startup ${kib(startupBytes)} KiB` : ''})`,
+  );
   return {
     root,
     manifest,
@@ -490,7 +562,8 @@ async function writeOutputs(
     incremental,
     bundleBytes,
     gzipBytes,
-    metafile: result.metafile,
+    startupBytes,
+    metafile: (split ?? result).metafile,
   };
 }
 

@@ -38,7 +38,7 @@ export async function devCommand(options: DevOptions): Promise<number> {
   const root = path.resolve(options.root);
   const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text));
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text));
-  const builder = createBuilder({ root, log: (line) => stderr(`${line}\n`) });
+  const builder = createBuilder({ root, split: false, log: (line) => stderr(`${line}\n`) });
 
   try {
     await builder.build();

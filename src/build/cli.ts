@@ -79,7 +79,7 @@ Options:
 `,
   build: `Usage: flue build [--target <cloudflare|node>] [--minify] [--json]
 
-Cloudflare: writes dist/worker.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
+Cloudflare: writes dist/worker.js and dist/chunks/*.js (+ .map), dist/entry.generated.mjs, dist/flue-manifest.json,
 ${GENERATED_CONFIG_FILE} and .wrangler/deploy/config.json.
 Node: writes dist/server.mjs (+ .map), dist/server.entry.generated.mjs and dist/flue-manifest.json;
 run it with node dist/server.mjs.

@@ -300,6 +300,8 @@ describe('mergeWranglerConfig', () => {
       'vars',
       'main',
       'no_bundle',
+      'find_additional_modules',
+      'rules',
       'durable_objects',
     ]);
   });

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { isPlainObject } from '../shared/values.ts';
 import { FlueBuildError } from './build-errors.ts';
 import { packageRoot } from './package-root.ts';
+import { CHUNKS_DIR } from './worker-split.ts';
 
 /** The generated names of one agent (cloudflare.md §2). */
 export interface GeneratedAgent {
@@ -374,7 +375,8 @@ export function inlineJson(value: unknown): string {
 // ── The generated config (cloudflare.md §3.2) ───────────────────────────────────────────────────
 
 /**
- * The user's config, deep-copied, `$schema` dropped, plus `main`, `no_bundle` and the generated
+ * The user's config, deep-copied, `$schema` dropped, plus `main`, `no_bundle`, the rule that uploads
+ * the chunks beside `main`, and the generated
  * Durable Object bindings (after the user's, sorted by identity) at the top level and in every
  * `env.<name>` (environments do not inherit DO bindings). Migrations stay as authored.
  */
@@ -394,6 +396,9 @@ export function mergeWranglerConfig(raw: RawWranglerConfig, agents: readonly Gen
 
   copy['main'] = 'dist/worker.js';
   copy['no_bundle'] = true;
+  // The split build's other modules (worker-split.ts); their source maps stay local.
+  copy['find_additional_modules'] = true;
+  copy['rules'] = [{ type: 'ESModule', globs: [`${CHUNKS_DIR}/*.js`] }];
   withBindings(copy);
   if (isPlainObject(copy['env'])) {
     for (const block of Object.values(copy['env'])) if (isPlainObject(block)) withBindings(block);
