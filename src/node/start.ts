@@ -90,7 +90,13 @@ export async function start(options: StartOptions): Promise<Flue> {
   // Every conversation's timers share one timeout, armed for the earliest due one.
   const timers = new TimerWake(() => engine.fireDueTimers());
   // A burst of admissions schedules one task (coalesced-wake.ts).
-  const wake = coalescedWake<ConversationKey>((key) => void engine.runQueue(key));
+  // A conversation whose queue fails to run (a log this version cannot read) is logged, never
+  // left to end the process: the others go on, and it is tried again at its next delivery or start.
+  const drive = (key: ConversationKey) =>
+    void engine.runQueue(key).catch((error: unknown) => {
+      console.error(`[flue] Conversation "${key}" could not run its queue; it is tried again at its next delivery or start:`, error);
+    });
+  const wake = coalescedWake<ConversationKey>(drive);
   try {
     await adapter.migrate();
     const store = new SqlStore(await adapter.connect());
@@ -110,7 +116,7 @@ export async function start(options: StartOptions): Promise<Flue> {
   // On Node the engine is the runtime: the verbs run in this process.
   serveRuntime(engine);
   // Recovery: every conversation with unsettled work is driven again, oldest work first.
-  for (const key of engine.view.keysWithOpenWork()) void engine.runQueue(key);
+  for (const key of engine.view.keysWithOpenWork()) drive(key);
   // Timers that came due while no process ran fire now; the rest when they are due.
   timers.arm(engine.view.nextTimerDue());
 
