@@ -166,8 +166,8 @@ describe('signals and long conversations', () => {
     const h = await host(Support);
     const client = h.client('t-long');
     const last: { id?: string } = {};
-    // One batch a turn (its input, its reply and its settlement): 105 turns are 105 batches.
-    for (let turn = 0; turn < 105; turn++) {
+    // Two batches a turn (its input; its reply with the settlement): 52 turns are 104 batches.
+    for (let turn = 0; turn < 52; turn++) {
       ctx.server.script({ text: `Reply ${turn}.` });
       const admission = await client.send({ message: { kind: 'user', body: `Turn ${turn}` } });
       await client.read(admission);
@@ -178,7 +178,7 @@ describe('signals and long conversations', () => {
     const before = h.tap.exchanges.length;
     const chunks: ConversationStreamChunk[] = [];
     const reply = await withTimeout(client.read(last.id!, { onEvent: (c) => void chunks.push(c) }), 10_000, 'read(bare id)');
-    expect(reply.text).toBe('Reply 104.');
+    expect(reply.text).toBe('Reply 51.');
     const reads = h.tap.exchanges.slice(before).filter((e) => e.url.searchParams.get('view') === 'updates');
     // The first page stops at 100 batches, not up to date; the client continues from its offset.
     expect(reads.length).toBeGreaterThanOrEqual(2);
@@ -382,7 +382,7 @@ describe('reconnecting after a long absence', () => {
     const isLive = (path: string) => path.includes(`live=${live}`);
     expect(how === 'end' ? h.http.endStreaming(isLive) : h.http.destroy(isLive)).toBe(1);
     const other = h.inProcessClient(`t-away-${live}`);
-    for (let turn = 0; turn < 105; turn++) {
+    for (let turn = 0; turn < 52; turn++) {
       ctx.server.script({ text: `Reply ${turn}.` });
       await other.read(await other.send({ message: { kind: 'user', body: `Turn ${turn}` } }));
     }
@@ -390,7 +390,7 @@ describe('reconnecting after a long absence', () => {
     expect(offsetSeq(history.offset) - offsetSeq(cutAt)).toBeGreaterThan(100);
     const releasedAt = Date.now();
     h.tap.release();
-    const final = await watched.until((s) => s.conversation?.settlements.length === 106, 15_000, 'all 106 settlements');
+    const final = await watched.until((s) => s.conversation?.settlements.length === 53, 15_000, 'all 53 settlements');
     expect(final.conversation).toEqual(stateOf(history));
     await eventually(() => watched.observation.getSnapshot().offset === history.offset, 5_000, 'the head offset');
     // It resumed from where it was cut off and paged: a first answer not up to date, then more.

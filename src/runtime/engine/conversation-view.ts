@@ -11,7 +11,7 @@ import { Conversation, type FlueConversationSettlement, type ReplySource, type S
 import { type StoredSettlement, decodeSettlement, ledgerOrder } from './settled-submission.ts';
 import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
-import type { AttachmentRecordRef, ConversationRecord } from '../store/records.ts';
+import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
 import type { Batch, ConversationInfo, QueuedDelivery, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
@@ -30,8 +30,6 @@ export class LiveConversation {
   incarnation: string | undefined;
   /** What was written since the last checkpoint: when the writer writes the next one. */
   sinceCheckpoint: SinceCheckpoint = freshSince(0);
-  /** Records the fold holds ahead of the log, to be written with the next batch (`ConversationWriter.hold`). */
-  held: ConversationRecord[] = [];
   /** The fold holds records the store refused (a failed `ConversationWriter.close`): rebuild it before the next write. */
   foldAhead = false;
 
@@ -50,7 +48,6 @@ export class LiveConversation {
   replaceFold(from: LiveConversation): void {
     this.fold = from.fold;
     this.sinceCheckpoint = from.sinceCheckpoint;
-    this.held = [];
   }
 
   notify(): void {

@@ -12,7 +12,7 @@ import { newId } from '../common/ids.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import { CHECKPOINT_VERSION, checkpointDue, checkpointValue, freshSince } from './conversation-checkpoint.ts';
-import { type StoredSettlement, encodeSettlement } from './settled-submission.ts';
+import { encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import type {
@@ -74,96 +74,40 @@ export class ConversationWriter {
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Appends one batch (plus any ledger writes that must land with it) and advances the fold. Held
-   * records (`hold`) lead the batch; the fold, which holds them already, then takes the rest before
-   * the write (`writeBatch`).
+   * Appends one batch (plus any ledger writes that must land with it) and advances the fold. When
+   * a checkpoint is due, the fold as it stands before this batch is stored in the same transaction
+   * (conversation-checkpoint.ts): the fold only advances once the batch is committed.
    */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
     this.reloadIfAhead(live);
-    const seq = live.conv.head + 1;
-    const held = live.held;
-    if (held.length === 0) {
-      this.writeBatch(live, seq, records, { ahead: false, alsoWrite });
-      live.conv.apply({ seq, records });
-    } else {
-      this.applyAhead(live, () => live.conv.apply({ seq, records }));
-      this.writeBatch(live, seq, [...held, ...records], { ahead: true, alsoWrite });
-    }
-    live.notify();
-  }
-
-  /**
-   * Writes batch `seq` and what must land with it in one transaction, with a checkpoint of the fold
-   * when one is due (conversation-checkpoint.ts). `ahead`: the fold holds the whole batch already,
-   * so the checkpoint is of the fold after it, and a refused write rebuilds the fold; otherwise the
-   * checkpoint is of the fold before it, and the caller applies the batch once it is written.
-   */
-  private writeBatch(
-    live: LiveConversation,
-    seq: number,
-    batch: readonly ConversationRecord[],
-    { ahead, alsoWrite }: { ahead: boolean; alsoWrite?: (() => void) | undefined },
-  ): void {
     const due = checkpointDue(live.sinceCheckpoint);
     let checkpointBytes = 0;
-    let bytes: number;
+    let appended: { seq: number; bytes: number };
     try {
-      bytes = this.store.transaction(() => {
+      appended = this.store.transaction(() => {
         // The fold is this single writer's view of the log, so its head is the store's.
-        const appended = this.store.appendSized(live.key, batch, seq - 1);
+        const sized = this.store.appendSized(live.key, records, live.conv.head);
         alsoWrite?.();
         if (due) {
           const value = checkpointValue(live.conv, live.incarnation);
-          checkpointBytes = this.store.writeCheckpoint(live.key, ahead ? seq : seq - 1, CHECKPOINT_VERSION, { value });
+          checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, { value });
         }
-        return appended.bytes;
+        return sized;
       });
     } catch (error) {
-      if (ahead) {
-        live.foldAhead = true;
-        this.reloadIfAhead(live, error);
-      } else {
-        // Something else may have written the log (which only this writer should): the next look
-        // reads the store again instead of trusting the head this process knows, so a retry can succeed.
-        this.view.unsure(live.key);
-      }
+      // Something else may have written the log (which only this writer should): the next look
+      // reads the store again instead of trusting the head this process knows, so a retry can succeed.
+      this.view.unsure(live.key);
       throw error;
     }
-    live.held = [];
+    const { seq, bytes } = appended;
     this.view.appended(live.key, seq);
+    live.conv.apply({ seq, records });
     if (due) live.sinceCheckpoint = freshSince(checkpointBytes);
-    // A checkpoint of the fold after the batch already holds it.
-    if (due && ahead) return;
     live.sinceCheckpoint.batches++;
     live.sinceCheckpoint.bytes += bytes;
-    if (batch.some((record) => record.type === 'compaction')) live.sinceCheckpoint.compacted = true;
-  }
-
-  /** Lets the fold take records before they are written; if it cannot, it is rebuilt from the store. */
-  private applyAhead(live: LiveConversation, apply: () => void): void {
-    try {
-      apply();
-    } catch (error) {
-      live.foldAhead = true;
-      this.reloadIfAhead(live, error);
-      throw error;
-    }
-  }
-
-  /**
-   * Records the fold takes now and the log takes with the next batch written (or `commitHeld`): a
-   * response's input, written with its first step's first batch, one row where two would be. Until
-   * then the log's head does not move (readers see nothing of them) and a crash forgets them, as a
-   * crash before the input was committed always did.
-   */
-  hold(live: LiveConversation, records: ConversationRecord[]): void {
-    live.conv.applyAhead(records);
-    live.held.push(...records);
-  }
-
-  /** Writes the held records as a batch of their own, when there are any. */
-  commitHeld(live: LiveConversation): void {
-    if (live.held.length > 0) this.commit(live, []);
+    if (records.some((record) => record.type === 'compaction')) live.sinceCheckpoint.compacted = true;
+    live.notify();
   }
 
   /** Commits a batch together with the persistent state and timer writes it explains. */
@@ -235,37 +179,42 @@ export class ConversationWriter {
    * The settlement is made from the fold with the last records applied — its ledger entry counts
    * the last model step, its reply is that step's message — so the fold takes them first, and
    * `settle` (which may throw: the crash probe's settlement point) runs between. A failed write
-   * puts the fold back as the store has it; a checkpoint due with it is of the fold after it. The
-   * caller wakes the conversation's readers (`LiveConversation.notify`) once it has announced the
-   * settlement.
+   * puts the fold back as the store has it. No checkpoint rides on this batch: the fold stands
+   * mid-batch while it is written, and the next commit that finds one due writes it. The caller
+   * wakes the conversation's readers (`LiveConversation.notify`) once it has announced the settlement.
    */
   close(live: LiveConversation, records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
     this.reloadIfAhead(live);
     const seq = live.conv.head + 1;
-    const held = live.held;
-    let write: SettlementWrite | undefined;
-    let stored: Map<string, StoredSettlement> | undefined;
-    this.applyAhead(live, () => {
+    let write: SettlementWrite;
+    let bytes: number;
+    try {
       live.conv.apply({ seq, records });
       write = settle();
-      stored = live.conv.settlementsToStore(write.records, seq);
-      live.conv.apply({ seq, records: write.records });
-    });
-    const { outcome, error, settled } = write!;
-    const now = Date.now();
-    this.writeBatch(live, seq, [...held, ...records, ...write!.records], {
-      ahead: true,
-      alsoWrite: () => {
-        for (const id of settled) {
-          const settlement = stored!.get(id);
+      const stored = live.conv.settlementsToStore(write.records, seq);
+      const now = Date.now();
+      const { outcome, error } = write;
+      bytes = this.store.transaction(() => {
+        const appended = this.store.appendSized(live.key, [...records, ...write.records], seq - 1);
+        for (const id of write.settled) {
+          const settlement = stored.get(id);
           this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
         }
-      },
-    });
-    this.view.settledIds(settled);
+        return appended.bytes;
+      });
+    } catch (error) {
+      live.foldAhead = true;
+      this.reloadIfAhead(live, error);
+      throw error;
+    }
+    this.view.appended(live.key, seq);
+    live.conv.apply({ seq, records: write.records });
+    live.sinceCheckpoint.batches++;
+    live.sinceCheckpoint.bytes += bytes;
+    this.view.settledIds(write.settled);
     // Readers are woken once the engine has told observers of the settlement (`announced`), so a
     // read does not resolve before the response's closing events, as after a settlement of its own.
-    return write!;
+    return write;
   }
 
   /**

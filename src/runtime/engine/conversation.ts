@@ -323,16 +323,6 @@ export class Conversation {
     if (this.settledInBatch.length > 0) this.afterSettlements();
   }
 
-  /**
-   * Applies records of the batch after `head` before that batch is committed (a held input,
-   * `ConversationWriter.hold`): the head stays where the log's is, and the `apply` of that batch
-   * applies the rest of it.
-   */
-  applyAhead(records: readonly ConversationRecord[]): void {
-    this.applying = this.head + 1;
-    for (const record of records) this.applyRecord(record);
-  }
-
   /** The live fold's state for a checkpoint (shares this fold's objects: serialize it before the next apply). */
   state(): FoldState {
     if (this.scope !== 'live') throw new Error('[flue] Only a live fold is checkpointed.');

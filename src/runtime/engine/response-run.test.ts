@@ -178,38 +178,6 @@ describe('ResponseRun', () => {
     expect(finishRuns).toBe(1);
   });
 
-  it("holds the input for the turn's first batch, and writes it alone once the stream's first flush interval passes", async () => {
-    server.script({ text: 'First.' });
-    const { live, row } = claimed();
-    await run(live, row).execute();
-    // The first response: its input rode on the turn's first batch (the resource baseline).
-    expect(store.readBatches(live.key, -1).map((batch) => batch.records.map((record) => record.type))).toEqual([
-      ['conversation_created'],
-      ['user_message', 'resource_snapshot'],
-      ['assistant_started', 'assistant_delta', 'assistant_completed', 'submission_settled'],
-    ]);
-    // A follow-up whose model says nothing yet: its input is written on its own, and nothing else.
-    writer.admit(
-      live,
-      undefined,
-      { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'again' } }, acceptedAt: ts },
-      [],
-    );
-    const second = writer.claimAttempt('sub_2', { attemptId: 'attempt_2', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
-    server.script({ text: ['never'], hangAfterChunks: 1 });
-    const response = run(live, second);
-    const running = response.execute();
-    const head = live.conv.head;
-    for (let waited = 0; store.head(live.key) === head; waited++) {
-      if (waited > 200) throw new Error('the held input was never written');
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect(store.readBatches(live.key, head).map((batch) => batch.records.map((record) => record.type))).toEqual([['user_message']]);
-    expect(live.conv.head).toBe(head + 1);
-    response.abort(new Error('done'));
-    await expect(running).rejects.toThrow('done');
-  });
-
   it('a closing batch the store refuses leaves the fold as the store has it', async () => {
     server.script({ text: 'Refused.' });
     const { live, row } = claimed();

@@ -37,7 +37,6 @@ import { runToolBatch } from './tool-batch.ts';
 import { toolEvent, toolResultMessage, turnMessages } from './session-events.ts';
 import { frameworkTools } from './tool-dispatch.ts';
 import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
-import { DELTA_FLUSH_FIRST_MS } from './flush-policy.ts';
 import { DocumentPlacement } from '../model/documents.ts';
 import { fitContext, fixedTokens } from '../model/context-fit.ts';
 import { answerCrossesThreshold } from '../model/compaction.ts';
@@ -132,8 +131,6 @@ export class ResponseRun {
   private usage: PromptUsage | undefined;
   /** The settlement the response's last batch carried, when it ended with nothing after its last model step. */
   settled: SettlementWrite | undefined;
-  /** Writes the held input alone if no batch has carried it by then. */
-  private heldInput: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: ResponseRunOptions) {
     const { engine, view, writer, live, row, agent, delegation } = options;
@@ -228,7 +225,7 @@ export class ResponseRun {
     if (!delegated) {
       if (!this.conv.applied.has(leader.id)) {
         const input = inputRecord(leader);
-        this.holdInput(input);
+        this.out.commit([input]);
         this.emitInput(input);
       }
       if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);
@@ -475,7 +472,6 @@ export class ResponseRun {
     if (compaction.length > 0) this.out.commit(compaction);
     // What is sent always fits the window: a render-time reduction, the log keeps every original.
     const fitted = fitContext(this.conv.modelContext(), budgetTokens);
-    if (this.out.holds) this.writeHeldAfter(DELTA_FLUSH_FIRST_MS + HELD_SLACK_MS);
     const { stepId, message } = await streamStep(
       {
         model,
@@ -522,35 +518,6 @@ export class ResponseRun {
     throw (
       modelErrorFromMessage(message.errorMessage) ?? new OperationFailedError('prompt', message.errorMessage ?? 'the model call failed')
     );
-  }
-
-  // ── The input ─────────────────────────────────────────────────────────────────────────────
-
-  /**
-   * The input rides on the response's next batch (most often its first step's first), one write
-   * where two would be; if none comes within the stream's first flush interval it is written alone,
-   * so readers see the message as soon as they would see the first text. A crash before either
-   * delivers the message again as a fresh attempt, as a crash before its input was committed did.
-   */
-  private holdInput(input: ConversationRecord): void {
-    this.out.hold([input]);
-    this.writeHeldAfter(DELTA_FLUSH_FIRST_MS);
-  }
-
-  /**
-   * Writes what is still held after `ms` (the timer is reset): at a model step's start, a little
-   * past the stream's own first flush, so the input rides on the step's first batch when the
-   * model answers within that interval.
-   */
-  private writeHeldAfter(ms: number): void {
-    clearTimeout(this.heldInput);
-    this.heldInput = setTimeout(() => {
-      // Nothing is written for a stopped or abandoned attempt; a refused write stays held for the next batch.
-      if (this.attempt.signal.aborted) return;
-      try {
-        this.out.commitHeld();
-      } catch {}
-    }, ms);
   }
 
   // ── The last step ─────────────────────────────────────────────────────────────────────────
@@ -644,15 +611,11 @@ export class ResponseRun {
     return this.site.executionContext();
   }
 
-  /** Closes what the attempt opened (MCP clients, the held input's timer). */
+  /** Closes what the attempt opened (MCP clients). */
   dispose(): Promise<void> {
-    clearTimeout(this.heldInput);
     return this.resources.dispose();
   }
 }
-
-/** How long past the stream's first flush a held input waits for it before it is written alone. */
-const HELD_SLACK_MS = 50;
 
 /** The tool set and roster a batch's calls resolve against, from a render (or a turn's tool list). */
 function issuedBy(from: { tools: readonly ToolDefinition[]; subagents: readonly SubagentDefinition[] }): Omit<IssuedTurn, 'stepId'> {

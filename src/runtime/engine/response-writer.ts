@@ -50,21 +50,6 @@ export class ResponseWriter {
     this.writer.commitWithState(this.live, this.withSpend(records), this.state.take(), this.timers.take());
   }
 
-  /** Records the fold takes now and the next batch carries (`ConversationWriter.hold`). */
-  hold(records: ConversationRecord[]): void {
-    this.writer.hold(this.live, records);
-  }
-
-  /** Whether records wait to ride on the next batch. */
-  get holds(): boolean {
-    return this.live.held.length > 0;
-  }
-
-  /** Writes held records as a batch of their own, when there are any. */
-  commitHeld(): void {
-    this.writer.commitHeld(this.live);
-  }
-
   /** Appends the response's last batch with its settlement (`ConversationWriter.close`); no state or timer write may be pending. */
   close(records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
     return this.writer.close(this.live, this.withSpend(records), settle);
