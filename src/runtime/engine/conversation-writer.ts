@@ -12,7 +12,7 @@ import { newId } from '../common/ids.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import { CHECKPOINT_VERSION, checkpointDue, checkpointValue, freshSince } from './conversation-checkpoint.ts';
-import { encodeSettlement } from './settled-submission.ts';
+import { type StoredSettlement, encodeSettlement } from './settled-submission.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from '../store/records.ts';
 import type {
@@ -163,14 +163,8 @@ export class ConversationWriter {
    */
   settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
     this.reloadIfAhead(live);
-    const now = Date.now();
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
-    this.commit(live, records, () => {
-      for (const id of settled) {
-        const settlement = stored.get(id);
-        this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
-      }
-    });
+    this.commit(live, records, () => this.markSettled({ settled, outcome, error }, stored));
     this.view.settledIds(settled);
   }
 
@@ -192,14 +186,9 @@ export class ConversationWriter {
       live.conv.apply({ seq, records });
       write = settle();
       const stored = live.conv.settlementsToStore(write.records, seq);
-      const now = Date.now();
-      const { outcome, error } = write;
       bytes = this.store.transaction(() => {
         const appended = this.store.appendSized(live.key, [...records, ...write.records], seq - 1);
-        for (const id of write.settled) {
-          const settlement = stored.get(id);
-          this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
-        }
+        this.markSettled(write, stored);
         return appended.bytes;
       });
     } catch (error) {
@@ -215,6 +204,18 @@ export class ConversationWriter {
     // Readers are woken once the engine has told observers of the settlement (`announced`), so a
     // read does not resolve before the response's closing events, as after a settlement of its own.
     return write;
+  }
+
+  /** The ledger rows of a settlement, each with what readers need of it (in the settlement batch's transaction). */
+  private markSettled(
+    { settled, outcome, error }: Pick<SettlementWrite, 'settled' | 'outcome' | 'error'>,
+    stored: ReadonlyMap<string, StoredSettlement>,
+  ): void {
+    const now = Date.now();
+    for (const id of settled) {
+      const settlement = stored.get(id);
+      this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
+    }
   }
 
   /**

@@ -377,9 +377,8 @@ export class ResponseRun {
   /** Cooperative checks before each turn and before recovery work. */
   private checkpoint(progressed: boolean): void {
     this.attempt.throwIfAborted();
-    const startedAt = this.row.startedAt ?? Date.now();
-    const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
-    if (Date.now() > startedAt + timeoutMs) throw new SubmissionTimeoutError(timeoutMs);
+    const timeoutMs = this.timeoutMs;
+    if (this.pastDeadline()) throw new SubmissionTimeoutError(timeoutMs);
     // Yield only after this wake moved the response forward, so every wake makes progress, and
     // never between a model step and its tool calls: the next wake would take calls that never
     // started for calls a crash cut off, and answer them with the interrupted marker.
@@ -387,6 +386,15 @@ export class ResponseRun {
     if (sliceDeadline !== undefined && progressed && this.conv.tail.pendingToolCalls === undefined && Date.now() > sliceDeadline) {
       throw new RunYield();
     }
+  }
+
+  private get timeoutMs(): number {
+    return this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether the submission's deadline (`durability.timeoutMs` from its first attempt) has passed. */
+  private pastDeadline(): boolean {
+    return Date.now() > (this.row.startedAt ?? Date.now()) + this.timeoutMs;
   }
 
   /** Renders, then brings the environment in line with the render (a turn boundary). */
@@ -408,8 +416,7 @@ export class ResponseRun {
 
   private async joinQueued(): Promise<number> {
     // A drain finishes the response in progress; queued deliveries wait for the next start.
-    if (this.options.engine.isStopping) return 0;
-    const joinable = joinableDeliveries(this.options.view.unjoinedDeliveries(this.live.key), this.row.id);
+    const joinable = this.joinable();
     if (joinable.length === 0) return 0;
     // Without useAgentStart callbacks (or state or timer writes for one to carry) nothing runs
     // between two joins: the whole burst joins in one batch, and no delivery has callbacks to run.
@@ -423,6 +430,12 @@ export class ResponseRun {
       await this.agentStart(row.id);
     }
     return joinable.length;
+  }
+
+  /** The queued deliveries that would join the response now (none while a drain finishes it). */
+  private joinable(): QueuedDelivery[] {
+    if (this.options.engine.isStopping) return [];
+    return joinableDeliveries(this.options.view.unjoinedDeliveries(this.live.key), this.row.id);
   }
 
   /** Joins deliveries in one batch; their messages enter at this turn boundary, before the next turn starts. */
@@ -491,7 +504,7 @@ export class ResponseRun {
         idleMs: resolveDurability(this.options.agent).modelIdleTimeoutMs,
         attempt: this.attempt,
         site: this.site,
-        closing: (final) => (this.endsWith(final, latched, model) ? (records) => this.close(records) : undefined),
+        closing: (final) => (this.endsWith(final, rendered, latched, model) ? (records) => this.close(records) : undefined),
       },
       this.out,
     );
@@ -529,18 +542,15 @@ export class ResponseRun {
    * last batch then carries the settlement, one write where there would be two: a crash before it
    * repeats this model call, as a crash during the step always did.
    */
-  private endsWith(final: AssistantMessage, latched: LatchedModel, model: Model<Api>): boolean {
+  private endsWith(final: AssistantMessage, rendered: RenderResult, latched: LatchedModel, model: Model<Api>): boolean {
     if (this.options.delegation !== undefined || this.out.hasPendingWrites || this.attempt.signal.aborted) return false;
     if ((final.stopReason !== 'stop' && final.stopReason !== 'length') || final.content.some((block) => block.type === 'toolCall')) {
       return false;
     }
-    const rendered = this.renderer.render();
+    // The turn's render: nothing runs during a model step that could change what the agent declares.
     if (rendered.agentFinish.length > 0 || rendered.responseFinish.length > 0) return false;
     if (latched.compaction !== false && answerCrossesThreshold(latched.compaction, model, final.usage)) return false;
-    const timeoutMs = this.row.timeoutMs ?? Number.POSITIVE_INFINITY;
-    if (Date.now() > (this.row.startedAt ?? Date.now()) + timeoutMs) return false;
-    const { engine, view } = this.options;
-    return engine.isStopping || joinableDeliveries(view.unjoinedDeliveries(this.live.key), this.row.id).length === 0;
+    return !this.pastDeadline() && this.joinable().length === 0;
   }
 
   /** Writes the last batch with the settlement the engine makes for a completed response. */
