@@ -1,8 +1,9 @@
 /**
  * The Durable Object base every generated agent class extends: one object is one conversation.
  * Its SQLite holds the conversation's log, submissions, state and step memos through the same
- * store as Node, which it hands the engine and reads only through the engine's read view. Only
- * `alarm()` runs agent work; RPC admits, aborts and serves reads.
+ * store as Node, which it hands the engine and reads only through the engine's read view. RPC
+ * admits, aborts and serves reads; the work an admission wakes runs in this instance right after
+ * it, guarded by a backstop alarm that resumes it if the instance dies.
  */
 import { DurableObject } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
@@ -17,14 +18,19 @@ import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
 import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { ObjectMeter } from './object-meter.ts';
-import { afterAlarmPass, onObjectStart } from './alarm-plan.ts';
+import { type AlarmStep, type ArmedAlarm, BACKSTOP_MS, afterWork, backstopFor, onObjectStart } from './alarm-plan.ts';
+import { coalescedWake } from '../runtime/host/coalesced-wake.ts';
+import type { ConversationKey } from '../runtime/store/conversation-key.ts';
 import { durableObjectCounters } from '../runtime/engine/usage-ledger.ts';
 import { type FlueAgentEntry, workerConfig } from './worker-config.ts';
 
-/** Armed before any fallible work, so a pass that dies is picked up again (cloudflare.md §6.2). */
-const BACKSTOP_MS = 30_000;
-/** A response yields at a turn boundary after this much wall time in one alarm (§6.5). */
+/** A response yields at a turn boundary after this much wall time in one run (§6.5). */
 const SLICE_BUDGET_MS = 10 * 60_000;
+/**
+ * How long one alarm invocation waits on the work it found running before it returns, below the
+ * platform's 15-minute wall-clock limit for an alarm; the backstop it re-armed fires right after.
+ */
+const ALARM_JOIN_MS = 10 * 60_000;
 
 /**
  * The identity the object's conversation was born under: the class's own, unless a
@@ -52,9 +58,9 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   /** Set on each generated subclass. */
   static flueEntry: FlueAgentEntry | undefined;
   /**
-   * Wall time one alarm may spend on a response before it yields at a turn boundary and continues
-   * in the next alarm. Below the platform's alarm wall-clock limit; an agent module lowers it for
-   * its objects with `extend({ base: (Base) => class extends Base { static override sliceBudgetMs = … } })`.
+   * Wall time one run may spend on a response before it yields at a turn boundary and continues
+   * as the same attempt; an agent module lowers it for its objects with
+   * `extend({ base: (Base) => class extends Base { static override sliceBudgetMs = … } })`.
    */
   static sliceBudgetMs = SLICE_BUDGET_MS;
 
@@ -64,6 +70,17 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   private engine!: ConversationEngine;
   /** What this object counts of itself for the usage ledger. */
   private meter!: ObjectMeter;
+  /** The alarm this instance armed (every change goes through `setAlarm`/`deleteAlarm` below). */
+  private armed: ArmedAlarm;
+  /** Conversation queues this instance is running now. */
+  private drives = 0;
+  /** Called when the last running queue has stopped. */
+  private drained: (() => void)[] = [];
+  /** Woken conversations start their queues after the code that woke them (the admission) returns. */
+  private readonly kick = coalescedWake<ConversationKey>(
+    (key) => this.drive(key),
+    (task) => setTimeout(task, 0),
+  );
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
@@ -89,7 +106,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         store: new SqlStore(driver),
         registry,
         env,
-        wake: () => this.arm(),
+        wake: (key) => this.wake(key),
+        timersChanged: (nextDue) => this.timersChanged(nextDue),
         sliceBudgetMs,
         takeActivity: () => this.meter.take(),
       });
@@ -106,7 +124,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       const openWork = view.keysWithOpenWork().length > 0;
       const nextTimer = view.nextTimerDue();
       if (openWork || nextTimer !== undefined) {
-        const at = onObjectStart({ openWork, nextTimer, armed: await ctx.storage.getAlarm(), now: Date.now() });
+        this.armed = await ctx.storage.getAlarm();
+        const at = onObjectStart({ openWork, nextTimer, armed: this.armed, now: Date.now() });
         if (at !== undefined) await this.setAlarm(at);
       }
     });
@@ -129,14 +148,67 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     };
   }
 
-  private arm(): void {
-    this.setAlarm(Date.now()).catch((error) => console.error('[flue] could not arm the alarm:', error));
+  // ── Running work: in this instance, with the alarm as its backstop ─────────────────────────
+
+  /**
+   * The engine's wake (an admission, a due timer, an abort): the backstop is armed now, with the
+   * writes that woke it, and the conversation's queue runs in this instance once they returned.
+   */
+  private wake(key: ConversationKey): void {
+    const backstop = backstopFor({ armed: this.armed, now: Date.now() });
+    if (backstop !== undefined) void this.setAlarm(backstop);
+    this.kick(key);
   }
 
-  /** Every alarm this object sets goes through here, so the meter counts it. */
+  /** A timer due before the armed alarm brings it forward (the alarm delivers it, then re-arms). */
+  private timersChanged(nextDue: number | undefined): void {
+    if (nextDue === undefined || (this.armed !== null && this.armed !== undefined && this.armed <= nextDue)) return;
+    void this.setAlarm(Math.max(Date.now(), nextDue));
+  }
+
+  /** Runs a conversation's queue until it is empty or cannot progress; one run per conversation. */
+  private drive(key: ConversationKey): void {
+    this.drives++;
+    const instanceId = this.engine.view.conversationInfo(key)?.instanceId;
+    runInCloudflareContext(this.context(instanceId), () => this.engine.runQueue(key))
+      .catch((error: unknown) => {
+        // Never rethrown: the backstop alarm tries the queue again.
+        console.error(`[flue] Conversation "${key}" could not run its queue; the backstop alarm retries it:`, error);
+      })
+      .finally(() => {
+        if (--this.drives > 0) return;
+        // No await between the emptiness check and the alarm call, so no admission can slip between.
+        const view = this.engine.view;
+        this.apply(
+          afterWork({ openWork: view.keysWithOpenWork().length > 0, nextTimer: view.nextTimerDue(), armed: this.armed, now: Date.now() }),
+        );
+        for (const resolve of this.drained.splice(0)) resolve();
+      });
+  }
+
+  private apply(step: AlarmStep): void {
+    switch (step.kind) {
+      case 'set':
+        void this.setAlarm(step.at);
+        return;
+      case 'delete':
+        this.armed = null;
+        this.ctx.storage.deleteAlarm().catch((error) => console.error('[flue] could not delete the alarm:', error));
+        return;
+      case 'keep':
+        return;
+      default:
+        step satisfies never;
+    }
+  }
+
+  /** Every alarm this object sets goes through here, so the meter counts it and `armed` knows it. */
   private setAlarm(at: number): Promise<void> {
     this.meter.alarmSet();
-    return this.ctx.storage.setAlarm(at);
+    this.armed = at;
+    const set = this.ctx.storage.setAlarm(at);
+    set.catch((error) => console.error('[flue] could not arm the alarm:', error));
+    return set;
   }
 
   // ── RPC (called by the Worker runtime): one method per verb of runtime/engine/verbs.ts ───────────
@@ -173,45 +245,42 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     }
   }
 
-  // ── The alarm: the only place agent work runs ─────────────────────────────────────────────
+  // ── The alarm: the backstop ─────────────────────────────────────────────────────────────────
 
+  /**
+   * Fires when a timer is due, when open work's backstop comes due, or when a new instance found
+   * work its predecessor left. Due timers are delivered, every conversation with open work is
+   * driven (a queue this instance is running already is joined, not run twice), and the alarm
+   * waits on that work, so the object has an event in progress while it runs.
+   */
   override async alarm(): Promise<void> {
-    const backstop = Date.now() + BACKSTOP_MS;
-    await this.setAlarm(backstop);
+    // The alarm that fired is spent: what this invocation arms (or deletes) replaces it.
+    this.armed = null;
     const view = this.engine.view;
-    let progressed = false;
     try {
-      // Due timers become queued deliveries first, so this pass runs them.
+      // Due timers become queued deliveries (their wakes drive them).
       runInCloudflareContext(this.context(), () => this.engine.fireDueTimers());
-      for (const key of view.keysWithOpenWork()) {
-        const instanceId = view.conversationInfo(key)?.instanceId;
-        progressed = (await runInCloudflareContext(this.context(instanceId), () => this.engine.runNext(key))) || progressed;
+      const open = view.keysWithOpenWork();
+      for (const key of open) this.wake(key);
+      if (open.length === 0 && this.drives === 0) {
+        // Nothing to run (an early alarm): armed for what is pending (a timer), if anything.
+        this.apply(afterWork({ openWork: false, nextTimer: view.nextTimerDue(), armed: this.armed, now: Date.now() }));
+        return;
       }
     } catch (error) {
-      // Never rethrown: platform alarm retries must not mix with our own re-arm (§6.5).
-      console.error('[flue] alarm pass failed; retrying on the backstop alarm:', error);
+      // Never rethrown: platform alarm retries must not mix with the backstop (§6.5).
+      console.error('[flue] alarm failed; retrying on the backstop alarm:', error);
+      if (this.armed === null) await this.setAlarm(Date.now() + BACKSTOP_MS);
       return;
     }
-    // No await between the emptiness check and the alarm call, so no admission can slip between.
-    const step = afterAlarmPass({
-      openWork: view.keysWithOpenWork().length > 0,
-      progressed,
-      nextTimer: view.nextTimerDue(),
-      now: Date.now(),
-      backstop,
-    });
-    switch (step.kind) {
-      case 'delete':
-        await this.ctx.storage.deleteAlarm();
-        return;
-      case 'set':
-        await this.setAlarm(step.at);
-        return;
-      case 'keep':
-        return;
-      default:
-        step satisfies never;
-    }
+    let timeout: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.drained.push(resolve)),
+      new Promise<void>((resolve) => {
+        timeout = setTimeout(resolve, ALARM_JOIN_MS);
+      }),
+    ]);
+    clearTimeout(timeout);
   }
 }
 

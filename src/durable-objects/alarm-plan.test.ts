@@ -1,33 +1,48 @@
 import { describe, expect, it } from 'vitest';
-import { afterAlarmPass, onObjectStart } from './alarm-plan.ts';
+import { BACKSTOP_MS, afterWork, backstopFor, onObjectStart } from './alarm-plan.ts';
 
 const now = 1_000_000;
-const backstop = now + 30_000;
+const backstop = now + BACKSTOP_MS;
 
-describe('afterAlarmPass', () => {
-  it('runs again at once after progress while work is open, whatever the timers', () => {
-    expect(afterAlarmPass({ openWork: true, progressed: true, nextTimer: now + 5, now, backstop })).toEqual({ kind: 'set', at: now });
+describe('backstopFor', () => {
+  it('arms the backstop when no alarm is armed, or when the instance has not read it', () => {
+    expect(backstopFor({ armed: null, now })).toBe(backstop);
+    expect(backstopFor({ armed: undefined, now })).toBe(backstop);
   });
 
-  it('keeps the backstop when open work could not progress, unless a timer is due before it', () => {
-    expect(afterAlarmPass({ openWork: true, progressed: false, nextTimer: undefined, now, backstop })).toEqual({ kind: 'keep' });
-    expect(afterAlarmPass({ openWork: true, progressed: false, nextTimer: backstop + 1, now, backstop })).toEqual({ kind: 'keep' });
-    expect(afterAlarmPass({ openWork: true, progressed: false, nextTimer: now + 10, now, backstop })).toEqual({
-      kind: 'set',
-      at: now + 10,
-    });
+  it('keeps an alarm at least as early: a burst of wakes arms once, an earlier timer serves as the backstop', () => {
+    expect(backstopFor({ armed: now + 5_000, now })).toBeUndefined();
+    expect(backstopFor({ armed: backstop, now })).toBeUndefined();
+    expect(backstopFor({ armed: now - 10, now })).toBeUndefined();
+  });
+
+  it('brings a later alarm (a distant timer) forward to the backstop', () => {
+    expect(backstopFor({ armed: now + 3_600_000, now })).toBe(backstop);
+  });
+});
+
+describe('afterWork', () => {
+  it('keeps the backstop for open work that could not progress, unless a timer is due before it', () => {
+    expect(afterWork({ openWork: true, nextTimer: undefined, armed: now + 20_000, now })).toEqual({ kind: 'keep' });
+    expect(afterWork({ openWork: true, nextTimer: now + 25_000, armed: now + 20_000, now })).toEqual({ kind: 'keep' });
+    expect(afterWork({ openWork: true, nextTimer: now + 10, armed: now + 20_000, now })).toEqual({ kind: 'set', at: now + 10 });
+  });
+
+  it('arms a backstop for open work when none is armed or the armed one is later', () => {
+    expect(afterWork({ openWork: true, nextTimer: undefined, armed: null, now })).toEqual({ kind: 'set', at: backstop });
+    expect(afterWork({ openWork: true, nextTimer: undefined, armed: now + 3_600_000, now })).toEqual({ kind: 'set', at: backstop });
   });
 
   it('arms the earliest timer once the queue is empty, and no alarm at all without one', () => {
-    expect(afterAlarmPass({ openWork: false, progressed: true, nextTimer: now + 60_000, now, backstop })).toEqual({
-      kind: 'set',
-      at: now + 60_000,
-    });
-    expect(afterAlarmPass({ openWork: false, progressed: true, nextTimer: undefined, now, backstop })).toEqual({ kind: 'delete' });
+    expect(afterWork({ openWork: false, nextTimer: now + 60_000, armed: backstop, now })).toEqual({ kind: 'set', at: now + 60_000 });
+    expect(afterWork({ openWork: false, nextTimer: now + 60_000, armed: now + 60_000, now })).toEqual({ kind: 'keep' });
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: backstop, now })).toEqual({ kind: 'delete' });
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: undefined, now })).toEqual({ kind: 'delete' });
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: null, now })).toEqual({ kind: 'keep' });
   });
 
   it('never arms in the past: an overdue timer wakes at once', () => {
-    expect(afterAlarmPass({ openWork: false, progressed: false, nextTimer: now - 500, now, backstop })).toEqual({ kind: 'set', at: now });
+    expect(afterWork({ openWork: false, nextTimer: now - 500, armed: null, now })).toEqual({ kind: 'set', at: now });
   });
 });
 

@@ -1,31 +1,52 @@
 /**
  * What a Durable Object does with its one alarm, which every submission and every timer of its
- * conversation share: due now while work is open, else at the earliest timer, else none at all
- * (an idle conversation without timers costs nothing). Functions of what the object knows.
+ * conversation share. Work runs in the instance that woke it; the alarm is its backstop while work
+ * is open, else it waits for the earliest timer, else there is none at all (an idle conversation
+ * without timers costs nothing). Functions of what the object knows.
  */
 
 /** An alarm call to make: set it for `at`, delete it, or keep the one that is armed. */
 export type AlarmStep = { kind: 'set'; at: number } | { kind: 'delete' } | { kind: 'keep' };
 
 /**
- * At the end of an alarm pass. `backstop` is the alarm the pass armed before its work (it stays
- * when open work could not progress); `nextTimer` the earliest pending timer, if any.
+ * How far ahead the backstop is armed while work is open: if the instance running it dies (a
+ * crash, an eviction, a deploy), the alarm resumes the work by then (cloudflare.md §6).
  */
-export function afterAlarmPass(pass: {
-  openWork: boolean;
-  progressed: boolean;
-  nextTimer: number | undefined;
-  now: number;
-  backstop: number;
-}): AlarmStep {
-  const { openWork, progressed, nextTimer, now, backstop } = pass;
+export const BACKSTOP_MS = 30_000;
+
+/**
+ * The alarm an instance knows it armed: a time, none (`null`), or `undefined` when it has not
+ * read it (only where nothing it must keep can be armed: no open work and no pending timer).
+ */
+export type ArmedAlarm = number | null | undefined;
+
+/**
+ * When work is woken (an admission, a due timer, an abort): the backstop to arm before the work
+ * runs, or undefined when an alarm at least as early is armed already (a burst of admissions
+ * arms it once, and an earlier timer's alarm serves as the backstop too).
+ */
+export function backstopFor(wake: { armed: ArmedAlarm; now: number }): number | undefined {
+  const { armed, now } = wake;
+  const backstop = now + BACKSTOP_MS;
+  return armed === null || armed === undefined || armed > backstop ? backstop : undefined;
+}
+
+/**
+ * When this instance has no conversation left to drive. Work still open could not progress here
+ * (its agent is not deployed, its queue failed): the backstop retries it, or a timer due before
+ * the backstop. No open work: the earliest pending timer, else no alarm at all (an idle
+ * conversation without timers costs nothing).
+ */
+export function afterWork(state: { openWork: boolean; nextTimer: number | undefined; armed: ArmedAlarm; now: number }): AlarmStep {
+  const { openWork, nextTimer, armed, now } = state;
+  const timer = nextTimer === undefined ? undefined : Math.max(now, nextTimer);
   if (openWork) {
-    if (progressed) return { kind: 'set', at: now };
-    // The head cannot progress now (e.g. its agent is not deployed): the backstop retries, unless
-    // a timer comes due before it.
-    return nextTimer !== undefined && nextTimer < backstop ? { kind: 'set', at: Math.max(now, nextTimer) } : { kind: 'keep' };
+    const backstop = backstopFor({ armed, now }) ?? (armed as number);
+    if (timer !== undefined && timer < backstop) return { kind: 'set', at: timer };
+    return armed === backstop ? { kind: 'keep' } : { kind: 'set', at: backstop };
   }
-  return nextTimer === undefined ? { kind: 'delete' } : { kind: 'set', at: Math.max(now, nextTimer) };
+  if (timer === undefined) return armed === null ? { kind: 'keep' } : { kind: 'delete' };
+  return armed === timer ? { kind: 'keep' } : { kind: 'set', at: timer };
 }
 
 /**

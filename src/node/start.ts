@@ -13,7 +13,7 @@ import { SqlStore } from '../runtime/store/sql-store.ts';
 import type { ConversationKey } from '../runtime/store/conversation-key.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 import { TimerWake } from './timer-wake.ts';
-import { coalescedWake } from './coalesced-wake.ts';
+import { coalescedWake } from '../runtime/host/coalesced-wake.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
 // the symbol gets the registry one, so `flue[Symbol.asyncDispose]()` and transpiled `await using`
@@ -96,7 +96,7 @@ export async function start(options: StartOptions): Promise<Flue> {
     void engine.runQueue(key).catch((error: unknown) => {
       console.error(`[flue] Conversation "${key}" could not run its queue; it is tried again at its next delivery or start:`, error);
     });
-  const wake = coalescedWake<ConversationKey>(drive);
+  const wake = coalescedWake<ConversationKey>(drive, setImmediate);
   try {
     await adapter.migrate();
     const store = new SqlStore(await adapter.connect());

@@ -1,7 +1,7 @@
 /**
  * The host contract (test/contract/cases.ts) in workerd: every verb is an RPC to the agent's
- * Durable Object and every response runs in its alarm. Restarting resets the object; its next
- * alarm (run here at once, instead of after the 30 s backstop) recovers the work.
+ * Durable Object, and every response runs in it. Restarting resets the object; its backstop
+ * alarm (run here at once, instead of after 30 s) recovers the work.
  */
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { hostContract, until } from '../contract/cases.ts';

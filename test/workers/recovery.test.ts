@@ -63,10 +63,11 @@ test.each([
     await scriptLane(ECHO_LANE, { text: ['Back ', 'after ', 'the ', 'reset.'], chunkDelayMs: 300 });
     // A fresh stub per call: a stub that reached the object before its reset stays broken.
     const stub = () => namespace('FLUE_ECHO_AGENT').getByName(id);
-    // Admitted, then its wake undone in the same turn, before the alarm can fire: the state a lost
-    // alarm leaves (an eviction or a deploy between admission and the alarm), or one whose pass was
-    // cut off and left only its backstop.
+    // Admitted, its run never started and its backstop undone: the state an instance leaves when it
+    // dies between an admission and its run (an eviction, a deploy), its alarm lost or far away.
     const receipt = await runInDurableObject(stub(), async (instance, state): Promise<DispatchReceipt> => {
+      // This instance is reset below before it would start the run: it starts none.
+      Object.assign(instance, { kick: () => {} });
       const admitted = await (instance as unknown as FlueAgentDurableObject).__flueAdmit(
         id,
         { id, message: parseDeliveredMessage('Still there?') },
@@ -90,8 +91,9 @@ test.each([
     await resetObject(stub());
     // Any call constructs the object again; a read-only one is enough.
     expect(await getAgentInstance(Echo, id)).not.toBeNull();
-    // The constructor armed an alarm for now, and the pass it started calls the model. (Between an alarm
-    // firing and its handler arming the backstop, getAlarm() is briefly null: wait for the request.)
+    // The constructor armed an alarm for now, and the run it started calls the model with the
+    // backstop armed. (Between an alarm firing and its wake arming the backstop, getAlarm() is briefly
+    // null: wait for the request.)
     await until(async () => ((await laneRequests(ECHO_LANE)).length === 1 ? true : undefined));
     expect(await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm())).not.toBeNull();
     const reply = await init(Echo, { id }).read(receipt);
@@ -105,7 +107,7 @@ test.each([
   },
 );
 
-test('a response past its slice budget yields after each turn; the yielding pass itself re-arms the alarm for now', async () => {
+test('a response past its slice budget yields after each turn and goes on as the same attempt, with no alarm to wait for', async () => {
   ticks.length = 0;
   const tick = { toolCalls: [{ name: 'tick', arguments: {} }] };
   await scriptLane(TICKER_LANE, tick, tick, { text: 'Ticked twice.' });
@@ -116,15 +118,15 @@ test('a response past its slice budget yields after each turn; the yielding pass
   const farAway = () => Date.now() + 60 * 60_000;
 
   for (const turn of [0, 1]) {
-    // The pass is inside this turn's tool. Move its backstop an hour out, then let the tool finish:
-    // the next pass can only come from the re-arm of the pass that yields.
+    // The run is inside this turn's tool. Move its backstop an hour out, then let the tool finish:
+    // the next run can only come from the queue that yielded going on.
     const parked = await until(() => ticks[turn], 20_000);
     await runInDurableObject(stub, async (_instance, state) => {
       await state.storage.setAlarm(farAway());
       // Released from the object's own context: the tool continues where it resolves.
       parked.release();
     });
-    // The next pass started (it calls the model again) while the only alarm left was an hour out.
+    // The next run started (it calls the model again) while the only alarm left was an hour out.
     await until(async () => ((await laneRequests(TICKER_LANE)).length > turn + 1 ? true : undefined), 20_000);
     const row = await runInDurableObject(stub, (_instance, state) =>
       state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),

@@ -28,7 +28,7 @@ test('malformed requests get 4xx envelopes in workerd, and only addressed object
   const seed = fuzzSeed((env as unknown as { FLUE_FUZZ_SEED?: string }).FLUE_FUZZ_SEED || undefined);
   console.log(`[router-fuzz:workerd] seed ${seed}`);
   const rng = seededRng(seed);
-  // Accepted messages run in the object's alarm; each model call takes one scripted answer.
+  // Accepted messages run in their object; each model call takes one scripted answer.
   await scriptLane(ECHO_LANE, ...Array.from({ length: 80 }, () => ({ text: 'ok' })));
 
   const app = new Hono();

@@ -1,7 +1,8 @@
 /**
  * The submission engine: admission, the per-conversation FIFO queue, attempts, settlement, abort
  * and the drain that stops it. It is host-neutral: a host supplies the SQL store and a waker ("run
- * this conversation's queue soon") — an alarm on Cloudflare, a task in the Node process.
+ * this conversation's queue soon") — a task in the process, which on Cloudflare also arms the
+ * object's backstop alarm.
  *
  * One engine owns every conversation in its store, through three parts it holds: the read view
  * (conversation-view.ts), the one way anything reads the store, which it also lends its host; the
@@ -90,8 +91,8 @@ export interface EngineOptions {
   wake(key: ConversationKey): void;
   env: Record<string, unknown>;
   /**
-   * Wall time one wake may spend on a response before it yields at a turn boundary (Cloudflare's
-   * alarm invocations are time-limited). Unset on Node, where a response runs to completion.
+   * Wall time one run may spend on a response before it yields at a turn boundary and goes on as
+   * the same attempt (set by the Durable Object). Unset on Node, where a response runs to completion.
    */
   sliceBudgetMs?: number;
   /**
@@ -101,8 +102,8 @@ export interface EngineOptions {
   takeActivity?: () => DurableObjectActivity;
   /**
    * Told the earliest due time of any pending timer whenever the timers change (undefined: none
-   * left); the host arranges to call `fireDueTimers()` then. A Durable Object needs no such call:
-   * its timers change only inside an alarm, which re-arms itself from `view.nextTimerDue()`.
+   * left); the host arranges to call `fireDueTimers()` then (Node: a timeout; a Durable Object: its
+   * alarm, brought forward when a timer is due before it).
    */
   timersChanged?: (nextDue: number | undefined) => void;
 }
@@ -365,7 +366,7 @@ export class ConversationEngine implements ProbedEngine {
   }
 
   /**
-   * Runs one attempt of the head submission (the Durable Object runs one per alarm invocation).
+   * Runs one attempt of the head submission.
    * Returns false when there is nothing to run or the head cannot progress now.
    */
   async runNext(key: ConversationKey): Promise<boolean> {
