@@ -10,7 +10,7 @@ export type AlarmStep = { kind: 'set'; at: number } | { kind: 'delete' } | { kin
 
 /**
  * How far ahead the backstop is armed while work is open: if the instance running it dies (a
- * crash, an eviction, a deploy), the alarm resumes the work by then (cloudflare.md §6).
+ * crash, an eviction, a deploy), the alarm resumes the work by then.
  */
 export const BACKSTOP_MS = 30_000;
 
