@@ -85,6 +85,17 @@ export class ConversationView {
    * current by the writer's reports (open-submissions.ts): a queue step or a turn boundary asks no query.
    */
   private readonly open = new OpenSubmissions();
+  /**
+   * The conversations with open submissions, once a host asked (it asks at every wake), then kept
+   * by the writer's reports; undefined: the store is asked.
+   */
+  private openKeys: Set<ConversationKey> | undefined;
+  /**
+   * A writer writes this view's store and reports to it (`ConversationWriter` says so as it is
+   * made): only then is what the view keeps of the ledger the store's. A view without one (the
+   * crash harness's, over a file other processes write) asks the store every time.
+   */
+  private written = false;
 
   constructor(store: SqlStore) {
     this.store = store;
@@ -113,21 +124,36 @@ export class ConversationView {
     return live;
   }
 
+  /** The one writer of this view's store reports to it from now on. */
+  writtenBy(): void {
+    this.written = true;
+  }
+
   /** The writer committed the admission of `row`; `fresh`: its conversation was born with it. */
   admitted(row: SubmissionRow, fresh = false): void {
     this.unsettled.add(row.id);
     this.open.admitted(row, fresh);
+    this.openKeys?.add(row.conversation);
   }
 
   /** The writer committed the settlement of these submissions of `key`. */
   settledIds(key: ConversationKey, ids: readonly string[]): void {
     for (const id of ids) this.unsettled.delete(id);
     this.open.settled(key, ids);
+    this.settledOpenKey(key);
   }
 
   /** The writer committed a write to a submission's row (a claim): the row as stored now. */
   rewritten(row: SubmissionRow): void {
     this.open.replaced(row);
+    if (row.status === 'settled') this.settledOpenKey(row.conversation);
+  }
+
+  /** A settlement may have emptied the queue of `key`: known when its rows are kept, else the store is asked next time. */
+  private settledOpenKey(key: ConversationKey): void {
+    const rows = this.open.rows(key);
+    if (rows === undefined || rows === 'many') this.openKeys = undefined;
+    else if (rows.length === 0) this.openKeys?.delete(key);
   }
 
   /** The writer committed the join of these queued deliveries into `leaderId`'s response. */
@@ -147,11 +173,13 @@ export class ConversationView {
   unsure(key: ConversationKey): void {
     this.heads.delete(key);
     this.open.forget(key);
+    this.openKeys = undefined;
   }
 
   /** A ledger write of an unknown conversation failed: every kept queue is read again. */
   ledgerUnsure(): void {
     this.open.clear();
+    this.openKeys = undefined;
   }
 
   /** The highest admission order among the open submissions of `key`, when they are kept (undefined: none open). */
@@ -299,6 +327,10 @@ export class ConversationView {
   }
 
   conversationInfo(key: ConversationKey): ConversationInfo | undefined {
+    // A kept conversation is the stored one: its key names its agent and instance, and the fold
+    // holds its incarnation (a host asks at every wake which instance a key is).
+    const kept = this.written ? this.lives.get(key) : undefined;
+    if (kept?.incarnation !== undefined) return { key, agent: kept.agentName, instanceId: kept.instanceId, incarnation: kept.incarnation };
     return this.store.getConversation(key);
   }
 
@@ -409,12 +441,16 @@ export class ConversationView {
 
   /** The conversation's open rows as kept, read from the store (at most one more than is kept) when they are not. */
   private openRows(key: ConversationKey): KeptRows {
+    // Without a writer reporting to this view, only the store knows: every question goes to it.
+    if (!this.written) return 'many';
     return this.open.rows(key) ?? this.open.fill(key, this.store.openSubmissions(key, MAX_KEPT + 1));
   }
 
-  /** Conversations with unsettled submissions: what a host drives on start (recovery). */
+  /** Conversations with unsettled submissions: what a host drives on start (recovery) and at every wake. */
   keysWithOpenWork(): ConversationKey[] {
-    return this.store.keysWithOpenWork();
+    if (!this.written) return this.store.keysWithOpenWork();
+    this.openKeys ??= new Set(this.store.keysWithOpenWork());
+    return [...this.openKeys];
   }
 
   /** Every submission, settled ones included, in admission order: what a post-mortem counts. */

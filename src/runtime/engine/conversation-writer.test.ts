@@ -61,7 +61,9 @@ describe('ConversationWriter', () => {
     expect(view.liveByKey(live.key)).toBe(live);
     expect(view.queueHead(live.key)?.id).toBe('sub_1');
     writer.commitWithState(live, [signal('no state written')], []);
+    const info = view.conversationInfo(live.key);
     for (const read of reads) expect(read).not.toHaveBeenCalled();
+    expect(info).toEqual(store.getConversation(live.key));
     // What the fold and the view took is what a fresh view reads from the store.
     const fresh = new ConversationView(store).live('Agent', 'a1');
     expect([live.incarnation, live.conv.head, live.conv.uid, live.sinceCheckpoint]).toEqual([

@@ -69,6 +69,7 @@ export class ConversationWriter {
     this.store = store;
     this.view = view;
     this.timersChanged = timersChanged;
+    view.writtenBy();
   }
 
   // ── Commits ──────────────────────────────────────────────────────────────────────────────

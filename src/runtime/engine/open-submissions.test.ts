@@ -20,19 +20,29 @@ async function open() {
 /** Every question the queue asks of the ledger, as `view` answers it. */
 function answers(view: ConversationView, key: ConversationKey, leaderId: string) {
   return {
+    keys: view.keysWithOpenWork().sort(),
     open: view.openSubmissions(key),
     ids: view.openSubmissionIds(key),
     head: view.queueHead(key),
-    unjoined: view.unjoinedDeliveries(key),
+    // What a join reads of a delivery (a kept row answers with the rest of its row too).
+    unjoined: view
+      .unjoinedDeliveries(key)
+      .map(({ id, kind, payload, status, abortRequestedAt }) => ({ id, kind, payload, status, abortRequestedAt })),
     joined: view.joinedIds({ id: leaderId, conversation: key }),
   };
 }
 
 /** The ledger queries a view makes of the store. */
 function ledgerReads(store: SqlStore) {
-  return ['openSubmissions', 'openSubmissionIds', 'queueHead', 'unjoinedDeliveries', 'joinedIds', 'getConversation'].map((name) =>
-    vi.spyOn(store, name as 'openSubmissions'),
-  );
+  return [
+    'openSubmissions',
+    'openSubmissionIds',
+    'queueHead',
+    'unjoinedDeliveries',
+    'joinedIds',
+    'getConversation',
+    'keysWithOpenWork',
+  ].map((name) => vi.spyOn(store, name as 'openSubmissions'));
 }
 
 function admit(writer: ConversationWriter, live: LiveConversation, id: string, birth?: ConversationRecord, claim = false) {
@@ -66,6 +76,10 @@ describe('the open submissions the view keeps', () => {
   it('answer every queue question as the store does, through admission, claim, join, abort stamp and settlement, without a query', async () => {
     const { store, view, writer } = await open();
     const live = view.live('Agent', 'a1');
+    // Another conversation with open work, admitted before this view was asked which have some.
+    const other = view.live('Agent', 'a2');
+    admit(writer, other, 'sub_other', { ...birth, conversationId: 'conv_2', uid: 'inst_2' });
+    expect(view.keysWithOpenWork()).toEqual([other.key]);
     const reads = ledgerReads(store);
     const steps: [string, () => void][] = [
       ['born with its first submission, claimed', () => admit(writer, live, 'sub_1', birth, true)],
@@ -92,7 +106,22 @@ describe('the open submissions the view keeps', () => {
       // A fresh view reads the store: the kept rows are the store's rows.
       expect(kept, step).toEqual(answers(new ConversationView(store), live.key, 'sub_1'));
     }
-    expect(answers(view, live.key, 'sub_1')).toEqual({ open: [], ids: [], head: undefined, unjoined: [], joined: [] });
+    expect(answers(view, live.key, 'sub_1')).toEqual({ keys: [other.key], open: [], ids: [], head: undefined, unjoined: [], joined: [] });
+  });
+
+  it('a view no writer reports to (the crash harness reads a file other processes write) asks the store every time', async () => {
+    const { store, view, writer } = await open();
+    const inspector = new ConversationView(store);
+    const live = view.live('Agent', 'a1');
+    admit(writer, live, 'sub_1', birth);
+    view.keep(live);
+    expect(answers(inspector, live.key, 'sub_1')).toEqual(answers(view, live.key, 'sub_1'));
+    inspector.live('Agent', 'a1');
+    writer.settle(live, { records: settled('sub_1'), settled: ['sub_1'], outcome: 'completed', error: null });
+    admit(writer, live, 'sub_2');
+    expect(answers(inspector, live.key, 'sub_1')).toEqual(answers(view, live.key, 'sub_1'));
+    expect(inspector.keysWithOpenWork()).toEqual([live.key]);
+    expect(inspector.queueHead(live.key)?.id).toBe('sub_2');
   });
 
   it('answers the stored row on admission: the one a read of the store gives', async () => {
