@@ -91,6 +91,11 @@ export class ConversationView {
    */
   private openKeys: Set<ConversationKey> | undefined;
   /**
+   * The earliest due time of any pending timer (undefined: none), once a host asked (a Durable
+   * Object asks at every alarm); `unknown` after any timer write or failed write: the store is asked.
+   */
+  private nextDue: number | undefined | 'unknown' = 'unknown';
+  /**
    * A writer writes this view's store and reports to it (`ConversationWriter` says so as it is
    * made): only then is what the view keeps of the ledger the store's. A view without one (the
    * crash harness's, over a file other processes write) asks the store every time.
@@ -174,6 +179,7 @@ export class ConversationView {
     this.heads.delete(key);
     this.open.forget(key);
     this.openKeys = undefined;
+    this.nextDue = 'unknown';
   }
 
   /** A ledger write of an unknown conversation failed: every kept queue is read again. */
@@ -307,12 +313,21 @@ export class ConversationView {
 
   /** Timers due at `now` across the store, earliest first. */
   dueTimers(now: number): TimerRow[] {
+    // None is due before the earliest one this view knows of.
+    if (this.written && this.nextDue !== 'unknown' && (this.nextDue === undefined || this.nextDue > now)) return [];
     return this.store.dueTimers(now);
   }
 
   /** The earliest due time of any pending timer: when the host must wake next. */
   nextTimerDue(): number | undefined {
-    return this.store.nextTimerDue();
+    if (!this.written) return this.store.nextTimerDue();
+    if (this.nextDue === 'unknown') this.nextDue = this.store.nextTimerDue();
+    return this.nextDue;
+  }
+
+  /** The writer wrote timers (scheduled, replaced, cancelled or delivered): the next look asks the store. */
+  timersWritten(): void {
+    this.nextDue = 'unknown';
   }
 
   // ── The log ──────────────────────────────────────────────────────────────────────────────

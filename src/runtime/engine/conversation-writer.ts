@@ -131,7 +131,10 @@ export class ConversationWriter {
       }
     });
     for (const [name, value] of writes) state!.set(name, value);
-    if (timers.length > 0) this.timersChanged();
+    if (timers.length > 0) {
+      this.view.timersWritten();
+      this.timersChanged();
+    }
   }
 
   /**
@@ -144,6 +147,7 @@ export class ConversationWriter {
     submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string } | undefined,
   ): void {
     const open = this.view.openMaxOrd(timer.conversation);
+    this.view.timersWritten();
     const row = this.guarded(timer.conversation, () =>
       this.store.transaction(() => {
         this.store.deleteTimerId(timer.conversation, timer.id);
