@@ -6,6 +6,7 @@ import {
   assembleToolSet,
   defineTool,
   toolParameters,
+  toolSpec,
   validateToolDefinition,
 } from './define-tool.ts';
 import type { ToolDefinition } from './define-tool.ts';
@@ -186,6 +187,14 @@ describe('defineTool validation', () => {
 describe('toolParameters', () => {
   it('gives an empty object schema without input', () => {
     expect(toolParameters(define(base))).toEqual({ type: 'object', properties: {} });
+  });
+
+  it('offers a definition to every turn as one spec object: its name, description and schema', () => {
+    const tool = define({ ...base, input: v.object({ key: v.string() }) });
+    const spec = toolSpec(tool);
+    expect(spec).toEqual({ name: tool.name, description: tool.description, parameters: toolParameters(tool) });
+    expect(toolSpec(tool)).toBe(spec);
+    expect(toolSpec(define({ ...base }))).not.toBe(spec);
   });
 
   it('converts a nested valibot object to JSON Schema without $schema', () => {

@@ -321,6 +321,28 @@ export function toolParameters(tool: ToolDefinition): Record<string, unknown> {
   return schema;
 }
 
+/** A tool as a model request offers it: its name, description and argument schema. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+const specOf = new WeakMap<ToolDefinition, ToolSpec>();
+
+/**
+ * The tool as a model request offers it, built once per definition (definitions are frozen), so
+ * every turn that offers an unchanged tool hands over the same object; treat it as read-only.
+ */
+export function toolSpec(tool: ToolDefinition): ToolSpec {
+  let spec = specOf.get(tool);
+  if (spec === undefined) {
+    spec = { name: tool.name, description: tool.description, parameters: toolParameters(tool) };
+    specOf.set(tool, spec);
+  }
+  return spec;
+}
+
 function convertParameters(tool: ToolDefinition): Record<string, unknown> {
   if (tool.parameters !== undefined) return structuredClone(tool.parameters) as Record<string, unknown>;
   if (tool.input === undefined) return { type: 'object', properties: {} };

@@ -10,6 +10,7 @@ import {
   mcpUnavailableBody,
   narrate,
   resourceSnapshot,
+  sameSnapshot,
 } from './narration.ts';
 
 const tool = (name: string, description = `The ${name} tool.`, input: v.ObjectSchema<v.ObjectEntries, undefined> = v.object({})) =>
@@ -40,6 +41,28 @@ describe('digests', () => {
   it('an undefined instruction document digests as the empty string', () => {
     expect(digestInstructions(undefined)).toBe(fnv1a64(''));
     expect(digestInstructions('x')).not.toBe(digestInstructions(undefined));
+  });
+
+  it('digests a document as fnv1a64 does, asked again or after more documents than it keeps', () => {
+    const documents = Array.from({ length: 40 }, (_, i) => `You are agent ${i}. ${'Be careful. '.repeat(i)}`);
+    for (let round = 0; round < 2; round++) {
+      for (const text of documents) expect(digestInstructions(text)).toBe(fnv1a64(text));
+      expect(digestInstructions(documents[0])).toBe(fnv1a64(documents[0]!));
+    }
+  });
+
+  it('tells equal snapshots from changed ones, the earlier one asked about again', () => {
+    const earlier = {
+      tools: [{ name: 't', description: 'd', schema: 'x' }],
+      skills: [],
+      subagents: [],
+      instructionsDigest: 'a',
+      sandbox: false,
+    };
+    expect(sameSnapshot(earlier, structuredClone(earlier))).toBe(true);
+    expect(sameSnapshot(earlier, { ...earlier, instructionsDigest: 'b' })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, tools: [] })).toBe(false);
+    expect(sameSnapshot(earlier, structuredClone(earlier))).toBe(true);
   });
 
   it('canonical JSON sorts keys at every depth', () => {

@@ -72,9 +72,21 @@ export function fnv1a64(text: string): string {
   return [h3, h2, h1, h0].map((limb) => limb.toString(16).padStart(4, '0')).join('');
 }
 
+/** How many instruction documents' digests are kept: an unchanged agent renders the same text at every turn. */
+const KEPT_DIGESTS = 16;
+const instructionDigests = new Map<string, string>();
+
 /** The instruction document's digest; an agent without one digests as the empty string. */
 export function digestInstructions(instructions: string | undefined): string {
-  return fnv1a64(instructions ?? '');
+  const text = instructions ?? '';
+  let digest = instructionDigests.get(text);
+  if (digest === undefined) {
+    digest = fnv1a64(text);
+    // The oldest goes first: a process that renders many documents keeps only the latest few.
+    if (instructionDigests.size >= KEPT_DIGESTS) instructionDigests.delete(instructionDigests.keys().next().value!);
+    instructionDigests.set(text, digest);
+  }
+  return digest;
 }
 
 /** JSON with object keys sorted at every depth, so equal schemas digest equally. */
@@ -114,8 +126,16 @@ function schemaDigest(tool: ToolDefinition): string {
   return digest;
 }
 
+/** Snapshots are not modified once recorded, so the last narrated one is serialized once, not at every turn. */
+const snapshotJson = new WeakMap<ResourceSnapshot, string>();
+
 export function sameSnapshot(a: ResourceSnapshot, b: ResourceSnapshot): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  let previous = snapshotJson.get(a);
+  if (previous === undefined) {
+    previous = JSON.stringify(a);
+    snapshotJson.set(a, previous);
+  }
+  return previous === JSON.stringify(b);
 }
 
 // ── Signal bodies ───────────────────────────────────────────────────────────────────────────

@@ -19,24 +19,32 @@ export function createUlidGenerator(
 ): () => string {
   const randomDigits = randomDigitSource(fillRandom);
   let lastTime = -1;
+  // The time part of `lastTime`: ids minted in the same millisecond share it.
+  let timeText = '';
   // Random part as base32 digit values, most significant first, so increment is a digit carry.
   let lastRandom: number[] = [];
+  const codes = new Array<number>(RANDOM_CHARS);
 
   return function ulid(): string {
     const time = now();
     if (time > lastTime) {
       lastTime = time;
+      timeText = encodeTime(time);
       lastRandom = randomDigits();
     } else if (!increment(lastRandom)) {
       // 80-bit overflow within one millisecond: borrow the next millisecond rather than repeat.
       lastTime += 1;
+      timeText = encodeTime(lastTime);
       lastRandom = randomDigits();
     }
-    let random = '';
-    for (const digit of lastRandom) random += ALPHABET[digit];
-    return encodeTime(lastTime) + random;
+    // One string for the random part, not one per digit (ids are minted several times per turn).
+    for (let i = 0; i < RANDOM_CHARS; i++) codes[i] = ALPHABET_CODES[lastRandom[i]!]!;
+    return timeText + String.fromCharCode(...codes);
   };
 }
+
+/** The character codes of `ALPHABET`, by digit value. */
+const ALPHABET_CODES = Array.from(ALPHABET, (char) => char.charCodeAt(0));
 
 /** The process-wide generator behind `newId()`. */
 export const ulid: () => string = createUlidGenerator();

@@ -14,6 +14,7 @@ import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversat
 import type { AttachmentRecordRef } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
+import { type KeptRows, MAX_KEPT, OpenSubmissions } from './open-submissions.ts';
 import type { Batch, ConversationInfo, QueuedDelivery, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
@@ -79,6 +80,27 @@ export class ConversationView {
    * these (a burst's every `read()`) learns it is unsettled without asking the store.
    */
   private readonly unsettled = new Set<string>();
+  /**
+   * The open submissions of the conversations this process drives, read once and then kept
+   * current by the writer's reports (open-submissions.ts): a queue step or a turn boundary asks no query.
+   */
+  private readonly open = new OpenSubmissions();
+  /**
+   * The conversations with open submissions, once a host asked (it asks at every wake), then kept
+   * by the writer's reports; undefined: the store is asked.
+   */
+  private openKeys: Set<ConversationKey> | undefined;
+  /**
+   * The earliest due time of any pending timer (undefined: none), once a host asked (a Durable
+   * Object asks at every alarm); `unknown` after any timer write or failed write: the store is asked.
+   */
+  private nextDue: number | undefined | 'unknown' = 'unknown';
+  /**
+   * A writer writes this view's store and reports to it (`ConversationWriter` says so as it is
+   * made): only then is what the view keeps of the ledger the store's. A view without one (the
+   * crash harness's, over a file other processes write) asks the store every time.
+   */
+  private written = false;
 
   constructor(store: SqlStore) {
     this.store = store;
@@ -92,10 +114,11 @@ export class ConversationView {
     let live = this.lives.get(key);
     if (live === undefined) {
       const info = this.store.getConversation(key);
-      live =
-        info === undefined ? new LiveConversation(key, agentName, instanceId) : this.wake(key, agentName, instanceId, info.incarnation);
+      // A conversation is created in the transaction of its first batch: without it there is no log to fold.
+      if (info === undefined) return new LiveConversation(key, agentName, instanceId);
+      live = this.wake(key, agentName, instanceId, info.incarnation);
       // Only conversations that exist are kept: reads of random ids must not grow memory.
-      if (info !== undefined) this.lives.set(key, live);
+      this.lives.set(key, live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getConversation(key)?.incarnation;
     // The writer reports every batch it appends: a kept fold at that head asks the store nothing.
@@ -106,19 +129,69 @@ export class ConversationView {
     return live;
   }
 
-  /** The writer committed the admission of submission `id`. */
-  admitted(id: string): void {
-    this.unsettled.add(id);
+  /** The one writer of this view's store reports to it from now on. */
+  writtenBy(): void {
+    this.written = true;
   }
 
-  /** The writer committed the settlement of these submissions. */
-  settledIds(ids: readonly string[]): void {
+  /** The writer committed the admission of `row`; `fresh`: its conversation was born with it. */
+  admitted(row: SubmissionRow, fresh = false): void {
+    this.unsettled.add(row.id);
+    this.open.admitted(row, fresh);
+    this.openKeys?.add(row.conversation);
+  }
+
+  /** The writer committed the settlement of these submissions of `key`. */
+  settledIds(key: ConversationKey, ids: readonly string[]): void {
     for (const id of ids) this.unsettled.delete(id);
+    this.open.settled(key, ids);
+    this.settledOpenKey(key);
   }
 
-  /** A write to the log of `key` failed: the next look asks the store for its head again. */
+  /** The writer committed a write to a submission's row (a claim): the row as stored now. */
+  rewritten(row: SubmissionRow): void {
+    this.open.replaced(row);
+    if (row.status === 'settled') this.settledOpenKey(row.conversation);
+  }
+
+  /** A settlement may have emptied the queue of `key`: known when its rows are kept, else the store is asked next time. */
+  private settledOpenKey(key: ConversationKey): void {
+    const rows = this.open.rows(key);
+    if (rows === undefined || rows === 'many') this.openKeys = undefined;
+    else if (rows.length === 0) this.openKeys?.delete(key);
+  }
+
+  /** The writer committed the join of these queued deliveries into `leaderId`'s response. */
+  joined(key: ConversationKey, ids: readonly string[], leaderId: string): void {
+    this.open.joined(key, ids, leaderId);
+  }
+
+  /** The writer stamped every open submission of `key` with an abort request at `now`. */
+  abortRequested(key: ConversationKey, now: number): void {
+    this.open.abortRequested(key, now);
+  }
+
+  /**
+   * A write to `key` failed: the next look asks the store for its head and its open submissions
+   * again (the transaction rolled back, but what the store holds is the store's to say).
+   */
   unsure(key: ConversationKey): void {
     this.heads.delete(key);
+    this.open.forget(key);
+    this.openKeys = undefined;
+    this.nextDue = 'unknown';
+  }
+
+  /** A ledger write of an unknown conversation failed: every kept queue is read again. */
+  ledgerUnsure(): void {
+    this.open.clear();
+    this.openKeys = undefined;
+  }
+
+  /** The highest admission order among the open submissions of `key`, when they are kept (undefined: none open). */
+  openMaxOrd(key: ConversationKey): { maxOrd: number | undefined } | undefined {
+    const rows = this.open.rows(key);
+    return rows === undefined || rows === 'many' ? undefined : { maxOrd: rows.at(-1)?.ord };
   }
 
   /**
@@ -176,6 +249,8 @@ export class ConversationView {
   }
 
   liveByKey(key: ConversationKey): LiveConversation {
+    const kept = this.lives.get(key);
+    if (kept !== undefined) return this.live(kept.agentName, kept.instanceId);
     const info = this.store.getConversation(key);
     if (info === undefined) throw new Error(`[flue] No conversation is stored under "${key}".`);
     return this.live(info.agent, info.instanceId);
@@ -238,12 +313,21 @@ export class ConversationView {
 
   /** Timers due at `now` across the store, earliest first. */
   dueTimers(now: number): TimerRow[] {
+    // None is due before the earliest one this view knows of.
+    if (this.written && this.nextDue !== 'unknown' && (this.nextDue === undefined || this.nextDue > now)) return [];
     return this.store.dueTimers(now);
   }
 
   /** The earliest due time of any pending timer: when the host must wake next. */
   nextTimerDue(): number | undefined {
-    return this.store.nextTimerDue();
+    if (!this.written) return this.store.nextTimerDue();
+    if (this.nextDue === 'unknown') this.nextDue = this.store.nextTimerDue();
+    return this.nextDue;
+  }
+
+  /** The writer wrote timers (scheduled, replaced, cancelled or delivered): the next look asks the store. */
+  timersWritten(): void {
+    this.nextDue = 'unknown';
   }
 
   // ── The log ──────────────────────────────────────────────────────────────────────────────
@@ -258,6 +342,10 @@ export class ConversationView {
   }
 
   conversationInfo(key: ConversationKey): ConversationInfo | undefined {
+    // A kept conversation is the stored one: its key names its agent and instance, and the fold
+    // holds its incarnation (a host asks at every wake which instance a key is).
+    const kept = this.written ? this.lives.get(key) : undefined;
+    if (kept?.incarnation !== undefined) return { key, agent: kept.agentName, instanceId: kept.instanceId, incarnation: kept.incarnation };
     return this.store.getConversation(key);
   }
 
@@ -334,35 +422,50 @@ export class ConversationView {
 
   /** Unsettled submissions of the conversation, in admission order (joined ones included). */
   openSubmissions(key: ConversationKey): SubmissionRow[] {
-    return this.store.openSubmissions(key);
+    const rows = this.openRows(key);
+    return rows === 'many' ? this.store.openSubmissions(key) : [...rows];
   }
 
   /** The ids of the conversation's unsettled submissions, in admission order. */
   openSubmissionIds(key: ConversationKey): string[] {
-    return this.store.openSubmissionIds(key);
+    const rows = this.openRows(key);
+    return rows === 'many' ? this.store.openSubmissionIds(key) : rows.map((row) => row.id);
   }
 
   /** The submission the conversation's queue runs next: its first unsettled one not joined into a response. */
   queueHead(key: ConversationKey): SubmissionRow | undefined {
-    return this.store.queueHead(key);
+    const rows = this.openRows(key);
+    return rows === 'many' ? this.store.queueHead(key) : rows.find((row) => row.status !== 'joined');
   }
 
   /**
    * Unsettled submissions not joined into a response, in admission order: the leader and what may
-   * join it. Joined deliveries are left in the store, so a turn boundary reads only what it may act on.
+   * join it. A queue too long to keep is read from the store, which leaves the joined ones out.
    */
   unjoinedDeliveries(key: ConversationKey): QueuedDelivery[] {
-    return this.store.unjoinedDeliveries(key);
+    const rows = this.openRows(key);
+    return rows === 'many' ? this.store.unjoinedDeliveries(key) : rows.filter((row) => row.status !== 'joined');
   }
 
   /** The ids of the deliveries joined into the leader's response that wait for its settlement, in admission order. */
   joinedIds(leader: { id: string; conversation: ConversationKey }): string[] {
-    return this.store.joinedIds(leader);
+    const rows = this.openRows(leader.conversation);
+    if (rows === 'many') return this.store.joinedIds(leader);
+    return rows.flatMap((row) => (row.status === 'joined' && row.joinedInto === leader.id ? [row.id] : []));
   }
 
-  /** Conversations with unsettled submissions: what a host drives on start (recovery). */
+  /** The conversation's open rows as kept, read from the store (at most one more than is kept) when they are not. */
+  private openRows(key: ConversationKey): KeptRows {
+    // Without a writer reporting to this view, only the store knows: every question goes to it.
+    if (!this.written) return 'many';
+    return this.open.rows(key) ?? this.open.fill(key, this.store.openSubmissions(key, MAX_KEPT + 1));
+  }
+
+  /** Conversations with unsettled submissions: what a host drives on start (recovery) and at every wake. */
   keysWithOpenWork(): ConversationKey[] {
-    return this.store.keysWithOpenWork();
+    if (!this.written) return this.store.keysWithOpenWork();
+    this.openKeys ??= new Set(this.store.keysWithOpenWork());
+    return [...this.openKeys];
   }
 
   /** Every submission, settled ones included, in admission order: what a post-mortem counts. */

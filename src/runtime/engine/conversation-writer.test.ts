@@ -50,6 +50,30 @@ describe('ConversationWriter', () => {
     expect(view.live('Agent', 'a1')).toBe(live);
   });
 
+  it('a conversation born through the writer is kept with its birth folded and its incarnation known: nothing is read back', async () => {
+    const { store, view, writer } = await open();
+    const live = view.live('Agent', 'a1');
+    const reads = (['getConversation', 'head', 'readBatchesSized', 'readBatches', 'readState', 'openSubmissions'] as const).map((name) =>
+      vi.spyOn(store, name),
+    );
+    writer.admit(live, birth, { id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } }, acceptedAt: ts }, []);
+    view.keep(live);
+    expect(view.liveByKey(live.key)).toBe(live);
+    expect(view.queueHead(live.key)?.id).toBe('sub_1');
+    writer.commitWithState(live, [signal('no state written')], []);
+    const info = view.conversationInfo(live.key);
+    for (const read of reads) expect(read).not.toHaveBeenCalled();
+    expect(info).toEqual(store.getConversation(live.key));
+    // What the fold and the view took is what a fresh view reads from the store.
+    const fresh = new ConversationView(store).live('Agent', 'a1');
+    expect([live.incarnation, live.conv.head, live.conv.uid, live.sinceCheckpoint]).toEqual([
+      fresh.incarnation,
+      fresh.conv.head,
+      fresh.conv.uid,
+      fresh.sinceCheckpoint,
+    ]);
+  });
+
   it('commits a batch at the head it knows, advances the fold and tells the listeners', async () => {
     const opened = await open();
     const { store, writer } = opened;

@@ -69,6 +69,7 @@ export class ConversationWriter {
     this.store = store;
     this.view = view;
     this.timersChanged = timersChanged;
+    view.writtenBy();
   }
 
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
@@ -118,7 +119,8 @@ export class ConversationWriter {
     timers: readonly TimerWrite[] = [],
   ): void {
     this.reloadIfAhead(live);
-    const state = this.view.stateOf(live);
+    // Read before the writes land (a batch that writes no state reads none).
+    const state = writes.length > 0 ? this.view.stateOf(live) : undefined;
     // The batch's sequence: the one `commit` appends under (the fold's head is the store's).
     const seq = live.conv.head + 1;
     this.commit(live, records, () => {
@@ -128,8 +130,11 @@ export class ConversationWriter {
         else this.store.putTimer(timer);
       }
     });
-    for (const [name, value] of writes) state.set(name, value);
-    if (timers.length > 0) this.timersChanged();
+    for (const [name, value] of writes) state!.set(name, value);
+    if (timers.length > 0) {
+      this.view.timersWritten();
+      this.timersChanged();
+    }
   }
 
   /**
@@ -141,11 +146,15 @@ export class ConversationWriter {
     timer: TimerRow,
     submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string } | undefined,
   ): void {
-    this.store.transaction(() => {
-      this.store.deleteTimerId(timer.conversation, timer.id);
-      if (submission !== undefined) this.store.insertSubmission({ ...submission, conversation: timer.conversation });
-    });
-    if (submission !== undefined) this.view.admitted(submission.id);
+    const open = this.view.openMaxOrd(timer.conversation);
+    this.view.timersWritten();
+    const row = this.guarded(timer.conversation, () =>
+      this.store.transaction(() => {
+        this.store.deleteTimerId(timer.conversation, timer.id);
+        return submission === undefined ? undefined : this.store.storeSubmission({ ...submission, conversation: timer.conversation }, open);
+      }),
+    );
+    if (row !== undefined) this.view.admitted(row);
   }
 
   /** Queued deliveries join the leader's response at a turn boundary: their inputs and marks, in one batch. */
@@ -155,6 +164,11 @@ export class ConversationWriter {
     this.commit(live, inputs, () => {
       for (const row of rows) this.store.markJoined(row.id, leaderId);
     });
+    this.view.joined(
+      live.key,
+      rows.map((row) => row.id),
+      leaderId,
+    );
   }
 
   /**
@@ -165,7 +179,7 @@ export class ConversationWriter {
     this.reloadIfAhead(live);
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
     this.commit(live, records, () => this.markSettled({ settled, outcome, error }, stored));
-    this.view.settledIds(settled);
+    this.view.settledIds(live.key, settled);
   }
 
   /**
@@ -193,6 +207,7 @@ export class ConversationWriter {
       });
     } catch (error) {
       live.foldAhead = true;
+      this.view.unsure(live.key);
       this.reloadIfAhead(live, error);
       throw error;
     }
@@ -200,7 +215,7 @@ export class ConversationWriter {
     live.conv.apply({ seq, records: write.records });
     live.sinceCheckpoint.batches++;
     live.sinceCheckpoint.bytes += bytes;
-    this.view.settledIds(write.settled);
+    this.view.settledIds(live.key, write.settled);
     // Readers are woken once the engine has told observers of the settlement (`announced`), so a
     // read does not resolve before the response's closing events, as after a settlement of its own.
     return write;
@@ -246,23 +261,46 @@ export class ConversationWriter {
     submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string; claim?: AttemptClaim },
     attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
   ): boolean {
-    let born: number | undefined;
-    const claimed = this.store.transaction(() => {
-      if (birth !== undefined) {
-        this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
-        born = this.store.append(live.key, [birth]);
-      }
-      const claimed = this.store.insertSubmission({ ...submission, conversation: live.key });
-      for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
-      return claimed;
-    });
-    this.view.admitted(submission.id);
-    if (born !== undefined) this.view.appended(live.key, born);
-    return claimed;
+    // A conversation born now has nothing open (its submissions are stored with it, never before).
+    const open = birth === undefined ? this.view.openMaxOrd(live.key) : { maxOrd: undefined };
+    const incarnation = birth === undefined ? undefined : newIncarnation();
+    let born: { seq: number; bytes: number } | undefined;
+    const row = this.guarded(live.key, () =>
+      this.store.transaction(() => {
+        if (birth !== undefined) {
+          this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: incarnation! });
+          // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
+          born = this.store.appendSized(live.key, [birth], live.conv.head);
+        }
+        const row = this.store.storeSubmission({ ...submission, conversation: live.key }, open);
+        for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
+        return row;
+      }),
+    );
+    if (birth !== undefined && born !== undefined) {
+      // The fold takes its birth as committed, as `commit` does: keeping it reads nothing back.
+      live.incarnation = incarnation;
+      this.view.appended(live.key, born.seq);
+      live.conv.apply({ seq: born.seq, records: [birth] });
+      live.sinceCheckpoint.batches++;
+      live.sinceCheckpoint.bytes += born.bytes;
+    }
+    this.view.admitted(row, birth !== undefined);
+    return row.status === 'running';
   }
 
+  /** Claims the next attempt of submission `id`; answers its row as stored then. */
   claimAttempt(id: string, attempt: AttemptClaim): SubmissionRow {
-    return this.store.claimAttempt(id, attempt);
+    let row: SubmissionRow;
+    try {
+      row = this.store.claimAttempt(id, attempt);
+    } catch (error) {
+      // Whose row it is is not known here: every kept queue is read again.
+      this.view.ledgerUnsure();
+      throw error;
+    }
+    this.view.rewritten(row);
+    return row;
   }
 
   markContinuation(id: string): void {
@@ -271,7 +309,19 @@ export class ConversationWriter {
 
   /** Stamps every unsettled submission of the conversation; answers how many there were. */
   requestAbort(live: LiveConversation, now: number): number {
-    return this.store.transaction(() => this.store.requestAbort(live.key, now));
+    const affected = this.guarded(live.key, () => this.store.transaction(() => this.store.requestAbort(live.key, now)));
+    this.view.abortRequested(live.key, now);
+    return affected;
+  }
+
+  /** A ledger write of `key`: when it throws, the view reads what the store holds again. */
+  private guarded<T>(key: ConversationKey, write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      this.view.unsure(key);
+      throw error;
+    }
   }
 
   // ── Step memos ───────────────────────────────────────────────────────────────────────────

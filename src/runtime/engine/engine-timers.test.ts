@@ -3,11 +3,13 @@
  * conversation, in the transaction that removes it, and a timer delivered once is never delivered
  * again, even when its row is found a second time.
  */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { useModel } from '../index.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { ConversationEngine, timerSubmissionId } from './engine.ts';
+import { ConversationWriter } from './conversation-writer.ts';
+import type { ConversationRecord } from '../store/records.ts';
 import { AgentRegistry } from '../authoring/identity.ts';
 import { SqlStore, type TimerRow } from '../store/sql-store.ts';
 import { conversationKey } from '../store/conversation-key.ts';
@@ -78,8 +80,10 @@ describe('fireDueTimers', () => {
   it('is idempotent by timer id: a row found again after its delivery is removed without a second one', () => {
     store.putTimer(timer('once', 1_000));
     expect(engine.fireDueTimers(1_000)).toBe(1);
-    // As if the row came back (a second pass over a store that had not seen the first one's removal).
+    // As if the row came back (a second pass over a store that had not seen the first one's removal),
+    // written behind the writer's back, so the view is told as the writer would tell it.
     store.putTimer(timer('once', 1_000));
+    engine.view.timersWritten();
     expect(engine.fireDueTimers(1_500)).toBe(0);
     const deliveries = engine.view.submissions().filter((row) => row.payload.message.kind === 'signal');
     expect(deliveries.map((row) => row.id)).toEqual([timerSubmissionId('tmr_once')]);
@@ -98,6 +102,32 @@ describe('fireDueTimers', () => {
     await engine.stop(0);
     expect(engine.fireDueTimers(2_000)).toBe(0);
     expect(engine.view.nextTimerDue()).toBe(1_000);
+  });
+
+  it('asks the store when a timer is due once, then only after the writer wrote timers, or when one is due', () => {
+    const nextDue = vi.spyOn(store, 'nextTimerDue');
+    const due = vi.spyOn(store, 'dueTimers');
+    expect(engine.view.nextTimerDue()).toBeUndefined();
+    expect(engine.fireDueTimers(2_000)).toBe(0);
+    expect(engine.view.nextTimerDue()).toBeUndefined();
+    expect([nextDue.mock.calls.length, due.mock.calls.length]).toEqual([1, 0]);
+    const live = engine.view.liveByKey(key);
+    const writer = new ConversationWriter(store, engine.view);
+    const note: ConversationRecord = {
+      type: 'signal',
+      messageId: 'msg_note',
+      origin: 'framework',
+      signalType: 'note',
+      body: 'x',
+      ts: 'now',
+    };
+    writer.commitWithState(live, [note], [], [['nap', timer('nap', 3_000)]]);
+    expect(engine.view.nextTimerDue()).toBe(3_000);
+    expect(engine.fireDueTimers(2_000)).toBe(0);
+    expect([nextDue.mock.calls.length, due.mock.calls.length]).toEqual([2, 0]);
+    expect(engine.fireDueTimers(3_000)).toBe(1);
+    expect(due).toHaveBeenCalledTimes(1);
+    expect(engine.view.nextTimerDue()).toBeUndefined();
   });
 
   it('no caller can send a timer signal: the type is reserved for the framework', () => {

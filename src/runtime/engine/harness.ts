@@ -17,7 +17,7 @@ import {
   summaryMessageChars,
 } from '../model/compaction.ts';
 import { fitContext, fixedTokens, messageCap, requestBudget } from '../model/context-fit.ts';
-import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
+import { type ToolDefinition, assembleToolSet, toolSpec } from '../authoring/define-tool.ts';
 import { dispatchToolCall, frameworkTools } from './tool-dispatch.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { DocumentPlacement } from '../model/documents.ts';
@@ -223,7 +223,7 @@ async function runPrompt({
   const result = options.result;
   const wrapped = result !== undefined && !isObjectSchema(result);
   const finishSchema = result === undefined ? undefined : wrapped ? v.object({ result }) : result;
-  const piTools = [...tools.values()].map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) }));
+  const piTools = [...tools.values()].map(toolSpec);
   if (finishSchema !== undefined) {
     const parameters = { ...(toJsonSchema(finishSchema, { errorMode: 'ignore' }) as Record<string, unknown>) };
     delete parameters.$schema;

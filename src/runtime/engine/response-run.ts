@@ -40,7 +40,7 @@ import { convergeInterruptedStream, streamStep } from './turn-stream.ts';
 import { DocumentPlacement } from '../model/documents.ts';
 import { fitContext, fixedTokens } from '../model/context-fit.ts';
 import { answerCrossesThreshold } from '../model/compaction.ts';
-import { type ToolDefinition, assembleToolSet, toolParameters } from '../authoring/define-tool.ts';
+import { type ToolDefinition, assembleToolSet, toolSpec } from '../authoring/define-tool.ts';
 import { resolveDurability } from '../authoring/durability-config.ts';
 import { resolveBudget } from '../authoring/budget-config.ts';
 import { budgetStop } from './usage-ledger.ts';
@@ -472,7 +472,7 @@ export class ResponseRun {
     const placement = new DocumentPlacement(model);
     // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
     const prompt = systemPrompt(rendered, this.conv.resourceBaseline);
-    const toolSpecs = tools.map((tool) => ({ name: tool.name, description: tool.description, parameters: toolParameters(tool) }));
+    const toolSpecs = tools.map(toolSpec);
     const budgetTokens = turnBudget(model, latched, fixedTokens({ ...prompt, tools: toolSpecs }));
     const compaction = await compactBeforeTurn({
       conv: this.conv,

@@ -42,6 +42,19 @@ describe('request budget', () => {
     expect(fixedTokens({ systemPrompt: 'abcd', tools: [{ name: 'x' }] })).toBe(Math.ceil((4 + '[{"name":"x"}]'.length) / 4));
     expect(fixedTokens({})).toBe(0);
   });
+
+  it("counts the tools as their array's JSON, measuring each tool object once however many turns offer it", () => {
+    const lookup = {
+      name: 'lookup',
+      description: 'Looks a key up.',
+      parameters: { type: 'object', properties: { key: { type: 'string' } } },
+    };
+    const other = { name: 'other', description: 'ünïcode', parameters: {} };
+    for (const tools of [[], [lookup], [lookup, other], [other, lookup, other], [lookup, 'text', 7, null, undefined]]) {
+      for (let turn = 0; turn < 2; turn++)
+        expect(fixedTokens({ systemPrompt: 'p', tools })).toBe(Math.ceil((1 + JSON.stringify(tools).length) / 4));
+    }
+  });
 });
 
 describe('reduceText and reduceMessage', () => {

@@ -22,8 +22,30 @@ export function requestBudget(input: { contextWindow: number; reserveTokens: num
 
 /** Estimated tokens of a request's system prompt and tool definitions (four characters a token). */
 export function fixedTokens(input: { systemPrompt?: string; tools?: readonly unknown[] }): number {
-  const chars = (input.systemPrompt?.length ?? 0) + (input.tools === undefined ? 0 : JSON.stringify(input.tools).length);
+  const chars = (input.systemPrompt?.length ?? 0) + (input.tools === undefined ? 0 : jsonArrayLength(input.tools));
   return Math.ceil(chars / 4);
+}
+
+/** The JSON length of each tool object measured so far (tool specs are shared by every turn that offers them, and not modified). */
+const jsonLengths = new WeakMap<object, number>();
+
+/** `JSON.stringify(items).length`, each object item measured once: brackets, the items, the commas between. */
+function jsonArrayLength(items: readonly unknown[]): number {
+  if (items.length === 0) return 2;
+  let chars = 1 + items.length;
+  for (const item of items) {
+    if (typeof item !== 'object' || item === null) {
+      chars += (JSON.stringify(item) ?? 'null').length;
+      continue;
+    }
+    let length = jsonLengths.get(item);
+    if (length === undefined) {
+      length = (JSON.stringify(item) ?? 'null').length;
+      jsonLengths.set(item, length);
+    }
+    chars += length;
+  }
+  return chars;
 }
 
 /** One message may take at most this share of a request's budget before it is reduced. */

@@ -1,5 +1,5 @@
 import { DatabaseSync } from 'node:sqlite';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationRecord } from './records.ts';
@@ -246,6 +246,31 @@ describe('the submission ledger', () => {
     expect(store.unjoinedDeliveries(s).map((row) => [row.id, row.abortRequestedAt])).toEqual([['e', 7]]);
   });
 
+  it('answers the row it stored, claimed only when nothing else is open, whether it read the open queue or was told its highest order', async () => {
+    const store = await openStore();
+    const s = storedConversationKey('s');
+    const claim = { attemptId: 'att', now: 3, maxAttempts: 3, timeoutMs: 1000 };
+    const input = (id: string) => ({
+      id,
+      conversation: s,
+      kind: 'dispatch' as const,
+      payload: { message: { kind: 'user' as const, body: id } },
+      acceptedAt: 'now',
+      claim,
+    });
+    const first = store.storeSubmission(input('a'));
+    expect(first).toEqual(store.getSubmission('a'));
+    expect(first).toMatchObject({ status: 'running', attemptId: 'att', attemptCount: 1, startedAt: 3, maxAttempts: 3, timeoutMs: 1000 });
+    const reads = vi.spyOn(store.driver, 'query');
+    const second = store.storeSubmission(input('b'), { maxOrd: first.ord });
+    expect(reads).not.toHaveBeenCalled();
+    expect(second).toEqual(store.getSubmission('b'));
+    expect(second).toMatchObject({ status: 'queued', attemptId: null, attemptCount: 0, startedAt: null });
+    expect(second.ord).toBeGreaterThan(first.ord);
+    expect(store.openSubmissionIds(s)).toEqual(['a', 'b']);
+    expect(store.openSubmissions(s, 1).map((row) => row.id)).toEqual(['a']);
+  });
+
   it('a store created with the rowid ledger keeps it and its rows', () => {
     const db = new DatabaseSync(':memory:');
     db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
@@ -270,6 +295,16 @@ describe('the submission ledger', () => {
     expect(store.driver.query('SELECT ord FROM flue_submissions ORDER BY ord').map((row) => Number(row.ord))).toEqual([1, 2]);
     expect(store.openSubmissions(storedConversationKey('s')).map((row) => row.id)).toEqual(['old', 'new']);
     expect(store.getSubmission('old')!.payload.message).toEqual({ kind: 'user', body: 'old' });
+    // The row an admission answers is the stored one, the order the rowid table gave it included.
+    const stored = store.storeSubmission({
+      id: 'third',
+      conversation: storedConversationKey('s'),
+      kind: 'http',
+      payload: { message: { kind: 'user', body: 'x'.repeat(300_000) } },
+      acceptedAt: 'now',
+    });
+    expect(stored).toEqual(store.getSubmission('third'));
+    expect(stored.ord).toBe(3);
   });
 });
 

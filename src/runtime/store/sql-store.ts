@@ -203,6 +203,16 @@ export interface AttemptClaim {
   timeoutMs: number;
 }
 
+/** An admitted submission as it is stored; `claim` its first attempt, when it may be claimed at once. */
+export interface SubmissionInsert {
+  id: string;
+  conversation: ConversationKey;
+  kind: SubmissionKind;
+  payload: SubmissionPayload;
+  acceptedAt: string;
+  claim?: AttemptClaim;
+}
+
 export interface SubmissionRow {
   ord: number;
   id: string;
@@ -467,17 +477,20 @@ export class SqlStore {
    * with nothing else open is stored with its first attempt already claimed (the engine runs it
    * next, nothing is ahead of it), which saves the claim's own write; answers whether it was.
    */
-  insertSubmission(input: {
-    id: string;
-    conversation: ConversationKey;
-    kind: SubmissionKind;
-    payload: SubmissionPayload;
-    acceptedAt: string;
-    claim?: AttemptClaim;
-  }): boolean {
-    const { ord, idle } = this.nextOrd(input.conversation);
+  insertSubmission(input: SubmissionInsert): boolean {
+    return this.storeSubmission(input).status === 'running';
+  }
+
+  /**
+   * `insertSubmission`, answering the row as stored (what `getSubmission` would read). A caller
+   * that keeps the conversation's open rows passes the highest `ord` among them (undefined: none
+   * open), saving the read of it.
+   */
+  storeSubmission(input: SubmissionInsert, open?: { maxOrd: number | undefined }): SubmissionRow {
+    const { ord, idle } = this.nextOrd(input.conversation, open);
     const claim = idle ? input.claim : undefined;
     const parted = this.prepareParts(input.conversation, input.payload, (path) => spillKey('submission', input.id, ...path));
+    const status: SubmissionStatus = claim === undefined ? 'queued' : 'running';
     this.driver.run(
       `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status, attempt_id, attempt_count, started_at, max_attempts, timeout_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -487,16 +500,35 @@ export class SqlStore {
       FROZEN_KIND_NAMES[input.kind],
       parted?.column ?? this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
       input.acceptedAt,
-      claim === undefined ? 'queued' : 'running',
+      status,
       claim?.attemptId ?? null,
       claim === undefined ? 0 : 1,
       claim?.now ?? null,
       claim?.maxAttempts ?? null,
       claim?.timeoutMs ?? null,
     );
+    // A rowid ledger numbers the row itself (read before the chunks' inserts move the last rowid).
+    const stored = ord ?? Number(this.driver.query('SELECT last_insert_rowid() AS ord')[0]!.ord);
     // After the row: a second insert of the same id fails on its key before touching the first one's chunks.
     parted?.write();
-    return claim !== undefined;
+    return {
+      ord: stored,
+      id: input.id,
+      conversation: input.conversation,
+      kind: input.kind,
+      payload: input.payload,
+      acceptedAt: input.acceptedAt,
+      status,
+      attemptId: claim?.attemptId ?? null,
+      attemptCount: claim === undefined ? 0 : 1,
+      maxAttempts: claim?.maxAttempts ?? null,
+      timeoutMs: claim?.timeoutMs ?? null,
+      startedAt: claim?.now ?? null,
+      abortRequestedAt: null,
+      joinedInto: null,
+      outcome: null,
+      error: null,
+    };
   }
 
   /** Whether this store keeps submissions in a rowid table (created before the keyed-by-id layout). */
@@ -512,16 +544,20 @@ export class SqlStore {
    * every `ord` this store handed out, and past the conversation's open submissions (read through
    * the open-queue index), which is what FIFO order needs.
    */
-  private nextOrd(key: ConversationKey): { ord: number | null; idle: boolean } {
+  private nextOrd(key: ConversationKey, known?: { maxOrd: number | undefined }): { ord: number | null; idle: boolean } {
     if (this.rowidLedger === undefined) {
       const table = this.driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
       this.rowidLedger = !/WITHOUT\s+ROWID/i.test(String(table?.sql ?? ''));
     }
     if (this.rowidLedger) return { ord: null, idle: false };
-    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, key)[0];
-    const openMax = open === undefined || open.ord === null ? undefined : Number(open.ord);
+    const openMax = known === undefined ? this.openMaxOrd(key) : known.maxOrd;
     this.lastOrd = Math.max(Date.now() * 1000, this.lastOrd + 1, (openMax ?? 0) + 1);
     return { ord: this.lastOrd, idle: openMax === undefined };
+  }
+
+  private openMaxOrd(key: ConversationKey): number | undefined {
+    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, key)[0];
+    return open === undefined || open.ord === null ? undefined : Number(open.ord);
   }
 
   /** Every submission of every conversation, settled ones included, in admission order. */
@@ -529,11 +565,13 @@ export class SqlStore {
     return this.driver.query('SELECT * FROM flue_submissions ORDER BY ord').map((row) => this.toSubmission(row));
   }
 
-  /** Unsettled submissions of one conversation in admission order. */
-  openSubmissions(key: ConversationKey): SubmissionRow[] {
-    return this.driver
-      .query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
-      .map((row) => this.toSubmission(row));
+  /** Unsettled submissions of one conversation in admission order (the first `limit` of them, when given). */
+  openSubmissions(key: ConversationKey, limit?: number): SubmissionRow[] {
+    const rows =
+      limit === undefined
+        ? this.driver.query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
+        : this.driver.query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord LIMIT ?`, key, limit);
+    return rows.map((row) => this.toSubmission(row));
   }
 
   /** The ids of one conversation's unsettled submissions, in admission order (no payload is read). */

@@ -31,6 +31,11 @@ describe('values with their large strings apart', () => {
     expect(restoreValue('', whole.taken)).toEqual({ value: 'a long string' });
   });
 
+  it('walks the keys JSON takes: own ones, not those a prototype lends', () => {
+    const value = Object.assign(Object.create({ lent: 'inherited text' }) as Record<string, unknown>, { own: 'own long text' });
+    expect(takeLargeStrings(value, large).taken).toEqual([{ path: ['own'], text: 'own long text' }]);
+  });
+
   it('reports a part whose path does not end at a placeholder instead of placing it', () => {
     expect(restoreValue({ a: 'x' }, [{ path: ['a'], text: 'long text' }]).misplaced).toEqual(['a']);
     expect(restoreValue({ a: {} }, [{ path: ['a', 'b', 'c'], text: 'long text' }]).misplaced).toEqual(['a', 'b', 'c']);

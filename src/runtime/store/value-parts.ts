@@ -65,7 +65,9 @@ export function takeLargeStrings(value: unknown, isLarge: (text: string) => bool
     if (typeof (node as { toJSON?: unknown }).toJSON === 'function') return node;
     const record = node as Record<string, unknown>;
     let copy: Record<string, unknown> | undefined;
-    for (const key of Object.keys(record)) {
+    // Own keys, as JSON takes them, without an array of them per object (every batch is walked).
+    for (const key in record) {
+      if (!Object.hasOwn(record, key)) continue;
       path.push(key);
       const next = walk(record[key]);
       path.pop();

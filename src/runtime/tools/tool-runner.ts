@@ -129,14 +129,19 @@ async function executeToolCall(tool: ToolDefinition, args: unknown, env: ToolCal
 
   // 2. Run, raced against the host signal and the tool's deadline. A harness is scoped to the
   // call: it closes with the call's own signal (timeout, abort) and at the latest when it settles,
-  // so a run that outlives its call, or a stashed harness, cannot keep spending model calls.
+  // so a run that outlives its call, or a stashed harness, cannot keep spending model calls. Only
+  // a `harness: true` tool is handed one, so only its scope is closed (an abort reason is an error
+  // with its stack: not built for every call).
+  const scoped = tool.harness === true;
   const scope = new AbortController();
   let returned: unknown;
   try {
     returned = await raceToolRun(
       (signal) => {
-        if (signal.aborted) scope.abort(signal.reason);
-        else signal.addEventListener('abort', () => scope.abort(signal.reason), { once: true });
+        if (scoped) {
+          if (signal.aborted) scope.abort(signal.reason);
+          else signal.addEventListener('abort', () => scope.abort(signal.reason), { once: true });
+        }
         env.onRun?.();
         return tool.run(buildContext(tool, data, signal, scope.signal, env) as never);
       },
@@ -148,7 +153,7 @@ async function executeToolCall(tool: ToolDefinition, args: unknown, env: ToolCal
       },
     );
   } finally {
-    scope.abort(abortError(`${label} settled; its harness is closed.`));
+    if (scoped) scope.abort(abortError(`${label} settled; its harness is closed.`));
   }
 
   // 3. Envelope.

@@ -1,0 +1,96 @@
+/**
+ * The unsettled submissions of the conversations this process drives, in admission order: what
+ * each queue step and turn boundary asks of the ledger (the queue's head, the deliveries that may
+ * join, the ones joined into a response). The read view (conversation-view.ts) reads a
+ * conversation's rows from the store once; the writer (conversation-writer.ts) then reports every
+ * change it commits to them (admission, claim, join, abort stamp, settlement), so the same
+ * questions cost no query. One process owns its store (a Node database file, a Durable Object's
+ * storage), and every ledger write goes through that writer, so the rows kept here are the
+ * store's. A queue longer than `MAX_KEPT` is not kept (its payloads would stay in memory): it is
+ * marked `many` and its questions go to the store until a settlement shortens it.
+ */
+import type { ConversationKey } from '../store/conversation-key.ts';
+import type { SubmissionRow } from '../store/sql-store.ts';
+
+/** The longest open queue whose rows (payloads included) are kept in memory. */
+export const MAX_KEPT = 64;
+
+/** A conversation's open rows as kept, or `many`: past `MAX_KEPT`, not kept. */
+export type KeptRows = readonly SubmissionRow[] | 'many';
+
+export class OpenSubmissions {
+  private readonly byKey = new Map<ConversationKey, SubmissionRow[] | 'many'>();
+
+  /** What is kept of the conversation's open rows (undefined: not read yet, or forgotten). */
+  rows(key: ConversationKey): KeptRows | undefined {
+    return this.byKey.get(key);
+  }
+
+  /**
+   * The conversation's open rows as the store answered them, read with a limit of `MAX_KEPT + 1`
+   * (a longer answer says the queue is longer than is kept).
+   */
+  fill(key: ConversationKey, rows: readonly SubmissionRow[]): KeptRows {
+    const kept = rows.length > MAX_KEPT ? 'many' : [...rows];
+    this.byKey.set(key, kept);
+    return kept;
+  }
+
+  /**
+   * A submission was admitted (it is the last in admission order). `fresh`: its conversation was
+   * born with it, so it is the conversation's only open row, whether or not any were kept.
+   */
+  admitted(row: SubmissionRow, fresh: boolean): void {
+    const rows = fresh ? [] : this.byKey.get(row.conversation);
+    if (rows === undefined || rows === 'many') return;
+    if (rows.length >= MAX_KEPT) this.byKey.set(row.conversation, 'many');
+    else this.byKey.set(row.conversation, [...rows, row]);
+  }
+
+  /** A row as the store holds it after a write to it (a claimed attempt). */
+  replaced(row: SubmissionRow): void {
+    this.update(row.conversation, (rows) =>
+      row.status === 'settled' ? rows.filter((open) => open.id !== row.id) : rows.map((open) => (open.id === row.id ? row : open)),
+    );
+  }
+
+  /** Queued deliveries joined the leader's response (a row no longer queued is left as it is, as the store leaves it). */
+  joined(key: ConversationKey, ids: readonly string[], leaderId: string): void {
+    const joining = new Set(ids);
+    this.update(key, (rows) =>
+      rows.map((row) => (joining.has(row.id) && row.status === 'queued' ? { ...row, status: 'joined', joinedInto: leaderId } : row)),
+    );
+  }
+
+  /** Every open row of the conversation was stamped: the first stamp wins. */
+  abortRequested(key: ConversationKey, now: number): void {
+    this.update(key, (rows) => rows.map((row) => (row.abortRequestedAt === null ? { ...row, abortRequestedAt: now } : row)));
+  }
+
+  /** These rows settled. A queue too long to keep is read again once it has shortened. */
+  settled(key: ConversationKey, ids: readonly string[]): void {
+    const rows = this.byKey.get(key);
+    if (rows === 'many') this.byKey.delete(key);
+    if (rows === undefined || rows === 'many') return;
+    const gone = new Set(ids);
+    this.byKey.set(
+      key,
+      rows.filter((row) => !gone.has(row.id)),
+    );
+  }
+
+  /** A write whose outcome is not known (it threw): the next question reads the store. */
+  forget(key: ConversationKey): void {
+    this.byKey.delete(key);
+  }
+
+  /** Every kept queue is read again. */
+  clear(): void {
+    this.byKey.clear();
+  }
+
+  private update(key: ConversationKey, change: (rows: readonly SubmissionRow[]) => SubmissionRow[]): void {
+    const rows = this.byKey.get(key);
+    if (rows !== undefined && rows !== 'many') this.byKey.set(key, change(rows));
+  }
+}
