@@ -95,7 +95,11 @@ try {
   socket.close();
   const name = `wrangler-profile-${bare ? 'bare' : 'ours'}${burst ? '-burst' : ''}`;
   writeFileSync(path.join(process.cwd(), `bench/.results/${name}.cpuprofile`), JSON.stringify(profile));
-  console.log(burst ? `3 bursts of 250 sends: ${wall.toFixed(0)} ms wall (profiling on)` : `200 conversations at once: ${wall.toFixed(0)} ms wall (profiling on)`);
+  console.log(
+    burst
+      ? `3 bursts of 250 sends: ${wall.toFixed(0)} ms wall (profiling on)`
+      : `200 conversations at once: ${wall.toFixed(0)} ms wall (profiling on)`,
+  );
 
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map<number, number>();
