@@ -131,7 +131,7 @@ export function appendSegment(store: SqlStore, key: ConversationKey, plan: Histo
     for (let i = 0; i < COMPACT_EVERY; i++, exchange++) {
       const { batches, body, submissionId } = copyOf(plan, exchange);
       const acceptedAt = new Date().toISOString();
-      store.insertSubmission({
+      store.storeSubmission({
         id: submissionId,
         conversation: key,
         kind: 'dispatch',

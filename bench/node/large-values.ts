@@ -73,7 +73,7 @@ async function oursMessage(run: number, value: string): Promise<Timing> {
   const [, write] = time(() => {
     writer.store.transaction(() => {
       writer.store.createConversation({ key: stream, agent: 'Agent', instanceId: `large-m${run}`, incarnation: 'inc_bench' });
-      writer.store.insertSubmission({
+      writer.store.storeSubmission({
         id,
         conversation: stream,
         kind: 'dispatch',

@@ -83,7 +83,7 @@ test('settled submissions are never rewritten: the first terminal state wins', a
   const adapter = sqlite();
   await adapter.migrate();
   const store = new SqlStore(await adapter.connect());
-  store.insertSubmission({
+  store.storeSubmission({
     id: 'sub_1',
     conversation: storedConversationKey('s'),
     kind: 'dispatch',

@@ -28,7 +28,7 @@ async function seedParrotConversation(): Promise<DispatchReceipt> {
     store.transaction(() => {
       store.createConversation({ key: stream, agent: 'Parrot', instanceId: 'renamed', incarnation: 'inc_parrot' });
       store.append(stream, [{ type: 'conversation_created', conversationId: 'conv_parrot', uid: 'inst_parrot', ts: TS }]);
-      store.insertSubmission({
+      store.storeSubmission({
         id: 'sub_parrot',
         conversation: stream,
         kind: 'dispatch',

@@ -22,7 +22,7 @@ function born(store: SqlStore, instanceId: string, submissionId: string): Conver
   store.createConversation({ key: stream, agent: 'Agent', instanceId, incarnation: `inc_${instanceId}` });
   store.append(stream, [{ type: 'conversation_created', conversationId: `conv_${instanceId}`, uid: `inst_${instanceId}`, ts }]);
   const payload = { message: { kind: 'user' as const, body: 'hi' } };
-  store.insertSubmission({ id: submissionId, conversation: stream, kind: 'dispatch', payload, acceptedAt: ts });
+  store.storeSubmission({ id: submissionId, conversation: stream, kind: 'dispatch', payload, acceptedAt: ts });
   return stream;
 }
 

@@ -168,7 +168,7 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, view, writer } = opened;
     const live = admitted(opened, 'sub_1');
-    store.insertSubmission({
+    store.storeSubmission({
       id: 'sub_x',
       conversation: live.key,
       kind: 'dispatch',

@@ -227,7 +227,7 @@ function seed(store: SqlStore, agent: string, stream: ConversationKey, given: Gi
       for (const batch of batches) store.append(other, batch);
     }
     for (const submission of given.submissions) {
-      store.insertSubmission({
+      store.storeSubmission({
         id: submission.id,
         conversation: stream,
         kind: 'dispatch',

@@ -74,7 +74,7 @@ describe('spilled values', () => {
     const store = await openStore();
     const big = '€'.repeat(SPILL_BYTES);
     const message = { kind: 'user' as const, body: big };
-    store.insertSubmission({
+    store.storeSubmission({
       id: 'sub_1',
       conversation: storedConversationKey('s'),
       kind: 'dispatch',
@@ -197,7 +197,7 @@ describe('spilled values', () => {
 describe('the submission ledger', () => {
   const ledgerOrder = (store: SqlStore) => store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
   const admit = (store: SqlStore, id: string, stream = storedConversationKey('s')) =>
-    store.insertSubmission({
+    store.storeSubmission({
       id,
       conversation: stream,
       kind: 'dispatch',
@@ -336,14 +336,14 @@ describe('the submission kind', () => {
     const db = new DatabaseSync(':memory:');
     migrate(driverOf(db));
     const store = new SqlStore(driverOf(db));
-    store.insertSubmission({
+    store.storeSubmission({
       id: 'posted',
       conversation: storedConversationKey('s'),
       kind: 'http',
       payload: { message: { kind: 'user', body: 'x' } },
       acceptedAt: 'now',
     });
-    store.insertSubmission({
+    store.storeSubmission({
       id: 'sent',
       conversation: storedConversationKey('s'),
       kind: 'dispatch',
@@ -392,7 +392,7 @@ describe('large strings kept apart', () => {
     ts: 'now',
   });
   const admit = (store: SqlStore, id = 'sub_1', conversation = s, text = body) =>
-    store.insertSubmission({ id, conversation, kind: 'dispatch', payload: { message: { kind: 'user', body: text } }, acceptedAt: 'now' });
+    store.storeSubmission({ id, conversation, kind: 'dispatch', payload: { message: { kind: 'user', body: text } }, acceptedAt: 'now' });
   const spillKeys = (store: SqlStore) =>
     store.driver
       .query('SELECT key, count(*) AS n FROM flue_spill GROUP BY key ORDER BY key')

@@ -475,16 +475,10 @@ export class SqlStore {
   /**
    * Stores an admitted submission, queued. With `claim`, a submission admitted to a conversation
    * with nothing else open is stored with its first attempt already claimed (the engine runs it
-   * next, nothing is ahead of it), which saves the claim's own write; answers whether it was.
-   */
-  insertSubmission(input: SubmissionInsert): boolean {
-    return this.storeSubmission(input).status === 'running';
-  }
-
-  /**
-   * `insertSubmission`, answering the row as stored (what `getSubmission` would read). A caller
-   * that keeps the conversation's open rows passes the highest `ord` among them (undefined: none
-   * open), saving the read of it.
+   * next, nothing is ahead of it), which saves the claim's own write. Answers the row as stored
+   * (what `getSubmission` would read; `running` when it was claimed). A caller that keeps the
+   * conversation's open rows passes the highest `ord` among them (undefined: none open), saving
+   * the read of it.
    */
   storeSubmission(input: SubmissionInsert, open?: { maxOrd: number | undefined }): SubmissionRow {
     const { ord, idle } = this.nextOrd(input.conversation, open);
