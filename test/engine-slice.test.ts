@@ -39,8 +39,8 @@ test('a response that outlives its wall-time slice yields at a turn boundary and
   const store = new SqlStore(await adapter.connect());
   const registry = new AgentRegistry();
   registry.register(Stepper);
-  // A zero budget yields at every turn boundary, as a Durable Object alarm does after ~10 minutes.
-  // The test drives the queue itself (runNext below), as the alarm does: wakes need no action.
+  // A zero budget yields at every turn boundary, as a Durable Object's run does after ~10 minutes.
+  // The test drives the queue itself (runNext below), one attempt at a time: wakes need no action.
   const engine = new ConversationEngine({ store, registry, env: {}, wake: () => undefined, sliceBudgetMs: 0 });
   server.script(
     { toolCalls: [{ name: 'tick', arguments: {} }] },

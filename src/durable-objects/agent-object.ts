@@ -18,7 +18,7 @@ import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
 import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { ObjectMeter } from './object-meter.ts';
-import { type AlarmStep, type ArmedAlarm, BACKSTOP_MS, afterWork, backstopFor, onObjectStart } from './alarm-plan.ts';
+import { type AlarmStep, type ArmedAlarm, BACKSTOP_MS, afterWork, backstopFor, onObjectStart, unlessArmedBy } from './alarm-plan.ts';
 import { coalescedWake } from '../runtime/host/coalesced-wake.ts';
 import type { ConversationKey } from '../runtime/store/conversation-key.ts';
 import { durableObjectCounters } from '../runtime/engine/usage-ledger.ts';
@@ -162,8 +162,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
 
   /** A timer due before the armed alarm brings it forward (the alarm delivers it, then re-arms). */
   private timersChanged(nextDue: number | undefined): void {
-    if (nextDue === undefined || (this.armed !== null && this.armed !== undefined && this.armed <= nextDue)) return;
-    void this.setAlarm(Math.max(Date.now(), nextDue));
+    const at = nextDue === undefined ? undefined : unlessArmedBy(Math.max(Date.now(), nextDue), this.armed);
+    if (at !== undefined) void this.setAlarm(at);
   }
 
   /** Runs a conversation's queue until it is empty or cannot progress; one run per conversation. */
@@ -177,13 +177,20 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       })
       .finally(() => {
         if (--this.drives > 0) return;
-        // No await between the emptiness check and the alarm call, so no admission can slip between.
-        const view = this.engine.view;
-        this.apply(
-          afterWork({ openWork: view.keysWithOpenWork().length > 0, nextTimer: view.nextTimerDue(), armed: this.armed, now: Date.now() }),
-        );
+        this.rearm();
         for (const resolve of this.drained.splice(0)) resolve();
       });
+  }
+
+  /**
+   * Nothing runs here now: the alarm is kept, armed for a timer, or deleted (`afterWork`). No await
+   * between the emptiness check and the alarm call, so no admission can slip between.
+   */
+  private rearm(): void {
+    const view = this.engine.view;
+    this.apply(
+      afterWork({ openWork: view.keysWithOpenWork().length > 0, nextTimer: view.nextTimerDue(), armed: this.armed, now: Date.now() }),
+    );
   }
 
   private apply(step: AlarmStep): void {
@@ -264,7 +271,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       for (const key of open) this.wake(key);
       if (open.length === 0 && this.drives === 0) {
         // Nothing to run (an early alarm): armed for what is pending (a timer), if anything.
-        this.apply(afterWork({ openWork: false, nextTimer: view.nextTimerDue(), armed: this.armed, now: Date.now() }));
+        this.rearm();
         return;
       }
     } catch (error) {

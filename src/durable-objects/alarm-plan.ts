@@ -26,9 +26,12 @@ export type ArmedAlarm = number | null | undefined;
  * arms it once, and an earlier timer's alarm serves as the backstop too).
  */
 export function backstopFor(wake: { armed: ArmedAlarm; now: number }): number | undefined {
-  const { armed, now } = wake;
-  const backstop = now + BACKSTOP_MS;
-  return armed === null || armed === undefined || armed > backstop ? backstop : undefined;
+  return unlessArmedBy(wake.now + BACKSTOP_MS, wake.armed);
+}
+
+/** `at`, unless an alarm at least as early is armed already (undefined: keep that one). */
+export function unlessArmedBy(at: number, armed: ArmedAlarm): number | undefined {
+  return armed === null || armed === undefined || armed > at ? at : undefined;
 }
 
 /**
@@ -63,5 +66,5 @@ export function onObjectStart(start: {
   const { openWork, nextTimer, armed, now } = start;
   const wanted = openWork ? now : nextTimer;
   if (wanted === undefined) return undefined;
-  return armed === null || armed > wanted ? Math.max(now, wanted) : undefined;
+  return unlessArmedBy(wanted, armed) === undefined ? undefined : Math.max(now, wanted);
 }

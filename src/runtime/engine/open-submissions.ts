@@ -69,14 +69,9 @@ export class OpenSubmissions {
 
   /** These rows settled. A queue too long to keep is read again once it has shortened. */
   settled(key: ConversationKey, ids: readonly string[]): void {
-    const rows = this.byKey.get(key);
-    if (rows === 'many') this.byKey.delete(key);
-    if (rows === undefined || rows === 'many') return;
+    if (this.byKey.get(key) === 'many') this.byKey.delete(key);
     const gone = new Set(ids);
-    this.byKey.set(
-      key,
-      rows.filter((row) => !gone.has(row.id)),
-    );
+    this.update(key, (rows) => rows.filter((row) => !gone.has(row.id)));
   }
 
   /** A write whose outcome is not known (it threw): the next question reads the store. */
