@@ -7,6 +7,7 @@
  *
  *   npm run bench:wrangler-profile            # the Flue project
  *   npm run bench:wrangler-profile -- bare    # the bare Worker + Durable Object, for comparison
+ *   npm run bench:wrangler-profile -- turns   # only turns of long conversations (with or without `bare`)
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,6 +32,8 @@ interface Profile {
 const bare = process.argv.includes('bare');
 /** `burst`: profile 250 concurrent sends to one conversation (three bursts) instead of the fan-out and 20 turns. */
 const burst = process.argv.includes('burst');
+/** `turns`: profile only turns of long conversations (three of 20 turns), the per-turn figure's scenario. */
+const turnsOnly = process.argv.includes('turns');
 const server = await startSideBySideServer();
 const project = templateCopy('bench-wrangler-profile');
 writeBenchProject(project);
@@ -86,19 +89,23 @@ try {
     const send = (key: string) => fetch(`${dev.base}/turn/burst`, { method: 'POST', body: question(key) }).then((r) => r.text());
     await turn('burst', 'burst-warm');
     for (let b = 0; b < 3; b++) await Promise.all(Array.from({ length: 250 }, (_, i) => send(`burst-${b}-${i}`)));
+  } else if (turnsOnly) {
+    for (let c = 0; c < 3; c++) for (let t = 1; t <= 20; t++) await turn(`long-${c}`, `long-${c}-${t}`);
   } else {
     await Promise.all(Array.from({ length: 200 }, (_, c) => turn(`fan-${c}`, `fan-${c}`)));
   }
   const wall = performance.now() - t0;
-  if (!burst) for (let t = 1; t <= 20; t++) await turn('long', `long-${t}`);
+  if (!burst && !turnsOnly) for (let t = 1; t <= 20; t++) await turn('long', `long-${t}`);
   const { profile } = (await send('Profiler.stop')) as { profile: Profile };
   socket.close();
-  const name = `wrangler-profile-${bare ? 'bare' : 'ours'}${burst ? '-burst' : ''}`;
+  const name = `wrangler-profile-${bare ? 'bare' : 'ours'}${burst ? '-burst' : turnsOnly ? '-turns' : ''}`;
   writeFileSync(path.join(process.cwd(), `bench/.results/${name}.cpuprofile`), JSON.stringify(profile));
   console.log(
     burst
       ? `3 bursts of 250 sends: ${wall.toFixed(0)} ms wall (profiling on)`
-      : `200 conversations at once: ${wall.toFixed(0)} ms wall (profiling on)`,
+      : turnsOnly
+        ? `3 conversations of 20 turns: ${wall.toFixed(0)} ms wall (profiling on)`
+        : `200 conversations at once: ${wall.toFixed(0)} ms wall (profiling on)`,
   );
 
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
