@@ -22,6 +22,7 @@ import { createAgentRouter } from '../src/runtime/routing.ts';
 import { configuredRuntime } from '../src/runtime/host/runtime.ts';
 import { MAX_MESSAGE_BYTES, MAX_REQUEST_BODY_BYTES, deliveredMessageSize } from '../src/runtime/common/limits.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { storeRows } from './support/store-rows.ts';
 import { expectReduced } from './support/reduced-text.ts';
 
 const ctx = useScriptedRuntime();
@@ -41,7 +42,7 @@ function tmpDb(): string {
 function count(path: string, sql: string): number {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    return Number((db.prepare(sql).get() as { n: number }).n);
+    return Number(storeRows(db, sql)[0]?.n ?? 0);
   } finally {
     db.close();
   }

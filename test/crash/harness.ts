@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import type { ChildConfig, ChildLine } from './fixtures/child.ts';
+import { storeRows } from '../support/store-rows.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(here, '../..');
@@ -262,15 +263,16 @@ export function inspectDb(path: string, stream?: string): DbView {
       .prepare(`SELECT seq, records FROM flue_batches${where} ORDER BY stream, seq`)
       .all(...args)
       .flatMap((row) => (JSON.parse(String(row.records)) as Record<string, any>[]).map((record) => ({ seq: Number(row.seq), record })));
-    const steps = db
-      .prepare(`SELECT tool_call_id, step, value FROM flue_steps${where}`)
-      .all(...args)
-      .map((row) => ({ toolCallId: String(row.tool_call_id), step: String(row.step), value: JSON.parse(String(row.value)) }));
+    const steps = storeRows(db, `SELECT tool_call_id, step, value FROM flue_steps${where}`, ...args).map((row) => ({
+      toolCallId: String(row.tool_call_id),
+      step: String(row.step),
+      value: JSON.parse(String(row.value)),
+    }));
     const state = Object.fromEntries(
-      db
-        .prepare(`SELECT name, value FROM flue_state${where}`)
-        .all(...args)
-        .map((row) => [String(row.name), JSON.parse(String(row.value)) as unknown]),
+      storeRows(db, `SELECT name, value FROM flue_state${where}`, ...args).map((row) => [
+        String(row.name),
+        JSON.parse(String(row.value)) as unknown,
+      ]),
     );
     return { submissions, records, steps, state };
   } finally {

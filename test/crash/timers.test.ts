@@ -9,16 +9,17 @@ import { describe, expect, it } from 'vitest';
 import type { DispatchReceipt } from '@flue/runtime';
 import { inspectDb, poll, sideEvents, streamOf } from './harness.ts';
 import { expectSettledExactlyOnce, pidOf, replyOf, useCrashSuite } from './suite.ts';
+import { storeRows } from '../support/store-rows.ts';
 
 const t = useCrashSuite();
 
 function pendingTimers(db: string): { name: string; id: string }[] {
   const reader = new DatabaseSync(db, { readOnly: true, timeout: 5_000 });
   try {
-    return reader
-      .prepare('SELECT name, id FROM flue_timers ORDER BY due_at')
-      .all()
-      .map((row) => ({ name: String(row.name), id: String(row.id) }));
+    return storeRows(reader, 'SELECT name, id FROM flue_timers ORDER BY due_at').map((row) => ({
+      name: String(row.name),
+      id: String(row.id),
+    }));
   } finally {
     reader.close();
   }

@@ -13,8 +13,16 @@ import './worker.ts';
 
 const namespace = () => (env as unknown as { FLUE_BRANCHER_AGENT: DurableObjectNamespace }).FLUE_BRANCHER_AGENT;
 
+/** A table the conversation never wrote (state, made by its first write) reads as no rows. */
 async function rows(id: string, sql: string): Promise<Record<string, unknown>[]> {
-  return runInDurableObject(namespace().getByName(id), (_instance, state) => state.storage.sql.exec(sql).toArray());
+  return runInDurableObject(namespace().getByName(id), (_instance, state) => {
+    try {
+      return state.storage.sql.exec(sql).toArray();
+    } catch (error) {
+      if (/no such table: flue_/.test((error as Error).message)) return [];
+      throw error;
+    }
+  });
 }
 
 async function ask(id: string, body: string) {

@@ -20,6 +20,7 @@ import { type ScriptedStep, scriptedModel } from './scripted-stream.fixtures.ts'
 import { type Agent, AgentRegistry } from '../authoring/identity.ts';
 import { registerProviders } from '../model/providers.ts';
 import { type ProbeEvent, installCrashProbe } from '../store/crash-probe.ts';
+import { lazyRows } from '../store/schema.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { type SqlDriver, SqlStore, type SqlValue, type SubmissionStatus } from '../store/sql-store.ts';
 import { type ConversationKey, conversationKey, storedConversationKey } from '../store/conversation-key.ts';
@@ -209,7 +210,11 @@ function report(
     };
   }
   const steps: Record<string, unknown> = {};
-  for (const row of store.driver.query('SELECT tool_call_id, step FROM flue_steps WHERE stream = ? ORDER BY tool_call_id, step', stream)) {
+  for (const row of lazyRows(
+    store.driver,
+    'SELECT tool_call_id, step FROM flue_steps WHERE stream = ? ORDER BY tool_call_id, step',
+    stream,
+  )) {
     const memo = store.readStep(stream, String(row.tool_call_id), String(row.step));
     if (memo.found) steps[`${row.tool_call_id}/${row.step}`] = memo.value;
   }

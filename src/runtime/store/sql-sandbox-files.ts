@@ -1,12 +1,13 @@
 /**
- * The conversation's `virtualSandbox()` files in the store's SQLite (the tables are created by
- * `migrate`, sql-store.ts): one row per file or directory, keyed (stream, path). Contents up to
+ * The conversation's `virtualSandbox()` files in the store's SQLite (its tables are made by the
+ * first write, schema.ts): one row per file or directory, keyed (stream, path). Contents up to
  * 1 MiB sit in the row itself; larger files are split into 1 MiB chunks (Durable Object SQLite
  * caps a value at 2 MB). A write is one row (plus its chunks), a rename one UPDATE per table.
  */
 import type { ConversationKey } from './conversation-key.ts';
 import type { SandboxFileStore, StoredSandboxEntry } from '../sandbox/file-store.ts';
 import type { SqlDriver, SqlValue } from './sql-driver.ts';
+import { lazyRows, lazyWrite } from './schema.ts';
 
 const CHUNK_BYTES = 1024 * 1024;
 const FILE_MODE = 0o644;
@@ -37,7 +38,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
   }
 
   list(): StoredSandboxEntry[] | undefined {
-    const rows = this.driver.query('SELECT path, kind, size, mtime FROM flue_sandbox_files WHERE stream = ? ORDER BY path', this.key);
+    const rows = lazyRows(this.driver, 'SELECT path, kind, size, mtime FROM flue_sandbox_files WHERE stream = ? ORDER BY path', this.key);
     if (rows[0]?.path !== '/') return undefined;
     return rows.map((row) => ({
       path: String(row.path),
@@ -48,7 +49,8 @@ export class SqlSandboxFiles implements SandboxFileStore {
   }
 
   read(path: string): Uint8Array {
-    const row = this.driver.query(
+    const row = lazyRows(
+      this.driver,
       `SELECT data, size, chunks FROM flue_sandbox_files WHERE stream = ? AND path = ? AND kind = 'file'`,
       this.key,
       path,
@@ -57,7 +59,8 @@ export class SqlSandboxFiles implements SandboxFileStore {
     if (Number(row.chunks) === 0) return bytesOf(row.data ?? null);
     const bytes = new Uint8Array(Number(row.size));
     let offset = 0;
-    for (const chunk of this.driver.query(
+    for (const chunk of lazyRows(
+      this.driver,
       'SELECT data FROM flue_sandbox_chunks WHERE stream = ? AND path = ? ORDER BY idx',
       this.key,
       path,
@@ -84,7 +87,8 @@ export class SqlSandboxFiles implements SandboxFileStore {
   putFile(path: string, data: Uint8Array, mtime: number): void {
     const chunks = data.byteLength > CHUNK_BYTES ? Math.ceil(data.byteLength / CHUNK_BYTES) : 0;
     this.transaction(() => {
-      this.driver.run(
+      lazyWrite(
+        this.driver,
         `INSERT INTO flue_sandbox_files (stream, path, kind, mode, size, mtime, chunks, data) VALUES (?, ?, 'file', ?, ?, ?, ?, ?)
            ON CONFLICT (stream, path) DO UPDATE SET kind = 'file', size = excluded.size, mtime = excluded.mtime,
              chunks = excluded.chunks, data = excluded.data`,
@@ -96,9 +100,10 @@ export class SqlSandboxFiles implements SandboxFileStore {
         chunks,
         chunks === 0 ? data : null,
       );
-      this.driver.run('DELETE FROM flue_sandbox_chunks WHERE stream = ? AND path = ?', this.key, path);
+      lazyRows(this.driver, 'DELETE FROM flue_sandbox_chunks WHERE stream = ? AND path = ?', this.key, path);
       for (let idx = 0; idx < chunks; idx++) {
-        this.driver.run(
+        lazyWrite(
+          this.driver,
           'INSERT INTO flue_sandbox_chunks (stream, path, idx, data) VALUES (?, ?, ?, ?)',
           this.key,
           path,
@@ -110,7 +115,8 @@ export class SqlSandboxFiles implements SandboxFileStore {
   }
 
   putDir(path: string, mtime: number): void {
-    this.driver.run(
+    lazyWrite(
+      this.driver,
       `INSERT INTO flue_sandbox_files (stream, path, kind, mode, size, mtime, chunks, data) VALUES (?, ?, 'dir', ?, 0, ?, 0, NULL)
          ON CONFLICT (stream, path) DO UPDATE SET mtime = excluded.mtime`,
       this.key,
@@ -121,14 +127,14 @@ export class SqlSandboxFiles implements SandboxFileStore {
   }
 
   setMtime(path: string, mtime: number): void {
-    this.driver.run('UPDATE flue_sandbox_files SET mtime = ? WHERE stream = ? AND path = ?', mtime, this.key, path);
+    lazyRows(this.driver, 'UPDATE flue_sandbox_files SET mtime = ? WHERE stream = ? AND path = ?', mtime, this.key, path);
   }
 
   remove(path: string): void {
     const { where, params } = subtree(path);
     this.transaction(() => {
-      this.driver.run(`DELETE FROM flue_sandbox_files WHERE stream = ? AND ${where}`, this.key, ...params);
-      this.driver.run(`DELETE FROM flue_sandbox_chunks WHERE stream = ? AND ${where}`, this.key, ...params);
+      lazyRows(this.driver, `DELETE FROM flue_sandbox_files WHERE stream = ? AND ${where}`, this.key, ...params);
+      lazyRows(this.driver, `DELETE FROM flue_sandbox_chunks WHERE stream = ? AND ${where}`, this.key, ...params);
     });
   }
 
@@ -136,7 +142,8 @@ export class SqlSandboxFiles implements SandboxFileStore {
     const { where, params } = subtree(from);
     this.transaction(() => {
       for (const table of ['flue_sandbox_files', 'flue_sandbox_chunks']) {
-        this.driver.run(
+        lazyRows(
+          this.driver,
           `UPDATE ${table} SET path = ? || substr(path, length(?) + 1) WHERE stream = ? AND ${where}`,
           to,
           from,

@@ -5,6 +5,7 @@ import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationRecord } from './records.ts';
 import { MAX_STATEMENT_BYTES, RowTooLargeError, SPILL_BYTES, SqlStore, guardStatement, migrate } from './sql-store.ts';
 import { storedConversationKey } from './conversation-key.ts';
+import { lazyRows, lazyWrite } from './schema.ts';
 
 async function openStore(): Promise<SqlStore> {
   const adapter = sqlite();
@@ -37,7 +38,7 @@ function asciiAttributes(bytes: number): Record<string, string> {
 }
 
 function spillRows(store: SqlStore): number {
-  return Number(store.driver.query('SELECT count(*) AS n FROM flue_spill')[0].n);
+  return Number(lazyRows(store.driver, 'SELECT count(*) AS n FROM flue_spill')[0]?.n ?? 0);
 }
 
 describe('spilled values', () => {
@@ -528,7 +529,8 @@ describe('large strings kept apart', () => {
       const bytes = encoder.encode(text);
       const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
       for (let idx = 0; idx < chunks; idx++) {
-        store.driver.run(
+        lazyWrite(
+          store.driver,
           'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)',
           key,
           idx,

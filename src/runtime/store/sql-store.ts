@@ -10,7 +10,7 @@
  * submission payload holding a string over SPILL_BYTES keeps that string apart instead, as its raw
  * UTF-8 chunks, and names them (value-parts.ts): a committed message names its submission's.
  */
-import { ConversationRecordInvariantError, PersistedFormatVersionError } from '../common/errors.ts';
+import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
 import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
@@ -28,10 +28,10 @@ import {
   takeLargeStrings,
 } from './value-parts.ts';
 import { type ConversationKey, storedConversationKey } from './conversation-key.ts';
+import { lazyRows, lazyWrite } from './schema.ts';
 
+export { FLUE_FORMAT_VERSION, migrate } from './schema.ts';
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
-
-export const FLUE_FORMAT_VERSION = '1';
 
 /** Below Durable Object SQLite's 2 MB value limit. */
 const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
@@ -57,113 +57,6 @@ function toBytes(value: SqlValue | ArrayBuffer): Uint8Array {
   if (value instanceof Uint8Array) return value;
   if (value instanceof ArrayBuffer) return new Uint8Array(value);
   throw new TypeError('expected a BLOB value');
-}
-
-const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS flue_streams (
-     stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS flue_batches (
-     stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
-   ) WITHOUT ROWID`,
-  // Keyed by id in one b-tree, so an admission writes two entries (the row and its open-queue
-  // entry) where a rowid table with a UNIQUE id wrote three. `ord` is the admission order, assigned
-  // by the store (SqlStore.nextOrd). Stores created before this layout keep their rowid table
-  // (`ord INTEGER PRIMARY KEY`, `id UNIQUE`): every statement below reads and writes both layouts.
-  `CREATE TABLE IF NOT EXISTS flue_submissions (
-     id TEXT NOT NULL PRIMARY KEY,
-     ord INTEGER NOT NULL,
-     stream TEXT NOT NULL,
-     kind TEXT NOT NULL,
-     payload TEXT NOT NULL,
-     accepted_at TEXT NOT NULL,
-     status TEXT NOT NULL,
-     attempt_id TEXT,
-     attempt_count INTEGER NOT NULL DEFAULT 0,
-     max_attempts INTEGER,
-     timeout_ms INTEGER,
-     started_at INTEGER,
-     abort_requested_at INTEGER,
-     continuation INTEGER NOT NULL DEFAULT 0,
-     joined_into TEXT,
-     outcome TEXT,
-     error TEXT,
-     settled_at INTEGER,
-     settlement TEXT
-   ) WITHOUT ROWID`,
-  // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
-  // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
-  `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
-  `CREATE TABLE IF NOT EXISTS flue_state (
-     stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS flue_attachments (
-     stream TEXT NOT NULL, id TEXT NOT NULL, ref TEXT NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stream, id)
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS flue_attachment_chunks (
-     stream TEXT NOT NULL, id TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, id, idx)
-   ) WITHOUT ROWID`,
-  `CREATE TABLE IF NOT EXISTS flue_steps (
-     stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
-     PRIMARY KEY (stream, tool_call_id, step)
-   ) WITHOUT ROWID`,
-  // Chunks of values too large for one row. A rowid table: the rows carry large values.
-  `CREATE TABLE IF NOT EXISTS flue_spill (
-     key TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (key, idx)
-   )`,
-  // virtualSandbox() files (sql-sandbox-files.ts). Rowid tables: the rows carry file contents.
-  `CREATE TABLE IF NOT EXISTS flue_sandbox_files (
-     stream TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, mode INTEGER NOT NULL, size INTEGER NOT NULL,
-     mtime INTEGER NOT NULL, chunks INTEGER NOT NULL, data BLOB, PRIMARY KEY (stream, path)
-   )`,
-  `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
-     stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
-   )`,
-  // Each persistent state write, under the batch that explains it, so `fork()` can tell the state
-  // as of an earlier offset. Stores made before it hold none: their state is known at the head only.
-  `CREATE TABLE IF NOT EXISTS flue_state_history (
-     stream TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, seq, name)
-   ) WITHOUT ROWID`,
-  // useTimer(): one row per pending timer, deleted in the transaction that admits its delivery.
-  // A store without the table (made by the version before) gains it on open; that version ignores it.
-  `CREATE TABLE IF NOT EXISTS flue_timers (
-     stream TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL, due_at INTEGER NOT NULL, body TEXT NOT NULL,
-     PRIMARY KEY (stream, name)
-   ) WITHOUT ROWID`,
-  // The host's one wake-up (an alarm, a Node timeout) is the earliest due time across the store.
-  `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
-  // The newest checkpoint of each conversation's fold: derived data, rewritten in the transaction of
-  // a later batch, read (and distrusted when it does not check out) when a fold is rebuilt. A rowid
-  // table: the body can be large (over SPILL_BYTES it is spilled). Versions without it ignore it.
-  `CREATE TABLE IF NOT EXISTS flue_checkpoints (
-     stream TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL
-   )`,
-];
-
-/** Stamp first, then create, so a crash mid-migration leaves a versioned store. */
-export function migrate(driver: SqlDriver): void {
-  driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-  const stamp = driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0];
-  if (stamp === undefined) {
-    const hasFlueTables =
-      driver.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'flue_%' AND name != 'flue_meta'`).length > 0;
-    if (hasFlueTables) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
-    driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
-  } else if (stamp.value !== FLUE_FORMAT_VERSION) {
-    throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
-  }
-  for (const statement of SCHEMA) driver.run(statement);
-  addSettlementColumn(driver);
-}
-
-/**
- * Stores made before settlements were kept beside their rows gain the column (NULL in the rows
- * settled until then: readers fall back to the log for those). Versions before it ignore it.
- */
-function addSettlementColumn(driver: SqlDriver): void {
-  const table = driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
-  if (/\bsettlement\s+TEXT\b/i.test(String(table?.sql ?? ''))) return;
-  driver.run('ALTER TABLE flue_submissions ADD COLUMN settlement TEXT');
 }
 
 /** How a submission was admitted: `dispatch()` (in process, or over a Worker's RPC) or a POST to the agent router. */
@@ -691,22 +584,29 @@ export class SqlStore {
 
   /** Idempotent: an attachment id is written once (ids are deterministic per submission). */
   putAttachment(key: ConversationKey, ref: AttachmentRecordRef, bytes: Uint8Array): void {
-    if (this.driver.query('SELECT id FROM flue_attachments WHERE stream = ? AND id = ?', key, ref.id).length > 0) return;
+    if (lazyRows(this.driver, 'SELECT id FROM flue_attachments WHERE stream = ? AND id = ?', key, ref.id).length > 0) return;
     const chunks = Math.max(1, Math.ceil(bytes.length / ATTACHMENT_CHUNK_BYTES));
-    this.driver.run('INSERT INTO flue_attachments (stream, id, ref, chunks) VALUES (?, ?, ?, ?)', key, ref.id, JSON.stringify(ref), chunks);
+    lazyWrite(
+      this.driver,
+      'INSERT INTO flue_attachments (stream, id, ref, chunks) VALUES (?, ?, ?, ?)',
+      key,
+      ref.id,
+      JSON.stringify(ref),
+      chunks,
+    );
     for (let idx = 0; idx < chunks; idx++) {
       const part = bytes.subarray(idx * ATTACHMENT_CHUNK_BYTES, (idx + 1) * ATTACHMENT_CHUNK_BYTES);
-      this.driver.run('INSERT INTO flue_attachment_chunks (stream, id, idx, data) VALUES (?, ?, ?, ?)', key, ref.id, idx, part);
+      lazyWrite(this.driver, 'INSERT INTO flue_attachment_chunks (stream, id, idx, data) VALUES (?, ?, ?, ?)', key, ref.id, idx, part);
     }
   }
 
   readAttachment(key: ConversationKey, id: string): { ref: AttachmentRecordRef; bytes: Uint8Array<ArrayBuffer> } | undefined {
-    const row = this.driver.query('SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', key, id)[0];
+    const row = lazyRows(this.driver, 'SELECT ref, chunks FROM flue_attachments WHERE stream = ? AND id = ?', key, id)[0];
     if (row === undefined) return undefined;
     const ref = JSON.parse(String(row.ref)) as AttachmentRecordRef;
-    const parts = this.driver
-      .query('SELECT data FROM flue_attachment_chunks WHERE stream = ? AND id = ? ORDER BY idx', key, id)
-      .map((chunk) => toBytes(chunk.data));
+    const parts = lazyRows(this.driver, 'SELECT data FROM flue_attachment_chunks WHERE stream = ? AND id = ? ORDER BY idx', key, id).map(
+      (chunk) => toBytes(chunk.data),
+    );
     if (parts.length !== Number(row.chunks)) {
       throw new ConversationRecordInvariantError(id, 'attachment', `expected ${row.chunks} chunks, found ${parts.length}`);
     }
@@ -723,7 +623,7 @@ export class SqlStore {
 
   readState(key: ConversationKey): Map<string, unknown> {
     const state = new Map<string, unknown>();
-    for (const row of this.driver.query('SELECT name, value FROM flue_state WHERE stream = ?', key)) {
+    for (const row of lazyRows(this.driver, 'SELECT name, value FROM flue_state WHERE stream = ?', key)) {
       state.set(String(row.name), JSON.parse(this.unspill(row.value).text));
     }
     return state;
@@ -737,8 +637,9 @@ export class SqlStore {
     const spilled = spillKey('state', key, name);
     const text = JSON.stringify(value);
     // An overwrite must not leave the previous value's chunks behind.
-    this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
-    this.driver.run(
+    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', spilled);
+    lazyWrite(
+      this.driver,
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
       key,
       name,
@@ -755,7 +656,8 @@ export class SqlStore {
    */
   writeStateHistory(key: ConversationKey, seq: number, name: string, text: string | undefined): void {
     const kept = text !== undefined && (text.length * 3 <= STATE_HISTORY_BYTES || utf8Size(text) <= STATE_HISTORY_BYTES);
-    this.driver.run(
+    lazyWrite(
+      this.driver,
       'INSERT INTO flue_state_history (stream, seq, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (stream, seq, name) DO UPDATE SET value = excluded.value',
       key,
       seq,
@@ -766,7 +668,7 @@ export class SqlStore {
 
   /** Every recorded state write of the conversation, in batch order. */
   readStateHistory(key: ConversationKey): StateHistoryEntry[] {
-    return this.driver.query('SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key).map((row) => {
+    return lazyRows(this.driver, 'SELECT seq, name, value FROM flue_state_history WHERE stream = ? ORDER BY seq', key).map((row) => {
       const entry = { seq: Number(row.seq), name: String(row.name) };
       return row.value === UNKEPT_MARKER ? { ...entry, unkept: true as const } : { ...entry, value: JSON.parse(String(row.value)) };
     });
@@ -775,12 +677,13 @@ export class SqlStore {
   // ── Timers ───────────────────────────────────────────────────────────────────────────────
 
   timers(key: ConversationKey): TimerRow[] {
-    return this.driver.query('SELECT * FROM flue_timers WHERE stream = ? ORDER BY due_at, name', key).map(toTimer);
+    return lazyRows(this.driver, 'SELECT * FROM flue_timers WHERE stream = ? ORDER BY due_at, name', key).map(toTimer);
   }
 
   /** Schedules or replaces the conversation's timer of that name. */
   putTimer(timer: TimerRow): void {
-    this.driver.run(
+    lazyWrite(
+      this.driver,
       `INSERT INTO flue_timers (stream, name, id, due_at, body) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (stream, name) DO UPDATE SET id = excluded.id, due_at = excluded.due_at, body = excluded.body`,
       timer.conversation,
@@ -792,27 +695,28 @@ export class SqlStore {
   }
 
   deleteTimer(key: ConversationKey, name: string): void {
-    this.driver.run('DELETE FROM flue_timers WHERE stream = ? AND name = ?', key, name);
+    lazyRows(this.driver, 'DELETE FROM flue_timers WHERE stream = ? AND name = ?', key, name);
   }
 
   /** Removes the timer only if it is still the schedule `id` (not a later one of the same name). */
   deleteTimerId(key: ConversationKey, id: string): void {
-    this.driver.run('DELETE FROM flue_timers WHERE stream = ? AND id = ?', key, id);
+    lazyRows(this.driver, 'DELETE FROM flue_timers WHERE stream = ? AND id = ?', key, id);
   }
 
   /** Timers due at `now`, earliest first, across every conversation of the store. */
   dueTimers(now: number): TimerRow[] {
-    return this.driver.query('SELECT * FROM flue_timers WHERE due_at <= ? ORDER BY due_at, stream, name', now).map(toTimer);
+    return lazyRows(this.driver, 'SELECT * FROM flue_timers WHERE due_at <= ? ORDER BY due_at, stream, name', now).map(toTimer);
   }
 
   /** The earliest due time across the store, if any timer is pending. */
   nextTimerDue(): number | undefined {
-    const row = this.driver.query('SELECT min(due_at) AS due FROM flue_timers')[0];
+    const row = lazyRows(this.driver, 'SELECT min(due_at) AS due FROM flue_timers')[0];
     return row === undefined || row.due === null ? undefined : Number(row.due);
   }
 
   readStep(key: ConversationKey, toolCallId: string, step: string): { found: true; value: unknown } | { found: false } {
-    const row = this.driver.query(
+    const row = lazyRows(
+      this.driver,
       'SELECT value FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
       key,
       toolCallId,
@@ -824,14 +728,16 @@ export class SqlStore {
   /** First write wins: a recorded step is never rewritten. */
   writeStep(key: ConversationKey, toolCallId: string, step: string, value: unknown): void {
     this.driver.transaction(() => {
-      const exists = this.driver.query(
+      const exists = lazyRows(
+        this.driver,
         'SELECT 1 AS found FROM flue_steps WHERE stream = ? AND tool_call_id = ? AND step = ?',
         key,
         toolCallId,
         step,
       );
       if (exists.length > 0) return;
-      this.driver.run(
+      lazyWrite(
+        this.driver,
         'INSERT INTO flue_steps (stream, tool_call_id, step, value) VALUES (?, ?, ?, ?)',
         key,
         toolCallId,
@@ -852,15 +758,16 @@ export class SqlStore {
     const spilled = spillKey('checkpoint', key);
     // The previous body's chunks go, whether or not the new one spills: the whole spill's key and
     // every string it kept apart (the keys below it). Never chunks it only named.
-    this.driver.run('DELETE FROM flue_spill WHERE key = ?', spilled);
+    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', spilled);
     const below = `${spilled.slice(0, -1)},`;
     const past = `${spilled.slice(0, -1)}-`; // ',' + 1: every key starting with `below` sorts before it
-    this.driver.run('DELETE FROM flue_spill WHERE key >= ? AND key < ?', below, past);
+    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key >= ? AND key < ?', below, past);
     this.known = this.known.filter((part) => !part.key.startsWith(below));
     const parted =
       typeof body === 'string' ? undefined : this.prepareParts(key, body.value, (path) => spillKey('checkpoint', key, ...path));
     const value = parted ?? this.spill(spilled, typeof body === 'string' ? body : JSON.stringify(body.value));
-    this.driver.run(
+    lazyWrite(
+      this.driver,
       `INSERT INTO flue_checkpoints (stream, seq, version, body) VALUES (?, ?, ?, ?)
          ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, version = excluded.version, body = excluded.body`,
       key,
@@ -880,7 +787,7 @@ export class SqlStore {
   readCheckpoint(
     key: ConversationKey,
   ): ({ seq: number; version: number; bytes: number } & ({ body: string; value?: never } | { value: unknown; body?: never })) | undefined {
-    const row = this.driver.query('SELECT seq, version, body FROM flue_checkpoints WHERE stream = ?', key)[0];
+    const row = lazyRows(this.driver, 'SELECT seq, version, body FROM flue_checkpoints WHERE stream = ?', key)[0];
     if (row === undefined) return undefined;
     const at = { seq: Number(row.seq), version: Number(row.version) };
     if (String(row.body).startsWith(PARTS_MARKER)) {
@@ -914,9 +821,10 @@ export class SqlStore {
     // Chunks of a write that never committed its row would collide with this one's. Only the
     // writer of a row deletes the chunks its key names: a row that names another row's chunks
     // (a part of a value, below) never writes or deletes them.
-    this.driver.run('DELETE FROM flue_spill WHERE key = ?', key);
+    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', key);
     for (let idx = 0; idx < chunks; idx++) {
-      this.driver.run(
+      lazyWrite(
+        this.driver,
         'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)',
         key,
         idx,
@@ -938,7 +846,7 @@ export class SqlStore {
 
   /** The text of `chunks` chunks under `key`; throws `ConversationRecordInvariantError` when they are damaged. */
   private readChunks(key: string, chunks: number): { text: string; bytes: number } {
-    const parts = this.driver.query('SELECT data FROM flue_spill WHERE key = ? ORDER BY idx', key).map((row) => toBytes(row.data));
+    const parts = lazyRows(this.driver, 'SELECT data FROM flue_spill WHERE key = ? ORDER BY idx', key).map((row) => toBytes(row.data));
     const damaged = (reason: string) => new ConversationRecordInvariantError(key, 'spilled value', reason);
     if (parts.length !== chunks) throw damaged(`expected ${chunks} chunks, found ${parts.length}`);
     // spill() fills every chunk but the last, so a shorter one was cut and the value would be too.
@@ -1029,7 +937,7 @@ export class SqlStore {
         !part.key.startsWith(CHECKPOINT_KEYS),
     );
     if (known === undefined) return undefined;
-    const found = Number(this.driver.query('SELECT count(*) AS n FROM flue_spill WHERE key = ?', known.key)[0]!.n);
+    const found = Number(lazyRows(this.driver, 'SELECT count(*) AS n FROM flue_spill WHERE key = ?', known.key)[0]?.n ?? 0);
     return found === known.chunks ? known : undefined;
   }
 

@@ -1,0 +1,179 @@
+/**
+ * The store's tables and how a database gains them. Every conversation writes its log, its ledger
+ * and its stream row, so those tables are made when the store is: `migrate()`. The others hold
+ * what only some agents use (state, steps, timers, attachments, large values, sandbox files,
+ * checkpoints of long logs): each is made by the first write that needs it. An empty table still
+ * costs a page of storage (4 KiB, billed per conversation on Durable Objects) and its creation
+ * costs CPU in every new object; a read of a table not made yet finds nothing.
+ *
+ * Stores made before tables were made lazily hold them all; versions before this one create any
+ * that are missing when they open the store, so both directions keep working.
+ */
+import { PersistedFormatVersionError } from '../common/errors.ts';
+import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
+
+export const FLUE_FORMAT_VERSION = '1';
+
+/** Made by `migrate()`: every conversation writes them. Name → statement, in creation order. */
+const CORE_OBJECTS: Record<string, string> = {
+  flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
+     stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
+   ) WITHOUT ROWID`,
+  flue_batches: `CREATE TABLE IF NOT EXISTS flue_batches (
+     stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
+   ) WITHOUT ROWID`,
+  // Keyed by id in one b-tree, so an admission writes two entries (the row and its open-queue
+  // entry) where a rowid table with a UNIQUE id wrote three. `ord` is the admission order, assigned
+  // by the store (SqlStore.nextOrd). Stores created before this layout keep their rowid table
+  // (`ord INTEGER PRIMARY KEY`, `id UNIQUE`): every statement reads and writes both layouts.
+  flue_submissions: `CREATE TABLE IF NOT EXISTS flue_submissions (
+     id TEXT NOT NULL PRIMARY KEY,
+     ord INTEGER NOT NULL,
+     stream TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     payload TEXT NOT NULL,
+     accepted_at TEXT NOT NULL,
+     status TEXT NOT NULL,
+     attempt_id TEXT,
+     attempt_count INTEGER NOT NULL DEFAULT 0,
+     max_attempts INTEGER,
+     timeout_ms INTEGER,
+     started_at INTEGER,
+     abort_requested_at INTEGER,
+     continuation INTEGER NOT NULL DEFAULT 0,
+     joined_into TEXT,
+     outcome TEXT,
+     error TEXT,
+     settled_at INTEGER,
+     settlement TEXT
+   ) WITHOUT ROWID`,
+  // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
+  // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
+  flue_submissions_open: `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
+};
+
+/** Made by the first write to each: table → its statements (the table, then its indexes). */
+const LAZY_TABLES = {
+  flue_state: [
+    `CREATE TABLE IF NOT EXISTS flue_state (
+       stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
+     ) WITHOUT ROWID`,
+  ],
+  flue_attachments: [
+    `CREATE TABLE IF NOT EXISTS flue_attachments (
+       stream TEXT NOT NULL, id TEXT NOT NULL, ref TEXT NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (stream, id)
+     ) WITHOUT ROWID`,
+  ],
+  flue_attachment_chunks: [
+    `CREATE TABLE IF NOT EXISTS flue_attachment_chunks (
+       stream TEXT NOT NULL, id TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, id, idx)
+     ) WITHOUT ROWID`,
+  ],
+  flue_steps: [
+    `CREATE TABLE IF NOT EXISTS flue_steps (
+       stream TEXT NOT NULL, tool_call_id TEXT NOT NULL, step TEXT NOT NULL, value TEXT NOT NULL,
+       PRIMARY KEY (stream, tool_call_id, step)
+     ) WITHOUT ROWID`,
+  ],
+  // Chunks of values too large for one row. A rowid table: the rows carry large values.
+  flue_spill: [
+    `CREATE TABLE IF NOT EXISTS flue_spill (
+       key TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (key, idx)
+     )`,
+  ],
+  // virtualSandbox() files (sql-sandbox-files.ts). Rowid tables: the rows carry file contents.
+  flue_sandbox_files: [
+    `CREATE TABLE IF NOT EXISTS flue_sandbox_files (
+       stream TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, mode INTEGER NOT NULL, size INTEGER NOT NULL,
+       mtime INTEGER NOT NULL, chunks INTEGER NOT NULL, data BLOB, PRIMARY KEY (stream, path)
+     )`,
+  ],
+  flue_sandbox_chunks: [
+    `CREATE TABLE IF NOT EXISTS flue_sandbox_chunks (
+       stream TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (stream, path, idx)
+     )`,
+  ],
+  // Each persistent state write, under the batch that explains it, so `fork()` can tell the state
+  // as of an earlier offset. Stores made before it hold none: their state is known at the head only.
+  flue_state_history: [
+    `CREATE TABLE IF NOT EXISTS flue_state_history (
+       stream TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, seq, name)
+     ) WITHOUT ROWID`,
+  ],
+  // useTimer(): one row per pending timer, deleted in the transaction that admits its delivery.
+  // The host's one wake-up (an alarm, a Node timeout) is the earliest due time across the store.
+  flue_timers: [
+    `CREATE TABLE IF NOT EXISTS flue_timers (
+       stream TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL, due_at INTEGER NOT NULL, body TEXT NOT NULL,
+       PRIMARY KEY (stream, name)
+     ) WITHOUT ROWID`,
+    `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
+  ],
+  // The newest checkpoint of each conversation's fold: derived data, rewritten in the transaction of
+  // a later batch, read (and distrusted when it does not check out) when a fold is rebuilt. A rowid
+  // table: the body can be large (over SPILL_BYTES it is spilled).
+  flue_checkpoints: [
+    `CREATE TABLE IF NOT EXISTS flue_checkpoints (
+       stream TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL
+     )`,
+  ],
+} as const satisfies Record<string, readonly string[]>;
+
+export type LazyTable = keyof typeof LAZY_TABLES;
+
+/**
+ * Creates or verifies the store: one read of the schema, then only what is missing. Stamp first,
+ * then create, so a crash mid-migration leaves a versioned store.
+ */
+export function migrate(driver: SqlDriver): void {
+  const objects = new Map(
+    driver.query(`SELECT name, sql FROM sqlite_master WHERE name LIKE 'flue%'`).map((row) => [String(row.name), String(row.sql ?? '')]),
+  );
+  const stamp = objects.has('flue_meta') ? driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0] : undefined;
+  if (stamp === undefined) {
+    if ([...objects.keys()].some((name) => name !== 'flue_meta')) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
+    driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
+  } else if (stamp.value !== FLUE_FORMAT_VERSION) {
+    throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
+  }
+  for (const [name, statement] of Object.entries(CORE_OBJECTS)) if (!objects.has(name)) driver.run(statement);
+  // Stores made before settlements were kept beside their rows gain the column (NULL in the rows
+  // settled until then: readers fall back to the log for those). Versions before it ignore it.
+  const submissions = objects.get('flue_submissions');
+  if (submissions !== undefined && !/\bsettlement\s+TEXT\b/i.test(submissions)) {
+    driver.run('ALTER TABLE flue_submissions ADD COLUMN settlement TEXT');
+  }
+}
+
+/** The lazy table a failed statement found missing, if that is why it failed. */
+function missingTable(error: unknown): LazyTable | undefined {
+  // node:sqlite says "no such table: flue_x", Durable Object SQLite "no such table: flue_x: SQLITE_ERROR".
+  const name = /no such table: (?:main\.)?(flue_\w+)/.exec(error instanceof Error ? error.message : '')?.[1];
+  return name !== undefined && Object.hasOwn(LAZY_TABLES, name) ? (name as LazyTable) : undefined;
+}
+
+/** A read, update or delete of a lazy table: no rows while the table is not made yet. */
+export function lazyRows(driver: SqlDriver, sql: string, ...params: SqlValue[]): SqlRow[] {
+  try {
+    return driver.query(sql, ...params);
+  } catch (error) {
+    if (missingTable(error) !== undefined) return [];
+    throw error;
+  }
+}
+
+/**
+ * A write to a lazy table: makes the table first when it is missing, in the caller's transaction
+ * (a rolled-back write leaves no table; the next write makes it again).
+ */
+export function lazyWrite(driver: SqlDriver, sql: string, ...params: SqlValue[]): void {
+  try {
+    driver.run(sql, ...params);
+  } catch (error) {
+    const table = missingTable(error);
+    if (table === undefined) throw error;
+    for (const statement of LAZY_TABLES[table]) driver.run(statement);
+    driver.run(sql, ...params);
+  }
+}
