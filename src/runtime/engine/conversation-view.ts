@@ -188,10 +188,9 @@ export class ConversationView {
     this.openKeys = undefined;
   }
 
-  /** The highest admission order among the open submissions of `key`, when they are kept (undefined: none open). */
+  /** The highest admission order among the open submissions of `key`, when known (undefined: the store is asked; `maxOrd` undefined: none open). */
   openMaxOrd(key: ConversationKey): { maxOrd: number | undefined } | undefined {
-    const rows = this.open.rows(key);
-    return rows === undefined || rows === 'many' ? undefined : { maxOrd: rows.at(-1)?.ord };
+    return this.open.maxOrd(key);
   }
 
   /**

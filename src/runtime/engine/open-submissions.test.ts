@@ -155,6 +155,31 @@ describe('the open submissions the view keeps', () => {
     expect(reads).not.toHaveBeenCalled();
   });
 
+  it('admits to a queue longer than it keeps without asking the store for its highest order', async () => {
+    const { store, view, writer } = await open();
+    const live = view.live('Agent', 'a1');
+    admit(writer, live, 'sub_0', birth);
+    view.keep(live);
+    const ids = Array.from({ length: MAX_KEPT + 8 }, (_, i) => `sub_${i}`);
+    const query = vi.spyOn(store.driver, 'query');
+    for (const id of ids.slice(1)) admit(writer, live, id);
+    expect(query.mock.calls.filter(([sql]) => /max\(ord\)/.test(sql))).toEqual([]);
+    const ords = store.openSubmissions(live.key).map((row) => row.ord);
+    expect(ords).toEqual([...ords].sort((a, b) => a - b));
+    expect(new Set(ords).size).toBe(ids.length);
+    // Read back from the store (and so not told its highest order), the queue asks once.
+    const reread = new ConversationView(store);
+    const rereadWriter = new ConversationWriter(store, reread);
+    const rereadLive = reread.live('Agent', 'a1');
+    reread.keep(rereadLive);
+    reread.openSubmissionIds(live.key);
+    query.mockClear();
+    admit(rereadWriter, rereadLive, 'sub_late_1');
+    admit(rereadWriter, rereadLive, 'sub_late_2');
+    expect(query.mock.calls.filter(([sql]) => /max\(ord\)/.test(sql))).toHaveLength(1);
+    expect(store.openSubmissionIds(live.key).slice(-2)).toEqual(['sub_late_1', 'sub_late_2']);
+  });
+
   it('reads the store again after a ledger write that failed', async () => {
     const { store, view, writer } = await open();
     const live = view.live('Agent', 'a1');

@@ -7,7 +7,9 @@
  * questions cost no query. One process owns its store (a Node database file, a Durable Object's
  * storage), and every ledger write goes through that writer, so the rows kept here are the
  * store's. A queue longer than `MAX_KEPT` is not kept (its payloads would stay in memory): it is
- * marked `many` and its questions go to the store until a settlement shortens it.
+ * marked `many` and its questions go to the store until a settlement shortens it; only its highest
+ * admission order is kept, from the admissions that lengthened it, so a burst of admissions to a
+ * long queue asks the store nothing before each insert.
  */
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { SubmissionRow } from '../store/sql-store.ts';
@@ -20,10 +22,24 @@ export type KeptRows = readonly SubmissionRow[] | 'many';
 
 export class OpenSubmissions {
   private readonly byKey = new Map<ConversationKey, SubmissionRow[] | 'many'>();
+  /** The highest admission order of a `many` queue, when an admission this process made told it. */
+  private readonly manyMax = new Map<ConversationKey, number>();
 
   /** What is kept of the conversation's open rows (undefined: not read yet, or forgotten). */
   rows(key: ConversationKey): KeptRows | undefined {
     return this.byKey.get(key);
+  }
+
+  /**
+   * The highest admission order among the conversation's open rows, when known (undefined: ask the
+   * store), as `{ maxOrd }` with `maxOrd` undefined when none is open.
+   */
+  maxOrd(key: ConversationKey): { maxOrd: number | undefined } | undefined {
+    const rows = this.byKey.get(key);
+    if (rows === undefined) return undefined;
+    if (rows !== 'many') return { maxOrd: rows.at(-1)?.ord };
+    const max = this.manyMax.get(key);
+    return max === undefined ? undefined : { maxOrd: max };
   }
 
   /**
@@ -33,6 +49,7 @@ export class OpenSubmissions {
   fill(key: ConversationKey, rows: readonly SubmissionRow[]): KeptRows {
     const kept = rows.length > MAX_KEPT ? 'many' : [...rows];
     this.byKey.set(key, kept);
+    this.manyMax.delete(key);
     return kept;
   }
 
@@ -42,9 +59,14 @@ export class OpenSubmissions {
    */
   admitted(row: SubmissionRow, fresh: boolean): void {
     const rows = fresh ? [] : this.byKey.get(row.conversation);
-    if (rows === undefined || rows === 'many') return;
-    if (rows.length >= MAX_KEPT) this.byKey.set(row.conversation, 'many');
-    else this.byKey.set(row.conversation, [...rows, row]);
+    if (rows === undefined) return;
+    // The store gives each admission an order above every open one: it is the queue's highest.
+    if (rows === 'many' || rows.length >= MAX_KEPT) {
+      this.byKey.set(row.conversation, 'many');
+      this.manyMax.set(row.conversation, row.ord);
+    } else {
+      this.byKey.set(row.conversation, [...rows, row]);
+    }
   }
 
   /** A row as the store holds it after a write to it (a claimed attempt). */
@@ -69,7 +91,7 @@ export class OpenSubmissions {
 
   /** These rows settled. A queue too long to keep is read again once it has shortened. */
   settled(key: ConversationKey, ids: readonly string[]): void {
-    if (this.byKey.get(key) === 'many') this.byKey.delete(key);
+    if (this.byKey.get(key) === 'many') this.forget(key);
     const gone = new Set(ids);
     this.update(key, (rows) => rows.filter((row) => !gone.has(row.id)));
   }
@@ -77,11 +99,13 @@ export class OpenSubmissions {
   /** A write whose outcome is not known (it threw): the next question reads the store. */
   forget(key: ConversationKey): void {
     this.byKey.delete(key);
+    this.manyMax.delete(key);
   }
 
   /** Every kept queue is read again. */
   clear(): void {
     this.byKey.clear();
+    this.manyMax.clear();
   }
 
   private update(key: ConversationKey, change: (rows: readonly SubmissionRow[]) => SubmissionRow[]): void {
