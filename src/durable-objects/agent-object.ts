@@ -5,17 +5,17 @@
  * admits, aborts and serves reads; the work an admission wakes runs in this instance right after
  * it, guarded by a backstop alarm that resumes it if the instance dies.
  */
-import { DurableObject } from 'cloudflare:workers';
+import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
 import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
-import type { ConversationVerbs } from '../runtime/engine/verbs.ts';
+import type { ConversationVerbs, VerbName } from '../runtime/engine/verbs.ts';
 import type { ConversationUsage } from '../runtime/common/types.ts';
 import type { ConversationView } from '../runtime/engine/conversation-view.ts';
 import type { AgentRegistry } from '../runtime/authoring/identity.ts';
 import { type CloudflareContext, runInCloudflareContext } from './context.ts';
-import { envelope } from './rpc-errors.ts';
+import { type RpcEnvelope, envelope } from './rpc-errors.ts';
 import { devStatusUrl, loadDevSourceMap } from '../runtime/host/dev-status.ts';
-import { type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
+import { type AdmissionSession, type AgentObjectRpc, VERB_NAMES, receiveVerb } from './rpc-verbs.ts';
 import { durableObjectSqlDriver } from './sql-driver.ts';
 import { ObjectMeter } from './object-meter.ts';
 import { type AlarmStep, type ArmedAlarm, BACKSTOP_MS, afterWork, backstopFor, onObjectStart, unlessArmedBy } from './alarm-plan.ts';
@@ -221,32 +221,37 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   // ── RPC (called by the Worker runtime): one method per verb of runtime/engine/verbs.ts ───────────
 
   static {
+    const receivers = Object.fromEntries(VERB_NAMES.map((verb) => [verb, receiveVerb(verb)])) as Record<
+      VerbName,
+      ReturnType<typeof receiveVerb>
+    >;
+    /** One verb as the Worker called it: the arguments read back, the engine's answer in its envelope. */
+    const serve = (object: FlueAgentDurableObject, verb: VerbName, instanceId: string, wire: unknown[]) =>
+      envelope(() =>
+        receivers[verb].serve(instanceId, wire, (args) =>
+          runInCloudflareContext(object.context(instanceId), async () => {
+            // The engine serves every verb of the table: checked here, where it is called.
+            const verbs: ConversationVerbs = object.engine;
+            const result = await (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, object.identity, ...args);
+            if (verb === 'usage' && result !== null) {
+              const live = object.engine.view.live(object.identity, instanceId);
+              const counters = durableObjectCounters(live.conv, object.meter.peek(), object.ctx.storage.sql.databaseSize);
+              return { ...(result as ConversationUsage), durableObject: counters };
+            }
+            return result;
+          }),
+        ),
+      );
     for (const verb of VERB_NAMES) {
-      const { method, serve } = receiveVerb(verb);
-      Object.defineProperty(this.prototype, method, {
+      Object.defineProperty(this.prototype, receivers[verb].method, {
         configurable: true,
         writable: true,
-        value(this: FlueAgentDurableObject, instanceId: string, ...wire: unknown[]) {
+        async value(this: FlueAgentDurableObject, instanceId: string, ...wire: unknown[]) {
           this.meter.rpcServed();
-          return envelope(() =>
-            serve(instanceId, wire, (args) =>
-              runInCloudflareContext(this.context(instanceId), async () => {
-                // The engine serves every verb of the table: checked here, where it is called.
-                const verbs: ConversationVerbs = this.engine;
-                const result = await (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(
-                  verbs,
-                  this.identity,
-                  ...args,
-                );
-                if (verb === 'usage' && result !== null) {
-                  const live = this.engine.view.live(this.identity, instanceId);
-                  const counters = durableObjectCounters(live.conv, this.meter.peek(), this.ctx.storage.sql.databaseSize);
-                  return { ...(result as ConversationUsage), durableObject: counters };
-                }
-                return result;
-              }),
-            ),
-          );
+          const answer = await serve(this, verb, instanceId, wire);
+          if (verb !== 'admit' || !answer.ok) return answer;
+          // The admission's reader polls through its session: one request for `dispatch()` + `read()`.
+          return { ...answer, session: new PollSession(instanceId, (poll) => serve(this, 'poll', instanceId, poll)) };
         },
       });
     }
@@ -288,6 +293,27 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       }),
     ]);
     clearTimeout(timeout);
+  }
+}
+
+/**
+ * The object's `poll` for one conversation, handed out with an admission: a call on it is part of
+ * the admission's RPC session, not a request of its own. It serves the conversation it was made for.
+ */
+class PollSession extends RpcTarget implements AdmissionSession {
+  readonly #instanceId: string;
+  readonly #poll: (wire: unknown[]) => Promise<RpcEnvelope<unknown>>;
+
+  constructor(instanceId: string, poll: (wire: unknown[]) => Promise<RpcEnvelope<unknown>>) {
+    super();
+    this.#instanceId = instanceId;
+    this.#poll = poll;
+  }
+
+  __fluePoll(instanceId: string, ...wire: unknown[]): Promise<RpcEnvelope<never>> {
+    if (instanceId !== this.#instanceId)
+      throw new Error(`[flue] This read session serves instance "${this.#instanceId}", not "${instanceId}".`);
+    return this.#poll(wire) as Promise<RpcEnvelope<never>>;
   }
 }
 

@@ -58,6 +58,14 @@ export type AgentObjectRpc = {
 };
 
 /**
+ * What an admission's answer carries besides its envelope: the object's `poll` for the admitted
+ * conversation, as a stub. Calls on a stub an RPC returned belong to that call's session, so a
+ * `read()` that follows its `dispatch()` in the same request makes one Durable Object request,
+ * not two (Cloudflare bills each RPC session as one request).
+ */
+export type AdmissionSession = Pick<AgentObjectRpc, '__fluePoll'>;
+
+/**
  * The object's side of one verb: its method name, and `serve`, which reads the arguments back,
  * has `call` run the verb with them and packs the result for the trip back.
  */
@@ -90,7 +98,7 @@ export function instanceOf<K extends VerbName>(verb: K, args: VerbArgs<K>): stri
  * (the caller's, or an `abortable` verb's option) never crosses: the Worker stops waiting instead.
  */
 export async function sendVerb<K extends VerbName>(
-  stub: AgentObjectRpc,
+  stub: Pick<AgentObjectRpc, Crossing<K>['method']>,
   verb: K,
   args: VerbArgs<K>,
   signal?: AbortSignal,

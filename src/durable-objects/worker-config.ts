@@ -13,9 +13,10 @@ import { registerDefaultProviders } from '../runtime/model/providers.ts';
 import { type NextAnswer, readReply } from '../runtime/engine/reply-reader.ts';
 import type { FlueRuntime } from '../runtime/host/runtime.ts';
 import type { VerbArgs, VerbName } from '../runtime/engine/verbs.ts';
-import type { AgentReply } from '../runtime/common/types.ts';
+import type { AgentReply, DispatchReceipt } from '../runtime/common/types.ts';
+import type { Admission } from '../runtime/engine/verbs.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
-import { type AgentObjectRpc, CROSSINGS, VERB_NAMES, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
+import { type AdmissionSession, type AgentObjectRpc, CROSSINGS, VERB_NAMES, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
 import { setWorkersAIBindingSource } from './workers-ai-binding.ts';
 import type { WorkersAIBinding } from './workers-ai-provider.ts';
 
@@ -38,6 +39,12 @@ let current: WorkerConfig | undefined;
 const POLL_WAIT_MS = 25_000;
 /** Consecutive transport failures (object resets, evictions) a read rides out before giving up. */
 const MAX_READ_RETRIES = 8;
+/**
+ * How long an admission's session waits for the read of its receipt before it is let go. It goes
+ * with its request anyway; the bound is for code that dispatches many times in one long context
+ * (a Durable Object of the app's, a long stream) without reading.
+ */
+const SESSION_UNREAD_MS = 10_000;
 
 export function workerConfig(): WorkerConfig {
   if (current === undefined) {
@@ -90,7 +97,10 @@ function stubFor(config: WorkerConfig, identity: string, instanceId: string, ver
   return namespace.getByName(instanceId) as unknown as AgentObjectRpc;
 }
 
-/** Every verb but `poll` is one RPC to the conversation's object; `read()` is a loop of polls. */
+/**
+ * Every verb but `poll` is one RPC to the conversation's object; `read()` is a loop of polls, through
+ * the session its admission left when it reads the receipt that admission answered.
+ */
 function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
   const call =
     <K extends VerbName>(verb: K) =>
@@ -99,9 +109,42 @@ function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
   const verbs = Object.fromEntries(VERB_NAMES.filter((verb) => verb !== 'poll').map((verb) => [verb, call(verb)]));
   return {
     ...(verbs as Omit<FlueRuntime, 'registry' | 'read'>),
+    async admit(agentName, ...args) {
+      const stub = stubFor(config, agentName, instanceOf('admit', args), CROSSINGS.admit.label);
+      const answer: RpcEnvelope<Admission> & { session?: AdmissionSession } = await sendVerb(stub, 'admit', args);
+      const admission = unwrap(answer);
+      if (answer.session !== undefined) keepSession(admission.receipt, answer.session);
+      return admission;
+    },
     registry: config.registry,
     read: (agentName, instanceId, submissionId, options) => readRemote(config, agentName, instanceId, submissionId, options),
   };
+}
+
+/** Admissions' sessions by the receipt each answered, until a read of that receipt takes it. */
+const sessions = new WeakMap<DispatchReceipt, AdmissionSession>();
+
+function keepSession(receipt: DispatchReceipt, session: AdmissionSession): void {
+  sessions.set(receipt, session);
+  setTimeout(() => {
+    if (sessions.get(receipt) === session) letGo(takeSession(receipt));
+  }, SESSION_UNREAD_MS);
+}
+
+function takeSession(receipt: DispatchReceipt | undefined): AdmissionSession | undefined {
+  if (receipt === undefined) return undefined;
+  const session = sessions.get(receipt);
+  sessions.delete(receipt);
+  return session;
+}
+
+/** Disposes a stub the object handed out, so the object can let its end go before the request ends. */
+function letGo(session: AdmissionSession | undefined): void {
+  try {
+    (session as Partial<Disposable> | undefined)?.[Symbol.dispose]?.();
+  } catch {
+    // Already gone with its request: nothing to release.
+  }
 }
 
 /**
@@ -117,25 +160,39 @@ async function readRemote(
 ): Promise<AgentReply> {
   const { signal } = options;
   const label = CROSSINGS.poll.label;
-  let stub = stubFor(config, agentName, instanceId, label);
+  // The admission's session, when this reads the receipt it answered: no new request to the object.
+  let session = takeSession(options.receipt);
+  let stub: AdmissionSession | undefined = session === undefined ? stubFor(config, agentName, instanceId, label) : undefined;
   let failures = 0;
   const next: NextAnswer = async (afterSeq, batches) => {
     for (;;) {
       if (signal?.aborted) throw signal.reason ?? abortError();
       let answer: RpcEnvelope<ReadPoll>;
       try {
-        if (failures > 0) stub = stubFor(config, agentName, instanceId, label);
+        if (stub === undefined || failures > 0) stub = session ?? stubFor(config, agentName, instanceId, label);
         // A large answer is a stream, read inside the try: a reset mid-stream is retried like any.
         answer = await sendVerb(stub, 'poll', [instanceId, submissionId, { afterSeq, waitMs: POLL_WAIT_MS, batches }], signal);
         failures = 0;
       } catch (error) {
+        if (signal?.aborted) throw error;
+        if (session !== undefined) {
+          // The session ended (its request is over, or the object was reset): ask the object itself.
+          letGo(session);
+          session = undefined;
+          stub = undefined;
+          continue;
+        }
         // The object was reset or evicted mid-read: reads are re-attachable, so ask again.
-        if (signal?.aborted || ++failures > MAX_READ_RETRIES) throw error;
+        if (++failures > MAX_READ_RETRIES) throw error;
         await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** failures)));
         continue;
       }
       return unwrap(answer);
     }
   };
-  return readReply(next, submissionId, options);
+  try {
+    return await readReply(next, submissionId, options);
+  } finally {
+    letGo(session);
+  }
 }

@@ -1,8 +1,9 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
-import { dispatch, init } from '@flue/runtime';
+import { dispatch, getUsage, init } from '@flue/runtime';
 import { ECHO_LANE, Echo } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { resetObject } from './reset-object.ts';
 import './worker.ts';
 
 type AgentStub = DurableObjectStub;
@@ -32,6 +33,23 @@ test('admission writes the submission and arms the backstop; the response runs a
   expect(reply.text).toBe('Hello');
   await until(async () => ((await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())) === null ? true : undefined));
   expect(await rows(stub, `SELECT status, outcome FROM flue_submissions`)).toEqual([{ status: 'settled', outcome: 'completed' }]);
+});
+
+test("a read of the receipt its dispatch answered polls through the admission's RPC session; later reads, and reads after a reset, ask the object", async () => {
+  await scriptLane(ECHO_LANE, { text: ['Hel', 'lo'], chunkDelayMs: 50 }, { text: 'Again.', chunkDelayMs: 50 }, { text: 'Again.' });
+  const handle = init(Echo, { id: 'd-session' });
+  const receipt = await handle.dispatch('hi');
+  expect((await handle.read(receipt)).text).toBe('Hello');
+  // Until the settlement the object served the admission alone: the read was no request of its own.
+  const usage = await getUsage(Echo, 'd-session');
+  expect(usage!.submissions[0]!.durableObject!.rpcsServed).toBe(1);
+  // The first read took the session: a second read of the receipt, and one by id, call the object.
+  expect((await handle.read(receipt)).text).toBe('Hello');
+  expect((await handle.read(receipt.submissionId)).text).toBe('Hello');
+  // The instance that handed out the session is gone before the read: the read asks the new one.
+  const again = await handle.dispatch('again');
+  await resetObject(echoStub('d-session'));
+  expect((await handle.read(again)).text).toBe('Again.');
 });
 
 test('a dispatch while busy joins the live response at its next turn boundary', async () => {

@@ -34,6 +34,11 @@ export interface ReadPoll {
 export interface ReadOptions {
   onEvent?: (chunk: ConversationStreamChunk) => void;
   signal?: AbortSignal;
+  /**
+   * The receipt being read, when the caller holds the object its admission returned: a runtime may
+   * read through what that admission left it (on Cloudflare, the admission's RPC session).
+   */
+  receipt?: DispatchReceipt;
 }
 
 /** A receipt plus the stream head at admission (`-1` on a deduplicated replay). */

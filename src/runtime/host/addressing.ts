@@ -122,7 +122,12 @@ export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHand
         throw new Error('[flue] handle.read() requires a dispatch receipt or a non-empty submission id.');
       }
       assertText(submissionId, 'submissionId', MAX_TOKEN_LENGTH, 'The submission id is malformed.');
-      const reply = await runtime.read(agentName, id, submissionId, readOptions);
+      const reply = await runtime.read(
+        agentName,
+        id,
+        submissionId,
+        typeof readTarget === 'string' ? readOptions : { ...readOptions, receipt: readTarget },
+      );
       return typeof readTarget === 'string' ? reply : { ...reply, uid: readTarget.uid };
     },
     async abort() {
