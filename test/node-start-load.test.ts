@@ -68,3 +68,38 @@ it("a virtual sandbox's first exec loads the shell and runs; later execs load no
   expect(probe.second.stdout).toBe('2 a.txt\n');
   expect(probe.loadedBySecond).toBe(0);
 });
+
+// A start and its first exchange, in a process of their own: Node builds its Web Crypto object
+// as modules of their own on first use, a cold-start cost the runtime's ids need not pay
+// (node:crypto's random source, which the process's HTTP stack loads anyway, serves them).
+const EXCHANGE_PROBE = `
+const { init, useModel } = await import('@flue/runtime');
+const { start } = await import('@flue/runtime/node');
+const { scriptedProvider, startScriptedModelServer } = await import('@flue/runtime/testing');
+const server = await startScriptedModelServer();
+server.script({ text: 'Hello back.' });
+function Greeter() {
+  useModel('scripted/model');
+  return 'Greet.';
+}
+const flue = await start({ agents: [Greeter], providers: [scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'] })] });
+const handle = init(Greeter, { id: 'probe' });
+const reply = await handle.read(await handle.dispatch('Hello'));
+await flue.stop();
+await server.close();
+const builtins = process.moduleLoadList.filter((name) => /^NativeModule (internal[/]crypto[/]webcrypto|fs[/]promises)$/.test(name));
+console.log(JSON.stringify({ text: reply.text, builtins }));
+`;
+
+it("a start and its first exchange load neither Node's Web Crypto object nor node:fs/promises", () => {
+  const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', EXCHANGE_PROBE], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    timeout: 60_000,
+  });
+  expect(run.stderr).toBe('');
+  const result = JSON.parse(run.stdout) as { text: string; builtins: string[] };
+  expect(result.text).toBe('Hello back.');
+  expect(result.builtins).toEqual([]);
+});

@@ -6,7 +6,6 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import { InvalidRequestError } from '../runtime/common/errors.ts';
 import { renderError } from '../runtime/http/http-errors.ts';
 import { isDevMode } from '../runtime/common/dev-mode.ts';
@@ -106,7 +105,7 @@ function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
     method,
     headers,
     signal,
-    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
+    ...(hasBody ? { body: readable().toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
   } as RequestInit);
 }
 
@@ -150,4 +149,9 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** node:stream's Readable, loaded by the first request with a body: `@flue/runtime/node` shares its files with processes that serve no HTTP. */
+function readable(): typeof import('node:stream').Readable {
+  return (process.getBuiltinModule('node:stream') as typeof import('node:stream')).Readable;
 }

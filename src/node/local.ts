@@ -24,7 +24,6 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
-import * as fs from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { FlueError } from '../runtime/common/errors.ts';
 import { sandboxFromDriver } from '../runtime/sandbox/from-driver.ts';
@@ -145,9 +144,9 @@ export function local(options: LocalSandboxOptions = {}): SandboxFactory {
 
   return {
     async createSandbox() {
-      await fs.mkdir(requestedRoot, { recursive: true });
-      const realRoot = await fs.realpath(requestedRoot);
-      if (!(await fs.stat(realRoot)).isDirectory()) {
+      await files().mkdir(requestedRoot, { recursive: true });
+      const realRoot = await files().realpath(requestedRoot);
+      if (!(await files().stat(realRoot)).isDirectory()) {
         throw new Error(`[flue] local() sandbox root ${requestedRoot} is not a directory.`);
       }
       const shell = await probeShell(baseEnv.PATH);
@@ -206,7 +205,7 @@ async function resolveReal(abs: string, root: string): Promise<Resolution> {
       throw Object.assign(new Error(`ELOOP: too many symbolic links encountered, ${abs}`), { code: 'ELOOP', path: abs });
     }
     if (isInside(root, candidate)) link = candidate;
-    const target = await fs.readlink(candidate);
+    const target = await files().readlink(candidate);
     if (target.startsWith('/')) current = '/';
     queue.unshift(...target.split('/').filter((s) => s !== '' && s !== '.'));
   }
@@ -218,7 +217,7 @@ type EntryKind = 'symlink' | 'other' | 'missing';
 /** Missing is an answer (the tail resolves lexically); other failures (EACCES …) propagate. */
 async function entryKind(p: string): Promise<EntryKind> {
   try {
-    return (await fs.lstat(p)).isSymbolicLink() ? 'symlink' : 'other';
+    return (await files().lstat(p)).isSymbolicLink() ? 'symlink' : 'other';
   } catch (error) {
     if (isMissing(error)) return 'missing';
     throw error;
@@ -265,21 +264,21 @@ function createLocalDriver(config: DriverConfig): SandboxDriver {
   return {
     async readFile(p) {
       const { target } = await guard(p);
-      return fs.readFile(target, 'utf8');
+      return files().readFile(target, 'utf8');
     },
     async readFileBuffer(p) {
       const { target } = await guard(p);
-      const buffer = await fs.readFile(target);
+      const buffer = await files().readFile(target);
       return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
     },
     async writeFile(p, content) {
       const { target } = await guard(p);
-      await fs.writeFile(target, content);
+      await files().writeFile(target, content);
     },
     async stat(p): Promise<FileStat> {
       const { target } = await guard(p);
-      const link = await fs.lstat(target);
-      const info = link.isSymbolicLink() ? await fs.stat(target) : link;
+      const link = await files().lstat(target);
+      const info = link.isSymbolicLink() ? await files().stat(target) : link;
       return {
         isFile: info.isFile(),
         isDirectory: info.isDirectory(),
@@ -290,12 +289,12 @@ function createLocalDriver(config: DriverConfig): SandboxDriver {
     },
     async readdir(p) {
       const { target } = await guard(p);
-      return fs.readdir(target);
+      return files().readdir(target);
     },
     async exists(p) {
       try {
         const { target } = await guard(p);
-        await fs.access(target, fsConstants.F_OK);
+        await files().access(target, fsConstants.F_OK);
         return true;
       } catch {
         return false;
@@ -303,11 +302,11 @@ function createLocalDriver(config: DriverConfig): SandboxDriver {
     },
     async mkdir(p, options?: MkdirOptions) {
       const { target } = await guard(p);
-      await fs.mkdir(target, { recursive: options?.recursive === true });
+      await files().mkdir(target, { recursive: options?.recursive === true });
     },
     async rm(p, options?: RmOptions) {
       const { target } = await guard(p);
-      await fs.rm(target, { recursive: options?.recursive === true, force: options?.force === true });
+      await files().rm(target, { recursive: options?.recursive === true, force: options?.force === true });
     },
     async exec(command, options) {
       const { signal, timeoutMs } = options;
@@ -319,7 +318,7 @@ function createLocalDriver(config: DriverConfig): SandboxDriver {
         return { stdout: '', stderr: `[flue] Cannot use working directory ${options.cwd}: ${String(error)}\n`, exitCode: 1 };
       }
       try {
-        if (!(await fs.stat(cwd)).isDirectory()) {
+        if (!(await files().stat(cwd)).isDirectory()) {
           return { stdout: '', stderr: `[flue] Working directory ${options.cwd} is not a directory.\n`, exitCode: 1 };
         }
       } catch {
@@ -349,7 +348,7 @@ function probeShell(pathVar: string | undefined): Promise<DriverConfig['shell']>
     for (const dir of dirs) {
       const candidate = posix.join(dir, 'bash');
       try {
-        await fs.access(candidate, fsConstants.X_OK);
+        await files().access(candidate, fsConstants.X_OK);
         return { file: candidate, args: (c: string) => ['-c', c] };
       } catch {
         // try the next directory
@@ -489,6 +488,11 @@ function runProcess(
       finish();
     });
   });
+}
+
+/** node:fs/promises, loaded by the first file operation: most processes never use a local sandbox. */
+function files(): typeof import('node:fs/promises') {
+  return process.getBuiltinModule('node:fs/promises') as typeof import('node:fs/promises');
 }
 
 /** node:child_process, loaded on the first command: the runtime's entries share their files, and most apps never run one. */

@@ -14,6 +14,7 @@ import type { ConversationKey } from '../runtime/store/conversation-key.ts';
 import { type PersistenceAdapter, sqlite } from './sqlite.ts';
 import { TimerWake } from './timer-wake.ts';
 import { coalescedWake } from '../runtime/host/coalesced-wake.ts';
+import { setIdRandomness } from '../runtime/common/ids.ts';
 
 // Node 22 defines the symbol but not the `await using` syntax (Node 24 does); a runtime without
 // the symbol gets the registry one, so `flue[Symbol.asyncDispose]()` and transpiled `await using`
@@ -64,6 +65,9 @@ export async function start(options: StartOptions): Promise<Flue> {
     throw new Error('[flue] start() requires at least one agent: start({ agents: [MyAgent] }).');
   }
   const env = options.env ?? process.env;
+  // node:crypto's CSPRNG, which the process's HTTP stack loads anyway, instead of the Web Crypto
+  // object Node builds on its first use only for ids.
+  setIdRandomness((bytes) => (process.getBuiltinModule('node:crypto') as typeof import('node:crypto')).randomFillSync(bytes));
   const registry = bootstrapRuntime({
     env,
     register(registry) {

@@ -46,8 +46,20 @@ export function createUlidGenerator(
 /** The character codes of `ALPHABET`, by digit value. */
 const ALPHABET_CODES = Array.from(ALPHABET, (char) => char.charCodeAt(0));
 
+/** Where the process-wide generator draws its random bits: the Web Crypto API unless the host supplies its own. */
+let idRandomness: (bytes: Uint8Array<ArrayBuffer>) => unknown = (bytes) => crypto.getRandomValues(bytes);
+
+/**
+ * The host's cryptographically secure random source for ids. The Node host supplies node:crypto's:
+ * Node loads its Web Crypto object as a module of its own on first use, a cost at a cold start that
+ * nothing else of a process may need.
+ */
+export function setIdRandomness(fill: (bytes: Uint8Array<ArrayBuffer>) => unknown): void {
+  idRandomness = fill;
+}
+
 /** The process-wide generator behind `newId()`. */
-export const ulid: () => string = createUlidGenerator();
+export const ulid: () => string = createUlidGenerator(Date.now, (bytes) => idRandomness(bytes));
 
 /** The millisecond timestamp a ULID was minted at. */
 export function decodeUlidTime(id: string): number {
