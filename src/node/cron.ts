@@ -4,18 +4,9 @@
  * wrangler `triggers.crons`, so one schedule fires at the same instants on both targets.
  */
 
-export class InvalidCronExpressionError extends Error {
-  readonly code = 'invalid_cron_expression';
-  readonly expression: string;
+import { InvalidCronExpressionError } from './schedule-errors.ts';
 
-  constructor(expression: string, problem: string) {
-    super(
-      `[flue] Invalid cron expression "${expression}": ${problem}. Expected five fields (minute hour day-of-month month day-of-week), e.g. "0 9 * * *".`,
-    );
-    this.name = 'InvalidCronExpressionError';
-    this.expression = expression;
-  }
-}
+export { InvalidCronExpressionError };
 
 interface FieldSpec {
   name: string;

@@ -10,5 +10,5 @@ export {
   type LocalSandboxOptions,
 } from './local.ts';
 export { runFlueServer, DEFAULT_PORT, type FlueServer, type FlueServerOptions } from './server.ts';
-export { InvalidSchedulesError, type ScheduleCallback, type ScheduledTick, type Schedules } from './schedules.ts';
-export { InvalidCronExpressionError } from './cron.ts';
+export { InvalidCronExpressionError, InvalidSchedulesError } from './schedule-errors.ts';
+export type { ScheduleCallback, ScheduledTick, Schedules } from './schedules.ts';

@@ -5,6 +5,9 @@
  * `idempotencyKey: \`cron:${cron}:${scheduledTime}\`` keying makes a tick's dispatch exactly-once.
  */
 import { type CronSchedule, parseCron } from './cron.ts';
+import { InvalidSchedulesError } from './schedule-errors.ts';
+
+export { InvalidSchedulesError };
 
 export interface ScheduledTick {
   /** The expression as written in `schedules.ts`. */
@@ -17,15 +20,6 @@ export type ScheduleCallback = (tick: ScheduledTick) => unknown;
 
 /** The default export of `src/schedules.ts`. */
 export type Schedules = Readonly<Record<string, ScheduleCallback>>;
-
-export class InvalidSchedulesError extends Error {
-  readonly code = 'invalid_schedules';
-
-  constructor(message: string) {
-    super(`[flue] ${message}`);
-    this.name = 'InvalidSchedulesError';
-  }
-}
 
 export interface ScheduleRunner {
   /** Clears the timers, then waits for the callbacks already running. */
