@@ -54,8 +54,9 @@ it('importing the runtime loads a few files of ours, no Hono module file (the ro
   expect(ours.length).toBeLessThanOrEqual(3);
   // Compaction's summarization and task runs load with the first response that uses them.
   expect(ours.filter((url) => /\/dist\/(?:conversation-summary|task-run)-[^/]*\.js$/.test(url))).toEqual([]);
-  // The Node server (HTTP, schedules, cron) loads with the first runFlueServer().
-  expect(ours.filter((url) => /\/dist\/server-run-[^/]*\.js$/.test(url))).toEqual([]);
+  // The Node server (HTTP, schedules, cron) loads with the first runFlueServer(), a local sandbox's
+  // driver with its first sandbox.
+  expect(ours.filter((url) => /\/dist\/(?:server-run|local-driver)-[^/]*\.js$/.test(url))).toEqual([]);
   expect(probe.atStart.filter((url) => url.includes('/node_modules/hono/'))).toEqual([]);
   expect(probe.atStart.filter((url) => /\/dist\/shell-[^/]*\.js$/.test(url))).toEqual([]);
 });
