@@ -35,7 +35,12 @@ let probe: {
 beforeAll(async () => {
   const { buildDist, isStale } = await import('../scripts/build-dist.mjs');
   if (isStale()) await buildDist();
-  const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', PROBE], {
+  probe = runProbe(PROBE) as typeof probe;
+}, 90_000);
+
+/** Runs `source` in a fresh Node process and answers the JSON it prints; it must print nothing else. */
+function runProbe(source: string): unknown {
+  const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', source], {
     cwd: root,
     encoding: 'utf8',
     // Plain Node: the package's exports resolve to dist/, not the sources.
@@ -43,8 +48,8 @@ beforeAll(async () => {
     timeout: 60_000,
   });
   expect(run.stderr).toBe('');
-  probe = JSON.parse(run.stdout);
-}, 90_000);
+  return JSON.parse(run.stdout);
+}
 
 it('importing the runtime loads a few files of ours, no Hono module file (the routers carry it) and not the sandbox shell', () => {
   const ours = probe.atStart.filter((url) => new URL(url).pathname.startsWith(`${root}dist/`));
@@ -95,14 +100,7 @@ console.log(JSON.stringify({ text: reply.text, builtins }));
 `;
 
 it("a start and its first exchange load neither Node's Web Crypto object nor node:fs/promises", () => {
-  const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', EXCHANGE_PROBE], {
-    cwd: root,
-    encoding: 'utf8',
-    env: { ...process.env, NODE_OPTIONS: '' },
-    timeout: 60_000,
-  });
-  expect(run.stderr).toBe('');
-  const result = JSON.parse(run.stdout) as { text: string; builtins: string[] };
+  const result = runProbe(EXCHANGE_PROBE) as { text: string; builtins: string[] };
   expect(result.text).toBe('Hello back.');
   expect(result.builtins).toEqual([]);
 });
