@@ -1,0 +1,130 @@
+/**
+ * Before against after, one side-by-side scenario at a time: ours built from a git revision
+ * ("before") and ours as checked out ("after"), alternating with the floor in one loop, so load on
+ * the machine hits all three alike. A change too small for the full side-by-side's spread (a few
+ * milliseconds of a cold start, a few percent of the fan-out's CPU) shows here as a ratio.
+ *
+ *   npx node bench/node/side-by-side-ab.ts <revision> [cold|fanout] [rounds]
+ *
+ * The revision's sources are exported into bench/.results/ab/<commit>/ (dependencies linked from
+ * this checkout, `@flue/runtime` pointed at the copy) and built to its own dist/ once; its own
+ * side-by-side child drives it. Figures: medians over the rounds, and the medians of per-round
+ * ratios (each child against the floor of the same round). Not part of `npm run bench`.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median, resultsDir } from '../results.ts';
+import { startSideBySideServer } from './side-by-side-server.ts';
+
+type Scenario = 'cold' | 'fanout';
+type Side = 'before' | 'after' | 'floor';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const [revision, scenarioArg = 'cold', roundsArg] = process.argv.slice(2);
+if (revision === undefined || (scenarioArg !== 'cold' && scenarioArg !== 'fanout')) {
+  console.error('usage: npx node bench/node/side-by-side-ab.ts <revision> [cold|fanout] [rounds]');
+  process.exit(1);
+}
+const scenario: Scenario = scenarioArg;
+const rounds = Number(roundsArg ?? (scenario === 'cold' ? 20 : 8));
+
+/** The revision's sources with this checkout's dependencies, built to their own dist/. */
+function snapshot(rev: string): string {
+  const commit = spawnSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: root, encoding: 'utf8' });
+  if (commit.status !== 0) throw new Error(`not a revision: ${rev}\n${commit.stderr}`);
+  const dir = path.join(resultsDir, 'ab', commit.stdout.trim());
+  if (existsSync(path.join(dir, 'dist', '.built'))) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(path.join(dir, 'node_modules', '@flue'), { recursive: true });
+  const exported = spawnSync('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'sh', commit.stdout.trim(), dir], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (exported.status !== 0) throw new Error(`git archive failed\n${exported.stderr}`);
+  const modules = path.join(root, 'node_modules');
+  for (const name of readdirSync(modules)) {
+    if (name !== '@flue') symlinkSync(path.join(modules, name), path.join(dir, 'node_modules', name));
+  }
+  for (const name of readdirSync(path.join(modules, '@flue'))) {
+    if (name !== 'runtime') symlinkSync(path.join(modules, '@flue', name), path.join(dir, 'node_modules', '@flue', name));
+  }
+  symlinkSync(dir, path.join(dir, 'node_modules', '@flue', 'runtime'));
+  const built = spawnSync(process.execPath, ['scripts/build-dist.mjs', '--force'], { cwd: dir, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`building ${rev} failed\n${built.stderr}`);
+  return dir;
+}
+
+const before = snapshot(revision);
+const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
+if (isStale()) await buildDist();
+
+const children: Record<Side, { child: string; runtime: 'ours' | 'floor' }> = {
+  before: { child: path.join(before, 'bench', 'node', 'side-by-side-child.ts'), runtime: 'ours' },
+  after: { child: path.join(root, 'bench', 'node', 'side-by-side-child.ts'), runtime: 'ours' },
+  floor: { child: path.join(root, 'bench', 'node', 'side-by-side-child.ts'), runtime: 'floor' },
+};
+
+const server = await startSideBySideServer();
+
+/** Cold: spawn → the child's `@@settled` line. Fan-out: the child's CPU for the 200 conversations. */
+function measure(side: Side): Promise<number> {
+  const { child, runtime } = children[side];
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', child, runtime, scenario, server.url], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let settledMs: number | undefined;
+    proc.stdout.setEncoding('utf8');
+    proc.stderr.setEncoding('utf8');
+    proc.stdout.on('data', (data: string) => {
+      if (settledMs === undefined && (stdout + data).includes('@@settled\n')) settledMs = performance.now() - started;
+      stdout += data;
+    });
+    proc.stderr.on('data', (data: string) => {
+      stderr += data;
+    });
+    proc.on('error', reject);
+    proc.on('close', (code) => {
+      const line = stdout.split('\n').find((candidate) => candidate.startsWith('@@result '));
+      if (code !== 0 || line === undefined) {
+        reject(new Error(`${side}: child exited with ${code}\n${stderr}`));
+        return;
+      }
+      const result = JSON.parse(line.slice('@@result '.length)) as { cpuMs?: number };
+      resolve(scenario === 'cold' ? settledMs! : result.cpuMs!);
+    });
+  });
+}
+
+const sides: Side[] = ['before', 'after', 'floor'];
+const samples: Record<Side, number[]> = { before: [], after: [], floor: [] };
+const loadBefore = loadavg()[0]!;
+try {
+  for (let round = 0; round < rounds; round++) {
+    // The order rotates, so no side always runs first or right after another.
+    for (let i = 0; i < sides.length; i++) {
+      const side = sides[(i + round) % sides.length]!;
+      samples[side].push(await measure(side));
+    }
+  }
+} finally {
+  await server.close();
+}
+
+const figure = scenario === 'cold' ? 'spawn → first settled reply' : 'CPU of 200 one-turn conversations, 8 at a time';
+console.log(`${scenario}: ${figure}; ${rounds} rounds, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`);
+for (const side of sides) {
+  console.log(`  ${side.padEnd(6)} median ${median(samples[side]).toFixed(0)} ms  [${samples[side].map((ms) => ms.toFixed(0)).join(' ')}]`);
+}
+const perRound = (of: Side, against: Side) => median(samples[of].map((ms, i) => ms / samples[against][i]!));
+for (const side of ['before', 'after'] as const) {
+  const ofMedians = median(samples[side]) / median(samples.floor);
+  console.log(`  ${side} / floor: ${ofMedians.toFixed(3)}× (medians), ${perRound(side, 'floor').toFixed(3)}× (median of per-round ratios)`);
+}
+console.log(`  after / before: ${perRound('after', 'before').toFixed(3)}× (median of per-round ratios)`);
