@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { PersistedFormatVersionError } from '../common/errors.ts';
 import type { SqlDriver } from './sql-driver.ts';
-import { lazyRows, lazyWrite, migrate } from './schema.ts';
+import { createEveryTable, lazyRows, lazyWrite, migrate } from './schema.ts';
 
 /** node:sqlite as a driver that records every statement it runs. */
 function recorded(db = new DatabaseSync(':memory:')): { db: DatabaseSync; driver: SqlDriver; statements: string[] } {
@@ -56,7 +56,7 @@ describe('migrate', () => {
   it('opens a store an earlier version made with every table, writing nothing', () => {
     const { db, driver } = recorded();
     migrate(driver);
-    for (const table of ['flue_state', 'flue_steps', 'flue_timers', 'flue_checkpoints']) lazyWrite(driver, `DELETE FROM ${table}`);
+    createEveryTable(driver);
     lazyWrite(driver, `INSERT INTO flue_timers (stream, name, id, due_at, body) VALUES ('s', 'n', 'i', 1, '{}')`);
     const reopened = recorded(db);
     migrate(reopened.driver);

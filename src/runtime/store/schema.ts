@@ -146,6 +146,11 @@ export function migrate(driver: SqlDriver): void {
   }
 }
 
+/** Makes every table a store makes at its first write, now: for inspecting a store's whole layout (its query plans). */
+export function createEveryTable(driver: SqlDriver): void {
+  for (const statements of Object.values(LAZY_TABLES)) for (const statement of statements) driver.run(statement);
+}
+
 /** The lazy table a failed statement found missing, if that is why it failed. */
 function missingTable(error: unknown): LazyTable | undefined {
   // node:sqlite says "no such table: flue_x", Durable Object SQLite "no such table: flue_x: SQLITE_ERROR".
