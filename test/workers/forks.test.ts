@@ -10,19 +10,14 @@ import type { RecordedRequest } from '@flue/runtime/testing';
 import { Brancher, FORK_LANE } from './agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';
+import { lazyRows } from '../../src/runtime/store/schema.ts';
+import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
 
 const namespace = () => (env as unknown as { FLUE_BRANCHER_AGENT: DurableObjectNamespace }).FLUE_BRANCHER_AGENT;
 
-/** A table the conversation never wrote (state, made by its first write) reads as no rows. */
+/** A table the conversation never wrote (state, made by its first write) reads as no rows, as the store reads it. */
 async function rows(id: string, sql: string): Promise<Record<string, unknown>[]> {
-  return runInDurableObject(namespace().getByName(id), (_instance, state) => {
-    try {
-      return state.storage.sql.exec(sql).toArray();
-    } catch (error) {
-      if (/no such table: flue_/.test((error as Error).message)) return [];
-      throw error;
-    }
-  });
+  return runInDurableObject(namespace().getByName(id), (_instance, state) => lazyRows(durableObjectSqlDriver(state.storage), sql));
 }
 
 async function ask(id: string, body: string) {

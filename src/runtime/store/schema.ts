@@ -148,7 +148,12 @@ export function migrate(driver: SqlDriver): void {
 
 /** Makes every table a store makes at its first write, now: for inspecting a store's whole layout (its query plans). */
 export function createEveryTable(driver: SqlDriver): void {
-  for (const statements of Object.values(LAZY_TABLES)) for (const statement of statements) driver.run(statement);
+  for (const table of Object.keys(LAZY_TABLES) as LazyTable[]) makeTable(driver, table);
+}
+
+/** A lazy table with its indexes. */
+function makeTable(driver: SqlDriver, table: LazyTable): void {
+  for (const statement of LAZY_TABLES[table]) driver.run(statement);
 }
 
 /** The lazy table a failed statement found missing, if that is why it failed. */
@@ -178,7 +183,7 @@ export function lazyWrite(driver: SqlDriver, sql: string, ...params: SqlValue[])
   } catch (error) {
     const table = missingTable(error);
     if (table === undefined) throw error;
-    for (const statement of LAZY_TABLES[table]) driver.run(statement);
+    makeTable(driver, table);
     driver.run(sql, ...params);
   }
 }
