@@ -162,14 +162,14 @@ async function readRemote(
   const label = CROSSINGS.poll.label;
   // The admission's session, when this reads the receipt it answered: no new request to the object.
   let session = takeSession(options.receipt);
-  let stub: AdmissionSession | undefined = session === undefined ? stubFor(config, agentName, instanceId, label) : undefined;
+  let stub: AdmissionSession = session ?? stubFor(config, agentName, instanceId, label);
   let failures = 0;
   const next: NextAnswer = async (afterSeq, batches) => {
     for (;;) {
       if (signal?.aborted) throw signal.reason ?? abortError();
       let answer: RpcEnvelope<ReadPoll>;
       try {
-        if (stub === undefined || failures > 0) stub = session ?? stubFor(config, agentName, instanceId, label);
+        if (failures > 0) stub = stubFor(config, agentName, instanceId, label);
         // A large answer is a stream, read inside the try: a reset mid-stream is retried like any.
         answer = await sendVerb(stub, 'poll', [instanceId, submissionId, { afterSeq, waitMs: POLL_WAIT_MS, batches }], signal);
         failures = 0;
@@ -179,7 +179,7 @@ async function readRemote(
           // The session ended (its request is over, or the object was reset): ask the object itself.
           letGo(session);
           session = undefined;
-          stub = undefined;
+          stub = stubFor(config, agentName, instanceId, label);
           continue;
         }
         // The object was reset or evicted mid-read: reads are re-attachable, so ask again.
