@@ -393,7 +393,6 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
       by.other,
       representative.meter.setAlarm,
       representative.meter.deleteAlarm,
-      representative.meter.unconsumed,
     ]);
   }
 
@@ -450,7 +449,6 @@ test(`Cloudflare target: rows per model turn and admission latency (median of ${
           'other',
           'setAlarm',
           'deleteAlarm',
-          'unconsumed cursors',
         ],
         breakdownRows,
       ),

@@ -7,10 +7,13 @@
  * `ctx.storage` / `this.ctx.storage` in the base (the SQL driver, alarms, the Cloudflare context
  * handed to tools) goes through the meter. Nothing else in the isolate is touched.
  *
- * SQL: every `sql.exec()` cursor is wrapped; when it is consumed (`toArray()` / `one()` /
- * iteration to the end) its `rowsWritten` / `rowsRead` are added. Those are workerd's own per-statement
- * counters, the ones Cloudflare bills (index entries included). Alarm and KV calls are counted per
- * call: Cloudflare bills "each setAlarm()" as one row written (Durable Objects pricing page).
+ * SQL: every `sql.exec()` cursor is kept as it is returned, and its `rowsWritten` / `rowsRead` are
+ * read when the meter is read: those are workerd's own per-statement counters, the ones Cloudflare
+ * bills (index entries included), and they hold what the statement did by then, however far its
+ * rows were consumed. Nothing wraps the cursor: the meter's own CPU per statement is one push,
+ * so a side that runs more statements is not charged for the meter (the CPU benchmarks meter every
+ * statement). Alarm and KV calls are counted per call: Cloudflare bills "each setAlarm()" as one
+ * row written (Durable Objects pricing page).
  * Storage is read from `sql.databaseSize`, the size Cloudflare bills stored data on. Requests are
  * counted by `meterRequests`, on the class's entry points rather than through `ctx`.
  */
@@ -27,8 +30,6 @@ export interface MeterSnapshot {
   sqlStatements: number;
   sqlRowsWritten: number;
   sqlRowsRead: number;
-  /** Statements whose cursor was never consumed (their rows could not be read back); expect 0. */
-  unconsumed: number;
   setAlarm: number;
   deleteAlarm: number;
   kvWrites: number;
@@ -39,8 +40,7 @@ export interface MeterSnapshot {
 }
 
 export interface StorageMeter {
-  /** With `settleOpen`, cursors not consumed yet are counted now and no longer reported open. */
-  snapshot(settleOpen?: boolean): MeterSnapshot;
+  snapshot(): MeterSnapshot;
   reset(): void;
 }
 
@@ -96,9 +96,7 @@ export function meterRequests(prototype: object, isEntry: (name: string) => bool
 
 /**
  * The sum over every metered object in this isolate (`wrangler dev` runs a Worker and its objects
- * in one isolate), read from the Worker's own fetch handler. Cursors nobody consumed are counted
- * here too (their statements ran when `exec()` returned), since other SDKs do not always read
- * the cursors of their writes.
+ * in one isolate), read from the Worker's own fetch handler.
  */
 export function isolateWrites(): IsolateWrites {
   const total: IsolateWrites = {
@@ -112,7 +110,7 @@ export function isolateWrites(): IsolateWrites {
     requests,
   };
   for (const meter of meters) {
-    const { sqlRowsWritten, setAlarm, kvWrites, sqlRowsRead, bytesStored } = meter.snapshot(true);
+    const { sqlRowsWritten, setAlarm, kvWrites, sqlRowsRead, bytesStored } = meter.snapshot();
     total.sqlRowsWritten += sqlRowsWritten;
     total.setAlarm += setAlarm;
     total.kvWrites += kvWrites;
@@ -155,62 +153,39 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   };
 
   function fresh() {
-    return { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0, writes: [] as WriteRecord[] };
+    return { setAlarm: 0, deleteAlarm: 0, kvWrites: 0 };
   }
-
-  const open = new Map<SqlStorageCursor<Record<string, SqlStorageValue>>, [string, unknown[]]>();
-  const settle = (cursor: SqlStorageCursor<Record<string, SqlStorageValue>>, query: string, bindings: unknown[]) => {
-    if (!open.delete(cursor)) return;
-    state.sqlRowsRead += cursor.rowsRead;
-    const written = cursor.rowsWritten;
-    if (written === 0) return;
-    state.sqlRowsWritten += written;
-    const record: WriteRecord = { sql: query.replace(/\s+/g, ' ').trim().slice(0, 80), rowsWritten: written };
-    const records = bindings[2];
-    if (/^\s*INSERT INTO flue_batches/i.test(query) && typeof records === 'string') {
-      // Parsed when read, not here: the CPU benchmarks meter every write, and parsing each batch's
-      // JSON (a streamed reply's text included) would be CPU the runtime itself never spends.
-      Object.defineProperty(record, 'recordTypes', {
-        enumerable: true,
-        get: () => (JSON.parse(records) as { type: string }[]).map((r) => r.type),
-      });
-    }
-    state.writes.push(record);
-  };
+  /** Every statement run since the last reset, with its cursor, in order. */
+  let statements: { cursor: SqlStorageCursor<Record<string, SqlStorageValue>>; query: string; records?: unknown }[] = [];
 
   const exec = (query: string, ...bindings: unknown[]) => {
     const cursor = sql.exec(query, ...bindings);
-    state.sqlStatements++;
+    // A batch's records are kept for `recordTypes`, parsed only when that is read.
+    statements.push(query.startsWith('INSERT INTO flue_batches') ? { cursor, query, records: bindings[2] } : { cursor, query });
     if (WRITES.test(query)) noteSize();
-    open.set(cursor, [query, bindings]);
-    return new Proxy(cursor, {
-      get(target, key) {
-        if (key === 'toArray' || key === 'one') {
-          return () => {
-            try {
-              return target[key]();
-            } finally {
-              settle(target, query, bindings);
-            }
-          };
-        }
-        if (key === 'next') {
-          return () => {
-            const step = target.next();
-            if (step.done) settle(target, query, bindings);
-            return step;
-          };
-        }
-        if (key === Symbol.iterator) {
-          return function* () {
-            yield* target;
-            settle(target, query, bindings);
-          };
-        }
-        const value = Reflect.get(target, key, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    return cursor;
+  };
+
+  /** The SQL figures of the statements run so far, from their cursors' counters now. */
+  const sqlFigures = () => {
+    let sqlRowsWritten = 0;
+    let sqlRowsRead = 0;
+    const writes: WriteRecord[] = [];
+    for (const { cursor, query, records } of statements) {
+      sqlRowsRead += cursor.rowsRead;
+      const written = cursor.rowsWritten;
+      if (written === 0) continue;
+      sqlRowsWritten += written;
+      const record: WriteRecord = { sql: query.replace(/\s+/g, ' ').trim().slice(0, 80), rowsWritten: written };
+      if (typeof records === 'string') {
+        Object.defineProperty(record, 'recordTypes', {
+          enumerable: true,
+          get: () => (JSON.parse(records) as { type: string }[]).map((r) => r.type),
+        });
+      }
+      writes.push(record);
+    }
+    return { sqlStatements: statements.length, sqlRowsWritten, sqlRowsRead, writes };
   };
 
   const meteredSql = new Proxy(sql, {
@@ -263,13 +238,10 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   if (ctx.storage !== meteredStorage) throw new Error('bench: could not shadow ctx.storage');
 
   const meter: StorageMeter = {
-    snapshot: (settleOpen = false) => {
-      if (settleOpen) for (const [cursor, [query, bindings]] of [...open]) settle(cursor, query, bindings);
-      return { ...state, writes: [...state.writes], unconsumed: open.size, bytesStored };
-    },
+    snapshot: () => ({ ...state, ...sqlFigures(), bytesStored }),
     reset: () => {
       state = fresh();
-      open.clear();
+      statements = [];
     },
   };
   meters.push(meter);
