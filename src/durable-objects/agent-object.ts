@@ -100,7 +100,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       }
       this.meter = new ObjectMeter();
       const driver = durableObjectSqlDriver(ctx.storage, (rows) => this.meter.rowsWritten(rows));
-      driver.transaction(() => migrate(driver));
+      const storeIsNew = driver.transaction(() => migrate(driver));
       const { registry } = workerConfig();
       this.engine = new ConversationEngine({
         store: new SqlStore(driver),
@@ -111,7 +111,9 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         sliceBudgetMs,
         takeActivity: () => this.meter.take(),
       });
-      this.identity = bornIdentity(this.engine.view, entry, registry);
+      // A new object's store holds nothing: no conversation born under another name, no work, no timer.
+      if (storeIsNew) this.engine.view.storeIsNew();
+      this.identity = storeIsNew ? entry.identity : bornIdentity(this.engine.view, entry, registry);
       if (this.identity !== entry.identity) registry.alias(this.identity, entry.agent);
       // Under flue dev: an object woken by its alarm after a reload maps its errors to src/ too
       // (a Worker request usually loaded the map into this isolate already; then this is free).

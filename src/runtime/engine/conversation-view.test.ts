@@ -63,6 +63,26 @@ describe('ConversationView', () => {
     expect(() => view.liveByKey(storedConversationKey('agents/Agent/none'))).toThrow('No conversation is stored under "agents/Agent/none"');
   });
 
+  it('knows a store made just now holds no work and no timer, and learns the rest from its writer', async () => {
+    const { store, view } = await open();
+    const openWork = vi.spyOn(store, 'keysWithOpenWork');
+    const due = vi.spyOn(store, 'nextTimerDue');
+    view.storeIsNew();
+    // A view no writer reports to cannot know what the store holds later: it keeps asking.
+    view.keysWithOpenWork();
+    expect(openWork).toHaveBeenCalledTimes(1);
+    view.writtenBy();
+    view.storeIsNew();
+    expect([view.keysWithOpenWork(), view.nextTimerDue()]).toEqual([[], undefined]);
+    expect([openWork.mock.calls.length, due.mock.calls.length]).toEqual([1, 0]);
+    const stream = born(store, 'a1', 'sub_1');
+    view.admitted(store.getSubmission('sub_1')!, true);
+    expect(view.keysWithOpenWork()).toEqual([stream]);
+    view.timersWritten();
+    view.nextTimerDue();
+    expect([openWork.mock.calls.length, due.mock.calls.length]).toEqual([1, 1]);
+  });
+
   it('lists every stream and every submission, settled ones included, for a post-mortem', async () => {
     const { store, view } = await open();
     const one = born(store, 'a1', 'sub_1');

@@ -134,6 +134,17 @@ export class ConversationView {
     this.written = true;
   }
 
+  /**
+   * The store was made just now (`migrate()` said so) and this view's writer is its only one:
+   * no conversation has open work and no timer is pending, known without asking (a new Durable
+   * Object would otherwise read both at its start, the timers from a table not made yet).
+   */
+  storeIsNew(): void {
+    if (!this.written) return;
+    this.openKeys = new Set();
+    this.nextDue = undefined;
+  }
+
   /** The writer committed the admission of `row`; `fresh`: its conversation was born with it. */
   admitted(row: SubmissionRow, fresh = false): void {
     this.unsettled.add(row.id);

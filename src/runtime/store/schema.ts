@@ -123,14 +123,16 @@ export type LazyTable = keyof typeof LAZY_TABLES;
 
 /**
  * Creates or verifies the store: one read of the schema, then only what is missing. Stamp first,
- * then create, so a crash mid-migration leaves a versioned store.
+ * then create, so a crash mid-migration leaves a versioned store. True when it made the store
+ * just now: nothing is in it yet.
  */
-export function migrate(driver: SqlDriver): void {
+export function migrate(driver: SqlDriver): boolean {
   const objects = new Map(
     driver.query(`SELECT name, sql FROM sqlite_master WHERE name LIKE 'flue%'`).map((row) => [String(row.name), String(row.sql ?? '')]),
   );
   const stamp = objects.has('flue_meta') ? driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0] : undefined;
-  if (stamp === undefined) {
+  const created = stamp === undefined;
+  if (created) {
     if ([...objects.keys()].some((name) => name !== 'flue_meta')) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
     driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
@@ -144,6 +146,7 @@ export function migrate(driver: SqlDriver): void {
   if (submissions !== undefined && !/\bsettlement\s+TEXT\b/i.test(submissions)) {
     driver.run('ALTER TABLE flue_submissions ADD COLUMN settlement TEXT');
   }
+  return created;
 }
 
 /** Makes every table a store makes at its first write, now: for inspecting a store's whole layout (its query plans). */
