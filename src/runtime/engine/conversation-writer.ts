@@ -265,18 +265,19 @@ export class ConversationWriter {
     const open = birth === undefined ? this.view.openMaxOrd(live.key) : { maxOrd: undefined };
     const incarnation = birth === undefined ? undefined : newIncarnation();
     let born: { seq: number; bytes: number } | undefined;
-    const row = this.guarded(live.key, () =>
-      this.store.transaction(() => {
-        if (birth !== undefined) {
-          this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: incarnation! });
-          // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
-          born = this.store.appendSized(live.key, [birth], live.conv.head);
-        }
-        const row = this.store.storeSubmission({ ...submission, conversation: live.key }, open);
-        for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
-        return row;
-      }),
-    );
+    const write = () => {
+      if (birth !== undefined) {
+        this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: incarnation! });
+        // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
+        born = this.store.appendSized(live.key, [birth], live.conv.head);
+      }
+      const row = this.store.storeSubmission({ ...submission, conversation: live.key }, open);
+      for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
+      return row;
+    };
+    // The ledger row alone is atomic by itself (`storeSubmission`): a burst's every send skips a
+    // transaction around it.
+    const row = this.guarded(live.key, () => (birth === undefined && attachments.length === 0 ? write() : this.store.transaction(write)));
     if (birth !== undefined && born !== undefined) {
       // The fold takes its birth as committed, as `commit` does: keeping it reads nothing back.
       live.incarnation = incarnation;

@@ -272,6 +272,33 @@ describe('the submission ledger', () => {
     expect(store.openSubmissions(s, 1).map((row) => row.id)).toEqual(['a']);
   });
 
+  it('stores a short row whose order it was told as one statement, and a row with a read or chunks in one transaction', async () => {
+    const store = await openStore();
+    const s = storedConversationKey('s');
+    const transactions = vi.spyOn(store.driver, 'transaction');
+    const input = (id: string, body = id) => ({
+      id,
+      conversation: s,
+      kind: 'dispatch' as const,
+      payload: { message: { kind: 'user' as const, body } },
+      acceptedAt: 'now',
+    });
+    const first = store.storeSubmission(input('a'));
+    expect(transactions).toHaveBeenCalledTimes(1);
+    const writes = vi.spyOn(store.driver, 'run');
+    store.storeSubmission(input('b'), { maxOrd: first.ord });
+    expect([transactions.mock.calls.length, writes.mock.calls.length]).toEqual([1, 1]);
+    store.storeSubmission(input('c', 'x'.repeat(SPILL_BYTES)), { maxOrd: first.ord + 1 });
+    expect(transactions).toHaveBeenCalledTimes(2);
+    expect(store.openSubmissions(s).map((row) => [row.id, row.payload.message.kind === 'user' && row.payload.message.body.length])).toEqual(
+      [
+        ['a', 1],
+        ['b', 1],
+        ['c', SPILL_BYTES],
+      ],
+    );
+  });
+
   it('a store created with the rowid ledger keeps it and its rows', () => {
     const db = new DatabaseSync(':memory:');
     db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);

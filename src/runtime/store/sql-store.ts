@@ -371,33 +371,43 @@ export class SqlStore {
    * next, nothing is ahead of it), which saves the claim's own write. Answers the row as stored
    * (what `getSubmission` would read; `running` when it was claimed). A caller that keeps the
    * conversation's open rows passes the highest `ord` among them (undefined: none open), saving
-   * the read of it.
+   * the read of it. Atomic on its own: a payload kept in chunks, or an order read from the store,
+   * is written with its row in one transaction; a row alone is one statement, which needs none.
    */
   storeSubmission(input: SubmissionInsert, open?: { maxOrd: number | undefined }): SubmissionRow {
     const { ord, idle } = this.nextOrd(input.conversation, open);
     const claim = idle ? input.claim : undefined;
     const parted = this.prepareParts(input.conversation, input.payload, (path) => spillKey('submission', input.id, ...path));
+    const text = parted === undefined ? JSON.stringify(input.payload) : undefined;
     const status: SubmissionStatus = claim === undefined ? 'queued' : 'running';
-    this.driver.run(
-      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status, attempt_id, attempt_count, started_at, max_attempts, timeout_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      input.id,
-      ord,
-      input.conversation,
-      FROZEN_KIND_NAMES[input.kind],
-      parted?.column ?? this.spill(() => spillKey('submission', input.id), JSON.stringify(input.payload)).column,
-      input.acceptedAt,
-      status,
-      claim?.attemptId ?? null,
-      claim === undefined ? 0 : 1,
-      claim?.now ?? null,
-      claim?.maxAttempts ?? null,
-      claim?.timeoutMs ?? null,
-    );
-    // A rowid ledger numbers the row itself (read before the chunks' inserts move the last rowid).
-    const stored = ord ?? Number(this.driver.query('SELECT last_insert_rowid() AS ord')[0]!.ord);
-    // After the row: a second insert of the same id fails on its key before touching the first one's chunks.
-    parted?.write();
+    const write = (): number => {
+      this.driver.run(
+        `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status, attempt_id, attempt_count, started_at, max_attempts, timeout_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        input.id,
+        ord,
+        input.conversation,
+        FROZEN_KIND_NAMES[input.kind],
+        parted?.column ?? this.spill(() => spillKey('submission', input.id), text!).column,
+        input.acceptedAt,
+        status,
+        claim?.attemptId ?? null,
+        claim === undefined ? 0 : 1,
+        claim?.now ?? null,
+        claim?.maxAttempts ?? null,
+        claim?.timeoutMs ?? null,
+      );
+      // A rowid ledger numbers the row itself (read before the chunks' inserts move the last rowid).
+      const stored = ord ?? Number(this.driver.query('SELECT last_insert_rowid() AS ord')[0]!.ord);
+      // After the row: a second insert of the same id fails on its key before touching the first one's chunks.
+      parted?.write();
+      return stored;
+    };
+    // One statement needs no transaction: a payload this short is never kept in chunks (the spill's
+    // own first test), and an order the caller knew was not read first (a read and the insert that
+    // depends on it stay in one transaction).
+    const alone = open !== undefined && text !== undefined && text.length * 3 <= SPILL_BYTES;
+    const stored = alone ? write() : this.transaction(write);
     return {
       ord: stored,
       id: input.id,
