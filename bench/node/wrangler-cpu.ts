@@ -3,7 +3,7 @@
  * agent on the Cloudflare Agents SDK, each served by its own `wrangler dev` (offline), measured by
  * the CPU time of each one's workerd process.
  *
- *   npm run bench -- wrangler          # BENCH_RUNS (default 2) runs of each scenario
+ *   npm run bench -- wrangler          # BENCH_RUNS (default 2) runs of each scenario ((2) and (3) LOAD_SAMPLES times in each)
  *
  * (1) turns: conversations of 20 turns (one `lookup` tool call and a 200-chunk reply each); the
  *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1. The same turns
@@ -34,6 +34,12 @@ const TURNS = 20;
 const CONVERSATIONS_PER_TURN = 3;
 const FANOUT = 200;
 const BURST = 250;
+/**
+ * (2) and (3) run this many times per side in each run, the sides alternating: one sample of
+ * either moves by a tenth between back-to-back runs, so two per side could not settle a margin of
+ * a few hundredths (each takes a few seconds, where a run of (1) and (4) takes a minute).
+ */
+const LOAD_SAMPLES = 3;
 const WARMUP_TURNS = 3;
 
 const bareDir = fileURLToPath(new URL('../workers/bare-turns/', import.meta.url));
@@ -399,8 +405,12 @@ try {
     const rotate = <T>(list: T[]) => [...list.slice(run % list.length), ...list.slice(0, run % list.length)];
     for (const s of rotate(sides)) turns[s.name]!.push(await turnsScenario(s, run));
     for (const s of rotate(sides)) streamed[s.name]!.push(await streamedScenario(s, run));
-    for (const s of rotate(pair)) fan[s.name]!.push(await fanoutScenario(s, run));
-    for (const s of rotate(pair)) burst[s.name]!.push(await burstScenario(s, run));
+    for (let k = 0; k < LOAD_SAMPLES; k++) {
+      const sample = run * LOAD_SAMPLES + k;
+      const order = k % 2 === 0 ? rotate(pair) : rotate(pair).reverse();
+      for (const s of order) fan[s.name]!.push(await fanoutScenario(s, sample));
+      for (const s of order) burst[s.name]!.push(await burstScenario(s, sample));
+    }
   }
 
   sides.forEach((s, i) => {
@@ -499,7 +509,11 @@ try {
     vsAgents('send → first model request, follow-up turn', firstRequest('ours'), firstRequest('agents'), ms),
   ];
   const bills = billOf(turns, streamed);
-  saveRows('wrangler-dev-cpu', `wrangler dev, workerd process CPU from /proc, median of ${RUNS} runs`, rows);
+  saveRows(
+    'wrangler-dev-cpu',
+    `wrangler dev, workerd process CPU from /proc, median of ${RUNS} runs ((2) and (3): of ${RUNS * LOAD_SAMPLES})`,
+    rows,
+  );
   saveRows('agents-sdk', `the same one-tool agent on the Cloudflare Agents SDK, wrangler dev, median of ${RUNS} runs`, agentsRows);
   saveRows(
     'bill',
