@@ -115,12 +115,26 @@ export function resourceSnapshot(render: {
 }
 
 const digests = new WeakMap<ToolDefinition, string>();
+/** How many schemas' digests are kept by their JSON, for tools declared anew at every render. */
+const KEPT_SCHEMA_DIGESTS = 64;
+const schemaDigests = new Map<string, string>();
 
-/** Tool definitions are frozen, so each one's schema digest is computed once. */
+/**
+ * Tool definitions are frozen, so each one's schema digest is computed once. A tool written inline
+ * in the agent (`useTool({ … })`) is a new definition at every render: its schema's JSON (the
+ * converter writes keys in one order) finds the digest its earlier renders computed.
+ */
 function schemaDigest(tool: ToolDefinition): string {
   let digest = digests.get(tool);
   if (digest === undefined) {
-    digest = fnv1a64(canonicalJson(toolParameters(tool)));
+    const parameters = toolParameters(tool);
+    const json = JSON.stringify(parameters);
+    digest = schemaDigests.get(json);
+    if (digest === undefined) {
+      digest = fnv1a64(canonicalJson(parameters));
+      if (schemaDigests.size >= KEPT_SCHEMA_DIGESTS) schemaDigests.delete(schemaDigests.keys().next().value!);
+      schemaDigests.set(json, digest);
+    }
     digests.set(tool, digest);
   }
   return digest;
