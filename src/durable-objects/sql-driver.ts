@@ -17,6 +17,10 @@ export function durableObjectSqlDriver(storage: DurableObjectStorage, onRowsWrit
       exec(query, params);
     },
     transaction: <T>(fn: () => T): T => storage.transactionSync(fn),
+    // Durable Object SQLite runs every statement of a multi-statement query.
+    script: (statements: string) => {
+      sql.exec(statements).toArray();
+    },
   };
 }
 

@@ -39,6 +39,10 @@ class NodeSqliteDriver implements SqlDriver {
     this.prepare(sql).run(...params);
   }
 
+  script(sql: string): void {
+    this.db.exec(sql);
+  }
+
   transaction<T>(fn: () => T): T {
     if (this.depth > 0) return fn();
     this.db.exec('BEGIN IMMEDIATE');

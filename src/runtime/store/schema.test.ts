@@ -44,6 +44,17 @@ describe('migrate', () => {
     expect(Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count)).toBeLessThanOrEqual(7);
   });
 
+  it('makes a new store in one script where the driver takes one', () => {
+    const db = new DatabaseSync(':memory:');
+    const { driver, statements } = recorded(db);
+    const scripts: string[] = [];
+    expect(migrate({ ...driver, script: (sql) => (scripts.push(sql), db.exec(sql)) })).toBe(true);
+    // The schema's one read, then everything else in one call.
+    expect([statements.length, scripts.length]).toEqual([1, 1]);
+    expect(objects(db)).toEqual(['flue_batches', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+  });
+
   it('opens a store it made with two reads and no write', () => {
     const { db, driver } = recorded();
     migrate(driver);

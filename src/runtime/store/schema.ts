@@ -132,14 +132,18 @@ export function migrate(driver: SqlDriver): boolean {
   );
   const stamp = objects.has('flue_meta') ? driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0] : undefined;
   const created = stamp === undefined;
+  const statements: string[] = [];
   if (created) {
     if ([...objects.keys()].some((name) => name !== 'flue_meta')) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
-    driver.run('CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-    driver.run(`INSERT INTO flue_meta (key, value) VALUES ('format_version', ?)`, FLUE_FORMAT_VERSION);
+    statements.push(
+      'CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)',
+      `INSERT INTO flue_meta (key, value) VALUES ('format_version', '${FLUE_FORMAT_VERSION}')`,
+    );
   } else if (stamp.value !== FLUE_FORMAT_VERSION) {
     throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
   }
-  for (const [name, statement] of Object.entries(CORE_OBJECTS)) if (!objects.has(name)) driver.run(statement);
+  for (const [name, statement] of Object.entries(CORE_OBJECTS)) if (!objects.has(name)) statements.push(statement);
+  runAll(driver, statements);
   // Stores made before settlements were kept beside their rows gain the column (NULL in the rows
   // settled until then: readers fall back to the log for those). Versions before it ignore it.
   const submissions = objects.get('flue_submissions');
@@ -147,6 +151,16 @@ export function migrate(driver: SqlDriver): boolean {
     driver.run('ALTER TABLE flue_submissions ADD COLUMN settlement TEXT');
   }
   return created;
+}
+
+/**
+ * Statements without parameters, in order: in one call where the driver takes a script (a new
+ * Durable Object's schema went from 7 calls into SQLite to 2, about half of its cost).
+ */
+function runAll(driver: SqlDriver, statements: readonly string[]): void {
+  if (statements.length === 0) return;
+  if (driver.script === undefined) for (const statement of statements) driver.run(statement);
+  else driver.script(statements.join(';\n'));
 }
 
 /** Makes every table a store makes at its first write, now: for inspecting a store's whole layout (its query plans). */

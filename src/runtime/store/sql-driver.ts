@@ -12,6 +12,8 @@ export interface SqlDriver {
   query(sql: string, ...params: SqlValue[]): SqlRow[];
   run(sql: string, ...params: SqlValue[]): void;
   transaction<T>(fn: () => T): T;
+  /** Runs statements without parameters, separated by semicolons, in one call (a driver without it is given them one by one). */
+  script?(sql: string): void;
 }
 
 /** What Durable Object SQLite accepts in one row, with headroom; both drivers enforce it. */
