@@ -829,7 +829,9 @@ export class SqlStore {
     );
     // The row names `bytes` in chunks; a size that disagreed with the encoding would name the wrong
     // count, so the transaction fails instead of committing it.
-    if (written !== bytes) throw new Error(`a spilled value encoded to ${written} bytes where it was sized at ${bytes}`);
+    if (written !== bytes) {
+      throw new ConversationRecordInvariantError(key, 'spilled value', `encoded to ${written} bytes where it was sized at ${bytes}`);
+    }
     return Math.ceil(bytes / SPILL_BYTES);
   }
 
