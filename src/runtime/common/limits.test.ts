@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { jsonSize, utf8Size } from './limits.ts';
+import { jsonSize, steppedUtf8Size, utf8Size } from './limits.ts';
 
 const encoded = (text: string) => new TextEncoder().encode(text).byteLength;
 
-describe('utf8Size', () => {
+// Node answers large strings natively; the stepped measure is what a host without one runs.
+describe.each([
+  ['utf8Size', utf8Size],
+  ['steppedUtf8Size', steppedUtf8Size],
+])('%s', (_name, utf8Size) => {
   it('agrees with TextEncoder on short, long, multi-byte and emoji text', () => {
     const short = ['😀', 'a\ud800', '中'.repeat(16 * 1024), `${'a'.repeat(16 * 1024 - 1)}😀`];
     for (const text of ['', 'abc', 'é'.repeat(300), 'Grüße 😀 '.repeat(10_000), '中'.repeat(40_000), ...short]) {
@@ -26,7 +30,9 @@ describe('utf8Size', () => {
     }
     expect(utf8Size(`${'a'.repeat(300)}\ud800`)).toBe(303);
   });
+});
 
+describe('jsonSize', () => {
   it('sizes a value by its JSON', () => {
     expect(jsonSize(undefined)).toBe(0);
     expect(jsonSize({ a: 'é' })).toBe(encoded('{"a":"é"}'));

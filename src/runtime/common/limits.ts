@@ -28,13 +28,28 @@ const SIZE_STEP = 16 * 1024;
 const scratch = new Uint8Array(3 * SIZE_STEP);
 
 /**
- * UTF-8 size of a string without allocating its encoding: large values are measured in steps
- * through one scratch buffer (several times faster than a character loop on 20 MB). A step never
- * ends between the two halves of a surrogate pair, so each pair counts 4 bytes, a lone one 3.
+ * Node's (and a Worker's with `nodejs_compat`) native UTF-8 length, where there is one: about three
+ * times faster than stepping through the encoder on 20 MB, and it counts the same (a lone surrogate
+ * as its 3-byte replacement).
+ */
+const nativeByteLength = (globalThis as { Buffer?: { byteLength(text: string, encoding: 'utf8'): number } }).Buffer?.byteLength;
+
+/**
+ * UTF-8 size of a string without allocating its encoding. A lone surrogate counts 3 bytes (its
+ * replacement character), a pair 4.
  */
 export function utf8Size(text: string): number {
   // One step (every admission's message, every row): measured in place, no buffer to collect.
   if (text.length <= SIZE_STEP) return encoder.encodeInto(text, scratch).written;
+  return nativeByteLength !== undefined ? nativeByteLength(text, 'utf8') : steppedUtf8Size(text);
+}
+
+/**
+ * `utf8Size` where the host has no native length: large values are measured in steps through one
+ * scratch buffer (several times faster than a character loop on 20 MB). A step never ends between
+ * the two halves of a surrogate pair, so each pair counts 4 bytes, a lone one 3.
+ */
+export function steppedUtf8Size(text: string): number {
   let bytes = 0;
   for (let at = 0; at < text.length; ) {
     let end = Math.min(at + SIZE_STEP, text.length);

@@ -29,6 +29,7 @@ import {
 } from './value-parts.ts';
 import { type ConversationKey, storedConversationKey } from './conversation-key.ts';
 import { lazyRows, lazyWrite } from './schema.ts';
+import { encodeInChunks } from './utf8-chunks.ts';
 
 export { FLUE_FORMAT_VERSION, migrate } from './schema.ts';
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
@@ -39,7 +40,6 @@ const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
 /** Values whose UTF-8 size exceeds this are stored as chunks of at most this size. */
 export const SPILL_BYTES = 1024 * 1024;
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A marker can never be JSON: no JSON text starts with `~`. */
@@ -816,32 +816,33 @@ export class SqlStore {
    * anywhere; they are joined before decoding.
    */
   private spill(keyOf: string | (() => string), text: string): { column: string; bytes: number } {
-    if (text.length * 3 <= SPILL_BYTES) return { column: text, bytes: utf8Size(text) };
-    const bytes = encoder.encode(text);
-    if (bytes.byteLength <= SPILL_BYTES) return { column: text, bytes: bytes.byteLength };
+    const bytes = utf8Size(text);
+    if (bytes <= SPILL_BYTES) return { column: text, bytes };
     // A key is built only for a value that spills (most rows never do: an admission's row did each time).
     const key = typeof keyOf === 'string' ? keyOf : keyOf();
-    const chunks = this.writeChunks(key, bytes);
-    return { column: `${SPILL_MARKER}${chunks}:${key}`, bytes: bytes.byteLength };
+    const chunks = this.writeChunks(key, text, bytes);
+    return { column: `${SPILL_MARKER}${chunks}:${key}`, bytes };
   }
 
-  /** Writes `bytes` as the chunks of `key`, replacing any it had; answers how many. */
-  private writeChunks(key: string, bytes: Uint8Array): number {
-    const chunks = Math.ceil(bytes.byteLength / SPILL_BYTES);
+  /**
+   * Writes the UTF-8 of `text` (`bytes` of it, as sized) as the chunks of `key`, replacing any it
+   * had; answers how many. Each chunk is encoded as it is written (utf8-chunks.ts), so a large
+   * value is never held encoded whole; both drivers copy a bound BLOB.
+   */
+  private writeChunks(key: string, text: string, bytes: number): number {
     // Chunks of a write that never committed its row would collide with this one's. Only the
     // writer of a row deletes the chunks its key names: a row that names another row's chunks
     // (a part of a value, below) never writes or deletes them.
     lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', key);
-    for (let idx = 0; idx < chunks; idx++) {
-      lazyWrite(
-        this.driver,
-        'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)',
-        key,
-        idx,
-        bytes.subarray(idx * SPILL_BYTES, (idx + 1) * SPILL_BYTES),
-      );
+    const written = encodeInChunks(text, SPILL_BYTES, (chunk, idx) =>
+      lazyWrite(this.driver, 'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)', key, idx, chunk),
+    );
+    // The row names `bytes` in chunks; a size that disagreed with the encoding would name the wrong
+    // count, so the transaction fails instead of committing it.
+    if (written !== bytes) {
+      throw new ConversationRecordInvariantError(key, 'spilled value', `encoded to ${written} bytes where it was sized at ${bytes}`);
     }
-    return chunks;
+    return Math.ceil(bytes / SPILL_BYTES);
   }
 
   /** The text a column stands for, reassembled from its chunks when it is a marker. */
@@ -910,23 +911,23 @@ export class SqlStore {
     const skeletonText = JSON.stringify(skeleton);
     if (skeletonText.length > MAX_SKELETON_CHARS) return undefined;
     const parts: StoredPart[] = [];
-    const writes: { part: StoredPart; text: string; encoded: Uint8Array }[] = [];
+    const writes: { part: StoredPart; text: string }[] = [];
     let bytes = utf8Size(skeletonText);
     for (const { path, text } of taken) {
       const same = writes.find((write) => write.text === text)?.part ?? this.storedPart(conversation, text);
       if (same !== undefined) {
         parts.push({ path, key: same.key, chunks: same.chunks, bytes: same.bytes });
       } else {
-        const encoded = encoder.encode(text);
-        const part = { path, key: ownKey(path), chunks: Math.ceil(encoded.byteLength / SPILL_BYTES), bytes: encoded.byteLength };
+        const size = utf8Size(text);
+        const part = { path, key: ownKey(path), chunks: Math.ceil(size / SPILL_BYTES), bytes: size };
         parts.push(part);
-        writes.push({ part, text, encoded });
+        writes.push({ part, text });
       }
       bytes += parts[parts.length - 1]!.bytes;
     }
     const write = () => {
-      for (const { part, text, encoded } of writes) {
-        this.writeChunks(part.key, encoded);
+      for (const { part, text } of writes) {
+        this.writeChunks(part.key, text, part.bytes);
         this.remember({ key: part.key, conversation, text, chunks: part.chunks, bytes: part.bytes });
       }
     };
