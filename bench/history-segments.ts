@@ -173,7 +173,7 @@ export function appendSegment(store: SqlStore, key: ConversationKey, plan: Histo
         usage: record.usage,
         reply: { of: submissionId, after: first },
       };
-      store.markSettled(submissionId, 'completed', null, Date.now(), encodeSettlement(stored));
+      store.markSettled([{ id: submissionId, settlement: encodeSettlement(stored) }], 'completed', null, Date.now());
     }
   });
   return { exchange, nextIndex };

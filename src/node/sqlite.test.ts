@@ -90,8 +90,8 @@ test('settled submissions are never rewritten: the first terminal state wins', a
     payload: { message: { kind: 'user', body: 'x' } },
     acceptedAt: 'now',
   });
-  store.markSettled('sub_1', 'completed', null, 1, null);
-  store.markSettled('sub_1', 'failed', 'late', 2, null);
+  store.markSettled([{ id: 'sub_1', settlement: null }], 'completed', null, 1);
+  store.markSettled([{ id: 'sub_1', settlement: null }], 'failed', 'late', 2);
   expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed', error: null });
   expect(store.listSubmissions()[0]).toMatchObject({ id: 'sub_1', outcome: 'completed' });
   await adapter.close();

@@ -55,7 +55,7 @@ describe('ConversationView', () => {
     const { store, view } = await open();
     const one = born(store, 'a1', 'sub_1');
     const two = born(store, 'a2', 'sub_2');
-    store.markSettled('sub_1', 'completed', null, 1, null);
+    store.markSettled([{ id: 'sub_1', settlement: null }], 'completed', null, 1);
     expect(view.keysWithOpenWork()).toEqual([two]);
     expect(view.conversationInfo(two)).toEqual({ key: two, agent: 'Agent', instanceId: 'a2', incarnation: 'inc_a2' });
     expect(view.conversationInfo(one)?.instanceId).toBe('a1');
@@ -87,7 +87,7 @@ describe('ConversationView', () => {
     const { store, view } = await open();
     const one = born(store, 'a1', 'sub_1');
     const two = born(store, 'a2', 'sub_2');
-    store.markSettled('sub_2', 'failed', 'boom', 1, null);
+    store.markSettled([{ id: 'sub_2', settlement: null }], 'failed', 'boom', 1);
     expect(view.conversationKeys().sort()).toEqual([one, two]);
     expect(view.submissions().map((row) => [row.id, row.conversation, row.outcome])).toEqual([
       ['sub_1', one, null],

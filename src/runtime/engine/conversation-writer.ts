@@ -162,7 +162,10 @@ export class ConversationWriter {
     const ts = new Date().toISOString();
     const inputs = rows.map((row) => inputRecord(row, leaderId, ts));
     this.commit(live, inputs, () => {
-      for (const row of rows) this.store.markJoined(row.id, leaderId);
+      this.store.markJoined(
+        rows.map((row) => row.id),
+        leaderId,
+      );
     });
     this.view.joined(
       live.key,
@@ -226,11 +229,11 @@ export class ConversationWriter {
     { settled, outcome, error }: Pick<SettlementWrite, 'settled' | 'outcome' | 'error'>,
     stored: ReadonlyMap<string, StoredSettlement>,
   ): void {
-    const now = Date.now();
-    for (const id of settled) {
+    const rows = settled.map((id) => {
       const settlement = stored.get(id);
-      this.store.markSettled(id, outcome, error, now, settlement === undefined ? null : encodeSettlement(settlement));
-    }
+      return { id, settlement: settlement === undefined ? null : encodeSettlement(settlement) };
+    });
+    if (rows.length > 0) this.store.markSettled(rows, outcome, error, Date.now());
   }
 
   /**

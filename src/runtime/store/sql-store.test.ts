@@ -211,10 +211,10 @@ describe('the submission ledger', () => {
     const table = String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql);
     expect(table).toMatch(/WITHOUT ROWID/);
     admit(store, 'a');
-    store.markSettled('a', 'completed', null, 1, null);
+    store.markSettled([{ id: 'a', settlement: null }], 'completed', null, 1);
     admit(store, 'b');
     admit(store, 'c', storedConversationKey('t'));
-    store.markSettled('b', 'completed', null, 2, null);
+    store.markSettled([{ id: 'b', settlement: null }], 'completed', null, 2);
     admit(store, 'd');
     admit(store, 'e');
     expect(ledgerOrder(store)).toEqual(['a', 'b', 'c', 'd', 'e']);
@@ -227,10 +227,9 @@ describe('the submission ledger', () => {
     const s = storedConversationKey('s');
     for (const id of ['a', 'b', 'c', 'd', 'e']) admit(store, id);
     admit(store, 'other', storedConversationKey('t'));
-    store.markSettled('a', 'completed', null, 1, null);
+    store.markSettled([{ id: 'a', settlement: null }], 'completed', null, 1);
     store.claimAttempt('b', { attemptId: 'att', now: 1, maxAttempts: 3, timeoutMs: 1000 });
-    store.markJoined('c', 'b');
-    store.markJoined('d', 'b');
+    store.markJoined(['c', 'd'], 'b');
     store.requestAbort(storedConversationKey('t'), 5);
     expect(store.unjoinedDeliveries(s)).toEqual([
       { id: 'b', kind: 'dispatch', payload: { message: { kind: 'user', body: 'b' } }, status: 'running', abortRequestedAt: null },
@@ -239,12 +238,40 @@ describe('the submission ledger', () => {
     expect(store.queueHead(s)?.id).toBe('b');
     expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['c', 'd']);
     expect(store.openSubmissionIds(s)).toEqual(['b', 'c', 'd', 'e']);
-    store.markSettled('b', 'completed', null, 2, null);
-    store.markSettled('c', 'completed', null, 2, null);
+    store.markSettled([{ id: 'b', settlement: null }], 'completed', null, 2);
+    store.markSettled([{ id: 'c', settlement: null }], 'completed', null, 2);
     expect(store.joinedIds({ id: 'b', conversation: s })).toEqual(['d']);
     expect(store.queueHead(s)?.id).toBe('e');
     store.requestAbort(s, 7);
     expect(store.unjoinedDeliveries(s).map((row) => [row.id, row.abortRequestedAt])).toEqual([['e', 7]]);
+  });
+
+  it('joins and settles a burst in a statement per chunk of rows, each row keeping its own settlement, settled rows untouched', async () => {
+    const store = await openStore();
+    const s = storedConversationKey('s');
+    const ids = Array.from({ length: 200 }, (_, i) => `q${String(i).padStart(3, '0')}`);
+    admit(store, 'leader');
+    for (const id of ids) admit(store, id);
+    store.markSettled([{ id: 'q199', settlement: 'earlier' }], 'failed', 'gone', 1);
+    const writes = vi.spyOn(store.driver, 'run');
+    store.markJoined(ids, 'leader');
+    expect(writes).toHaveBeenCalledTimes(3);
+    expect(store.joinedIds({ id: 'leader', conversation: s })).toEqual(ids.slice(0, 199));
+    writes.mockClear();
+    store.markSettled(
+      ['leader', ...ids].map((id) => ({ id, settlement: `of ${id}` })),
+      'completed',
+      null,
+      2,
+    );
+    expect(writes).toHaveBeenCalledTimes(Math.ceil(201 / 48));
+    const rows = store.driver.query('SELECT id, outcome, settled_at, settlement FROM flue_submissions ORDER BY ord');
+    expect(rows.map((row) => [row.id, row.outcome, row.settled_at, row.settlement])).toEqual([
+      ['leader', 'completed', 2, 'of leader'],
+      ...ids.slice(0, 199).map((id) => [id, 'completed', 2, `of ${id}`]),
+      ['q199', 'failed', 1, 'earlier'],
+    ]);
+    expect(store.openSubmissionIds(s)).toEqual([]);
   });
 
   it('answers the row it stored, claimed only when nothing else is open, whether it read the open queue or was told its highest order', async () => {

@@ -190,6 +190,19 @@ interface KnownPart {
 const KNOWN_PARTS = 2;
 const KNOWN_PARTS_CHARS = 32 * 1024 * 1024;
 
+/**
+ * Ids one statement names at most: Durable Object SQLite binds at most 100 parameters per
+ * statement, and a statement also binds its other values.
+ */
+const IDS_PER_STATEMENT = 90;
+/** Settled rows one statement writes at most: two parameters each, and the outcome's three. */
+const SETTLEMENTS_PER_STATEMENT = 48;
+
+/** `?, ?, …`: `count` parameter placeholders. */
+function placeholders(count: number): string {
+  return Array.from({ length: count }, () => '?').join(', ');
+}
+
 /** How every checkpoint's chunk key starts (`spillKey('checkpoint', ...)`). */
 const CHECKPOINT_KEYS = '["checkpoint",';
 
@@ -528,8 +541,16 @@ export class SqlStore {
     this.driver.run(`UPDATE flue_submissions SET continuation = 1 WHERE id = ? AND status = 'running'`, id);
   }
 
-  markJoined(id: string, leaderId: string): void {
-    this.driver.run(`UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id = ? AND status = 'queued'`, leaderId, id);
+  /** Marks queued deliveries joined into `leaderId`'s response: a statement per {@link IDS_PER_STATEMENT} rows, not per row. */
+  markJoined(ids: readonly string[], leaderId: string): void {
+    for (let at = 0; at < ids.length; at += IDS_PER_STATEMENT) {
+      const chunk = ids.slice(at, at + IDS_PER_STATEMENT);
+      this.driver.run(
+        `UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id IN (${placeholders(chunk.length)}) AND status = 'queued'`,
+        leaderId,
+        ...chunk,
+      );
+    }
   }
 
   /**
@@ -551,15 +572,38 @@ export class SqlStore {
    * First terminal state wins: settled rows are never rewritten. `settlement` is what readers need
    * of the settlement without reading the log (settled-submission.ts), stored as given.
    */
-  markSettled(id: string, outcome: SubmissionOutcome, error: string | null, now: number, settlement: string | null): void {
-    this.driver.run(
-      `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ?, settlement = ? WHERE id = ? AND settled_at IS NULL`,
-      outcome,
-      error,
-      now,
-      settlement,
-      id,
-    );
+  markSettled(
+    rows: readonly { id: string; settlement: string | null }[],
+    outcome: SubmissionOutcome,
+    error: string | null,
+    now: number,
+  ): void {
+    const [only] = rows;
+    if (rows.length === 1) {
+      this.driver.run(
+        `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ?, settlement = ? WHERE id = ? AND settled_at IS NULL`,
+        outcome,
+        error,
+        now,
+        only!.settlement,
+        only!.id,
+      );
+      return;
+    }
+    // A leader and its joined deliveries settle together: a statement per chunk of rows, each row
+    // with its own settlement, not a statement per row.
+    for (let at = 0; at < rows.length; at += SETTLEMENTS_PER_STATEMENT) {
+      const chunk = rows.slice(at, at + SETTLEMENTS_PER_STATEMENT);
+      this.driver.run(
+        `WITH settled (id, settlement) AS (VALUES ${chunk.map(() => '(?, ?)').join(', ')})
+         UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ?, settlement = settled.settlement
+         FROM settled WHERE flue_submissions.id = settled.id AND flue_submissions.settled_at IS NULL`,
+        ...chunk.flatMap((row) => [row.id, row.settlement]),
+        outcome,
+        error,
+        now,
+      );
+    }
   }
 
   /** One submission of one conversation as its settlement left it: undefined when unknown or unsettled. */
