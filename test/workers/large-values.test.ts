@@ -67,12 +67,10 @@ test('a tool returning 5 MB of text stores its model text once, unescaped, and r
 
 test('a 20 MB user message round-trips (the model gets it reduced); one over 32 MiB is refused before the object is contacted', async () => {
   const body = 'Grüße "aus" Köln 😀\n'.repeat(1_000_000).slice(0, 20_000_000);
-  await scriptLane(HOARD_LANE, { text: 'Read it.' }, { text: 'Still here.' });
+  await scriptLane(HOARD_LANE, { text: 'Read it.' });
   const handle = init(Hoarder, { id: 'long' });
   expect((await handle.read(await handle.dispatch(body))).text).toBe('Read it.');
   expectReduced((await laneRequests(HOARD_LANE))[0]!.messages.at(-1)!.content, body, 'message', 128_000);
-  // The checkpoint the message made due rides on the next batch that may carry one: the next turn's first.
-  expect((await handle.read(await handle.dispatch('Still there?'))).text).toBe('Still here.');
   const history = (await configuredRuntime()!.history('Hoarder', 'long'))!;
   expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
   // Stored once, as raw UTF-8: the committed record and the fold's checkpoint name the submission's

@@ -259,9 +259,10 @@ export function step(
   ];
 }
 
-/** The rest of a response that answers in one turn: the step, headed by the first turn's baseline snapshot, with the settlement it ends in. */
+/** The rest of a response that answers in one turn: the first turn's baseline snapshot, then the step with the settlement it ends in. */
 export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [
-  [snapshot, ...step(ids, said), settled('sub_a', 'completed')],
+  [snapshot],
+  [...step(ids, said), settled('sub_a', 'completed')],
 ];
 
 /**

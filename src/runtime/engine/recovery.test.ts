@@ -222,7 +222,7 @@ const cases: Case[] = [
       ],
       ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
     ],
-    streams: { [CHILD]: [[snapshot, ...step({ message: 'msg_2', step: 'msg_3' }, 'Found.')]] },
+    streams: { [CHILD]: [[snapshot], step({ message: 'msg_2', step: 'msg_3' }, 'Found.')] },
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
   },
   {
@@ -231,9 +231,8 @@ const cases: Case[] = [
     given: { log: [applied], submissions: retried },
     script: [{ text: ['Tagged.'] }],
     appends: [
+      [snapshot],
       [
-        snapshot,
-
         ...step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) =>
           record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record,
         ),
@@ -347,7 +346,8 @@ const cases: Case[] = [
     appends: [
       [input('sub_a', 'go')],
       [input('sub_b', 'and this', 'sub_a')],
-      [snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, 'Both.'), settled('sub_a', 'completed'), settled('sub_b', 'completed')],
+      [snapshot],
+      [...step({ message: 'msg_1', step: 'msg_2' }, 'Both.'), settled('sub_a', 'completed'), settled('sub_b', 'completed')],
     ],
     ledger: {
       sub_a: { status: 'settled', outcome: 'completed', attempts: 1 },
@@ -361,7 +361,8 @@ const cases: Case[] = [
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], deliver: 'also this' }, { text: ['Both done.'] }],
     appends: [
       [input('sub_a', 'go')],
-      [snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
       [
         toolResults(
           'msg_2',
@@ -387,7 +388,8 @@ const cases: Case[] = [
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
     appends: [
       [input('sub_a', 'go')],
-      [snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
+      [snapshot],
+      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
       [
         toolResults(
           'msg_2',
@@ -417,7 +419,7 @@ const cases: Case[] = [
     },
     sliceBudgetMs: -1,
     script: [{ text: ['Done.'] }],
-    appends: [[snapshot, ...step({ message: 'msg_r', step: 'msg_1' }, 'Done.'), settled('sub_a', 'completed')]],
+    appends: [[snapshot], [...step({ message: 'msg_r', step: 'msg_1' }, 'Done.'), settled('sub_a', 'completed')]],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
@@ -427,9 +429,8 @@ const cases: Case[] = [
     script: [{ error: 'The model refused.' }],
     appends: [
       [input('sub_a', 'go')],
+      [snapshot],
       [
-        snapshot,
-
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         {
           type: 'assistant_completed',
@@ -546,9 +547,8 @@ const cases: Case[] = [
     script: [{ text: ['Half'], stall: true, abort: true }],
     appends: [
       [input('sub_a', 'go')],
+      [snapshot],
       [
-        snapshot,
-
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
         {
@@ -574,9 +574,8 @@ const cases: Case[] = [
     script: [{ text: ['Half a'], stall: true }],
     appends: [
       [input('sub_a', 'go')],
+      [snapshot],
       [
-        snapshot,
-
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half a' },
       ],
@@ -589,7 +588,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'model' },
     script: [{ text: ['Hal', 'f'] }],
-    appends: [[input('sub_a', 'go')]],
+    appends: [[input('sub_a', 'go')], [snapshot]],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
   {
@@ -598,7 +597,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'tool', tool: 'plain' },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
-    appends: [[input('sub_a', 'go')], [snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])]],
+    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
     ran: { plain: 0 },
   },
@@ -618,7 +617,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'settlement' },
     script: [{ text: ['Hello.'] }],
-    appends: [[input('sub_a', 'go')]],
+    appends: [[input('sub_a', 'go')], [snapshot]],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
 ];
@@ -787,9 +786,8 @@ const ledgerCases: Case[] = [
     script: [{ text: ['Sorry, again?'], tokens: 2 }],
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
+      [snapshot],
       [
-        snapshot,
-
         ...spending(step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'), 2),
         settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(42), modelCalls: 2, toolCalls: 1, attempts: 2 }),
       ],
@@ -821,9 +819,8 @@ const ledgerCases: Case[] = [
     script: [{ text: ['Sorry, again?'] }],
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
+      [snapshot],
       [
-        snapshot,
-
         ...step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
         settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 }),
       ],
@@ -844,7 +841,8 @@ const ledgerCases: Case[] = [
     script: [{ text: [LONG_ANSWER], tokens: 127_000 }, { error: 'summarizer down' }],
     appends: [
       [input('sub_a', 'go')],
-      [snapshot, ...spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000)],
+      [snapshot],
+      spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000),
       [{ type: 'model_spend', submissionId: 'sub_a', source: 'compaction', usage: tokensUsage(0), modelCalls: 1 }],
       [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(127_000), modelCalls: 2, toolCalls: 0, attempts: 1 })],
     ],
@@ -874,7 +872,8 @@ const ledgerCases: Case[] = [
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], tokens: 100 }],
     appends: [
       [input('sub_a', 'go')],
-      [snapshot, ...spending(step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]), 100)],
+      [snapshot],
+      spending(step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]), 100),
       [
         toolResults(
           'msg_2',

@@ -10,7 +10,6 @@ import type { Conversation } from './conversation.ts';
 import type { ToolDefinition } from '../authoring/define-tool.ts';
 import {
   INSTRUCTIONS_UPDATED_BODY,
-  type ResourceSnapshot,
   environmentBody,
   mcpUnavailableBody,
   narrate,
@@ -78,12 +77,6 @@ export function narrateResourceChanges({
     ),
     { type: 'resource_snapshot', baseline: false, snapshot: current, builtinTools: [...builtinTools] },
   ];
-}
-
-/** The snapshot of a narration that only takes the first baseline (it says nothing to the model), if it is one. */
-export function firstBaseline(narration: readonly ConversationRecord[]): ResourceSnapshot | undefined {
-  const [only] = narration;
-  return narration.length === 1 && only?.type === 'resource_snapshot' && only.baseline ? only.snapshot : undefined;
 }
 
 /** A failing optional MCP server mounts nothing: the model is told, and the log says why. */

@@ -143,14 +143,13 @@ describe('ResponseRun', () => {
     expect(plainRuns).toBe(1);
   });
 
-  it('commits a short streamed step as one batch, headed by the first baseline, which carries the settlement when nothing follows the step', async () => {
+  it('commits a short streamed step as one batch, which carries the settlement when nothing follows the step', async () => {
     server.script({ text: ['Short ', 'reply.'] });
     const { live, row } = claimed();
     const response = run(live, row);
     await response.execute();
     const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
     expect(step.records.map((record) => record.type)).toEqual([
-      'resource_snapshot',
       'assistant_started',
       'assistant_delta',
       'assistant_completed',
@@ -158,7 +157,7 @@ describe('ResponseRun', () => {
     ]);
     expect(response.settled?.settled).toEqual(['sub_1']);
     // The ledger entry was made with the step applied; the row is settled in the same transaction.
-    expect(step.records[4]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
+    expect(step.records[3]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
     expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed' });
     expect(view.settled(live, 'sub_1')?.reply().text).toBe('Short reply.');
   });

@@ -28,7 +28,7 @@ import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runRes
 import { type LatchedModel, ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
 import { ResponseWriter } from './response-writer.ts';
-import { firstBaseline, narrateMcpUnavailable, narrateResourceChanges } from './resource-narration.ts';
+import { narrateMcpUnavailable, narrateResourceChanges } from './resource-narration.ts';
 import { RunYield } from './run-signals.ts';
 import { systemPrompt } from './system-prompt.ts';
 import type { DelegatingResponse, Delegation } from './task-run.ts';
@@ -466,17 +466,12 @@ export class ResponseRun {
       rendered,
       sandbox: this.environment.current,
     });
-    // A first baseline tells the model nothing (it only freezes the prompt's catalogs): it rides at
-    // the head of the turn's first batch, one row and one transaction fewer for a new conversation.
-    // Changes are told to the model, so they are in the log before the call.
-    const baseline = firstBaseline(narration);
-    if (baseline !== undefined) this.out.carry(narration);
-    else if (narration.length > 0) this.out.commit(narration);
+    if (narration.length > 0) this.out.commit(narration);
     const latched = this.renderer.model!;
     const model = resolveModel(latched.spec);
     const placement = new DocumentPlacement(model);
     // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
-    const prompt = systemPrompt(rendered, this.conv.resourceBaseline ?? baseline);
+    const prompt = systemPrompt(rendered, this.conv.resourceBaseline);
     const toolSpecs = tools.map(toolSpec);
     const budgetTokens = turnBudget(model, latched, fixedTokens({ ...prompt, tools: toolSpecs }));
     const compaction = await compactBeforeTurn({

@@ -21,8 +21,6 @@ export class ResponseWriter {
   private readonly timers: PendingTimers;
   /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
   readonly progressBudget: ProgressBudget;
-  /** Records the next batch carries at its head (`carry`). */
-  private carried: ConversationRecord[] = [];
 
   /** `progressUsed`: the progress lines the log already holds for this response (none by default). */
   constructor(options: {
@@ -42,28 +40,19 @@ export class ResponseWriter {
     this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 
-  /** Appends one batch (with the carried records and the pending spending, if any). */
+  /** Appends one batch (with the pending spending, if any). */
   commit(records: ConversationRecord[]): void {
-    this.writer.commit(this.live, this.withPending(records));
+    this.writer.commit(this.live, this.withSpend(records));
   }
 
   /** Appends one batch together with the pending state and timer writes it explains. */
   commitWithState(records: ConversationRecord[]): void {
-    this.writer.commitWithState(this.live, this.withPending(records), this.state.take(), this.timers.take());
+    this.writer.commitWithState(this.live, this.withSpend(records), this.state.take(), this.timers.take());
   }
 
   /** Appends the response's last batch with its settlement (`ConversationWriter.close`); no state or timer write may be pending. */
   close(records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
-    return this.writer.close(this.live, this.withPending(records), settle);
-  }
-
-  /**
-   * Records the next batch writes at its head instead of a batch of their own now (they replace
-   * records carried and not written yet). Only for records nothing reads from the fold before that
-   * batch: a crash before it loses them with the work they would have preceded, which a retry redoes.
-   */
-  carry(records: ConversationRecord[]): void {
-    this.carried = records;
+    return this.writer.close(this.live, this.withSpend(records), settle);
   }
 
   /** Whether state or timer writes wait for a batch to explain them. */
@@ -76,11 +65,9 @@ export class ResponseWriter {
     if (this.spend !== undefined && !this.spend.isEmpty) this.commit([]);
   }
 
-  private withPending(records: ConversationRecord[]): ConversationRecord[] {
-    const carried = this.carried;
-    this.carried = [];
-    const spent = this.spend === undefined || this.spend.isEmpty ? [] : this.spend.take();
-    return carried.length === 0 && spent.length === 0 ? records : [...carried, ...records, ...spent];
+  private withSpend(records: ConversationRecord[]): ConversationRecord[] {
+    if (this.spend === undefined || this.spend.isEmpty) return records;
+    return [...records, ...this.spend.take()];
   }
 
   /** The memos of one durable tool call, keyed by `key` in this conversation's stream. */
