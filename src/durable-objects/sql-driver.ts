@@ -17,9 +17,9 @@ export function durableObjectSqlDriver(storage: DurableObjectStorage, onRowsWrit
       exec(query, params);
     },
     transaction: <T>(fn: () => T): T => storage.transactionSync(fn),
-    // Durable Object SQLite runs every statement of a multi-statement query.
+    // Durable Object SQLite runs every statement of a multi-statement query (and meters its rows).
     script: (statements: string) => {
-      sql.exec(statements).toArray();
+      exec(statements, []);
     },
   };
 }
