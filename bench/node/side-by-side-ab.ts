@@ -11,13 +11,14 @@
  * side-by-side child drives it. Figures: medians over the rounds, and the medians of per-round
  * ratios (each child against the floor of the same round). Not part of `npm run bench`.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, resultsDir } from '../results.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
+import { runSideBySideChild } from './side-by-side-spawn.ts';
 
 type Scenario = 'cold' | 'fanout';
 type Side = 'before' | 'after' | 'floor';
@@ -70,36 +71,10 @@ const children: Record<Side, { child: string; runtime: 'ours' | 'floor' }> = {
 const server = await startSideBySideServer();
 
 /** Cold: spawn → the child's `@@settled` line. Fan-out: the child's CPU for the 200 conversations. */
-function measure(side: Side): Promise<number> {
+async function measure(side: Side): Promise<number> {
   const { child, runtime } = children[side];
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', child, runtime, scenario, server.url], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    let settledMs: number | undefined;
-    proc.stdout.setEncoding('utf8');
-    proc.stderr.setEncoding('utf8');
-    proc.stdout.on('data', (data: string) => {
-      if (settledMs === undefined && (stdout + data).includes('@@settled\n')) settledMs = performance.now() - started;
-      stdout += data;
-    });
-    proc.stderr.on('data', (data: string) => {
-      stderr += data;
-    });
-    proc.on('error', reject);
-    proc.on('close', (code) => {
-      const line = stdout.split('\n').find((candidate) => candidate.startsWith('@@result '));
-      if (code !== 0 || line === undefined) {
-        reject(new Error(`${side}: child exited with ${code}\n${stderr}`));
-        return;
-      }
-      const result = JSON.parse(line.slice('@@result '.length)) as { cpuMs?: number };
-      resolve(scenario === 'cold' ? settledMs! : result.cpuMs!);
-    });
-  });
+  const { result, settledMs } = await runSideBySideChild(child, [runtime, scenario, server.url], side);
+  return scenario === 'cold' ? settledMs! : (result.cpuMs as number);
 }
 
 const sides: Side[] = ['before', 'after', 'floor'];

@@ -17,11 +17,12 @@
  * This process runs the model server and the clock; it does nothing else while a child runs, and
  * its CPU and memory are not counted in the children's figures.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { type BenchRow, markdownTable, median, saveRows } from '../results.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
+import { type ChildOutcome, runSideBySideChild } from './side-by-side-spawn.ts';
 import { FANOUT_CONCURRENCY, FANOUT_CONVERSATIONS, TEXT_CHUNKS, TURNS, WARMUP_TURNS } from './side-by-side-script.ts';
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
@@ -60,11 +61,6 @@ interface ColdSample {
   loadedMs: number;
   exchangeMs: number;
 }
-interface ChildOutcome {
-  result: Record<string, unknown>;
-  /** Spawn to the child's `@@settled` line (cold scenario only). */
-  settledMs?: number;
-}
 
 const installed = spawnSync(process.execPath, [ENSURE_ORIGINAL], { stdio: 'inherit' });
 if (installed.status !== 0) process.exit(installed.status ?? 1);
@@ -77,41 +73,14 @@ for (const [name, value] of Object.entries(process.env)) {
   if (!name.startsWith('FLUE_') && !/_API_KEY$/.test(name)) childEnv[name] = value;
 }
 
-function runChild(runtime: RuntimeName, scenario: Scenario): Promise<ChildOutcome> {
+async function runChild(runtime: RuntimeName, scenario: Scenario): Promise<ChildOutcome> {
   server.reset();
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CHILD, runtime, scenario, server.url], {
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    let settledMs: number | undefined;
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stdout.on('data', (data: string) => {
-      if (settledMs === undefined && (stdout + data).includes('@@settled\n')) settledMs = performance.now() - started;
-      stdout += data;
-    });
-    child.stderr.on('data', (data: string) => {
-      stderr += data;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = stdout.split('\n').find((candidate) => candidate.startsWith('@@result '));
-      if (code !== 0 || line === undefined) {
-        reject(new Error(`${runtime} ${scenario}: child exited with ${code}\n${stderr}${stdout}`));
-        return;
-      }
-      const requests = server.requests.length;
-      if (requests !== EXPECTED_REQUESTS[scenario]) {
-        reject(new Error(`${runtime} ${scenario}: ${requests} model requests, expected ${EXPECTED_REQUESTS[scenario]}`));
-        return;
-      }
-      resolve({ result: JSON.parse(line.slice('@@result '.length)) as Record<string, unknown>, settledMs });
-    });
-  });
+  const outcome = await runSideBySideChild(CHILD, [runtime, scenario, server.url], `${runtime} ${scenario}`, childEnv);
+  const requests = server.requests.length;
+  if (requests !== EXPECTED_REQUESTS[scenario]) {
+    throw new Error(`${runtime} ${scenario}: ${requests} model requests, expected ${EXPECTED_REQUESTS[scenario]}`);
+  }
+  return outcome;
 }
 
 const samples = {
