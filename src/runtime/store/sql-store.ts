@@ -416,9 +416,9 @@ export class SqlStore {
       parted?.write();
       return stored;
     };
-    // One statement needs no transaction: a payload this short is never kept in chunks (the spill's
-    // own first test), and an order the caller knew was not read first (a read and the insert that
-    // depends on it stay in one transaction).
+    // One statement needs no transaction: a payload this short is never kept in chunks (a character
+    // is at most 3 UTF-8 bytes), and an order the caller knew was not read first (a read and the
+    // insert that depends on it stay in one transaction).
     const alone = open !== undefined && text !== undefined && text.length * 3 <= SPILL_BYTES;
     const stored = alone ? write() : this.transaction(write);
     return {
