@@ -117,6 +117,18 @@ describe('ConversationWriter', () => {
     expect(store.readState(live.key).get('count')).toBe(2);
   });
 
+  it('commits a batch alone without a transaction around it, and a batch with more writes in one', async () => {
+    const opened = await open();
+    const { store, writer } = opened;
+    const live = admitted(opened, 'sub_1');
+    const transactions = vi.spyOn(store, 'transaction');
+    writer.commit(live, [signal('alone')]);
+    expect(transactions).not.toHaveBeenCalled();
+    writer.commitWithState(live, [signal('with state')], [['count', 1]]);
+    expect(transactions).toHaveBeenCalledTimes(1);
+    expect(store.readBatches(live.key, 0).map((batch) => batch.records)).toEqual([[signal('alone')], [signal('with state')]]);
+  });
+
   it('rolls the batch and its state writes back together', async () => {
     const opened = await open();
     const { store, writer } = opened;

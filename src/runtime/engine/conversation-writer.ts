@@ -84,17 +84,19 @@ export class ConversationWriter {
     const due = checkpointDue(live.sinceCheckpoint);
     let checkpointBytes = 0;
     let appended: { seq: number; bytes: number };
+    const write = () => {
+      // The fold is this single writer's view of the log, so its head is the store's.
+      const sized = this.store.appendSized(live.key, records, live.conv.head);
+      alsoWrite?.();
+      if (due) {
+        const value = checkpointValue(live.conv, live.incarnation);
+        checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, { value });
+      }
+      return sized;
+    };
     try {
-      appended = this.store.transaction(() => {
-        // The fold is this single writer's view of the log, so its head is the store's.
-        const sized = this.store.appendSized(live.key, records, live.conv.head);
-        alsoWrite?.();
-        if (due) {
-          const value = checkpointValue(live.conv, live.incarnation);
-          checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, { value });
-        }
-        return sized;
-      });
+      // A batch alone is atomic on its own (most streamed batches): no transaction around it.
+      appended = alsoWrite === undefined && !due ? write() : this.store.transaction(write);
     } catch (error) {
       // Something else may have written the log (which only this writer should): the next look
       // reads the store again instead of trusting the head this process knows, so a retry can succeed.

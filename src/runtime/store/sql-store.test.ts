@@ -326,6 +326,21 @@ describe('the submission ledger', () => {
     );
   });
 
+  it('appends a short batch as one statement, and a batch kept in chunks in one transaction', async () => {
+    const store = await openStore();
+    const s = storedConversationKey('s');
+    store.createConversation({ key: s, agent: 'A', instanceId: 's', incarnation: 'inc' });
+    const transactions = vi.spyOn(store.driver, 'transaction');
+    const writes = vi.spyOn(store.driver, 'run');
+    const short = signalOfSize(200);
+    const long = signalOfSize(SPILL_BYTES + 10);
+    expect(store.appendSized(s, short, 0).seq).toBe(1);
+    expect([transactions.mock.calls.length, writes.mock.calls.length]).toEqual([0, 1]);
+    expect(store.appendSized(s, long, 1)).toEqual({ seq: 2, bytes: SPILL_BYTES + 10 });
+    expect(transactions).toHaveBeenCalledTimes(1);
+    expect(store.readBatches(s, 0).map((batch) => batch.records)).toEqual([short, long]);
+  });
+
   it('a store created with the rowid ledger keeps it and its rows', () => {
     const db = new DatabaseSync(':memory:');
     db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);

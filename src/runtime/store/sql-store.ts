@@ -281,13 +281,16 @@ export class SqlStore {
 
   /** Appends one batch under the next sequence; callers hold the conversation's single writer. */
   append(key: ConversationKey, records: readonly ConversationRecord[]): number {
-    return this.appendSized(key, records).seq;
+    // The head read and the insert that depends on it stay in one transaction.
+    return this.transaction(() => this.appendSized(key, records).seq);
   }
 
   /**
    * `append`, also answering the UTF-8 size of the stored batch (for the conversation's size).
    * A writer that keeps the log's fold passes the head it knows, saving a `max(seq)` read per
    * append; a stale head cannot overwrite anything: the insert then fails on the primary key.
+   * Atomic on its own: a batch kept in chunks is written with its row in one transaction; a row
+   * alone is one statement, which needs none (a caller writing more with it wraps both).
    */
   appendSized(key: ConversationKey, records: readonly ConversationRecord[], head = this.head(key)): { seq: number; bytes: number } {
     if (records.length === 0) {
@@ -299,15 +302,22 @@ export class SqlStore {
     const apart = packRecordValues(records, keptApart);
     const parted = this.prepareParts(key, apart.stored, (path) => spillKey('batch', key, seq, ...path));
     if (parted !== undefined) {
-      insert(parted.column);
-      parted.write();
-      return { seq, bytes: parted.bytes + apart.derivedBytes };
+      return this.transaction(() => {
+        insert(parted.column);
+        parted.write();
+        return { seq, bytes: parted.bytes + apart.derivedBytes };
+      });
     }
     // An outcome stored without its output needs its content apart: pack again for the whole-value layout.
     const packed = apart.outputFromContent ? packRecordValues(records) : apart;
-    const value = this.spill(() => spillKey('batch', key, seq), JSON.stringify(packed.stored));
-    insert(value.column);
-    return { seq, bytes: value.bytes + packed.derivedBytes };
+    const text = JSON.stringify(packed.stored);
+    const write = () => {
+      const value = this.spill(() => spillKey('batch', key, seq), text);
+      insert(value.column);
+      return { seq, bytes: value.bytes + packed.derivedBytes };
+    };
+    // Text this short is never kept in chunks (a character is at most 3 UTF-8 bytes): one statement.
+    return text.length * 3 <= SPILL_BYTES ? write() : this.transaction(write);
   }
 
   /** Batches with sequence greater than `after`, in order. */
