@@ -45,13 +45,17 @@ export const cloudflare = extend({
 /** One HTTP request per turn, like the bare Worker's: dispatch, then read the reply. */
 export const ROUTE = `
 import { Bench } from './agents/bench.ts';
-import { isolateWrites } from './storage-meter.ts';
+import { isolateWrites, pauseMeters } from './storage-meter.ts';
 app.post('/turn/:id', async (c) => {
   const bench = init(Bench, { id: c.req.param('id') });
   const reply = await bench.read(await bench.dispatch(await c.req.text()));
   return c.json({ reply: reply.text });
 });
 app.get('/meter', (c) => c.json(isolateWrites()));
+app.post('/meter/:state{pause|resume}', (c) => {
+  pauseMeters(c.req.param('state') === 'pause');
+  return c.body(null, 204);
+});
 `;
 
 /** Turns a copy of the template into the bench project (to be built by `flue build`). */

@@ -11,6 +11,7 @@
  *     a turn to the model server receiving its first request. All three sides.
  * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU. Ours and bare.
  * (3) burst: 250 concurrent sends to one conversation; wall time and workerd CPU. Ours and bare.
+ *     (2) and (3) read no meter, so they run with both sides' meters paused.
  * (4) the bill: one turn whose reply streams for 10 s, metered like (1), then both kinds of turn
  *     priced on Cloudflare's price list (bench/pricing.ts), dollars per million turns. All three sides.
  * See bench/README.md for why process CPU is the honest figure here.
@@ -117,6 +118,12 @@ async function meterOf(side: Side): Promise<MeterReading> {
   const meter = (await (await fetch(`${side.dev.base}/meter`)).json()) as MeterReading;
   if (meter.objects === 0) throw new Error(`${side.name}: no metered object in the Worker's isolate`);
   return meter;
+}
+
+/** Pauses (or resumes) the meters of the side's isolate (storage-meter.ts `pauseMeters`). */
+async function pauseMeters(side: Side, pause: boolean): Promise<void> {
+  const response = await fetch(`${side.dev.base}/meter/${pause ? 'pause' : 'resume'}`, { method: 'POST' });
+  if (response.status !== 204) throw new Error(`${side.name}: /meter/${pause ? 'pause' : 'resume'} answered ${response.status}`);
 }
 
 /** What the objects did between two readings of the meter, per turn. */
@@ -405,12 +412,15 @@ try {
     const rotate = <T>(list: T[]) => [...list.slice(run % list.length), ...list.slice(0, run % list.length)];
     for (const s of rotate(sides)) turns[s.name]!.push(await turnsScenario(s, run));
     for (const s of rotate(sides)) streamed[s.name]!.push(await streamedScenario(s, run));
+    // No figure of these two reads a meter: they run with every meter paused (CPU without the bench's counting).
+    await Promise.all(pair.map((s) => pauseMeters(s, true)));
     for (let k = 0; k < LOAD_SAMPLES; k++) {
       const sample = run * LOAD_SAMPLES + k;
       const order = k % 2 === 0 ? rotate(pair) : rotate(pair).reverse();
       for (const s of order) fan[s.name]!.push(await fanoutScenario(s, sample));
       for (const s of order) burst[s.name]!.push(await burstScenario(s, sample));
     }
+    await Promise.all(pair.map((s) => pauseMeters(s, false)));
   }
 
   sides.forEach((s, i) => {

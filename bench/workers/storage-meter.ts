@@ -8,14 +8,18 @@
  * handed to tools) goes through the meter. Nothing else in the isolate is touched.
  *
  * SQL: every `sql.exec()` cursor is kept as it is returned, and its `rowsWritten` / `rowsRead` are
- * read when the meter is read: those are workerd's own per-statement counters, the ones Cloudflare
- * bills (index entries included), and they hold what the statement did by then, however far its
- * rows were consumed. Nothing wraps the cursor: the meter's own CPU per statement is one push,
- * so a side that runs more statements is not charged for the meter (the CPU benchmarks meter every
- * statement). Alarm and KV calls are counted per call: Cloudflare bills "each setAlarm()" as one
- * row written (Durable Objects pricing page).
+ * read when the meter is read or when a few hundred cursors wait: those are workerd's own
+ * per-statement counters, the ones Cloudflare bills (index entries included), and by then the store
+ * has consumed each statement's rows (it does so before its next statement). Nothing wraps the
+ * cursor: the meter's own CPU per statement is one push. Alarm and KV calls are counted per call:
+ * Cloudflare bills "each setAlarm()" as one row written (Durable Objects pricing page).
  * Storage is read from `sql.databaseSize`, the size Cloudflare bills stored data on. Requests are
  * counted by `meterRequests`, on the class's entry points rather than through `ctx`.
+ *
+ * What an object counted is kept in a tally of plain numbers that holds nothing of the object, so
+ * an isolate that has served thousands of objects keeps no cursor, storage or context of theirs.
+ * `pauseMeters(true)` (`POST /meter/pause`) lets statements go straight through: the CPU
+ * benchmarks that read no meter (200 conversations at once, 250 sends) run without any meter.
  */
 
 export interface WriteRecord {
@@ -48,8 +52,64 @@ const KV_WRITES = new Set(['put', 'delete', 'deleteAll']);
 /** Statements that may change the database's size. */
 const WRITES = /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i;
 
-/** Every meter made in this isolate, for `isolateWrites()`. */
-const meters: StorageMeter[] = [];
+/** What one object's meter has counted: numbers, and the cursors not yet read (a few hundred at most). */
+interface Tally {
+  sqlStatements: number;
+  sqlRowsWritten: number;
+  sqlRowsRead: number;
+  setAlarm: number;
+  deleteAlarm: number;
+  kvWrites: number;
+  bytesStored: number;
+  pending: { cursor: SqlStorageCursor<Record<string, SqlStorageValue>>; query: string; records?: unknown }[];
+  /** Every statement that wrote, when the meter was asked to keep them (`meterStorage(ctx, { writes: true })`). */
+  writes: WriteRecord[] | undefined;
+}
+
+/** Every meter's tally in this isolate, for `isolateWrites()`. */
+const tallies: Tally[] = [];
+
+/** Cursors read into the tally once this many wait. */
+const PENDING_CURSORS = 256;
+
+let paused = false;
+
+/** Stops (or restarts) every meter of this isolate counting: while paused, statements go straight to SQLite. */
+export function pauseMeters(pause: boolean): void {
+  paused = pause;
+}
+
+/** Reads the waiting cursors' counters into the tally. */
+function settle(tally: Tally): void {
+  for (const { cursor, query, records } of tally.pending) {
+    tally.sqlRowsRead += cursor.rowsRead;
+    const written = cursor.rowsWritten;
+    if (written === 0) continue;
+    tally.sqlRowsWritten += written;
+    if (tally.writes === undefined) continue;
+    const record: WriteRecord = { sql: query.replace(/\s+/g, ' ').trim().slice(0, 80), rowsWritten: written };
+    if (typeof records === 'string') {
+      Object.defineProperty(record, 'recordTypes', {
+        enumerable: true,
+        get: () => (JSON.parse(records) as { type: string }[]).map((r) => r.type),
+      });
+    }
+    tally.writes.push(record);
+  }
+  tally.pending = [];
+}
+
+function snapshotOf(tally: Tally): MeterSnapshot {
+  settle(tally);
+  const { pending: _, writes, ...figures } = tally;
+  return { ...figures, writes: writes === undefined ? [] : [...writes] };
+}
+
+function resetTally(tally: Tally): void {
+  settle(tally);
+  Object.assign(tally, { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0 });
+  if (tally.writes !== undefined) tally.writes = [];
+}
 
 /** What an isolate's objects wrote, summed over every meter made in it. */
 export interface IsolateWrites {
@@ -100,7 +160,7 @@ export function meterRequests(prototype: object, isEntry: (name: string) => bool
  */
 export function isolateWrites(): IsolateWrites {
   const total: IsolateWrites = {
-    objects: meters.length,
+    objects: tallies.length,
     sqlRowsWritten: 0,
     setAlarm: 0,
     kvWrites: 0,
@@ -109,8 +169,9 @@ export function isolateWrites(): IsolateWrites {
     bytesStored: 0,
     requests,
   };
-  for (const meter of meters) {
-    const { sqlRowsWritten, setAlarm, kvWrites, sqlRowsRead, bytesStored } = meter.snapshot();
+  for (const tally of tallies) {
+    settle(tally);
+    const { sqlRowsWritten, setAlarm, kvWrites, sqlRowsRead, bytesStored } = tally;
     total.sqlRowsWritten += sqlRowsWritten;
     total.setAlarm += setAlarm;
     total.kvWrites += kvWrites;
@@ -123,69 +184,64 @@ export function isolateWrites(): IsolateWrites {
 
 /**
  * The routes of the `wrangler dev` baselines (bench/node/wrangler-cpu.ts): `POST /turn/:id` answers
- * `{ reply }` from `turn(id, text)`, and `GET /meter` answers `isolateWrites()`.
+ * `{ reply }` from `turn(id, text)`, `GET /meter` answers `isolateWrites()`, and `POST /meter/pause`
+ * / `POST /meter/resume` call `pauseMeters()`.
  */
 export async function benchRoutes(request: Request, turn: (id: string, text: string) => Promise<string>): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname === '/meter') return Response.json(isolateWrites());
+  if (url.pathname === '/meter/pause' || url.pathname === '/meter/resume') {
+    pauseMeters(url.pathname === '/meter/pause');
+    return new Response(null, { status: 204 });
+  }
   const match = /^\/turn\/([^/]+)$/.exec(url.pathname);
   if (request.method !== 'POST' || match === null) return new Response('not found', { status: 404 });
   return Response.json({ reply: await turn(match[1]!, await request.text()) });
 }
 
-export function meterStorage(ctx: DurableObjectState): StorageMeter {
+export function meterStorage(ctx: DurableObjectState, options: { writes?: boolean } = {}): StorageMeter {
   const storage = ctx.storage;
   const sql = storage.sql;
-  let state = fresh();
+  const tally: Tally = {
+    sqlStatements: 0,
+    sqlRowsWritten: 0,
+    sqlRowsRead: 0,
+    setAlarm: 0,
+    deleteAlarm: 0,
+    kvWrites: 0,
+    bytesStored: paused ? 0 : sql.databaseSize,
+    pending: [],
+    writes: options.writes === true ? [] : undefined,
+  };
+  tallies.push(tally);
   // Read inside the object after its writes: `databaseSize` is storage I/O, which the Worker's
   // `/meter` handler may not do on the object's behalf. Once per task, however many statements it
   // wrote (a microtask still runs in the object, before anything else can read the meter): a read
   // per statement was CPU charged to whichever side writes more statements.
-  let bytesStored = sql.databaseSize;
   let sizeStale = false;
   const noteSize = () => {
-    if (sizeStale) return;
+    if (sizeStale || paused) return;
     sizeStale = true;
     queueMicrotask(() => {
       sizeStale = false;
-      bytesStored = sql.databaseSize;
+      tally.bytesStored = sql.databaseSize;
     });
   };
 
-  function fresh() {
-    return { setAlarm: 0, deleteAlarm: 0, kvWrites: 0 };
-  }
-  /** Every statement run since the last reset, with its cursor, in order. */
-  let statements: { cursor: SqlStorageCursor<Record<string, SqlStorageValue>>; query: string; records?: unknown }[] = [];
-
   const exec = (query: string, ...bindings: unknown[]) => {
+    if (paused) return sql.exec(query, ...bindings);
+    // The cursors before this one are consumed (the store reads a statement's rows before its next).
+    if (tally.pending.length >= PENDING_CURSORS) settle(tally);
     const cursor = sql.exec(query, ...bindings);
+    tally.sqlStatements++;
     // A batch's records are kept for `recordTypes`, parsed only when that is read.
-    statements.push(query.startsWith('INSERT INTO flue_batches') ? { cursor, query, records: bindings[2] } : { cursor, query });
+    tally.pending.push(
+      tally.writes !== undefined && query.startsWith('INSERT INTO flue_batches')
+        ? { cursor, query, records: bindings[2] }
+        : { cursor, query },
+    );
     if (WRITES.test(query)) noteSize();
     return cursor;
-  };
-
-  /** The SQL figures of the statements run so far, from their cursors' counters now. */
-  const sqlFigures = () => {
-    let sqlRowsWritten = 0;
-    let sqlRowsRead = 0;
-    const writes: WriteRecord[] = [];
-    for (const { cursor, query, records } of statements) {
-      sqlRowsRead += cursor.rowsRead;
-      const written = cursor.rowsWritten;
-      if (written === 0) continue;
-      sqlRowsWritten += written;
-      const record: WriteRecord = { sql: query.replace(/\s+/g, ' ').trim().slice(0, 80), rowsWritten: written };
-      if (typeof records === 'string') {
-        Object.defineProperty(record, 'recordTypes', {
-          enumerable: true,
-          get: () => (JSON.parse(records) as { type: string }[]).map((r) => r.type),
-        });
-      }
-      writes.push(record);
-    }
-    return { sqlStatements: statements.length, sqlRowsWritten, sqlRowsRead, writes };
   };
 
   const meteredSql = new Proxy(sql, {
@@ -204,7 +260,7 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
         if (typeof value !== 'function') return value;
         if (key === 'put' || key === 'delete') {
           return (...args: unknown[]) => {
-            state.kvWrites++;
+            if (!paused) tally.kvWrites++;
             const result = value.apply(target, args);
             noteSize();
             return result;
@@ -220,11 +276,11 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
       const value = Reflect.get(target, key, target);
       if (key === 'kv' && typeof value === 'object' && value !== null) return meteredKv(value);
       if (typeof value !== 'function') return value;
-      if (key === 'setAlarm') return (...args: unknown[]) => (state.setAlarm++, value.apply(target, args));
-      if (key === 'deleteAlarm') return (...args: unknown[]) => (state.deleteAlarm++, value.apply(target, args));
+      if (key === 'setAlarm') return (...args: unknown[]) => (paused || tally.setAlarm++, value.apply(target, args));
+      if (key === 'deleteAlarm') return (...args: unknown[]) => (paused || tally.deleteAlarm++, value.apply(target, args));
       if (typeof key === 'string' && KV_WRITES.has(key)) {
         return async (...args: unknown[]) => {
-          state.kvWrites++;
+          if (!paused) tally.kvWrites++;
           const result = await value.apply(target, args);
           noteSize();
           return result;
@@ -237,13 +293,5 @@ export function meterStorage(ctx: DurableObjectState): StorageMeter {
   Object.defineProperty(ctx, 'storage', { value: meteredStorage, configurable: true, enumerable: true });
   if (ctx.storage !== meteredStorage) throw new Error('bench: could not shadow ctx.storage');
 
-  const meter: StorageMeter = {
-    snapshot: () => ({ ...state, ...sqlFigures(), bytesStored }),
-    reset: () => {
-      state = fresh();
-      statements = [];
-    },
-  };
-  meters.push(meter);
-  return meter;
+  return { snapshot: () => snapshotOf(tally), reset: () => resetTally(tally) };
 }

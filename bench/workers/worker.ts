@@ -38,7 +38,7 @@ const metered = extend({
   base: (Base) =>
     class MeteredAgentObject extends Base implements MeteredAgentRpc {
       constructor(ctx: DurableObjectState, objectEnv: Record<string, unknown>) {
-        const meter = meterStorage(ctx);
+        const meter = meterStorage(ctx, { writes: true });
         super(ctx, objectEnv);
         meters.set(this, meter);
       }
