@@ -17,6 +17,7 @@ import type { AgentReply, DispatchReceipt } from '../runtime/common/types.ts';
 import type { Admission } from '../runtime/engine/verbs.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type AdmissionSession, type AgentObjectRpc, CROSSINGS, VERB_NAMES, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
+import { SessionShelf } from './session-shelf.ts';
 import { setWorkersAIBindingSource } from './workers-ai-binding.ts';
 import type { WorkersAIBinding } from './workers-ai-provider.ts';
 
@@ -40,9 +41,9 @@ const POLL_WAIT_MS = 25_000;
 /** Consecutive transport failures (object resets, evictions) a read rides out before giving up. */
 const MAX_READ_RETRIES = 8;
 /**
- * How long an admission's session waits for the read of its receipt before it is let go. It goes
- * with its request anyway; the bound is for code that dispatches many times in one long context
- * (a Durable Object of the app's, a long stream) without reading.
+ * How long an admission's session waits for the read of its receipt before the next admission lets
+ * it go. It goes with its request anyway; the bound is for code that dispatches many times in one
+ * long context (a Durable Object of the app's, a long stream) without reading.
  */
 const SESSION_UNREAD_MS = 10_000;
 
@@ -122,20 +123,14 @@ function createWorkerRuntime(config: WorkerConfig): FlueRuntime {
 }
 
 /** Admissions' sessions by the receipt each answered, until a read of that receipt takes it. */
-const sessions = new WeakMap<DispatchReceipt, AdmissionSession>();
+const sessions = new SessionShelf<DispatchReceipt, AdmissionSession>(SESSION_UNREAD_MS, letGo);
 
 function keepSession(receipt: DispatchReceipt, session: AdmissionSession): void {
-  sessions.set(receipt, session);
-  setTimeout(() => {
-    if (sessions.get(receipt) === session) letGo(takeSession(receipt));
-  }, SESSION_UNREAD_MS);
+  sessions.keep(receipt, session, Date.now());
 }
 
 function takeSession(receipt: DispatchReceipt | undefined): AdmissionSession | undefined {
-  if (receipt === undefined) return undefined;
-  const session = sessions.get(receipt);
-  sessions.delete(receipt);
-  return session;
+  return receipt === undefined ? undefined : sessions.take(receipt);
 }
 
 /** Disposes a stub the object handed out, so the object can let its end go before the request ends. */
