@@ -13,6 +13,7 @@ import { projectBatch } from './projection.ts';
 import type { AgentInstanceInfo, AgentReply } from '../common/types.ts';
 import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
 import { readReply } from './reply-reader.ts';
+import { DeadlineSweep } from './deadline-sweep.ts';
 
 export type { ChildConversation } from './conversation.ts';
 export type { ReadOptions, ReadPoll, StoredAttachment, UpdatesResult } from './verbs.ts';
@@ -31,6 +32,8 @@ export interface ReaderLifecycle {
 export class ConversationReader {
   private readonly view: ConversationView;
   private readonly lifecycle: ReaderLifecycle;
+  /** The bounds of remote polls, under one timer however many are parked. */
+  private readonly pollBounds = new DeadlineSweep();
 
   constructor(view: ConversationView, lifecycle: ReaderLifecycle) {
     this.view = view;
@@ -113,17 +116,17 @@ export class ConversationReader {
         reject(signal?.reason ?? abortError());
       };
       const finish = () => {
-        clearTimeout(timer);
+        cancelBound?.();
         live.listeners.delete(done);
         signal?.removeEventListener('abort', onAbort);
       };
-      const timer =
+      const cancelBound =
         waitMs === undefined
           ? undefined
-          : setTimeout(() => {
+          : this.pollBounds.add(Date.now() + waitMs, () => {
               finish();
               resolve();
-            }, waitMs);
+            });
       live.listeners.add(done);
       signal?.addEventListener('abort', onAbort, { once: true });
     });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as v from 'valibot';
 import { sqlite } from '../../node/sqlite.ts';
 import { scriptedProvider } from '../../testing/scripted-provider.ts';
@@ -241,6 +241,37 @@ describe('the queue', () => {
     expect(store.getSubmission(receipt.submissionId)).toMatchObject({ status: 'settled', outcome: 'failed' });
     expect(settledRecords(conversationKey('Echo', 'a1'))).toEqual({ [receipt.submissionId]: 1 });
     expect(engine.view.openSubmissions(storedConversationKey('agents/Echo/a1'))).toEqual([]);
+  });
+});
+
+describe('remote polls', () => {
+  it('a poll that sees no settlement answers empty after its own bound; polls parked together end at theirs', async () => {
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const ended: string[] = [];
+      const poll = (waitMs: number, name: string) =>
+        engine.poll('Echo', 'a1', receipt.submissionId, { afterSeq: 0, waitMs, batches: false }).then((answer) => {
+          ended.push(name);
+          return answer;
+        });
+      const [short, long] = [poll(20, 'short'), poll(60, 'long')];
+      await vi.advanceTimersByTimeAsync(20);
+      expect(ended).toEqual(['short']);
+      expect(await short).toEqual({ batches: [] });
+      await vi.advanceTimersByTimeAsync(40);
+      expect(await long).toEqual({ batches: [] });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a parked poll answers the settlement as soon as it is written, long before its bound', async () => {
+    server.script({ text: 'Done.' });
+    const { receipt } = await engine.admit('Echo', { id: 'a1', message: message('hi') }, 'dispatch');
+    const parked = engine.poll('Echo', 'a1', receipt.submissionId, { afterSeq: 0, waitMs: 60_000, batches: false });
+    await engine.runQueue(storedConversationKey('agents/Echo/a1'));
+    expect(await parked).toMatchObject({ settled: { outcome: 'completed', reply: { text: 'Done.' } } });
   });
 });
 
