@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { PayloadTooLargeError } from '../runtime/common/errors.ts';
 import { fromErrorShape, toErrorShape } from './rpc-errors.ts';
-import { STREAM_VALUE_BYTES, packValue, unpackValue } from './rpc-values.ts';
+import { STREAM_VALUE_BYTES, jsonBytesAtMost, packValue, unpackValue } from './rpc-values.ts';
 
 describe('values across the RPC boundary', () => {
   it('passes small values through as themselves', async () => {
@@ -9,6 +9,36 @@ describe('values across the RPC boundary', () => {
     expect(packValue(value)).toBe(value);
     expect(packValue(null)).toBeNull();
     expect(await unpackValue(packValue(value))).toBe(value);
+  });
+
+  it('decides a small value without writing its JSON, and measures exactly only when the bound cannot tell', () => {
+    const stringify = vi.spyOn(JSON, 'stringify');
+    try {
+      const small = { receipt: { submissionId: 'sub_1' }, reply: { text: 'x'.repeat(10_000) }, n: [1, 2, 3], ok: true, none: null };
+      expect(packValue(small)).toBe(small);
+      expect(stringify).not.toHaveBeenCalled();
+      // ASCII over a sixth of the threshold: the bound cannot tell, the exact size fits.
+      const ascii = { text: 'a'.repeat(STREAM_VALUE_BYTES / 4) };
+      expect(packValue(ascii)).toBe(ascii);
+      expect(stringify).toHaveBeenCalledTimes(1);
+    } finally {
+      stringify.mockRestore();
+    }
+  });
+
+  it('bounds JSON sizes from above, and answers "not known" for what is not plain data', () => {
+    const samples: unknown[] = [
+      { a: '\u0000\n"', b: [1.5e300, -0, true, null, undefined, 'é😀'], c: { d: {} } },
+      ['\u0001'.repeat(100)],
+      { [`k${'\u0002'.repeat(10)}`]: 'v' },
+    ];
+    for (const sample of samples) {
+      const bytes = new TextEncoder().encode(JSON.stringify(sample)).byteLength;
+      expect(jsonBytesAtMost(sample, bytes - 1) && bytes > 0).toBe(false);
+      expect(jsonBytesAtMost(sample, bytes * 12)).toBe(true);
+    }
+    expect(jsonBytesAtMost({ at: new Date(0) }, 1_000_000)).toBe(false);
+    expect(jsonBytesAtMost({ bytes: new Uint8Array(4) }, 1_000_000)).toBe(false);
   });
 
   it('streams a value whose JSON is over the threshold and reads it back identically, surrogate pairs included', async () => {
