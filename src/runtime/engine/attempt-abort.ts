@@ -3,13 +3,34 @@
  * stream and a delegating task all end it through `abort(reason)`, and every part of the loop
  * watches the one signal. The reason is kept as given, so the engine can tell why the attempt
  * ended after it unwound.
+ *
+ * The attempt's deadline and its model streams' silences are watched by one timer: armed when the
+ * engine starts watching, it fires at the deadline or after at most one idle window, checks both
+ * and re-arms for what is left. A turn's model steps arm nothing of their own (each event only
+ * notes its time), so a turn costs the host two timer calls however many steps it streams.
  */
 import { abortError } from '../common/errors.ts';
+import { AttemptStalled } from './run-signals.ts';
+
+/** The longest delay a timer takes (about 24.8 days); a later check is re-armed in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A model stream being watched: abandoned once quiet for `idleMs`. */
+export interface WatchedStream {
+  /** An event arrived. */
+  heard(): void;
+  /** The stream ended (or failed): its silence no longer matters. */
+  end(): void;
+}
 
 export class AttemptAbort {
   private readonly controller = new AbortController();
   /** Why the attempt was aborted; undefined while it runs. */
   reason: unknown;
+  private deadline: { at: number; idleMs: number; reason: () => unknown } | undefined;
+  private stream: { idleMs: number; lastEvent: number } | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private armedAt = Number.POSITIVE_INFINITY;
 
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -30,5 +51,64 @@ export class AttemptAbort {
   /** What an aborted piece of work is rethrown as. */
   get error(): unknown {
     return this.reason ?? abortError();
+  }
+
+  /**
+   * Aborts the attempt with `reason()` at `at` (a wall-clock time), checking at least every
+   * `idleMs` (the model idle window) so the streams it will run need no timer; `unwatch()` once
+   * the attempt is over.
+   */
+  watch(at: number, idleMs: number, reason: () => unknown): void {
+    this.deadline = { at, idleMs, reason };
+    this.arm(Math.min(at, Date.now() + idleMs));
+  }
+
+  unwatch(): void {
+    this.deadline = undefined;
+    this.stream = undefined;
+    this.disarm();
+  }
+
+  /** Watches one model stream: quiet for `idleMs`, the attempt is abandoned (`AttemptStalled`). */
+  watchStream(idleMs: number): WatchedStream {
+    const stream = { idleMs, lastEvent: Date.now() };
+    this.stream = stream;
+    if (stream.lastEvent + idleMs < this.armedAt) this.arm(stream.lastEvent + idleMs);
+    return {
+      heard: () => {
+        stream.lastEvent = Date.now();
+      },
+      end: () => {
+        if (this.stream === stream) this.stream = undefined;
+        // Nothing else to watch: no timer outlives the stream.
+        if (this.deadline === undefined) this.disarm();
+      },
+    };
+  }
+
+  private arm(at: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.armedAt = at;
+    this.timer = setTimeout(() => this.check(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedAt = Number.POSITIVE_INFINITY;
+  }
+
+  private check(): void {
+    this.timer = undefined;
+    this.armedAt = Number.POSITIVE_INFINITY;
+    if (this.controller.signal.aborted) return;
+    const now = Date.now();
+    const { deadline, stream } = this;
+    if (deadline !== undefined && now >= deadline.at) return this.abort(deadline.reason());
+    if (stream !== undefined && now - stream.lastEvent >= stream.idleMs) return this.abort(new AttemptStalled(stream.idleMs));
+    let next = Number.POSITIVE_INFINITY;
+    if (deadline !== undefined) next = Math.min(deadline.at, now + deadline.idleMs);
+    if (stream !== undefined) next = Math.min(next, stream.lastEvent + stream.idleMs);
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
   }
 }

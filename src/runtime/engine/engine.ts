@@ -464,7 +464,7 @@ export class ConversationEngine implements ProbedEngine {
     // The deadline ends a running attempt too, not only at turn boundaries: a model call or a tool
     // that never answers is aborted with the timeout, and the attempt settles the submission.
     const timeoutMs = claimed.timeoutMs ?? durability.timeoutMs;
-    const deadline = armDeadline((claimed.startedAt ?? now) + timeoutMs, () => run.abort(new SubmissionTimeoutError(timeoutMs)));
+    run.watch((claimed.startedAt ?? now) + timeoutMs, durability.modelIdleTimeoutMs, () => new SubmissionTimeoutError(timeoutMs));
     try {
       // Installed interceptors see the attempt; a pause resolves for them and is rethrown here.
       let paused: unknown;
@@ -524,7 +524,7 @@ export class ConversationEngine implements ProbedEngine {
         this.settle(live, claimed, { outcome: 'failed', error: toSettlementError(error, isDevMode()), reason: 'failed' });
       }
     } finally {
-      deadline.clear();
+      run.unwatch();
       this.runs.delete(live.key);
       await run.dispose();
     }
@@ -722,18 +722,4 @@ function firstClaim(agent: Agent): AttemptClaim | undefined {
     return undefined;
   }
   return { attemptId: newId('attempt'), now: Date.now(), maxAttempts: durability.maxAttempts, timeoutMs: durability.timeoutMs };
-}
-
-/** The longest delay a timer takes (about 24.8 days); a later deadline is re-armed in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** Calls `onDeadline` at the wall-clock time `at`, unless cleared first. */
-function armDeadline(at: number, onDeadline: () => void): { clear(): void } {
-  let timer: ReturnType<typeof setTimeout>;
-  const arm = () => {
-    const left = at - Date.now();
-    timer = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(onDeadline, Math.max(0, left));
-  };
-  arm();
-  return { clear: () => clearTimeout(timer) };
 }

@@ -183,6 +183,16 @@ export class ResponseRun {
     this.attempt.abort(reason);
   }
 
+  /** Aborts the attempt with `reason()` at `at`; its model streams' idle window rides the same timer (attempt-abort.ts). */
+  watch(at: number, idleMs: number, reason: () => unknown): void {
+    this.attempt.watch(at, idleMs, reason);
+  }
+
+  /** The attempt is over: nothing of it is watched any more. */
+  unwatch(): void {
+    this.attempt.unwatch();
+  }
+
   private get conv() {
     return this.live.conv;
   }

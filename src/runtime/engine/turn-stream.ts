@@ -16,7 +16,7 @@ import type { AttemptAbort } from './attempt-abort.ts';
 import type { ResponseTail } from './conversation.ts';
 import type { ResponseSite } from './response-site.ts';
 import type { ResponseWriter } from './response-writer.ts';
-import { AttemptStalled, RunInterrupted } from './run-signals.ts';
+import { RunInterrupted } from './run-signals.ts';
 import type { ThinkingLevel } from '../common/types.ts';
 import { DELTA_FLUSH_FIRST_MS, DELTA_FLUSH_MAX_MS } from './flush-policy.ts';
 
@@ -166,19 +166,8 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     commit(records);
   };
   // A provider that accepts and never answers, or stalls mid-stream, would hold the attempt
-  // forever: past the idle window the attempt is abandoned (the engine runs a new one).
-  // One timer per window, not one per event: each event only records its time, and a timer that
-  // fires early (events came meanwhile) re-arms for what is left of the window.
-  const idleMs = input.idleMs;
-  let lastEvent = Date.now();
-  let idle: ReturnType<typeof setTimeout> | undefined;
-  const arm = (delay: number) => {
-    idle = setTimeout(() => {
-      const quiet = Date.now() - lastEvent;
-      if (quiet >= idleMs) attempt.abort(new AttemptStalled(idleMs));
-      else arm(idleMs - quiet);
-    }, delay);
-  };
+  // forever: past the idle window the attempt is abandoned (the engine runs a new one). The
+  // attempt's one watch timer checks the window (`watchStream` below); each event only records its time.
   const stream = getModels().streamSimple(model, input.context, {
     signal: attempt.signal,
     sessionId: input.sessionId,
@@ -187,10 +176,10 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
   });
   let firstDelta = true;
   let firstEvent = true;
-  arm(idleMs);
+  const watched = attempt.watchStream(input.idleMs);
   try {
     for await (const event of stream) {
-      lastEvent = Date.now();
+      watched.heard();
       emitStreamEvent(input.site, stepId, event, firstEvent);
       firstEvent = false;
       if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
@@ -208,7 +197,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
       }
     }
   } finally {
-    clearTimeout(idle);
+    watched.end();
     if (trailing !== undefined) clearTimeout(trailing);
   }
   const final = await stream.result();
