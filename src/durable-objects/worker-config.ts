@@ -9,7 +9,7 @@ import { isDevMode } from '../runtime/common/dev-mode.ts';
 import type { ReadOptions, ReadPoll } from '../runtime/engine/verbs.ts';
 import { abortError } from '../runtime/common/errors.ts';
 import type { Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
-import { registerDefaultProviders } from '../runtime/model/providers.ts';
+import { registerDefaultProviders, registerDefaultProvidersOnFirstUse } from '../runtime/model/providers.ts';
 import { type NextAnswer, readReply } from '../runtime/engine/reply-reader.ts';
 import type { FlueRuntime } from '../runtime/host/runtime.ts';
 import type { VerbArgs, VerbName } from '../runtime/engine/verbs.ts';
@@ -56,7 +56,11 @@ export function workerConfig(): WorkerConfig {
 export function configureFlueWorker(options: {
   env: Record<string, unknown>;
   agents: readonly FlueAgentEntry[];
-  providers?: () => readonly Provider[];
+  /**
+   * The built-in providers, loaded by the first model call in the isolate (the generated entry
+   * imports their modules here with `import()`, so a start does not evaluate them).
+   */
+  providers?: () => Promise<readonly Provider[]>;
   /**
    * The Workers AI provider for `cloudflare/` models (`cloudflareBindingProvider`), registered
    * when the Worker has an `AI` binding. The build passes it only when the app may name such a
@@ -78,10 +82,11 @@ export function configureFlueWorker(options: {
     devDefault: options.env.NODE_ENV === 'development' || isDevMode(),
     host: 'cloudflare',
   });
-  if (options.providers !== undefined) registerDefaultProviders(options.providers);
+  if (options.providers !== undefined) registerDefaultProvidersOnFirstUse(options.providers);
   setWorkersAIBindingSource((name) => options.env[name]);
   // `cloudflare/...` models need no key where the Worker has Workers AI; a provider the app
   // registered under `cloudflare` wins, and FLUE_WORKERS_AI=off leaves the id unregistered.
+  // Registered now: it is the runtime's own small module, and no built-in pi-ai provider has its id.
   const workersAI = options.workersAI;
   if (workersAI !== undefined && options.env.AI !== undefined && options.env.FLUE_WORKERS_AI !== 'off') {
     registerDefaultProviders(() => [workersAI(options.env.AI as WorkersAIBinding)]);
