@@ -5,7 +5,7 @@
  */
 import type { Provider } from '../runtime/model/model-types.ts';
 import { bootstrapRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';
-import { isDevMode } from '../runtime/common/dev-mode.ts';
+import { devModeSoFar } from '../runtime/common/dev-mode.ts';
 import type { ReadOptions, ReadPoll } from '../runtime/engine/verbs.ts';
 import { abortError } from '../runtime/common/errors.ts';
 import type { Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
@@ -78,8 +78,8 @@ export function configureFlueWorker(options: {
       }
     },
     // `flue dev` sets FLUE_DEV=1; a deployed Worker has no such var and stays redacted unless its
-    // NODE_ENV says development (the rule before any host decided).
-    devDefault: options.env.NODE_ENV === 'development' || isDevMode(),
+    // NODE_ENV says development (the rule before any host decided, applied when first asked).
+    devDefault: options.env.NODE_ENV === 'development' || devModeSoFar(),
     host: 'cloudflare',
   });
   if (options.providers !== undefined) registerDefaultProvidersOnFirstUse(options.providers);
