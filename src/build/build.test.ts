@@ -18,6 +18,17 @@ function project(files: Record<string, string>): string {
 const MINIMAL_APP = "export default { fetch() { return new Response('ok'); } };\n";
 const read = (dir: string, rel: string) => readFileSync(path.join(dir, rel), 'utf8');
 
+/** `entry` and the modules it imports statically, transitively (what workerd compiles and runs at startup). */
+function staticImports(dist: string, entry: string): string[] {
+  const seen = new Set([entry]);
+  for (const rel of seen) {
+    for (const [, spec] of read(dist, rel).matchAll(/^(?:import|export)\b[^;]*?from "(\.[^"]+)";$/gms)) {
+      seen.add(path.posix.join(path.posix.dirname(rel), spec!));
+    }
+  }
+  return [...seen];
+}
+
 describe('build() of templates/cloudflare', () => {
   let dir: string;
   let result: BuildResult;
@@ -55,6 +66,12 @@ describe('build() of templates/cloudflare', () => {
     expect(sdk).toBeDefined();
     expect(result.startupBytes).toBeLessThan(result.bundleBytes - statSync(path.join(dir, sdk!)).size + 1);
     expect(result.startupBytes).toBeGreaterThanOrEqual(statSync(result.outputs.worker).size);
+    // The provider module loads on the first model call as well, and with it pi-ai's env-api-keys,
+    // which imports node:fs, node:os and node:path as it loads.
+    const startup = staticImports(path.join(dir, 'dist'), 'worker.js').map((rel) => read(path.join(dir, 'dist'), rel));
+    expect(startup.length).toBeGreaterThan(1);
+    expect(startup.filter((text) => /pi-ai\/dist\/(?:providers\/anthropic|env-api-keys)\.js$/m.test(text))).toEqual([]);
+    expect(chunks.map((file) => read(dir, file)).some((text) => /pi-ai\/dist\/providers\/anthropic\.js$/m.test(text))).toBe(true);
     // No agent connects to MCP: its client is not uploaded, its import() would throw saying so.
     expect(Object.keys(result.metafile.inputs).filter((input) => /^(?!flue-unreached:).*@modelcontextprotocol\//.test(input))).toEqual([]);
     const stub = chunks.map((file) => read(dir, file)).find((text) => text.includes('@modelcontextprotocol/sdk'));
