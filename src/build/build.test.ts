@@ -18,6 +18,17 @@ function project(files: Record<string, string>): string {
 const MINIMAL_APP = "export default { fetch() { return new Response('ok'); } };\n";
 const read = (dir: string, rel: string) => readFileSync(path.join(dir, rel), 'utf8');
 
+/** `entry` and the modules it imports statically, transitively (what workerd compiles and runs at startup). */
+function staticImports(dist: string, entry: string): string[] {
+  const seen = new Set([entry]);
+  for (const rel of seen) {
+    for (const [, spec] of read(dist, rel).matchAll(/^(?:import|export)\b[^;]*?from "(\.[^"]+)";$/gms)) {
+      seen.add(path.posix.join(path.posix.dirname(rel), spec!));
+    }
+  }
+  return [...seen];
+}
+
 describe('build() of templates/cloudflare', () => {
   let dir: string;
   let result: BuildResult;
@@ -55,6 +66,12 @@ describe('build() of templates/cloudflare', () => {
     expect(sdk).toBeDefined();
     expect(result.startupBytes).toBeLessThan(result.bundleBytes - statSync(path.join(dir, sdk!)).size + 1);
     expect(result.startupBytes).toBeGreaterThanOrEqual(statSync(result.outputs.worker).size);
+    // The provider module loads on the first model call as well, and with it pi-ai's env-api-keys,
+    // which imports node:fs, node:os and node:path as it loads.
+    const startup = staticImports(path.join(dir, 'dist'), 'worker.js').map((rel) => read(path.join(dir, 'dist'), rel));
+    expect(startup.length).toBeGreaterThan(1);
+    expect(startup.filter((text) => /pi-ai\/dist\/(?:providers\/anthropic|env-api-keys)\.js$/m.test(text))).toEqual([]);
+    expect(chunks.map((file) => read(dir, file)).some((text) => /pi-ai\/dist\/providers\/anthropic\.js$/m.test(text))).toBe(true);
     // No agent connects to MCP: its client is not uploaded, its import() would throw saying so.
     expect(Object.keys(result.metafile.inputs).filter((input) => /^(?!flue-unreached:).*@modelcontextprotocol\//.test(input))).toEqual([]);
     const stub = chunks.map((file) => read(dir, file)).find((text) => text.includes('@modelcontextprotocol/sdk'));
@@ -67,8 +84,9 @@ describe('build() of templates/cloudflare', () => {
   });
 
   it('bundles only the provider its literal model id names (anthropic), without warnings', () => {
-    expect(result.entrySource).toContain("import { anthropicProvider } from '@earendil-works/pi-ai/providers/anthropic';");
-    expect(result.entrySource).toContain('configureFlueWorker({ env, agents, providers: () => [anthropicProvider()] });');
+    expect(result.entrySource).toContain(
+      `configureFlueWorker({ env, agents, providers: async () => [(await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider()] });`,
+    );
     expect(result.entrySource).not.toContain('providers/all');
     const piAiProviders = new Set(
       Object.keys(result.metafile.inputs).flatMap((input) => /pi-ai\/dist\/providers\/(?:data\/)?([a-z0-9-]+)/.exec(input)?.[1] ?? []),
@@ -241,7 +259,9 @@ describe('build() infers providers from model ids', () => {
       'wrangler.jsonc': wranglerJsonc(['FlueAAgent', 'FlueBAgent']),
     });
     const result = await build({ root: dir });
-    expect(result.entrySource).toContain('providers: () => [anthropicProvider()]');
+    expect(result.entrySource).toContain(
+      `providers: async () => [(await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider()]`,
+    );
     expect(result.warnings).toEqual([
       'model id computed at run time at src/agents/a.ts:8 (useModel(...)): its provider cannot be known at build time. ' +
         'The Worker includes only "anthropic" (from the literal model ids). Add every provider it may name to flue.config.ts, e.g. ' +
@@ -258,7 +278,9 @@ describe('build() infers providers from model ids', () => {
       'wrangler.jsonc': wranglerJsonc(['FlueAAgent']),
     });
     const result = await build({ root: dir });
-    expect(result.entrySource).toContain('providers: () => [fauxProvider(), openaiProvider()]');
+    expect(result.entrySource).toContain(
+      `providers: async () => [(await import('@earendil-works/pi-ai/providers/faux')).fauxProvider(), (await import('@earendil-works/pi-ai/providers/openai')).openaiProvider()]`,
+    );
     expect(result.warnings).toEqual([]);
   }, 60_000);
 });
@@ -271,7 +293,7 @@ describe('build() of small projects', () => {
     const dir = project({ 'flue.config.ts': config, 'src/app.ts': MINIMAL_APP, 'wrangler.jsonc': wranglerJsonc([]) });
     const result = await build({ root: dir });
     expect(result.manifest).toEqual({ agents: [], cloudflareExports: [] });
-    expect(result.entrySource).toContain("import { fauxProvider } from '@earendil-works/pi-ai/providers/faux';");
+    expect(result.entrySource).toContain("(await import('@earendil-works/pi-ai/providers/faux')).fauxProvider()");
     expect(JSON.parse(read(dir, '.flue.wrangler.json')).durable_objects).toBeUndefined();
   }, 60_000);
 

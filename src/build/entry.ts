@@ -28,8 +28,6 @@ export function generateEntry(options: EntryOptions): string {
     "import { env } from 'cloudflare:workers';",
     `import { ${workersAI ? 'cloudflareBindingProvider, ' : ''}configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers } from '@flue/runtime/cloudflare';`,
   ];
-  if (providers === undefined) lines.push(`import { builtinProviders } from ${str(`${PI_AI}/providers/all`)};`);
-  else for (const p of providers) lines.push(`import { ${p.exportName} } from ${str(p.specifier)};`);
   lines.push(`import userApp from ${str(app)};`);
   if (cloudflare !== undefined) {
     lines.push(`import * as userCloudflare from ${str(cloudflare)};`);
@@ -51,9 +49,14 @@ export function generateEntry(options: EntryOptions): string {
     }
     lines.push('];');
   }
-  const providerList = providers === undefined ? 'builtinProviders()' : `[${providers.map((p) => `${p.exportName}()`).join(', ')}]`;
+  // The provider modules load on the first model call (a dynamic import, so the split build puts
+  // them in chunks and a start neither compiles nor evaluates them).
+  const providerList =
+    providers === undefined
+      ? `(await import(${str(`${PI_AI}/providers/all`)})).builtinProviders()`
+      : `[${providers.map((p) => `(await import(${str(p.specifier)})).${p.exportName}()`).join(', ')}]`;
   const workersAIOption = workersAI ? ', workersAI: (binding) => cloudflareBindingProvider({ binding })' : '';
-  lines.push(`configureFlueWorker({ env, agents, providers: () => ${providerList}${workersAIOption} });`);
+  lines.push(`configureFlueWorker({ env, agents, providers: async () => ${providerList}${workersAIOption} });`);
   lines.push('');
   entries.forEach(({ module, agent }, i) => {
     lines.push(`export const ${agent.className} = createFlueAgentClass(agents[${i}], Reflect.get(m${module}, 'cloudflare'));`);

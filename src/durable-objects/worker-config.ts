@@ -5,11 +5,11 @@
  */
 import type { Provider } from '../runtime/model/model-types.ts';
 import { bootstrapRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';
-import { isDevMode } from '../runtime/common/dev-mode.ts';
+import { devModeSoFar } from '../runtime/common/dev-mode.ts';
 import type { ReadOptions, ReadPoll } from '../runtime/engine/verbs.ts';
 import { abortError } from '../runtime/common/errors.ts';
 import type { Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
-import { registerDefaultProviders } from '../runtime/model/providers.ts';
+import { registerDefaultProviders, registerDefaultProvidersOnFirstUse } from '../runtime/model/providers.ts';
 import { type NextAnswer, readReply } from '../runtime/engine/reply-reader.ts';
 import type { FlueRuntime } from '../runtime/host/runtime.ts';
 import type { VerbArgs, VerbName } from '../runtime/engine/verbs.ts';
@@ -57,7 +57,11 @@ export function workerConfig(): WorkerConfig {
 export function configureFlueWorker(options: {
   env: Record<string, unknown>;
   agents: readonly FlueAgentEntry[];
-  providers?: () => readonly Provider[];
+  /**
+   * The built-in providers, loaded by the first model call in the isolate (the generated entry
+   * imports their modules here with `import()`, so a start does not evaluate them).
+   */
+  providers?: () => Promise<readonly Provider[]>;
   /**
    * The Workers AI provider for `cloudflare/` models (`cloudflareBindingProvider`), registered
    * when the Worker has an `AI` binding. The build passes it only when the app may name such a
@@ -75,14 +79,15 @@ export function configureFlueWorker(options: {
       }
     },
     // `flue dev` sets FLUE_DEV=1; a deployed Worker has no such var and stays redacted unless its
-    // NODE_ENV says development (the rule before any host decided).
-    devDefault: options.env.NODE_ENV === 'development' || isDevMode(),
+    // NODE_ENV says development (the rule before any host decided, applied when first asked).
+    devDefault: options.env.NODE_ENV === 'development' || devModeSoFar(),
     host: 'cloudflare',
   });
-  if (options.providers !== undefined) registerDefaultProviders(options.providers);
+  if (options.providers !== undefined) registerDefaultProvidersOnFirstUse(options.providers);
   setWorkersAIBindingSource((name) => options.env[name]);
   // `cloudflare/...` models need no key where the Worker has Workers AI; a provider the app
   // registered under `cloudflare` wins, and FLUE_WORKERS_AI=off leaves the id unregistered.
+  // Registered now: it is the runtime's own small module, and no built-in pi-ai provider has its id.
   const workersAI = options.workersAI;
   if (workersAI !== undefined && options.env.AI !== undefined && options.env.FLUE_WORKERS_AI !== 'off') {
     registerDefaultProviders(() => [workersAI(options.env.AI as WorkersAIBinding)]);

@@ -10,24 +10,41 @@
  * `NODE_ENV=development` turns it on (read per call, when the platform exposes `process`).
  */
 
+/**
+ * A host's decision, or a function that makes it when dev mode is first asked about: a Worker's
+ * falls back on `process.env`, and the first read of `process` loads Node's process module in
+ * workerd (a few milliseconds), which a start need not pay.
+ */
+export type DevModeDecision = boolean | (() => boolean);
+
 // A global symbol, so two copies of this module in one process agree.
 const SLOT = Symbol.for('flue.devMode');
-type Slot = { [SLOT]?: boolean };
+type Slot = { [SLOT]?: DevModeDecision };
 
-export function setDevMode(on: boolean | undefined): void {
+export function setDevMode(on: DevModeDecision | undefined): void {
   if (on === undefined) delete (globalThis as Slot)[SLOT];
   else (globalThis as Slot)[SLOT] = on;
 }
 
 export function isDevMode(): boolean {
-  const decided = (globalThis as Slot)[SLOT];
-  if (decided !== undefined) return decided;
+  const slot = globalThis as Slot;
+  const decided = slot[SLOT];
+  if (typeof decided === 'function') return (slot[SLOT] = decided());
+  return decided ?? processDevMode();
+}
+
+/** `isDevMode()` as a decision that reads `process` only when first needed. */
+export function devModeSoFar(): DevModeDecision {
+  return (globalThis as Slot)[SLOT] ?? processDevMode;
+}
+
+function processDevMode(): boolean {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   return env?.NODE_ENV === 'development';
 }
 
 /** The host's decision from its environment: `FLUE_DEV` wins, else `fallback`. */
-export function devModeFromEnv(env: Record<string, unknown>, fallback: boolean): boolean {
+export function devModeFromEnv(env: Record<string, unknown>, fallback: DevModeDecision): DevModeDecision {
   return flueDevFlag(env) ?? fallback;
 }
 

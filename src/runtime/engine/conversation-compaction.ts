@@ -7,7 +7,7 @@
 import type { AssistantMessage, Message } from '@earendil-works/pi-ai';
 import { answerCrossesThreshold, resolveCompactionSettings } from '../model/compaction.ts';
 import { contextFits, requestBudget } from '../model/context-fit.ts';
-import { resolveModel } from '../model/model-registry.ts';
+import { loadModel } from '../model/model-registry.ts';
 import type { Conversation } from './conversation.ts';
 import { compactionPart } from './lazy-parts.ts';
 import type { LatchedModel } from './response-render.ts';
@@ -35,7 +35,7 @@ export async function compactAfterTurn(
   const { conv, model: latched } = input;
   const config = latched?.compaction;
   if (config === false || latched === undefined || conv.compactedSinceLastStep) return [];
-  const model = resolveModel(latched.spec);
+  const model = await loadModel(latched.spec);
   const last = lastAnswer(conv.modelContext());
   if (last === undefined) return [];
   // A model without a known window is held to the configured or the default one.

@@ -23,7 +23,7 @@ import { intercept } from '../common/instrumentation.ts';
 import { errorInfo, eventError } from '../common/events.ts';
 import { modelResponse, requestInfo } from './session-events.ts';
 import { newId } from '../common/ids.ts';
-import { getModels, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import { getModels, loadModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import type { Message } from '@earendil-works/pi-ai';
 import type { CompactionInput } from './conversation-compaction.ts';
 import type { ConversationRecord } from '../store/records.ts';
@@ -37,9 +37,9 @@ export async function summarizeConversation(
   const { conv, site, signal } = input;
   const spec = input.model.spec;
   const config = input.model.compaction || undefined;
-  const sessionModel = resolveModel(spec);
+  const sessionModel = await loadModel(spec);
   const settings = resolveCompactionSettings(config, sessionModel);
-  const summarizer = settings.model === undefined ? sessionModel : resolveModel(settings.model);
+  const summarizer = settings.model === undefined ? sessionModel : await loadModel(settings.model);
   const entries = conv.compactableEntries();
   const messages = entries.map((entry) => entry.message);
   // A message counts what a request would send of it, so one oversized message is not all that is kept.

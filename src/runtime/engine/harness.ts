@@ -30,7 +30,7 @@ import {
   abortError,
   formatIssues,
 } from '../common/errors.ts';
-import { getModels, reasoningOption, resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import { getModels, loadModel, reasoningOption, modelErrorFromMessage } from '../model/model-registry.ts';
 import { isOverflow } from '../model/model-retry.ts';
 import type { RenderResult } from '../authoring/render.ts';
 import { type FlueExecutionContext, intercept } from '../common/instrumentation.ts';
@@ -210,7 +210,7 @@ async function runPrompt({
   signal: AbortSignal;
 }): Promise<PromptResponse | PromptResultResponse<unknown>> {
   const render = deps.render();
-  const model = resolveModel(options.model ?? deps.modelSpec);
+  const model = await loadModel(options.model ?? deps.modelSpec);
   const modelInfo = { provider: model.provider, id: model.id };
   const extra = (options.tools ?? []) as readonly ToolDefinition[];
   const assembled = assembleToolSet({
@@ -398,7 +398,7 @@ const scratchSummaries = new WeakSet<Message>();
 
 /** Summarizes the scratch conversation's history; the summary call's usage, or undefined when there was nothing to compact. */
 async function compactScratch(deps: HarnessDeps, scratch: Message[], signal: AbortSignal): Promise<PromptUsage | undefined> {
-  const model = resolveModel(deps.modelSpec);
+  const model = await loadModel(deps.modelSpec);
   const settings = resolveCompactionSettings(undefined, model);
   const cut = findCutPoint(scratch, settings.keepRecentTokens, messageCap(settings.contextWindow - settings.reserveTokens));
   // Nothing to compact: no history before what is kept, or only the previous summary (which a

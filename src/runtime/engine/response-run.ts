@@ -54,7 +54,7 @@ import { errorInfo, eventError, omitImageData } from '../common/events.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import type { Api, AssistantMessage, Model } from '@earendil-works/pi-ai';
 import { newId } from '../common/ids.ts';
-import { resolveModel, modelErrorFromMessage } from '../model/model-registry.ts';
+import { loadModel, modelErrorFromMessage } from '../model/model-registry.ts';
 import { MAX_MODEL_RETRIES, isOverflow, isRetryableModelError, retryDelayMs } from '../model/model-retry.ts';
 import type { ProbedEngine } from '../store/crash-probe.ts';
 import type { QueuedDelivery, SubmissionRow } from '../store/sql-store.ts';
@@ -478,7 +478,7 @@ export class ResponseRun {
     });
     if (narration.length > 0) this.out.commit(narration);
     const latched = this.renderer.model!;
-    const model = resolveModel(latched.spec);
+    const model = await loadModel(latched.spec);
     const placement = new DocumentPlacement(model);
     // Instructions are live; the skill catalog and agent roster stay on the frozen baseline.
     const prompt = systemPrompt(rendered, this.conv.resourceBaseline);

@@ -3,7 +3,7 @@
  * development mode, and the scripted-model redirect (`FLUE_SCRIPTED_MODEL_URL`). The host then
  * registers its providers and configures its runtime (`serveRuntime`); Node undoes it all on stop.
  */
-import { devModeFromEnv, setDevMode, setDevServerFromEnv } from '../common/dev-mode.ts';
+import { type DevModeDecision, devModeFromEnv, setDevMode, setDevServerFromEnv } from '../common/dev-mode.ts';
 import { type HostKind, setHostKind } from '../common/host-kind.ts';
 import { AgentRegistry } from '../authoring/identity.ts';
 import { configureModelAuthEnv, redirectModels } from '../model/model-registry.ts';
@@ -14,8 +14,8 @@ export interface BootstrapOptions {
   env: Record<string, unknown>;
   /** Registers the host's agents; it runs first, so a bad entry fails before anything is set. */
   register(registry: AgentRegistry): void;
-  /** Development mode when the env does not say (`FLUE_DEV`). */
-  devDefault: boolean;
+  /** Development mode when the env does not say (`FLUE_DEV`); a function decides on first use. */
+  devDefault: DevModeDecision;
   /** Which API messages name (`start()` on Node, the build's Worker on Cloudflare). */
   host: HostKind;
 }

@@ -2,8 +2,8 @@ import { describe, expect, it, beforeEach } from 'vitest';
 import { createProvider, envApiKeyAuth, fauxProvider } from '@earendil-works/pi-ai';
 import type { Provider } from '@earendil-works/pi-ai';
 import { InvalidModelSpecifierError } from '../common/errors.ts';
-import { configureModelAuthEnv, getModels, parseModelSpecifier, resolveModel } from './model-registry.ts';
-import { registerDefaultProviders, registerProviders, setProvider } from './providers.ts';
+import { configureModelAuthEnv, getModels, loadModel, parseModelSpecifier, resolveModel } from './model-registry.ts';
+import { registerDefaultProviders, registerDefaultProvidersOnFirstUse, registerProviders, setProvider } from './providers.ts';
 
 function provider(id: string, modelIds: string[] = ['m-1']): Provider {
   return fauxProvider({ provider: id, models: modelIds.map((m) => ({ id: m })) }).provider;
@@ -117,6 +117,33 @@ describe('registration', () => {
     registerDefaultProviders(() => [provider('acme', ['builtin'])]);
     setProvider(provider('acme', ['mine']));
     expect(resolveModel('acme/mine').id).toBe('mine');
+  });
+
+  it('providers deferred to first use load once, on the first loadModel, and keep ids set before', async () => {
+    let loads = 0;
+    registerDefaultProvidersOnFirstUse(async () => {
+      loads++;
+      return [provider('acme', ['builtin']), provider('other', ['o'])];
+    });
+    setProvider(provider('acme', ['mine']));
+    expect(loads).toBe(0);
+    expect(getModels().getProvider('other')).toBeUndefined();
+    // Concurrent first calls share the one load.
+    const [mine, other] = await Promise.all([loadModel('acme/mine'), loadModel('other/o')]);
+    expect([mine.id, other.provider, loads]).toEqual(['mine', 'other', 1]);
+    await expect(loadModel('acme/builtin')).rejects.toThrow('Unknown model ID');
+    expect(loads).toBe(1);
+  });
+
+  it('a deferred load that fails is tried again by the next model call', async () => {
+    let attempts = 0;
+    registerDefaultProvidersOnFirstUse(async () => {
+      if (++attempts === 1) throw new Error('import failed');
+      return [provider('acme')];
+    });
+    await expect(loadModel('acme/m-1')).rejects.toThrow('import failed');
+    expect((await loadModel('acme/m-1')).provider).toBe('acme');
+    expect(attempts).toBe(2);
   });
 
   it('registerProviders overwrites existing ids', () => {

@@ -53,6 +53,42 @@ export function getModels(): MutableModels {
 }
 
 /**
+ * Registrations a host put off until a model is first needed, in the order the host queued them:
+ * a Worker's built-in providers come through `import()`, so an isolate that never calls a model
+ * (a Worker that only routes to its Durable Objects) never evaluates pi-ai's provider modules.
+ */
+const deferred: (() => void | Promise<void>)[] = [];
+let draining: Promise<void> | undefined;
+
+export function registerOnFirstUse(register: () => void | Promise<void>): void {
+  deferred.push(register);
+}
+
+/**
+ * Runs the deferred registrations once, each in turn; concurrent callers share the run. One that
+ * throws stays queued, so the next model call tries it again and reports the same failure.
+ */
+function drainDeferred(): Promise<void> {
+  draining ??= (async () => {
+    try {
+      while (deferred.length > 0) {
+        await deferred[0]!();
+        deferred.shift();
+      }
+    } finally {
+      draining = undefined;
+    }
+  })();
+  return draining;
+}
+
+/** `resolveModel` once every deferred registration has run: what the engine calls before a model call. */
+export async function loadModel(spec: string): Promise<Model<Api>> {
+  if (deferred.length > 0) await drainDeferred();
+  return resolveModel(spec);
+}
+
+/**
  * Supplies the environment provider credentials are read from (e.g. a Worker's `env` bindings).
  * Lookups happen per request, so calling this after providers are registered still takes effect.
  * `fileExists` is optional: only the Node host can answer it (ambient credential files such as

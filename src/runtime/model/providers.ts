@@ -4,7 +4,7 @@
  * `Provider` shape (model-types.ts) and load none of pi-ai's types.
  */
 import type { Provider as PiProvider } from '@earendil-works/pi-ai';
-import { getModels } from './model-registry.ts';
+import { getModels, registerOnFirstUse } from './model-registry.ts';
 import type { Provider } from './model-types.ts';
 
 /**
@@ -26,8 +26,21 @@ export function setProvider(provider: Provider): void {
  * `setProvider` wins whether it ran before or after this.
  */
 export function registerDefaultProviders(loadBuiltins: () => readonly Provider[]): void {
+  addDefaults(loadBuiltins());
+}
+
+/**
+ * `registerDefaultProviders` put off until the first model call (`loadModel`): a Worker's loader
+ * imports the provider modules, which then load only in an isolate that calls a model. The same
+ * ids are kept: a `setProvider` made before that call wins, one made after replaces the built-in.
+ */
+export function registerDefaultProvidersOnFirstUse(loadBuiltins: () => Promise<readonly Provider[]>): void {
+  registerOnFirstUse(async () => addDefaults(await loadBuiltins()));
+}
+
+function addDefaults(providers: readonly Provider[]): void {
   const registry = getModels();
-  for (const provider of loadBuiltins()) {
+  for (const provider of providers) {
     if (registry.getProvider(provider.id) === undefined) registry.setProvider(piProvider(provider));
   }
 }
