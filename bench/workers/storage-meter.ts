@@ -52,14 +52,15 @@ const KV_WRITES = new Set(['put', 'delete', 'deleteAll']);
 /** Statements that may change the database's size. */
 const WRITES = /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i;
 
+/** The counts a meter starts from, and returns to at `reset()` (the database's size is not a count). */
+type Counts = Omit<MeterSnapshot, 'bytesStored' | 'writes'>;
+
+function zeroCounts(): Counts {
+  return { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0 };
+}
+
 /** What one object's meter has counted: numbers, and the cursors not yet read (a few hundred at most). */
-interface Tally {
-  sqlStatements: number;
-  sqlRowsWritten: number;
-  sqlRowsRead: number;
-  setAlarm: number;
-  deleteAlarm: number;
-  kvWrites: number;
+interface Tally extends Counts {
   bytesStored: number;
   pending: { cursor: SqlStorageCursor<Record<string, SqlStorageValue>>; query: string; records?: unknown }[];
   /** Every statement that wrote, when the meter was asked to keep them (`meterStorage(ctx, { writes: true })`). */
@@ -107,7 +108,7 @@ function snapshotOf(tally: Tally): MeterSnapshot {
 
 function resetTally(tally: Tally): void {
   settle(tally);
-  Object.assign(tally, { sqlStatements: 0, sqlRowsWritten: 0, sqlRowsRead: 0, setAlarm: 0, deleteAlarm: 0, kvWrites: 0 });
+  Object.assign(tally, zeroCounts());
   if (tally.writes !== undefined) tally.writes = [];
 }
 
@@ -203,12 +204,7 @@ export function meterStorage(ctx: DurableObjectState, options: { writes?: boolea
   const storage = ctx.storage;
   const sql = storage.sql;
   const tally: Tally = {
-    sqlStatements: 0,
-    sqlRowsWritten: 0,
-    sqlRowsRead: 0,
-    setAlarm: 0,
-    deleteAlarm: 0,
-    kvWrites: 0,
+    ...zeroCounts(),
     bytesStored: paused ? 0 : sql.databaseSize,
     pending: [],
     writes: options.writes === true ? [] : undefined,
