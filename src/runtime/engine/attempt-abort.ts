@@ -10,10 +10,8 @@
  * notes its time), so a turn costs the host two timer calls however many steps it streams.
  */
 import { abortError } from '../common/errors.ts';
+import { EarliestTimer } from './earliest-timer.ts';
 import { AttemptStalled } from './run-signals.ts';
-
-/** The longest delay a timer takes (about 24.8 days); a later check is re-armed in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A model stream being watched: abandoned once quiet for `idleMs`. */
 export interface WatchedStream {
@@ -29,8 +27,7 @@ export class AttemptAbort {
   reason: unknown;
   private deadline: { at: number; idleMs: number; reason: () => unknown } | undefined;
   private stream: { idleMs: number; lastEvent: number } | undefined;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private armedAt = Number.POSITIVE_INFINITY;
+  private readonly timer = new EarliestTimer(() => this.check());
 
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -60,20 +57,20 @@ export class AttemptAbort {
    */
   watch(at: number, idleMs: number, reason: () => unknown): void {
     this.deadline = { at, idleMs, reason };
-    this.arm(Math.min(at, Date.now() + idleMs));
+    this.timer.armBy(Math.min(at, Date.now() + idleMs));
   }
 
   unwatch(): void {
     this.deadline = undefined;
     this.stream = undefined;
-    this.disarm();
+    this.timer.disarm();
   }
 
   /** Watches one model stream: quiet for `idleMs`, the attempt is abandoned (`AttemptStalled`). */
   watchStream(idleMs: number): WatchedStream {
     const stream = { idleMs, lastEvent: Date.now() };
     this.stream = stream;
-    if (stream.lastEvent + idleMs < this.armedAt) this.arm(stream.lastEvent + idleMs);
+    this.timer.armBy(stream.lastEvent + idleMs);
     return {
       heard: () => {
         stream.lastEvent = Date.now();
@@ -81,26 +78,12 @@ export class AttemptAbort {
       end: () => {
         if (this.stream === stream) this.stream = undefined;
         // Nothing else to watch: no timer outlives the stream.
-        if (this.deadline === undefined) this.disarm();
+        if (this.deadline === undefined) this.timer.disarm();
       },
     };
   }
 
-  private arm(at: number): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.armedAt = at;
-    this.timer = setTimeout(() => this.check(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
-  }
-
-  private disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.armedAt = Number.POSITIVE_INFINITY;
-  }
-
   private check(): void {
-    this.timer = undefined;
-    this.armedAt = Number.POSITIVE_INFINITY;
     if (this.controller.signal.aborted) return;
     const now = Date.now();
     const { deadline, stream } = this;
@@ -109,6 +92,6 @@ export class AttemptAbort {
     let next = Number.POSITIVE_INFINITY;
     if (deadline !== undefined) next = Math.min(deadline.at, now + deadline.idleMs);
     if (stream !== undefined) next = Math.min(next, stream.lastEvent + stream.idleMs);
-    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+    if (next !== Number.POSITIVE_INFINITY) this.timer.armBy(next);
   }
 }

@@ -5,6 +5,8 @@
  * armed for the earliest deadline only; a wait that ends first just leaves its entry behind, and
  * the timer is cleared once no wait is left, so an idle host holds none.
  */
+import { EarliestTimer } from './earliest-timer.ts';
+
 interface Wait {
   at: number;
   expire: (() => void) | undefined;
@@ -13,20 +15,14 @@ interface Wait {
 export class DeadlineSweep {
   private waits: Wait[] = [];
   private live = 0;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private armedAt = Number.POSITIVE_INFINITY;
-  private readonly now: () => number;
+  private readonly timer = new EarliestTimer(() => this.sweep());
 
-  constructor(now: () => number = () => Date.now()) {
-    this.now = now;
-  }
-
-  /** Calls `expire` at `at` (ms on the `now` clock) unless the returned cancel runs first. */
+  /** Calls `expire` at `at` (a wall-clock time in ms) unless the returned cancel runs first. */
   add(at: number, expire: () => void): () => void {
     const wait: Wait = { at, expire };
     this.waits.push(wait);
     this.live++;
-    if (at < this.armedAt) this.arm(at);
+    this.timer.armBy(at);
     return () => {
       if (wait.expire === undefined) return;
       wait.expire = undefined;
@@ -34,24 +30,14 @@ export class DeadlineSweep {
     };
   }
 
-  private arm(at: number): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.armedAt = at;
-    this.timer = setTimeout(() => this.sweep(), Math.max(0, at - this.now()));
-  }
-
   private disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.armedAt = Number.POSITIVE_INFINITY;
+    this.timer.disarm();
     this.waits = [];
   }
 
   /** Expires every wait that is due, drops the ended ones and arms for the earliest left. */
   private sweep(): void {
-    this.timer = undefined;
-    this.armedAt = Number.POSITIVE_INFINITY;
-    const now = this.now();
+    const now = Date.now();
     const due: (() => void)[] = [];
     const left: Wait[] = [];
     let next = Number.POSITIVE_INFINITY;
@@ -69,7 +55,7 @@ export class DeadlineSweep {
     }
     this.waits = left;
     this.live = left.length;
-    if (left.length > 0) this.arm(next);
+    if (left.length > 0) this.timer.armBy(next);
     for (const expire of due) expire();
   }
 }
