@@ -7,7 +7,8 @@
  */
 import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
-import { SqlStore, migrate } from '../runtime/store/sql-store.ts';
+import { SqlStore, migrate, storeExists } from '../runtime/store/sql-store.ts';
+import type { SqlDriver } from '../runtime/store/sql-driver.ts';
 import type { ConversationVerbs, VerbName } from '../runtime/engine/verbs.ts';
 import type { ConversationUsage } from '../runtime/common/types.ts';
 import type { ConversationView } from '../runtime/engine/conversation-view.ts';
@@ -81,6 +82,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     (key) => this.drive(key),
     (task) => setTimeout(task, 0),
   );
+  /** A new object's database, until its first call makes the store's tables (`makeStore`). */
+  private unmade: SqlDriver | undefined;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
@@ -100,7 +103,11 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       }
       this.meter = new ObjectMeter();
       const driver = durableObjectSqlDriver(ctx.storage, (rows) => this.meter.rowsWritten(rows));
-      const storeIsNew = driver.transaction(() => migrate(driver));
+      // A new object's tables are made by its first call (`makeStore`), not here: the constructor
+      // runs in an event of its own, so its writes would be a commit of their own.
+      const storeIsNew = !storeExists(driver);
+      if (storeIsNew) this.unmade = driver;
+      else driver.transaction(() => migrate(driver));
       const { registry } = workerConfig();
       this.engine = new ConversationEngine({
         store: new SqlStore(driver),
@@ -131,6 +138,17 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
         if (at !== undefined) await this.setAlarm(at);
       }
     });
+  }
+
+  /**
+   * Makes a new object's tables, in the event of its first call: they commit with what that call
+   * writes (the first admission's rows). A failed attempt is made again by the next call.
+   */
+  private makeStore(): void {
+    const driver = this.unmade;
+    if (driver === undefined) return;
+    driver.transaction(() => migrate(driver));
+    this.unmade = undefined;
   }
 
   private context(instanceId?: string): CloudflareContext {
@@ -229,8 +247,9 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     >;
     /** One verb as the Worker called it: the arguments read back, the engine's answer in its envelope. */
     const serve = (object: FlueAgentDurableObject, verb: VerbName, instanceId: string, wire: unknown[]) =>
-      envelope(() =>
-        receivers[verb].serve(instanceId, wire, (args) =>
+      envelope(() => {
+        object.makeStore();
+        return receivers[verb].serve(instanceId, wire, (args) =>
           runInCloudflareContext(object.context(instanceId), async () => {
             // The engine serves every verb of the table: checked here, where it is called.
             const verbs: ConversationVerbs = object.engine;
@@ -242,8 +261,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
             }
             return result;
           }),
-        ),
-      );
+        );
+      });
     for (const verb of VERB_NAMES) {
       Object.defineProperty(this.prototype, receivers[verb].method, {
         configurable: true,
@@ -272,6 +291,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
     this.armed = null;
     const view = this.engine.view;
     try {
+      this.makeStore();
       // Due timers become queued deliveries (their wakes drive them).
       runInCloudflareContext(this.context(), () => this.engine.fireDueTimers());
       const open = view.keysWithOpenWork();

@@ -96,7 +96,8 @@ test('a conversation wakes from its checkpoint, and from its whole log when the 
 test('a Durable Object whose submissions table predates stored settlements gains the column when it opens', async () => {
   const columns = await runInDurableObject(stub('older-store'), (_instance, state) => {
     const driver = durableObjectSqlDriver(state.storage);
-    // The object migrated its store as it started: put the table back as the version before made it.
+    // The store as a new object's first call makes it; then the table put back as the version before made it.
+    migrate(driver);
     expect(driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0]!.value).toBe(FLUE_FORMAT_VERSION);
     driver.run('DROP TABLE flue_submissions');
     driver.run(`CREATE TABLE flue_submissions (
@@ -117,7 +118,10 @@ test('a Durable Object whose submissions table predates stored settlements gains
 
 test('in a Durable Object a checkpoint lands with its batch or not at all', async () => {
   const outcome = await runInDurableObject(stub('torn'), (_instance, state) => {
-    const store = new SqlStore(durableObjectSqlDriver(state.storage));
+    // A store of its own on the object's SQLite, made as the object's first call would make it.
+    const driver = durableObjectSqlDriver(state.storage);
+    migrate(driver);
+    const store = new SqlStore(driver);
     const view = new ConversationView(store);
     const writer = new ConversationWriter(store, view);
     const live = view.live('Scratch', 'torn');

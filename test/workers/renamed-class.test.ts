@@ -8,7 +8,7 @@ import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
 import { type DispatchReceipt, init } from '@flue/runtime';
 import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
-import { SqlStore } from '../../src/runtime/store/sql-store.ts';
+import { SqlStore, migrate } from '../../src/runtime/store/sql-store.ts';
 import { ECHO_LANE, Echo } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import './worker.ts';
@@ -23,7 +23,10 @@ afterEach(() => resetLane(ECHO_LANE));
 /** The conversation `agents/Parrot/renamed`: one delivery applied, its attempt claimed and cut off. */
 async function seedParrotConversation(): Promise<DispatchReceipt> {
   await runInDurableObject(stub(), (_instance, state) => {
-    const store = new SqlStore(durableObjectSqlDriver(state.storage));
+    // The store as the class's earlier identity made it (a new object makes it at its first call).
+    const driver = durableObjectSqlDriver(state.storage);
+    migrate(driver);
+    const store = new SqlStore(driver);
     const stream = conversationKey('Parrot', 'renamed');
     store.transaction(() => {
       store.createConversation({ key: stream, agent: 'Parrot', instanceId: 'renamed', incarnation: 'inc_parrot' });

@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { PersistedFormatVersionError } from '../common/errors.ts';
 import type { SqlDriver } from './sql-driver.ts';
-import { createEveryTable, lazyRows, lazyWrite, migrate } from './schema.ts';
+import { createEveryTable, lazyRows, lazyWrite, migrate, storeExists } from './schema.ts';
 
 /** node:sqlite as a driver that records every statement it runs. */
 function recorded(db = new DatabaseSync(':memory:')): { db: DatabaseSync; driver: SqlDriver; statements: string[] } {
@@ -33,6 +33,17 @@ const objects = (db: DatabaseSync) =>
     .map((row) => String(row.name));
 
 const created = (statements: string[]) => statements.filter((sql) => /^\s*(CREATE|ALTER|INSERT)/.test(sql));
+
+describe('storeExists', () => {
+  it('is false for a database nothing of the store was written to, true once migrate() made it, and writes nothing', () => {
+    const { db, driver, statements } = recorded();
+    db.exec('CREATE TABLE app_notes (body TEXT)');
+    expect(storeExists(driver)).toBe(false);
+    expect(created(statements)).toEqual([]);
+    migrate(driver);
+    expect(storeExists(driver)).toBe(true);
+  });
+});
 
 describe('migrate', () => {
   it('makes a new store with the tables every conversation writes, and a few pages', () => {

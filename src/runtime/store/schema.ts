@@ -121,6 +121,11 @@ const LAZY_TABLES = {
 
 export type LazyTable = keyof typeof LAZY_TABLES;
 
+/** Whether the database holds any of the store's tables: false for a database nothing was written to yet. One read. */
+export function storeExists(driver: SqlDriver): boolean {
+  return driver.query(`SELECT 1 FROM sqlite_master WHERE name LIKE 'flue%' LIMIT 1`).length > 0;
+}
+
 /**
  * Creates or verifies the store: one read of the schema, then only what is missing. Stamp first,
  * then create, so a crash mid-migration leaves a versioned store. True when it made the store

@@ -31,7 +31,7 @@ import { type ConversationKey, storedConversationKey } from './conversation-key.
 import { lazyRows, lazyWrite } from './schema.ts';
 import { encodeInChunks } from './utf8-chunks.ts';
 
-export { FLUE_FORMAT_VERSION, migrate } from './schema.ts';
+export { FLUE_FORMAT_VERSION, migrate, storeExists } from './schema.ts';
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
 
 /** Below Durable Object SQLite's 2 MB value limit. */
