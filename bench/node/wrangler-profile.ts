@@ -58,6 +58,9 @@ async function turn(conversation: string, key: string): Promise<void> {
 
 try {
   for (let t = 1; t <= 3; t++) await turn('warmup', `warmup-${t}`);
+  // The figures these profiles explain run with the storage meters paused (wrangler-cpu.ts): so do the profiles.
+  const paused = await fetch(`${dev.base}/meter/pause`, { method: 'POST' });
+  if (paused.status !== 204) throw new Error(`/meter/pause answered ${paused.status}`);
   const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as {
     webSocketDebuggerUrl: string;
     title?: string;
