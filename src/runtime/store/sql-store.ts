@@ -161,12 +161,17 @@ function spillKey(kind: SpillKind, ...parts: (string | number)[]): string {
   return JSON.stringify([kind, ...parts]);
 }
 
+/** Text too short ever to spill, known without sizing it: a UTF-16 unit is at most 3 bytes of UTF-8. */
+function neverSpills(text: string): boolean {
+  return text.length * 3 <= SPILL_BYTES;
+}
+
 /**
  * Strings kept apart from their value (value-parts.ts): over SPILL_BYTES of UTF-8, and well formed,
  * because raw UTF-8 cannot carry a lone surrogate (JSON escapes it, so such a string stays inside).
  */
 function keptApart(text: string): boolean {
-  if (text.length * 3 <= SPILL_BYTES) return false;
+  if (neverSpills(text)) return false;
   if (text.length <= SPILL_BYTES && utf8Size(text) <= SPILL_BYTES) return false;
   const wellFormed = (text as unknown as { isWellFormed?: () => boolean }).isWellFormed;
   return wellFormed !== undefined && wellFormed.call(text);
@@ -316,8 +321,8 @@ export class SqlStore {
       insert(value.column);
       return { seq, bytes: value.bytes + packed.derivedBytes };
     };
-    // Text this short is never kept in chunks (a character is at most 3 UTF-8 bytes): one statement.
-    return text.length * 3 <= SPILL_BYTES ? write() : this.transaction(write);
+    // Text that never spills is one statement.
+    return neverSpills(text) ? write() : this.transaction(write);
   }
 
   /** Batches with sequence greater than `after`, in order. */
@@ -426,10 +431,9 @@ export class SqlStore {
       parted?.write();
       return stored;
     };
-    // One statement needs no transaction: a payload this short is never kept in chunks (a character
-    // is at most 3 UTF-8 bytes), and an order the caller knew was not read first (a read and the
-    // insert that depends on it stay in one transaction).
-    const alone = open !== undefined && text !== undefined && text.length * 3 <= SPILL_BYTES;
+    // One statement needs no transaction: a payload that never spills, and an order the caller knew
+    // was not read first (a read and the insert that depends on it stay in one transaction).
+    const alone = open !== undefined && text !== undefined && neverSpills(text);
     const stored = alone ? write() : this.transaction(write);
     return {
       ord: stored,
