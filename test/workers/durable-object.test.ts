@@ -5,8 +5,7 @@ import { ECHO_LANE, Echo } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import { resetObject } from './reset-object.ts';
 import './worker.ts';
-import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
-import { storeExists } from '../../src/runtime/store/schema.ts';
+import { objectHasStore } from './object-store.ts';
 
 type AgentStub = DurableObjectStub;
 const echoStub = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id) as AgentStub;
@@ -40,12 +39,11 @@ test('admission writes the submission and arms the backstop; the response runs a
 test("a new object writes nothing as it starts: its first call makes the store, in that call's commit", async () => {
   await scriptLane(ECHO_LANE, { text: 'Made.' });
   const stub = echoStub('d-new');
-  const exists = () => runInDurableObject(stub, (_instance, state) => storeExists(durableObjectSqlDriver(state.storage)));
   // runInDurableObject constructs the object: its constructor read the database and wrote nothing.
-  expect(await exists()).toBe(false);
+  expect(await objectHasStore(stub)).toBe(false);
   const handle = init(Echo, { id: 'd-new' });
   expect((await handle.read(await handle.dispatch('hi'))).text).toBe('Made.');
-  expect(await exists()).toBe(true);
+  expect(await objectHasStore(stub)).toBe(true);
   expect(await rows(stub, 'SELECT status, outcome FROM flue_submissions')).toEqual([{ status: 'settled', outcome: 'completed' }]);
 });
 

@@ -10,7 +10,8 @@ import type { RecordedRequest } from '@flue/runtime/testing';
 import { Brancher, FORK_LANE } from './agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';
-import { lazyRows, storeExists } from '../../src/runtime/store/schema.ts';
+import { lazyRows } from '../../src/runtime/store/schema.ts';
+import { objectHasStore } from './object-store.ts';
 import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
 
 const namespace = () => (env as unknown as { FLUE_BRANCHER_AGENT: DurableObjectNamespace }).FLUE_BRANCHER_AGENT;
@@ -86,9 +87,7 @@ test('a cut after a user message or inside a response is refused with the typed 
     expect(error).toMatchObject({ type: 'fork_point_unsettled', reason: 'unsettled', at, meta: { before: 0, after: firstSettled, head } });
   }
   // No call reached the new object: its database holds no store at all (its first call would make it).
-  expect(
-    await runInDurableObject(namespace().getByName('refused'), (_instance, state) => storeExists(durableObjectSqlDriver(state.storage))),
-  ).toBe(false);
+  expect(await objectHasStore(namespace().getByName('refused'))).toBe(false);
   const taken = await fork(Brancher, { from: 'orig', id: 'branch' }).then(
     () => undefined,
     (caught: unknown) => caught,

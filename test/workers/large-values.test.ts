@@ -6,8 +6,7 @@ import { HOARD_LANE, Hoarder, bigOutput, bigText } from './large-agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import { expectReduced } from '../support/reduced-text.ts';
 import './worker.ts';
-import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
-import { storeExists } from '../../src/runtime/store/schema.ts';
+import { objectHasStore } from './object-store.ts';
 
 const MiB = 1024 * 1024;
 const stub = (id: string) =>
@@ -98,7 +97,7 @@ test('a 20 MB user message round-trips (the model gets it reduced); one over 32 
   expect(error).toBeInstanceOf(PayloadTooLargeError);
   expect(error).toMatchObject({ type: 'payload_too_large', status: 413, meta: { field: 'message', limit: 32 * MiB } });
   // The object was never contacted: its database holds no store at all (its first call would make it).
-  expect(await runInDurableObject(stub('too-long'), (_instance, state) => storeExists(durableObjectSqlDriver(state.storage)))).toBe(false);
+  expect(await objectHasStore(stub('too-long'))).toBe(false);
 }, 180_000);
 
 test('3 MB of persistent state is written in chunks and read back by a later render', async () => {
