@@ -33,12 +33,12 @@ function rows(path: string, sql: string): Record<string, unknown>[] {
 test('a restarted process wakes a conversation from its checkpoint; old replies, the history and the ledger come from the log', async () => {
   const path = join(mkdtempSync(join(tmpdir(), 'flue-long-')), 'flue.db');
   await ctx.start([Keeper], { db: sqlite(path), contextWindow: 100_000_000 });
-  ctx.server.script({ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' });
+  ctx.server.script({ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Done.' });
   const handle = init(Keeper, { id: 'long' });
   const receipts = [];
-  // 9 MiB of messages: past the byte interval, so a later batch carries a checkpoint.
-  for (const letter of ['a', 'b', 'c']) {
-    const receipt = await handle.dispatch(letter.repeat(3 * MiB));
+  // 9 MiB of messages: past the byte interval, so a later batch (the small fourth message's) carries a checkpoint.
+  for (const text of ['a', 'b', 'c'].map((letter) => letter.repeat(3 * MiB)).concat('done')) {
+    const receipt = await handle.dispatch(text);
     receipts.push(receipt);
     await handle.read(receipt);
   }
@@ -54,7 +54,7 @@ test('a restarted process wakes a conversation from its checkpoint; old replies,
   expect((await next.read(await next.dispatch('four'))).text).toBe('Four.');
   // The model saw the whole context, woken from the checkpoint and the batches after it.
   const users = ctx.server.requests.at(-1)!.messages.filter((m) => m.role === 'user');
-  expect(users.map((m) => m.content.slice(0, 1))).toEqual(['a', 'b', 'c', 'f']);
+  expect(users.map((m) => m.content.slice(0, 1))).toEqual(['a', 'b', 'c', 'd', 'f']);
   expect((await next.read(receipts[0]!)).text).toBe('One.');
   expect((await next.read(receipts[1]!)).text).toBe('Two.');
   const history = (await configuredRuntime()!.history('Keeper', 'long'))!;
@@ -65,10 +65,12 @@ test('a restarted process wakes a conversation from its checkpoint; old replies,
     'assistant:Two.',
     'user:cccc',
     'assistant:Thre',
+    'user:done',
+    'assistant:Done',
     'user:four',
     'assistant:Four',
   ]);
-  expect(history.settlements).toHaveLength(4);
+  expect(history.settlements).toHaveLength(5);
   const usage = await getUsage(Keeper, 'long');
   expect(usage!.submissions.map((entry) => entry.submissionId)).toEqual([...receipts.map((r) => r.submissionId), expect.any(String)]);
 }, 60_000);

@@ -57,8 +57,11 @@ test('a resumed task child keeps its cwd and its forwarded image', async () => {
     attachments: [{ type: 'image', data: pixel.toString('base64'), mimeType: 'image/png' }],
   });
   const { receipt } = await first.admit('Curator', { id: 'c1', message }, 'dispatch');
+  // A reader follows the conversation (the stop ends its read): the child's stream keeps its
+  // schedule, so the trailing flush commits the child's partial.
+  first.read('Curator', 'c1', receipt.submissionId, { onEvent: () => {} }).catch(() => {});
   await server.waitForRequests(2);
-  await until(() => deltaCommitted(driver)); // the trailing flush committed the child's partial
+  await until(() => deltaCommitted(driver));
   await first.stop(100);
 
   server.script(

@@ -109,7 +109,7 @@ describe('attempt budget and deadline across crashes', () => {
     };
 
     // Attempt 1 dies mid-stream with a second delivery queued behind it.
-    const c1 = t.child({ agent: 'FragileAgent', id: 'fragile', dispatch: ['Tell me a story.'], then: 'hold' });
+    const c1 = t.child({ agent: 'FragileAgent', id: 'fragile', dispatch: ['Tell me a story.'], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('attempt 1 deltas', deltaAfter(c1, -1), 30_000);
     const second = await dispatchVia(c1, 'Make it short.');
@@ -117,7 +117,7 @@ describe('attempt budget and deadline across crashes', () => {
 
     // Attempt 2 (recovery) converges, joins the queued delivery, and dies mid-stream too.
     const mark = Math.max(...inspectDb(s.db, stream).records.map((r) => r.seq));
-    const c2 = t.child({ agent: 'FragileAgent', id: 'fragile', then: 'hold' });
+    const c2 = t.child({ agent: 'FragileAgent', id: 'fragile', read: [first], follow: true, then: 'hold' });
     await poll('attempt 2 deltas', deltaAfter(c2, mark), 30_000);
     expect(inspectDb(s.db, stream).submissions.map((r) => [r.status, r.attemptCount, r.joinedInto])).toEqual([
       ['running', 2, null],
@@ -214,7 +214,7 @@ describe('attempt budget and deadline across crashes', () => {
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('DeadlineAgent', 'deadline'); // timeoutMs: 1500
-    const c1 = t.child({ agent: 'DeadlineAgent', id: 'deadline', dispatch: ['Tell me a story.'], then: 'hold' });
+    const c1 = t.child({ agent: 'DeadlineAgent', id: 'deadline', dispatch: ['Tell me a story.'], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     await poll(
       'a committed assistant_delta batch',

@@ -7,7 +7,17 @@
  */
 import * as v from 'valibot';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type FlueEvent, defineTool, dispatch, init, observe, useAgentFinish, useModel, useTool } from '@flue/runtime';
+import {
+  type DispatchReceipt,
+  type FlueEvent,
+  defineTool,
+  dispatch,
+  init,
+  observe,
+  useAgentFinish,
+  useModel,
+  useTool,
+} from '@flue/runtime';
 import {
   type CrashHarness,
   type RecordedRequest,
@@ -105,6 +115,19 @@ async function open(): Promise<CrashHarness> {
 }
 
 const SPARE = { text: 'spare step (unexpected extra model call)' };
+/**
+ * message_start, content_block_start, then a delta every 150 ms, and the stream stalls: the first
+ * delta arrives more than 250 ms after the request, past the followed schedule's first flush.
+ */
+const STALLING_STORY = { text: ['Once ', 'upon ', 'a ', 'time'], chunkDelayMs: 150, hangAfterChunks: 5 };
+
+/**
+ * Reads the reply as a client showing it live would (`onEvent`), so the stream is committed on the
+ * followed schedule; the crash ends this read, which is not awaited.
+ */
+function follow(handle: { read: ReturnType<typeof init>['read'] }, receipt: DispatchReceipt): void {
+  handle.read(receipt, { onEvent: () => {} }).catch(() => {});
+}
 
 function toolResult(request: RecordedRequest, toolCallId: string) {
   return messageOf(request, (m) => m.role === 'tool' && m.toolCallId === toolCallId, `the tool result for ${toolCallId}`);
@@ -145,16 +168,12 @@ describe('crashHarness: every named point, settled exactly once', () => {
 
   it('mid model stream: the committed partial is converged and continued, a second dispatch is not lost', async () => {
     const lab = await open();
-    // message_start, content_block_start, then a delta every 150 ms: the first delta arrives more
-    // than 250 ms after the request, so the engine commits it at once, before the point fires.
-    server.script(
-      { text: ['Once ', 'upon ', 'a ', 'time'], chunkDelayMs: 150, hangAfterChunks: 5 },
-      { text: 'a fox who outlived a crash.' },
-      SPARE,
-    );
+    // Followed, the stream's first delta is committed at once, before the point fires.
+    server.script(STALLING_STORY, { text: 'a fox who outlived a crash.' }, SPARE);
     lab.crashAt({ point: 'model' });
     const handle = init(StoryAgent, { id: 'story' });
     const first = await handle.dispatch('Tell me a story.');
+    follow(handle, first);
     const second = await handle.dispatch('And another one.');
     expect(await lab.crashed).toMatchObject({ point: 'model', submissionId: first.submissionId });
 
@@ -191,6 +210,22 @@ describe('crashHarness: every named point, settled exactly once', () => {
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     // The second delivery (joined at the first turn boundary) reached the model exactly once.
     expect(retry.messages.filter((m) => m.role === 'user' && m.content.includes('And another one.'))).toHaveLength(1);
+  });
+
+  it('mid model stream with nobody following: nothing of it was committed, the recovery asks the model afresh', async () => {
+    const lab = await open();
+    server.script(STALLING_STORY, { text: 'a fox who outlived a crash.' }, SPARE);
+    lab.crashAt({ point: 'model' });
+    const first = await init(StoryAgent, { id: 'quiet' }).dispatch('Tell me a story.');
+    expect(await lab.crashed).toMatchObject({ point: 'model', submissionId: first.submissionId });
+    await lab.restart();
+
+    const report = await lab.settle();
+    expect(report.submissions.map((s) => [s.outcome, s.settlements, s.attempts])).toEqual([['completed', 1, 2]]);
+    // The model is asked as if the interrupted call had never been made: no partial, no signals.
+    expect(server.requests).toHaveLength(2);
+    expect(server.requests[1]!.messages).toEqual([expect.objectContaining({ role: 'user', content: 'Tell me a story.' })]);
+    expect((await init(StoryAgent, { id: 'quiet' }).read(first)).text).toBe('a fox who outlived a crash.');
   });
 
   it('the n-th model call: a crash in the second model call of a tool loop keeps the tool result', async () => {
@@ -327,6 +362,7 @@ describe('crashHarness: every named point, settled exactly once', () => {
     const beta = await dispatch(OpsAgent, { id: 'beta', message: 'Beta, look up kb.' });
     await started; // beta's tool is in flight
     const alpha = await dispatch(StoryAgent, { id: 'alpha', message: 'Alpha, speak.' });
+    follow(init(StoryAgent, { id: 'alpha' }), alpha);
     expect(await lab.crashed).toMatchObject({ agent: 'StoryAgent', instanceId: 'alpha' });
     lookupGate = undefined;
     release(); // the dead runtime's tool body finishes; nothing it returns is stored

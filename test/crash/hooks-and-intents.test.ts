@@ -211,7 +211,7 @@ describe('durable intents across a crash', () => {
     );
     const stream = streamOf('StoryAgent', 'keyed');
     const keyed = { message: 'Tell me a story.', idempotencyKey: 'story-request-1' };
-    const c1 = t.child({ agent: 'StoryAgent', id: 'keyed', dispatch: [keyed], then: 'hold' });
+    const c1 = t.child({ agent: 'StoryAgent', id: 'keyed', dispatch: [keyed], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     await poll(
       'a committed assistant_delta batch',

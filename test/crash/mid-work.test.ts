@@ -29,7 +29,7 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('StoryAgent', 'story');
-    const c1 = t.child({ agent: 'StoryAgent', id: 'story', dispatch: ['Tell me a story.'], then: 'hold' });
+    const c1 = t.child({ agent: 'StoryAgent', id: 'story', dispatch: ['Tell me a story.'], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     await poll('a committed assistant_delta batch', hasDeltaBatch(s.db, stream), 30_000);
     const second = await dispatchVia(c1, 'And another one.');
@@ -282,6 +282,7 @@ describe('SIGKILL mid-work, recovery in a new process on the same sqlite file', 
           { agent: 'StoryAgent', id: 'alpha', message: 'Alpha, speak.' },
           { agent: 'LookupAgent', id: 'beta', message: 'Beta, look up kb.' },
         ],
+        follow: true,
         then: 'hold',
       },
       { FLUE_CRASH_BLOCK: 'lookup' },

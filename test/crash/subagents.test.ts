@@ -31,7 +31,7 @@ describe('SIGKILL while a delegated task streams, recovery in a new process', ()
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('DelegatingAgent', 'foxes');
-    const c1 = t.child({ agent: 'DelegatingAgent', id: 'foxes', dispatch: ['Tell me about foxes.'], then: 'hold' });
+    const c1 = t.child({ agent: 'DelegatingAgent', id: 'foxes', dispatch: ['Tell me about foxes.'], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     const [child] = await poll('the child session to be retained', () => {
       const found = childStreams(s.db, stream);
@@ -102,7 +102,7 @@ describe('SIGKILL while a delegated task streams, recovery in a new process', ()
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('DelegatingAgent', 'owls');
-    const c1 = t.child({ agent: 'DelegatingAgent', id: 'owls', dispatch: ['Tell me about owls.'], then: 'hold' });
+    const c1 = t.child({ agent: 'DelegatingAgent', id: 'owls', dispatch: ['Tell me about owls.'], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     const outer = await poll('the outer child', () => childStreams(s.db, stream)[0]);
     const inner = await poll('the inner child', () => childStreams(s.db, outer.stream)[0]);
@@ -130,7 +130,7 @@ describe('SIGKILL while a delegated task streams, recovery in a new process', ()
       { text: 'spare step (unexpected extra model call)' },
     );
     const stream = streamOf('DelegatingAgent', 'badgers');
-    const c1 = t.child({ agent: 'DelegatingAgent', id: 'badgers', dispatch: ['Tell me about badgers.'], then: 'hold' });
+    const c1 = t.child({ agent: 'DelegatingAgent', id: 'badgers', dispatch: ['Tell me about badgers.'], follow: true, then: 'hold' });
     const first = (await c1.waitFor('receipt')).receipt;
     const child = await poll('the child session', () => childStreams(s.db, stream)[0]);
     await poll('a committed delta in the child', hasDeltaBatch(s.db, child.stream), 30_000);

@@ -71,7 +71,7 @@ export class ConversationReader {
     const next = async (afterSeq: number, batches: boolean): Promise<ReadPoll> => {
       const settled = this.settledCheck(live, submissionId);
       const ready = () => this.lifecycle.readsClosed() || settled() || (batches && live.conv.head > afterSeq);
-      await this.whenReady(live, ready, undefined, signal);
+      await this.following(live, batches, () => this.whenReady(live, ready, undefined, signal));
       if (!settled() && this.lifecycle.readsClosed()) throw stoppedBeforeSettlement(submissionId);
       // Pages like a remote poll, so a reader that follows a long log never holds all of it.
       return this.answer(live, submissionId, afterSeq, batches, MAX_ANSWER_BATCH_BYTES);
@@ -88,7 +88,7 @@ export class ConversationReader {
     if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
     const settled = this.settledCheck(live, submissionId);
     const ready = () => this.lifecycle.isStopping() || settled() || (options.batches && live.conv.head > options.afterSeq);
-    await this.whenReady(live, ready, options.waitMs);
+    await this.following(live, options.batches, () => this.whenReady(live, ready, options.waitMs));
     if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
     return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
   }
@@ -100,6 +100,20 @@ export class ConversationReader {
   private settledCheck(live: LiveConversation, submissionId: string): () => boolean {
     const before = this.view.settled(live, submissionId) !== undefined;
     return () => before || live.conv.settlements.has(submissionId);
+  }
+
+  /**
+   * Runs a reader's wait; one that reads the log's batches follows it meanwhile, so streams commit
+   * what they hold on the followed schedule (flush-policy.ts), starting with what is due now.
+   */
+  private async following<T>(live: LiveConversation, batches: boolean, wait: () => Promise<T>): Promise<T> {
+    if (!batches) return wait();
+    const release = live.follow();
+    try {
+      return await wait();
+    } finally {
+      release();
+    }
   }
 
   /** Resolves once `ready()` holds after an append (or at once), after `waitMs` if set; rejects on abort. */
@@ -159,6 +173,8 @@ export class ConversationReader {
   history(agentName: string, instanceId: string): FlueConversationSnapshot | null {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return null;
+    // A look at the whole log: what a stream holds and is due is committed first.
+    live.follow()();
     return this.view.fold(live.key, live.conv.head + 1).snapshot(live.incarnation, true);
   }
 
@@ -182,7 +198,9 @@ export class ConversationReader {
     const live = this.addressed(agentName, instanceId);
     if (live.incarnation === undefined) return { kind: 'not_found' };
     if (afterSeq > live.conv.head) return { kind: 'gone', head: live.conv.head };
-    if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
+    await this.following(live, true, async () => {
+      if (afterSeq === live.conv.head && options.waitMs > 0) await this.nextAppend(live, options.waitMs, options.signal);
+    });
     // Watchers follow a draining response to its end; one parked across the end of the drain gets
     // a retryable 503, not a failure of the closed store.
     if (this.lifecycle.readsClosed()) throw new RuntimeUnavailableError('draining');

@@ -54,6 +54,35 @@ export class LiveConversation {
   notify(): void {
     for (const listener of [...this.listeners]) listener();
   }
+
+  /** Readers following the log as it grows now (flush-policy.ts's `Following`). */
+  private followers = 0;
+  /** Streams holding content back, told when a reader arrives. */
+  private readonly holders = new Set<() => void>();
+
+  get followed(): boolean {
+    return this.followers > 0;
+  }
+
+  onFollow(arrived: () => void): () => void {
+    this.holders.add(arrived);
+    return () => this.holders.delete(arrived);
+  }
+
+  /**
+   * A reader starts following the log (the updates view, a read with `onEvent`): streams commit
+   * what they hold if it is due, and keep the followed schedule until every reader released.
+   */
+  follow(): () => void {
+    this.followers++;
+    for (const arrived of [...this.holders]) arrived();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.followers--;
+    };
+  }
 }
 
 /** A settled submission as readers answer it: its settlement, and its reply read when asked for (in the same task). */

@@ -28,6 +28,7 @@ import { type HookSeam, runAgentFinish, runAgentStart, runResponseFinish, runRes
 import { type LatchedModel, ResponseRender } from './response-render.ts';
 import { ResponseSite } from './response-site.ts';
 import { ResponseWriter } from './response-writer.ts';
+import type { Following } from './flush-policy.ts';
 import { narrateMcpUnavailable, narrateResourceChanges } from './resource-narration.ts';
 import { RunYield } from './run-signals.ts';
 import { systemPrompt } from './system-prompt.ts';
@@ -93,6 +94,11 @@ export interface ResponseRunOptions {
    * root's own by default; a delegate is handed its root's, so a task's turns spend the same budget.
    */
   overBudget?: () => BudgetExceededError | undefined;
+  /**
+   * Whether readers follow the conversation, for how soon what streams is committed: its own by
+   * default; a delegate's are its root's, the conversation readers can follow (flush-policy.ts).
+   */
+  following?: Following;
 }
 
 /** A turn whose step this attempt completed: what the tool batch that step issued runs against. */
@@ -146,6 +152,7 @@ export class ResponseRun {
     this.out = new ResponseWriter({
       writer,
       live,
+      following: options.following ?? live,
       state: this.state,
       timers,
       spend: this.spend,
@@ -621,7 +628,17 @@ export class ResponseRun {
       childConversationId: (key) => view.childConversationId(key),
       emit: (type, payload) => engine.emitFor(this.live, this.row.id, type, payload),
       delegateTo: (child, delegation) =>
-        new ResponseRun({ engine, view, writer, live: child, row: this.row, agent, delegation, overBudget: () => this.overBudget() }),
+        new ResponseRun({
+          engine,
+          view,
+          writer,
+          live: child,
+          row: this.row,
+          agent,
+          delegation,
+          overBudget: () => this.overBudget(),
+          following: this.out.following,
+        }),
       writer: this.out,
     };
   }

@@ -10,6 +10,7 @@ import type { PendingState } from './pending-state.ts';
 import type { PendingSpend } from './pending-spend.ts';
 import type { PendingTimers } from './pending-timers.ts';
 import { ProgressBudget } from './tool-progress.ts';
+import type { Following } from './flush-policy.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 
@@ -19,6 +20,8 @@ export class ResponseWriter {
   private readonly state: PendingState;
   private readonly spend: PendingSpend | undefined;
   private readonly timers: PendingTimers;
+  /** Whether readers follow the conversation's log, for what streams (flush-policy.ts). */
+  readonly following: Following;
   /** What the response's tool calls may still add as progress lines (tool-progress.ts). */
   readonly progressBudget: ProgressBudget;
 
@@ -31,12 +34,15 @@ export class ResponseWriter {
     spend?: PendingSpend;
     timers: PendingTimers;
     progressUsed?: { lines: number; chars: number };
+    /** Whose readers decide how soon streamed content is committed: the conversation's own by default. */
+    following?: Following;
   }) {
     this.writer = options.writer;
     this.live = options.live;
     this.state = options.state;
     this.spend = options.spend;
     this.timers = options.timers;
+    this.following = options.following ?? options.live;
     this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 

@@ -109,6 +109,7 @@ async function callTool(
         },
         budget: writer.progressBudget,
         commit: (record) => writer.commit([record]),
+        following: writer.following,
         signal: attempt.signal,
       });
       return progress.log;

@@ -3,8 +3,11 @@ import { ProgressBudget, progressLogger } from './tool-progress.ts';
 import type { RecordOf } from '../store/records.ts';
 import { TOOL_LOG_MAX_CHARS, TOOL_LOG_MAX_LINES } from '../store/tool-log.ts';
 import type { FlueLogger } from '../common/types.ts';
+import type { Following } from './flush-policy.ts';
 
 const silent: FlueLogger = { info: () => {}, warn: () => {}, error: () => {} };
+/** A reader follows the whole time: lines are committed on the followed schedule. */
+const followed: Following = { followed: true, onFollow: () => () => {} };
 const call = (id: string) => ({ stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', toolCallId: id, toolName: 'crawl' });
 
 let committed: RecordOf<'tool_progress'>[];
@@ -15,7 +18,7 @@ beforeEach(() => {
 afterEach(() => vi.useRealTimers());
 
 function logger(id = 'call_1', budget = new ProgressBudget(), signal = new AbortController().signal) {
-  return progressLogger(silent, { call: call(id), budget, signal, commit: (record) => void committed.push(record) });
+  return progressLogger(silent, { call: call(id), budget, signal, following: followed, commit: (record) => void committed.push(record) });
 }
 const messages = () => committed.map((record) => record.lines.map((line) => line.message));
 
@@ -108,6 +111,7 @@ describe('progressLogger', () => {
       call: call('c'),
       budget: new ProgressBudget(undefined, 1),
       signal: new AbortController().signal,
+      following: followed,
       commit: () => {},
     });
     progress.log.info('kept');

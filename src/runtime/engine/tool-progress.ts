@@ -4,12 +4,13 @@
  * `tool_progress` record of its own, so a client reading the stream (`read({ onEvent })`, the
  * updates view) sees it before the call's result, from any offset.
  *
- * Lines are coalesced like the turn stream's deltas (flush-policy.ts), plus one flush when the call ends — a chatty call costs about one row
- * every two seconds, and a crash loses at most that much. What is kept is bounded per call and per
+ * Lines are coalesced like the turn stream's deltas (flush-policy.ts), plus one flush when the call
+ * ends: while a reader follows, a chatty call costs about one row every two seconds, and a crash
+ * loses at most that much; while nobody does, one row every 30 s. What is kept is bounded per call and per
  * response (store/tool-log.ts); past a bound, lines are counted and the call's last flush carries
  * one marker saying how many were dropped.
  */
-import { DELTA_FLUSH_FIRST_MS, DELTA_FLUSH_MAX_MS } from './flush-policy.ts';
+import { FlushSchedule, type Following } from './flush-policy.ts';
 import {
   TOOL_LOG_MAX_CHARS,
   TOOL_LOG_MAX_LINES,
@@ -58,6 +59,8 @@ export interface ProgressOptions {
   budget: ProgressBudget;
   /** Appends one record (one batch). */
   commit(record: RecordOf<'tool_progress'>): void;
+  /** Whether readers follow the conversation's log: how soon lines are committed. */
+  following: Following;
   /** The attempt's signal: once aborted, nothing more is written (the runtime may be stopping). */
   signal: AbortSignal;
 }
@@ -73,19 +76,14 @@ export function progressLogger(inner: FlueLogger, options: ProgressOptions): { l
   let chars = 0;
   let dropped = 0;
   let finished = false;
-  let lastFlush = Date.now();
-  let interval = DELTA_FLUSH_FIRST_MS;
-  let trailing: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
-    if (trailing !== undefined) clearTimeout(trailing);
-    trailing = undefined;
+    schedule.flushed();
     if (pending.length === 0) return;
     const lines = pending;
     pending = [];
-    lastFlush = Date.now();
-    interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
     options.commit({ type: 'tool_progress', ...call, lines });
   };
+  const schedule = new FlushSchedule(flush, options.following, () => signal.aborted);
   const write = (level: ToolLogLine['level']) => (message: string, attributes?: Record<string, unknown>) => {
     inner[level](message, attributes);
     // A line written after the call returned (a promise the tool left running) has no call to join.
@@ -98,9 +96,7 @@ export function progressLogger(inner: FlueLogger, options: ProgressOptions): { l
     kept++;
     chars += size;
     pending.push(line);
-    const elapsed = Date.now() - lastFlush;
-    if (elapsed >= interval) flush();
-    else trailing ??= setTimeout(() => signal.aborted || flush(), interval - elapsed);
+    schedule.held();
   };
   return {
     log: { info: write('info'), warn: write('warn'), error: write('error') },
@@ -108,11 +104,8 @@ export function progressLogger(inner: FlueLogger, options: ProgressOptions): { l
       if (finished) return;
       finished = true;
       if (dropped > 0) pending.push(droppedLinesMarker(dropped));
-      if (signal.aborted) {
-        if (trailing !== undefined) clearTimeout(trailing);
-        return;
-      }
-      flush();
+      schedule.end();
+      if (!signal.aborted) flush();
     },
   };
 }

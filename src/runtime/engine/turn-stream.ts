@@ -1,6 +1,6 @@
 /**
  * One model step of the conversation loop as it streams: deltas are committed in coalesced
- * batches (the flush policy below) and the step ends in one record. A stream a crash cut off is
+ * batches (flush-policy.ts) and the step ends in one record. A stream a crash cut off is
  * converged here too, when the next attempt finds it open.
  */
 import type { Api, AssistantMessage, AssistantMessageEvent, Model } from '@earendil-works/pi-ai';
@@ -18,7 +18,7 @@ import type { ResponseSite } from './response-site.ts';
 import type { ResponseWriter } from './response-writer.ts';
 import { RunInterrupted } from './run-signals.ts';
 import type { ThinkingLevel } from '../common/types.ts';
-import { DELTA_FLUSH_FIRST_MS, DELTA_FLUSH_MAX_MS } from './flush-policy.ts';
+import { FlushSchedule } from './flush-policy.ts';
 
 export type StepContext = Parameters<ReturnType<typeof getModels>['streamSimple']>[1];
 
@@ -150,21 +150,20 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
   };
   let started = false;
   let pending: ConversationRecord[] = [];
-  let lastFlush = Date.now();
-  let interval = DELTA_FLUSH_FIRST_MS;
-  // A trailing flush bounds how long received text stays uncommitted when the stream stalls.
-  let trailing: ReturnType<typeof setTimeout> | undefined;
   const flush = (extra: ConversationRecord[] = [], commit = (records: ConversationRecord[]) => writer.commit(records)) => {
-    if (trailing !== undefined) clearTimeout(trailing);
-    trailing = undefined;
+    schedule.flushed();
     if (pending.length === 0 && extra.length === 0) return;
     const records = [...(started ? [] : [startedRecord]), ...pending, ...extra];
     started = true;
     pending = [];
-    lastFlush = Date.now();
-    interval = Math.min(interval * 2, DELTA_FLUSH_MAX_MS);
     commit(records);
   };
+  // Once the run is aborted the loop's exit flushes; the schedule's timer must not write for a stopped runtime.
+  const schedule = new FlushSchedule(
+    () => flush(),
+    writer.following,
+    () => attempt.signal.aborted,
+  );
   // A provider that accepts and never answers, or stalls mid-stream, would hold the attempt
   // forever: past the idle window the attempt is abandoned (the engine runs a new one). The
   // attempt's one watch timer checks the window (`watchStream` below); each event only records its time.
@@ -187,10 +186,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
       const last = pending[pending.length - 1];
       if (last?.type === 'assistant_delta' && last.kind === kind && last.block === event.contentIndex) last.delta += event.delta;
       else pending.push({ type: 'assistant_delta', stepId, messageId, kind, block: event.contentIndex, delta: event.delta });
-      const elapsed = Date.now() - lastFlush;
-      if (elapsed >= interval) flush();
-      // Once the run is aborted the loop's exit flushes; a timer must not write for a stopped runtime.
-      else trailing ??= setTimeout(() => attempt.signal.aborted || flush(), interval - elapsed);
+      schedule.held();
       if (firstDelta) {
         firstDelta = false;
         crashProbe()?.({ point: 'model', ...input.site.probeSite() });
@@ -198,7 +194,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     }
   } finally {
     watched.end();
-    if (trailing !== undefined) clearTimeout(trailing);
+    schedule.end();
   }
   const final = await stream.result();
   if (final.stopReason === 'aborted' && attempt.reason instanceof RunInterrupted) {
