@@ -6,9 +6,9 @@
  *
  * Lines are coalesced like the turn stream's deltas (flush-policy.ts), plus one flush when the call
  * ends: while a reader follows, a chatty call costs about one row every two seconds, and a crash
- * loses at most that much; while nobody does, one row every 30 s. What is kept is bounded per call and per
- * response (store/tool-log.ts); past a bound, lines are counted and the call's last flush carries
- * one marker saying how many were dropped.
+ * loses at most that much; while nobody does, one row every 30 s. What is kept is bounded per call
+ * and per response (store/tool-log.ts); past a bound, lines are counted and the call's last flush
+ * carries one marker saying how many were dropped.
  */
 import { FlushSchedule, type Following } from './flush-policy.ts';
 import {
