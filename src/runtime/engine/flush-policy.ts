@@ -10,8 +10,8 @@
  * it (the model call runs again from what was committed). A reader that arrives gets what is held
  * at once, as the followed schedule would have committed it.
  */
-export const DELTA_FLUSH_FIRST_MS = 250;
-export const DELTA_FLUSH_MAX_MS = 2_000;
+const DELTA_FLUSH_FIRST_MS = 250;
+const DELTA_FLUSH_MAX_MS = 2_000;
 export const UNFOLLOWED_FLUSH_MS = 30_000;
 
 /** What a stream's schedule asks of the conversation it writes to. */
