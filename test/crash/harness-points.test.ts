@@ -212,7 +212,7 @@ describe('crashHarness: every named point, settled exactly once', () => {
     expect(retry.messages.filter((m) => m.role === 'user' && m.content.includes('And another one.'))).toHaveLength(1);
   });
 
-  it('mid model stream with nobody following: nothing of it was committed, the recovery asks the model afresh', async () => {
+  it('mid model stream with nobody following: nothing of it was committed, not even its message; the recovery applies the message once and asks the model afresh', async () => {
     const lab = await open();
     server.script(STALLING_STORY, { text: 'a fox who outlived a crash.' }, SPARE);
     lab.crashAt({ point: 'model' });

@@ -28,7 +28,8 @@ describe('SIGKILL inside lifecycle hooks', () => {
     server.script({ text: 'Started fine.' }, { text: 'spare step (unexpected extra model call)' });
     const stream = streamOf('HookedAgent', 'hooked-start');
     const c1 = t.child(
-      { agent: 'HookedAgent', id: 'hooked-start', dispatch: ['Hello there.'], then: 'hold' },
+      // Followed, so the input is committed as the response starts (unfollowed, it would wait for the hook's batch).
+      { agent: 'HookedAgent', id: 'hooked-start', dispatch: ['Hello there.'], follow: true, then: 'hold' },
       { FLUE_CRASH_BLOCK: 'agent-start' },
     );
     const first = (await c1.waitFor('receipt')).receipt;
@@ -157,7 +158,8 @@ describe('durable intents across a crash', () => {
     const stream = streamOf('HookedAgent', 'aborted');
     // The hook ignores the abort signal, so the process holds the durable intent without unwinding.
     const c1 = t.child(
-      { agent: 'HookedAgent', id: 'aborted', dispatch: ['Do something long.'], then: 'hold' },
+      // Followed, so the running submission's input is in the log when the process dies.
+      { agent: 'HookedAgent', id: 'aborted', dispatch: ['Do something long.'], follow: true, then: 'hold' },
       { FLUE_CRASH_BLOCK: 'agent-start' },
     );
     const first = (await c1.waitFor('receipt')).receipt;

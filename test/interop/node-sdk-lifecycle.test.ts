@@ -166,8 +166,9 @@ describe('signals and long conversations', () => {
     const h = await host(Support);
     const client = h.client('t-long');
     const last: { id?: string } = {};
-    // Two batches a turn (its input; its reply with the settlement): 52 turns are 104 batches.
-    for (let turn = 0; turn < 52; turn++) {
+    // At least one batch a turn (the input with the reply and its settlement when no reader follows
+    // yet, else two): 101 turns are more than 100 batches.
+    for (let turn = 0; turn < 101; turn++) {
       ctx.server.script({ text: `Reply ${turn}.` });
       const admission = await client.send({ message: { kind: 'user', body: `Turn ${turn}` } });
       await client.read(admission);
@@ -178,7 +179,7 @@ describe('signals and long conversations', () => {
     const before = h.tap.exchanges.length;
     const chunks: ConversationStreamChunk[] = [];
     const reply = await withTimeout(client.read(last.id!, { onEvent: (c) => void chunks.push(c) }), 10_000, 'read(bare id)');
-    expect(reply.text).toBe('Reply 51.');
+    expect(reply.text).toBe('Reply 100.');
     const reads = h.tap.exchanges.slice(before).filter((e) => e.url.searchParams.get('view') === 'updates');
     // The first page stops at 100 batches, not up to date; the client continues from its offset.
     expect(reads.length).toBeGreaterThanOrEqual(2);

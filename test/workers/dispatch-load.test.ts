@@ -47,14 +47,17 @@ test(`${COUNT} concurrent dispatches in one burst are each accepted, applied in 
   const handle = init(Load, { id });
   const replies = await Promise.all(receipts.map((receipt) => handle.read(receipt)));
   expect(replies.map((reply) => reply.submissionId)).toEqual(receipts.map((receipt) => receipt.submissionId));
-  expect(replies.filter((reply) => reply.text !== 'ok')).toEqual([]);
+  // A response answers in one step, or in more when deliveries admitted while a step streamed join
+  // at its end (how admissions interleave with the run decides): its reply holds one 'ok' a step.
+  expect(replies.filter((reply) => !/^ok(\n\nok)*$/.test(reply.text))).toEqual([]);
 
   const durable = await durableOf(id);
   const hostOf = expectDeliveredOnce(receipts, bodies, durable);
-  // One model request per response (the script never calls the tool), and the last one carries
-  // every delivery exactly once, in acceptance order.
+  // One model request per step of each response (the script never calls the tool), and the last
+  // one carries every delivery exactly once, in acceptance order.
   const requests = await laneRequests(LOAD_LANE);
-  expect(requests).toHaveLength(new Set(hostOf.values()).size);
+  const stepsOf = new Map(receipts.map((receipt, i) => [hostOf.get(receipt.submissionId)!, replies[i]!.text.split('\n\n').length]));
+  expect(requests).toHaveLength([...stepsOf.values()].reduce((sum, steps) => sum + steps, 0));
   const bodyOf = new Map(receipts.map((receipt, i) => [receipt.submissionId, bodies[i]!]));
   expect(bodiesSeen(requests.at(-1)!.messages)).toEqual(durable.accepted.map((row) => bodyOf.get(row.id)));
   // The backstop is armed by the first admission; the rest find it armed (one setAlarm, a billed row,

@@ -68,10 +68,12 @@ test('a tool returning 5 MB of text stores its model text once, unescaped, and r
 
 test('a 20 MB user message round-trips (the model gets it reduced); one over 32 MiB is refused before the object is contacted', async () => {
   const body = 'Grüße "aus" Köln 😀\n'.repeat(1_000_000).slice(0, 20_000_000);
-  await scriptLane(HOARD_LANE, { text: 'Read it.' });
+  await scriptLane(HOARD_LANE, { text: 'Read it.' }, { text: 'You are welcome.' });
   const handle = init(Hoarder, { id: 'long' });
   expect((await handle.read(await handle.dispatch(body))).text).toBe('Read it.');
   expectReduced((await laneRequests(HOARD_LANE))[0]!.messages.at(-1)!.content, body, 'message', 128_000);
+  // The log now holds more than a checkpoint's worth: the next response's input carries one.
+  expect((await handle.read(await handle.dispatch('Thanks.'))).text).toBe('You are welcome.');
   const history = (await configuredRuntime()!.history('Hoarder', 'long'))!;
   expect((history.messages[0]!.parts[0] as { text: string }).text).toBe(body);
   // Stored once, as raw UTF-8: the committed record and the fold's checkpoint name the submission's

@@ -279,6 +279,30 @@ describe('a checkpoint', () => {
     expect(wake(store).live.conv.state()).toEqual(fullFold(store, key).state());
   });
 
+  it('is not held back by a held input: when one is due, the input is committed at once and carries it', () => {
+    const { store, writer, live, key } = opened;
+    writer.commit(live, [{ type: 'compaction', summary: 'Again.', firstKept: 1, tokensBefore: 10, ts }]);
+    writer.hold(live, [input('sub_3', 'three')]);
+    expect(live.held).toEqual([]);
+    expect(store.readCheckpoint(key)).toMatchObject({ seq: 8 });
+    expect(store.readBatches(key, 8).map((batch) => batch.records.map((record) => record.type))).toEqual([['user_message']]);
+  });
+
+  it('waits while the fold holds records the log does not have: the batch that writes them carries none', () => {
+    const { store, writer, live, key } = opened;
+    writer.hold(live, [input('sub_3', 'three')]);
+    // Due while the input is held (nothing does this but a test: holding waits for no due one).
+    live.sinceCheckpoint.compacted = true;
+    writer.commit(live, [note('with the input')]);
+    expect(store.readCheckpoint(key)).toMatchObject({ seq: 5 });
+    // The next batch writes it, and a wake from it folds the log as a fold of the whole log does.
+    writer.commit(live, [note('after')]);
+    expect(store.readCheckpoint(key)).toMatchObject({ seq: 8 });
+    const woken = wake(store).live;
+    expect(woken.conv.state()).toEqual(fullFold(store, key).state());
+    expect(woken.conv.applied.has('sub_3')).toBe(true);
+  });
+
   it('keeps the live fold small: no transcript, no model messages before the cut', () => {
     const { live, store, key, writer } = opened;
     expect(live.conv.messages).toEqual([]);

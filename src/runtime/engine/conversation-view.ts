@@ -11,7 +11,7 @@ import { Conversation, type FlueConversationSettlement, type ReplySource, type S
 import { type StoredSettlement, decodeSettlement, ledgerOrder } from './settled-submission.ts';
 import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
-import type { AttachmentRecordRef } from '../store/records.ts';
+import type { AttachmentRecordRef, ConversationRecord } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
 import { type KeptRows, MAX_KEPT, OpenSubmissions } from './open-submissions.ts';
@@ -45,10 +45,36 @@ export class LiveConversation {
     return this.fold;
   }
 
-  /** The fold replaced by one rebuilt from the store (`ConversationView.reload`). */
+  /** The fold replaced by one rebuilt from the store (`ConversationView.reload`): it holds nothing back. */
   replaceFold(from: LiveConversation): void {
     this.fold = from.fold;
     this.sinceCheckpoint = from.sinceCheckpoint;
+    this.heldWritten();
+  }
+
+  /** Records the fold took that the store does not have yet: they open the next batch written (`hold`). */
+  private heldBack: ConversationRecord[] = [];
+  private unfollowHeld: (() => void) | undefined;
+
+  get held(): readonly ConversationRecord[] {
+    return this.heldBack;
+  }
+
+  /**
+   * The fold takes `records` now and the store with the next batch written; a reader that starts
+   * following the log meanwhile has them written at once (`write`).
+   */
+  hold(records: readonly ConversationRecord[], write: () => void): void {
+    this.fold.hold(records);
+    this.heldBack = [...this.heldBack, ...records];
+    this.unfollowHeld ??= this.onFollow(write);
+  }
+
+  /** The held records were written (or the fold that held them was replaced). */
+  heldWritten(): void {
+    this.heldBack = [];
+    this.unfollowHeld?.();
+    this.unfollowHeld = undefined;
   }
 
   notify(): void {

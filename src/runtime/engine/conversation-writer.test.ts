@@ -107,6 +107,95 @@ describe('ConversationWriter', () => {
     ]);
   });
 
+  describe('a held input (hold)', () => {
+    const records = (store: SqlStore, key: ReturnType<typeof conversationKey>) =>
+      store.readBatches(key, 0).map((batch) => batch.records.map((record) => record.type));
+
+    it('the fold takes it at once; the store with the next batch, one row where two would be', async () => {
+      const opened = await open();
+      const { store, view, writer } = opened;
+      const live = admitted(opened, 'sub_1');
+      let told = 0;
+      live.listeners.add(() => told++);
+      writer.hold(live, [inputRecord({ id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } })]);
+      // The fold knows the input; the log and its head are as stored, and no reader was woken.
+      expect(live.conv.applied.has('sub_1')).toBe(true);
+      expect(live.conv.head).toBe(0);
+      expect(records(store, live.key)).toEqual([]);
+      expect(told).toBe(0);
+      writer.commit(live, [signal('step')]);
+      expect(records(store, live.key)).toEqual([['user_message', 'signal']]);
+      expect(live.conv.head).toBe(1);
+      expect(live.held).toEqual([]);
+      // A fresh process folds the same log.
+      const fresh = new ConversationView(store).live('Agent', 'a1');
+      expect([fresh.conv.head, fresh.conv.applied.has('sub_1')]).toEqual([1, true]);
+      expect(view.live('Agent', 'a1')).toBe(live);
+    });
+
+    it('rides only where it costs no page: not in a batch that fits its page alone and would not with it', async () => {
+      const opened = await open();
+      const { store, writer } = opened;
+      const live = admitted(opened, 'sub_1');
+      const held = () =>
+        writer.hold(live, [
+          inputRecord({ id: `sub_${live.conv.head}`, kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } }),
+        ]);
+      // Fits alone (about 920 characters: the body twice), would not with the input: two rows.
+      held();
+      writer.commit(live, [signal('x'.repeat(400))]);
+      // Overflows its page anyway: the input rides.
+      held();
+      writer.commit(live, [signal('y'.repeat(2_000))]);
+      // Small enough together: the input rides.
+      held();
+      writer.commit(live, [signal('z')]);
+      expect(records(store, live.key)).toEqual([['user_message'], ['signal'], ['user_message', 'signal'], ['user_message', 'signal']]);
+    });
+
+    it('a reader that starts following has it written at once, in a batch of its own', async () => {
+      const opened = await open();
+      const { store, writer } = opened;
+      const live = admitted(opened, 'sub_1');
+      writer.hold(live, [inputRecord({ id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } })]);
+      const release = live.follow();
+      expect(records(store, live.key)).toEqual([['user_message']]);
+      expect(live.conv.head).toBe(1);
+      writer.commit(live, [signal('step')]);
+      release();
+      expect(records(store, live.key)).toEqual([['user_message'], ['signal']]);
+    });
+
+    it('a refused write keeps it held, and the next batch writes it once', async () => {
+      const opened = await open();
+      const { store, writer } = opened;
+      const live = admitted(opened, 'sub_1');
+      writer.hold(live, [inputRecord({ id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } })]);
+      const append = vi.spyOn(store, 'appendSized').mockImplementationOnce(() => {
+        throw new Error('disk full');
+      });
+      expect(() => writer.commit(live, [signal('lost')])).toThrow(/disk full/);
+      append.mockRestore();
+      writer.commit(live, [signal('step')]);
+      expect(records(store, live.key)).toEqual([['user_message', 'signal']]);
+    });
+
+    it('the settlement batch carries it when nothing else was written', async () => {
+      const opened = await open();
+      const { store, writer } = opened;
+      const live = admitted(opened, 'sub_1');
+      writer.hold(live, [inputRecord({ id: 'sub_1', kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } })]);
+      writer.close(live, [signal('last step')], () => ({
+        records: [{ type: 'submission_settled', submissionId: 'sub_1', outcome: 'completed', ts }],
+        settled: ['sub_1'],
+        outcome: 'completed',
+        error: null,
+      }));
+      expect(records(store, live.key)).toEqual([['user_message', 'signal', 'submission_settled']]);
+      expect(store.getSubmission('sub_1')?.status).toBe('settled');
+    });
+  });
+
   it('writes persistent state in the transaction of its batch and keeps the read cache current', async () => {
     const opened = await open();
     const { store, view, writer } = opened;

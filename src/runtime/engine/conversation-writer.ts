@@ -26,6 +26,10 @@ import type {
   TimerRow,
 } from '../store/sql-store.ts';
 import type { TimerWrite } from './pending-timers.ts';
+import { logRowPayload, overflowPages } from '../store/inline-rows.ts';
+import { packRecords } from '../store/record-packing.ts';
+import { utf8Size } from '../common/limits.ts';
+import { jsonLongerThan } from '../store/json-length.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
 /** One settlement as stored: its batch, the ids of the ledger rows it settles, their outcome and error message. */
@@ -81,12 +85,16 @@ export class ConversationWriter {
    */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
     this.reloadIfAhead(live);
-    const due = checkpointDue(live.sinceCheckpoint);
+    if (live.held.length > 0 && records.length > 0 && !heldRides(live, records)) this.commit(live, []);
+    // Records the fold holds back (`hold`) open this batch. The fold already has them, so it
+    // cannot stand for the log before this batch: the checkpoint waits for the next commit.
+    const held = live.held;
+    const due = held.length === 0 && checkpointDue(live.sinceCheckpoint);
     let checkpointBytes = 0;
     let appended: { seq: number; bytes: number };
     const write = () => {
       // The fold is this single writer's view of the log, so its head is the store's.
-      const sized = this.store.appendSized(live.key, records, live.conv.head);
+      const sized = this.store.appendSized(live.key, held.length === 0 ? records : [...held, ...records], live.conv.head);
       alsoWrite?.();
       if (due) {
         const value = checkpointValue(live.conv, live.incarnation);
@@ -104,6 +112,7 @@ export class ConversationWriter {
       throw error;
     }
     const { seq, bytes } = appended;
+    live.heldWritten();
     this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
     if (due) live.sinceCheckpoint = freshSince(checkpointBytes);
@@ -111,6 +120,31 @@ export class ConversationWriter {
     live.sinceCheckpoint.bytes += bytes;
     if (records.some((record) => record.type === 'compaction')) live.sinceCheckpoint.compacted = true;
     live.notify();
+  }
+
+  /**
+   * Gives the fold `records` now and writes them as the start of the next batch (`commit` or
+   * `close`), one row where two would be, unless that row would take an overflow page more than
+   * the batch alone (`heldRides`). A reader that starts following the log first has them
+   * written at once, in a batch of their own. Until then the store does not have them: a crash
+   * loses them, so only records the store can make again belong here (a response's input, which
+   * its open submission holds). When a checkpoint is due they are committed now, carrying it: the
+   * batch that would take them may be a response's last (`close`), which carries none, and a
+   * conversation whose every turn is one such batch would never be checkpointed.
+   */
+  hold(live: LiveConversation, records: ConversationRecord[]): void {
+    this.reloadIfAhead(live);
+    if (checkpointDue(live.sinceCheckpoint)) {
+      this.commit(live, records);
+      return;
+    }
+    live.hold(records, () => {
+      try {
+        if (live.held.length > 0) this.commit(live, []);
+      } catch {
+        // Still held: the response's next batch writes them (or its attempt fails with that write).
+      }
+    });
   }
 
   /** Commits a batch together with the persistent state and timer writes it explains. */
@@ -198,15 +232,17 @@ export class ConversationWriter {
    */
   close(live: LiveConversation, records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
     this.reloadIfAhead(live);
+    if (live.held.length > 0 && !heldRides(live, records, SETTLEMENT_BYTES)) this.commit(live, []);
     const seq = live.conv.head + 1;
     let write: SettlementWrite;
     let bytes: number;
     try {
+      const held = live.held;
       live.conv.apply({ seq, records });
       write = settle();
       const stored = live.conv.settlementsToStore(write.records, seq);
       bytes = this.store.transaction(() => {
-        const appended = this.store.appendSized(live.key, [...records, ...write.records], seq - 1);
+        const appended = this.store.appendSized(live.key, [...held, ...records, ...write.records], seq - 1);
         this.markSettled(write, stored);
         return appended.bytes;
       });
@@ -216,6 +252,7 @@ export class ConversationWriter {
       this.reloadIfAhead(live, error);
       throw error;
     }
+    live.heldWritten();
     this.view.appended(live.key, seq);
     live.conv.apply({ seq, records: write.records });
     live.sinceCheckpoint.batches++;
@@ -396,6 +433,24 @@ export class ConversationWriter {
     child.conv.apply({ seq, records });
     return child;
   }
+}
+
+/** About what a settlement adds to a response's last batch (its record, with its ledger entry). */
+const SETTLEMENT_BYTES = 400;
+/** Past this much text a batch is not sized exactly: it spans pages anyway, and sizing it would cost a copy. */
+const SIZED_BATCH_CHARS = 64 * 1024;
+
+/**
+ * Whether held records ride in the batch `records` opens (`more` bytes still to come with it):
+ * unless the one row would take an overflow page more than the batch alone, since a page of
+ * storage is kept every month while a row is written once (inline-rows.ts).
+ */
+function heldRides(live: LiveConversation, records: readonly ConversationRecord[], more = 0): boolean {
+  if (jsonLongerThan(records, SIZED_BATCH_CHARS)) return true;
+  const seq = live.conv.head + 1;
+  const alone = utf8Size(packRecords(records).text) + more;
+  const together = utf8Size(packRecords([...live.held, ...records]).text) + more;
+  return overflowPages(logRowPayload(live.key, seq, together)) <= overflowPages(logRowPayload(live.key, seq, alone));
 }
 
 function newIncarnation(): string {

@@ -323,6 +323,18 @@ export class Conversation {
     if (this.settledInBatch.length > 0) this.afterSettlements();
   }
 
+  /**
+   * Takes records that will open the next batch before that batch is written: the fold knows them,
+   * its head stays where the stored log ends, and the batch that carries them is applied (without
+   * them) at the next sequence, as if all had come in one.
+   */
+  hold(records: readonly ConversationRecord[]): void {
+    const head = this.head;
+    this.apply({ seq: head + 1, records: [...records] });
+    this.head = head;
+    this.applying = head;
+  }
+
   /** The live fold's state for a checkpoint (shares this fold's objects: serialize it before the next apply). */
   state(): FoldState {
     if (this.scope !== 'live') throw new Error('[flue] Only a live fold is checkpointed.');

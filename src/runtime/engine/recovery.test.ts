@@ -45,6 +45,7 @@ import {
   issued,
   modelMessage,
   opened,
+  opening,
   progressed,
   retried,
   settled,
@@ -85,11 +86,11 @@ interface Case {
 
 const cases: Case[] = [
   {
-    rule: '§6.1.1 a first attempt applies the input, runs the turn and settles completed, the settlement alone in its batch',
+    rule: '§6.1.1 a first attempt nobody follows applies the input with the first batch it writes, runs the turn and settles completed',
     agent: Shop,
     given: { submissions: first },
     script: [{ text: ['Hello.'] }],
-    appends: [[input('sub_a', 'go')], ...answers({ message: 'msg_1', step: 'msg_2' }, 'Hello.')],
+    appends: opening(input('sub_a', 'go'), answers({ message: 'msg_1', step: 'msg_2' }, 'Hello.')),
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
@@ -344,8 +345,7 @@ const cases: Case[] = [
     given: { submissions: [...first, { id: 'sub_b', body: 'and this' }] },
     script: [{ text: ['Both.'] }],
     appends: [
-      [input('sub_a', 'go')],
-      [input('sub_b', 'and this', 'sub_a')],
+      [input('sub_a', 'go'), input('sub_b', 'and this', 'sub_a')],
       [snapshot],
       [...step({ message: 'msg_1', step: 'msg_2' }, 'Both.'), settled('sub_a', 'completed'), settled('sub_b', 'completed')],
     ],
@@ -360,8 +360,7 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], deliver: 'also this' }, { text: ['Both done.'] }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
       [
         toolResults(
@@ -387,8 +386,7 @@ const cases: Case[] = [
     sliceBudgetMs: -1,
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
       [
         toolResults(
@@ -428,8 +426,7 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ error: 'The model refused.' }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         {
@@ -546,8 +543,7 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ text: ['Half'], stall: true, abort: true }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
@@ -573,8 +569,7 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ text: ['Half a'], stall: true }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half a' },
@@ -588,7 +583,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'model' },
     script: [{ text: ['Hal', 'f'] }],
-    appends: [[input('sub_a', 'go')], [snapshot]],
+    appends: [[input('sub_a', 'go'), snapshot]],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
   {
@@ -597,7 +592,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'tool', tool: 'plain' },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
-    appends: [[input('sub_a', 'go')], [snapshot], step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
+    appends: [[input('sub_a', 'go'), snapshot], step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
     ran: { plain: 0 },
   },
@@ -617,7 +612,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'settlement' },
     script: [{ text: ['Hello.'] }],
-    appends: [[input('sub_a', 'go')], [snapshot]],
+    appends: [[input('sub_a', 'go'), snapshot]],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
 ];
@@ -840,8 +835,7 @@ const ledgerCases: Case[] = [
     // A long answer (kept, ~25k estimated tokens) reports a context near the 128k window; the summarizer then fails.
     script: [{ text: [LONG_ANSWER], tokens: 127_000 }, { error: 'summarizer down' }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000),
       [{ type: 'model_spend', submissionId: 'sub_a', source: 'compaction', usage: tokensUsage(0), modelCalls: 1 }],
       [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(127_000), modelCalls: 2, toolCalls: 0, attempts: 1 })],
@@ -871,8 +865,7 @@ const ledgerCases: Case[] = [
     given: { submissions: first },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], tokens: 100 }],
     appends: [
-      [input('sub_a', 'go')],
-      [snapshot],
+      [input('sub_a', 'go'), snapshot],
       spending(step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]), 100),
       [
         toolResults(

@@ -242,7 +242,8 @@ export class ResponseRun {
     if (!delegated) {
       if (!this.conv.applied.has(leader.id)) {
         const input = inputRecord(leader);
-        this.out.commit([input]);
+        // The open submission holds the input: unless a reader follows, it goes with the first step.
+        this.out.commitOrHold([input]);
         this.emitInput(input);
       }
       if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);

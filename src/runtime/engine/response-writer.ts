@@ -51,6 +51,15 @@ export class ResponseWriter {
     this.writer.commit(this.live, this.withSpend(records));
   }
 
+  /**
+   * Records the store can make again (the response's input): committed now while a reader follows
+   * the conversation, else held to open the response's next batch (`ConversationWriter.hold`).
+   */
+  commitOrHold(records: ConversationRecord[]): void {
+    if (this.following.followed) this.commit(records);
+    else this.writer.hold(this.live, records);
+  }
+
   /** Appends one batch together with the pending state and timer writes it explains. */
   commitWithState(records: ConversationRecord[]): void {
     this.writer.commitWithState(this.live, this.withSpend(records), this.state.take(), this.timers.take());
