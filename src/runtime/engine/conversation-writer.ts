@@ -449,7 +449,8 @@ function heldRides(live: LiveConversation, records: readonly ConversationRecord[
   if (jsonLongerThan(records, SIZED_BATCH_CHARS)) return true;
   const seq = live.conv.head + 1;
   const alone = utf8Size(packRecords(records).text) + more;
-  const together = utf8Size(packRecords([...live.held, ...records]).text) + more;
+  // The two arrays' JSON joined as one: their brackets once, and a comma between.
+  const together = alone + utf8Size(packRecords(live.held).text) - 1;
   return overflowPages(logRowPayload(live.key, seq, together)) <= overflowPages(logRowPayload(live.key, seq, alone));
 }
 

@@ -259,13 +259,13 @@ export function step(
   ];
 }
 
-/** The rest of a response that answers in one turn: the first turn's baseline snapshot, then the step with the settlement it ends in. */
 /**
  * `batches` with `first` at the head of the first: the input a response holds until its first batch
  * when no reader follows the conversation (ConversationWriter.hold).
  */
 export const opening = (first: unknown, batches: unknown[][]): unknown[][] => [[first, ...batches[0]!], ...batches.slice(1)];
 
+/** The rest of a response that answers in one turn: the first turn's baseline snapshot, then the step with the settlement it ends in. */
 export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [
   [snapshot],
   [...step(ids, said), settled('sub_a', 'completed')],
