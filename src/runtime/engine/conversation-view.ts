@@ -45,11 +45,15 @@ export class LiveConversation {
     return this.fold;
   }
 
-  /** The fold replaced by one rebuilt from the store (`ConversationView.reload`): it holds nothing back. */
+  /**
+   * The fold replaced by one rebuilt from the store (`ConversationView.reload`). Held records are
+   * not in the store (the refused write carried them), so the new fold takes them again and the
+   * next batch still writes them.
+   */
   replaceFold(from: LiveConversation): void {
     this.fold = from.fold;
     this.sinceCheckpoint = from.sinceCheckpoint;
-    this.heldWritten();
+    if (this.heldBack.length > 0) this.fold.hold(this.heldBack);
   }
 
   /** Records the fold took that the store does not have yet: they open the next batch written (`hold`). */
@@ -70,7 +74,7 @@ export class LiveConversation {
     this.unfollowHeld ??= this.onFollow(write);
   }
 
-  /** The held records were written (or the fold that held them was replaced). */
+  /** The held records were written. */
   heldWritten(): void {
     this.heldBack = [];
     this.unfollowHeld?.();

@@ -202,6 +202,36 @@ describe('ResponseRun', () => {
     expect(store.readBatches(live.key, -1).map((batch) => batch.seq)).toEqual([...stored.map((batch) => batch.seq), live.conv.head]);
   });
 
+  it('a closing batch the store refuses keeps the input it carried: the next batch writes it', async () => {
+    server.script({ text: 'First.' }, { text: 'Refused.' });
+    const first = claimed();
+    await run(first.live, first.row).execute();
+    const { live } = first;
+    writer.admit(
+      live,
+      undefined,
+      { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'again' } }, acceptedAt: ts },
+      [],
+    );
+    const row = writer.claimAttempt('sub_2', { attemptId: 'attempt_2', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
+    const before = records(live).length;
+    const append = store.appendSized.bind(store);
+    store.appendSized = (key, batch, at) => {
+      if (batch.some((record) => record.type === 'submission_settled')) throw new Error('disk full');
+      return append(key, batch, at);
+    };
+    await expect(run(live, row).execute()).rejects.toThrow('disk full');
+    // Nobody followed: the input was held for the closing batch, which the store refused.
+    expect(records(live)).toHaveLength(before);
+    expect(live.conv.applied.has('sub_2')).toBe(true);
+    writer.commit(live, [{ type: 'signal', messageId: 'm', origin: 'framework', signalType: 'note', body: 'next', ts }]);
+    expect(
+      records(live)
+        .slice(before)
+        .map((record) => record.type),
+    ).toEqual(['user_message', 'signal']);
+  });
+
   it('recovers a stream a crash left open: closes it, says it was interrupted, and continues', async () => {
     const { live, row } = claimed();
     writer.commit(live, [
