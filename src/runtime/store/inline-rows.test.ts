@@ -2,15 +2,23 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { logRowPayload, overflowPages } from './inline-rows.ts';
 
-/** The pages a WITHOUT ROWID table of `rows` rows of `text` takes, as SQLite counts them. */
-function pagesFor(text: string, rows: number): number {
+/**
+ * The pages a WITHOUT ROWID table of `rows` rows of `text` takes, as SQLite counts them: one
+ * stream's batches 1, 2, …, or with `seq`, that batch of as many streams (each name as long as `STREAM`).
+ */
+function pagesFor(text: string, rows: number, seq?: number): number {
   const db = new DatabaseSync(':memory:');
   db.exec('CREATE TABLE t (stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)) WITHOUT ROWID');
   const before = (db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count;
   const insert = db.prepare('INSERT INTO t VALUES (?, ?, ?)');
-  for (let seq = 1; seq <= rows; seq++) insert.run('agents/Agent/a1', seq, text);
+  for (let row = 1; row <= rows; row++) {
+    if (seq === undefined) insert.run(STREAM, row, text);
+    else insert.run(`agents/Agent/${String(row).padStart(2, '0')}`, seq, text);
+  }
   return (db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count - before;
 }
+
+const STREAM = 'agents/Agent/a1';
 
 describe('the pages of a log row', () => {
   it('no overflow up to the local limit, then one page per 4,092 bytes beyond what stays local', () => {
@@ -26,7 +34,7 @@ describe('the pages of a log row', () => {
     'agrees with SQLite: 40 rows of %i bytes of text take the pages the rule says',
     (size) => {
       const text = 'x'.repeat(size);
-      const payload = logRowPayload('agents/Agent/a1', 40, size);
+      const payload = logRowPayload(STREAM, 40, size);
       const overflow = overflowPages(payload) * 40;
       const pages = pagesFor(text, 40);
       // The leaf pages hold the local parts; the rest is exactly the overflow pages the rule counts.
@@ -35,9 +43,14 @@ describe('the pages of a log row', () => {
     },
   );
 
-  it('a row one byte past the limit takes about a page more than one at it (less the leaf space its smaller local part frees)', () => {
-    let limit = 0;
-    while (logRowPayload('agents/Agent/a1', 40, limit + 1) <= 1002) limit++;
-    expect(pagesFor('x'.repeat(limit + 1), 40) - pagesFor('x'.repeat(limit), 40)).toBeGreaterThanOrEqual(30);
-  });
+  // Batches 0 and 1 store their seq in no bytes, 2–127 in one, then two, three, four.
+  it.each([undefined, 0, 1, 127, 128, 40_000])(
+    'a row one byte past the limit takes about a page more than one at it (less the leaf space its smaller local part frees): seq %s',
+    (seq) => {
+      let limit = 0;
+      while (logRowPayload(STREAM, seq ?? 40, limit + 1) <= 1002) limit++;
+      expect(pagesFor('x'.repeat(limit), 40, seq)).toBeLessThanOrEqual(12);
+      expect(pagesFor('x'.repeat(limit + 1), 40, seq) - pagesFor('x'.repeat(limit), 40, seq)).toBeGreaterThanOrEqual(30);
+    },
+  );
 });

@@ -25,7 +25,8 @@ export function overflowPages(payload: number): number {
 /** A log row's payload: its record header, its key (`stream`, `seq`) and its records' text. */
 export function logRowPayload(stream: string, seq: number, textBytes: number): number {
   const streamBytes = utf8Size(stream);
-  const seqBytes = seq < 128 ? 1 : seq < 32_768 ? 2 : seq < 8_388_608 ? 3 : 4;
+  // SQLite stores the integers 0 and 1 in the header alone; the rest in 1, 2, 3 or 4 bytes.
+  const seqBytes = seq <= 1 ? 0 : seq < 128 ? 1 : seq < 32_768 ? 2 : seq < 8_388_608 ? 3 : 4;
   const varint = (n: number) => (n < 128 ? 1 : n < 16_384 ? 2 : 3);
   const header = 1 + varint(streamBytes * 2 + 13) + 1 + varint(textBytes * 2 + 13);
   return header + streamBytes + seqBytes + textBytes;
