@@ -2,6 +2,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { logRowPayload, overflowPages } from './inline-rows.ts';
 
+const STREAM = 'agents/Agent/a1';
+
 /**
  * The pages a WITHOUT ROWID table of `rows` rows of `text` takes, as SQLite counts them: one
  * stream's batches 1, 2, …, or with `seq`, that batch of as many streams (each name as long as `STREAM`).
@@ -17,8 +19,6 @@ function pagesFor(text: string, rows: number, seq?: number): number {
   }
   return (db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count - before;
 }
-
-const STREAM = 'agents/Agent/a1';
 
 describe('the pages of a log row', () => {
   it('no overflow up to the local limit, then one page per 4,092 bytes beyond what stays local', () => {
