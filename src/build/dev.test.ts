@@ -74,7 +74,10 @@ it('flue dev builds, serves, reloads, survives a bad edit (and says so in a head
   const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => resolve(code)));
 
   const url = `http://127.0.0.1:${port}`;
-  await until('the URL on stdout', () => (stdout.includes(url) ? true : undefined));
+  // The first build and wrangler's start: past 30 s once on 2 cores shared with the suite's tsc runs.
+  await until('the URL on stdout', () => (stdout.includes(url) ? true : undefined), 60_000).catch((error: Error) => {
+    throw new Error(`${error.message}; flue dev's stderr so far:\n${stderr.slice(-3000)}`);
+  });
   expect(stdout).toBe(`${url}\n`);
   const first = await until('GET /', () => getWithHeaders(`${url}/`));
   expect(first.body).toContain('Flue is running.');
