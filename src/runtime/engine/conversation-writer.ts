@@ -29,7 +29,7 @@ import type { TimerWrite } from './pending-timers.ts';
 import { logRowPayload, overflowPages } from '../store/inline-rows.ts';
 import { packRecords } from '../store/record-packing.ts';
 import { utf8Size } from '../common/limits.ts';
-import { jsonLongerThan } from '../store/json-length.ts';
+import { jsonLongerThan } from '../common/json-length.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 
 /** One settlement as stored: its batch, the ids of the ledger rows it settles, their outcome and error message. */
