@@ -102,6 +102,39 @@ describe('record packing', () => {
     expect(JSON.stringify(packRecordValues(records).stored)).not.toContain('~output');
   });
 
+  it('makes a string output kept as its text when it is first read, so a read that needs only the text never parses it', () => {
+    const output = 'line "one"\n\tzwei é 😀 \\ '.repeat(PACK_MIN_CHARS);
+    const records = results(succeeded(output));
+    const stored = JSON.stringify(packRecordValues(records, () => true).stored);
+    const readBack = (sized: boolean) =>
+      (unpackRecordValues(JSON.parse(stored), sized).records[0] as { outcomes: ToolOutcome[] }).outcomes[0]!;
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      const outcome = readBack(false);
+      expect(outcome.content).toBe(JSON.stringify(output));
+      expect(Object.keys(outcome)).toEqual(['toolCallId', 'toolName', 'isError', 'content', 'output', 'durationMs']);
+      expect(parse).toHaveBeenCalledTimes(1); // the row's
+      // Every way of reading it sees the output: a read, a copy, JSON, a structured clone.
+      expect(outcome.output).toBe(output);
+      expect(outcome.output).toBe(output);
+      expect(parse).toHaveBeenCalledTimes(2);
+      expect({ ...outcome }).toEqual(succeeded(output));
+      expect(structuredClone(outcome)).toEqual(succeeded(output));
+      expect(JSON.stringify(outcome)).toBe(JSON.stringify(succeeded(output)));
+      // A fresh read, written over before it is ever read: the new value stands, in its place.
+      const other = readBack(false);
+      other.output = 'replaced';
+      expect(other.output).toBe('replaced');
+      expect(Object.keys(other)).toEqual(['toolCallId', 'toolName', 'isError', 'content', 'output', 'durationMs']);
+      // A sized read measures the output, so it makes it at once.
+      parse.mockClear();
+      expect(readBack(true).output).toBe(output);
+      expect(parse).toHaveBeenCalledTimes(2);
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
   it("trusts its producer's note that the text is the output's JSON only while both values are the noted ones", () => {
     const output = 'line "one"\n'.repeat(PACK_MIN_CHARS);
     const apart = (text: string) => text.length > PACK_MIN_CHARS;

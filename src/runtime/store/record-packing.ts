@@ -91,8 +91,12 @@ export function unpackRecordValues(parsed: unknown, sized: boolean): { records: 
     const outcomes = record.outcomes as StoredOutcome[];
     outcomes.forEach((outcome, i) => {
       if (outcome[OUTPUT_FROM_CONTENT] === 'content' && outcome.content !== undefined) {
+        if (!sized) {
+          outcomes[i] = withOutputOnDemand(outcome, outcome.content) as StoredOutcome;
+          return;
+        }
         const output = JSON.parse(outcome.content) as string;
-        if (sized) derivedBytes += utf8Size(output);
+        derivedBytes += utf8Size(output);
         outcomes[i] = renamed(outcome, OUTPUT_FROM_CONTENT, 'output', output) as StoredOutcome;
         return;
       }
@@ -118,6 +122,33 @@ function withContent(outcome: StoredOutcome, content: string): ToolOutcome {
     if (key === 'isError') restored.content = content;
   }
   return restored as unknown as ToolOutcome;
+}
+
+/**
+ * The outcome with `output` in the marker's place, parsed from `content` when it is first read (or
+ * written over unread). A woken conversation's model context needs only `content`, so a large
+ * output costs its parse (about 100 ms for 20 MB) only to a reader that shows it: a transcript, a
+ * stream, a copy. The property is an ordinary enumerable one to every reader (spread, JSON,
+ * structured clone all read it); after the first read it is a plain value.
+ */
+function withOutputOnDemand(stored: StoredOutcome, content: string): ToolOutcome {
+  const out: Record<string, unknown> = {};
+  const settle = (value: unknown) => Object.defineProperty(out, 'output', { value, writable: true, enumerable: true, configurable: true });
+  for (const [key, entry] of Object.entries(stored)) {
+    if (key !== OUTPUT_FROM_CONTENT) out[key] = entry;
+    else
+      Object.defineProperty(out, 'output', {
+        enumerable: true,
+        configurable: true,
+        get: () => {
+          const output: unknown = JSON.parse(content);
+          settle(output);
+          return output;
+        },
+        set: settle,
+      });
+  }
+  return out as unknown as ToolOutcome;
 }
 
 /** The object with one key renamed and given a new value in the same place, so key order is kept. */
