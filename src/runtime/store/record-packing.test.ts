@@ -126,6 +126,8 @@ describe('record packing', () => {
       other.output = 'replaced';
       expect(other.output).toBe('replaced');
       expect(Object.keys(other)).toEqual(['toolCallId', 'toolName', 'isError', 'content', 'output', 'durationMs']);
+      // Frozen before it is read (a caller that freezes what it keeps): still read.
+      expect(Object.freeze(readBack(false)).output).toBe(output);
       // A sized read measures the output, so it makes it at once.
       parse.mockClear();
       expect(readBack(true).output).toBe(output);

@@ -126,26 +126,24 @@ function withContent(outcome: StoredOutcome, content: string): ToolOutcome {
 
 /**
  * The outcome with `output` in the marker's place, parsed from `content` when it is first read (or
- * written over unread). A woken conversation's model context needs only `content`, so a large
+ * given a value unread). A woken conversation's model context needs only `content`, so a large
  * output costs its parse (about 100 ms for 20 MB) only to a reader that shows it: a transcript, a
- * stream, a copy. The property is an ordinary enumerable one to every reader (spread, JSON,
- * structured clone all read it); after the first read it is a plain value.
+ * stream, a copy. To every reader it is an enumerable property like the others (spread, JSON and
+ * structured clone read it); the value is kept once made.
  */
 function withOutputOnDemand(stored: StoredOutcome, content: string): ToolOutcome {
   const out: Record<string, unknown> = {};
-  const settle = (value: unknown) => Object.defineProperty(out, 'output', { value, writable: true, enumerable: true, configurable: true });
+  let made: { value: unknown } | undefined;
   for (const [key, entry] of Object.entries(stored)) {
     if (key !== OUTPUT_FROM_CONTENT) out[key] = entry;
     else
       Object.defineProperty(out, 'output', {
         enumerable: true,
         configurable: true,
-        get: () => {
-          const output: unknown = JSON.parse(content);
-          settle(output);
-          return output;
+        get: () => (made ??= { value: JSON.parse(content) }).value,
+        set: (value: unknown) => {
+          made = { value };
         },
-        set: settle,
       });
   }
   return out as unknown as ToolOutcome;
