@@ -12,6 +12,7 @@ import { getUsage, init, useModel } from '@flue/runtime';
 import { sqlite } from '@flue/runtime/node';
 import { configuredRuntime } from '../src/runtime/host/runtime.ts';
 import { useScriptedRuntime } from './support/scripted-runtime.ts';
+import { LOG_ROWS } from './support/log-sql.ts';
 
 const ctx = useScriptedRuntime();
 const MiB = 1024 * 1024;
@@ -44,7 +45,7 @@ test('a restarted process wakes a conversation from its checkpoint; old replies,
   }
   await ctx.flue!.stop();
   const [checkpoint] = rows(path, 'SELECT seq FROM flue_checkpoints');
-  const head = Number(rows(path, 'SELECT max(seq) AS seq FROM flue_batches')[0]!.seq);
+  const head = Number(rows(path, `SELECT max(seq) AS seq FROM ${LOG_ROWS}`)[0]!.seq);
   expect(Number(checkpoint!.seq)).toBeGreaterThan(0);
   expect(Number(checkpoint!.seq)).toBeLessThan(head);
 

@@ -43,7 +43,9 @@ it('a conversation that cannot be recovered is logged by key; the process goes o
   await first.stop({ graceMs: 0 });
   // Its log is made unreadable.
   const db = new DatabaseSync(file);
-  db.prepare(`UPDATE flue_batches SET records = '{not json' WHERE stream LIKE '%broken%'`).run();
+  db.prepare(
+    `UPDATE flue_log SET records = '{not json' WHERE pos >> 32 = (SELECT log FROM flue_streams WHERE stream LIKE '%broken%')`,
+  ).run();
   db.close();
 
   const logged = vi.spyOn(console, 'error').mockImplementation(() => {});

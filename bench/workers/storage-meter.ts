@@ -26,7 +26,7 @@ export interface WriteRecord {
   /** The statement, whitespace-collapsed and cut to 80 characters. */
   sql: string;
   rowsWritten: number;
-  /** For `INSERT INTO flue_batches`: the record types of the appended batch. */
+  /** For `INSERT INTO flue_log`: the record types of the appended batch. */
   recordTypes?: string[];
 }
 
@@ -232,9 +232,7 @@ export function meterStorage(ctx: DurableObjectState, options: { writes?: boolea
     tally.sqlStatements++;
     // A batch's records are kept for `recordTypes`, parsed only when that is read.
     tally.pending.push(
-      tally.writes !== undefined && query.startsWith('INSERT INTO flue_batches')
-        ? { cursor, query, records: bindings[2] }
-        : { cursor, query },
+      tally.writes !== undefined && query.startsWith('INSERT INTO flue_log') ? { cursor, query, records: bindings[2] } : { cursor, query },
     );
     if (WRITES.test(query)) noteSize();
     return cursor;

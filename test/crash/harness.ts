@@ -10,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import type { ChildConfig, ChildLine } from './fixtures/child.ts';
 import { storeRows } from '../support/store-rows.ts';
+import { LOG_ROWS } from '../support/log-sql.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(here, '../..');
@@ -260,7 +261,7 @@ export function inspectDb(path: string, stream?: string): DbView {
         startedAt: row.started_at === null ? null : Number(row.started_at),
       }));
     const records = db
-      .prepare(`SELECT seq, records FROM flue_batches${where} ORDER BY stream, seq`)
+      .prepare(`SELECT seq, records FROM ${LOG_ROWS}${where} ORDER BY stream, seq`)
       .all(...args)
       .flatMap((row) => (JSON.parse(String(row.records)) as Record<string, any>[]).map((record) => ({ seq: Number(row.seq), record })));
     const steps = storeRows(db, `SELECT tool_call_id, step, value FROM flue_steps${where}`, ...args).map((row) => ({

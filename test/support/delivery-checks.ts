@@ -1,10 +1,11 @@
 /**
  * Test support: the delivery guarantees a load test checks, against one conversation's durable
- * ledger (`flue_submissions`) and log (`flue_batches`) as its host stored them. No node:* imports:
+ * ledger (`flue_submissions`) and log (`flue_log`) as its host stored them. No node:* imports:
  * the Node and the workerd load tests both use it.
  */
 import { expect } from 'vitest';
 import type { ConversationRecord } from '../../src/runtime/store/records.ts';
+import { LOG_ROWS } from './log-sql.ts';
 
 export interface DurableConversation {
   /** The ledger in acceptance order (`ORDER BY ord`). */
@@ -15,7 +16,7 @@ export interface DurableConversation {
 
 /** SQL that reads a `DurableConversation` (both hosts share the schema). */
 export const LEDGER_SQL = 'SELECT id, status, outcome, joined_into FROM flue_submissions WHERE stream = ? ORDER BY ord';
-export const LOG_SQL = 'SELECT seq, records FROM flue_batches WHERE stream = ? ORDER BY seq';
+export const LOG_SQL = `SELECT seq, records FROM ${LOG_ROWS} WHERE stream = ? ORDER BY seq`;
 
 export function durableConversation(ledger: Record<string, unknown>[], log: Record<string, unknown>[]): DurableConversation {
   return {

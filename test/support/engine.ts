@@ -25,5 +25,5 @@ export async function until(probe: () => boolean): Promise<void> {
 
 /** Whether any conversation in the store has committed streamed text (an assistant_delta batch). */
 export function deltaCommitted(driver: SqlDriver): boolean {
-  return driver.query(`SELECT 1 FROM flue_batches WHERE records LIKE '%"type":"assistant_delta"%' LIMIT 1`).length > 0;
+  return driver.query(`SELECT 1 FROM flue_log WHERE records LIKE '%"type":"assistant_delta"%' LIMIT 1`).length > 0;
 }

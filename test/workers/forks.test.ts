@@ -13,6 +13,7 @@ import './worker.ts';
 import { lazyRows } from '../../src/runtime/store/schema.ts';
 import { objectHasStore } from './object-store.ts';
 import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
+import { LOG_ROWS } from '../support/log-sql.ts';
 
 const namespace = () => (env as unknown as { FLUE_BRANCHER_AGENT: DurableObjectNamespace }).FLUE_BRANCHER_AGENT;
 
@@ -57,7 +58,7 @@ test('a fork after the first settlement is a new Durable Object holding that pre
   expect(id).toBe('branch');
   // The new object holds only its own conversation, under its own key.
   expect(await rows('branch', 'SELECT stream FROM flue_streams')).toEqual([{ stream: 'agents/Brancher/branch' }]);
-  expect(await rows('branch', 'SELECT max(seq) AS head FROM flue_batches')).toEqual([{ head: firstSettled }]);
+  expect(await rows('branch', `SELECT max(seq) AS head FROM ${LOG_ROWS}`)).toEqual([{ head: firstSettled }]);
   expect(await rows('branch', 'SELECT name, value FROM flue_state')).toEqual([{ name: 'count', value: '1' }]);
   expect(await rows('branch', 'SELECT count(*) AS n FROM flue_submissions')).toEqual([{ n: 0 }]);
 
@@ -97,7 +98,7 @@ test('a cut after a user message or inside a response is refused with the typed 
 
 test('a fork at the birth holds the initial record alone and no state', async () => {
   const { id } = await fork(Brancher, { from: 'orig', at: 0 });
-  expect(await rows(id, 'SELECT seq FROM flue_batches')).toEqual([{ seq: 0 }]);
+  expect(await rows(id, `SELECT seq FROM ${LOG_ROWS}`)).toEqual([{ seq: 0 }]);
   expect(await rows(id, 'SELECT name FROM flue_state')).toEqual([]);
 });
 

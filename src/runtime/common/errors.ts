@@ -589,7 +589,10 @@ export class PersistedFormatVersionError extends FlueError {
   constructor(storedVersion: string, supportedVersion: string) {
     super('persisted_format_version_unsupported', {
       message: `The store is stamped with format version "${storedVersion}", but this runtime supports "${supportedVersion}".`,
-      details: 'Stored formats are reset-only: point the runtime at a fresh database.',
+      details:
+        storedVersion === 'unversioned'
+          ? 'The database holds flue tables without a format stamp: point the runtime at a database flue-workers made, or a fresh one.'
+          : 'A store of a newer format needs a flue-workers version that reads it (roll forward); nothing in it was read or changed.',
       meta: { storedVersion, supportedVersion },
     });
   }

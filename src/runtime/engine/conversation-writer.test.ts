@@ -141,12 +141,12 @@ describe('ConversationWriter', () => {
         writer.hold(live, [
           inputRecord({ id: `sub_${live.conv.head}`, kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } }),
         ]);
-      // Fits alone (about 920 characters: the body twice), would not with the input: two rows.
+      // Fits its page alone (about 3,900 characters: the body twice), would not with the input: two rows.
       held();
-      writer.commit(live, [signal('x'.repeat(400))]);
-      // Overflows its page anyway: the input rides.
+      writer.commit(live, [signal('x'.repeat(1_900))]);
+      // Takes an overflow page anyway, and no more with the input: the input rides.
       held();
-      writer.commit(live, [signal('y'.repeat(2_000))]);
+      writer.commit(live, [signal('y'.repeat(3_000))]);
       // Small enough together: the input rides.
       held();
       writer.commit(live, [signal('z')]);

@@ -26,7 +26,6 @@ import type {
   TimerRow,
 } from '../store/sql-store.ts';
 import type { TimerWrite } from './pending-timers.ts';
-import { logRowPayload, overflowPages } from '../store/inline-rows.ts';
 import { packRecords } from '../store/record-packing.ts';
 import { utf8Size } from '../common/limits.ts';
 import { jsonLongerThan } from '../common/json-length.ts';
@@ -85,7 +84,7 @@ export class ConversationWriter {
    */
   commit(live: LiveConversation, records: ConversationRecord[], alsoWrite?: () => void): void {
     this.reloadIfAhead(live);
-    if (live.held.length > 0 && records.length > 0 && !heldRides(live, records)) this.commit(live, []);
+    if (live.held.length > 0 && records.length > 0 && !heldRides(this.store, live, records)) this.commit(live, []);
     // Records the fold holds back (`hold`) open this batch. The fold already has them, so it
     // cannot stand for the log before this batch: the checkpoint waits for the next commit.
     const held = live.held;
@@ -232,7 +231,7 @@ export class ConversationWriter {
    */
   close(live: LiveConversation, records: ConversationRecord[], settle: () => SettlementWrite): SettlementWrite {
     this.reloadIfAhead(live);
-    if (live.held.length > 0 && !heldRides(live, records, SETTLEMENT_BYTES)) this.commit(live, []);
+    if (live.held.length > 0 && !heldRides(this.store, live, records, SETTLEMENT_BYTES)) this.commit(live, []);
     const seq = live.conv.head + 1;
     let write: SettlementWrite;
     let bytes: number;
@@ -445,13 +444,13 @@ const SIZED_BATCH_CHARS = 64 * 1024;
  * unless the one row would take an overflow page more than the batch alone, since a page of
  * storage is kept every month while a row is written once (inline-rows.ts).
  */
-function heldRides(live: LiveConversation, records: readonly ConversationRecord[], more = 0): boolean {
+function heldRides(store: SqlStore, live: LiveConversation, records: readonly ConversationRecord[], more = 0): boolean {
   if (jsonLongerThan(records, SIZED_BATCH_CHARS)) return true;
   const seq = live.conv.head + 1;
   const alone = utf8Size(packRecords(records).text) + more;
   // The two arrays' JSON joined as one: their brackets once, and a comma between.
   const together = alone + utf8Size(packRecords(live.held).text) - 1;
-  return overflowPages(logRowPayload(live.key, seq, together)) <= overflowPages(logRowPayload(live.key, seq, alone));
+  return store.logRowOverflowPages(live.key, seq, together) <= store.logRowOverflowPages(live.key, seq, alone);
 }
 
 function newIncarnation(): string {

@@ -195,7 +195,7 @@ function report(
     store.readBatches(key, heads.get(key) ?? -1).map((batch) => batch.records.map((record) => normalize(record, ids)));
   const appends = appended(stream);
   const streams: Record<string, unknown[][]> = {};
-  for (const row of store.driver.query('SELECT DISTINCT stream FROM flue_batches WHERE stream <> ? ORDER BY stream', stream)) {
+  for (const row of store.driver.query('SELECT stream FROM flue_streams WHERE stream <> ? ORDER BY stream', stream)) {
     const batches = appended(storedConversationKey(row.stream));
     if (batches.length > 0) streams[String(row.stream)] = batches;
   }

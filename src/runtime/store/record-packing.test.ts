@@ -30,10 +30,13 @@ function succeeded(output: unknown, content = JSON.stringify(output)): ToolOutco
   return { toolCallId: 'call_1', toolName: 'lookup', isError: false, content, output, durationMs: 3 };
 }
 
+/** A fresh store holding conversation `s`, its log empty. */
 async function openStore(): Promise<SqlStore> {
   const adapter = sqlite();
   await adapter.migrate();
-  return new SqlStore(await adapter.connect());
+  const store = new SqlStore(await adapter.connect());
+  store.createConversation({ key: storedConversationKey('s'), agent: 'A', instanceId: 's', incarnation: 'inc' });
+  return store;
 }
 
 describe('record packing', () => {

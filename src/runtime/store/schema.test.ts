@@ -49,8 +49,8 @@ describe('migrate', () => {
   it('makes a new store with the tables every conversation writes, and a few pages', () => {
     const { db, driver } = recorded();
     expect(migrate(driver)).toBe(true);
-    expect(objects(db)).toEqual(['flue_batches', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
-    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '2' });
     // One page per table and index, and the schema's own: the 22 pages of a store with every table were 88 KiB.
     expect(Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count)).toBeLessThanOrEqual(7);
   });
@@ -62,8 +62,8 @@ describe('migrate', () => {
     expect(migrate({ ...driver, script: (sql) => (scripts.push(sql), db.exec(sql)) })).toBe(true);
     // The schema's one read, then everything else in one call.
     expect([statements.length, scripts.length]).toEqual([1, 1]);
-    expect(objects(db)).toEqual(['flue_batches', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
-    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '2' });
   });
 
   it('opens a store it made with two reads and no write', () => {
@@ -96,6 +96,17 @@ describe('migrate', () => {
     expect(String(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`).get()!.sql)).toMatch(/settlement TEXT/);
   });
 
+  it('keeps a format-1 store in format 1: its log stays in flue_batches, and what it misses is made in that format', () => {
+    const db = new DatabaseSync(':memory:');
+    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    const { driver, statements } = recorded(db);
+    expect(migrate(driver)).toBe(false);
+    expect(objects(db)).toEqual(['flue_batches', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(String(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'flue_streams'`).get()!.sql)).not.toMatch(/\blog\b/);
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+    expect(created(statements).some((sql) => /flue_log/.test(sql))).toBe(false);
+  });
+
   it('refuses flue tables without a stamp, and another stamp, before writing anything', () => {
     const unversioned = recorded();
     unversioned.db.exec('CREATE TABLE flue_batches (x INTEGER)');
@@ -103,9 +114,9 @@ describe('migrate', () => {
     expect(objects(unversioned.db)).toEqual(['flue_batches']);
     const other = recorded();
     other.db.exec(
-      `CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '2')`,
+      `CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '3')`,
     );
-    expect(() => migrate(other.driver)).toThrow(expect.objectContaining({ meta: { storedVersion: '2', supportedVersion: '1' } }));
+    expect(() => migrate(other.driver)).toThrow(expect.objectContaining({ meta: { storedVersion: '3', supportedVersion: '2' } }));
     expect(objects(other.db)).toEqual(['flue_meta']);
   });
 });

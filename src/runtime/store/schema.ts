@@ -12,16 +12,17 @@
 import { PersistedFormatVersionError } from '../common/errors.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 
-export const FLUE_FORMAT_VERSION = '1';
+/**
+ * The format a new store is made in. Version 2 keeps the log in a rowid table (`flue_log`, below);
+ * stores of version 1 keep their `flue_batches` and are read and written as they are. A version
+ * before 2 refuses a version-2 store (its stamp), where it would otherwise find no log in it.
+ */
+export const FLUE_FORMAT_VERSION = '2';
+/** The formats this version reads and writes: its own, and the one before it. */
+const READABLE_FORMATS = ['1', FLUE_FORMAT_VERSION] as const;
 
-/** Made by `migrate()`: every conversation writes them. Name → statement, in creation order. */
-const CORE_OBJECTS: Record<string, string> = {
-  flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
-     stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
-   ) WITHOUT ROWID`,
-  flue_batches: `CREATE TABLE IF NOT EXISTS flue_batches (
-     stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
-   ) WITHOUT ROWID`,
+/** The ledger: every format keeps it alike. */
+const LEDGER: Record<string, string> = {
   // Keyed by id in one b-tree, so an admission writes two entries (the row and its open-queue
   // entry) where a rowid table with a UNIQUE id wrote three. `ord` is the admission order, assigned
   // by the store (SqlStore.nextOrd). Stores created before this layout keep their rowid table
@@ -50,6 +51,30 @@ const CORE_OBJECTS: Record<string, string> = {
   // Only unsettled rows are indexed, so the queue lookup stays small however long the history.
   // The predicate is on settled_at, which changes once, so status changes rewrite no index entry.
   flue_submissions_open: `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
+};
+
+/** Made by `migrate()`: every conversation writes them. Format → name → statement, in creation order. */
+const CORE_OBJECTS: Record<(typeof READABLE_FORMATS)[number], Record<string, string>> = {
+  '1': {
+    flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
+       stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
+     ) WITHOUT ROWID`,
+    flue_batches: `CREATE TABLE IF NOT EXISTS flue_batches (
+       stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)
+     ) WITHOUT ROWID`,
+    ...LEDGER,
+  },
+  '2': {
+    // `log` numbers the conversation's log in this database (1, 2, …; one per conversation).
+    flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
+       stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL, log INTEGER NOT NULL
+     ) WITHOUT ROWID`,
+    // One row per batch, keyed by `(log << 32) + seq`: a rowid table keeps a row of up to 4,061
+    // bytes in its page (a WITHOUT ROWID table spills past 1,002 into a 4 KiB overflow page of its
+    // own), and the one integer key needs no second index (store/inline-rows.ts).
+    flue_log: `CREATE TABLE IF NOT EXISTS flue_log (pos INTEGER PRIMARY KEY, records TEXT NOT NULL)`,
+    ...LEDGER,
+  },
 };
 
 /** Made by the first write to each: table → its statements (the table, then its indexes). */
@@ -144,10 +169,11 @@ export function migrate(driver: SqlDriver): boolean {
       'CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)',
       `INSERT INTO flue_meta (key, value) VALUES ('format_version', '${FLUE_FORMAT_VERSION}')`,
     );
-  } else if (stamp.value !== FLUE_FORMAT_VERSION) {
+  } else if (!(READABLE_FORMATS as readonly string[]).includes(String(stamp.value))) {
     throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
   }
-  for (const [name, statement] of Object.entries(CORE_OBJECTS)) if (!objects.has(name)) statements.push(statement);
+  const format = created ? FLUE_FORMAT_VERSION : (String(stamp.value) as (typeof READABLE_FORMATS)[number]);
+  for (const [name, statement] of Object.entries(CORE_OBJECTS[format])) if (!objects.has(name)) statements.push(statement);
   runAll(driver, statements);
   // Stores made before settlements were kept beside their rows gain the column (NULL in the rows
   // settled until then: readers fall back to the log for those). Versions before it ignore it.

@@ -7,10 +7,15 @@ import { MAX_STATEMENT_BYTES, RowTooLargeError, SPILL_BYTES, SqlStore, guardStat
 import { storedConversationKey } from './conversation-key.ts';
 import { lazyRows, lazyWrite } from './schema.ts';
 
+/** A fresh store holding conversations `s`, `t` and `other`, with nothing in their logs yet. */
 async function openStore(): Promise<SqlStore> {
   const adapter = sqlite();
   await adapter.migrate();
-  return new SqlStore(await adapter.connect());
+  const store = new SqlStore(await adapter.connect());
+  for (const name of ['s', 't', 'other']) {
+    store.createConversation({ key: storedConversationKey(name), agent: 'A', instanceId: name, incarnation: 'inc' });
+  }
+  return store;
 }
 
 const encoder = new TextEncoder();
@@ -49,7 +54,7 @@ describe('spilled values', () => {
     const over = signalOfSize(SPILL_BYTES + 1);
     store.append(storedConversationKey('s'), over);
     expect(spillRows(store)).toBe(2);
-    const marker = String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 1')[0].records);
+    const marker = String(store.driver.query('SELECT records FROM flue_log WHERE pos = (1 << 32) + 1')[0].records);
     expect(marker.startsWith('~')).toBe(true);
     expect(() => JSON.parse(marker)).toThrow();
     expect(store.readBatches(storedConversationKey('s'), 0)).toEqual([{ seq: 1, records: over }]);
@@ -329,7 +334,6 @@ describe('the submission ledger', () => {
   it('appends a short batch as one statement, and a batch kept in chunks in one transaction', async () => {
     const store = await openStore();
     const s = storedConversationKey('s');
-    store.createConversation({ key: s, agent: 'A', instanceId: 's', incarnation: 'inc' });
     const transactions = vi.spyOn(store.driver, 'transaction');
     const writes = vi.spyOn(store.driver, 'run');
     const short = signalOfSize(200);
@@ -571,11 +575,11 @@ describe('large strings kept apart', () => {
     const store = await openStore();
     const broken = `${'a'.repeat(SPILL_BYTES)}\ud800`;
     store.append(s, [message(broken)]);
-    expect(String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 0')[0]!.records)).toMatch(/^~spill:\d+:/);
+    expect(String(store.driver.query('SELECT records FROM flue_log WHERE pos = (1 << 32) + 0')[0]!.records)).toMatch(/^~spill:\d+:/);
     expect((new SqlStore(store.driver).readBatches(s, -1)[0]!.records[0] as { body: string }).body).toBe(broken);
     const crowded: ConversationRecord = { ...message(), attributes: asciiAttributes(100_000) } as ConversationRecord;
     store.append(s, [crowded]);
-    expect(String(store.driver.query('SELECT records FROM flue_batches WHERE seq = 1')[0]!.records)).toMatch(/^~spill:\d+:/);
+    expect(String(store.driver.query('SELECT records FROM flue_log WHERE pos = (1 << 32) + 1')[0]!.records)).toMatch(/^~spill:\d+:/);
     expect(new SqlStore(store.driver).readBatches(s, 0)[0]!.records).toEqual([crowded]);
   });
 
@@ -609,9 +613,7 @@ describe('large strings kept apart', () => {
       return `~spill:${chunks}:${key}`;
     };
     store.driver.run(
-      'INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)',
-      s,
-      0,
+      'INSERT INTO flue_log (pos, records) VALUES ((1 << 32) + 0, ?)',
       legacy('["batch","s",0]', JSON.stringify(legacyRecords)),
     );
     store.driver.run(
@@ -633,7 +635,7 @@ describe('large strings kept apart', () => {
     const store = await openStore();
     admit(store);
     store.append(s, [message()]);
-    store.driver.run(`UPDATE flue_batches SET records = substr(records, 1, 40)`);
+    store.driver.run(`UPDATE flue_log SET records = substr(records, 1, 40)`);
     expect(() => new SqlStore(store.driver).readBatches(s, -1)).toThrow(ConversationRecordInvariantError);
     store.driver.run(`UPDATE flue_spill SET data = substr(data, 1, 10) WHERE idx = ?`, chunksOfBody - 1);
     expect(() => new SqlStore(store.driver).getSubmission('sub_1')).toThrow(/holds \d+ bytes, expected/);

@@ -28,6 +28,7 @@ import {
   takeLargeStrings,
 } from './value-parts.ts';
 import { type ConversationKey, storedConversationKey } from './conversation-key.ts';
+import { type ConversationInfo, type LogTable, logTableOf } from './log-table.ts';
 import { lazyRows, lazyWrite } from './schema.ts';
 import { encodeInChunks } from './utf8-chunks.ts';
 
@@ -232,12 +233,7 @@ function toTimer(row: SqlRow): TimerRow {
   };
 }
 
-export interface ConversationInfo {
-  key: ConversationKey;
-  agent: string;
-  instanceId: string;
-  incarnation: string;
-}
+export type { ConversationInfo } from './log-table.ts';
 
 export interface Batch {
   seq: number;
@@ -269,19 +265,23 @@ export class SqlStore {
   }
 
   createConversation(info: ConversationInfo): void {
-    this.driver.run(
-      'INSERT INTO flue_streams (stream, agent, instance_id, incarnation) VALUES (?, ?, ?, ?)',
-      info.key,
-      info.agent,
-      info.instanceId,
-      info.incarnation,
-    );
+    this.log.create(info);
+  }
+
+  /** The table the log is kept in, by the store's format (log-table.ts): read on first use. */
+  private logTable: LogTable | undefined;
+  private get log(): LogTable {
+    return (this.logTable ??= logTableOf(this.driver));
   }
 
   /** Sequence of the last batch, or -1 for an empty stream. */
   head(key: ConversationKey): number {
-    const row = this.driver.query('SELECT max(seq) AS seq FROM flue_batches WHERE stream = ?', key)[0];
-    return row === undefined || row.seq === null ? -1 : Number(row.seq);
+    return this.log.head(key);
+  }
+
+  /** The overflow pages batch `seq` of `key` takes with `textBytes` of records (store/inline-rows.ts). */
+  logRowOverflowPages(key: ConversationKey, seq: number, textBytes: number): number {
+    return this.log.overflowPages(key, seq, textBytes);
   }
 
   /** Appends one batch under the next sequence; callers hold the conversation's single writer. */
@@ -302,8 +302,7 @@ export class SqlStore {
       throw new ConversationRecordInvariantError('-', '-', 'an appended batch must hold at least one record');
     }
     const seq = head + 1;
-    const insert = (column: string) =>
-      this.driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, column);
+    const insert = (column: string) => this.log.insert(key, seq, column);
     const apart = packRecordValues(records, keptApart);
     const parted = this.prepareParts(key, apart.stored, (path) => spillKey('batch', key, seq, ...path));
     if (parted !== undefined) {
@@ -352,12 +351,7 @@ export class SqlStore {
     const page = Number.isFinite(maxBytes) ? 16 : limit;
     while (out.length < limit && total < maxBytes) {
       const want = Math.min(page, limit - out.length);
-      const rows = this.driver.query(
-        'SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
-        key,
-        cursor,
-        want,
-      );
+      const rows = this.log.rows(key, cursor, want);
       for (const row of rows) {
         if (out.length > 0 && total >= maxBytes) break;
         const stored = this.readValue(row.records, key, sized);
