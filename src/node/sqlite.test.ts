@@ -12,7 +12,7 @@ import { storedConversationKey } from '../runtime/store/conversation-key.ts';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'flue-sqlite-'));
 
-test('a file path creates missing parent folders, opens in WAL mode and stamps format version 1', async () => {
+test('a file path creates missing parent folders, opens in WAL mode and stamps the current format version (2)', async () => {
   const path = join(tmp(), 'nested', 'deeper', 'flue.db');
   const adapter = sqlite(path);
   await adapter.migrate();
@@ -21,7 +21,7 @@ test('a file path creates missing parent folders, opens in WAL mode and stamps f
   expect(existsSync(path)).toBe(true);
   const db = new DatabaseSync(path);
   expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
-  expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '1' });
+  expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '2' });
   db.close();
 });
 

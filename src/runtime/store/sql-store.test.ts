@@ -200,6 +200,59 @@ describe('spilled values', () => {
   });
 });
 
+describe('the log in either format', () => {
+  const records = (text: string): ConversationRecord[] => signalOfSize(text.length + 200, text[0]);
+
+  it('a format-1 store keeps writing and reading its log in flue_batches, and its new conversations too', async () => {
+    const db = new DatabaseSync(':memory:');
+    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    const driver = {
+      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
+      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
+      transaction: <T>(fn: () => T) => fn(),
+    };
+    migrate(driver);
+    const store = new SqlStore(driver);
+    const [a, b] = [storedConversationKey('agents/A/a'), storedConversationKey('agents/A/b')];
+    for (const key of [a, b]) store.createConversation({ key, agent: 'A', instanceId: 'x', incarnation: 'inc' });
+    store.append(a, records('a'.repeat(100)));
+    store.append(b, records('b'.repeat(100)));
+    store.append(a, records('c'.repeat(3_000)));
+    expect([store.head(a), store.head(b)]).toEqual([1, 0]);
+    expect(store.readBatches(a, -1).map((batch) => batch.seq)).toEqual([0, 1]);
+    expect(db.prepare('SELECT stream, seq FROM flue_batches ORDER BY stream, seq').all()).toEqual([
+      { stream: a, seq: 0 },
+      { stream: a, seq: 1 },
+      { stream: b, seq: 0 },
+    ]);
+    expect(db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name = 'flue_log'`).get()).toEqual({ n: 0 });
+    // Its page rule is the WITHOUT ROWID one: a 3,000-byte batch takes an overflow page there.
+    expect(store.logRowOverflowPages(a, 2, 3_000)).toBe(1);
+  });
+
+  it('a format-2 store numbers each conversation its log, keeps their batches apart, and refuses a batch of none', async () => {
+    const store = await openStore();
+    const [s, t] = [storedConversationKey('s'), storedConversationKey('t')];
+    store.append(t, records('t'.repeat(100)));
+    store.append(s, records('s'.repeat(100)));
+    store.append(t, records('u'.repeat(100)));
+    expect([store.head(s), store.head(t), store.head(storedConversationKey('nobody'))]).toEqual([0, 1, -1]);
+    expect(store.readBatches(t, 0).map((batch) => batch.seq)).toEqual([1]);
+    expect(store.driver.query('SELECT stream, log FROM flue_streams ORDER BY log')).toEqual([
+      { stream: 's', log: 1 },
+      { stream: 't', log: 2 },
+      { stream: 'other', log: 3 },
+    ]);
+    // A store opened later numbers the next conversation after the last one.
+    const later = new SqlStore(store.driver);
+    later.createConversation({ key: storedConversationKey('u'), agent: 'A', instanceId: 'u', incarnation: 'inc' });
+    expect(later.driver.query(`SELECT log FROM flue_streams WHERE stream = 'u'`)).toEqual([{ log: 4 }]);
+    expect(() => store.append(storedConversationKey('nobody'), records('n'.repeat(10)))).toThrow(ConversationRecordInvariantError);
+    // Its page rule is the rowid one: a 3,000-byte batch stays in its page.
+    expect(store.logRowOverflowPages(s, 1, 3_000)).toBe(0);
+  });
+});
+
 describe('the submission ledger', () => {
   const ledgerOrder = (store: SqlStore) => store.driver.query('SELECT id FROM flue_submissions ORDER BY ord').map((row) => String(row.id));
   const admit = (store: SqlStore, id: string, stream = storedConversationKey('s')) =>
