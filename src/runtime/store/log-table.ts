@@ -64,7 +64,12 @@ function batchesTable(driver: SqlDriver): LogTable {
 }
 
 function rowidLog(driver: SqlDriver): LogTable {
-  /** Each conversation's log number, as read or assigned. A creation overwrites what a rolled-back one left. */
+  /**
+   * Each conversation's log number, as read or assigned, and the last one assigned. A database has
+   * one writer (durability.md §3: one process per database on Node, its object on Cloudflare), so
+   * the highest number is read once and counted on from there; a creation overwrites what a
+   * rolled-back one left.
+   */
   const numbers = new Map<ConversationKey, number>();
   let last: number | undefined;
   const numberOf = (key: ConversationKey): number | undefined => {
