@@ -18,6 +18,20 @@ async function openStore(): Promise<SqlStore> {
   return store;
 }
 
+/** node:sqlite as a store driver, without transactions (each statement commits alone). */
+const driverOf = (db: DatabaseSync) => ({
+  query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
+  run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
+  transaction: <T>(fn: () => T) => fn(),
+});
+
+/** An in-memory database stamped as a format-1 store, with nothing else in it yet. */
+function formatOneDatabase(): DatabaseSync {
+  const db = new DatabaseSync(':memory:');
+  db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+  return db;
+}
+
 const encoder = new TextEncoder();
 const utf8 = (text: string) => encoder.encode(text).byteLength;
 
@@ -183,17 +197,12 @@ describe('spilled values', () => {
   });
 
   it('a store created before spilling existed gains the table and keeps its rows', () => {
-    const db = new DatabaseSync(':memory:');
-    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    const db = formatOneDatabase();
     db.exec(
       `CREATE TABLE flue_batches (stream TEXT NOT NULL, seq INTEGER NOT NULL, records TEXT NOT NULL, PRIMARY KEY (stream, seq)) WITHOUT ROWID`,
     );
     db.exec(`INSERT INTO flue_batches VALUES ('s', 0, '[{"type":"x"}]')`);
-    const driver = {
-      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
-      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
-      transaction: <T>(fn: () => T) => fn(),
-    };
+    const driver = driverOf(db);
     migrate(driver);
     const store = new SqlStore(driver);
     expect(store.readBatches(storedConversationKey('s'), -1)).toEqual([{ seq: 0, records: [{ type: 'x' }] }]);
@@ -204,13 +213,8 @@ describe('the log in either format', () => {
   const records = (text: string): ConversationRecord[] => signalOfSize(text.length + 200, text[0]);
 
   it('a format-1 store keeps writing and reading its log in flue_batches, and its new conversations too', async () => {
-    const db = new DatabaseSync(':memory:');
-    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
-    const driver = {
-      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
-      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
-      transaction: <T>(fn: () => T) => fn(),
-    };
+    const db = formatOneDatabase();
+    const driver = driverOf(db);
     migrate(driver);
     const store = new SqlStore(driver);
     const [a, b] = [storedConversationKey('agents/A/a'), storedConversationKey('agents/A/b')];
@@ -399,8 +403,7 @@ describe('the submission ledger', () => {
   });
 
   it('a store created with the rowid ledger keeps it and its rows', () => {
-    const db = new DatabaseSync(':memory:');
-    db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '1')`);
+    const db = formatOneDatabase();
     db.exec(`CREATE TABLE flue_submissions (
       ord INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
       accepted_at TEXT NOT NULL, status TEXT NOT NULL, attempt_id TEXT, attempt_count INTEGER NOT NULL DEFAULT 0,
@@ -410,11 +413,7 @@ describe('the submission ledger', () => {
     db.exec(
       `INSERT INTO flue_submissions (id, stream, kind, payload, accepted_at, status) VALUES ('old', 's', 'dispatch', '{"message":{"kind":"user","body":"old"}}', 'then', 'queued')`,
     );
-    const driver = {
-      query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
-      run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
-      transaction: <T>(fn: () => T) => fn(),
-    };
+    const driver = driverOf(db);
     migrate(driver);
     const store = new SqlStore(driver);
     admit(store, 'new');
@@ -436,11 +435,6 @@ describe('the submission ledger', () => {
 });
 
 describe('the submission kind', () => {
-  const driverOf = (db: DatabaseSync) => ({
-    query: (sql: string, ...params: never[]) => db.prepare(sql).all(...params) as never,
-    run: (sql: string, ...params: never[]) => void db.prepare(sql).run(...params),
-    transaction: <T>(fn: () => T) => fn(),
-  });
   const insertRow = (db: DatabaseSync, id: string, kind: string) =>
     db.exec(`INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status)
       VALUES ('${id}', (SELECT count(*) FROM flue_submissions), 's', '${kind}', '{"message":{"kind":"user","body":"${id}"}}', 'then', 'queued')`);
