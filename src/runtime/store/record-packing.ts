@@ -132,21 +132,18 @@ function withContent(outcome: StoredOutcome, content: string): ToolOutcome {
  * structured clone read it); the value is kept once made.
  */
 function withOutputOnDemand(stored: StoredOutcome, content: string): ToolOutcome {
-  const out: Record<string, unknown> = {};
+  const out = renamed(stored, OUTPUT_FROM_CONTENT, 'output', undefined) as ToolOutcome;
   let made: { value: unknown } | undefined;
-  for (const [key, entry] of Object.entries(stored)) {
-    if (key !== OUTPUT_FROM_CONTENT) out[key] = entry;
-    else
-      Object.defineProperty(out, 'output', {
-        enumerable: true,
-        configurable: true,
-        get: () => (made ??= { value: JSON.parse(content) }).value,
-        set: (value: unknown) => {
-          made = { value };
-        },
-      });
-  }
-  return out as unknown as ToolOutcome;
+  // Redefined in place: the key keeps its position.
+  Object.defineProperty(out, 'output', {
+    enumerable: true,
+    configurable: true,
+    get: () => (made ??= { value: JSON.parse(content) }).value,
+    set: (value: unknown) => {
+      made = { value };
+    },
+  });
+  return out;
 }
 
 /** The object with one key renamed and given a new value in the same place, so key order is kept. */
