@@ -126,6 +126,17 @@ async function pauseMeters(side: Side, pause: boolean): Promise<void> {
   if (response.status !== 204) throw new Error(`${side.name}: /meter/${pause ? 'pause' : 'resume'} answered ${response.status}`);
 }
 
+/**
+ * Ours only: the backstop each of these conversations left to lapse when its queue emptied runs
+ * now, inside the scenario that left it (its meters and CPU count it), instead of firing up to
+ * 30 s later in whichever scenario runs then. The bare object arms no alarm.
+ */
+async function lapse(side: Side, ids: string[]): Promise<void> {
+  if (side.name !== 'ours') return;
+  const response = await fetch(`${side.dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
+  if (response.status !== 204) throw new Error(`${side.name}: /lapse answered ${response.status}`);
+}
+
 /** What the objects did between two readings of the meter, per turn. */
 interface ObjectUse {
   rowsWritten: number;
@@ -217,6 +228,8 @@ async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
     wall.push(sample.wall / ids.length);
     if (t === 1) before = await meterOf(side);
   }
+  // Each conversation's lapse is one alarm invocation after its last turn: its meters count in the follow-up turns'.
+  await lapse(side, ids);
   const use = objectUse(before!, await meterOf(side), (TURNS - 1) * ids.length);
   return { cpu, wall, rows: use.rowsWritten, use, firstRequest };
 }
@@ -236,15 +249,18 @@ async function streamedScenario(side: Side, run: number): Promise<StreamedSample
   const before = await meterOf(side);
   const sample = await measure(side, async () => {
     await modelRequests(side, 2, () => turn(side, id, `${SLOW_KEY_PREFIX}${id}`));
+    await lapse(side, [id]);
   });
   return { sample, use: objectUse(before, await meterOf(side), 1) };
 }
 
 async function fanoutScenario(side: Side, run: number): Promise<Sample> {
+  const ids = Array.from({ length: FANOUT }, (_, c) => `fan-${run}-${c}`);
   return measure(side, async () => {
     await modelRequests(side, 2 * FANOUT, async () => {
-      await Promise.all(Array.from({ length: FANOUT }, (_, c) => turn(side, `fan-${run}-${c}`, `fan-${run}-${c}`)));
+      await Promise.all(ids.map((id) => turn(side, id, id)));
     });
+    await lapse(side, ids);
   });
 }
 
@@ -264,6 +280,7 @@ async function burstScenario(side: Side, run: number): Promise<Sample & { reques
     requests = await modelRequests(side, undefined, async () => {
       await Promise.all(keys.map((key) => turn(side, id, key, accept)));
     });
+    await lapse(side, [id]);
   });
   if (requests < 2) throw new Error(`${side.name}: the burst made ${requests} model requests`);
   return { ...sample, requests };
@@ -400,6 +417,7 @@ try {
   // code V8 had not finished optimizing (bench/README.md, the warm-up).
   for (const s of sides) {
     for (let t = 1; t <= WARMUP_TURNS; t++) await turn(s, 'warmup', `warmup-${t}`);
+    await lapse(s, ['warmup']);
     if (s.name === 'agents') continue;
     await pauseMeters(s, true);
     await fanoutScenario(s, -1);

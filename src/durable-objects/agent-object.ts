@@ -203,8 +203,9 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   }
 
   /**
-   * Nothing runs here now: the alarm is kept, armed for a timer, or deleted (`afterWork`). No await
-   * between the emptiness check and the alarm call, so no admission can slip between.
+   * Nothing runs here now: the alarm is kept (a backstop left to lapse), armed for a timer, or
+   * deleted (`afterWork`). No await between the emptiness check and the alarm call, so no
+   * admission can slip between.
    */
   private rearm(): void {
     const view = this.engine.view;

@@ -33,10 +33,22 @@ describe('afterWork', () => {
     expect(afterWork({ openWork: true, nextTimer: undefined, armed: now + 3_600_000, now })).toEqual({ kind: 'set', at: backstop });
   });
 
-  it('arms the earliest timer once the queue is empty, and no alarm at all without one', () => {
+  it('arms the earliest timer once the queue is empty', () => {
     expect(afterWork({ openWork: false, nextTimer: now + 60_000, armed: backstop, now })).toEqual({ kind: 'set', at: now + 60_000 });
     expect(afterWork({ openWork: false, nextTimer: now + 60_000, armed: now + 60_000, now })).toEqual({ kind: 'keep' });
-    expect(afterWork({ openWork: false, nextTimer: undefined, armed: backstop, now })).toEqual({ kind: 'delete' });
+  });
+
+  it('leaves a backstop to lapse once the queue is empty without timers: the next admission arms none', () => {
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: backstop, now })).toEqual({ kind: 'keep' });
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: now + 1_000, now })).toEqual({ kind: 'keep' });
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: now - 10, now })).toEqual({ kind: 'keep' });
+    expect(backstopFor({ armed: now + 1_000, now: now + 500 })).toBeUndefined();
+  });
+
+  it('deletes any other alarm once nothing is pending, and arms none', () => {
+    // A timer that was cancelled left its alarm hours away; an instance that never read the alarm does not know.
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: now + 3_600_000, now })).toEqual({ kind: 'delete' });
+    expect(afterWork({ openWork: false, nextTimer: undefined, armed: backstop + 1, now })).toEqual({ kind: 'delete' });
     expect(afterWork({ openWork: false, nextTimer: undefined, armed: undefined, now })).toEqual({ kind: 'delete' });
     expect(afterWork({ openWork: false, nextTimer: undefined, armed: null, now })).toEqual({ kind: 'keep' });
   });

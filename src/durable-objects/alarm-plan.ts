@@ -1,8 +1,9 @@
 /**
  * What a Durable Object does with its one alarm, which every submission and every timer of its
  * conversation share. Work runs in the instance that woke it; the alarm is its backstop while work
- * is open, else it waits for the earliest timer, else there is none at all (an idle conversation
- * without timers costs nothing). Functions of what the object knows.
+ * is open, else it waits for the earliest timer, else the last backstop lapses and there is none
+ * at all (an idle conversation without timers costs nothing past that one invocation). Functions of
+ * what the object knows.
  */
 
 /** An alarm call to make: set it for `at`, delete it, or keep the one that is armed. */
@@ -37,8 +38,8 @@ export function unlessArmedBy(at: number, armed: ArmedAlarm): number | undefined
 /**
  * When this instance has no conversation left to drive. Work still open could not progress here
  * (its agent is not deployed, its queue failed): the backstop retries it, or a timer due before
- * the backstop. No open work: the earliest pending timer, else no alarm at all (an idle
- * conversation without timers costs nothing).
+ * the backstop. No open work: the earliest pending timer, else the backstop is left to lapse
+ * (`lapses`), else no alarm at all.
  */
 export function afterWork(state: { openWork: boolean; nextTimer: number | undefined; armed: ArmedAlarm; now: number }): AlarmStep {
   const { openWork, nextTimer, armed, now } = state;
@@ -48,8 +49,20 @@ export function afterWork(state: { openWork: boolean; nextTimer: number | undefi
     if (timer !== undefined && timer < backstop) return { kind: 'set', at: timer };
     return armed === backstop ? { kind: 'keep' } : { kind: 'set', at: backstop };
   }
-  if (timer === undefined) return armed === null ? { kind: 'keep' } : { kind: 'delete' };
+  if (timer === undefined) return armed === null || lapses(armed, now) ? { kind: 'keep' } : { kind: 'delete' };
   return armed === timer ? { kind: 'keep' } : { kind: 'set', at: timer };
+}
+
+/**
+ * Whether an armed alarm is a backstop that fires within BACKSTOP_MS, so it is kept when the
+ * queue empties instead of deleted. Arming costs a row written and deleting costs nothing, but a
+ * kept backstop is the next admission's (`backstopFor` keeps an alarm at least as early): a
+ * conversation whose turns follow each other within that window arms one backstop for all of
+ * them, not one a turn. Its price is one alarm invocation when it lapses, which finds nothing to
+ * do and leaves no alarm (docs/design/cloudflare.md §6.2 weighs the two).
+ */
+function lapses(armed: ArmedAlarm, now: number): boolean {
+  return typeof armed === 'number' && armed <= now + BACKSTOP_MS;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The shipped `useApprovalGate()` on Cloudflare: a trusted decision through `decideApproval()`
  * runs the stored arguments once (the same decision again is a no-op, another one 409) and cancels
- * the expiry, so no alarm is left; an undecided request expires through the object's alarm into a
+ * the expiry, so no alarm is left once the work's backstop lapses; an undecided request expires through the object's alarm into a
  * recorded deny, after which deciding is 410.
  */
 import { env, runInDurableObject } from 'cloudflare:test';
@@ -9,6 +9,7 @@ import { afterEach, expect, test } from 'vitest';
 import { ApprovalConflictError, ApprovalExpiredError, decideApproval, init, listApprovals } from '@flue/runtime';
 import { ECHO_LANE, Echo, openCrawlGate, refunds } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { untilAtRest } from './at-rest.ts';
 import './worker.ts';
 
 const stubOf = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id);
@@ -60,7 +61,7 @@ test('a decision runs the stored arguments once, first wins, and cancels the exp
   );
   expect(await listApprovals(Echo, id)).toEqual([]);
   expect(await rows(id, 'SELECT name FROM flue_timers')).toEqual([]);
-  expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
+  await untilAtRest(stubOf(id));
   expect(refunds).toHaveLength(1);
 });
 
@@ -76,7 +77,7 @@ test('an undecided request expires through the alarm into a recorded deny; decid
   expect(refused).toMatchObject({ status: 410 });
   expect(await listApprovals(Echo, id)).toEqual([]);
   expect(refunds).toEqual([]);
-  expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
+  await untilAtRest(stubOf(id));
 });
 
 test('expiry racing a decision: a decision admitted before the deadline wins though it runs after it; one after the deadline is 410', async () => {
@@ -104,5 +105,5 @@ test('expiry racing a decision: a decision admitted before the deadline wins tho
   const expiries = await rows(id, `SELECT outcome FROM flue_submissions WHERE id LIKE 'sub_tmr_%'`);
   expect(expiries.every((row) => row.outcome === 'completed')).toBe(true);
   expect(await rows(id, 'SELECT name FROM flue_timers')).toEqual([]);
-  expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
+  await untilAtRest(stubOf(id));
 });

@@ -10,6 +10,7 @@ import { afterEach, expect, test } from 'vitest';
 import { dispatch, getUsage, init, type DispatchReceipt } from '@flue/runtime';
 import { LOAD_LANE, Load, holds } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { untilAtRest } from './at-rest.ts';
 import { LEDGER_SQL, LOG_SQL, durableConversation, expectDeliveredOnce } from '../support/delivery-checks.ts';
 import './worker.ts';
 
@@ -23,10 +24,10 @@ afterEach(async () => {
 
 const loadStub = (id: string) => (env as unknown as { FLUE_LOAD_AGENT: DurableObjectNamespace }).FLUE_LOAD_AGENT.getByName(id);
 
-/** The object's ledger and log once it is idle: its queue ran empty and it deleted its alarm. */
+/** The object's ledger and log once it is at rest: its queue ran empty and its last backstop lapsed. */
 async function durableOf(id: string) {
   const stub = loadStub(id);
-  await until(async () => ((await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())) === null ? true : undefined));
+  await untilAtRest(stub);
   return runInDurableObject(stub, (_object, state) => {
     const stream = `agents/Load/${id}`;
     return durableConversation(state.storage.sql.exec(LEDGER_SQL, stream).toArray(), state.storage.sql.exec(LOG_SQL, stream).toArray());

@@ -3,6 +3,8 @@ import { afterEach, expect, test } from 'vitest';
 import { dispatch, getUsage, init } from '@flue/runtime';
 import { ECHO_LANE, Echo } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { untilAtRest } from './at-rest.ts';
+import { BACKSTOP_MS } from '../../src/durable-objects/alarm-plan.ts';
 import { resetObject } from './reset-object.ts';
 import './worker.ts';
 import { objectHasStore } from './object-store.ts';
@@ -16,7 +18,7 @@ function rows(stub: AgentStub, sql: string) {
   return runInDurableObject(stub, (_instance, state) => state.storage.sql.exec(sql).toArray());
 }
 
-test('admission writes the submission and arms the backstop; the response runs at once, not from the alarm; an idle object keeps no alarm', async () => {
+test('admission writes the submission and arms the backstop; the response runs at once, not from the alarm; at rest the object keeps no alarm', async () => {
   await scriptLane(ECHO_LANE, { text: ['Hel', 'lo'], chunkDelayMs: 150 });
   const receipt = await dispatch(Echo, { id: 'd1', message: 'hi' });
   expect(receipt.submissionId).toMatch(/^sub_/);
@@ -32,7 +34,7 @@ test('admission writes the submission and arms the backstop; the response runs a
 
   const reply = await init(Echo, { id: 'd1' }).read(receipt);
   expect(reply.text).toBe('Hello');
-  await until(async () => ((await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())) === null ? true : undefined));
+  await untilAtRest(stub);
   expect(await rows(stub, `SELECT status, outcome FROM flue_submissions`)).toEqual([{ status: 'settled', outcome: 'completed' }]);
 });
 
@@ -97,12 +99,22 @@ test('admission errors cross the RPC boundary as the same typed classes', async 
   await expect(init(Echo, { id: 'never-contacted' }).read('sub_x')).rejects.toMatchObject({ type: 'agent_instance_not_found' });
 });
 
-test('runDurableObjectAlarm is a no-op once the queue is empty', async () => {
-  await scriptLane(ECHO_LANE, { text: 'done' });
-  const receipt = await dispatch(Echo, { id: 'd4', message: 'hi' });
-  await init(Echo, { id: 'd4' }).read(receipt);
-  await until(async () =>
-    (await runInDurableObject(echoStub('d4'), (_i, state) => state.storage.getAlarm())) === null ? true : undefined,
-  );
-  expect(await runDurableObjectAlarm(echoStub('d4'))).toBe(false);
+test('an emptied queue leaves its backstop to lapse: the next turn arms no alarm, and the lapsed alarm runs nothing and leaves none', async () => {
+  await scriptLane(ECHO_LANE, { text: 'done' }, { text: 'again' });
+  const stub = echoStub('d4');
+  const alarm = () => runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+  const handle = init(Echo, { id: 'd4' });
+  await handle.read(await handle.dispatch('hi'));
+  const backstop = await until(async () => (await alarm()) ?? undefined);
+  expect(backstop).toBeLessThanOrEqual(Date.now() + BACKSTOP_MS);
+  // The second turn finds the backstop armed and keeps it: the first turn set the one alarm.
+  expect((await handle.read(await handle.dispatch('again'))).text).toBe('again');
+  expect(await alarm()).toBe(backstop);
+  const settled = (await getUsage(Echo, 'd4'))!.submissions;
+  expect(settled.map((entry) => entry.durableObject?.alarmsSet)).toEqual([1, 0]);
+  // When it lapses it finds the queue empty and leaves no alarm; an alarm run after that is a no-op.
+  expect(await runDurableObjectAlarm(stub)).toBe(true);
+  expect(await alarm()).toBeNull();
+  expect(await runDurableObjectAlarm(stub)).toBe(false);
+  expect((await laneRequests(ECHO_LANE)).length).toBe(2);
 });

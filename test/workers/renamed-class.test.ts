@@ -10,7 +10,8 @@ import { type DispatchReceipt, init } from '@flue/runtime';
 import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
 import { SqlStore, migrate } from '../../src/runtime/store/sql-store.ts';
 import { ECHO_LANE, Echo } from './agents.ts';
-import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { laneRequests, resetLane, scriptLane } from './lanes.ts';
+import { untilAtRest } from './at-rest.ts';
 import './worker.ts';
 import { conversationKey } from '../../src/runtime/store/conversation-key.ts';
 
@@ -76,7 +77,7 @@ test('a conversation born under the old identity carries on under the renamed cl
     ['user: Remember 42.'],
     ['user: Remember 42.', 'assistant: Noted: 42.', 'user: What did I say?'],
   ]);
-  // One conversation, both settled; nothing left to wake for, so no alarm keeps firing.
+  // One conversation, both settled; nothing left to wake for, so no alarm is left once the backstop lapses.
   const rows = await runInDurableObject(stub(), (_instance, state) =>
     state.storage.sql.exec('SELECT stream, status, outcome, attempt_count FROM flue_submissions ORDER BY ord').toArray(),
   );
@@ -84,5 +85,5 @@ test('a conversation born under the old identity carries on under the renamed cl
     { stream: 'agents/Parrot/renamed', status: 'settled', outcome: 'completed', attempt_count: 2 },
     { stream: 'agents/Parrot/renamed', status: 'settled', outcome: 'completed', attempt_count: 1 },
   ]);
-  await until(async () => ((await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm())) === null ? true : undefined));
+  await untilAtRest(stub());
 });

@@ -3,13 +3,14 @@
  * its submissions. After the response that scheduled a timer, the alarm waits for the timer; an
  * early alarm fires nothing; a new instance of the object (an eviction, a deploy) keeps the alarm
  * no later than the timer; the timer's delivery runs like any other, and the idle object then
- * keeps no alarm.
+ * keeps no alarm once that work's backstop lapses.
  */
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, expect, test } from 'vitest';
 import { getAgentInstance, init } from '@flue/runtime';
 import { ECHO_LANE, Echo } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
+import { untilAtRest } from './at-rest.ts';
 import './worker.ts';
 
 const stubOf = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id);
@@ -59,8 +60,8 @@ test('the alarm waits for the timer, an early alarm fires nothing, the timer wak
   expect(wake.content).toContain('type="timer"');
   expect(wake.content).toContain('ping is due.');
   expect(await rows(id, 'SELECT name FROM flue_timers')).toEqual([]);
-  // Idle, no timer left: the object keeps no alarm.
-  expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
+  // Idle, no timer left: the object keeps no alarm once the delivery's backstop lapses.
+  await untilAtRest(stubOf(id));
 });
 
 test('a new instance of the object arms the alarm for a pending timer, and the timer fires after the reset', async () => {
@@ -78,5 +79,5 @@ test('a new instance of the object arms the alarm for a pending timer, and the t
     (await rows(id, `SELECT 1 FROM flue_submissions WHERE id LIKE 'sub_tmr_%' AND outcome = 'completed'`)).length === 1 ? true : undefined,
   );
   expect(await rows(id, 'SELECT name FROM flue_timers')).toEqual([]);
-  expect(await until(async () => ((await alarmOf(id)) === null ? true : undefined))).toBe(true);
+  await untilAtRest(stubOf(id));
 });
