@@ -75,6 +75,11 @@ export class ConversationWriter {
     view.writtenBy();
   }
 
+  /** Whether a model step written whole keeps its text once, in its completed message (SqlStore.writesStepTextOnce). */
+  get writesStepTextOnce(): boolean {
+    return this.store.writesStepTextOnce;
+  }
+
   // ── Commits ──────────────────────────────────────────────────────────────────────────────
 
   /**

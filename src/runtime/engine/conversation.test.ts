@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AssistantMessage } from '@earendil-works/pi-ai';
 import { Conversation } from './conversation.ts';
 import type { ConversationRecord } from '../store/records.ts';
-import { assistant, input, ts } from './log-records.fixtures.ts';
+import { assistant, delta, input, ts } from './log-records.fixtures.ts';
 
 /** Folds batches of records into a fresh conversation, one batch per argument. */
 function fold(...batches: ConversationRecord[][]): Conversation {
@@ -55,16 +55,37 @@ describe('Conversation', () => {
     expect(conv.modelContext().map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
-  it('knows a step that started and never completed, with what it streamed', () => {
+  it('gives a step written whole, with no deltas, its text and reasoning from the completed message, as if they had streamed', () => {
+    const message = assistant([
+      { type: 'thinking', thinking: 'Think.' },
+      { type: 'text', text: 'Said once.' },
+    ]);
+    const whole = fold([created], [input('sub_1', 'hello')], [started('s1'), completed('s1', message)]);
+    const streamed = fold(
+      [created],
+      [input('sub_1', 'hello')],
+      [started('s1'), delta(0, 'reasoning', 'Think.'), delta(1, 'text', 'Said once.'), completed('s1', message)],
+    );
+    expect(whole.snapshot().messages.at(-1)!.parts).toEqual([
+      { type: 'reasoning', text: 'Think.', state: 'done' },
+      { type: 'text', text: 'Said once.', state: 'done' },
+    ]);
+    expect(whole.snapshot().messages).toEqual(streamed.snapshot().messages);
+    expect(whole.finalAssistantText()).toBe('Said once.');
+  });
+
+  it('does not repeat text that deltas of an earlier batch carried', () => {
     const conv = fold(
       [created],
       [input('sub_1', 'hello')],
-      [
-        started('s1'),
-        { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Hal' },
-        { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'f' },
-      ],
+      [started('s1'), delta(0, 'text', 'Said ')],
+      [delta(0, 'text', 'once.'), completed('s1', assistant([{ type: 'text', text: 'Said once.' }]))],
     );
+    expect(conv.snapshot().messages.at(-1)!.parts).toEqual([{ type: 'text', text: 'Said once.', state: 'done' }]);
+  });
+
+  it('knows a step that started and never completed, with what it streamed', () => {
+    const conv = fold([created], [input('sub_1', 'hello')], [started('s1'), delta(0, 'text', 'Hal'), delta(0, 'text', 'f')]);
     expect(conv.tail.openStep).toMatchObject({ stepId: 's1', blocks: [{ kind: 'text', text: 'Half' }] });
     expect(conv.tail.unread).toBe(true);
   });
@@ -137,11 +158,7 @@ describe('Conversation', () => {
           ts,
         },
       ],
-      [
-        started('s1'),
-        { type: 'assistant_delta', messageId: 'msg_a', stepId: 's1', kind: 'text', block: 0, delta: 'Both.' },
-        completed('s1', assistant([{ type: 'text', text: 'Both.' }])),
-      ],
+      [started('s1'), delta(0, 'text', 'Both.'), completed('s1', assistant([{ type: 'text', text: 'Both.' }]))],
       [{ type: 'data_write', submissionId: 'sub_1', messageId: 'msg_a', name: 'score', data: 3 }],
       [
         { type: 'submission_settled', submissionId: 'sub_1', outcome: 'completed', answeredBySubmissionId: 'sub_1', ts },

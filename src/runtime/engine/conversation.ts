@@ -832,11 +832,14 @@ export class Conversation {
 
   private applyCompleted(record: RecordOf<'assistant_completed'>): void {
     this.currentSubmission = record.submissionId;
+    const open = this.tail.openStep;
     this.tail.openStep = undefined;
     this.compactedSinceLastStep = false;
     const message = this.byId.get(record.messageId);
     const calls = record.message.content.filter((block): block is ToolCall => block.type === 'toolCall');
     if (message !== undefined) {
+      const streamed = open?.stepId === record.stepId ? streamedBlocks(open.blocks) : new Set<number>();
+      for (const { kind, text } of textNotStreamed(record.message, streamed)) appendDeltaPart(message, kind, text);
       closeStreamingParts(message);
     }
     // Tool and data parts are the transcript's: a live fold's messages only answer replies (text, metadata).
@@ -998,6 +1001,40 @@ export function signalMessageOf(record: RecordOf<'signal'>): FlueConversationMes
   if (record.signalType === 'submission_aborted') message.settlement = { outcome: 'aborted' };
   if (record.signalType === 'submission_interrupted') message.settlement = { outcome: 'failed' };
   return message;
+}
+
+/**
+ * The text of a completed step's blocks that no delta carried (`streamed`: the indexes of the
+ * blocks that had one), in block order. A step written whole in one batch keeps its text once, in
+ * its completed message (turn-stream.ts); the fold and the stream's projection give it to readers
+ * from there as if it had streamed.
+ */
+export function textNotStreamed(message: AssistantMessage, streamed: ReadonlySet<number>): StreamedText[] {
+  return message.content.flatMap((block, index) => {
+    const text = streamedText(block);
+    return text === undefined || streamed.has(index) ? [] : [text];
+  });
+}
+
+/** What a block of an assistant message streams as deltas: its text or its thinking, when it has any. */
+export interface StreamedText {
+  kind: 'text' | 'reasoning';
+  text: string;
+}
+
+export function streamedText(block: AssistantMessage['content'][number]): StreamedText | undefined {
+  if (block.type === 'text' && block.text !== '') return { kind: 'text', text: block.text };
+  if (block.type === 'thinking' && block.thinking !== '') return { kind: 'reasoning', text: block.thinking };
+  return undefined;
+}
+
+/** The indexes of an open step's blocks that deltas carried. */
+function streamedBlocks(blocks: readonly ({ kind: string; text: string } | undefined)[]): Set<number> {
+  const indexes = new Set<number>();
+  blocks.forEach((block, index) => {
+    if (block !== undefined) indexes.add(index);
+  });
+  return indexes;
 }
 
 function appendDeltaPart(message: FlueConversationMessage, kind: 'text' | 'reasoning', delta: string): void {

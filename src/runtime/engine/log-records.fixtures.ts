@@ -23,3 +23,8 @@ export function assistant(content: AssistantMessage['content'], stopReason: Assi
 export function input(id: string, body: string): ConversationRecord {
   return { type: 'user_message', messageId: `msg_in_${id}`, submissionId: id, deliveryOrigin: 'app', body, ts };
 }
+
+/** A streamed piece of block `block` of step `stepId` (message `msg_a`). */
+export function delta(block: number, kind: 'text' | 'reasoning', text: string, stepId = 's1'): ConversationRecord {
+  return { type: 'assistant_delta', messageId: 'msg_a', stepId, kind, block, delta: text };
+}

@@ -233,7 +233,10 @@ export const modelMessage = (content: unknown[], stopReason: string, errorMessag
 export const text = (said: string) => ({ type: 'text', text: said });
 export const toolCall = (id: string, name: string, args: Record<string, unknown> = {}) => ({ type: 'toolCall', id, name, arguments: args });
 
-/** One streamed model step of this attempt, committed as one batch (`ids.model`: the scripted model's id, default `model`). */
+/**
+ * One streamed model step of this attempt, committed as one batch (`ids.model`: the scripted
+ * model's id, default `model`): its text is kept once, in the completed message, not in deltas.
+ */
 export function step(
   ids: { message: string; step: string; sub?: string; model?: string },
   said: string | undefined,
@@ -243,7 +246,6 @@ export function step(
   const base = { stepId: ids.step, messageId: ids.message };
   return [
     { type: 'assistant_started', messageId: ids.message, stepId: ids.step, submissionId, attemptId: 'attempt_1', ts },
-    ...(said === undefined ? [] : [{ type: 'assistant_delta', ...base, kind: 'text', block: 0, delta: said }]),
     {
       type: 'assistant_completed',
       ...base,

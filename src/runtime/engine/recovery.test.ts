@@ -546,7 +546,7 @@ const cases: Case[] = [
       [input('sub_a', 'go'), snapshot],
       [
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
-        { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half' },
+        // Written whole: what it said is in the aborted message alone.
         {
           type: 'assistant_completed',
           messageId: 'msg_1',

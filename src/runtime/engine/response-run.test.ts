@@ -149,16 +149,34 @@ describe('ResponseRun', () => {
     const response = run(live, row);
     await response.execute();
     const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
+    // Written whole, the step keeps its text once: in the completed message, not in deltas too.
+    expect(step.records.map((record) => record.type)).toEqual(['assistant_started', 'assistant_completed', 'submission_settled']);
+    expect(response.settled?.settled).toEqual(['sub_1']);
+    // The ledger entry was made with the step applied; the row is settled in the same transaction.
+    expect(step.records[2]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
+    expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed' });
+    expect(view.settled(live, 'sub_1')?.reply().text).toBe('Short reply.');
+  });
+
+  it('keeps the deltas of a step written whole in a store of format 2, which versions before 3 read too', async () => {
+    const adapter = sqlite();
+    await adapter.migrate();
+    const driver = await adapter.connect();
+    driver.run(`UPDATE flue_meta SET value = '2' WHERE key = 'format_version'`);
+    store = new SqlStore(driver);
+    view = new ConversationView(store);
+    writer = new ConversationWriter(store, view);
+    server.script({ text: ['Short ', 'reply.'] });
+    const { live, row } = claimed();
+    await run(live, row).execute();
+    const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
     expect(step.records.map((record) => record.type)).toEqual([
       'assistant_started',
       'assistant_delta',
       'assistant_completed',
       'submission_settled',
     ]);
-    expect(response.settled?.settled).toEqual(['sub_1']);
-    // The ledger entry was made with the step applied; the row is settled in the same transaction.
-    expect(step.records[3]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
-    expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed' });
+    expect(step.records[1]).toMatchObject({ delta: 'Short reply.' });
     expect(view.settled(live, 'sub_1')?.reply().text).toBe('Short reply.');
   });
 

@@ -46,6 +46,11 @@ export class ResponseWriter {
     this.progressBudget = new ProgressBudget(options.progressUsed);
   }
 
+  /** Whether a model step written whole keeps its text once, in its completed message (the store's format). */
+  get writesStepTextOnce(): boolean {
+    return this.writer.writesStepTextOnce;
+  }
+
   /** Appends one batch (with the pending spending, if any). */
   commit(records: ConversationRecord[]): void {
     this.writer.commit(this.live, this.withSpend(records));

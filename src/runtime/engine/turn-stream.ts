@@ -13,7 +13,7 @@ import { getModels, reasoningOption } from '../model/model-registry.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { convergeOpenStep } from './rest-records.ts';
 import type { AttemptAbort } from './attempt-abort.ts';
-import type { ResponseTail } from './conversation.ts';
+import { type ResponseTail, type StreamedText, streamedText } from './conversation.ts';
 import type { ResponseSite } from './response-site.ts';
 import type { ResponseWriter } from './response-writer.ts';
 import { RunInterrupted } from './run-signals.ts';
@@ -203,11 +203,38 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     flush();
     throw attempt.reason;
   }
+  // A step none of which is written yet is written whole in this batch: its text is kept once, in
+  // the completed message, where the fold and the stream's projection take it (textNotStreamed),
+  // unless the store's format is one that earlier versions, which need the deltas, read too.
+  if (!started && writer.writesStepTextOnce && deltasHoldTextOf(pending, final)) pending = [];
   flush(
     [{ type: 'assistant_completed', stepId, messageId, submissionId: input.submissionId, message: final, ts: new Date().toISOString() }],
     input.closing?.(final),
   );
   return final;
+}
+
+/**
+ * Whether a step's unwritten deltas hold exactly the text of the completed message's text and
+ * thinking blocks, each block's whole text and nothing else, so the message may stand for them.
+ */
+export function deltasHoldTextOf(deltas: readonly ConversationRecord[], message: AssistantMessage): boolean {
+  const held = new Map<number, StreamedText>();
+  for (const delta of deltas) {
+    if (delta.type !== 'assistant_delta') return false;
+    const block = held.get(delta.block);
+    if (block !== undefined && block.kind !== delta.kind) return false;
+    held.set(delta.block, { kind: delta.kind, text: (block?.text ?? '') + delta.delta });
+  }
+  let blocks = 0;
+  for (const [index, block] of message.content.entries()) {
+    const text = streamedText(block);
+    if (text === undefined) continue;
+    const delta = held.get(index);
+    if (delta?.kind !== text.kind || delta.text !== text.text) return false;
+    blocks++;
+  }
+  return blocks === held.size;
 }
 
 /** A stream that a crash cut off: the batch that closes it and tells the model it was interrupted. */

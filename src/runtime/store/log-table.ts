@@ -1,20 +1,21 @@
 /**
  * Where a store keeps its conversations' logs, as SQL: one row per batch, in one of two layouts.
  *
- * - `flue_log` (format 2): a rowid table keyed by `(log << 32) + seq`, where `log` numbers the
+ * - `flue_log` (formats 2 and 3): a rowid table keyed by `(log << 32) + seq`, where `log` numbers the
  *   conversation in the database (`flue_streams.log`). A rowid table keeps a row of up to 4,061
  *   bytes in its b-tree page; the one integer key needs no second index, so a batch is still one
  *   row written.
  * - `flue_batches` (format 1): a WITHOUT ROWID table keyed by `(stream, seq)`, whose rows spill
  *   past 1,002 bytes into overflow pages. Stores made in format 1 keep it.
  *
- * The store reads which one a database has once (`logTableOf`), and asks it for every log
- * statement and for what a row of it costs in pages (inline-rows.ts).
+ * The store reads which one a database has once (`logTableOf`, by the format its stamp names), and
+ * asks it for every log statement and for what a row of it costs in pages (inline-rows.ts).
  */
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationKey } from './conversation-key.ts';
 import { logRowPayload, overflowPages, rowidLogRowPayload } from './inline-rows.ts';
 import type { SqlDriver, SqlRow } from './sql-driver.ts';
+import type { StoreFormat } from './schema.ts';
 
 /** A conversation's `flue_streams` row. */
 export interface ConversationInfo {
@@ -25,6 +26,8 @@ export interface ConversationInfo {
 }
 
 export interface LogTable {
+  /** The store's format, by its stamp (schema.ts). */
+  readonly format: StoreFormat;
   /** Adds the conversation's `flue_streams` row. */
   create(info: ConversationInfo): void;
   /** The sequence of the conversation's last batch, or -1 for none. */
@@ -37,13 +40,16 @@ export interface LogTable {
   overflowPages(key: ConversationKey, seq: number, textBytes: number): number;
 }
 
-/** The log table a migrated store's database holds. */
+/** The log table a migrated store's database holds, by the format its stamp names. */
 export function logTableOf(driver: SqlDriver): LogTable {
-  return driver.query(`SELECT 1 FROM sqlite_master WHERE name = 'flue_log'`).length > 0 ? rowidLog(driver) : batchesTable(driver);
+  const stamp = driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0];
+  const format = String(stamp?.value) as StoreFormat;
+  return format === '1' ? batchesTable(driver) : rowidLog(driver, format);
 }
 
 function batchesTable(driver: SqlDriver): LogTable {
   return {
+    format: '1',
     create: ({ key, agent, instanceId, incarnation }) =>
       driver.run(
         'INSERT INTO flue_streams (stream, agent, instance_id, incarnation) VALUES (?, ?, ?, ?)',
@@ -63,7 +69,7 @@ function batchesTable(driver: SqlDriver): LogTable {
   };
 }
 
-function rowidLog(driver: SqlDriver): LogTable {
+function rowidLog(driver: SqlDriver, format: StoreFormat): LogTable {
   /**
    * Each conversation's log number, as read or assigned, and the last one assigned. A database has
    * one writer (durability.md §3: one process per database on Node, its object on Cloudflare), so
@@ -83,6 +89,7 @@ function rowidLog(driver: SqlDriver): LogTable {
     return log;
   };
   return {
+    format,
     create({ key, agent, instanceId, incarnation }) {
       last ??= Number(driver.query('SELECT coalesce(max(log), 0) AS log FROM flue_streams')[0]!.log);
       const log = last + 1;

@@ -14,12 +14,16 @@ import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 
 /**
  * The format a new store is made in. Version 2 keeps the log in a rowid table (`flue_log`, below);
- * stores of version 1 keep their `flue_batches` and are read and written as they are. A version
- * before 2 refuses a version-2 store (its stamp), where it would otherwise find no log in it.
+ * stores of version 1 keep their `flue_batches` and are read and written as they are. Version 3 has
+ * version 2's tables, and a model step written whole in one batch keeps its text once, in its
+ * completed message, with no deltas (turn-stream.ts): a version before 3 would read such a step as
+ * saying nothing, so it refuses the store (its stamp), as a version before 2 refuses a version-2
+ * store, where it would find no log. Stores of versions 1 and 2 go on writing the deltas.
  */
-export const FLUE_FORMAT_VERSION = '2';
-/** The formats this version reads and writes: its own, and the one before it. */
-const READABLE_FORMATS = ['1', FLUE_FORMAT_VERSION] as const;
+export const FLUE_FORMAT_VERSION = '3';
+/** The formats this version reads and writes: its own, and the ones before it. */
+export const READABLE_FORMATS = ['1', '2', FLUE_FORMAT_VERSION] as const;
+export type StoreFormat = (typeof READABLE_FORMATS)[number];
 
 /** The ledger: every format keeps it alike. */
 const LEDGER: Record<string, string> = {
@@ -53,8 +57,21 @@ const LEDGER: Record<string, string> = {
   flue_submissions_open: `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
 };
 
+/** Versions 2 and 3: the log in a rowid table. */
+const ROWID_LOG_OBJECTS: Record<string, string> = {
+  // `log` numbers the conversation's log in this database (1, 2, …; one per conversation).
+  flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
+     stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL, log INTEGER NOT NULL
+   ) WITHOUT ROWID`,
+  // One row per batch, keyed by `(log << 32) + seq`: a rowid table keeps a row of up to 4,061
+  // bytes in its page (a WITHOUT ROWID table spills past 1,002 into a 4 KiB overflow page of its
+  // own), and the one integer key needs no second index (store/inline-rows.ts).
+  flue_log: `CREATE TABLE IF NOT EXISTS flue_log (pos INTEGER PRIMARY KEY, records TEXT NOT NULL)`,
+  ...LEDGER,
+};
+
 /** Made by `migrate()`: every conversation writes them. Format → name → statement, in creation order. */
-const CORE_OBJECTS: Record<(typeof READABLE_FORMATS)[number], Record<string, string>> = {
+const CORE_OBJECTS: Record<StoreFormat, Record<string, string>> = {
   '1': {
     flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
        stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL
@@ -64,17 +81,8 @@ const CORE_OBJECTS: Record<(typeof READABLE_FORMATS)[number], Record<string, str
      ) WITHOUT ROWID`,
     ...LEDGER,
   },
-  '2': {
-    // `log` numbers the conversation's log in this database (1, 2, …; one per conversation).
-    flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
-       stream TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, incarnation TEXT NOT NULL, log INTEGER NOT NULL
-     ) WITHOUT ROWID`,
-    // One row per batch, keyed by `(log << 32) + seq`: a rowid table keeps a row of up to 4,061
-    // bytes in its page (a WITHOUT ROWID table spills past 1,002 into a 4 KiB overflow page of its
-    // own), and the one integer key needs no second index (store/inline-rows.ts).
-    flue_log: `CREATE TABLE IF NOT EXISTS flue_log (pos INTEGER PRIMARY KEY, records TEXT NOT NULL)`,
-    ...LEDGER,
-  },
+  '2': ROWID_LOG_OBJECTS,
+  '3': ROWID_LOG_OBJECTS,
 };
 
 /** Made by the first write to each: table → its statements (the table, then its indexes). */
@@ -172,7 +180,7 @@ export function migrate(driver: SqlDriver): boolean {
   } else if (!(READABLE_FORMATS as readonly string[]).includes(String(stamp.value))) {
     throw new PersistedFormatVersionError(String(stamp.value), FLUE_FORMAT_VERSION);
   }
-  const format = created ? FLUE_FORMAT_VERSION : (String(stamp.value) as (typeof READABLE_FORMATS)[number]);
+  const format = created ? FLUE_FORMAT_VERSION : (String(stamp.value) as StoreFormat);
   for (const [name, statement] of Object.entries(CORE_OBJECTS[format])) if (!objects.has(name)) statements.push(statement);
   runAll(driver, statements);
   // Stores made before settlements were kept beside their rows gain the column (NULL in the rows

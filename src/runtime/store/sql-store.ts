@@ -279,6 +279,15 @@ export class SqlStore {
     return this.log.head(key);
   }
 
+  /**
+   * Whether a model step written whole in one batch keeps its text once, in its completed message
+   * (format 3 on: schema.ts). Stores of earlier formats, which earlier versions read too, keep the
+   * deltas as well.
+   */
+  get writesStepTextOnce(): boolean {
+    return Number(this.log.format) >= 3;
+  }
+
   /** The overflow pages batch `seq` of `key` takes with `textBytes` of records (store/inline-rows.ts). */
   logRowOverflowPages(key: ConversationKey, seq: number, textBytes: number): number {
     return this.log.overflowPages(key, seq, textBytes);
