@@ -84,6 +84,17 @@ describe('Conversation', () => {
     expect(conv.snapshot().messages.at(-1)!.parts).toEqual([{ type: 'text', text: 'Said once.', state: 'done' }]);
   });
 
+  it("adds nothing to a step that had deltas, though its completed message's blocks sit at other indexes (an interrupted step converged)", () => {
+    const conv = fold(
+      [created],
+      [input('sub_1', 'hello')],
+      // Block 0 was a tool call (no delta); the text streamed as block 1, and the converged message holds only it.
+      [started('s1'), delta(1, 'text', 'Half')],
+      [completed('s1', assistant([{ type: 'text', text: 'Half' }], 'aborted'))],
+    );
+    expect(conv.snapshot().messages.at(-1)!.parts).toEqual([{ type: 'text', text: 'Half', state: 'done' }]);
+  });
+
   it('knows a step that started and never completed, with what it streamed', () => {
     const conv = fold([created], [input('sub_1', 'hello')], [started('s1'), delta(0, 'text', 'Hal'), delta(0, 'text', 'f')]);
     expect(conv.tail.openStep).toMatchObject({ stepId: 's1', blocks: [{ kind: 'text', text: 'Half' }] });

@@ -838,8 +838,10 @@ export class Conversation {
     const message = this.byId.get(record.messageId);
     const calls = record.message.content.filter((block): block is ToolCall => block.type === 'toolCall');
     if (message !== undefined) {
-      const streamed = open?.stepId === record.stepId ? streamedBlocks(open.blocks) : new Set<number>();
-      for (const { kind, text } of textNotStreamed(record.message, streamed)) appendDeltaPart(message, kind, text);
+      // A step with no delta was written whole (turn-stream.ts): its text is its completed message's.
+      if (open?.stepId === record.stepId && open.blocks.length === 0) {
+        for (const { kind, text } of stepText(record.message)) appendDeltaPart(message, kind, text);
+      }
       closeStreamingParts(message);
     }
     // Tool and data parts are the transcript's: a live fold's messages only answer replies (text, metadata).
@@ -1004,15 +1006,15 @@ export function signalMessageOf(record: RecordOf<'signal'>): FlueConversationMes
 }
 
 /**
- * The text of a completed step's blocks that no delta carried (`streamed`: the indexes of the
- * blocks that had one), in block order. A step written whole in one batch keeps its text once, in
- * its completed message (turn-stream.ts); the fold and the stream's projection give it to readers
- * from there as if it had streamed.
+ * The text a step's blocks stream as deltas (text and reasoning), in block order. A step written
+ * whole in one batch keeps its text once, in its completed message, with no delta (turn-stream.ts):
+ * the fold and the stream's projection give a step that had no delta its text from here, as if it
+ * had streamed. A step that had deltas had them all.
  */
-export function textNotStreamed(message: AssistantMessage, streamed: ReadonlySet<number>): StreamedText[] {
-  return message.content.flatMap((block, index) => {
+export function stepText(message: AssistantMessage): StreamedText[] {
+  return message.content.flatMap((block) => {
     const text = streamedText(block);
-    return text === undefined || streamed.has(index) ? [] : [text];
+    return text === undefined ? [] : [text];
   });
 }
 
@@ -1026,15 +1028,6 @@ export function streamedText(block: AssistantMessage['content'][number]): Stream
   if (block.type === 'text' && block.text !== '') return { kind: 'text', text: block.text };
   if (block.type === 'thinking' && block.thinking !== '') return { kind: 'reasoning', text: block.thinking };
   return undefined;
-}
-
-/** The indexes of an open step's blocks that deltas carried. */
-function streamedBlocks(blocks: readonly ({ kind: string; text: string } | undefined)[]): Set<number> {
-  const indexes = new Set<number>();
-  blocks.forEach((block, index) => {
-    if (block !== undefined) indexes.add(index);
-  });
-  return indexes;
 }
 
 function appendDeltaPart(message: FlueConversationMessage, kind: 'text' | 'reasoning', delta: string): void {

@@ -52,5 +52,7 @@ describe('projectBatch', () => {
     ).toHaveLength(2);
     // Started in an earlier batch: its deltas were there, whatever this batch holds.
     expect(chunks(4, [completed]).map((chunk) => chunk.type)).toEqual(['tool-input', 'message-completed']);
+    // A step with a delta had them all, whichever of its blocks they carried.
+    expect(chunks(3, [started, delta(1, 'text', 'Said once.'), completed]).filter((c) => c.type === 'message-delta')).toHaveLength(1);
   });
 });

@@ -7,7 +7,7 @@ import {
   type FlueConversationMessage,
   type FlueConversationSnapshot,
   signalMessageOf,
-  textNotStreamed,
+  stepText,
   userMessageOf,
 } from './conversation.ts';
 import type { SettlementError } from '../common/errors.ts';
@@ -87,11 +87,11 @@ export function projectBatch(
     return [{ type: 'conversation-reset', snapshot: snapshotAfter(batch.seq), ...at() }];
   }
   const chunks: ConversationStreamChunk[] = [];
-  // A step started in this batch and completed in it may have kept its text in the completed
-  // message alone (turn-stream.ts): its blocks that no delta of the batch carried are given as
-  // deltas (textNotStreamed), so readers of the log see what a live follower saw.
+  // A step started and completed in this batch with no delta was written whole: its text is in
+  // its completed message alone (turn-stream.ts), and is given as deltas from there (stepText),
+  // so readers of the log see what a live follower saw.
   const startedHere = new Set<string>();
-  const streamedHere = new Map<string, Set<number>>();
+  const streamedHere = new Set<string>();
   for (const record of batch.records) {
     switch (record.type) {
       case 'user_message':
@@ -101,7 +101,7 @@ export function projectBatch(
         chunks.push({ type: 'message-appended', message: signalMessageOf(record), ...at() });
         break;
       case 'assistant_started':
-        startedHere.add(record.messageId);
+        startedHere.add(record.stepId);
         chunks.push({
           type: 'message-started',
           messageId: record.messageId,
@@ -111,15 +111,13 @@ export function projectBatch(
           ...at(),
         });
         break;
-      case 'assistant_delta': {
-        const streamed = streamedHere.get(record.messageId) ?? new Set<number>();
-        streamedHere.set(record.messageId, streamed.add(record.block));
+      case 'assistant_delta':
+        streamedHere.add(record.stepId);
         chunks.push({ type: 'message-delta', messageId: record.messageId, kind: record.kind, delta: record.delta, ...at() });
         break;
-      }
       case 'assistant_completed':
-        if (startedHere.has(record.messageId)) {
-          for (const { kind, text } of textNotStreamed(record.message, streamedHere.get(record.messageId) ?? new Set())) {
+        if (startedHere.has(record.stepId) && !streamedHere.has(record.stepId)) {
+          for (const { kind, text } of stepText(record.message)) {
             chunks.push({ type: 'message-delta', messageId: record.messageId, kind, delta: text, ...at() });
           }
         }

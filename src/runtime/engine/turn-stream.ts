@@ -204,7 +204,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
     throw attempt.reason;
   }
   // A step none of which is written yet is written whole in this batch: its text is kept once, in
-  // the completed message, where the fold and the stream's projection take it (textNotStreamed),
+  // the completed message, where the fold and the stream's projection take it (stepText),
   // unless the store's format is one that earlier versions, which need the deltas, read too.
   if (!started && writer.writesStepTextOnce && deltasHoldTextOf(pending, final)) pending = [];
   flush(
