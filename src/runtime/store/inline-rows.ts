@@ -4,7 +4,7 @@
  * rest in overflow pages of 4,092 bytes each: one byte over a boundary costs a whole page of
  * storage. How much stays in the page depends on the table (SQLite's file format, "B-tree Pages"):
  * a WITHOUT ROWID table (an index b-tree: the format-1 log, `flue_batches`) keeps at most 1,002
- * bytes of a row, a rowid table (a table b-tree: the format-2 log, `flue_log`) up to 4,061.
+ * bytes of a row, a rowid table (a table b-tree: the log of formats 2 and 3, `flue_log`) up to 4,061.
  */
 import { utf8Size } from '../common/limits.ts';
 
@@ -27,7 +27,7 @@ export function overflowPages(payload: number, tree: keyof typeof MAX_LOCAL): nu
 
 const varint = (n: number) => (n < 128 ? 1 : n < 16_384 ? 2 : 3);
 
-/** A format-2 log row's payload: its record header and its records' text (the key is the rowid, stored apart). */
+/** A `flue_log` row's payload (formats 2 and 3): its record header and its records' text (the key is the rowid, stored apart). */
 export function rowidLogRowPayload(textBytes: number): number {
   // The header's size, `pos` (the rowid's alias, stored as NULL: a type byte alone), the text's type.
   return 1 + 1 + varint(textBytes * 2 + 13) + textBytes;
