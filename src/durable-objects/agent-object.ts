@@ -110,7 +110,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       else driver.transaction(() => migrate(driver));
       const { registry } = workerConfig();
       this.engine = new ConversationEngine({
-        store: new SqlStore(driver),
+        store: new SqlStore(driver, { admitsInLog: true }),
         registry,
         env,
         wake: (key) => this.wake(key),

@@ -6,6 +6,7 @@ import { parseDeliveredMessage } from '../../src/runtime/engine/delivered-messag
 import { ECHO_LANE, Echo, PROVISION_LANE, Provisioner, TICKER_LANE, Ticker, stepRuns, ticks } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import { resetObject } from './reset-object.ts';
+import { objectSubmissions } from './object-store.ts';
 import './worker.ts';
 
 const namespace = (binding: string) => (env as unknown as Record<string, DurableObjectNamespace>)[binding]!;
@@ -78,14 +79,14 @@ test.each([
       if (!admitted.ok) throw new Error(admitted.error.message);
       return admitted.value.receipt;
     });
-    const stranded = await runInDurableObject(stub(), async (_instance, state) => ({
-      alarm: await state.storage.getAlarm(),
-      submissions: state.storage.sql.exec('SELECT status, attempt_count FROM flue_submissions').toArray(),
-    }));
+    const stranded = {
+      alarm: await runInDurableObject(stub(), (_instance, state) => state.storage.getAlarm()),
+      submissions: (await objectSubmissions(stub())).map(({ status, attemptCount, inLog }) => ({ status, attemptCount, inLog })),
+    };
     expect(stranded).toEqual({
       alarm: alarmIn === null ? null : expect.any(Number),
-      // Admitted to an idle conversation: stored with its first attempt claimed.
-      submissions: [{ status: 'running', attempt_count: 1 }],
+      // Admitted to an idle conversation: its input record alone, its first attempt claimed in it.
+      submissions: [{ status: 'running', attemptCount: 1, inLog: true }],
     });
 
     await resetObject(stub());
@@ -102,7 +103,8 @@ test.each([
     const settled = await runInDurableObject(stub(), (_instance, state) =>
       state.storage.sql.exec('SELECT status, outcome, attempt_count FROM flue_submissions').toArray(),
     );
-    // The new object claimed the next attempt: the one claimed with the admission died with the old object.
+    // The new object found it in the log and claimed the next attempt, with the row the claim made
+    // for it: the attempt claimed with the admission died with the old object.
     expect(settled).toEqual([{ status: 'settled', outcome: 'completed', attempt_count: 2 }]);
   },
 );

@@ -11,14 +11,15 @@ import { createAgentRouter } from '@flue/runtime/routing';
 import { SPEND_LANE, Spender } from './agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';
+import { objectSubmissions } from './object-store.ts';
 
 const USAGE = { input: 100, output: 10 };
 
 afterAll(() => resetLane(SPEND_LANE));
 
-async function submissionRows(id: string): Promise<unknown[]> {
-  const stub = (env as unknown as { FLUE_SPENDER_AGENT: DurableObjectNamespace }).FLUE_SPENDER_AGENT.getByName(id);
-  return runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT id FROM flue_submissions').toArray());
+/** The object's submissions as its store holds them (a ledger row, or an admission in the log). */
+function submissionRows(id: string): Promise<unknown[]> {
+  return objectSubmissions((env as unknown as { FLUE_SPENDER_AGENT: DurableObjectNamespace }).FLUE_SPENDER_AGENT.getByName(id));
 }
 
 test('getUsage() returns the settled submission with its tokens and cost, and null for an instance never contacted', async () => {

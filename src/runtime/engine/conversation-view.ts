@@ -8,13 +8,14 @@
  * It imports no engine code: everything above it may import it.
  */
 import { Conversation, type FlueConversationSettlement, type ReplySource, type SubmissionReply } from './conversation.ts';
-import { type StoredSettlement, decodeSettlement, ledgerOrder } from './settled-submission.ts';
+import { type StoredSettlement, decodeSettlement, encodeSettlement, ledgerOrder } from './settled-submission.ts';
 import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
 import type { AttachmentRecordRef, ConversationRecord } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
 import { type KeptRows, MAX_KEPT, OpenSubmissions } from './open-submissions.ts';
+import { admittedRow, openAdmission } from './log-admission.ts';
 import type { Batch, ConversationInfo, QueuedDelivery, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
 
 /** One conversation's in-memory side: its log fold and who is waiting on it. */
@@ -445,7 +446,7 @@ export class ConversationView {
       return { settlement: recent, reply };
     }
     if (this.unsettled.has(submissionId)) return undefined;
-    const row = this.store.settlementOf(live.key, submissionId);
+    const row = this.store.settlementOf(live.key, submissionId) ?? this.settledInLog(live, submissionId);
     if (row === undefined) return undefined;
     const stored = row.settlement === null ? undefined : decodeSettlement(row.settlement);
     if (stored === undefined) {
@@ -456,6 +457,18 @@ export class ConversationView {
     const { reply } = stored;
     const replyOf = () => (reply === undefined ? { text: '', data: {} } : this.replyInLog(live.key, { ...reply, through: stored.seq }));
     return { settlement: settlementOf(submissionId, stored), reply: replyOf };
+  }
+
+  /**
+   * The settlement of a submission admitted in the log and settled with no row (`SqlStore.admitsInLog`):
+   * from the live fold since its last checkpoint, else from the page a checkpoint wrote.
+   */
+  private settledInLog(live: LiveConversation, submissionId: string): { settlement: string } | undefined {
+    if (!this.store.admitsInLog) return undefined;
+    const recent = live.conv.unpagedSettlement(submissionId);
+    if (recent !== undefined) return { settlement: encodeSettlement(recent) };
+    const paged = this.store.settledPageEntry(live.key, submissionId);
+    return paged === undefined ? undefined : { settlement: paged };
   }
 
   /** A settled submission's reply, folded from the batches of the response that holds it. */
@@ -471,6 +484,7 @@ export class ConversationView {
    */
   usage(live: LiveConversation): ConversationUsage {
     const rows = this.store.settlementsOf(live.key);
+    if (this.store.admitsInLog) rows.push(...this.settlementsInLog(live, rows));
     const stored = rows.flatMap(({ id, settlement }) => {
       const decoded = settlement === null ? undefined : decodeSettlement(settlement);
       return decoded === undefined ? [] : [{ id, stored: decoded }];
@@ -483,6 +497,17 @@ export class ConversationView {
       submissions = whole ? logged : [...logged, ...submissions];
     }
     return { total: structuredClone(live.conv.ledgerTotal), submissions };
+  }
+
+  /** The settlements of submissions admitted in the log that no row keeps: the pages', then the live fold's since them. */
+  private settlementsInLog(live: LiveConversation, rows: readonly { id: string }[]): { id: string; settlement: string }[] {
+    const kept = new Set(rows.map((row) => row.id));
+    const found = [
+      ...this.store.settledPageEntries(live.key),
+      ...live.conv.unpagedSettlements.map(({ id, stored }) => ({ id, settlement: encodeSettlement(stored) })),
+    ];
+    // A row made for one after its admission (conversation-writer.ts) keeps the same settlement.
+    return found.filter(({ id }) => !kept.has(id) && (kept.add(id), true));
   }
 
   submission(id: string): SubmissionRow | undefined {
@@ -527,14 +552,53 @@ export class ConversationView {
   private openRows(key: ConversationKey): KeptRows {
     // Without a writer reporting to this view, only the store knows: every question goes to it.
     if (!this.written) return 'many';
-    return this.open.rows(key) ?? this.open.fill(key, this.store.openSubmissions(key, MAX_KEPT + 1));
+    return this.open.rows(key) ?? this.open.fill(key, this.storedOpenRows(key));
+  }
+
+  /**
+   * The conversation's open rows as the store holds them (at most one more than is kept): the
+   * ledger's, after the submission admitted in the log that is open, if one is (it was admitted
+   * when nothing else was open, so it is first; once it has its row, the ledger's row stands for it).
+   */
+  private storedOpenRows(key: ConversationKey): SubmissionRow[] {
+    const rows = this.store.openSubmissions(key, MAX_KEPT + 1);
+    const logged = this.openInLog(key);
+    return logged === undefined || rows.some((row) => row.id === logged.id) ? rows : [logged, ...rows];
+  }
+
+  /** The conversation's open submission admitted in the log, read from its log's tail (none on a store that admits none). */
+  private openInLog(key: ConversationKey): SubmissionRow | undefined {
+    if (!this.store.admitsInLog || !key.startsWith('agents/')) return undefined;
+    const admission = openAdmission(this.store.newestAdmissionOrSettlement(key)?.records);
+    return admission === undefined ? undefined : admittedRow(admission, key);
+  }
+
+  /** The open submission of `key` admitted in the log and still without a row, as kept (no query: none when the rows are not kept). */
+  keptInLog(key: ConversationKey): SubmissionRow | undefined {
+    const rows = this.open.rows(key);
+    return rows === undefined || rows === 'many' ? undefined : rows.find((row) => row.inLog === true);
+  }
+
+  /** The open submission of `key` admitted in the log and still without a row, reading the store when the rows are not kept. */
+  rowlessInLog(key: ConversationKey): SubmissionRow | undefined {
+    const rows = this.openRows(key);
+    return rows === 'many' ? undefined : rows.find((row) => row.inLog === true);
   }
 
   /** Conversations with unsettled submissions: what a host drives on start (recovery) and at every wake. */
   keysWithOpenWork(): ConversationKey[] {
-    if (!this.written) return this.store.keysWithOpenWork();
-    this.openKeys ??= new Set(this.store.keysWithOpenWork());
+    if (!this.written) return this.storedOpenKeys();
+    this.openKeys ??= new Set(this.storedOpenKeys());
     return [...this.openKeys];
+  }
+
+  /** The conversations with open submissions as the store holds them: open rows, or an open admission in the log. */
+  private storedOpenKeys(): ConversationKey[] {
+    const keys = this.store.keysWithOpenWork();
+    if (!this.store.admitsInLog) return keys;
+    const open = new Set(keys);
+    for (const key of this.store.conversationKeys()) if (!open.has(key) && this.openInLog(key) !== undefined) keys.push(key);
+    return keys;
   }
 
   /** Every submission, settled ones included, in admission order: what a post-mortem counts. */

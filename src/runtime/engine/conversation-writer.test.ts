@@ -334,10 +334,16 @@ describe('ConversationWriter', () => {
     const opened = await open();
     const { store, writer } = opened;
     const live = admitted(opened, 'sub_1', 'sub_2');
-    const claimed = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: 1, maxAttempts: 3, timeoutMs: 1000 });
+    const claimed = writer.claimAttempt(
+      { id: 'sub_1', conversation: live.key },
+      { attemptId: 'attempt_1', now: 1, maxAttempts: 3, timeoutMs: 1000 },
+    );
     expect(claimed).toMatchObject({ status: 'running', attemptCount: 1, attemptId: 'attempt_1' });
-    writer.markContinuation('sub_1');
-    expect(writer.claimAttempt('sub_1', { attemptId: 'attempt_2', now: 2, maxAttempts: 3, timeoutMs: 1000 }).attemptCount).toBe(1);
+    writer.markContinuation({ id: 'sub_1', conversation: live.key });
+    expect(
+      writer.claimAttempt({ id: 'sub_1', conversation: live.key }, { attemptId: 'attempt_2', now: 2, maxAttempts: 3, timeoutMs: 1000 })
+        .attemptCount,
+    ).toBe(1);
     expect(writer.requestAbort(live, 5)).toBe(2);
     expect(store.getSubmission('sub_2')?.abortRequestedAt).toBe(5);
   });

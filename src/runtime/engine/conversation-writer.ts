@@ -30,6 +30,7 @@ import { packRecords } from '../store/record-packing.ts';
 import { utf8Size } from '../common/limits.ts';
 import { jsonLongerThan } from '../common/json-length.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
+import { type AdmissionRecord, admittedRow, withoutAdmission } from './log-admission.ts';
 
 /** One settlement as stored: its batch, the ids of the ledger rows it settles, their outcome and error message. */
 export interface SettlementWrite {
@@ -103,6 +104,7 @@ export class ConversationWriter {
       if (due) {
         const value = checkpointValue(live.conv, live.incarnation);
         checkpointBytes = this.store.writeCheckpoint(live.key, live.conv.head, CHECKPOINT_VERSION, { value });
+        this.writeSettledPage(live);
       }
       return sized;
     };
@@ -116,6 +118,8 @@ export class ConversationWriter {
       throw error;
     }
     const { seq, bytes } = appended;
+    // The page holds them now; this batch's own settlements go to the next one.
+    if (due) live.conv.takeUnpaged();
     live.heldWritten();
     this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
@@ -186,6 +190,7 @@ export class ConversationWriter {
     timer: TimerRow,
     submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string } | undefined,
   ): void {
+    if (submission !== undefined) this.giveRow(timer.conversation);
     const open = this.view.openMaxOrd(timer.conversation);
     this.view.timersWritten();
     const row = this.guarded(timer.conversation, () =>
@@ -221,7 +226,7 @@ export class ConversationWriter {
   settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
     this.reloadIfAhead(live);
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
-    this.commit(live, records, () => this.markSettled({ settled, outcome, error }, stored));
+    this.commit(live, records, () => this.markSettled(live.key, { settled, outcome, error }, stored));
     this.view.settledIds(live.key, settled);
   }
 
@@ -247,7 +252,7 @@ export class ConversationWriter {
       const stored = live.conv.settlementsToStore(write.records, seq);
       bytes = this.store.transaction(() => {
         const appended = this.store.appendSized(live.key, [...held, ...records, ...write.records], seq - 1);
-        this.markSettled(write, stored);
+        this.markSettled(live.key, write, stored);
         return appended.bytes;
       });
     } catch (error) {
@@ -267,15 +272,34 @@ export class ConversationWriter {
     return write;
   }
 
-  /** The ledger rows of a settlement, each with what readers need of it (in the settlement batch's transaction). */
+  /**
+   * The settlements of submissions admitted in the log since the last checkpoint, beside the one
+   * being written (in its transaction): what their rows would keep, one row for the interval.
+   */
+  private writeSettledPage(live: LiveConversation): void {
+    const unpaged = live.conv.unpagedSettlements;
+    if (unpaged.length === 0) return;
+    const entries = unpaged.map(({ id, stored }) => ({ id, settlement: encodeSettlement(stored) }));
+    this.store.writeSettledPage(live.key, live.conv.head, entries);
+  }
+
+  /**
+   * The ledger rows of a settlement, each with what readers need of it (in the settlement batch's
+   * transaction). A submission admitted in the log has no row: its record is its settlement, and
+   * the next checkpoint's page keeps what a row would (`writeSettledPage`).
+   */
   private markSettled(
+    key: ConversationKey,
     { settled, outcome, error }: Pick<SettlementWrite, 'settled' | 'outcome' | 'error'>,
     stored: ReadonlyMap<string, StoredSettlement>,
   ): void {
-    const rows = settled.map((id) => {
-      const settlement = stored.get(id);
-      return { id, settlement: settlement === undefined ? null : encodeSettlement(settlement) };
-    });
+    const rowless = this.view.keptInLog(key)?.id;
+    const rows = settled
+      .filter((id) => id !== rowless)
+      .map((id) => {
+        const settlement = stored.get(id);
+        return { id, settlement: settlement === undefined ? null : encodeSettlement(settlement) };
+      });
     if (rows.length > 0) this.store.markSettled(rows, outcome, error, Date.now());
   }
 
@@ -304,9 +328,14 @@ export class ConversationWriter {
   admit(
     live: LiveConversation,
     birth: ConversationRecord | undefined,
-    submission: { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string; claim?: AttemptClaim },
+    submission: AdmittedSubmission,
     attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
   ): boolean {
+    if (this.admitsInLog(live, birth, submission, attachments)) {
+      this.admitInLog(live, birth, submission as LogAdmitted);
+      return true;
+    }
+    if (birth === undefined) this.giveRow(live.key);
     // A conversation born now has nothing open (its submissions are stored with it, never before).
     const open = birth === undefined ? this.view.openMaxOrd(live.key) : { maxOrd: undefined };
     const incarnation = birth === undefined ? undefined : newIncarnation();
@@ -336,26 +365,111 @@ export class ConversationWriter {
     return row.status === 'running';
   }
 
-  /** Claims the next attempt of submission `id`; answers its row as stored then. */
-  claimAttempt(id: string, attempt: AttemptClaim): SubmissionRow {
-    let row: SubmissionRow;
+  /**
+   * Whether this admission lives in the log alone: on a store that
+   * admits in the log, an unkeyed delivery without attachments, its first attempt claimed, to a
+   * conversation with nothing open. Anything else needs the ledger: a queue's order, a key's lookup.
+   */
+  private admitsInLog(
+    live: LiveConversation,
+    birth: ConversationRecord | undefined,
+    submission: AdmittedSubmission,
+    attachments: readonly unknown[],
+  ): boolean {
+    if (!this.store.admitsInLog || submission.claim === undefined || submission.payload.idempotencyKey !== undefined) return false;
+    if (attachments.length > 0 || submission.payload.attachments !== undefined) return false;
+    return birth !== undefined || this.view.openSubmissionIds(live.key).length === 0;
+  }
+
+  /**
+   * Admits a submission as its input record alone, with what its row would hold besides the
+   * message (`LogAdmission`): one batch (after the birth's, for a new conversation) where the
+   * ledger took a row and its open-queue entry. The receipt is returned after it commits, so the
+   * accepted work is as durable as a row makes it.
+   */
+  private admitInLog(live: LiveConversation, birth: ConversationRecord | undefined, submission: LogAdmitted): void {
+    const { claim } = submission;
+    const input: ConversationRecord = {
+      ...inputRecord(submission, undefined, submission.acceptedAt),
+      admission: {
+        acceptedAt: submission.acceptedAt,
+        attemptId: claim.attemptId,
+        startedAt: claim.now,
+        maxAttempts: claim.maxAttempts,
+        timeoutMs: claim.timeoutMs,
+      },
+    };
+    if (birth === undefined) {
+      this.commit(live, [input]);
+    } else {
+      const incarnation = newIncarnation();
+      // The birth keeps its batch of its own (a fork at offset 0 holds it alone), in the admission's transaction.
+      const batches = this.guarded(live.key, () =>
+        this.store.transaction(() => {
+          this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation });
+          // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
+          const born = this.store.appendSized(live.key, [birth], live.conv.head);
+          return [
+            { ...born, records: [birth] },
+            { ...this.store.appendSized(live.key, [input], born.seq), records: [input] },
+          ];
+        }),
+      );
+      live.incarnation = incarnation;
+      for (const { seq, bytes, records } of batches) {
+        this.view.appended(live.key, seq);
+        live.conv.apply({ seq, records });
+        live.sinceCheckpoint.batches++;
+        live.sinceCheckpoint.bytes += bytes;
+      }
+    }
+    this.view.admitted(admittedRow(input as AdmissionRecord, live.key), birth !== undefined);
+  }
+
+  /**
+   * Gives the conversation's open submission admitted in the log its ledger row, made from its
+   * admission, before anything else writes to the conversation's ledger (another admission, a
+   * timer's delivery, a claim, a continuation, an abort): from then on every question about it is
+   * the ledger's, and later rows come after it in admission order. A crash after it leaves the row
+   * and the admission record, which agree (the view reads the row).
+   */
+  private giveRow(key: ConversationKey): void {
+    if (!this.store.admitsInLog) return;
+    const logged = this.view.rowlessInLog(key);
+    if (logged === undefined) return;
+    const { id, conversation, kind, payload, acceptedAt } = logged;
+    const claim = { attemptId: logged.attemptId!, now: logged.startedAt!, maxAttempts: logged.maxAttempts!, timeoutMs: logged.timeoutMs! };
+    const row = this.guarded(key, () =>
+      this.store.storeSubmission({ id, conversation, kind, payload, acceptedAt, claim }, { maxOrd: undefined }),
+    );
+    this.view.rewritten(row);
+  }
+
+  /** Claims the next attempt of submission `row`; answers its row as stored then. */
+  claimAttempt(row: Pick<SubmissionRow, 'id' | 'conversation'>, attempt: AttemptClaim): SubmissionRow {
+    this.giveRow(row.conversation);
+    const { id } = row;
+    let claimed: SubmissionRow;
     try {
-      row = this.store.claimAttempt(id, attempt);
+      claimed = this.store.claimAttempt(id, attempt);
     } catch (error) {
       // Whose row it is is not known here: every kept queue is read again.
       this.view.ledgerUnsure();
       throw error;
     }
-    this.view.rewritten(row);
-    return row;
+    this.view.rewritten(claimed);
+    return claimed;
   }
 
-  markContinuation(id: string): void {
-    this.store.markContinuation(id);
+  /** The running attempt of `row` yielded: the next wake continues it without spending an attempt. */
+  markContinuation(row: Pick<SubmissionRow, 'id' | 'conversation'>): void {
+    this.giveRow(row.conversation);
+    this.store.markContinuation(row.id);
   }
 
   /** Stamps every unsettled submission of the conversation; answers how many there were. */
   requestAbort(live: LiveConversation, now: number): number {
+    this.giveRow(live.key);
     const affected = this.guarded(live.key, () => this.store.transaction(() => this.store.requestAbort(live.key, now)));
     this.view.abortRequested(live.key, now);
     return affected;
@@ -394,7 +508,7 @@ export class ConversationWriter {
         const { key } = conversation;
         this.store.createConversation({ key, agent: live.agentName, instanceId: live.instanceId, incarnation: newIncarnation() });
         for (const batch of conversation.batches) {
-          if (this.store.append(key, batch.records) !== batch.seq) {
+          if (this.store.append(key, batch.records.map(withoutAdmission)) !== batch.seq) {
             throw new ConversationRecordInvariantError(key, 'imported batch', `batch ${batch.seq} is out of sequence`);
           }
         }
@@ -439,6 +553,11 @@ export class ConversationWriter {
   }
 }
 
+/** An admission as the engine hands it over. */
+type AdmittedSubmission = { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string; claim?: AttemptClaim };
+/** One that may be admitted in the log: its first attempt claimed. */
+type LogAdmitted = AdmittedSubmission & { claim: AttemptClaim };
+
 /** About what a settlement adds to a response's last batch (its record, with its ledger entry). */
 const SETTLEMENT_BYTES = 400;
 /** Past this much text a batch is not sized exactly: it spans pages anyway, and sizing it would cost a copy. */
@@ -467,7 +586,7 @@ export function inputRecord(
   row: Pick<SubmissionRow, 'id' | 'kind' | 'payload'>,
   joinedInto?: string,
   ts = new Date().toISOString(),
-): ConversationRecord {
+): Extract<ConversationRecord, { type: 'user_message' | 'signal' }> {
   const message = row.payload.message;
   const joined = joinedInto === undefined ? {} : { joinedInto };
   const deliveryOrigin = submissionOrigin(row);

@@ -190,6 +190,8 @@ export interface FoldState {
   messages: FlueConversationMessage[];
   applied: string[];
   startRuns: string[];
+  /** Absent in checkpoints from before submissions were admitted in the log, which had none. */
+  logAdmitted?: string[];
   tail: ResponseTail;
   ledgerTotal: PromptUsage;
   settledCount: number;
@@ -245,6 +247,14 @@ export class Conversation {
   readonly applied = new Set<string>();
   /** Submissions whose `useAgentStart` seam committed; live scope: unsettled ones only. */
   readonly startRuns = new Set<string>();
+  /** Live scope: submissions admitted in the log (their input record is the admission) and not settled yet. */
+  readonly logAdmitted = new Set<string>();
+  /**
+   * Live scope: the settlements of submissions admitted in the log, as a row would keep them, since
+   * the checkpoint this fold started from or last wrote: the next checkpoint stores them in a page
+   * (`takeUnpaged`), and a fold rebuilt from that checkpoint finds them again in the batches after it.
+   */
+  private unpaged: { id: string; stored: StoredSettlement }[] = [];
   readonly tail: ResponseTail = { terminated: false, unread: false };
   /** The usage ledger's entries, in settlement order (transcript scope: a live fold keeps their sum only). */
   readonly ledger: SubmissionUsage[] = [];
@@ -347,6 +357,7 @@ export class Conversation {
       messages: this.messages,
       applied: [...this.applied],
       startRuns: [...this.startRuns],
+      ...(this.logAdmitted.size === 0 ? {} : { logAdmitted: [...this.logAdmitted] }),
       tail: this.tail,
       ledgerTotal: this.ledgerTotal,
       settledCount: this.settledCount,
@@ -381,6 +392,7 @@ export class Conversation {
     for (const message of state.messages) conv.push(message);
     for (const id of state.applied) conv.applied.add(id);
     for (const id of state.startRuns) conv.startRuns.add(id);
+    for (const id of state.logAdmitted ?? []) conv.logAdmitted.add(id);
     Object.assign(conv.tail, state.tail);
     conv.ledgerTotal = state.ledgerTotal;
     conv.settledCount = state.settledCount;
@@ -524,6 +536,23 @@ export class Conversation {
     return stored;
   }
 
+  /** The settlements of submissions admitted in the log since the last checkpoint, handed to the page the next one writes. */
+  takeUnpaged(): { id: string; stored: StoredSettlement }[] {
+    const taken = this.unpaged;
+    this.unpaged = [];
+    return taken;
+  }
+
+  /** A settlement of a submission admitted in the log that no page holds yet, as a row would keep it. */
+  unpagedSettlement(submissionId: string): StoredSettlement | undefined {
+    return this.unpaged.find((entry) => entry.id === submissionId)?.stored;
+  }
+
+  /** Every settlement no page holds yet. */
+  get unpagedSettlements(): readonly { id: string; stored: StoredSettlement }[] {
+    return this.unpaged;
+  }
+
   private recentReply(submissionId: string): SubmissionReply | undefined {
     const source = this.replySources.get(submissionId);
     return source === undefined ? undefined : this.recentReplies.get(source.of);
@@ -628,8 +657,12 @@ export class Conversation {
         this.initialData = record.initialData;
         return;
       case 'user_message':
+        if (this.scope === 'live' && record.admission !== undefined) this.logAdmitted.add(record.submissionId);
         return this.applyUser(record);
       case 'signal':
+        if (this.scope === 'live' && record.admission !== undefined && record.submissionId !== undefined) {
+          this.logAdmitted.add(record.submissionId);
+        }
         return this.applySignal(record);
       case 'assistant_started':
         return this.applyStarted(record);
@@ -694,6 +727,7 @@ export class Conversation {
           ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
         });
         if (this.scope === 'live') this.noteReply(record.submissionId, record.answeredBySubmissionId);
+        if (this.scope === 'live' && this.logAdmitted.delete(record.submissionId)) this.unpage(record);
         this.settledInBatch.push(record.submissionId);
         this.settledCount++;
         return this.applyLedger(record);
@@ -711,6 +745,26 @@ export class Conversation {
     this.modelEntries = this.modelEntries.slice(cut - this.modelBase);
     this.modelBase = cut;
     this.compaction = { summary, firstKept: cut };
+  }
+
+  /**
+   * Notes the settlement of a submission admitted in the log as its row would keep it (what
+   * `settlementsToStore` makes for a row): the reply where `noteReply` just located it.
+   */
+  private unpage(record: RecordOf<'submission_settled'>): void {
+    const reply = this.replySources.get(record.submissionId);
+    this.unpaged.push({
+      id: record.submissionId,
+      stored: {
+        seq: this.applying,
+        index: this.settledInBatch.length,
+        outcome: record.outcome,
+        ...(record.error === undefined ? {} : { error: record.error }),
+        ...(record.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: record.answeredBySubmissionId }),
+        usage: this.ledgerEntryOf(record),
+        ...(reply === undefined ? {} : { reply: { of: reply.of, after: reply.after } }),
+      },
+    });
   }
 
   /** A settlement's ledger entry; one from before the ledger counts what this log shows of its response. */

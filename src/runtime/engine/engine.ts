@@ -413,8 +413,10 @@ export class ConversationEngine implements ProbedEngine {
       return true;
     }
     // A first attempt this process claimed with the admission runs as claimed (no write of its
-    // own). After a restart it is an attempt a crash ended, like any other claimed one.
-    const unstarted = this.admittedClaims.delete(row.id) && row.status === 'running' && !live.conv.applied.has(row.id);
+    // own), whether or not its input is in the log yet (one admitted in the log has it from
+    // admission on, and keeps its claim when another admission gives it a row). After a restart it
+    // is an attempt a crash ended, like any other claimed one.
+    const unstarted = this.admittedClaims.delete(row.id) && row.status === 'running';
     if (!unstarted && row.attemptCount >= durability.maxAttempts) {
       const applied = live.conv.applied.has(row.id);
       const error = applied
@@ -435,7 +437,7 @@ export class ConversationEngine implements ProbedEngine {
     }
     const claimed = unstarted
       ? row
-      : this.writer.claimAttempt(row.id, {
+      : this.writer.claimAttempt(row, {
           attemptId: newId('attempt'),
           now,
           maxAttempts: durability.maxAttempts,
@@ -505,7 +507,7 @@ export class ConversationEngine implements ProbedEngine {
       }
       if (error instanceof RunYield) {
         // Near the host's wall-time limit: the same attempt continues on the next wake.
-        this.writer.markContinuation(claimed.id);
+        this.writer.markContinuation(claimed);
         return true;
       }
       if (run.abortReason instanceof SubmissionAbortedError || error instanceof SubmissionAbortedError) {

@@ -85,7 +85,11 @@ describe('the open submissions the view keeps', () => {
       ['born with its first submission, claimed', () => admit(writer, live, 'sub_1', birth, true)],
       ['kept', () => view.keep(live)],
       ['two more queued', () => [admit(writer, live, 'sub_2'), admit(writer, live, 'sub_3', undefined, true)]],
-      ['a claim', () => writer.claimAttempt('sub_1', { attemptId: 'attempt_x', now: 2, maxAttempts: 3, timeoutMs: 1000 })],
+      [
+        'a claim',
+        () =>
+          writer.claimAttempt({ id: 'sub_1', conversation: live.key }, { attemptId: 'attempt_x', now: 2, maxAttempts: 3, timeoutMs: 1000 }),
+      ],
       ['a join', () => writer.join(live, view.unjoinedDeliveries(live.key).slice(1, 2), 'sub_1')],
       ['a fourth queued', () => admit(writer, live, 'sub_4')],
       ['an abort stamp', () => writer.requestAbort(live, 7)],
@@ -193,7 +197,9 @@ describe('the open submissions the view keeps', () => {
     vi.spyOn(store, 'claimAttempt').mockImplementationOnce(() => {
       throw new Error('refused');
     });
-    expect(() => writer.claimAttempt('sub_1', { attemptId: 'a', now: 1, maxAttempts: 3, timeoutMs: 1 })).toThrow('refused');
+    expect(() =>
+      writer.claimAttempt({ id: 'sub_1', conversation: live.key }, { attemptId: 'a', now: 1, maxAttempts: 3, timeoutMs: 1 }),
+    ).toThrow('refused');
     reads.mockClear();
     expect(view.queueHead(live.key)).toEqual(store.getSubmission('sub_1'));
     expect(reads).toHaveBeenCalledTimes(1);

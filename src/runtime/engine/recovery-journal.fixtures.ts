@@ -257,7 +257,7 @@ function matches(crashAt: CrashAt | undefined, event: ProbeEvent): boolean {
 }
 
 /** The store's driver, with a switch that makes every statement throw (a dead process writes nothing). */
-class FreezableDriver implements SqlDriver {
+export class FreezableDriver implements SqlDriver {
   frozen = false;
   private readonly inner: SqlDriver;
 

@@ -118,7 +118,10 @@ function claimed(body = 'go'): { live: LiveConversation; row: SubmissionRow } {
     [],
   );
   view.keep(live);
-  const row = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
+  const row = writer.claimAttempt(
+    { id: 'sub_1', conversation: live.key },
+    { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 },
+  );
   return { live, row };
 }
 
@@ -231,7 +234,10 @@ describe('ResponseRun', () => {
       { id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'again' } }, acceptedAt: ts },
       [],
     );
-    const row = writer.claimAttempt('sub_2', { attemptId: 'attempt_2', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
+    const row = writer.claimAttempt(
+      { id: 'sub_2', conversation: live.key },
+      { attemptId: 'attempt_2', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 },
+    );
     const before = records(live).length;
     const append = store.appendSized.bind(store);
     store.appendSized = (key, batch, at) => {

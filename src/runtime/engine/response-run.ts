@@ -245,6 +245,9 @@ export class ResponseRun {
         // The open submission holds the input: unless a reader follows, it goes with the first step.
         this.out.commitOrHold([input]);
         this.emitInput(input);
+      } else if (leader.inLog === true && this.conv.response(leader.id).steps === 0) {
+        // Admitted in the log: its input was written with the admission, and is told as this response starts.
+        this.emitInput(inputRecord(leader, undefined, leader.acceptedAt));
       }
       if (this.conv.response(leader.id).steps === 0) startMetadata = runResponseStart(this.renderer.render().responseStart, this.site);
       if (!this.conv.startRuns.has(leader.id)) await this.agentStart(leader.id);

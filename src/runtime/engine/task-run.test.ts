@@ -42,7 +42,10 @@ beforeEach(async () => {
     [],
   );
   view.keep(parent);
-  row = writer.claimAttempt('sub_1', { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 });
+  row = writer.claimAttempt(
+    { id: 'sub_1', conversation: parent.key },
+    { attemptId: 'attempt_1', now: Date.now(), maxAttempts: 3, timeoutMs: 60_000 },
+  );
   events = [];
   delegated = [];
   behave = (child) => answer(child, 'child says hi');

@@ -36,6 +36,11 @@ export interface LogTable {
   insert(key: ConversationKey, seq: number, column: string): void;
   /** Up to `limit` batches after `after`, in order: `{ seq, records }` rows. */
   rows(key: ConversationKey, after: number, limit: number): SqlRow[];
+  /**
+   * Up to `limit` batches before `before`, newest first, whose stored text holds one of `needles`
+   * or starts with `spilled` (a batch kept whole in chunks, whose text the column does not hold).
+   */
+  rowsBackward(key: ConversationKey, before: number, limit: number, needles: readonly [string, string], spilled: string): SqlRow[];
   /** The overflow pages a row of batch `seq` with `textBytes` of records takes (inline-rows.ts). */
   overflowPages(key: ConversationKey, seq: number, textBytes: number): number;
 }
@@ -65,6 +70,18 @@ function batchesTable(driver: SqlDriver): LogTable {
     insert: (key, seq, column) => driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, column),
     rows: (key, after, limit) =>
       driver.query('SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?', key, after, limit),
+    rowsBackward: (key, before, limit, [first, second], spilled) =>
+      driver.query(
+        `SELECT seq, records FROM flue_batches WHERE stream = ? AND seq < ?
+           AND (instr(records, ?) > 0 OR instr(records, ?) > 0 OR substr(records, 1, ?) = ?) ORDER BY seq DESC LIMIT ?`,
+        key,
+        before,
+        first,
+        second,
+        spilled.length,
+        spilled,
+        limit,
+      ),
     overflowPages: (key, seq, textBytes) => overflowPages(logRowPayload(key, seq, textBytes), 'index'),
   };
 }
@@ -131,6 +148,23 @@ function rowidLog(driver: SqlDriver, format: StoreFormat): LogTable {
         log,
         after,
         log,
+        limit,
+      );
+    },
+    rowsBackward(key, before, limit, [first, second], spilled) {
+      const log = numberOf(key);
+      if (log === undefined) return [];
+      return driver.query(
+        `SELECT pos - (? << 32) AS seq, records FROM flue_log WHERE pos >= (? << 32) AND pos < (? << 32) + ?
+           AND (instr(records, ?) > 0 OR instr(records, ?) > 0 OR substr(records, 1, ?) = ?) ORDER BY pos DESC LIMIT ?`,
+        log,
+        log,
+        log,
+        before,
+        first,
+        second,
+        spilled.length,
+        spilled,
         limit,
       );
     },

@@ -24,6 +24,21 @@ export interface AttachmentRecordRef {
 
 export type SubmissionOutcome = 'completed' | 'failed' | 'aborted';
 
+/**
+ * On the input record of a submission admitted in the log (format 4, a Durable Object's store,
+ * when nothing else of the conversation is open): the record is the admission, and holds what its ledger row
+ * would besides the message, so the row can be made from it when something needs one. A copy of
+ * the log (a fork, an import) is written without it: the copy holds no admitted work.
+ */
+export interface LogAdmission {
+  acceptedAt: string;
+  /** Its first attempt, claimed at admission. */
+  attemptId: string;
+  startedAt: number;
+  maxAttempts: number;
+  timeoutMs: number;
+}
+
 /** How a signal entered the log: delivered by a caller, appended by a hook, or written by us. */
 export type SignalOrigin = 'delivery' | 'append' | 'framework';
 
@@ -53,6 +68,7 @@ export type ConversationRecord =
       deliveryOrigin?: DeliveryOrigin;
       body: string;
       attachments?: AttachmentRecordRef[];
+      admission?: LogAdmission;
       ts: string;
     }
   | {
@@ -67,6 +83,7 @@ export type ConversationRecord =
       body: string;
       attributes?: Record<string, string>;
       tagName?: string;
+      admission?: LogAdmission;
       ts: string;
     }
   | {

@@ -18,11 +18,14 @@ import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
  * version 2's tables, and a model step written whole in one batch keeps its text once, in its
  * completed message, with no deltas (turn-stream.ts): a version before 3 would read such a step as
  * saying nothing, so it refuses the store (its stamp), as a version before 2 refuses a version-2
- * store, where it would find no log. Stores of versions 1 and 2 go on writing the deltas.
+ * store, where it would find no log. Stores of versions 1 and 2 go on writing the deltas. Version 4
+ * has version 3's tables, and a Durable Object admits a submission to an idle conversation in its
+ * log alone, with no ledger row: a version before 4 would not see
+ * that open work, nor find the settlements kept in `flue_settled`, so it refuses the store.
  */
-export const FLUE_FORMAT_VERSION = '3';
+export const FLUE_FORMAT_VERSION = '4';
 /** The formats this version reads and writes: its own, and the ones before it. */
-export const READABLE_FORMATS = ['1', '2', FLUE_FORMAT_VERSION] as const;
+export const READABLE_FORMATS = ['1', '2', '3', FLUE_FORMAT_VERSION] as const;
 export type StoreFormat = (typeof READABLE_FORMATS)[number];
 
 /** The ledger: every format keeps it alike. */
@@ -83,6 +86,7 @@ const CORE_OBJECTS: Record<StoreFormat, Record<string, string>> = {
   },
   '2': ROWID_LOG_OBJECTS,
   '3': ROWID_LOG_OBJECTS,
+  '4': ROWID_LOG_OBJECTS,
 };
 
 /** Made by the first write to each: table → its statements (the table, then its indexes). */
@@ -141,6 +145,13 @@ const LAZY_TABLES = {
        PRIMARY KEY (stream, name)
      ) WITHOUT ROWID`,
     `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
+  ],
+  // The settlements of submissions admitted in the log (format 4), a page with each checkpoint:
+  // what a ledger row would keep of them (settled-submission.ts), for receipts and the usage ledger.
+  flue_settled: [
+    `CREATE TABLE IF NOT EXISTS flue_settled (
+       stream TEXT NOT NULL, seq INTEGER NOT NULL, entries TEXT NOT NULL, PRIMARY KEY (stream, seq)
+     ) WITHOUT ROWID`,
   ],
   // The newest checkpoint of each conversation's fold: derived data, rewritten in the transaction of
   // a later batch, read (and distrusted when it does not check out) when a fold is rebuilt. A rowid

@@ -11,7 +11,7 @@
  * UTF-8 chunks, and names them (value-parts.ts): a committed message names its submission's.
  */
 import { ConversationRecordInvariantError } from '../common/errors.ts';
-import type { AttachmentRecordRef, ConversationRecord, SubmissionOutcome } from './records.ts';
+import type { AttachmentRecordRef, ConversationRecord, LogAdmission, SubmissionOutcome } from './records.ts';
 import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
@@ -125,10 +125,22 @@ export interface SubmissionRow {
   joinedInto: string | null;
   outcome: SubmissionOutcome | null;
   error: string | null;
+  /** Admitted in the log and not given its ledger row yet (`SqlStore.admitsInLog`): its `ord` is 0 until then. */
+  inLog?: true;
 }
 
 /** What joining a queued delivery into a response reads of its row. */
 export type QueuedDelivery = Pick<SubmissionRow, 'id' | 'kind' | 'payload' | 'status' | 'abortRequestedAt'>;
+
+/** A settlement page's entries (`writeSettledPage`). */
+function pageEntries(column: SqlValue): { id: string; settlement: string }[] {
+  return JSON.parse(String(column)) as { id: string; settlement: string }[];
+}
+
+/** The admission an input record carries, when its submission was admitted in the log. */
+export function admissionOf(record: ConversationRecord): LogAdmission | undefined {
+  return record.type === 'user_message' || record.type === 'signal' ? record.admission : undefined;
+}
 
 function submissionKind(column: SqlValue): SubmissionKind {
   return column === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch';
@@ -240,11 +252,24 @@ export interface Batch {
   records: ConversationRecord[];
 }
 
+/** What a store is made for, beyond its database. */
+export interface SqlStoreOptions {
+  /**
+   * The store is one Durable Object's: its host finds open work by reading its one conversation's
+   * log (`openLogAdmission`), so from format 4 on a submission admitted to an idle conversation
+   * lives in the log alone (`admitsInLog`). A Node store holds many conversations, which its start
+   * finds through the ledger's open-queue index.
+   */
+  admitsInLog?: boolean;
+}
+
 export class SqlStore {
   readonly driver: SqlDriver;
+  private readonly logAdmissions: boolean;
 
-  constructor(driver: SqlDriver) {
+  constructor(driver: SqlDriver, options: SqlStoreOptions = {}) {
     this.driver = driver;
+    this.logAdmissions = options.admitsInLog === true;
   }
 
   transaction<T>(fn: () => T): T {
@@ -286,6 +311,36 @@ export class SqlStore {
    */
   get writesStepTextOnce(): boolean {
     return Number(this.log.format) >= 3;
+  }
+
+  /**
+   * Whether a submission admitted to an idle conversation, unkeyed, lives in the log alone until
+   * something needs its ledger row: a Durable Object's store, in
+   * format 4 on.
+   */
+  get admitsInLog(): boolean {
+    return this.logAdmissions && Number(this.log.format) >= 4;
+  }
+
+  /**
+   * The newest batch of `key` holding an admission record (`LogAdmission`) or a settlement: what a
+   * wake reads to learn whether a submission admitted in the log is open. Only one can be, and
+   * nothing is admitted after it without its row, so every batch after it is its own response's:
+   * the read goes back at most one response, however long the history.
+   */
+  newestAdmissionOrSettlement(key: ConversationKey): Batch | undefined {
+    const page = 8;
+    // A sequence is below 2^32: the rowid log packs it into the low half of its key.
+    for (let before = 2 ** 32; ; ) {
+      const rows = this.log.rowsBackward(key, before, page, ['"admission":', '"submission_settled"'], SPILL_MARKER);
+      for (const row of rows) {
+        const seq = Number(row.seq);
+        const { records } = unpackRecordValues(this.readValue(row.records, key, false).value, false);
+        if (records.some((record) => record.type === 'submission_settled' || admissionOf(record) !== undefined)) return { seq, records };
+        before = seq;
+      }
+      if (rows.length < page) return undefined;
+    }
   }
 
   /** The overflow pages batch `seq` of `key` takes with `textBytes` of records (store/inline-rows.ts). */
@@ -638,6 +693,44 @@ export class SqlStore {
     return this.driver
       .query('SELECT id, settlement FROM flue_submissions WHERE stream = ? AND settled_at IS NOT NULL', key)
       .map((row) => ({ id: String(row.id), settlement: row.settlement === null ? null : String(row.settlement) }));
+  }
+
+  // ── Settlements of submissions admitted in the log ───────────────────────────────────────
+
+  /**
+   * The settlements of submissions admitted in the log whose batches a checkpoint at `seq` covers,
+   * as their rows would keep them (settled-submission.ts): one row for the interval.
+   */
+  writeSettledPage(key: ConversationKey, seq: number, entries: readonly { id: string; settlement: string }[]): void {
+    lazyWrite(
+      this.driver,
+      'INSERT OR REPLACE INTO flue_settled (stream, seq, entries) VALUES (?, ?, ?)',
+      key,
+      seq,
+      JSON.stringify(entries),
+    );
+  }
+
+  /** The stored settlement of a submission admitted in the log, from the pages: undefined when none holds it. */
+  settledPageEntry(key: ConversationKey, id: string): string | undefined {
+    const rows = lazyRows(
+      this.driver,
+      'SELECT entries FROM flue_settled WHERE stream = ? AND instr(entries, ?) > 0 ORDER BY seq DESC',
+      key,
+      `"id":${JSON.stringify(id)}`,
+    );
+    for (const row of rows) {
+      const found = pageEntries(row.entries).find((entry) => entry.id === id);
+      if (found !== undefined) return found.settlement;
+    }
+    return undefined;
+  }
+
+  /** Every settlement the pages of `key` hold. */
+  settledPageEntries(key: ConversationKey): { id: string; settlement: string }[] {
+    return lazyRows(this.driver, 'SELECT entries FROM flue_settled WHERE stream = ? ORDER BY seq', key).flatMap((row) =>
+      pageEntries(row.entries),
+    );
   }
 
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
