@@ -13,7 +13,7 @@ import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
 import type { AttachmentRecordRef, ConversationRecord } from '../store/records.ts';
 import type { SqlSandboxFiles } from '../store/sql-sandbox-files.ts';
-import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
+import { type ConversationKey, conversationKey, isRootConversation } from '../store/conversation-key.ts';
 import { type KeptRows, MAX_KEPT, OpenSubmissions } from './open-submissions.ts';
 import { admittedRow, openAdmission } from './log-admission.ts';
 import type { Batch, ConversationInfo, QueuedDelivery, SqlStore, StateHistoryEntry, SubmissionRow, TimerRow } from '../store/sql-store.ts';
@@ -483,8 +483,8 @@ export class ConversationView {
    * settlement, else the batches before the first one a row keeps.
    */
   usage(live: LiveConversation): ConversationUsage {
-    const rows = this.store.settlementsOf(live.key);
-    if (this.store.admitsInLog) rows.push(...this.settlementsInLog(live, rows));
+    const ledger = this.store.settlementsOf(live.key);
+    const rows = this.store.admitsInLog ? [...ledger, ...this.settlementsInLog(live, ledger)] : ledger;
     const stored = rows.flatMap(({ id, settlement }) => {
       const decoded = settlement === null ? undefined : decodeSettlement(settlement);
       return decoded === undefined ? [] : [{ id, stored: decoded }];
@@ -501,13 +501,20 @@ export class ConversationView {
 
   /** The settlements of submissions admitted in the log that no row keeps: the pages', then the live fold's since them. */
   private settlementsInLog(live: LiveConversation, rows: readonly { id: string }[]): { id: string; settlement: string }[] {
-    const kept = new Set(rows.map((row) => row.id));
     const found = [
       ...this.store.settledPageEntries(live.key),
       ...live.conv.unpagedSettlements.map(({ id, stored }) => ({ id, settlement: encodeSettlement(stored) })),
     ];
-    // A row made for one after its admission (conversation-writer.ts) keeps the same settlement.
-    return found.filter(({ id }) => !kept.has(id) && (kept.add(id), true));
+    // Each id once: a row made for one after its admission (conversation-writer.ts) keeps the same
+    // settlement, and a fold rebuilt from the whole log notes again what a page holds.
+    const seen = new Set(rows.map((row) => row.id));
+    const fresh: { id: string; settlement: string }[] = [];
+    for (const entry of found) {
+      if (seen.has(entry.id)) continue;
+      seen.add(entry.id);
+      fresh.push(entry);
+    }
+    return fresh;
   }
 
   submission(id: string): SubmissionRow | undefined {
@@ -568,9 +575,16 @@ export class ConversationView {
 
   /** The conversation's open submission admitted in the log, read from its log's tail (none on a store that admits none). */
   private openInLog(key: ConversationKey): SubmissionRow | undefined {
-    if (!this.store.admitsInLog || !key.startsWith('agents/')) return undefined;
+    // Only an instance's root conversation takes deliveries: a task's child conversation has none.
+    if (!this.store.admitsInLog || !isRootConversation(key)) return undefined;
     const admission = openAdmission(this.store.newestAdmissionOrSettlement(key)?.records);
     return admission === undefined ? undefined : admittedRow(admission, key);
+  }
+
+  /** Whether the conversation has no open submission (its rows are read once, then kept: a burst's admissions ask no query). */
+  nothingOpen(key: ConversationKey): boolean {
+    const rows = this.openRows(key);
+    return rows !== 'many' && rows.length === 0;
   }
 
   /** The open submission of `key` admitted in the log and still without a row, as kept (no query: none when the rows are not kept). */

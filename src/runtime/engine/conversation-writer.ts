@@ -279,8 +279,10 @@ export class ConversationWriter {
   private writeSettledPage(live: LiveConversation): void {
     const unpaged = live.conv.unpagedSettlements;
     if (unpaged.length === 0) return;
-    const entries = unpaged.map(({ id, stored }) => ({ id, settlement: encodeSettlement(stored) }));
-    this.store.writeSettledPage(live.key, live.conv.head, entries);
+    // A fold rebuilt from the whole log (no checkpoint it could trust) notes again what pages hold.
+    const paged = this.store.lastSettledPage(live.key);
+    const entries = unpaged.flatMap(({ id, stored }) => (stored.seq > paged ? [{ id, settlement: encodeSettlement(stored) }] : []));
+    if (entries.length > 0) this.store.writeSettledPage(live.key, live.conv.head, entries);
   }
 
   /**
@@ -378,7 +380,7 @@ export class ConversationWriter {
   ): boolean {
     if (!this.store.admitsInLog || submission.claim === undefined || submission.payload.idempotencyKey !== undefined) return false;
     if (attachments.length > 0 || submission.payload.attachments !== undefined) return false;
-    return birth !== undefined || this.view.openSubmissionIds(live.key).length === 0;
+    return birth !== undefined || this.view.nothingOpen(live.key);
   }
 
   /**

@@ -14,6 +14,11 @@ export function conversationKey(agentName: string, instanceId: string): Conversa
   return `agents/${agentName}/${instanceId}` as ConversationKey;
 }
 
+/** Whether `key` is an instance's root conversation (`conversationKey`), not a task's child. */
+export function isRootConversation(key: ConversationKey): boolean {
+  return key.startsWith('agents/');
+}
+
 export function childConversationKey(parent: ConversationKey, stepId: string, toolCallId: string): ConversationKey {
   return `tasks/${parent}/${stepId}/${toolCallId}` as ConversationKey;
 }

@@ -70,18 +70,8 @@ function batchesTable(driver: SqlDriver): LogTable {
     insert: (key, seq, column) => driver.run('INSERT INTO flue_batches (stream, seq, records) VALUES (?, ?, ?)', key, seq, column),
     rows: (key, after, limit) =>
       driver.query('SELECT seq, records FROM flue_batches WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?', key, after, limit),
-    rowsBackward: (key, before, limit, [first, second], spilled) =>
-      driver.query(
-        `SELECT seq, records FROM flue_batches WHERE stream = ? AND seq < ?
-           AND (instr(records, ?) > 0 OR instr(records, ?) > 0 OR substr(records, 1, ?) = ?) ORDER BY seq DESC LIMIT ?`,
-        key,
-        before,
-        first,
-        second,
-        spilled.length,
-        spilled,
-        limit,
-      ),
+    // Only a store of format 4 on admits submissions in its log (SqlStore.admitsInLog): none to find here.
+    rowsBackward: () => [],
     overflowPages: (key, seq, textBytes) => overflowPages(logRowPayload(key, seq, textBytes), 'index'),
   };
 }

@@ -146,11 +146,12 @@ const LAZY_TABLES = {
      ) WITHOUT ROWID`,
     `CREATE INDEX IF NOT EXISTS flue_timers_due ON flue_timers (due_at)`,
   ],
-  // The settlements of submissions admitted in the log (format 4), a page with each checkpoint:
-  // what a ledger row would keep of them (settled-submission.ts), for receipts and the usage ledger.
+  // The settlements of submissions admitted in the log (format 4), a page with each checkpoint
+  // (`seq`, in parts of at most 256 KiB): what a ledger row would keep of them (settled-submission.ts),
+  // for receipts and the usage ledger.
   flue_settled: [
     `CREATE TABLE IF NOT EXISTS flue_settled (
-       stream TEXT NOT NULL, seq INTEGER NOT NULL, entries TEXT NOT NULL, PRIMARY KEY (stream, seq)
+       stream TEXT NOT NULL, seq INTEGER NOT NULL, part INTEGER NOT NULL, entries TEXT NOT NULL, PRIMARY KEY (stream, seq, part)
      ) WITHOUT ROWID`,
   ],
   // The newest checkpoint of each conversation's fold: derived data, rewritten in the transaction of

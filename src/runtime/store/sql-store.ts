@@ -132,6 +132,9 @@ export interface SubmissionRow {
 /** What joining a queued delivery into a response reads of its row. */
 export type QueuedDelivery = Pick<SubmissionRow, 'id' | 'kind' | 'payload' | 'status' | 'abortRequestedAt'>;
 
+/** At most this many characters of settlements in one row of a settlement page: far below a row's limit. */
+const PAGE_PART_CHARS = 256 * 1024;
+
 /** A settlement page's entries (`writeSettledPage`). */
 function pageEntries(column: SqlValue): { id: string; settlement: string }[] {
   return JSON.parse(String(column)) as { id: string; settlement: string }[];
@@ -699,23 +702,39 @@ export class SqlStore {
 
   /**
    * The settlements of submissions admitted in the log whose batches a checkpoint at `seq` covers,
-   * as their rows would keep them (settled-submission.ts): one row for the interval.
+   * as their rows would keep them (settled-submission.ts): one row for the interval, or a row per
+   * `PAGE_PART_CHARS` of them (a fold rebuilt from a long log without pages notes many at once).
    */
   writeSettledPage(key: ConversationKey, seq: number, entries: readonly { id: string; settlement: string }[]): void {
-    lazyWrite(
-      this.driver,
-      'INSERT OR REPLACE INTO flue_settled (stream, seq, entries) VALUES (?, ?, ?)',
-      key,
-      seq,
-      JSON.stringify(entries),
-    );
+    let part = 0;
+    let chunk: { id: string; settlement: string }[] = [];
+    let chars = 0;
+    const write = () => {
+      const sql = 'INSERT OR REPLACE INTO flue_settled (stream, seq, part, entries) VALUES (?, ?, ?, ?)';
+      lazyWrite(this.driver, sql, key, seq, part++, JSON.stringify(chunk));
+      chunk = [];
+      chars = 0;
+    };
+    for (const entry of entries) {
+      const size = entry.id.length + entry.settlement.length + 32;
+      if (chunk.length > 0 && chars + size > PAGE_PART_CHARS) write();
+      chunk.push(entry);
+      chars += size;
+    }
+    if (chunk.length > 0) write();
+  }
+
+  /** The checkpoint sequence of the newest settlement page of `key`, or -1: the settlements up to it are paged. */
+  lastSettledPage(key: ConversationKey): number {
+    const row = lazyRows(this.driver, 'SELECT max(seq) AS seq FROM flue_settled WHERE stream = ?', key)[0];
+    return row === undefined || row.seq === null ? -1 : Number(row.seq);
   }
 
   /** The stored settlement of a submission admitted in the log, from the pages: undefined when none holds it. */
   settledPageEntry(key: ConversationKey, id: string): string | undefined {
     const rows = lazyRows(
       this.driver,
-      'SELECT entries FROM flue_settled WHERE stream = ? AND instr(entries, ?) > 0 ORDER BY seq DESC',
+      'SELECT entries FROM flue_settled WHERE stream = ? AND instr(entries, ?) > 0 ORDER BY seq DESC, part DESC',
       key,
       `"id":${JSON.stringify(id)}`,
     );
@@ -728,7 +747,7 @@ export class SqlStore {
 
   /** Every settlement the pages of `key` hold. */
   settledPageEntries(key: ConversationKey): { id: string; settlement: string }[] {
-    return lazyRows(this.driver, 'SELECT entries FROM flue_settled WHERE stream = ? ORDER BY seq', key).flatMap((row) =>
+    return lazyRows(this.driver, 'SELECT entries FROM flue_settled WHERE stream = ? ORDER BY seq, part', key).flatMap((row) =>
       pageEntries(row.entries),
     );
   }
