@@ -2,6 +2,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
 import { storeExists } from '../../src/runtime/store/schema.ts';
 import { SqlStore } from '../../src/runtime/store/sql-store.ts';
+import { isAdmissionRecord } from '../../src/runtime/store/records.ts';
 
 /** Whether the object's database holds the store: a new object makes it at its first call. */
 export function objectHasStore(stub: DurableObjectStub): Promise<boolean> {
@@ -40,12 +41,8 @@ export function objectSubmissions(stub: DurableObjectStub): Promise<StoredSubmis
     for (const key of store.conversationKeys()) {
       for (const { records } of store.readBatches(key, -1)) {
         for (const record of records) {
-          if (
-            (record.type === 'user_message' || record.type === 'signal') &&
-            record.admission !== undefined &&
-            !ledger.has(record.submissionId!)
-          ) {
-            found.push({ id: record.submissionId!, stream: key, status: 'running', outcome: null, attemptCount: 1, inLog: true });
+          if (isAdmissionRecord(record) && !ledger.has(record.submissionId)) {
+            found.push({ id: record.submissionId, stream: key, status: 'running', outcome: null, attemptCount: 1, inLog: true });
           }
           if (record.type !== 'submission_settled') continue;
           const logged = found.find((entry) => entry.inLog && entry.id === record.submissionId);

@@ -8,7 +8,7 @@
  * It imports no engine code: everything above it may import it.
  */
 import { Conversation, type FlueConversationSettlement, type ReplySource, type SubmissionReply } from './conversation.ts';
-import { type StoredSettlement, decodeSettlement, encodeSettlement, ledgerOrder } from './settled-submission.ts';
+import { type StoredSettlement, decodeSettlement, ledgerOrder } from './settled-submission.ts';
 import type { ConversationUsage } from '../common/types.ts';
 import { type SinceCheckpoint, freshSince, restoreCheckpoint } from './conversation-checkpoint.ts';
 import type { AttachmentRecordRef, ConversationRecord } from '../store/records.ts';
@@ -446,9 +446,13 @@ export class ConversationView {
       return { settlement: recent, reply };
     }
     if (this.unsettled.has(submissionId)) return undefined;
-    const row = this.store.settlementOf(live.key, submissionId) ?? this.settledInLog(live, submissionId);
-    if (row === undefined) return undefined;
-    const stored = row.settlement === null ? undefined : decodeSettlement(row.settlement);
+    const row = this.store.settlementOf(live.key, submissionId);
+    const found =
+      row === undefined
+        ? this.settledInLog(live, submissionId)
+        : { stored: row.settlement === null ? undefined : decodeSettlement(row.settlement) };
+    if (found === undefined) return undefined;
+    const { stored } = found;
     if (stored === undefined) {
       const fold = this.fold(live.key, live.conv.head + 1);
       const settlement = fold.settlements.get(submissionId);
@@ -463,12 +467,12 @@ export class ConversationView {
    * The settlement of a submission admitted in the log and settled with no row (`SqlStore.admitsInLog`):
    * from the live fold since its last checkpoint, else from the page a checkpoint wrote.
    */
-  private settledInLog(live: LiveConversation, submissionId: string): { settlement: string } | undefined {
+  private settledInLog(live: LiveConversation, submissionId: string): { stored: StoredSettlement | undefined } | undefined {
     if (!this.store.admitsInLog) return undefined;
     const recent = live.conv.unpagedSettlement(submissionId);
-    if (recent !== undefined) return { settlement: encodeSettlement(recent) };
+    if (recent !== undefined) return { stored: recent };
     const paged = this.store.settledPageEntry(live.key, submissionId);
-    return paged === undefined ? undefined : { settlement: paged };
+    return paged === undefined ? undefined : { stored: decodeSettlement(paged) };
   }
 
   /** A settled submission's reply, folded from the batches of the response that holds it. */
@@ -483,15 +487,13 @@ export class ConversationView {
    * settlement, else the batches before the first one a row keeps.
    */
   usage(live: LiveConversation): ConversationUsage {
-    const ledger = this.store.settlementsOf(live.key);
-    const rows = this.store.admitsInLog ? [...ledger, ...this.settlementsInLog(live, ledger)] : ledger;
-    const stored = rows.flatMap(({ id, settlement }) => {
-      const decoded = settlement === null ? undefined : decodeSettlement(settlement);
-      return decoded === undefined ? [] : [{ id, stored: decoded }];
-    });
+    const rows = this.store.settlementsOf(live.key);
+    const kept = rows.map(({ id, settlement }) => ({ id, stored: settlement === null ? undefined : decodeSettlement(settlement) }));
+    if (this.store.admitsInLog) kept.push(...this.settlementsInLog(live, rows));
+    const stored = kept.flatMap(({ id, stored }) => (stored === undefined ? [] : [{ id, stored }]));
     let submissions = ledgerOrder(stored);
     if (live.conv.settledCount > stored.length) {
-      const whole = stored.length < rows.length || stored.length === 0;
+      const whole = stored.length < kept.length || stored.length === 0;
       const before = whole ? live.conv.head + 1 : stored.reduce((first, entry) => Math.min(first, entry.stored.seq), Infinity);
       const logged = this.fold(live.key, before).ledger;
       submissions = whole ? logged : [...logged, ...submissions];
@@ -500,16 +502,16 @@ export class ConversationView {
   }
 
   /** The settlements of submissions admitted in the log that no row keeps: the pages', then the live fold's since them. */
-  private settlementsInLog(live: LiveConversation, rows: readonly { id: string }[]): { id: string; settlement: string }[] {
-    const found = [
-      ...this.store.settledPageEntries(live.key),
-      ...live.conv.unpagedSettlements.map(({ id, stored }) => ({ id, settlement: encodeSettlement(stored) })),
-    ];
+  private settlementsInLog(
+    live: LiveConversation,
+    rows: readonly { id: string }[],
+  ): { id: string; stored: StoredSettlement | undefined }[] {
+    const paged = this.store.settledPageEntries(live.key).map(({ id, settlement }) => ({ id, stored: decodeSettlement(settlement) }));
     // Each id once: a row made for one after its admission (conversation-writer.ts) keeps the same
     // settlement, and a fold rebuilt from the whole log notes again what a page holds.
     const seen = new Set(rows.map((row) => row.id));
-    const fresh: { id: string; settlement: string }[] = [];
-    for (const entry of found) {
+    const fresh: { id: string; stored: StoredSettlement | undefined }[] = [];
+    for (const entry of [...paged, ...live.conv.unpagedSettlements]) {
       if (seen.has(entry.id)) continue;
       seen.add(entry.id);
       fresh.push(entry);

@@ -30,7 +30,8 @@ import { packRecords } from '../store/record-packing.ts';
 import { utf8Size } from '../common/limits.ts';
 import { jsonLongerThan } from '../common/json-length.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
-import { type AdmissionRecord, admittedRow, withoutAdmission } from './log-admission.ts';
+import { admittedRow, withoutAdmission } from './log-admission.ts';
+import type { AdmissionRecord } from '../store/records.ts';
 
 /** One settlement as stored: its batch, the ids of the ledger rows it settles, their outcome and error message. */
 export interface SettlementWrite {
@@ -119,7 +120,7 @@ export class ConversationWriter {
     }
     const { seq, bytes } = appended;
     // The page holds them now; this batch's own settlements go to the next one.
-    if (due) live.conv.takeUnpaged();
+    if (due) live.conv.unpagedWritten();
     live.heldWritten();
     this.view.appended(live.key, seq);
     live.conv.apply({ seq, records });
@@ -333,21 +334,17 @@ export class ConversationWriter {
     submission: AdmittedSubmission,
     attachments: readonly { ref: AttachmentRecordRef; bytes: Uint8Array }[],
   ): boolean {
-    if (this.admitsInLog(live, birth, submission, attachments)) {
+    if (this.mayAdmitInLog(live, birth, submission, attachments)) {
       this.admitInLog(live, birth, submission as LogAdmitted);
       return true;
     }
     if (birth === undefined) this.giveRow(live.key);
     // A conversation born now has nothing open (its submissions are stored with it, never before).
     const open = birth === undefined ? this.view.openMaxOrd(live.key) : { maxOrd: undefined };
-    const incarnation = birth === undefined ? undefined : newIncarnation();
-    let born: { seq: number; bytes: number } | undefined;
+    const incarnation = newIncarnation();
+    let born: CommittedBatch | undefined;
     const write = () => {
-      if (birth !== undefined) {
-        this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation: incarnation! });
-        // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
-        born = this.store.appendSized(live.key, [birth], live.conv.head);
-      }
+      if (birth !== undefined) born = this.bear(live, birth, incarnation);
       const row = this.store.storeSubmission({ ...submission, conversation: live.key }, open);
       for (const attachment of attachments) this.store.putAttachment(live.key, attachment.ref, attachment.bytes);
       return row;
@@ -355,16 +352,27 @@ export class ConversationWriter {
     // The ledger row alone is atomic by itself (`storeSubmission`): a burst's every send skips a
     // transaction around it.
     const row = this.guarded(live.key, () => (birth === undefined && attachments.length === 0 ? write() : this.store.transaction(write)));
-    if (birth !== undefined && born !== undefined) {
-      // The fold takes its birth as committed, as `commit` does: keeping it reads nothing back.
-      live.incarnation = incarnation;
-      this.view.appended(live.key, born.seq);
-      live.conv.apply({ seq: born.seq, records: [birth] });
-      live.sinceCheckpoint.batches++;
-      live.sinceCheckpoint.bytes += born.bytes;
-    }
+    if (born !== undefined) this.foldBirth(live, incarnation, [born]);
     this.view.admitted(row, birth !== undefined);
     return row.status === 'running';
+  }
+
+  /** A new conversation's stream row and its birth batch, in the caller's transaction. */
+  private bear(live: LiveConversation, birth: ConversationRecord, incarnation: string): CommittedBatch {
+    this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation });
+    // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
+    return { ...this.store.appendSized(live.key, [birth], live.conv.head), records: [birth] };
+  }
+
+  /** The fold of a conversation just born takes its committed batches, as `commit` does: keeping them reads nothing back. */
+  private foldBirth(live: LiveConversation, incarnation: string, batches: readonly CommittedBatch[]): void {
+    live.incarnation = incarnation;
+    for (const { seq, bytes, records } of batches) {
+      this.view.appended(live.key, seq);
+      live.conv.apply({ seq, records });
+      live.sinceCheckpoint.batches++;
+      live.sinceCheckpoint.bytes += bytes;
+    }
   }
 
   /**
@@ -372,7 +380,7 @@ export class ConversationWriter {
    * admits in the log, an unkeyed delivery without attachments, its first attempt claimed, to a
    * conversation with nothing open. Anything else needs the ledger: a queue's order, a key's lookup.
    */
-  private admitsInLog(
+  private mayAdmitInLog(
     live: LiveConversation,
     birth: ConversationRecord | undefined,
     submission: AdmittedSubmission,
@@ -408,22 +416,11 @@ export class ConversationWriter {
       // The birth keeps its batch of its own (a fork at offset 0 holds it alone), in the admission's transaction.
       const batches = this.guarded(live.key, () =>
         this.store.transaction(() => {
-          this.store.createConversation({ key: live.key, agent: live.agentName, instanceId: live.instanceId, incarnation });
-          // Created in this transaction, so its log is empty: the birth goes at the fold's head (-1).
-          const born = this.store.appendSized(live.key, [birth], live.conv.head);
-          return [
-            { ...born, records: [birth] },
-            { ...this.store.appendSized(live.key, [input], born.seq), records: [input] },
-          ];
+          const born = this.bear(live, birth, incarnation);
+          return [born, { ...this.store.appendSized(live.key, [input], born.seq), records: [input] }];
         }),
       );
-      live.incarnation = incarnation;
-      for (const { seq, bytes, records } of batches) {
-        this.view.appended(live.key, seq);
-        live.conv.apply({ seq, records });
-        live.sinceCheckpoint.batches++;
-        live.sinceCheckpoint.bytes += bytes;
-      }
+      this.foldBirth(live, incarnation, batches);
     }
     this.view.admitted(admittedRow(input as AdmissionRecord, live.key), birth !== undefined);
   }
@@ -554,6 +551,9 @@ export class ConversationWriter {
     return child;
   }
 }
+
+/** A batch the store just committed, with its records: what a fold takes without reading it back. */
+type CommittedBatch = { seq: number; bytes: number; records: ConversationRecord[] };
 
 /** An admission as the engine hands it over. */
 type AdmittedSubmission = { id: string; kind: SubmissionKind; payload: SubmissionPayload; acceptedAt: string; claim?: AttemptClaim };

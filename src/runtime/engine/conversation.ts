@@ -17,13 +17,14 @@ import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall } f
 import { renderSignal } from './delivered-message.ts';
 import type { SettlementError } from '../common/errors.ts';
 import type { Batch } from '../store/sql-store.ts';
-import type {
-  AttachmentRecordRef,
-  ChildConversationRef,
-  ConversationRecord,
-  RecordOf,
-  SettledUsage,
-  SubmissionOutcome,
+import {
+  type AttachmentRecordRef,
+  type ChildConversationRef,
+  type ConversationRecord,
+  type RecordOf,
+  type SettledUsage,
+  type SubmissionOutcome,
+  isAdmissionRecord,
 } from '../store/records.ts';
 import { renderCompactionSummary } from '../model/compaction.ts';
 import type { DeliveredMessage, Delivery, DeliveryOrigin, DurableObjectActivity, PromptUsage, SubmissionUsage } from '../common/types.ts';
@@ -252,7 +253,7 @@ export class Conversation {
   /**
    * Live scope: the settlements of submissions admitted in the log, as a row would keep them, since
    * the checkpoint this fold started from or last wrote: the next checkpoint stores them in a page
-   * (`takeUnpaged`), and a fold rebuilt from that checkpoint finds them again in the batches after it.
+   * (`unpagedWritten`), and a fold rebuilt from that checkpoint finds them again in the batches after it.
    */
   private unpaged: { id: string; stored: StoredSettlement }[] = [];
   readonly tail: ResponseTail = { terminated: false, unread: false };
@@ -536,11 +537,9 @@ export class Conversation {
     return stored;
   }
 
-  /** The settlements of submissions admitted in the log since the last checkpoint, handed to the page the next one writes. */
-  takeUnpaged(): { id: string; stored: StoredSettlement }[] {
-    const taken = this.unpaged;
+  /** The settlements noted so far are in the page a checkpoint wrote (`unpagedSettlements`). */
+  unpagedWritten(): void {
     this.unpaged = [];
-    return taken;
   }
 
   /** A settlement of a submission admitted in the log that no page holds yet, as a row would keep it. */
@@ -650,6 +649,7 @@ export class Conversation {
   }
 
   private applyRecord(record: ConversationRecord): void {
+    if (this.scope === 'live' && isAdmissionRecord(record)) this.logAdmitted.add(record.submissionId);
     switch (record.type) {
       case 'conversation_created':
         this.conversationId = record.conversationId;
@@ -657,12 +657,8 @@ export class Conversation {
         this.initialData = record.initialData;
         return;
       case 'user_message':
-        if (this.scope === 'live' && record.admission !== undefined) this.logAdmitted.add(record.submissionId);
         return this.applyUser(record);
       case 'signal':
-        if (this.scope === 'live' && record.admission !== undefined && record.submissionId !== undefined) {
-          this.logAdmitted.add(record.submissionId);
-        }
         return this.applySignal(record);
       case 'assistant_started':
         return this.applyStarted(record);

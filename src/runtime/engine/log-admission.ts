@@ -8,20 +8,8 @@
  * It imports no engine code: everything above it may import it.
  */
 import type { ConversationKey } from '../store/conversation-key.ts';
-import type { ConversationRecord, LogAdmission } from '../store/records.ts';
+import { type AdmissionRecord, type ConversationRecord, isAdmissionRecord } from '../store/records.ts';
 import type { SubmissionPayload, SubmissionRow } from '../store/sql-store.ts';
-
-/** An input record that is its submission's admission. */
-export type AdmissionRecord = Extract<ConversationRecord, { type: 'user_message' | 'signal' }> & {
-  submissionId: string;
-  admission: LogAdmission;
-};
-
-export function isAdmissionRecord(record: ConversationRecord): record is AdmissionRecord {
-  return (
-    (record.type === 'user_message' || record.type === 'signal') && record.admission !== undefined && record.submissionId !== undefined
-  );
-}
 
 /**
  * The open submission a batch read from the log's tail (`SqlStore.newestAdmissionOrSettlement`)

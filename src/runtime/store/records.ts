@@ -39,6 +39,18 @@ export interface LogAdmission {
   timeoutMs: number;
 }
 
+/** An input record that is its submission's admission (`LogAdmission`). */
+export type AdmissionRecord = Extract<ConversationRecord, { type: 'user_message' | 'signal' }> & {
+  submissionId: string;
+  admission: LogAdmission;
+};
+
+export function isAdmissionRecord(record: ConversationRecord): record is AdmissionRecord {
+  return (
+    (record.type === 'user_message' || record.type === 'signal') && record.admission !== undefined && record.submissionId !== undefined
+  );
+}
+
 /** How a signal entered the log: delivered by a caller, appended by a hook, or written by us. */
 export type SignalOrigin = 'delivery' | 'append' | 'framework';
 

@@ -11,7 +11,7 @@
  * UTF-8 chunks, and names them (value-parts.ts): a committed message names its submission's.
  */
 import { ConversationRecordInvariantError } from '../common/errors.ts';
-import type { AttachmentRecordRef, ConversationRecord, LogAdmission, SubmissionOutcome } from './records.ts';
+import { type AttachmentRecordRef, type ConversationRecord, type SubmissionOutcome, isAdmissionRecord } from './records.ts';
 import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
@@ -140,11 +140,6 @@ function pageEntries(column: SqlValue): { id: string; settlement: string }[] {
   return JSON.parse(String(column)) as { id: string; settlement: string }[];
 }
 
-/** The admission an input record carries, when its submission was admitted in the log. */
-export function admissionOf(record: ConversationRecord): LogAdmission | undefined {
-  return record.type === 'user_message' || record.type === 'signal' ? record.admission : undefined;
-}
-
 function submissionKind(column: SqlValue): SubmissionKind {
   return column === FROZEN_KIND_NAMES.http ? 'http' : 'dispatch';
 }
@@ -259,7 +254,7 @@ export interface Batch {
 export interface SqlStoreOptions {
   /**
    * The store is one Durable Object's: its host finds open work by reading its one conversation's
-   * log (`openLogAdmission`), so from format 4 on a submission admitted to an idle conversation
+   * log (`newestAdmissionOrSettlement`), so from format 4 on a submission admitted to an idle conversation
    * lives in the log alone (`admitsInLog`). A Node store holds many conversations, which its start
    * finds through the ledger's open-queue index.
    */
@@ -339,7 +334,7 @@ export class SqlStore {
       for (const row of rows) {
         const seq = Number(row.seq);
         const { records } = unpackRecordValues(this.readValue(row.records, key, false).value, false);
-        if (records.some((record) => record.type === 'submission_settled' || admissionOf(record) !== undefined)) return { seq, records };
+        if (records.some((record) => record.type === 'submission_settled' || isAdmissionRecord(record))) return { seq, records };
         before = seq;
       }
       if (rows.length < page) return undefined;
