@@ -7,7 +7,7 @@
  */
 import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
-import { SqlStore, migrate, storeExists } from '../runtime/store/sql-store.ts';
+import { SqlStore, migrate, schemaObjects } from '../runtime/store/sql-store.ts';
 import type { SqlDriver } from '../runtime/store/sql-driver.ts';
 import type { ConversationVerbs, VerbName } from '../runtime/engine/verbs.ts';
 import type { ConversationUsage } from '../runtime/common/types.ts';
@@ -105,12 +105,13 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       const driver = durableObjectSqlDriver(ctx.storage, (rows) => this.meter.rowsWritten(rows));
       // A new object's tables are made by its first call (`makeStore`), not here: the constructor
       // runs in an event of its own, so its writes would be a commit of their own.
-      const storeIsNew = !storeExists(driver);
+      const objects = schemaObjects(driver);
+      const storeIsNew = objects.size === 0;
       if (storeIsNew) this.unmade = driver;
-      else driver.transaction(() => migrate(driver));
+      else driver.transaction(() => migrate(driver, objects));
       const { registry } = workerConfig();
       this.engine = new ConversationEngine({
-        store: new SqlStore(driver, { admitsInLog: true }),
+        store: new SqlStore(driver, { admitsInLog: true, empty: storeIsNew }),
         registry,
         env,
         wake: (key) => this.wake(key),
@@ -147,7 +148,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   private makeStore(): void {
     const driver = this.unmade;
     if (driver === undefined) return;
-    driver.transaction(() => migrate(driver));
+    // The constructor read the schema: none of the store's objects (nothing else writes them).
+    driver.transaction(() => migrate(driver, new Map()));
     this.unmade = undefined;
   }
 

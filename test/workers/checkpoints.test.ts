@@ -9,6 +9,7 @@ import { ConversationWriter } from '../../src/runtime/engine/conversation-writer
 import { input, ts } from '../../src/runtime/engine/log-records.fixtures.ts';
 import { conversationKey } from '../../src/runtime/store/conversation-key.ts';
 import { FLUE_FORMAT_VERSION, SqlStore, migrate } from '../../src/runtime/store/sql-store.ts';
+import { lazyRows } from '../../src/runtime/store/schema.ts';
 import { HOARD_LANE, Hoarder } from './large-agents.ts';
 import { resetLane, scriptLane } from './lanes.ts';
 import { resetObject } from './reset-object.ts';
@@ -84,7 +85,7 @@ test('a conversation wakes from its checkpoint, and from its whole log when the 
   const ids = [...receipts.map((r) => r.submissionId)];
   expect((await getUsage(Hoarder, id))!.submissions.map((entry) => entry.submissionId).slice(0, 3)).toEqual(ids);
   await runInDurableObject(stub(id), (_instance, state) => {
-    state.storage.sql.exec('UPDATE flue_submissions SET settlement = NULL');
+    lazyRows(durableObjectSqlDriver(state.storage), 'UPDATE flue_submissions SET settlement = NULL');
   });
   await resetObject(stub(id));
   expect((await handle.read(receipts[1]!)).text).toBe(replies[1]);
@@ -96,10 +97,10 @@ test('a conversation wakes from its checkpoint, and from its whole log when the 
 test('a Durable Object whose submissions table predates stored settlements gains the column when it opens', async () => {
   const columns = await runInDurableObject(stub('older-store'), (_instance, state) => {
     const driver = durableObjectSqlDriver(state.storage);
-    // The store as a new object's first call makes it; then the table put back as the version before made it.
+    // The store as a new object's first call makes it (with no ledger until its first row); then the
+    // ledger as the version before stored settlements made it.
     migrate(driver);
     expect(driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0]!.value).toBe(FLUE_FORMAT_VERSION);
-    driver.run('DROP TABLE flue_submissions');
     driver.run(`CREATE TABLE flue_submissions (
       id TEXT NOT NULL PRIMARY KEY, ord INTEGER NOT NULL, stream TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
       accepted_at TEXT NOT NULL, status TEXT NOT NULL, attempt_id TEXT, attempt_count INTEGER NOT NULL DEFAULT 0,

@@ -3,7 +3,7 @@
  * broken agent, and the Worker's dispatch() rejects with the same typed class (rebuilt across
  * RPC); a typed settlement error reaches read() as AgentRunError.cause.
  */
-import { env, runInDurableObject } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { expect, test, vi } from 'vitest';
 import {
   AgentDefinitionError,
@@ -18,6 +18,7 @@ import {
 import { createAgentRouter } from '@flue/runtime/routing';
 import { Hasty, Typo, Unruly } from './definition-agents.ts';
 import './worker.ts';
+import { objectRows } from './object-store.ts';
 
 test('an async agent: dispatch() rejects with AgentDefinitionError carrying the seed text; nothing is stored', async () => {
   const error = await dispatch(Hasty as unknown as Agent, { id: 'h1', message: 'hi' }).then(
@@ -29,7 +30,7 @@ test('an async agent: dispatch() rejects with AgentDefinitionError carrying the 
   expect((error as Error).message.startsWith('[flue] Agent functions must be synchronous.')).toBe(true);
   expect(await getAgentInstance(Hasty as unknown as Agent, 'h1')).toBeNull();
   const stub = (env as unknown as { FLUE_HASTY_AGENT: DurableObjectNamespace }).FLUE_HASTY_AGENT.getByName('h1');
-  const rows = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec('SELECT id FROM flue_submissions').toArray());
+  const rows = await objectRows(stub, 'SELECT id FROM flue_submissions');
   expect(rows).toEqual([]);
 });
 

@@ -7,7 +7,7 @@ import { untilAtRest } from './at-rest.ts';
 import { BACKSTOP_MS } from '../../src/durable-objects/alarm-plan.ts';
 import { resetObject } from './reset-object.ts';
 import './worker.ts';
-import { objectHasStore, objectSubmissions } from './object-store.ts';
+import { objectHasStore, objectRows, objectSubmissions } from './object-store.ts';
 
 type AgentStub = DurableObjectStub;
 const echoStub = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id) as AgentStub;
@@ -15,7 +15,7 @@ const echoStub = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableOb
 afterEach(async () => resetLane(ECHO_LANE));
 
 function rows(stub: AgentStub, sql: string) {
-  return runInDurableObject(stub, (_instance, state) => state.storage.sql.exec(sql).toArray());
+  return objectRows(stub, sql);
 }
 
 test('admission writes the submission and arms the backstop; the response runs at once, not from the alarm; at rest the object keeps no alarm', async () => {

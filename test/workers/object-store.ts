@@ -1,12 +1,17 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
-import { storeExists } from '../../src/runtime/store/schema.ts';
+import { lazyRows, schemaObjects } from '../../src/runtime/store/schema.ts';
 import { SqlStore } from '../../src/runtime/store/sql-store.ts';
 import { isAdmissionRecord } from '../../src/runtime/store/records.ts';
 
 /** Whether the object's database holds the store: a new object makes it at its first call. */
 export function objectHasStore(stub: DurableObjectStub): Promise<boolean> {
-  return runInDurableObject(stub, (_instance, state) => storeExists(durableObjectSqlDriver(state.storage)));
+  return runInDurableObject(stub, (_instance, state) => schemaObjects(durableObjectSqlDriver(state.storage)).size > 0);
+}
+
+/** The rows of a query on the object's database: none from a table its store has not made yet (the ledger, until its first row). */
+export function objectRows(stub: DurableObjectStub, sql: string): Promise<Record<string, unknown>[]> {
+  return runInDurableObject(stub, (_instance, state) => lazyRows(durableObjectSqlDriver(state.storage), sql));
 }
 
 /** A submission as the object's store holds it: its ledger row, or its admission and settlement in the log. */

@@ -11,11 +11,12 @@ import { getAgentInstance, init } from '@flue/runtime';
 import { ECHO_LANE, Echo } from './agents.ts';
 import { laneRequests, resetLane, scriptLane, until } from './lanes.ts';
 import { untilAtRest } from './at-rest.ts';
+import { objectRows } from './object-store.ts';
 import './worker.ts';
 
 const stubOf = (id: string) => (env as unknown as { FLUE_ECHO_AGENT: DurableObjectNamespace }).FLUE_ECHO_AGENT.getByName(id);
 const alarmOf = (id: string) => runInDurableObject(stubOf(id), (_i, state) => state.storage.getAlarm());
-const rows = (id: string, sql: string) => runInDurableObject(stubOf(id), (_i, state) => state.storage.sql.exec(sql).toArray());
+const rows = (id: string, sql: string) => objectRows(stubOf(id), sql);
 
 afterEach(async () => resetLane(ECHO_LANE));
 

@@ -49,15 +49,14 @@ export class FlushSchedule {
   held(): void {
     this.#unfollow ??= this.#following.onFollow(() => this.held());
     const at = this.#last + (this.#following.followed ? this.#interval : Math.max(this.#interval, UNFOLLOWED_FLUSH_MS));
+    // The timer armed for then (or sooner) flushes it: no clock read for each of a stream's events.
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
     const now = Date.now();
     if (now >= at) {
       if (!this.#stopped()) this.#flush();
       return;
     }
-    if (this.#timer !== undefined) {
-      if (this.#timerAt <= at) return;
-      clearTimeout(this.#timer);
-    }
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timerAt = at;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;

@@ -16,6 +16,7 @@ import { CHECKPOINT_EVERY_BATCHES } from './conversation-checkpoint.ts';
 import { FreezableDriver } from './recovery-journal.fixtures.ts';
 import { RunStopped } from './run-signals.ts';
 import { installCrashProbe } from '../store/crash-probe.ts';
+import { lazyRows } from '../store/schema.ts';
 
 const key = conversationKey('Echo', 'a1');
 const admission = { acceptedAt: '2026-01-01T00:00:00.000Z', attemptId: 'attempt_1', startedAt: 5, maxAttempts: 3, timeoutMs: 60_000 };
@@ -98,7 +99,8 @@ beforeEach(async () => {
 });
 
 const send = async (body: string) => (await engine.admit('Echo', { id: 'a1', message: parseDeliveredMessage(body) }, 'dispatch')).receipt;
-const ledgerRows = () => driver.query('SELECT id, status, attempt_count, settled_at FROM flue_submissions ORDER BY ord');
+// The ledger is made by its first row: none, no table.
+const ledgerRows = () => lazyRows(driver, 'SELECT id, status, attempt_count, settled_at FROM flue_submissions ORDER BY ord');
 const batches = () => store.readBatches(key, -1).map((batch) => batch.records.map((record) => record.type));
 
 describe('a submission admitted in the log', () => {
@@ -107,6 +109,7 @@ describe('a submission admitted in the log', () => {
     const receipt = await send('hi');
     expect(batches()).toEqual([['conversation_created'], ['user_message']]);
     expect(ledgerRows()).toEqual([]);
+    expect(driver.query(`SELECT name FROM sqlite_master WHERE name LIKE 'flue_submissions%'`)).toEqual([]);
     expect(engine.view.keysWithOpenWork()).toEqual([key]);
     await engine.runQueue(key);
     expect(ledgerRows()).toEqual([]);

@@ -15,7 +15,7 @@ import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationKey } from './conversation-key.ts';
 import { logRowPayload, overflowPages, rowidLogRowPayload } from './inline-rows.ts';
 import type { SqlDriver, SqlRow } from './sql-driver.ts';
-import type { StoreFormat } from './schema.ts';
+import { FLUE_FORMAT_VERSION, type StoreFormat } from './schema.ts';
 
 /** A conversation's `flue_streams` row. */
 export interface ConversationInfo {
@@ -52,6 +52,11 @@ export function logTableOf(driver: SqlDriver): LogTable {
   return format === '1' ? batchesTable(driver) : rowidLog(driver, format);
 }
 
+/** The log table of a store made in this version's format and holding no conversation yet: known without a read. */
+export function newLogTable(driver: SqlDriver): LogTable {
+  return rowidLog(driver, FLUE_FORMAT_VERSION, 0);
+}
+
 function batchesTable(driver: SqlDriver): LogTable {
   return {
     format: '1',
@@ -76,7 +81,7 @@ function batchesTable(driver: SqlDriver): LogTable {
   };
 }
 
-function rowidLog(driver: SqlDriver, format: StoreFormat): LogTable {
+function rowidLog(driver: SqlDriver, format: StoreFormat, lastLog?: number): LogTable {
   /**
    * Each conversation's log number, as read or assigned, and the last one assigned. A database has
    * one writer (durability.md §3: one process per database on Node, its object on Cloudflare), so
@@ -84,7 +89,7 @@ function rowidLog(driver: SqlDriver, format: StoreFormat): LogTable {
    * rolled-back one left.
    */
   const numbers = new Map<ConversationKey, number>();
-  let last: number | undefined;
+  let last = lastLog;
   const numberOf = (key: ConversationKey): number | undefined => {
     let log = numbers.get(key);
     if (log === undefined) {

@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { PersistedFormatVersionError } from '../common/errors.ts';
 import type { SqlDriver } from './sql-driver.ts';
-import { createEveryTable, lazyRows, lazyWrite, migrate, storeExists } from './schema.ts';
+import { createEveryTable, lazyRows, lazyWrite, migrate, schemaObjects } from './schema.ts';
 
 /** node:sqlite as a driver that records every statement it runs. */
 function recorded(db = new DatabaseSync(':memory:')): { db: DatabaseSync; driver: SqlDriver; statements: string[] } {
@@ -34,14 +34,23 @@ const objects = (db: DatabaseSync) =>
 
 const created = (statements: string[]) => statements.filter((sql) => /^\s*(CREATE|ALTER|INSERT)/.test(sql));
 
-describe('storeExists', () => {
-  it('is false for a database nothing of the store was written to, true once migrate() made it, and writes nothing', () => {
+describe('schemaObjects', () => {
+  it('is empty for a database nothing of the store was written to, holds its tables once migrate() made it, and writes nothing', () => {
     const { db, driver, statements } = recorded();
     db.exec('CREATE TABLE app_notes (body TEXT)');
-    expect(storeExists(driver)).toBe(false);
+    expect(schemaObjects(driver).size).toBe(0);
     expect(created(statements)).toEqual([]);
     migrate(driver);
-    expect(storeExists(driver)).toBe(true);
+    expect([...schemaObjects(driver).keys()].sort()).toEqual(objects(db));
+  });
+
+  it('lets migrate() open a store with the schema its caller read: one read of its own, the stamp', () => {
+    const { db, driver } = recorded();
+    migrate(driver);
+    const again = recorded(db);
+    const schema = schemaObjects(again.driver);
+    expect(migrate(again.driver, schema)).toBe(false);
+    expect(again.statements).toHaveLength(2);
   });
 });
 
@@ -49,10 +58,27 @@ describe('migrate', () => {
   it('makes a new store with the tables every conversation writes, and a few pages', () => {
     const { db, driver } = recorded();
     expect(migrate(driver)).toBe(true);
-    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams']);
     expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '4' });
-    // One page per table and index, and the schema's own: the 22 pages of a store with every table were 88 KiB.
-    expect(Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count)).toBeLessThanOrEqual(7);
+    // One page per table, and the schema's own: the 22 pages of a store with every table were 88 KiB,
+    // the 7 of a store made with its ledger 28 KiB.
+    expect(Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count)).toBeLessThanOrEqual(4);
+  });
+
+  it('makes the ledger, keyed by id and with its open-queue index, with its first row; a store made with it keeps it', () => {
+    const { db, driver } = recorded();
+    migrate(driver);
+    expect(lazyRows(driver, 'SELECT id FROM flue_submissions WHERE settled_at IS NULL')).toEqual([]);
+    lazyWrite(
+      driver,
+      `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status) VALUES ('a', 1, 's', 'dispatch', '{}', 'now', 'queued')`,
+    );
+    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(String(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`).get()!.sql)).toMatch(/WITHOUT ROWID/);
+    const reopened = recorded(db);
+    migrate(reopened.driver);
+    expect(created(reopened.statements)).toEqual([]);
+    expect(lazyRows(reopened.driver, 'SELECT id FROM flue_submissions')).toEqual([{ id: 'a' }]);
   });
 
   it('makes a new store in one script where the driver takes one', () => {
@@ -62,7 +88,7 @@ describe('migrate', () => {
     expect(migrate({ ...driver, script: (sql) => (scripts.push(sql), db.exec(sql)) })).toBe(true);
     // The schema's one read, then everything else in one call.
     expect([statements.length, scripts.length]).toEqual([1, 1]);
-    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams', 'flue_submissions', 'flue_submissions_open']);
+    expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams']);
     expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '4' });
   });
 

@@ -1,8 +1,9 @@
 /**
- * The store's tables and how a database gains them. Every conversation writes its log, its ledger
- * and its stream row, so those tables are made when the store is: `migrate()`. The others hold
- * what only some agents use (state, steps, timers, attachments, large values, sandbox files,
- * checkpoints of long logs): each is made by the first write that needs it. An empty table still
+ * The store's tables and how a database gains them. Every conversation writes its log and its
+ * stream row, so those tables are made when the store is: `migrate()`. The others hold what only
+ * some conversations use (the ledger, which a Durable Object's conversation admitted in its log
+ * never needs; state, steps, timers, attachments, large values, sandbox files, checkpoints of long
+ * logs): each is made by the first write that needs it. An empty table still
  * costs a page of storage (4 KiB, billed per conversation on Durable Objects) and its creation
  * costs CPU in every new object; a read of a table not made yet finds nothing.
  *
@@ -29,7 +30,7 @@ export const READABLE_FORMATS = ['1', '2', '3', FLUE_FORMAT_VERSION] as const;
 export type StoreFormat = (typeof READABLE_FORMATS)[number];
 
 /** The ledger: every format keeps it alike. */
-const LEDGER: Record<string, string> = {
+const LEDGER = {
   // Keyed by id in one b-tree, so an admission writes two entries (the row and its open-queue
   // entry) where a rowid table with a UNIQUE id wrote three. `ord` is the admission order, assigned
   // by the store (SqlStore.nextOrd). Stores created before this layout keep their rowid table
@@ -60,7 +61,7 @@ const LEDGER: Record<string, string> = {
   flue_submissions_open: `CREATE INDEX IF NOT EXISTS flue_submissions_open ON flue_submissions (stream, ord) WHERE settled_at IS NULL`,
 };
 
-/** Versions 2 and 3: the log in a rowid table. */
+/** Versions 2 on: the log in a rowid table. */
 const ROWID_LOG_OBJECTS: Record<string, string> = {
   // `log` numbers the conversation's log in this database (1, 2, …; one per conversation).
   flue_streams: `CREATE TABLE IF NOT EXISTS flue_streams (
@@ -70,7 +71,6 @@ const ROWID_LOG_OBJECTS: Record<string, string> = {
   // bytes in its page (a WITHOUT ROWID table spills past 1,002 into a 4 KiB overflow page of its
   // own), and the one integer key needs no second index (store/inline-rows.ts).
   flue_log: `CREATE TABLE IF NOT EXISTS flue_log (pos INTEGER PRIMARY KEY, records TEXT NOT NULL)`,
-  ...LEDGER,
 };
 
 /** Made by `migrate()`: every conversation writes them. Format → name → statement, in creation order. */
@@ -84,13 +84,18 @@ const CORE_OBJECTS: Record<StoreFormat, Record<string, string>> = {
      ) WITHOUT ROWID`,
     ...LEDGER,
   },
-  '2': ROWID_LOG_OBJECTS,
-  '3': ROWID_LOG_OBJECTS,
+  '2': { ...ROWID_LOG_OBJECTS, ...LEDGER },
+  '3': { ...ROWID_LOG_OBJECTS, ...LEDGER },
+  // A Durable Object's conversation whose every message was admitted in its log never needs the
+  // ledger: from format 4 on its table and index (two pages, and two statements in every new
+  // object) are made by the first row (LAZY_TABLES). Earlier formats made them with the store.
   '4': ROWID_LOG_OBJECTS,
 };
 
 /** Made by the first write to each: table → its statements (the table, then its indexes). */
 const LAZY_TABLES = {
+  // The ledger of a store of format 4 on (CORE_OBJECTS); earlier formats hold it from the start.
+  flue_submissions: [LEDGER.flue_submissions, LEDGER.flue_submissions_open],
   flue_state: [
     `CREATE TABLE IF NOT EXISTS flue_state (
        stream TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (stream, name)
@@ -166,27 +171,30 @@ const LAZY_TABLES = {
 
 export type LazyTable = keyof typeof LAZY_TABLES;
 
-/** Whether the database holds any of the store's tables: false for a database nothing was written to yet. One read. */
-export function storeExists(driver: SqlDriver): boolean {
-  return driver.query(`SELECT 1 FROM sqlite_master WHERE name LIKE 'flue%' LIMIT 1`).length > 0;
+/**
+ * The store's tables and indexes the database holds, name → statement: one read. Empty for a
+ * database nothing of the store was written to yet.
+ */
+export function schemaObjects(driver: SqlDriver): Map<string, string> {
+  return new Map(
+    driver.query(`SELECT name, sql FROM sqlite_master WHERE name LIKE 'flue%'`).map((row) => [String(row.name), String(row.sql ?? '')]),
+  );
 }
 
 /**
- * Creates or verifies the store: one read of the schema, then only what is missing. Stamp first,
- * then create, so a crash mid-migration leaves a versioned store. True when it made the store
- * just now: nothing is in it yet.
+ * Creates or verifies the store: only what is missing from `objects` (the schema as read by
+ * `schemaObjects()`, read here unless the caller just did). Stamp first, then create, so a crash
+ * mid-migration leaves a versioned store. True when it made the store just now: nothing is in it yet.
  */
-export function migrate(driver: SqlDriver): boolean {
-  const objects = new Map(
-    driver.query(`SELECT name, sql FROM sqlite_master WHERE name LIKE 'flue%'`).map((row) => [String(row.name), String(row.sql ?? '')]),
-  );
+export function migrate(driver: SqlDriver, objects: Map<string, string> = schemaObjects(driver)): boolean {
   const stamp = objects.has('flue_meta') ? driver.query(`SELECT value FROM flue_meta WHERE key = 'format_version'`)[0] : undefined;
   const created = stamp === undefined;
   const statements: string[] = [];
   if (created) {
     if ([...objects.keys()].some((name) => name !== 'flue_meta')) throw new PersistedFormatVersionError('unversioned', FLUE_FORMAT_VERSION);
     statements.push(
-      'CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)',
+      // WITHOUT ROWID: one b-tree, where a rowid table with a TEXT key takes two (a page each).
+      'CREATE TABLE IF NOT EXISTS flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID',
       `INSERT INTO flue_meta (key, value) VALUES ('format_version', '${FLUE_FORMAT_VERSION}')`,
     );
   } else if (!(READABLE_FORMATS as readonly string[]).includes(String(stamp.value))) {
@@ -238,6 +246,15 @@ export function lazyRows(driver: SqlDriver, sql: string, ...params: SqlValue[]):
   } catch (error) {
     if (missingTable(error) !== undefined) return [];
     throw error;
+  }
+}
+
+/** An update or delete of a lazy table's rows: nothing to change while the table is not made yet. */
+export function lazyUpdate(driver: SqlDriver, sql: string, ...params: SqlValue[]): void {
+  try {
+    driver.run(sql, ...params);
+  } catch (error) {
+    if (missingTable(error) === undefined) throw error;
   }
 }
 

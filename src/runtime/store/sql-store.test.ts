@@ -5,7 +5,7 @@ import { ConversationRecordInvariantError } from '../common/errors.ts';
 import type { ConversationRecord } from './records.ts';
 import { MAX_STATEMENT_BYTES, RowTooLargeError, SPILL_BYTES, SqlStore, guardStatement, migrate } from './sql-store.ts';
 import { storedConversationKey } from './conversation-key.ts';
-import { lazyRows, lazyWrite } from './schema.ts';
+import { createEveryTable, lazyRows, lazyWrite } from './schema.ts';
 
 /** A fresh store holding conversations `s`, `t` and `other`, with nothing in their logs yet. */
 async function openStore(): Promise<SqlStore> {
@@ -255,6 +255,37 @@ describe('the log in either format', () => {
     // Its page rule is the rowid one: a 3,000-byte batch stays in its page.
     expect(store.logRowOverflowPages(s, 1, 3_000)).toBe(0);
   });
+
+  it('a store told its database is empty reads nothing to learn so, then logs in this format and asks once it created', () => {
+    const db = new DatabaseSync(':memory:');
+    const statements: string[] = [];
+    const plain = driverOf(db);
+    const driver = {
+      ...plain,
+      query: (sql: string, ...params: never[]) => (statements.push(sql), plain.query(sql, ...params)),
+      run: (sql: string, ...params: never[]) => (statements.push(sql), plain.run(sql, ...params)),
+    };
+    const store = new SqlStore(driver, { empty: true });
+    const [s, t] = [storedConversationKey('s'), storedConversationKey('t')];
+    expect([store.getConversation(s), store.writesStepTextOnce]).toEqual([undefined, true]);
+    expect(statements).toEqual([]);
+    // Its host makes the tables before the first write.
+    migrate(driver, new Map());
+    statements.length = 0;
+    store.createConversation({ key: s, agent: 'A', instanceId: 's', incarnation: 'inc' });
+    // The writer knows the new conversation's head (-1).
+    store.appendSized(s, records('s'.repeat(100)), -1);
+    // The stream row and the batch: no read of the stamp, nor of the highest log number.
+    expect(statements.map((sql) => sql.split(' ').slice(0, 3).join(' '))).toEqual(['INSERT INTO flue_streams', 'INSERT INTO flue_log']);
+    expect(store.getConversation(s)?.instanceId).toBe('s');
+    expect(store.getConversation(t)).toBeUndefined();
+    store.createConversation({ key: t, agent: 'A', instanceId: 't', incarnation: 'inc' });
+    expect(db.prepare('SELECT stream, log FROM flue_streams ORDER BY log').all()).toEqual([
+      { stream: 's', log: 1 },
+      { stream: 't', log: 2 },
+    ]);
+    expect(store.readBatches(s, -1).map((batch) => batch.seq)).toEqual([0]);
+  });
 });
 
 describe('the submission ledger', () => {
@@ -270,9 +301,11 @@ describe('the submission ledger', () => {
 
   it('a new store keys submissions by id and keeps admission order, also once all are settled', async () => {
     const store = await openStore();
-    const table = String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0].sql);
-    expect(table).toMatch(/WITHOUT ROWID/);
+    // The ledger is made by its first row, keyed by id.
+    expect(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)).toEqual([]);
     admit(store, 'a');
+    const table = String(store.driver.query(`SELECT sql FROM sqlite_master WHERE name = 'flue_submissions'`)[0]!.sql);
+    expect(table).toMatch(/WITHOUT ROWID/);
     store.markSettled([{ id: 'a', settlement: null }], 'completed', null, 1);
     admit(store, 'b');
     admit(store, 'c', storedConversationKey('t'));
@@ -442,6 +475,8 @@ describe('the submission kind', () => {
   it("rows an earlier version stored as 'direct' read as 'http', its dispatches unchanged", () => {
     const db = new DatabaseSync(':memory:');
     migrate(driverOf(db));
+    // Earlier versions made the ledger with the store.
+    createEveryTable(driverOf(db));
     insertRow(db, 'posted', 'direct');
     insertRow(db, 'sent', 'dispatch');
     const store = new SqlStore(driverOf(db));
@@ -632,6 +667,8 @@ describe('large strings kept apart', () => {
 
   it('rows written in the whole-value layout, as versions before wrote them, read back the same', async () => {
     const store = await openStore();
+    // Those versions made the ledger with the store.
+    createEveryTable(store.driver);
     // What the version before wrote: the JSON of the records (a packed outcome without its content), spilled whole.
     const output = body;
     const legacyRecords = [

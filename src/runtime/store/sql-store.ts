@@ -28,11 +28,11 @@ import {
   takeLargeStrings,
 } from './value-parts.ts';
 import { type ConversationKey, storedConversationKey } from './conversation-key.ts';
-import { type ConversationInfo, type LogTable, logTableOf } from './log-table.ts';
-import { lazyRows, lazyWrite } from './schema.ts';
+import { type ConversationInfo, type LogTable, logTableOf, newLogTable } from './log-table.ts';
+import { lazyRows, lazyUpdate, lazyWrite } from './schema.ts';
 import { encodeInChunks } from './utf8-chunks.ts';
 
-export { FLUE_FORMAT_VERSION, migrate, storeExists } from './schema.ts';
+export { FLUE_FORMAT_VERSION, migrate, schemaObjects } from './schema.ts';
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
 
 /** Below Durable Object SQLite's 2 MB value limit. */
@@ -259,15 +259,26 @@ export interface SqlStoreOptions {
    * finds through the ledger's open-queue index.
    */
   admitsInLog?: boolean;
+  /**
+   * The database holds none of the store's tables yet (`schemaObjects()` found none), and this
+   * store's host makes them (`migrate()`) before its first write: the log's format is this
+   * version's and no conversation is stored until this store creates one, known without a read.
+   */
+  empty?: boolean;
 }
 
 export class SqlStore {
   readonly driver: SqlDriver;
   private readonly logAdmissions: boolean;
 
+  /** No conversation is stored (`SqlStoreOptions.empty`) until this store creates one. */
+  private noConversations: boolean;
+
   constructor(driver: SqlDriver, options: SqlStoreOptions = {}) {
     this.driver = driver;
     this.logAdmissions = options.admitsInLog === true;
+    this.noConversations = options.empty === true;
+    if (this.noConversations) this.logTable = newLogTable(driver);
   }
 
   transaction<T>(fn: () => T): T {
@@ -277,6 +288,7 @@ export class SqlStore {
   // ── Streams and batches ──────────────────────────────────────────────────────────────────
 
   getConversation(key: ConversationKey): ConversationInfo | undefined {
+    if (this.noConversations) return undefined;
     const row = this.driver.query('SELECT * FROM flue_streams WHERE stream = ?', key)[0];
     if (row === undefined) return undefined;
     return {
@@ -288,6 +300,8 @@ export class SqlStore {
   }
 
   createConversation(info: ConversationInfo): void {
+    // Asked from now on, whether this creation commits or rolls back.
+    this.noConversations = false;
     this.log.create(info);
   }
 
@@ -433,9 +447,9 @@ export class SqlStore {
   }
 
   keysWithOpenWork(): ConversationKey[] {
-    return this.driver
-      .query(`SELECT DISTINCT stream FROM flue_submissions WHERE settled_at IS NULL`)
-      .map((row) => storedConversationKey(row.stream));
+    return lazyRows(this.driver, `SELECT DISTINCT stream FROM flue_submissions WHERE settled_at IS NULL`).map((row) =>
+      storedConversationKey(row.stream),
+    );
   }
 
   conversationKeys(): ConversationKey[] {
@@ -445,7 +459,7 @@ export class SqlStore {
   // ── Submissions ──────────────────────────────────────────────────────────────────────────
 
   getSubmission(id: string): SubmissionRow | undefined {
-    const row = this.driver.query('SELECT * FROM flue_submissions WHERE id = ?', id)[0];
+    const row = lazyRows(this.driver, 'SELECT * FROM flue_submissions WHERE id = ?', id)[0];
     return row === undefined ? undefined : this.toSubmission(row);
   }
 
@@ -465,7 +479,8 @@ export class SqlStore {
     const text = parted === undefined ? JSON.stringify(input.payload) : undefined;
     const status: SubmissionStatus = claim === undefined ? 'queued' : 'running';
     const write = (): number => {
-      this.driver.run(
+      lazyWrite(
+        this.driver,
         `INSERT INTO flue_submissions (id, ord, stream, kind, payload, accepted_at, status, attempt_id, attempt_count, started_at, max_attempts, timeout_ms)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         input.id,
@@ -527,7 +542,8 @@ export class SqlStore {
   private nextOrd(key: ConversationKey, known?: { maxOrd: number | undefined }): { ord: number | null; idle: boolean } {
     if (this.rowidLedger === undefined) {
       const table = this.driver.query(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'flue_submissions'`)[0];
-      this.rowidLedger = !/WITHOUT\s+ROWID/i.test(String(table?.sql ?? ''));
+      // A ledger not made yet is made in the keyed layout.
+      this.rowidLedger = table !== undefined && !/WITHOUT\s+ROWID/i.test(String(table.sql));
     }
     if (this.rowidLedger) return { ord: null, idle: false };
     const openMax = known === undefined ? this.openMaxOrd(key) : known.maxOrd;
@@ -536,34 +552,35 @@ export class SqlStore {
   }
 
   private openMaxOrd(key: ConversationKey): number | undefined {
-    const open = this.driver.query(`SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, key)[0];
+    const open = lazyRows(this.driver, `SELECT max(ord) AS ord FROM flue_submissions WHERE stream = ? AND settled_at IS NULL`, key)[0];
     return open === undefined || open.ord === null ? undefined : Number(open.ord);
   }
 
   /** Every submission of every conversation, settled ones included, in admission order. */
   listSubmissions(): SubmissionRow[] {
-    return this.driver.query('SELECT * FROM flue_submissions ORDER BY ord').map((row) => this.toSubmission(row));
+    return lazyRows(this.driver, 'SELECT * FROM flue_submissions ORDER BY ord').map((row) => this.toSubmission(row));
   }
 
   /** Unsettled submissions of one conversation in admission order (the first `limit` of them, when given). */
   openSubmissions(key: ConversationKey, limit?: number): SubmissionRow[] {
     const rows =
       limit === undefined
-        ? this.driver.query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
-        : this.driver.query(`SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord LIMIT ?`, key, limit);
+        ? lazyRows(this.driver, `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
+        : lazyRows(this.driver, `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord LIMIT ?`, key, limit);
     return rows.map((row) => this.toSubmission(row));
   }
 
   /** The ids of one conversation's unsettled submissions, in admission order (no payload is read). */
   openSubmissionIds(key: ConversationKey): string[] {
-    return this.driver
-      .query(`SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key)
-      .map((row) => String(row.id));
+    return lazyRows(this.driver, `SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL ORDER BY ord`, key).map((row) =>
+      String(row.id),
+    );
   }
 
   /** The submission a conversation's queue runs next: its first unsettled one not joined into a response. */
   queueHead(key: ConversationKey): SubmissionRow | undefined {
-    const row = this.driver.query(
+    const row = lazyRows(
+      this.driver,
       `SELECT * FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord LIMIT 1`,
       key,
     )[0];
@@ -576,22 +593,22 @@ export class SqlStore {
    * leader's settlement and is never acted on again, so a boundary after a burst's join reads none of it.
    */
   unjoinedDeliveries(key: ConversationKey): QueuedDelivery[] {
-    return this.driver
-      .query(
-        `SELECT id, kind, payload, status, abort_requested_at FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord`,
-        key,
-      )
-      .map((row) => ({
-        id: String(row.id),
-        kind: submissionKind(row.kind),
-        payload: this.readValue(row.payload, key, false).value as SubmissionPayload,
-        status: row.status as SubmissionStatus,
-        abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
-      }));
+    return lazyRows(
+      this.driver,
+      `SELECT id, kind, payload, status, abort_requested_at FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND status != 'joined' ORDER BY ord`,
+      key,
+    ).map((row) => ({
+      id: String(row.id),
+      kind: submissionKind(row.kind),
+      payload: this.readValue(row.payload, key, false).value as SubmissionPayload,
+      status: row.status as SubmissionStatus,
+      abortRequestedAt: row.abort_requested_at === null ? null : Number(row.abort_requested_at),
+    }));
   }
 
   claimAttempt(id: string, attempt: AttemptClaim): SubmissionRow {
-    this.driver.run(
+    lazyUpdate(
+      this.driver,
       `UPDATE flue_submissions
           SET status = 'running', attempt_id = ?,
               attempt_count = attempt_count + (CASE WHEN continuation = 1 THEN 0 ELSE 1 END), continuation = 0,
@@ -608,14 +625,15 @@ export class SqlStore {
 
   /** A response that yielded at a turn boundary continues in the same attempt (no attempt spent). */
   markContinuation(id: string): void {
-    this.driver.run(`UPDATE flue_submissions SET continuation = 1 WHERE id = ? AND status = 'running'`, id);
+    lazyUpdate(this.driver, `UPDATE flue_submissions SET continuation = 1 WHERE id = ? AND status = 'running'`, id);
   }
 
   /** Marks queued deliveries joined into `leaderId`'s response: a statement per {@link IDS_PER_STATEMENT} rows, not per row. */
   markJoined(ids: readonly string[], leaderId: string): void {
     for (let at = 0; at < ids.length; at += IDS_PER_STATEMENT) {
       const chunk = ids.slice(at, at + IDS_PER_STATEMENT);
-      this.driver.run(
+      lazyUpdate(
+        this.driver,
         `UPDATE flue_submissions SET status = 'joined', joined_into = ? WHERE id IN (${placeholders(chunk.length)}) AND status = 'queued'`,
         leaderId,
         ...chunk,
@@ -629,13 +647,12 @@ export class SqlStore {
    * open-submissions index finds them without a scan.
    */
   joinedIds(leader: { id: string; conversation: ConversationKey }): string[] {
-    return this.driver
-      .query(
-        `SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
-        leader.conversation,
-        leader.id,
-      )
-      .map((row) => String(row.id));
+    return lazyRows(
+      this.driver,
+      `SELECT id FROM flue_submissions WHERE stream = ? AND settled_at IS NULL AND joined_into = ? AND status = 'joined' ORDER BY ord`,
+      leader.conversation,
+      leader.id,
+    ).map((row) => String(row.id));
   }
 
   /**
@@ -650,7 +667,8 @@ export class SqlStore {
   ): void {
     const [only] = rows;
     if (rows.length === 1) {
-      this.driver.run(
+      lazyUpdate(
+        this.driver,
         `UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ?, settlement = ? WHERE id = ? AND settled_at IS NULL`,
         outcome,
         error,
@@ -664,7 +682,8 @@ export class SqlStore {
     // with its own settlement, not a statement per row.
     for (let at = 0; at < rows.length; at += SETTLEMENTS_PER_STATEMENT) {
       const chunk = rows.slice(at, at + SETTLEMENTS_PER_STATEMENT);
-      this.driver.run(
+      lazyUpdate(
+        this.driver,
         `WITH settled (id, settlement) AS (VALUES ${chunk.map(() => '(?, ?)').join(', ')})
          UPDATE flue_submissions SET status = 'settled', outcome = ?, error = ?, settled_at = ?, settlement = settled.settlement
          FROM settled WHERE flue_submissions.id = settled.id AND flue_submissions.settled_at IS NULL`,
@@ -678,7 +697,8 @@ export class SqlStore {
 
   /** One submission of one conversation as its settlement left it: undefined when unknown or unsettled. */
   settlementOf(key: ConversationKey, id: string): { settlement: string | null } | undefined {
-    const row = this.driver.query(
+    const row = lazyRows(
+      this.driver,
       'SELECT settlement FROM flue_submissions WHERE id = ? AND stream = ? AND settled_at IS NOT NULL',
       id,
       key,
@@ -688,9 +708,9 @@ export class SqlStore {
 
   /** Every settled submission of one conversation with its stored settlement (NULL: settled before they were stored). */
   settlementsOf(key: ConversationKey): { id: string; settlement: string | null }[] {
-    return this.driver
-      .query('SELECT id, settlement FROM flue_submissions WHERE stream = ? AND settled_at IS NOT NULL', key)
-      .map((row) => ({ id: String(row.id), settlement: row.settlement === null ? null : String(row.settlement) }));
+    return lazyRows(this.driver, 'SELECT id, settlement FROM flue_submissions WHERE stream = ? AND settled_at IS NOT NULL', key).map(
+      (row) => ({ id: String(row.id), settlement: row.settlement === null ? null : String(row.settlement) }),
+    );
   }
 
   // ── Settlements of submissions admitted in the log ───────────────────────────────────────
@@ -750,7 +770,8 @@ export class SqlStore {
   /** Stamps every unsettled submission of the conversation; the first stamp wins. */
   requestAbort(key: ConversationKey, now: number): number {
     const open = this.openSubmissionIds(key);
-    this.driver.run(
+    lazyUpdate(
+      this.driver,
       `UPDATE flue_submissions SET abort_requested_at = coalesce(abort_requested_at, ?) WHERE stream = ? AND settled_at IS NULL`,
       now,
       key,
