@@ -6,9 +6,7 @@
  *   npm run bench -- wrangler          # BENCH_RUNS (default 2) runs of each scenario ((2) and (3) LOAD_SAMPLES times in each)
  *
  * (1) turns: conversations of 20 turns (one `lookup` tool call and a 200-chunk reply each); the
- *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1. The sides' turns
- *     are interleaved (turn t of every side before turn t + 1 of any), so a drift of the machine's
- *     speed lands on every side alike. The same turns
+ *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1. The same turns
  *     also give rows written per turn (a storage meter in every object) and the time from sending
  *     a turn to the model server receiving its first request. All three sides.
  * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU. Ours and bare.
@@ -217,46 +215,31 @@ interface TurnsSample {
   firstRequest: number[];
 }
 
-/**
- * The turns of every side, interleaved: turn t of each side's conversations runs before turn t + 1
- * of any, the sides' order alternating from turn to turn, so a drift of the machine's speed over
- * the minute a run takes lands on every side alike instead of on whichever ran last.
- */
-async function turnsScenario(sides: Side[], run: number): Promise<Map<SideName, TurnsSample>> {
-  const state = sides.map((side) => ({
-    side,
-    // The Agents SDK side runs one conversation: its turns cost several times ours, and the run must fit the bench's time.
-    ids: Array.from({ length: side.name === 'agents' ? 1 : CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`),
-    cpu: [] as number[],
-    wall: [] as number[],
-    firstRequest: [] as number[],
-    before: undefined as MeterReading | undefined,
-  }));
+async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  const firstRequest: number[] = [];
+  let before: MeterReading | undefined;
+  // The Agents SDK side runs one conversation: its turns cost several times ours, and the run must fit the bench's time.
+  const ids = Array.from({ length: side.name === 'agents' ? 1 : CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`);
   for (let t = 1; t <= TURNS; t++) {
-    for (const one of t % 2 === 0 ? [...state].reverse() : state) {
-      const { side, ids } = one;
-      const sample = await measure(side, async () => {
-        for (const id of ids) {
-          // Turns run one after another, so the first request the server sees next is this turn's.
-          const index = server.requests.length;
-          const sent = Date.now();
-          await modelRequests(side, 2, () => turn(side, id, `${id}-t${t}`));
-          one.firstRequest.push(server.requests[index]!.receivedAt - sent);
-        }
-      });
-      one.cpu.push(sample.cpu / ids.length);
-      one.wall.push(sample.wall / ids.length);
-      if (t === 1) one.before = await meterOf(side);
-    }
+    const sample = await measure(side, async () => {
+      for (const id of ids) {
+        // Turns run one after another, so the first request the server sees next is this turn's.
+        const index = server.requests.length;
+        const sent = Date.now();
+        await modelRequests(side, 2, () => turn(side, id, `${id}-t${t}`));
+        firstRequest.push(server.requests[index]!.receivedAt - sent);
+      }
+    });
+    cpu.push(sample.cpu / ids.length);
+    wall.push(sample.wall / ids.length);
+    if (t === 1) before = await meterOf(side);
   }
-  const samples = new Map<SideName, TurnsSample>();
-  for (const { side, ids, cpu, wall, firstRequest, before } of state) {
-    // Each conversation's lapse is one alarm invocation after its last turn: its meters count in the follow-up turns'.
-    await lapse(side, ids);
-    const use = objectUse(before!, await meterOf(side), (TURNS - 1) * ids.length);
-    samples.set(side.name, { cpu, wall, rows: use.rowsWritten, use, firstRequest });
-  }
-  return samples;
+  // Each conversation's lapse is one alarm invocation after its last turn: its meters count in the follow-up turns'.
+  await lapse(side, ids);
+  const use = objectUse(before!, await meterOf(side), (TURNS - 1) * ids.length);
+  return { cpu, wall, rows: use.rowsWritten, use, firstRequest };
 }
 
 interface StreamedSample {
@@ -459,7 +442,7 @@ try {
   const ticksBefore = sides.map((s) => [tickCpuMs(s.processes.worker), cpuMs(s.processes.worker)]);
   for (let run = 0; run < RUNS; run++) {
     const rotate = <T>(list: T[]) => [...list.slice(run % list.length), ...list.slice(0, run % list.length)];
-    for (const [name, sample] of await turnsScenario(rotate(sides), run)) turns[name]!.push(sample);
+    for (const s of rotate(sides)) turns[s.name]!.push(await turnsScenario(s, run));
     for (const s of rotate(sides)) streamed[s.name]!.push(await streamedScenario(s, run));
     // No figure of these two reads a meter: they run with every meter paused (CPU without the bench's counting).
     await Promise.all(pair.map((s) => pauseMeters(s, true)));
