@@ -206,16 +206,22 @@ describe('ConversationWriter', () => {
     expect(store.readState(live.key).get('count')).toBe(2);
   });
 
-  it('commits a batch alone without a transaction around it, and a batch with more writes in one', async () => {
+  it('commits a batch alone without a transaction around it, also one with no state to write, and a batch with more writes in one', async () => {
     const opened = await open();
     const { store, writer } = opened;
     const live = admitted(opened, 'sub_1');
     const transactions = vi.spyOn(store, 'transaction');
     writer.commit(live, [signal('alone')]);
+    // A batch that could carry state and timer writes but has none (most tool results) is alone too.
+    writer.commitWithState(live, [signal('no state')], [], []);
     expect(transactions).not.toHaveBeenCalled();
     writer.commitWithState(live, [signal('with state')], [['count', 1]]);
     expect(transactions).toHaveBeenCalledTimes(1);
-    expect(store.readBatches(live.key, 0).map((batch) => batch.records)).toEqual([[signal('alone')], [signal('with state')]]);
+    expect(store.readBatches(live.key, 0).map((batch) => batch.records)).toEqual([
+      [signal('alone')],
+      [signal('no state')],
+      [signal('with state')],
+    ]);
   });
 
   it('rolls the batch and its state writes back together', async () => {

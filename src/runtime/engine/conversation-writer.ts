@@ -168,13 +168,18 @@ export class ConversationWriter {
     const state = writes.length > 0 ? this.view.stateOf(live) : undefined;
     // The batch's sequence: the one `commit` appends under (the fold's head is the store's).
     const seq = live.conv.head + 1;
-    this.commit(live, records, () => {
-      for (const [name, value] of writes) this.store.writeState(live.key, name, value, seq);
-      for (const [name, timer] of timers) {
-        if (timer === null) this.store.deleteTimer(live.key, name);
-        else this.store.putTimer(timer);
-      }
-    });
+    // Nothing to write beside the batch (most tool results): the batch alone, with no transaction.
+    const alsoWrite =
+      writes.length === 0 && timers.length === 0
+        ? undefined
+        : () => {
+            for (const [name, value] of writes) this.store.writeState(live.key, name, value, seq);
+            for (const [name, timer] of timers) {
+              if (timer === null) this.store.deleteTimer(live.key, name);
+              else this.store.putTimer(timer);
+            }
+          };
+    this.commit(live, records, alsoWrite);
     for (const [name, value] of writes) state!.set(name, value);
     if (timers.length > 0) {
       this.view.timersWritten();
