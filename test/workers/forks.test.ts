@@ -3,23 +3,21 @@
  * imports (a large export crosses the RPC as a stream both ways); the fork answers from the
  * history and state it was cut with, in its own object's SQLite, and the original is untouched.
  */
-import { env, runInDurableObject } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { AgentInstanceExistsError, type ConversationExport, ForkPointError, exportConversation, fork, init } from '@flue/runtime';
 import type { RecordedRequest } from '@flue/runtime/testing';
 import { Brancher, FORK_LANE } from './agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';
-import { lazyRows } from '../../src/runtime/store/schema.ts';
-import { objectHasStore } from './object-store.ts';
-import { durableObjectSqlDriver } from '../../src/durable-objects/sql-driver.ts';
+import { objectHasStore, objectRows } from './object-store.ts';
 import { LOG_ROWS } from '../support/log-sql.ts';
 
 const namespace = () => (env as unknown as { FLUE_BRANCHER_AGENT: DurableObjectNamespace }).FLUE_BRANCHER_AGENT;
 
 /** A table the conversation never wrote (state, made by its first write) reads as no rows, as the store reads it. */
-async function rows(id: string, sql: string): Promise<Record<string, unknown>[]> {
-  return runInDurableObject(namespace().getByName(id), (_instance, state) => lazyRows(durableObjectSqlDriver(state.storage), sql));
+function rows(id: string, sql: string): Promise<Record<string, unknown>[]> {
+  return objectRows(namespace().getByName(id), sql);
 }
 
 async function ask(id: string, body: string) {

@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { PersistedFormatVersionError } from '../common/errors.ts';
 import type { SqlDriver } from './sql-driver.ts';
-import { createEveryTable, lazyRows, lazyWrite, migrate, schemaObjects } from './schema.ts';
+import { createEveryTable, lazyRows, lazyUpdate, lazyWrite, migrate, schemaObjects } from './schema.ts';
 
 /** node:sqlite as a driver that records every statement it runs. */
 function recorded(db = new DatabaseSync(':memory:')): { db: DatabaseSync; driver: SqlDriver; statements: string[] } {
@@ -158,6 +158,13 @@ describe('tables made by their first write', () => {
     lazyWrite(driver, `INSERT INTO flue_timers (stream, name, id, due_at, body) VALUES ('s', 'n', 'i', 5, '{}')`);
     expect(objects(db)).toEqual(expect.arrayContaining(['flue_timers', 'flue_timers_due']));
     expect(lazyRows(driver, 'SELECT min(due_at) AS due FROM flue_timers')).toEqual([{ due: 5 }]);
+    // lazyUpdate, what the store changes rows with: nothing to do without the table, its rows changed with it,
+    // and any other failure is the caller's.
+    lazyUpdate(driver, `UPDATE flue_submissions SET continuation = 1`);
+    lazyUpdate(driver, `UPDATE flue_timers SET due_at = 6 WHERE name = 'n'`);
+    expect(lazyRows(driver, 'SELECT min(due_at) AS due FROM flue_timers')).toEqual([{ due: 6 }]);
+    expect(() => lazyUpdate(driver, `UPDATE flue_timers SET nope = 1`)).toThrow(/no such column/);
+    expect(objects(db)).not.toContain('flue_submissions');
   });
 
   it('a write rolled back leaves no table, and the next write makes it again', () => {

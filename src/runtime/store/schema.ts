@@ -239,7 +239,7 @@ function missingTable(error: unknown): LazyTable | undefined {
   return name !== undefined && Object.hasOwn(LAZY_TABLES, name) ? (name as LazyTable) : undefined;
 }
 
-/** A read, update or delete of a lazy table: no rows while the table is not made yet. */
+/** A read of a lazy table: no rows while the table is not made yet (its changes go through `lazyUpdate`). */
 export function lazyRows(driver: SqlDriver, sql: string, ...params: SqlValue[]): SqlRow[] {
   try {
     return driver.query(sql, ...params);

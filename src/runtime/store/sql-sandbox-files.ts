@@ -7,7 +7,7 @@
 import type { ConversationKey } from './conversation-key.ts';
 import type { SandboxFileStore, StoredSandboxEntry } from '../sandbox/file-store.ts';
 import type { SqlDriver, SqlValue } from './sql-driver.ts';
-import { lazyRows, lazyWrite } from './schema.ts';
+import { lazyRows, lazyUpdate, lazyWrite } from './schema.ts';
 
 const CHUNK_BYTES = 1024 * 1024;
 const FILE_MODE = 0o644;
@@ -100,7 +100,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
         chunks,
         chunks === 0 ? data : null,
       );
-      lazyRows(this.driver, 'DELETE FROM flue_sandbox_chunks WHERE stream = ? AND path = ?', this.key, path);
+      lazyUpdate(this.driver, 'DELETE FROM flue_sandbox_chunks WHERE stream = ? AND path = ?', this.key, path);
       for (let idx = 0; idx < chunks; idx++) {
         lazyWrite(
           this.driver,
@@ -127,14 +127,14 @@ export class SqlSandboxFiles implements SandboxFileStore {
   }
 
   setMtime(path: string, mtime: number): void {
-    lazyRows(this.driver, 'UPDATE flue_sandbox_files SET mtime = ? WHERE stream = ? AND path = ?', mtime, this.key, path);
+    lazyUpdate(this.driver, 'UPDATE flue_sandbox_files SET mtime = ? WHERE stream = ? AND path = ?', mtime, this.key, path);
   }
 
   remove(path: string): void {
     const { where, params } = subtree(path);
     this.transaction(() => {
-      lazyRows(this.driver, `DELETE FROM flue_sandbox_files WHERE stream = ? AND ${where}`, this.key, ...params);
-      lazyRows(this.driver, `DELETE FROM flue_sandbox_chunks WHERE stream = ? AND ${where}`, this.key, ...params);
+      lazyUpdate(this.driver, `DELETE FROM flue_sandbox_files WHERE stream = ? AND ${where}`, this.key, ...params);
+      lazyUpdate(this.driver, `DELETE FROM flue_sandbox_chunks WHERE stream = ? AND ${where}`, this.key, ...params);
     });
   }
 
@@ -142,7 +142,7 @@ export class SqlSandboxFiles implements SandboxFileStore {
     const { where, params } = subtree(from);
     this.transaction(() => {
       for (const table of ['flue_sandbox_files', 'flue_sandbox_chunks']) {
-        lazyRows(
+        lazyUpdate(
           this.driver,
           `UPDATE ${table} SET path = ? || substr(path, length(?) + 1) WHERE stream = ? AND ${where}`,
           to,

@@ -836,7 +836,7 @@ export class SqlStore {
     const spilled = spillKey('state', key, name);
     const text = JSON.stringify(value);
     // An overwrite must not leave the previous value's chunks behind.
-    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', spilled);
+    lazyUpdate(this.driver, 'DELETE FROM flue_spill WHERE key = ?', spilled);
     lazyWrite(
       this.driver,
       'INSERT INTO flue_state (stream, name, value) VALUES (?, ?, ?) ON CONFLICT (stream, name) DO UPDATE SET value = excluded.value',
@@ -894,12 +894,12 @@ export class SqlStore {
   }
 
   deleteTimer(key: ConversationKey, name: string): void {
-    lazyRows(this.driver, 'DELETE FROM flue_timers WHERE stream = ? AND name = ?', key, name);
+    lazyUpdate(this.driver, 'DELETE FROM flue_timers WHERE stream = ? AND name = ?', key, name);
   }
 
   /** Removes the timer only if it is still the schedule `id` (not a later one of the same name). */
   deleteTimerId(key: ConversationKey, id: string): void {
-    lazyRows(this.driver, 'DELETE FROM flue_timers WHERE stream = ? AND id = ?', key, id);
+    lazyUpdate(this.driver, 'DELETE FROM flue_timers WHERE stream = ? AND id = ?', key, id);
   }
 
   /** Timers due at `now`, earliest first, across every conversation of the store. */
@@ -957,10 +957,10 @@ export class SqlStore {
     const spilled = spillKey('checkpoint', key);
     // The previous body's chunks go, whether or not the new one spills: the whole spill's key and
     // every string it kept apart (the keys below it). Never chunks it only named.
-    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', spilled);
+    lazyUpdate(this.driver, 'DELETE FROM flue_spill WHERE key = ?', spilled);
     const below = `${spilled.slice(0, -1)},`;
     const past = `${spilled.slice(0, -1)}-`; // ',' + 1: every key starting with `below` sorts before it
-    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key >= ? AND key < ?', below, past);
+    lazyUpdate(this.driver, 'DELETE FROM flue_spill WHERE key >= ? AND key < ?', below, past);
     this.known = this.known.filter((part) => !part.key.startsWith(below));
     const parted =
       typeof body === 'string' ? undefined : this.prepareParts(key, body.value, (path) => spillKey('checkpoint', key, ...path));
@@ -1022,7 +1022,7 @@ export class SqlStore {
     // Chunks of a write that never committed its row would collide with this one's. Only the
     // writer of a row deletes the chunks its key names: a row that names another row's chunks
     // (a part of a value, below) never writes or deletes them.
-    lazyRows(this.driver, 'DELETE FROM flue_spill WHERE key = ?', key);
+    lazyUpdate(this.driver, 'DELETE FROM flue_spill WHERE key = ?', key);
     const written = encodeInChunks(text, SPILL_BYTES, (chunk, idx) =>
       lazyWrite(this.driver, 'INSERT INTO flue_spill (key, idx, data) VALUES (?, ?, ?)', key, idx, chunk),
     );
