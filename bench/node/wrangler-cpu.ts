@@ -41,7 +41,6 @@ const BURST = 250;
  * a few hundredths (each takes a few seconds, where a run of (1) and (4) takes a minute).
  */
 const LOAD_SAMPLES = 3;
-const WARMUP_TURNS = 3;
 
 const bareDir = fileURLToPath(new URL('../workers/bare-turns/', import.meta.url));
 const agentsDir = fileURLToPath(new URL('../agents-sdk/', import.meta.url));
@@ -421,13 +420,13 @@ try {
   const side = (name: SideName) => sides.find((s) => s.name === name)!;
   const pair = [side('ours'), side('bare')];
 
-  // Warm-up: module load, the first model call and JIT of every path belong to no figure. The
-  // fan-out and the burst run once at full size, as they are measured (meters paused): with 20
-  // conversations as their warm-up, each run's first samples still cost more on our side, whose
-  // code V8 had not finished optimizing (bench/README.md, the warm-up).
+  // Warm-up: module load, the first model call and JIT of every path belong to no figure. Each
+  // scenario runs once at full size, as it is measured, and is discarded (the fan-out and the
+  // burst with meters paused): with 3 turns on one conversation, or 20 conversations, as their
+  // warm-up, each run's first turns still cost more on our side, whose code V8 had not finished
+  // optimizing (bench/README.md, the warm-up).
   for (const s of sides) {
-    for (let t = 1; t <= WARMUP_TURNS; t++) await turn(s, 'warmup', `warmup-${t}`);
-    await lapse(s, ['warmup']);
+    await turnsScenario(s, -1);
     if (s.name === 'agents') continue;
     await pauseMeters(s, true);
     await fanoutScenario(s, -1);
@@ -573,6 +572,9 @@ try {
   );
   for (const s of sides) {
     const name = s.name;
+    console.log(
+      `${name}: CPU per turn by run (mean of the 20 turns, ms): ${turns[name]!.map((sample) => mean(sample.cpu).toFixed(1)).join(', ')}`,
+    );
     console.log(
       `${name}: per-turn CPU series (median over runs, ms): ${Array.from({ length: TURNS }, (_, t) => median(turns[name]!.map((sample) => sample.cpu[t]!)).toFixed(1)).join(' ')}`,
     );
