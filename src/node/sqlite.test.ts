@@ -21,14 +21,14 @@ test('a file path creates missing parent folders, opens in WAL mode and stamps t
   expect(existsSync(path)).toBe(true);
   const db = new DatabaseSync(path);
   expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
-  expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '4' });
+  expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '5' });
   db.close();
 });
 
 test('a store stamped with another format version is refused before anything is read or written', async () => {
   const path = join(tmp(), 'flue.db');
   const db = new DatabaseSync(path);
-  db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '5')`);
+  db.exec(`CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '6')`);
   db.close();
   const adapter = sqlite(path);
   let error: unknown;
@@ -40,9 +40,9 @@ test('a store stamped with another format version is refused before anything is 
   await adapter.close();
   expect(error).toBeInstanceOf(PersistedFormatVersionError);
   expect((error as PersistedFormatVersionError).type).toBe('persisted_format_version_unsupported');
-  expect((error as PersistedFormatVersionError).meta).toEqual({ storedVersion: '5', supportedVersion: '4' });
+  expect((error as PersistedFormatVersionError).meta).toEqual({ storedVersion: '6', supportedVersion: '5' });
   const after = new DatabaseSync(path);
-  expect(after.prepare(`SELECT value FROM flue_meta`).get()).toEqual({ value: '5' });
+  expect(after.prepare(`SELECT value FROM flue_meta`).get()).toEqual({ value: '6' });
   expect(after.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name IN ('flue_log', 'flue_batches')`).get()).toEqual({ n: 0 });
   after.close();
 });

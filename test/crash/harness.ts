@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { ChildConfig, ChildLine } from './fixtures/child.ts';
 import { storeRows } from '../support/store-rows.ts';
 import { LOG_ROWS } from '../support/log-sql.ts';
+import { unpackRecords } from '../../src/runtime/store/record-packing.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(here, '../..');
@@ -263,7 +264,9 @@ export function inspectDb(path: string, stream?: string): DbView {
     const records = db
       .prepare(`SELECT seq, records FROM ${LOG_ROWS}${where} ORDER BY stream, seq`)
       .all(...args)
-      .flatMap((row) => (JSON.parse(String(row.records)) as Record<string, any>[]).map((record) => ({ seq: Number(row.seq), record })));
+      .flatMap((row) =>
+        (unpackRecords(String(row.records), false).records as Record<string, any>[]).map((record) => ({ seq: Number(row.seq), record })),
+      );
     const steps = storeRows(db, `SELECT tool_call_id, step, value FROM flue_steps${where}`, ...args).map((row) => ({
       toolCallId: String(row.tool_call_id),
       step: String(row.step),

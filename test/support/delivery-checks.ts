@@ -4,6 +4,7 @@
  * the Node and the workerd load tests both use it.
  */
 import { expect } from 'vitest';
+import { unpackRecords } from '../../src/runtime/store/record-packing.ts';
 import type { ConversationRecord } from '../../src/runtime/store/records.ts';
 import { LOG_ROWS } from './log-sql.ts';
 
@@ -26,9 +27,7 @@ export function durableConversation(ledger: Record<string, unknown>[], log: Reco
       outcome: row.outcome === null ? null : String(row.outcome),
       joinedInto: row.joined_into === null ? null : String(row.joined_into),
     })),
-    records: log.flatMap((row) =>
-      (JSON.parse(String(row.records)) as ConversationRecord[]).map((record) => ({ seq: Number(row.seq), record })),
-    ),
+    records: log.flatMap((row) => unpackRecords(String(row.records), false).records.map((record) => ({ seq: Number(row.seq), record }))),
   };
 }
 

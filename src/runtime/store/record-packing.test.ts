@@ -166,3 +166,126 @@ describe('record packing', () => {
     }
   });
 });
+
+describe('compact records (format 5)', () => {
+  const ts = '2026-01-01T00:00:00.000Z';
+  const later = '2026-01-01T00:00:00.020Z';
+  /** One turn as the engine writes it: the admission, a tool step written whole, its results, the reply step and the settlement. */
+  function turn(): ConversationRecord[][] {
+    const outcome = succeeded({ key: 'k', value: 'v' });
+    noteContentIsOutputJson(outcome);
+    const started = (stepId: string, extra: { metadata?: Record<string, unknown> } = {}): ConversationRecord => ({
+      type: 'assistant_started',
+      messageId: 'msg_1',
+      stepId,
+      submissionId: 'sub_1',
+      attemptId: 'attempt_1',
+      ...extra,
+      ts,
+    });
+    const completed = (stepId: string, text: string): ConversationRecord => ({
+      type: 'assistant_completed',
+      stepId,
+      messageId: 'msg_1',
+      submissionId: 'sub_1',
+      message: { role: 'assistant', content: [{ type: 'text', text }] } as never,
+      ts: later,
+    });
+    return [
+      [
+        {
+          type: 'user_message',
+          messageId: 'msg_in_sub_1',
+          submissionId: 'sub_1',
+          deliveryOrigin: 'app',
+          body: 'hi',
+          ts,
+          admission: { acceptedAt: ts, attemptId: 'attempt_1', startedAt: 1, maxAttempts: 10, timeoutMs: 60_000 },
+        },
+      ],
+      [started('step_1'), completed('step_1', '')],
+      [{ type: 'tool_results', stepId: 'step_1', messageId: 'msg_1', submissionId: 'sub_1', outcomes: [outcome], ts }],
+      [
+        started('step_2', { metadata: { tag: 'x' } }),
+        completed('step_2', 'the reply'),
+        { type: 'submission_settled', submissionId: 'sub_1', outcome: 'completed', answeredBySubmissionId: 'sub_1', ts: later },
+      ],
+    ];
+  }
+
+  it('leaves out what reading derives, and reads back the same records key for key', () => {
+    for (const records of turn()) {
+      const stored = JSON.stringify(packRecordValues(records, undefined, true).stored);
+      const read = unpackRecords(stored, false).records;
+      expect(JSON.stringify(read)).toBe(JSON.stringify(records));
+      expect(read).toEqual(records);
+    }
+    const all = turn();
+    const stored = all.map((records) => JSON.stringify(packRecordValues(records, undefined, true).stored));
+    const whole = all.map((records) => JSON.stringify(records));
+    expect(stored.join('')).not.toContain('assistant_started');
+    expect(stored.join('')).not.toContain('msg_in_');
+    expect(stored.join('')).not.toContain('answeredBySubmissionId');
+    // A small outcome its producer noted as its output's JSON keeps the output alone (a layout every format reads).
+    expect(stored[2]).not.toContain('"content":');
+    // Each row is smaller; the step rows by about an assistant_started record each.
+    stored.forEach((text, i) => expect(utf8(text)).toBeLessThan(utf8(whole[i]!)));
+    expect(utf8(whole[1]!) - utf8(stored[1]!)).toBeGreaterThan(80);
+    // The admission row keeps the text a backward scan for admissions looks for.
+    expect(stored[0]).toContain('"admission":');
+  });
+
+  it('keeps as they are the records whose fields are not the derived ones', () => {
+    const [[admitted], [started, completed], , [, , settled]] = turn();
+    const cases: ConversationRecord[][] = [
+      // Another step's completion, a delta between, a start alone, a start after its completion.
+      [started!, { ...completed!, stepId: 'step_9' } as ConversationRecord],
+      [started!, { type: 'assistant_delta', stepId: 'step_1', messageId: 'msg_1', kind: 'text', block: 0, delta: 'a' }, completed!],
+      [started!],
+      [completed!, started!],
+      [{ ...started!, submissionId: 'sub_2' } as ConversationRecord, completed!],
+      // An admission with another message id or accepted at another time; input that is no admission.
+      [{ ...admitted!, messageId: 'msg_other' } as ConversationRecord],
+      [{ ...admitted!, admission: { ...(admitted as { admission: object }).admission, acceptedAt: later } } as ConversationRecord],
+      [{ type: 'user_message', messageId: 'msg_in_sub_1', submissionId: 'sub_1', body: 'joined', ts }],
+      // A settlement answered by another submission, or by none.
+      [{ ...settled!, answeredBySubmissionId: 'sub_0' } as ConversationRecord],
+      [{ type: 'submission_settled', submissionId: 'sub_1', outcome: 'aborted', ts }],
+    ];
+    for (const records of cases) {
+      const stored = packRecordValues(records, undefined, true).stored;
+      expect(JSON.stringify(unpackRecords(JSON.stringify(stored), false).records)).toBe(JSON.stringify(records));
+    }
+    expect(JSON.stringify(packRecordValues(cases[0]!, undefined, true).stored)).toContain('assistant_started');
+    expect(JSON.stringify(packRecordValues(cases[5]!, undefined, true).stored)).toContain('msg_other');
+    expect(JSON.stringify(packRecordValues(cases[6]!, undefined, true).stored)).toContain(`"acceptedAt":"${later}"`);
+    expect(JSON.stringify(packRecordValues(cases[8]!, undefined, true).stored)).toContain('"answeredBySubmissionId":"sub_0"');
+  });
+
+  it('is not done for a store of an earlier format, whose rows earlier versions read', () => {
+    const [, step] = turn();
+    expect(packRecordValues(step!).stored).toEqual(step);
+  });
+
+  it('through the store: a new store writes compact rows, one stamped 4 writes whole ones, both read the same records', async () => {
+    const rowOf = (store: SqlStore) => {
+      const driver = (store as unknown as { driver: { query(sql: string): { records: string }[] } }).driver;
+      return driver.query('SELECT records FROM flue_log ORDER BY pos DESC LIMIT 1')[0]!.records;
+    };
+    const [, step] = turn();
+    const current = await openStore();
+    current.appendSized(storedConversationKey('s'), step!);
+    expect(rowOf(current)).not.toContain('assistant_started');
+    expect(current.readBatches(storedConversationKey('s'), -1)[0]!.records).toEqual(step);
+
+    const adapter = sqlite();
+    await adapter.migrate();
+    const driver = await adapter.connect();
+    driver.run(`UPDATE flue_meta SET value = '4' WHERE key = 'format_version'`);
+    const earlier = new SqlStore(driver);
+    earlier.createConversation({ key: storedConversationKey('s'), agent: 'A', instanceId: 's', incarnation: 'inc' });
+    earlier.appendSized(storedConversationKey('s'), step!);
+    expect(rowOf(earlier)).toContain('assistant_started');
+    expect(earlier.readBatches(storedConversationKey('s'), -1)[0]!.records).toEqual(step);
+  });
+});

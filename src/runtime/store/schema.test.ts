@@ -59,7 +59,7 @@ describe('migrate', () => {
     const { db, driver } = recorded();
     expect(migrate(driver)).toBe(true);
     expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams']);
-    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '4' });
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '5' });
     // One page per table, and the schema's own: the 22 pages of a store with every table were 88 KiB,
     // the 7 of a store made with its ledger 28 KiB.
     expect(Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count)).toBeLessThanOrEqual(4);
@@ -89,7 +89,7 @@ describe('migrate', () => {
     // The schema's one read, then everything else in one call.
     expect([statements.length, scripts.length]).toEqual([1, 1]);
     expect(objects(db)).toEqual(['flue_log', 'flue_meta', 'flue_streams']);
-    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '4' });
+    expect(db.prepare(`SELECT value FROM flue_meta WHERE key = 'format_version'`).get()).toEqual({ value: '5' });
   });
 
   it('opens a store it made with two reads and no write', () => {
@@ -140,9 +140,9 @@ describe('migrate', () => {
     expect(objects(unversioned.db)).toEqual(['flue_batches']);
     const other = recorded();
     other.db.exec(
-      `CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '5')`,
+      `CREATE TABLE flue_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO flue_meta VALUES ('format_version', '6')`,
     );
-    expect(() => migrate(other.driver)).toThrow(expect.objectContaining({ meta: { storedVersion: '5', supportedVersion: '4' } }));
+    expect(() => migrate(other.driver)).toThrow(expect.objectContaining({ meta: { storedVersion: '6', supportedVersion: '5' } }));
     expect(objects(other.db)).toEqual(['flue_meta']);
   });
 });

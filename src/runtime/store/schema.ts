@@ -23,10 +23,13 @@ import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
  * has version 3's tables, and a Durable Object admits a submission to an idle conversation in its
  * log alone, with no ledger row: a version before 4 would not see
  * that open work, nor find the settlements kept in `flue_settled`, so it refuses the store.
+ * Version 5 has version 4's tables, and its rows leave out what reading derives exactly (a step's
+ * start written with its completion, ids a record already holds: record-packing.ts): a version
+ * before 5 would read a step that never started, so it refuses the store.
  */
-export const FLUE_FORMAT_VERSION = '4';
+export const FLUE_FORMAT_VERSION = '5';
 /** The formats this version reads and writes: its own, and the ones before it. */
-export const READABLE_FORMATS = ['1', '2', '3', FLUE_FORMAT_VERSION] as const;
+export const READABLE_FORMATS = ['1', '2', '3', '4', FLUE_FORMAT_VERSION] as const;
 export type StoreFormat = (typeof READABLE_FORMATS)[number];
 
 /** The ledger: every format keeps it alike. */
@@ -90,6 +93,7 @@ const CORE_OBJECTS: Record<StoreFormat, Record<string, string>> = {
   // ledger: from format 4 on its table and index (two pages, and two statements in every new
   // object) are made by the first row (LAZY_TABLES). Earlier formats made them with the store.
   '4': ROWID_LOG_OBJECTS,
+  '5': ROWID_LOG_OBJECTS,
 };
 
 /** Made by the first write to each: table → its statements (the table, then its indexes). */

@@ -325,6 +325,11 @@ export class SqlStore {
     return Number(this.log.format) >= 3;
   }
 
+  /** Whether rows leave out what reading derives exactly (format 5 on: record-packing.ts). */
+  private get compactsRecords(): boolean {
+    return Number(this.log.format) >= 5;
+  }
+
   /**
    * Whether a submission admitted to an idle conversation, unkeyed, lives in the log alone until
    * something needs its ledger row: a Durable Object's store, in
@@ -379,7 +384,8 @@ export class SqlStore {
     }
     const seq = head + 1;
     const insert = (column: string) => this.log.insert(key, seq, column);
-    const apart = packRecordValues(records, keptApart);
+    const compact = this.compactsRecords;
+    const apart = packRecordValues(records, keptApart, compact);
     const parted = this.prepareParts(key, apart.stored, (path) => spillKey('batch', key, seq, ...path));
     if (parted !== undefined) {
       return this.transaction(() => {
@@ -389,7 +395,7 @@ export class SqlStore {
       });
     }
     // An outcome stored without its output needs its content apart: pack again for the whole-value layout.
-    const packed = apart.outputFromContent ? packRecordValues(records) : apart;
+    const packed = apart.outputFromContent ? packRecordValues(records, undefined, compact) : apart;
     const text = JSON.stringify(packed.stored);
     const write = () => {
       const value = this.spill(() => spillKey('batch', key, seq), text);
