@@ -3,7 +3,7 @@
  * agent on the Cloudflare Agents SDK, each served by its own `wrangler dev` (offline), measured by
  * the CPU time of each one's workerd process.
  *
- *   npm run bench -- wrangler          # BENCH_RUNS (default 2) runs of each scenario ((2) and (3) LOAD_SAMPLES times in each)
+ *   npm run bench -- wrangler          # BENCH_RUNS (default 3) runs of each scenario ((2) and (3) LOAD_SAMPLES times in each)
  *
  * (1) turns: conversations of 20 turns (one `lookup` tool call and a 200-chunk reply each); the
  *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1. The same turns
@@ -29,7 +29,7 @@ import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { processesOf } from './wrangler-processes.ts';
 import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question } from './side-by-side-script.ts';
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 2);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const TURNS = 20;
 /** Turn i of this many conversations is measured as one interval, to smooth scheduling noise. */
 const CONVERSATIONS_PER_TURN = 3;

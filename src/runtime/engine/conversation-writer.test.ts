@@ -153,6 +153,40 @@ describe('ConversationWriter', () => {
       expect(records(store, live.key)).toEqual([['user_message'], ['signal'], ['user_message', 'signal'], ['user_message', 'signal']]);
     });
 
+    it('is sized as the store holds the rows: a step whose start the store leaves out makes room for it', async () => {
+      const opened = await open();
+      const { store, writer } = opened;
+      const live = admitted(opened, 'sub_1');
+      const input = inputRecord({ id: 'sub_2', kind: 'dispatch', payload: { message: { kind: 'user', body: 'hi' } } });
+      const step = (text: string): ConversationRecord[] => [
+        {
+          type: 'assistant_started',
+          messageId: 'msg_1',
+          stepId: 'step_1',
+          submissionId: 'sub_1',
+          attemptId: 'attempt_1',
+          ts: '2026-01-01T00:00:00.000Z',
+        },
+        {
+          type: 'assistant_completed',
+          stepId: 'step_1',
+          messageId: 'msg_1',
+          submissionId: 'sub_1',
+          message: { role: 'assistant', content: [{ type: 'text', text }] } as never,
+          ts: '2026-01-01T00:00:00.000Z',
+        },
+      ];
+      const pages = (records: ConversationRecord[]) => store.logRowOverflowPages(live.key, 1, store.storedSize(records));
+      const whole = (records: ConversationRecord[]) => store.logRowOverflowPages(live.key, 1, JSON.stringify(records).length);
+      // A reply that fits its page with the input as the row holds the step, and would not as the records are.
+      let size = 3_000;
+      while (!(whole([input, ...step('r'.repeat(size))]) > whole(step('r'.repeat(size))))) size++;
+      expect(pages([input, ...step('r'.repeat(size))])).toBe(pages(step('r'.repeat(size))));
+      writer.hold(live, [input]);
+      writer.commit(live, step('r'.repeat(size)));
+      expect(records(store, live.key)).toEqual([['user_message', 'assistant_started', 'assistant_completed']]);
+    });
+
     it('a reader that starts following has it written at once, in a batch of its own', async () => {
       const opened = await open();
       const { store, writer } = opened;

@@ -26,8 +26,6 @@ import type {
   TimerRow,
 } from '../store/sql-store.ts';
 import type { TimerWrite } from './pending-timers.ts';
-import { packRecords } from '../store/record-packing.ts';
-import { utf8Size } from '../common/limits.ts';
 import { jsonLongerThan } from '../common/json-length.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 import { admittedRow, withoutAdmission } from './log-admission.ts';
@@ -578,9 +576,9 @@ const SIZED_BATCH_CHARS = 64 * 1024;
 function heldRides(store: SqlStore, live: LiveConversation, records: readonly ConversationRecord[], more = 0): boolean {
   if (jsonLongerThan(records, SIZED_BATCH_CHARS)) return true;
   const seq = live.conv.head + 1;
-  const alone = utf8Size(packRecords(records).text) + more;
+  const alone = store.storedSize(records) + more;
   // The two arrays' JSON joined as one: their brackets once, and a comma between.
-  const together = alone + utf8Size(packRecords(live.held).text) - 1;
+  const together = alone + store.storedSize(live.held) - 1;
   return store.logRowOverflowPages(live.key, seq, together) <= store.logRowOverflowPages(live.key, seq, alone);
 }
 

@@ -94,8 +94,8 @@ export function packRecordValues(
   return { stored, derivedBytes, outputFromContent };
 }
 
-export function packRecords(records: readonly ConversationRecord[]): { text: string; derivedBytes: number } {
-  const { stored, derivedBytes } = packRecordValues(records);
+export function packRecords(records: readonly ConversationRecord[], compact = false): { text: string; derivedBytes: number } {
+  const { stored, derivedBytes } = packRecordValues(records, undefined, compact);
   return { text: JSON.stringify(stored), derivedBytes };
 }
 

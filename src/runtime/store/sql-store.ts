@@ -15,7 +15,7 @@ import { type AttachmentRecordRef, type ConversationRecord, type SubmissionOutco
 import { utf8Size } from '../common/limits.ts';
 import type { SqlDriver, SqlRow, SqlValue } from './sql-driver.ts';
 import { SqlSandboxFiles } from './sql-sandbox-files.ts';
-import { packRecordValues, unpackRecordValues } from './record-packing.ts';
+import { packRecordValues, packRecords, unpackRecordValues } from './record-packing.ts';
 import {
   MAX_SKELETON_CHARS,
   PARTS_MARKER,
@@ -404,6 +404,11 @@ export class SqlStore {
     };
     // Text that never spills is one statement.
     return neverSpills(text) ? write() : this.transaction(write);
+  }
+
+  /** The UTF-8 size of `records` as this store's log row holds them (no value kept apart): what sizes its pages. */
+  storedSize(records: readonly ConversationRecord[]): number {
+    return utf8Size(packRecords(records, this.compactsRecords).text);
   }
 
   /** Batches with sequence greater than `after`, in order. */
