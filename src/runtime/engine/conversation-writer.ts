@@ -135,7 +135,8 @@ export class ConversationWriter {
    * the batch alone (`heldRides`). A reader that starts following the log first has them
    * written at once, in a batch of their own. Until then the store does not have them: a crash
    * loses them, so only records the store can make again belong here (a response's input, which
-   * its open submission holds). When a checkpoint is due they are committed now, carrying it: the
+   * its open submission holds; a turn's resource narration, which the attempt that runs again
+   * renders again). When a checkpoint is due they are committed now, carrying it: the
    * batch that would take them may be a response's last (`close`), which carries none, and a
    * conversation whose every turn is one such batch would never be checkpointed.
    */

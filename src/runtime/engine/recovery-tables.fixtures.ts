@@ -267,10 +267,13 @@ export function step(
  */
 export const opening = (first: unknown, batches: unknown[][]): unknown[][] => [[first, ...batches[0]!], ...batches.slice(1)];
 
-/** The rest of a response that answers in one turn: the first turn's baseline snapshot, then the step with the settlement it ends in. */
+/**
+ * The rest of a response that answers in one turn: one batch, the first turn's baseline snapshot
+ * (held until the step's batch, like an input: ConversationWriter.hold), the step and the
+ * settlement it ends in.
+ */
 export const answers = (ids: { message: string; step: string; model?: string }, said: string) => [
-  [snapshot],
-  [...step(ids, said), settled('sub_a', 'completed')],
+  [snapshot, ...step(ids, said), settled('sub_a', 'completed')],
 ];
 
 /**

@@ -223,7 +223,7 @@ const cases: Case[] = [
       ],
       ...answers({ message: 'msg_r', step: 'msg_1' }, 'The helper found it.'),
     ],
-    streams: { [CHILD]: [[snapshot], step({ message: 'msg_2', step: 'msg_3' }, 'Found.')] },
+    streams: { [CHILD]: [[snapshot, ...step({ message: 'msg_2', step: 'msg_3' }, 'Found.')]] },
     ledger: { sub_a: { status: 'settled', outcome: 'completed' } },
   },
   {
@@ -232,8 +232,8 @@ const cases: Case[] = [
     given: { log: [applied], submissions: retried },
     script: [{ text: ['Tagged.'] }],
     appends: [
-      [snapshot],
       [
+        snapshot,
         ...step({ message: 'msg_1', step: 'msg_2' }, 'Tagged.').map((record) =>
           record.type === 'assistant_started' ? { ...record, metadata: { tag: 'first' } } : record,
         ),
@@ -346,8 +346,7 @@ const cases: Case[] = [
     script: [{ text: ['Both.'] }],
     appends: [
       [input('sub_a', 'go'), input('sub_b', 'and this', 'sub_a')],
-      [snapshot],
-      [...step({ message: 'msg_1', step: 'msg_2' }, 'Both.'), settled('sub_a', 'completed'), settled('sub_b', 'completed')],
+      [snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, 'Both.'), settled('sub_a', 'completed'), settled('sub_b', 'completed')],
     ],
     ledger: {
       sub_a: { status: 'settled', outcome: 'completed', attempts: 1 },
@@ -360,8 +359,7 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], deliver: 'also this' }, { text: ['Both done.'] }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
-      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
+      [input('sub_a', 'go'), snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
       [
         toolResults(
           'msg_2',
@@ -386,8 +384,7 @@ const cases: Case[] = [
     sliceBudgetMs: -1,
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
-      step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]),
+      [input('sub_a', 'go'), snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
       [
         toolResults(
           'msg_2',
@@ -417,7 +414,7 @@ const cases: Case[] = [
     },
     sliceBudgetMs: -1,
     script: [{ text: ['Done.'] }],
-    appends: [[snapshot], [...step({ message: 'msg_r', step: 'msg_1' }, 'Done.'), settled('sub_a', 'completed')]],
+    appends: [[snapshot, ...step({ message: 'msg_r', step: 'msg_1' }, 'Done.'), settled('sub_a', 'completed')]],
     ledger: { sub_a: { status: 'settled', outcome: 'completed', attempts: 1 } },
   },
   {
@@ -426,8 +423,9 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ error: 'The model refused.' }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
       [
+        input('sub_a', 'go'),
+        snapshot,
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         {
           type: 'assistant_completed',
@@ -543,8 +541,9 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ text: ['Half'], stall: true, abort: true }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
       [
+        input('sub_a', 'go'),
+        snapshot,
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         // Written whole: what it said is in the aborted message alone.
         {
@@ -569,8 +568,9 @@ const cases: Case[] = [
     given: { submissions: first },
     script: [{ text: ['Half a'], stall: true }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
       [
+        input('sub_a', 'go'),
+        snapshot,
         { type: 'assistant_started', messageId: 'msg_1', stepId: 'msg_2', submissionId: 'sub_a', attemptId: 'attempt_1', ts },
         { type: 'assistant_delta', messageId: 'msg_1', stepId: 'msg_2', kind: 'text', block: 0, delta: 'Half a' },
       ],
@@ -578,12 +578,12 @@ const cases: Case[] = [
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
   {
-    rule: "§6 a crash at a model call's first delta leaves no trace of the step: its text was not due for a commit",
+    rule: "§6 a crash at a model call's first delta leaves no trace of the response: its text was not due for a commit, and its input and the turn's snapshot wait for its batch",
     agent: Shop,
     given: { submissions: first },
     crashAt: { point: 'model' },
     script: [{ text: ['Hal', 'f'] }],
-    appends: [[input('sub_a', 'go'), snapshot]],
+    appends: [],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
   {
@@ -592,7 +592,7 @@ const cases: Case[] = [
     given: { submissions: first },
     crashAt: { point: 'tool', tool: 'plain' },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }] }],
-    appends: [[input('sub_a', 'go'), snapshot], step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])],
+    appends: [[input('sub_a', 'go'), snapshot, ...step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')])]],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
     ran: { plain: 0 },
   },
@@ -607,12 +607,12 @@ const cases: Case[] = [
     ran: { reserve: 1, capture: 0 },
   },
   {
-    rule: '§4 a crash just before the settlement commits leaves the submission unsettled in the log and the ledger (and the last step, which it would have committed with)',
+    rule: '§4 a crash just before the settlement commits leaves the submission unsettled in the log and the ledger (and the last step, which it would have committed with, and what the response held for its first batch)',
     agent: Shop,
     given: { submissions: first },
     crashAt: { point: 'settlement' },
     script: [{ text: ['Hello.'] }],
-    appends: [[input('sub_a', 'go'), snapshot]],
+    appends: [],
     ledger: { sub_a: { status: 'running', outcome: null, attempts: 1 } },
   },
 ];
@@ -781,8 +781,8 @@ const ledgerCases: Case[] = [
     script: [{ text: ['Sorry, again?'], tokens: 2 }],
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
-      [snapshot],
       [
+        snapshot,
         ...spending(step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'), 2),
         settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(42), modelCalls: 2, toolCalls: 1, attempts: 2 }),
       ],
@@ -814,8 +814,8 @@ const ledgerCases: Case[] = [
     script: [{ text: ['Sorry, again?'] }],
     appends: [
       [toolResults('step_1', [interrupted('call_1', 'plain')])],
-      [snapshot],
       [
+        snapshot,
         ...step({ message: 'msg_r', step: 'msg_1' }, 'Sorry, again?'),
         settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(47), modelCalls: 4, toolCalls: 1, attempts: 2 }),
       ],
@@ -835,8 +835,7 @@ const ledgerCases: Case[] = [
     // A long answer (kept, ~25k estimated tokens) reports a context near the 128k window; the summarizer then fails.
     script: [{ text: [LONG_ANSWER], tokens: 127_000 }, { error: 'summarizer down' }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
-      spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000),
+      [input('sub_a', 'go'), snapshot, ...spending(step({ message: 'msg_1', step: 'msg_2' }, LONG_ANSWER), 127_000)],
       [{ type: 'model_spend', submissionId: 'sub_a', source: 'compaction', usage: tokensUsage(0), modelCalls: 1 }],
       [settled('sub_a', 'completed', undefined, 'sub_a', { usage: tokensUsage(127_000), modelCalls: 2, toolCalls: 0, attempts: 1 })],
     ],
@@ -865,8 +864,11 @@ const ledgerCases: Case[] = [
     given: { submissions: first },
     script: [{ toolCalls: [{ id: 'call_1', name: 'plain', arguments: {} }], tokens: 100 }],
     appends: [
-      [input('sub_a', 'go'), snapshot],
-      spending(step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]), 100),
+      [
+        input('sub_a', 'go'),
+        snapshot,
+        ...spending(step({ message: 'msg_1', step: 'msg_2' }, undefined, [toolCall('call_1', 'plain')]), 100),
+      ],
       [
         toolResults(
           'msg_2',

@@ -152,11 +152,18 @@ describe('ResponseRun', () => {
     const response = run(live, row);
     await response.execute();
     const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
-    // Written whole, the step keeps its text once: in the completed message, not in deltas too.
-    expect(step.records.map((record) => record.type)).toEqual(['assistant_started', 'assistant_completed', 'submission_settled']);
+    // Written whole, the step keeps its text once: in the completed message, not in deltas too. The
+    // input and the turn's snapshot, held while nobody follows, open the same batch.
+    expect(step.records.map((record) => record.type)).toEqual([
+      'user_message',
+      'resource_snapshot',
+      'assistant_started',
+      'assistant_completed',
+      'submission_settled',
+    ]);
     expect(response.settled?.settled).toEqual(['sub_1']);
     // The ledger entry was made with the step applied; the row is settled in the same transaction.
-    expect(step.records[2]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
+    expect(step.records[4]).toMatchObject({ outcome: 'completed', usage: { modelCalls: 1 } });
     expect(store.getSubmission('sub_1')).toMatchObject({ status: 'settled', outcome: 'completed' });
     expect(view.settled(live, 'sub_1')?.reply().text).toBe('Short reply.');
   });
@@ -174,12 +181,14 @@ describe('ResponseRun', () => {
     await run(live, row).execute();
     const step = store.readBatches(live.key, -1).find((batch) => batch.records.some((record) => record.type === 'assistant_started'))!;
     expect(step.records.map((record) => record.type)).toEqual([
+      'user_message',
+      'resource_snapshot',
       'assistant_started',
       'assistant_delta',
       'assistant_completed',
       'submission_settled',
     ]);
-    expect(step.records[1]).toMatchObject({ delta: 'Short reply.' });
+    expect(step.records[3]).toMatchObject({ delta: 'Short reply.' });
     expect(view.settled(live, 'sub_1')?.reply().text).toBe('Short reply.');
   });
 
@@ -211,11 +220,12 @@ describe('ResponseRun', () => {
     const response = run(live, row);
     await expect(response.execute()).rejects.toThrow('disk full');
     expect(response.settled).toBeUndefined();
-    // The fold took the step to make the settlement, then was rebuilt from the log, which has no step.
+    // The fold took the step to make the settlement, then was rebuilt from the log, which has no step
+    // (nor the input and the turn's snapshot, which rode on that batch).
     const stored = store.readBatches(live.key, -1);
     expect(stored.flatMap((batch) => batch.records.map((record) => record.type))).not.toContain('assistant_started');
     expect(live.conv.head).toBe(stored.at(-1)!.seq);
-    expect(live.conv.head).toBeGreaterThan(head);
+    expect(live.conv.head).toBe(head);
     expect(live.conv.finalAssistantText()).toBe('');
     expect(store.getSubmission('sub_1')).toMatchObject({ status: 'running', outcome: null });
     // The next write lands at the store's head.

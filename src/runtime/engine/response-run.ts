@@ -487,7 +487,8 @@ export class ResponseRun {
       rendered,
       sandbox: this.environment.current,
     });
-    if (narration.length > 0) this.out.commit(narration);
+    // Made again from the render if a crash loses it: unless a reader follows, it goes with the step.
+    if (narration.length > 0) this.out.commitOrHold(narration);
     const latched = this.renderer.model!;
     const model = await loadModel(latched.spec);
     const placement = new DocumentPlacement(model);

@@ -57,8 +57,9 @@ export class ResponseWriter {
   }
 
   /**
-   * Records the store can make again (the response's input): committed now while a reader follows
-   * the conversation, else held to open the response's next batch (`ConversationWriter.hold`).
+   * Records the store can make again (the response's input, a turn's resource narration): committed
+   * now while a reader follows the conversation, else held to open the response's next batch
+   * (`ConversationWriter.hold`).
    */
   commitOrHold(records: ConversationRecord[]): void {
     if (this.following.followed) this.commit(records);
