@@ -7,7 +7,7 @@
  */
 import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { ConversationEngine } from '../runtime/engine/engine.ts';
-import { SqlStore, migrate, schemaObjects } from '../runtime/store/sql-store.ts';
+import { SqlStore, knowTables, migrate, schemaObjects } from '../runtime/store/sql-store.ts';
 import type { SqlDriver } from '../runtime/store/sql-driver.ts';
 import type { ConversationVerbs, VerbName } from '../runtime/engine/verbs.ts';
 import type { ConversationUsage } from '../runtime/common/types.ts';
@@ -106,6 +106,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       // A new object's tables are made by its first call (`makeStore`), not here: the constructor
       // runs in an event of its own, so its writes would be a commit of their own.
       const objects = schemaObjects(driver);
+      // This object is its database's only writer: the lazy tables it lacks are not asked for.
+      knowTables(driver, objects);
       const storeIsNew = objects.size === 0;
       if (storeIsNew) this.unmade = driver;
       else driver.transaction(() => migrate(driver, objects));

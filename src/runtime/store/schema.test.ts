@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { PersistedFormatVersionError } from '../common/errors.ts';
 import type { SqlDriver } from './sql-driver.ts';
-import { createEveryTable, lazyRows, lazyUpdate, lazyWrite, migrate, schemaObjects } from './schema.ts';
+import { createEveryTable, knowTables, lazyRows, lazyUpdate, lazyWrite, migrate, schemaObjects } from './schema.ts';
 
 /** node:sqlite as a driver that records every statement it runs. */
 function recorded(db = new DatabaseSync(':memory:')): { db: DatabaseSync; driver: SqlDriver; statements: string[] } {
@@ -179,6 +179,34 @@ describe('tables made by their first write', () => {
     expect(objects(db)).not.toContain('flue_state');
     lazyWrite(driver, `INSERT INTO flue_state (stream, name, value) VALUES ('s', 'n', '2')`);
     expect(lazyRows(driver, 'SELECT value FROM flue_state')).toEqual([{ value: '2' }]);
+  });
+
+  it("a database's only writer that knows its tables asks SQLite nothing about a table it lacks, and makes it with its first write", () => {
+    const { db, driver, statements } = recorded();
+    migrate(driver);
+    knowTables(driver, schemaObjects(driver));
+    statements.length = 0;
+    expect(lazyRows(driver, 'SELECT min(due_at) AS due FROM flue_timers')).toEqual([]);
+    lazyUpdate(driver, `DELETE FROM flue_timers WHERE stream = 's'`);
+    expect(lazyRows(driver, 'SELECT * FROM flue_submissions WHERE settled_at IS NULL')).toEqual([]);
+    expect(statements).toEqual([]);
+    lazyWrite(driver, `INSERT INTO flue_timers (stream, name, id, due_at, body) VALUES ('s', 'n', 'i', 5, '{}')`);
+    expect(objects(db)).toEqual(expect.arrayContaining(['flue_timers', 'flue_timers_due']));
+    expect(lazyRows(driver, 'SELECT min(due_at) AS due FROM flue_timers')).toEqual([{ due: 5 }]);
+    // A making rolled back: the table is absent again, which the statements find out and handle.
+    expect(() =>
+      driver.transaction(() => {
+        lazyWrite(driver, `INSERT INTO flue_state (stream, name, value) VALUES ('s', 'n', '1')`);
+        throw new Error('the batch failed');
+      }),
+    ).toThrow('the batch failed');
+    expect(lazyRows(driver, 'SELECT value FROM flue_state')).toEqual([]);
+    lazyWrite(driver, `INSERT INTO flue_state (stream, name, value) VALUES ('s', 'n', '2')`);
+    expect(lazyRows(driver, 'SELECT value FROM flue_state')).toEqual([{ value: '2' }]);
+    // Tables it holds are asked as ever.
+    statements.length = 0;
+    expect(lazyRows(driver, 'SELECT value FROM flue_state')).toEqual([{ value: '2' }]);
+    expect(statements).toEqual(['SELECT value FROM flue_state']);
   });
 
   it('any other failure is thrown: a missing table that is not made lazily, a bad statement', () => {

@@ -234,6 +234,41 @@ export function createEveryTable(driver: SqlDriver): void {
 /** A lazy table with its indexes. */
 function makeTable(driver: SqlDriver, table: LazyTable): void {
   for (const statement of LAZY_TABLES[table]) driver.run(statement);
+  knownAbsent.get(driver)?.delete(table);
+}
+
+/**
+ * Per driver, the lazy tables its database is known to lack: told by a store that is the only
+ * writer of its database (`knowTables`), so a read of such a table finds nothing without asking
+ * SQLite (a statement on a missing table fails, and a failure costs more than a read: four at each
+ * wake of a Durable Object whose conversation never needed the ledger, timers or checkpoints).
+ * A table this module makes leaves the set; one whose making rolled back is absent again, which
+ * the statements find out as before (they fail, and the failure is handled).
+ */
+const knownAbsent = new WeakMap<SqlDriver, Set<string>>();
+
+/** `present`: the store's objects the database holds (`schemaObjects()`), read by the database's only writer. */
+export function knowTables(driver: SqlDriver, present: ReadonlyMap<string, string>): void {
+  knownAbsent.set(driver, new Set(Object.keys(LAZY_TABLES).filter((table) => !present.has(table))));
+}
+
+/** The lazy table a statement reads or writes (its first `FROM`, `INTO` or `UPDATE`), by statement text. */
+const tableOfStatement = new Map<string, string | undefined>();
+function tableOf(sql: string): string | undefined {
+  let table = tableOfStatement.get(sql);
+  if (table === undefined && !tableOfStatement.has(sql)) {
+    table = /\b(?:FROM|INTO|UPDATE)\s+(flue_\w+)/i.exec(sql)?.[1];
+    tableOfStatement.set(sql, table);
+  }
+  return table;
+}
+
+/** Whether `sql`'s table is known to be missing: then it is not asked. */
+function knownMissing(driver: SqlDriver, sql: string): boolean {
+  const absent = knownAbsent.get(driver);
+  if (absent === undefined || absent.size === 0) return false;
+  const table = tableOf(sql);
+  return table !== undefined && absent.has(table);
 }
 
 /** The lazy table a failed statement found missing, if that is why it failed. */
@@ -245,6 +280,7 @@ function missingTable(error: unknown): LazyTable | undefined {
 
 /** A read of a lazy table: no rows while the table is not made yet (its changes go through `lazyUpdate`). */
 export function lazyRows(driver: SqlDriver, sql: string, ...params: SqlValue[]): SqlRow[] {
+  if (knownMissing(driver, sql)) return [];
   try {
     return driver.query(sql, ...params);
   } catch (error) {
@@ -255,6 +291,7 @@ export function lazyRows(driver: SqlDriver, sql: string, ...params: SqlValue[]):
 
 /** An update or delete of a lazy table's rows: nothing to change while the table is not made yet. */
 export function lazyUpdate(driver: SqlDriver, sql: string, ...params: SqlValue[]): void {
+  if (knownMissing(driver, sql)) return;
   try {
     driver.run(sql, ...params);
   } catch (error) {
@@ -267,6 +304,7 @@ export function lazyUpdate(driver: SqlDriver, sql: string, ...params: SqlValue[]
  * (a rolled-back write leaves no table; the next write makes it again).
  */
 export function lazyWrite(driver: SqlDriver, sql: string, ...params: SqlValue[]): void {
+  if (knownMissing(driver, sql)) makeTable(driver, tableOf(sql) as LazyTable);
   try {
     driver.run(sql, ...params);
   } catch (error) {

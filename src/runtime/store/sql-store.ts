@@ -32,7 +32,7 @@ import { type ConversationInfo, type LogTable, logTableOf, newLogTable } from '.
 import { lazyRows, lazyUpdate, lazyWrite } from './schema.ts';
 import { encodeInChunks } from './utf8-chunks.ts';
 
-export { FLUE_FORMAT_VERSION, migrate, schemaObjects } from './schema.ts';
+export { FLUE_FORMAT_VERSION, knowTables, migrate, schemaObjects } from './schema.ts';
 export { MAX_STATEMENT_BYTES, RowTooLargeError, type SqlDriver, type SqlRow, type SqlValue, guardStatement } from './sql-driver.ts';
 
 /** Below Durable Object SQLite's 2 MB value limit. */
