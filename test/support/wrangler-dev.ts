@@ -2,7 +2,7 @@
  * Test support: a Flue project built with `flue build` and served by `wrangler dev` on loopback,
  * offline, stopped by process group. Shared by the end-to-end, interop and page tests.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { packageRoot } from '../../src/build/package-root.ts';
@@ -47,12 +47,29 @@ export async function startWranglerDev(
   config = '.flue.wrangler.json',
   extraArgs: string[] = [],
 ): Promise<DevServer> {
-  const port = await freePort();
   const bin = path.join(packageRoot(), 'node_modules/wrangler/bin/wrangler.js');
-  const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port)];
-  for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
-  args.push(...extraArgs);
-  const child = spawn(process.execPath, [bin, ...args], { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A port found free can be taken before wrangler binds it (by another test starting a server at
+  // the same moment): then wrangler exits saying so, and it starts again on another port.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port)];
+    for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
+    args.push(...extraArgs);
+    const child = spawn(process.execPath, [bin, ...args], { cwd, env: offlineEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      return await whenReady(child, port, readyMs);
+    } catch (error) {
+      if (attempt < 3 && error instanceof PortTaken) continue;
+      throw error;
+    }
+  }
+}
+
+/** wrangler dev could not bind a port it was given. */
+class PortTaken extends Error {}
+
+/** Resolves with the server once `child` says it is ready; rejects when it exits first or takes longer than `readyMs`. */
+async function whenReady(child: ChildProcess, port: number, readyMs: number): Promise<DevServer> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
   await new Promise<void>((resolve, reject) => {
@@ -68,7 +85,8 @@ export async function startWranglerDev(
     child.stderr!.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`wrangler dev exited with ${code}:\n${output}`));
+      const message = `wrangler dev exited with ${code}:\n${output}`;
+      reject(output.includes('Address already in use') ? new PortTaken(message) : new Error(message));
     });
   });
   return {
