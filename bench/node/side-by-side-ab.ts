@@ -11,19 +11,16 @@
  * side-by-side child drives it. Figures: medians over the rounds, and the medians of per-round
  * ratios (each child against the floor of the same round). Not part of `npm run bench`.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { median, resultsDir } from '../results.ts';
+import { median } from '../results.ts';
+import { revisionCopy, root } from './revision-copy.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { runSideBySideChild } from './side-by-side-spawn.ts';
 
 type Scenario = 'cold' | 'fanout';
 type Side = 'before' | 'after' | 'floor';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const [revision, scenarioArg = 'cold', roundsArg] = process.argv.slice(2);
 if (revision === undefined || (scenarioArg !== 'cold' && scenarioArg !== 'fanout')) {
   console.error('usage: npx node bench/node/side-by-side-ab.ts <revision> [cold|fanout] [rounds]');
@@ -32,33 +29,7 @@ if (revision === undefined || (scenarioArg !== 'cold' && scenarioArg !== 'fanout
 const scenario: Scenario = scenarioArg;
 const rounds = Number(roundsArg ?? (scenario === 'cold' ? 20 : 8));
 
-/** The revision's sources with this checkout's dependencies, built to their own dist/. */
-function snapshot(rev: string): string {
-  const commit = spawnSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: root, encoding: 'utf8' });
-  if (commit.status !== 0) throw new Error(`not a revision: ${rev}\n${commit.stderr}`);
-  const dir = path.join(resultsDir, 'ab', commit.stdout.trim());
-  if (existsSync(path.join(dir, 'dist', '.built'))) return dir;
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(path.join(dir, 'node_modules', '@flue'), { recursive: true });
-  const exported = spawnSync('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'sh', commit.stdout.trim(), dir], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  if (exported.status !== 0) throw new Error(`git archive failed\n${exported.stderr}`);
-  const modules = path.join(root, 'node_modules');
-  for (const name of readdirSync(modules)) {
-    if (name !== '@flue') symlinkSync(path.join(modules, name), path.join(dir, 'node_modules', name));
-  }
-  for (const name of readdirSync(path.join(modules, '@flue'))) {
-    if (name !== 'runtime') symlinkSync(path.join(modules, '@flue', name), path.join(dir, 'node_modules', '@flue', name));
-  }
-  symlinkSync(dir, path.join(dir, 'node_modules', '@flue', 'runtime'));
-  const built = spawnSync(process.execPath, ['scripts/build-dist.mjs', '--force'], { cwd: dir, encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`building ${rev} failed\n${built.stderr}`);
-  return dir;
-}
-
-const before = snapshot(revision);
+const before = revisionCopy(revision);
 const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
 if (isStale()) await buildDist();
 

@@ -1,0 +1,132 @@
+/**
+ * Before against after on `wrangler dev`: the bench project (wrangler-cpu-project.ts) built from a
+ * git revision ("before") and from this checkout ("after"), each on its own `wrangler dev`, their
+ * workerd CPU for the same scenario measured in alternating rounds, so load on the machine hits
+ * both alike. `npm run bench -- wrangler` compares ours with a bare object across runs whose spread
+ * is wider than a change of a few percent; this shows such a change as a ratio of two builds of ours.
+ *
+ *   npx node bench/node/wrangler-ab.ts <revision> [fanout|turns] [rounds]
+ *
+ * fanout: 200 one-turn conversations at once; turns: one new conversation of 20 turns. Each round
+ * uses new conversations; the backstops a round leaves to lapse run after it, outside its figure
+ * (as in wrangler-cpu.ts). Figures: the Worker's workerd CPU per round, medians, and the median of
+ * per-round ratios. Not part of `npm run bench`.
+ */
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import path from 'node:path';
+import { median } from '../results.ts';
+import { revisionCopy, root } from './revision-copy.ts';
+import { startSideBySideServer } from './side-by-side-server.ts';
+import { expectedReply, question } from './side-by-side-script.ts';
+import { processesOf } from './wrangler-processes.ts';
+
+type Scenario = 'fanout' | 'turns';
+type Side = 'before' | 'after';
+
+const [revision, scenarioArg = 'fanout', roundsArg] = process.argv.slice(2);
+if (revision === undefined || (scenarioArg !== 'fanout' && scenarioArg !== 'turns')) {
+  console.error('usage: npx node bench/node/wrangler-ab.ts <revision> [fanout|turns] [rounds]');
+  process.exit(1);
+}
+const scenario: Scenario = scenarioArg;
+const rounds = Number(roundsArg ?? 8);
+const FANOUT = 200;
+const TURNS = 20;
+
+interface Dev {
+  base: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The bench project built with `base`'s own code (a revision's copy, or this checkout): made
+ * inside `base` but outside its node_modules, so the build and the Worker resolve `@flue/runtime`
+ * to `base` itself (a copy's node_modules/.cache links to this checkout's).
+ */
+async function benchProject(base: string): Promise<string> {
+  const { writeBenchProject } = (await import(
+    path.join(base, 'bench/node/wrangler-cpu-project.ts')
+  )) as typeof import('./wrangler-cpu-project.ts');
+  const { buildProject } = (await import(
+    path.join(base, 'test/support/wrangler-dev.ts')
+  )) as typeof import('../../test/support/wrangler-dev.ts');
+  const dir = path.join(base, 'bench', '.results', 'wrangler-ab-project');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  cpSync(path.join(base, 'templates', 'cloudflare'), dir, { recursive: true });
+  writeBenchProject(dir);
+  buildProject(dir);
+  return dir;
+}
+
+/** The Worker's workerd CPU in ms: its threads' time on CPU (`schedstat`), as wrangler-cpu.ts reads it. */
+function workerCpuMs(dev: Dev): number {
+  const pid = processesOf(dev.pid).worker;
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread exited meanwhile
+    }
+  }
+  return ns / 1e6;
+}
+
+async function turn(dev: Dev, conversation: string, key: string): Promise<void> {
+  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
+  const body = (await response.json()) as { reply?: string };
+  if (response.status !== 200 || body.reply !== expectedReply(key)) {
+    throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  }
+}
+
+/** One round's conversations, and the CPU of their turns (their lapses run after, outside it). */
+async function round(dev: Dev, tag: string): Promise<number> {
+  const ids = scenario === 'fanout' ? Array.from({ length: FANOUT }, (_, i) => `ab-${tag}-${i}`) : [`ab-${tag}`];
+  const before = workerCpuMs(dev);
+  if (scenario === 'fanout') await Promise.all(ids.map((id) => turn(dev, id, id)));
+  else for (let t = 1; t <= TURNS; t++) await turn(dev, ids[0]!, `${ids[0]}-${t}`);
+  const cpu = workerCpuMs(dev) - before;
+  const lapsed = await fetch(`${dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
+  if (lapsed.status !== 204) throw new Error(`/lapse answered ${lapsed.status}`);
+  return cpu;
+}
+
+const { startWranglerDev } = await import('../../test/support/wrangler-dev.ts');
+const bases: Record<Side, string> = { before: revisionCopy(revision), after: root };
+const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
+if (isStale()) await buildDist();
+const server = await startSideBySideServer();
+const devs: Partial<Record<Side, Dev>> = {};
+const samples: Record<Side, number[]> = { before: [], after: [] };
+const sides: Side[] = ['before', 'after'];
+const loadBefore = loadavg()[0]!;
+try {
+  for (const side of sides) {
+    devs[side] = await startWranglerDev(await benchProject(bases[side]), { FLUE_SCRIPTED_MODEL_URL: server.url });
+  }
+  // One discarded round each: first-call costs (module loads, JIT) are not the figure's.
+  for (const side of sides) await round(devs[side]!, `${side}-warm`);
+  for (let r = 0; r < rounds; r++) {
+    // The order alternates, so neither side always runs first.
+    for (const side of r % 2 === 0 ? sides : [...sides].reverse()) samples[side].push(await round(devs[side]!, `${side}-${r}`));
+  }
+} finally {
+  await Promise.all(Object.values(devs).map((dev) => dev.stop()));
+  await server.close();
+}
+
+const figure = scenario === 'fanout' ? `${FANOUT} one-turn conversations at once` : `one conversation of ${TURNS} turns`;
+console.log(
+  `${scenario}: the Worker's workerd CPU, ${figure}; ${rounds} rounds, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
+);
+for (const side of sides) {
+  console.log(`  ${side.padEnd(6)} median ${median(samples[side]).toFixed(0)} ms  [${samples[side].map((ms) => ms.toFixed(0)).join(' ')}]`);
+}
+const ratios = samples.after.map((ms, i) => ms / samples.before[i]!);
+console.log(
+  `  after / before: ${(median(samples.after) / median(samples.before)).toFixed(3)}× (medians), ${median(ratios).toFixed(3)}× (median of per-round ratios)`,
+);
