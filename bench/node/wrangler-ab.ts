@@ -12,14 +12,15 @@
  * (as in wrangler-cpu.ts). Figures: the Worker's workerd CPU per round, medians, and the median of
  * per-round ratios. Not part of `npm run bench`.
  */
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { median } from '../results.ts';
 import { revisionCopy, root } from './revision-copy.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { expectedReply, question } from './side-by-side-script.ts';
-import { processesOf } from './wrangler-processes.ts';
+import type { DevServer } from '../../test/support/wrangler-dev.ts';
+import { cpuMs, processesOf } from './wrangler-processes.ts';
 
 type Scenario = 'fanout' | 'turns';
 type Side = 'before' | 'after';
@@ -33,12 +34,6 @@ const scenario: Scenario = scenarioArg;
 const rounds = Number(roundsArg ?? 8);
 const FANOUT = 200;
 const TURNS = 20;
-
-interface Dev {
-  base: string;
-  pid: number;
-  stop(): Promise<void>;
-}
 
 /**
  * The bench project built with `base`'s own code (a revision's copy, or this checkout): made
@@ -61,21 +56,12 @@ async function benchProject(base: string): Promise<string> {
   return dir;
 }
 
-/** The Worker's workerd CPU in ms: its threads' time on CPU (`schedstat`), as wrangler-cpu.ts reads it. */
-function workerCpuMs(dev: Dev): number {
-  const pid = processesOf(dev.pid).worker;
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // the thread exited meanwhile
-    }
-  }
-  return ns / 1e6;
+/** The Worker's workerd CPU in ms, as wrangler-cpu.ts reads it. */
+function workerCpuMs(dev: DevServer): number {
+  return cpuMs(processesOf(dev.pid).worker);
 }
 
-async function turn(dev: Dev, conversation: string, key: string): Promise<void> {
+async function turn(dev: DevServer, conversation: string, key: string): Promise<void> {
   const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
   if (response.status !== 200 || body.reply !== expectedReply(key)) {
@@ -84,7 +70,7 @@ async function turn(dev: Dev, conversation: string, key: string): Promise<void> 
 }
 
 /** One round's conversations, and the CPU of their turns (their lapses run after, outside it). */
-async function round(dev: Dev, tag: string): Promise<number> {
+async function round(dev: DevServer, tag: string): Promise<number> {
   const ids = scenario === 'fanout' ? Array.from({ length: FANOUT }, (_, i) => `ab-${tag}-${i}`) : [`ab-${tag}`];
   const before = workerCpuMs(dev);
   if (scenario === 'fanout') await Promise.all(ids.map((id) => turn(dev, id, id)));
@@ -100,7 +86,7 @@ const bases: Record<Side, string> = { before: revisionCopy(revision), after: roo
 const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
 if (isStale()) await buildDist();
 const server = await startSideBySideServer();
-const devs: Partial<Record<Side, Dev>> = {};
+const devs: Partial<Record<Side, DevServer>> = {};
 const samples: Record<Side, number[]> = { before: [], after: [] };
 const sides: Side[] = ['before', 'after'];
 const loadBefore = loadavg()[0]!;

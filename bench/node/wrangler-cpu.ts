@@ -17,7 +17,7 @@
  * See bench/README.md for why process CPU is the honest figure here.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
@@ -26,7 +26,7 @@ import { type BenchRow, median, saveRows } from '../results.ts';
 import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, dollars, dominantLine } from '../pricing.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
-import { processesOf } from './wrangler-processes.ts';
+import { cpuMs, processesOf } from './wrangler-processes.ts';
 import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -55,23 +55,6 @@ interface Side {
 }
 
 const sum = (pids: number[]) => pids.reduce((total, pid) => total + cpuMs(pid), 0);
-
-/**
- * CPU time of a process in ms at nanosecond resolution: the sum of its threads' time on CPU
- * (`/proc/<pid>/task/<tid>/schedstat`, first field). Threads that exited are not in it; the
- * run's total is cross-checked against `/proc/<pid>/stat` (which keeps them, at 10 ms ticks).
- */
-function cpuMs(pid: number): number {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // the thread exited meanwhile
-    }
-  }
-  return ns / 1e6;
-}
 
 /** user + system CPU of a process in ms (all its threads, including exited ones), in clock ticks. */
 function tickCpuMs(pid: number): number {
