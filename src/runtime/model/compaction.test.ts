@@ -11,6 +11,7 @@ import {
   contextWindowOf,
   estimateContextTokens,
   estimateTokens,
+  measureTokens,
   fileListsFromToolCalls,
   findCutPoint,
   joinSplitSummary,
@@ -183,6 +184,22 @@ describe('token accounting', () => {
     const message = assistant([fauxThinking('tttt'), fauxText('aaaa'), fauxToolCall('ab', { k: 1 })]);
     // 4 + 4 + "ab".length + '{"k":1}'.length = 8 + 2 + 7 = 17 chars ⇒ 5 tokens
     expect(estimateTokens(message)).toBe(5);
+  });
+
+  it('measures a message once: every step estimates the whole context again', () => {
+    let reads = 0;
+    const message = {
+      role: 'user',
+      get content() {
+        reads++;
+        return 'abcdefgh';
+      },
+      timestamp: 0,
+    } as UserMessage;
+    expect([estimateTokens(message), estimateTokens(message), estimateTokens(message)]).toStrictEqual([2, 2, 2]);
+    expect(reads).toBeLessThanOrEqual(2);
+    // A message made for one use is measured without being kept.
+    expect(measureTokens(user('abcdefghi'))).toBe(3);
   });
 
   it('uses totalTokens, falling back to the sum of parts', () => {

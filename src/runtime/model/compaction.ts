@@ -126,8 +126,25 @@ export function contextTokens(usage: TokenCounts): number {
   return usage.totalTokens || usage.input + usage.output + usage.cacheRead + usage.cacheWrite;
 }
 
-/** Rough size of one message: chars/4, plus a flat charge per image. Deliberately cheap. */
+/**
+ * Each message's estimate, by the message: a conversation's messages are never modified once
+ * folded, and every model step measures the whole context again (the compaction check and the
+ * fit), so without this a step's cost would grow with the history's length.
+ */
+const estimates = new WeakMap<Message, number>();
+
+/** Rough size of one message: chars/4, plus a flat charge per image. Deliberately cheap, and measured once. */
 export function estimateTokens(message: Message): number {
+  let tokens = estimates.get(message);
+  if (tokens === undefined) {
+    tokens = measureTokens(message);
+    estimates.set(message, tokens);
+  }
+  return tokens;
+}
+
+/** `estimateTokens` without keeping the estimate: for a message made for one use. */
+export function measureTokens(message: Message): number {
   let chars = 0;
   let images = 0;
   const addBlocks = (blocks: readonly (TextContent | ImageContent)[]): void => {

@@ -5,7 +5,7 @@
  * context always renders the same request.
  */
 import type { ImageContent, Message, TextContent } from '@earendil-works/pi-ai';
-import { estimateTokens } from './compaction.ts';
+import { estimateTokens, measureTokens } from './compaction.ts';
 import { DOCUMENT_REF_PREFIX } from './documents.ts';
 import { skipUnknown } from '../../shared/exhaustive.ts';
 
@@ -249,7 +249,7 @@ export function fitContext(messages: readonly Message[], budgetTokens: number): 
   for (let i = head; i < messages.length; i++) {
     if (messages[i]!.role !== 'toolResult') {
       from = i;
-      if (pinnedTokens + (i > head ? estimateTokens(omittedNotice(i - head)) : 0) + sum <= budgetTokens) break;
+      if (pinnedTokens + (i > head ? measureTokens(omittedNotice(i - head)) : 0) + sum <= budgetTokens) break;
     }
     sum -= sizes[i]!;
   }
