@@ -5,8 +5,9 @@
  *
  *   npm run bench -- wrangler          # BENCH_RUNS (default 3) runs of each scenario ((2) and (3) LOAD_SAMPLES times in each)
  *
- * (1) turns: conversations of 20 turns (one `lookup` tool call and a 200-chunk reply each); the
- *     figure is workerd CPU per turn, and the mean of turns 16–20 against turn 1. The same turns
+ * (1) turns: conversations of 20 turns (one `lookup` tool call and a 200-chunk reply each), ours'
+ *     and the bare Worker's turn by turn together; the figure is workerd CPU per turn, and the mean
+ *     of turns 16–20 against turn 1. The same turns
  *     also give rows written per turn (a storage meter in every object) and the time from sending
  *     a turn to the model server receiving its first request. All three sides.
  * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU. Ours and bare.
@@ -19,6 +20,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { buildProject, startWranglerDev, type DevServer } from '../../test/support/wrangler-dev.ts';
@@ -41,6 +43,15 @@ const BURST = 250;
  * a few hundredths (each takes a few seconds, where a run of (1) and (4) takes a minute).
  */
 const LOAD_SAMPLES = 3;
+
+/**
+ * Local workerd evicts an object about 10 s after its last request, and evicting the 200 objects
+ * of a fan-out costs their Worker's process about 60–110 ms of CPU over a few seconds. Before a
+ * figure is measured, the objects of what ran before are given this long to go...
+ */
+const EVICTION_MS = 11_000;
+/** ...and then every side's Worker must have used less than this much CPU in a second. */
+const QUIET_MS_PER_S = 5;
 
 const bareDir = fileURLToPath(new URL('../workers/bare-turns/', import.meta.url));
 const agentsDir = fileURLToPath(new URL('../agents-sdk/', import.meta.url));
@@ -184,8 +195,27 @@ async function measure(side: Side, work: () => Promise<void>): Promise<Sample> {
   };
 }
 
+/**
+ * Waits until the objects of the scenarios that ran before are evicted and every side's Worker is
+ * quiet, so their teardown lands in no figure (it fell in whichever side's turns ran next: the
+ * per-turn ratio moved by a quarter between runs so). Answers the seconds waited.
+ */
+async function quiesce(sides: readonly Side[]): Promise<number> {
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, EVICTION_MS));
+  for (let slice = 0; slice < 30; slice++) {
+    const before = sides.map((s) => cpuMs(s.processes.worker));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    if (sides.every((s, i) => cpuMs(s.processes.worker) - before[i]! < QUIET_MS_PER_S)) break;
+  }
+  return (performance.now() - started) / 1000;
+}
+
 interface TurnsSample {
-  /** Per turn index: mean workerd CPU per turn over CONVERSATIONS_PER_TURN conversations. */
+  /**
+   * Per turn index: mean workerd CPU per turn over the side's conversations, from the start of turn
+   * t to the start of turn t + 1 (what its objects did after answering turn t counts in turn t).
+   */
   cpu: number[];
   /** Per turn index: mean wall time from send to reply. */
   wall: number[];
@@ -197,15 +227,28 @@ interface TurnsSample {
   firstRequest: number[];
 }
 
-async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
-  const cpu: number[] = [];
+/** One side's conversations of (1), turn by turn; `finish` after the last turn. */
+function turnsRun(side: Side, run: number) {
+  const { worker } = side.processes;
+  // The Agents SDK side runs one conversation: its turns cost several times ours, and the run must fit the bench's time.
+  const ids = Array.from({ length: side.name === 'agents' ? 1 : CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`);
+  /** The Worker's CPU at the start of each turn index, then once more at the end. */
+  const marks: number[] = [];
+  /** CPU inside the marks that is the bench's own reading of the meter, not a turn's. */
+  let metering = 0;
   const wall: number[] = [];
   const firstRequest: number[] = [];
   let before: MeterReading | undefined;
-  // The Agents SDK side runs one conversation: its turns cost several times ours, and the run must fit the bench's time.
-  const ids = Array.from({ length: side.name === 'agents' ? 1 : CONVERSATIONS_PER_TURN }, (_, c) => `turns-${run}-${c}`);
-  for (let t = 1; t <= TURNS; t++) {
-    const sample = await measure(side, async () => {
+  return {
+    async turn(t: number): Promise<void> {
+      if (t === 2) {
+        // The meters after turn 1, which created the conversations: the follow-up turns' figures start here.
+        const cpu = cpuMs(worker);
+        before = await meterOf(side);
+        metering = cpuMs(worker) - cpu;
+      }
+      marks.push(cpuMs(worker));
+      const t0 = performance.now();
       for (const id of ids) {
         // Turns run one after another, so the first request the server sees next is this turn's.
         const index = server.requests.length;
@@ -213,15 +256,34 @@ async function turnsScenario(side: Side, run: number): Promise<TurnsSample> {
         await modelRequests(side, 2, () => turn(side, id, `${id}-t${t}`));
         firstRequest.push(server.requests[index]!.receivedAt - sent);
       }
-    });
-    cpu.push(sample.cpu / ids.length);
-    wall.push(sample.wall / ids.length);
-    if (t === 1) before = await meterOf(side);
-  }
-  // Each conversation's lapse is one alarm invocation after its last turn: its meters count in the follow-up turns'.
-  await lapse(side, ids);
-  const use = objectUse(before!, await meterOf(side), (TURNS - 1) * ids.length);
-  return { cpu, wall, rows: use.rowsWritten, use, firstRequest };
+      wall.push((performance.now() - t0) / ids.length);
+    },
+    mark(): void {
+      marks.push(cpuMs(worker));
+    },
+    async finish(): Promise<TurnsSample> {
+      const cpu = marks.slice(1).map((end, t) => (end - marks[t]! - (t === 0 ? metering : 0)) / ids.length);
+      // Each conversation's lapse is one alarm invocation after its last turn: its meters count in the follow-up turns'.
+      await lapse(side, ids);
+      const use = objectUse(before!, await meterOf(side), (TURNS - 1) * ids.length);
+      return { cpu, wall, rows: use.rowsWritten, use, firstRequest };
+    },
+  };
+}
+
+/**
+ * (1) on `sides` together: turn t of every side's conversations before turn t + 1 of any, the
+ * sides taking turns first, so a change in the machine's load between runs or within one hits the
+ * sides whose ratio is the figure alike. (Run one after the other, one side's turns could fall in
+ * a busier minute than the other's: the per-turn ratio moved by a quarter between runs so.)
+ */
+async function turnsScenario(sides: Side[], run: number): Promise<TurnsSample[]> {
+  const runs = sides.map((side) => turnsRun(side, run));
+  for (let t = 1; t <= TURNS; t++) for (const r of t % 2 === 1 ? runs : [...runs].reverse()) await r.turn(t);
+  for (const r of runs) r.mark();
+  const samples: TurnsSample[] = [];
+  for (const r of runs) samples.push(await r.finish());
+  return samples;
 }
 
 interface StreamedSample {
@@ -398,8 +460,12 @@ try {
     sides.push({ name, dev: started, processes: processesOf(started.pid) });
   };
   await start('ours', startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url }));
-  await start('bare', startWranglerDev(bareDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc'));
-  await start('agents', startWranglerDev(agentsDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc'));
+  // Every side starts with no objects: the baselines' state goes beside the bench project (removed
+  // at the end), not in their folders' `.wrangler/state`, where the conversations of an earlier run,
+  // which use the same names, would carry on with their histories.
+  const fresh = (name: string) => ['--persist-to', path.join(project, `.state-${name}`)];
+  await start('bare', startWranglerDev(bareDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc', fresh('bare')));
+  await start('agents', startWranglerDev(agentsDir, { MODEL_URL: server.url }, 90_000, 'wrangler.jsonc', fresh('agents')));
   const side = (name: SideName) => sides.find((s) => s.name === name)!;
   const pair = [side('ours'), side('bare')];
 
@@ -409,7 +475,7 @@ try {
   // warm-up, each run's first turns still cost more on our side, whose code V8 had not finished
   // optimizing (bench/README.md, the warm-up).
   for (const s of sides) {
-    await turnsScenario(s, -1);
+    await turnsScenario([s], -1);
     if (s.name === 'agents') continue;
     await pauseMeters(s, true);
     await fanoutScenario(s, -1);
@@ -421,10 +487,16 @@ try {
   const streamed: Record<string, StreamedSample[]> = { ours: [], bare: [], agents: [] };
   const fan: Record<string, Sample[]> = { ours: [], bare: [] };
   const burst: Record<string, (Sample & { requests: number })[]> = { ours: [], bare: [] };
+  /** Seconds waited for quiet before each measured scenario (`quiesce`). */
+  const waited: number[] = [];
   const ticksBefore = sides.map((s) => [tickCpuMs(s.processes.worker), cpuMs(s.processes.worker)]);
   for (let run = 0; run < RUNS; run++) {
     const rotate = <T>(list: T[]) => [...list.slice(run % list.length), ...list.slice(0, run % list.length)];
-    for (const s of rotate(sides)) turns[s.name]!.push(await turnsScenario(s, run));
+    waited.push(await quiesce(sides));
+    // Ours and the bare Worker turn by turn together (their ratio is the figure), the Agents SDK on its own.
+    const together = rotate(pair);
+    (await turnsScenario(together, run)).forEach((sample, i) => turns[together[i]!.name]!.push(sample));
+    turns.agents!.push((await turnsScenario([side('agents')], run))[0]!);
     for (const s of rotate(sides)) streamed[s.name]!.push(await streamedScenario(s, run));
     // No figure of these two reads a meter: they run with every meter paused (CPU without the bench's counting).
     await Promise.all(pair.map((s) => pauseMeters(s, true)));
@@ -432,11 +504,15 @@ try {
       const sample = run * LOAD_SAMPLES + k;
       const order = k % 2 === 0 ? rotate(pair) : rotate(pair).reverse();
       for (const s of order) fan[s.name]!.push(await fanoutScenario(s, sample));
+      waited.push(await quiesce(sides));
       for (const s of order) burst[s.name]!.push(await burstScenario(s, sample));
     }
     await Promise.all(pair.map((s) => pauseMeters(s, false)));
   }
 
+  console.log(
+    `waited for evictions and quiet before the turns and between fan-outs and bursts: ${waited.map((w) => w.toFixed(0)).join(', ')} s`,
+  );
   console.log(
     `ours: the ${FANOUT} lapses after each fan-out, outside its figure: ${fanoutLapseCpu.map((cpu) => cpu.toFixed(0)).join(', ')} ms of workerd CPU (through the bench's /lapse RPC)`,
   );

@@ -46,7 +46,8 @@ const dev = bare
       { MODEL_URL: server.url },
       90_000,
       'wrangler.jsonc',
-      inspect,
+      // No objects from an earlier run (the same names would carry on with their histories).
+      [...inspect, '--persist-to', path.join(project, '.state-bare')],
     )
   : await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url }, 90_000, '.flue.wrangler.json', inspect);
 
