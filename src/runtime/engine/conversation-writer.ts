@@ -231,7 +231,9 @@ export class ConversationWriter {
   settle(live: LiveConversation, { records, settled, outcome, error }: SettlementWrite): void {
     this.reloadIfAhead(live);
     const stored = live.conv.settlementsToStore(records, live.conv.head + 1);
-    this.commit(live, records, () => this.markSettled(live.key, { settled, outcome, error }, stored));
+    const rows = this.ledgerRows(live.key, settled, stored);
+    // Only submissions admitted in the log (no row to mark): the batch alone, with no transaction.
+    this.commit(live, records, rows.length === 0 ? undefined : () => this.store.markSettled(rows, outcome, error, Date.now()));
     this.view.settledIds(live.key, settled);
   }
 
@@ -255,11 +257,17 @@ export class ConversationWriter {
       live.conv.apply({ seq, records });
       write = settle();
       const stored = live.conv.settlementsToStore(write.records, seq);
-      bytes = this.store.transaction(() => {
-        const appended = this.store.appendSized(live.key, [...held, ...records, ...write.records], seq - 1);
-        this.markSettled(live.key, write, stored);
-        return appended.bytes;
-      });
+      const rows = this.ledgerRows(live.key, write.settled, stored);
+      const append = () => this.store.appendSized(live.key, [...held, ...records, ...write.records], seq - 1).bytes;
+      // A submission admitted in the log has no row to mark: the batch alone is atomic on its own.
+      bytes =
+        rows.length === 0
+          ? append()
+          : this.store.transaction(() => {
+              const appended = append();
+              this.store.markSettled(rows, write.outcome, write.error, Date.now());
+              return appended;
+            });
     } catch (error) {
       live.foldAhead = true;
       this.view.unsure(live.key);
@@ -291,23 +299,22 @@ export class ConversationWriter {
   }
 
   /**
-   * The ledger rows of a settlement, each with what readers need of it (in the settlement batch's
-   * transaction). A submission admitted in the log has no row: its record is its settlement, and
-   * the next checkpoint's page keeps what a row would (`writeSettledPage`).
+   * The ledger rows a settlement marks, each with what readers need of it (written in the
+   * settlement batch's transaction). A submission admitted in the log has no row: its record is
+   * its settlement, and the next checkpoint's page keeps what a row would (`writeSettledPage`).
    */
-  private markSettled(
+  private ledgerRows(
     key: ConversationKey,
-    { settled, outcome, error }: Pick<SettlementWrite, 'settled' | 'outcome' | 'error'>,
+    settled: readonly string[],
     stored: ReadonlyMap<string, StoredSettlement>,
-  ): void {
+  ): { id: string; settlement: string | null }[] {
     const rowless = this.view.keptInLog(key)?.id;
-    const rows = settled
+    return settled
       .filter((id) => id !== rowless)
       .map((id) => {
         const settlement = stored.get(id);
         return { id, settlement: settlement === undefined ? null : encodeSettlement(settlement) };
       });
-    if (rows.length > 0) this.store.markSettled(rows, outcome, error, Date.now());
   }
 
   /**

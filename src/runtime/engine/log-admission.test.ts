@@ -111,9 +111,13 @@ describe('a submission admitted in the log', () => {
     expect(ledgerRows()).toEqual([]);
     expect(driver.query(`SELECT name FROM sqlite_master WHERE name LIKE 'flue_submissions%'`)).toEqual([]);
     expect(engine.view.keysWithOpenWork()).toEqual([key]);
+    const transactions = vi.spyOn(store, 'transaction');
     await engine.runQueue(key);
     expect(ledgerRows()).toEqual([]);
     expect(batches().at(-1)).toContain('submission_settled');
+    // Its settlement marks no row: the closing batch is written alone, with no transaction around it.
+    expect(transactions).not.toHaveBeenCalled();
+    transactions.mockRestore();
     expect(engine.view.keysWithOpenWork()).toEqual([]);
     expect((await engine.read('Echo', 'a1', receipt.submissionId)).text).toBe('Hello.');
     // A woken object (a fresh engine) finds it settled and answers it from the log's fold.
