@@ -5,12 +5,14 @@
  * both alike. `npm run bench -- wrangler` compares ours with a bare object across runs whose spread
  * is wider than a change of a few percent; this shows such a change as a ratio of two builds of ours.
  *
- *   npx node bench/node/wrangler-ab.ts <revision> [fanout|turns] [rounds]
+ *   npx node bench/node/wrangler-ab.ts <revision> [fanout|turns|burst] [rounds]
  *
- * fanout: 200 one-turn conversations at once; turns: one new conversation of 20 turns. Each round
- * uses new conversations; the backstops a round leaves to lapse run after it, outside its figure
- * (as in wrangler-cpu.ts). Figures: the Worker's workerd CPU per round, medians, and the median of
- * per-round ratios. Not part of `npm run bench`.
+ * fanout: 200 one-turn conversations at once; turns: one new conversation of 20 turns; burst: 250
+ * concurrent sends to a conversation that has had one turn (that turn outside the figure). Each
+ * round uses new conversations; the backstops a round leaves to lapse run after it, outside its
+ * figure (as in wrangler-cpu.ts). Figures: the Worker's workerd CPU per round, medians, and the
+ * median of per-round ratios; for bursts also each round's model requests (joined sends share
+ * exchanges, so a burst's count varies, and its CPU with it). Not part of `npm run bench`.
  */
 import { cpSync, mkdirSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -22,18 +24,19 @@ import { expectedReply, question } from './side-by-side-script.ts';
 import type { DevServer } from '../../test/support/wrangler-dev.ts';
 import { cpuMs, processesOf } from './wrangler-processes.ts';
 
-type Scenario = 'fanout' | 'turns';
+type Scenario = 'fanout' | 'turns' | 'burst';
 type Side = 'before' | 'after';
 
 const [revision, scenarioArg = 'fanout', roundsArg] = process.argv.slice(2);
-if (revision === undefined || (scenarioArg !== 'fanout' && scenarioArg !== 'turns')) {
-  console.error('usage: npx node bench/node/wrangler-ab.ts <revision> [fanout|turns] [rounds]');
+if (revision === undefined || (scenarioArg !== 'fanout' && scenarioArg !== 'turns' && scenarioArg !== 'burst')) {
+  console.error('usage: npx node bench/node/wrangler-ab.ts <revision> [fanout|turns|burst] [rounds]');
   process.exit(1);
 }
 const scenario: Scenario = scenarioArg;
 const rounds = Number(roundsArg ?? 8);
 const FANOUT = 200;
 const TURNS = 20;
+const BURST = 250;
 
 /**
  * The bench project built with `base`'s own code (a revision's copy, or this checkout): made
@@ -61,24 +64,45 @@ function workerCpuMs(dev: DevServer): number {
   return cpuMs(processesOf(dev.pid).worker);
 }
 
-async function turn(dev: DevServer, conversation: string, key: string): Promise<void> {
+/** One exchange; its reply is the scripted reply for `key`, or in a burst holds one of `accept` (joined sends share a reply). */
+async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
   const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
-  if (response.status !== 200 || body.reply !== expectedReply(key)) {
+  const answered = accept
+    ? (body.reply ?? '').split(/(?=The answer is )/).some((reply) => accept.has(reply))
+    : body.reply === expectedReply(key);
+  if (response.status !== 200 || !answered) {
     throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
   }
 }
 
-/** One round's conversations, and the CPU of their turns (their lapses run after, outside it). */
-async function round(dev: DevServer, tag: string): Promise<number> {
+/** One round's conversations, the CPU of their turns (their lapses run after, outside it) and the model requests they made. */
+async function round(dev: DevServer, tag: string): Promise<{ cpu: number; requests: number }> {
   const ids = scenario === 'fanout' ? Array.from({ length: FANOUT }, (_, i) => `ab-${tag}-${i}`) : [`ab-${tag}`];
+  if (scenario === 'burst') await turn(dev, ids[0]!, `${ids[0]}-first`);
+  const requests = server.requests.length;
   const before = workerCpuMs(dev);
-  if (scenario === 'fanout') await Promise.all(ids.map((id) => turn(dev, id, id)));
-  else for (let t = 1; t <= TURNS; t++) await turn(dev, ids[0]!, `${ids[0]}-${t}`);
+  switch (scenario) {
+    case 'fanout':
+      await Promise.all(ids.map((id) => turn(dev, id, id)));
+      break;
+    case 'turns':
+      for (let t = 1; t <= TURNS; t++) await turn(dev, ids[0]!, `${ids[0]}-${t}`);
+      break;
+    case 'burst': {
+      const keys = Array.from({ length: BURST }, (_, i) => `${ids[0]}-${i}`);
+      const accept = new Set(keys.map(expectedReply));
+      await Promise.all(keys.map((key) => turn(dev, ids[0]!, key, accept)));
+      break;
+    }
+    default:
+      scenario satisfies never;
+  }
   const cpu = workerCpuMs(dev) - before;
+  const made = server.requests.length - requests;
   const lapsed = await fetch(`${dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
   if (lapsed.status !== 204) throw new Error(`/lapse answered ${lapsed.status}`);
-  return cpu;
+  return { cpu, requests: made };
 }
 
 const { startWranglerDev } = await import('../../test/support/wrangler-dev.ts');
@@ -87,7 +111,7 @@ const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
 if (isStale()) await buildDist();
 const server = await startSideBySideServer();
 const devs: Partial<Record<Side, DevServer>> = {};
-const samples: Record<Side, number[]> = { before: [], after: [] };
+const samples: Record<Side, { cpu: number; requests: number }[]> = { before: [], after: [] };
 const sides: Side[] = ['before', 'after'];
 const loadBefore = loadavg()[0]!;
 try {
@@ -105,14 +129,24 @@ try {
   await server.close();
 }
 
-const figure = scenario === 'fanout' ? `${FANOUT} one-turn conversations at once` : `one conversation of ${TURNS} turns`;
+const FIGURES: Record<Scenario, string> = {
+  fanout: `${FANOUT} one-turn conversations at once`,
+  turns: `one conversation of ${TURNS} turns`,
+  burst: `${BURST} concurrent sends to one conversation`,
+};
 console.log(
-  `${scenario}: the Worker's workerd CPU, ${figure}; ${rounds} rounds, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
+  `${scenario}: the Worker's workerd CPU, ${FIGURES[scenario]}; ${rounds} rounds, load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
 );
+const cpus = (side: Side) => samples[side].map((sample) => sample.cpu);
 for (const side of sides) {
-  console.log(`  ${side.padEnd(6)} median ${median(samples[side]).toFixed(0)} ms  [${samples[side].map((ms) => ms.toFixed(0)).join(' ')}]`);
+  const requests = scenario === 'burst' ? `; model requests ${samples[side].map((sample) => sample.requests).join(' ')}` : '';
+  console.log(
+    `  ${side.padEnd(6)} median ${median(cpus(side)).toFixed(0)} ms  [${cpus(side)
+      .map((ms) => ms.toFixed(0))
+      .join(' ')}]${requests}`,
+  );
 }
-const ratios = samples.after.map((ms, i) => ms / samples.before[i]!);
+const ratios = cpus('after').map((ms, i) => ms / cpus('before')[i]!);
 console.log(
-  `  after / before: ${(median(samples.after) / median(samples.before)).toFixed(3)}× (medians), ${median(ratios).toFixed(3)}× (median of per-round ratios)`,
+  `  after / before: ${(median(cpus('after')) / median(cpus('before'))).toFixed(3)}× (medians), ${median(ratios).toFixed(3)}× (median of per-round ratios)`,
 );
