@@ -34,7 +34,11 @@ export function jsonLongerThan(value: unknown, limit: number): boolean {
           }
           return add(1);
         }
-        for (const [key, entry] of Object.entries(item)) {
+        // Own keys, as JSON takes them, without an array of entries per object (every held batch is walked).
+        const record = item as Record<string, unknown>;
+        for (const key in record) {
+          if (!Object.hasOwn(record, key)) continue;
+          const entry = record[key];
           if (entry === undefined) continue;
           if (add(key.length + (first ? 3 : 4)) || walk(entry)) return true;
           first = false;
