@@ -2,12 +2,13 @@
  * Instructions per exchange, counted: the child of `faux-overhead.ts` (pi-ai's faux provider, no
  * network) run under valgrind's callgrind with V8 made deterministic (`--single-threaded
  * --predictable`, garbage collected before and after the exchanges), once with 20 exchanges and
- * once with 120; the difference over 100 is one exchange's instructions, to about 0.1%. CPU time
- * on these shared machines moves by ±10% between runs, so a change of 1% shows here and nowhere
- * else. The exchanges are few, as in the side-by-side fan-out: most of ours runs in V8's baseline
- * tier, and what TurboFan compiles within the window is counted with it (`--no-opt` leaves
- * optimizing out, for the work alone). Needs `valgrind` on the PATH; each count takes 20–40 s.
- * Not part of `npm run bench`.
+ * once with 120; the difference over 100 is one exchange's instructions, the same to the digit
+ * from run to run, where CPU time on these shared machines moves by ±10%. The exchanges are few,
+ * as in the side-by-side fan-out: most of ours runs in V8's baseline tier. The default count also
+ * holds what TurboFan happens to compile within the window, which a small change moves by several
+ * percent either way; compare changes with `--no-opt` (no optimizing compiler), the work itself,
+ * where a change of 1% shows. Needs `valgrind` on the PATH; each count takes 20–40 s. Not part of
+ * `npm run bench`.
  *
  *   npx node bench/node/faux-instructions.ts            # ours and the floor
  *   npx node bench/node/faux-instructions.ts ours       # one side
