@@ -9,6 +9,7 @@
  * It imports no engine code: everything above it may import it.
  */
 import { newId } from '../common/ids.ts';
+import { utf8Size } from '../common/limits.ts';
 import { ConversationRecordInvariantError } from '../common/errors.ts';
 import { type ConversationView, LiveConversation } from './conversation-view.ts';
 import { CHECKPOINT_VERSION, checkpointDue, checkpointValue, freshSince } from './conversation-checkpoint.ts';
@@ -26,7 +27,6 @@ import type {
   TimerRow,
 } from '../store/sql-store.ts';
 import type { TimerWrite } from './pending-timers.ts';
-import { jsonLongerThan } from '../common/json-length.ts';
 import type { DeliveryOrigin } from '../common/types.ts';
 import { admittedRow, withoutAdmission } from './log-admission.ts';
 import type { AdmissionRecord } from '../store/records.ts';
@@ -582,12 +582,24 @@ const SIZED_BATCH_CHARS = 64 * 1024;
  * storage is kept every month while a row is written once (inline-rows.ts).
  */
 function heldRides(store: SqlStore, live: LiveConversation, records: readonly ConversationRecord[], more = 0): boolean {
-  if (jsonLongerThan(records, SIZED_BATCH_CHARS)) return true;
+  // Measured by JSON.stringify, which is native, not by a walk in JavaScript that a process's first
+  // responses run unoptimized. Held records wait only for a response's first batch (its first step,
+  // or that step's first deltas), whose JSON is at most what one model call returned.
+  const text = JSON.stringify(records);
+  if (text.length > SIZED_BATCH_CHARS) return true;
   const seq = live.conv.head + 1;
+  const pages = (bytes: number) => store.logRowOverflowPages(live.key, seq, bytes);
+  const heldText = JSON.stringify(live.held);
+  const heldBytes = utf8Size(heldText);
+  // The two arrays' JSON joined as one: their brackets once, and a comma between. Plain JSON is at
+  // least what the store writes (it only leaves out what reading derives): when even that fits
+  // the row's page, so does the one row, with no packing to size it (most first steps).
+  if (pages(utf8Size(text) + heldBytes - 1 + more) === 0) return true;
   const alone = store.storedSize(records) + more;
-  // The two arrays' JSON joined as one: their brackets once, and a comma between.
-  const together = alone + store.storedSize(live.held) - 1;
-  return store.logRowOverflowPages(live.key, seq, together) <= store.logRowOverflowPages(live.key, seq, alone);
+  // Held records past the sized length take pages of their own with the batch or without it: their
+  // plain size decides as well as their stored one, which would cost a second copy of them.
+  const together = alone + (heldText.length > SIZED_BATCH_CHARS ? heldBytes : store.storedSize(live.held)) - 1;
+  return pages(together) <= pages(alone);
 }
 
 function newIncarnation(): string {
