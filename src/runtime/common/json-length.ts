@@ -1,56 +1,7 @@
 /**
- * A value's JSON length bounded by a walk of the value, without writing the JSON: from below
- * (`jsonLongerThan`, characters) or from above (`jsonBytesAtMost`, UTF-8 bytes). Each walk stops
- * once its answer is known, so a large value costs no more than the limit to look at.
+ * A value's JSON size bounded from above by a walk of the value, without writing the JSON. The
+ * walk stops once its answer is known, so a large value costs no more than the limit to look at.
  */
-
-/**
- * Whether a value's JSON text would be longer than `limit` characters, counted as it would be
- * written (escapes aside, which only lengthen it).
- */
-export function jsonLongerThan(value: unknown, limit: number): boolean {
-  let length = 0;
-  const add = (n: number) => {
-    length += n;
-    return length > limit;
-  };
-  const walk = (item: unknown): boolean => {
-    if (item === null || item === undefined) return add(4);
-    switch (typeof item) {
-      case 'string':
-        return add(item.length + 2);
-      case 'number':
-      case 'boolean':
-      case 'bigint':
-        return add(String(item).length);
-      case 'object': {
-        // Brackets, then a comma before every member but the first.
-        if (add(1)) return true;
-        let first = true;
-        if (Array.isArray(item)) {
-          for (const element of item) {
-            if ((!first && add(1)) || walk(element)) return true;
-            first = false;
-          }
-          return add(1);
-        }
-        // Own keys, as JSON takes them, without an array of entries per object (every held batch is walked).
-        const record = item as Record<string, unknown>;
-        for (const key in record) {
-          if (!Object.hasOwn(record, key)) continue;
-          const entry = record[key];
-          if (entry === undefined) continue;
-          if (add(key.length + (first ? 3 : 4)) || walk(entry)) return true;
-          first = false;
-        }
-        return add(1);
-      }
-      default:
-        return false;
-    }
-  };
-  return walk(value);
-}
 
 /** Plain data nested deeper than this is sized exactly instead. */
 const MAX_WALK_DEPTH = 64;
