@@ -42,13 +42,21 @@ export function valueInToolResult(text: string): string | undefined {
   return /(value-of-[A-Za-z0-9_-]+)/.exec(text)?.[1];
 }
 
+/** How every scripted reply starts (`replyChunks`). */
+const REPLY_START = 'The answer is ';
+
 /** The streamed reply: exactly TEXT_CHUNKS chunks, the first quoting the tool's value. */
 export function replyChunks(value: string): string[] {
-  const chunks = [`The answer is ${value}.`];
+  const chunks = [`${REPLY_START}${value}.`];
   for (let i = 1; i < TEXT_CHUNKS; i++) chunks.push(` token${i}`);
   return chunks;
 }
 
 export function expectedReply(key: string): string {
   return replyChunks(toolOutput(key).value).join('');
+}
+
+/** A reply that answered several joined sends (a burst), split back into the scripted replies it holds. */
+export function replyParts(reply: string): string[] {
+  return reply.split(new RegExp(`(?=${REPLY_START})`));
 }

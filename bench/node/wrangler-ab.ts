@@ -20,7 +20,7 @@ import path from 'node:path';
 import { median } from '../results.ts';
 import { revisionCopy, root } from './revision-copy.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
-import { expectedReply, question } from './side-by-side-script.ts';
+import { expectedReply, question, replyParts } from './side-by-side-script.ts';
 import type { DevServer } from '../../test/support/wrangler-dev.ts';
 import { cpuMs, processesOf } from './wrangler-processes.ts';
 
@@ -68,9 +68,7 @@ function workerCpuMs(dev: DevServer): number {
 async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
   const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
-  const answered = accept
-    ? (body.reply ?? '').split(/(?=The answer is )/).some((reply) => accept.has(reply))
-    : body.reply === expectedReply(key);
+  const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
   if (response.status !== 200 || !answered) {
     throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
   }

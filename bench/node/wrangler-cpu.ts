@@ -29,7 +29,7 @@ import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, 
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { cpuMs, processesOf } from './wrangler-processes.ts';
-import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question } from './side-by-side-script.ts';
+import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question, replyParts } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const TURNS = 20;
@@ -81,7 +81,7 @@ async function turn(side: Side, conversation: string, key: string, accept?: Set<
   const response = await fetch(`${side.dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
   // In a burst a reply may answer several joined sends: it must hold at least one whole scripted reply.
-  const replies = accept ? (body.reply ?? '').split(/(?=The answer is )/) : [];
+  const replies = accept ? replyParts(body.reply ?? '') : [];
   if (accept && replies.length > 1 && !unusual) {
     unusual = true;
     console.log(

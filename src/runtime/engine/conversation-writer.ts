@@ -573,7 +573,7 @@ type LogAdmitted = AdmittedSubmission & { claim: AttemptClaim };
 
 /** About what a settlement adds to a response's last batch (its record, with its ledger entry). */
 const SETTLEMENT_BYTES = 400;
-/** Past this much text a batch is not sized exactly: it spans pages anyway, and sizing it would cost a copy. */
+/** Past this much JSON a batch is not sized exactly: it spans pages anyway, and packing it to size it would cost a second copy. */
 const SIZED_BATCH_CHARS = 64 * 1024;
 
 /**
