@@ -26,5 +26,7 @@ describe('deltasHoldTextOf', () => {
     expect(deltasHoldTextOf([delta(1, 'text', 'Said once.')], message)).toBe(false);
     expect(deltasHoldTextOf([delta(0, 'text', 'Think.'), delta(1, 'text', 'Said once.')], message)).toBe(false);
     expect(deltasHoldTextOf([delta(0, 'reasoning', 'Think.'), delta(1, 'text', 'Said once.'), delta(2, 'text', 'x')], message)).toBe(false);
+    // A delta of the tool call's block, even an empty one, is not text the message gives back.
+    expect(deltasHoldTextOf([delta(0, 'reasoning', 'Think.'), delta(1, 'text', 'Said once.'), delta(2, 'text', '')], message)).toBe(false);
   });
 });

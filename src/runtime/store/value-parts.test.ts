@@ -34,6 +34,14 @@ describe('values with their large strings apart', () => {
   it('walks the keys JSON takes: own ones, not those a prototype lends', () => {
     const value = Object.assign(Object.create({ lent: 'inherited text' }) as Record<string, unknown>, { own: 'own long text' });
     expect(takeLargeStrings(value, large).taken).toEqual([{ path: ['own'], text: 'own long text' }]);
+    const lentOnly = Object.create({ lent: 'inherited text' }) as Record<string, unknown>;
+    expect(takeLargeStrings({ lentOnly }, large).taken).toEqual([]);
+  });
+
+  it('leaves an object with a toJSON whole: JSON, not its fields, decides what it becomes', () => {
+    const dated = { at: 'a long field', toJSON: () => 'x' };
+    expect(takeLargeStrings({ dated }, large)).toEqual({ skeleton: { dated }, taken: [] });
+    expect(takeLargeStrings([dated, 'long enough'], large).taken).toEqual([{ path: [1], text: 'long enough' }]);
   });
 
   it('reports a part whose path does not end at a placeholder instead of placing it', () => {
