@@ -47,7 +47,13 @@ export class FlushSchedule {
 
   /** Content was added: commits it now if it is due, else makes sure one timer will when it is. */
   held(): void {
-    this.#unfollow ??= this.#following.onFollow(() => this.held());
+    // An armed timer flushes what is held, and a reader's arrival reconsiders it: most of a
+    // stream's events end here.
+    if (this.#timer === undefined) this.#consider();
+  }
+
+  #consider(): void {
+    this.#unfollow ??= this.#following.onFollow(() => this.#consider());
     const at = this.#last + (this.#following.followed ? this.#interval : Math.max(this.#interval, UNFOLLOWED_FLUSH_MS));
     // The timer armed for then (or sooner) flushes it: no clock read for each of a stream's events.
     if (this.#timer !== undefined && this.#timerAt <= at) return;

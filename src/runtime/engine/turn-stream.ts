@@ -94,10 +94,9 @@ export async function streamStep(input: StepInput, writer: ResponseWriter): Prom
 
 /**
  * The live events one provider stream event becomes (message_start on the first, then the
- * deltas); nothing is built when nobody observes. Deltas carry their turn as correlation only.
+ * deltas), for a site someone observes. Deltas carry their turn as correlation only.
  */
 function emitStreamEvent(site: ResponseSite, stepId: string, event: AssistantMessageEvent, first: boolean): void {
-  if (!site.observed) return;
   if (first) {
     const partial = 'partial' in event ? event.partial : { role: 'assistant', content: [] };
     site.emit('message_start', () => ({ message: omitImageData(partial), turnId: stepId }), stepId);
@@ -179,7 +178,7 @@ async function streamInto(input: StepInput, stepId: string, writer: ResponseWrit
   try {
     for await (const event of stream) {
       watched.heard();
-      emitStreamEvent(input.site, stepId, event, firstEvent);
+      if (input.site.observed) emitStreamEvent(input.site, stepId, event, firstEvent);
       firstEvent = false;
       if (event.type !== 'text_delta' && event.type !== 'thinking_delta') continue;
       const kind = event.type === 'text_delta' ? 'text' : 'reasoning';
