@@ -62,7 +62,16 @@ describe('digests', () => {
     expect(sameSnapshot(earlier, structuredClone(earlier))).toBe(true);
     expect(sameSnapshot(earlier, { ...earlier, instructionsDigest: 'b' })).toBe(false);
     expect(sameSnapshot(earlier, { ...earlier, tools: [] })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, tools: [{ name: 't', description: 'd2', schema: 'x' }] })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, tools: [{ name: 't', description: 'd', schema: 'y' }] })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, tools: [{ name: 't', description: 'd' }] })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, skills: [{ name: 's', description: 'd' }] })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, subagents: [{ name: 'a', description: 'd' }] })).toBe(false);
+    expect(sameSnapshot(earlier, { ...earlier, sandbox: true })).toBe(false);
     expect(sameSnapshot(earlier, structuredClone(earlier))).toBe(true);
+    // As their JSON compares: an absent schema is an undefined one.
+    const bare = { ...earlier, tools: [{ name: 't', description: 'd' }] };
+    expect(sameSnapshot(bare, { ...earlier, tools: [{ name: 't', description: 'd', schema: undefined }] })).toBe(true);
   });
 
   it('canonical JSON sorts keys at every depth', () => {

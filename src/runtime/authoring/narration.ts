@@ -140,16 +140,28 @@ function schemaDigest(tool: ToolDefinition): string {
   return digest;
 }
 
-/** Snapshots are not modified once recorded, so the last narrated one is serialized once, not at every turn. */
-const snapshotJson = new WeakMap<ResourceSnapshot, string>();
-
+/**
+ * Whether two snapshots offer the model the same: field by field, as their JSON would compare (an
+ * absent schema is an undefined one). Asked at every turn boundary; serializing both cost more.
+ */
 export function sameSnapshot(a: ResourceSnapshot, b: ResourceSnapshot): boolean {
-  let previous = snapshotJson.get(a);
-  if (previous === undefined) {
-    previous = JSON.stringify(a);
-    snapshotJson.set(a, previous);
+  return (
+    a.instructionsDigest === b.instructionsDigest &&
+    a.sandbox === b.sandbox &&
+    sameEntries(a.tools, b.tools) &&
+    sameEntries(a.skills, b.skills) &&
+    sameEntries(a.subagents, b.subagents)
+  );
+}
+
+function sameEntries(a: readonly ResourceEntry[], b: readonly ResourceEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.description !== y.description || x.schema !== y.schema) return false;
   }
-  return previous === JSON.stringify(b);
+  return true;
 }
 
 // ── Signal bodies ───────────────────────────────────────────────────────────────────────────
