@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { compactionPart } from './lazy-parts.ts';
+import { compactionPart, transferPart } from './lazy-parts.ts';
 
-describe("the response loop's lazy parts", () => {
+describe("the engine's lazy parts", () => {
   it("compaction's part is the summarization module", async () => {
     expect(typeof (await compactionPart()).summarizeConversation).toBe('function');
+  });
+
+  it("transfer's part holds export and import", async () => {
+    const transfer = await transferPart();
+    expect(typeof transfer.exportConversation).toBe('function');
+    expect(typeof transfer.importConversation).toBe('function');
   });
 });
