@@ -57,9 +57,11 @@ it('importing the runtime loads a few files of ours, no Hono module file (the ro
   // index.js, node.js and the one chunk of the code every entry and every lazily loaded part
   // shares. Dozens once, when every combination of entries had its own chunk.
   expect(ours.length).toBeLessThanOrEqual(3);
-  // Compaction's summarization and task runs load with the first response that uses them, a
-  // conversation's export and import with the first exportConversation() or fork().
-  expect(ours.filter((url) => /\/dist\/(?:conversation-summary|task-run|conversation-transfer)-[^/]*\.js$/.test(url))).toEqual([]);
+  // Loaded on first use: compaction's summarization and task runs (by the first response that uses
+  // them), a conversation's export and import (the first exportConversation() or fork()), the MCP
+  // client (the first connection).
+  const lazy = /\/dist\/(?:conversation-summary|task-run|conversation-transfer|connection)-[^/]*\.js$/;
+  expect(ours.filter((url) => lazy.test(url))).toEqual([]);
   // The Node server (HTTP, schedules, cron) loads with the first runFlueServer(), a local sandbox's
   // driver with its first sandbox.
   expect(ours.filter((url) => /\/dist\/(?:server-run|local-driver)-[^/]*\.js$/.test(url))).toEqual([]);
