@@ -58,9 +58,9 @@ it('importing the runtime loads a few files of ours, no Hono module file (the ro
   // shares. Dozens once, when every combination of entries had its own chunk.
   expect(ours.length).toBeLessThanOrEqual(3);
   // Loaded on first use: compaction's summarization and task runs (by the first response that uses
-  // them), a conversation's export and import (the first exportConversation() or fork()), the MCP
-  // client (the first connection).
-  const lazy = /\/dist\/(?:conversation-summary|task-run|conversation-transfer|connection)-[^/]*\.js$/;
+  // them), a harness's model work (its first operation), a conversation's export and import (the
+  // first exportConversation() or fork()), the MCP client (the first connection).
+  const lazy = /\/dist\/(?:conversation-summary|task-run|harness-scratch|conversation-transfer|connection)-[^/]*\.js$/;
   expect(ours.filter((url) => lazy.test(url))).toEqual([]);
   // The Node server (HTTP, schedules, cron) loads with the first runFlueServer(), a local sandbox's
   // driver with its first sandbox.
