@@ -60,8 +60,9 @@ it('importing the runtime loads a few files of ours, no Hono module file (the ro
   // Loaded on first use: compaction's summarization and task runs (by the first response that uses
   // them), a harness's model work (its first operation), a conversation's export and import (the
   // first exportConversation() or fork()), the MCP client (the first connection), approvals (the
-  // first listApprovals() or decideApproval()).
-  const lazy = /\/dist\/(?:conversation-summary|task-run|harness-scratch|conversation-transfer|connection|approval-history)-[^/]*\.js$/;
+  // first listApprovals() or decideApproval()), SKILL.md parsing (the first workspace skill).
+  const lazy =
+    /\/dist\/(?:conversation-summary|task-run|harness-scratch|conversation-transfer|connection|approval-history|frontmatter)-[^/]*\.js$/;
   expect(ours.filter((url) => lazy.test(url))).toEqual([]);
   // The Node server (HTTP, schedules, cron) loads with the first runFlueServer(), a local sandbox's
   // driver with its first sandbox.
