@@ -6,16 +6,15 @@
 import { type AssistantMessage, type Message, type ToolCall } from '@earendil-works/pi-ai';
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
+import { renderCompactionSummary, resolveCompactionSettings } from '../model/compaction.ts';
 import {
   buildSummaryRequest,
   findCutPoint,
-  renderCompactionSummary,
-  resolveCompactionSettings,
   summaryChunks,
   summaryInputBudget,
   summaryMaxTokens,
   summaryMessageChars,
-} from '../model/compaction.ts';
+} from '../model/summary-request.ts';
 import { fitContext, fixedTokens, messageCap, requestBudget } from '../model/context-fit.ts';
 import { type ToolDefinition, assembleToolSet, toolSpec } from '../authoring/define-tool.ts';
 import { dispatchToolCall, frameworkTools } from './tool-dispatch.ts';
