@@ -57,8 +57,14 @@ it('importing the runtime loads a few files of ours, no Hono module file (the ro
   // index.js, node.js and the one chunk of the code every entry and every lazily loaded part
   // shares. Dozens once, when every combination of entries had its own chunk.
   expect(ours.length).toBeLessThanOrEqual(3);
-  // Compaction's summarization and task runs load with the first response that uses them.
-  expect(ours.filter((url) => /\/dist\/(?:conversation-summary|task-run)-[^/]*\.js$/.test(url))).toEqual([]);
+  // Loaded on first use: compaction's summarization and task runs (by the first response that uses
+  // them), a harness's model work (its first operation), a conversation's export and import (the
+  // first exportConversation() or fork()), the MCP client (the first connection), approvals (the
+  // first listApprovals() or decideApproval()), SKILL.md parsing (the first workspace skill), the
+  // sandbox tools' calls (the first call).
+  const lazy =
+    /\/dist\/(?:conversation-summary|task-run|harness-scratch|conversation-transfer|connection|approval-history|frontmatter|tool-runs)-[^/]*\.js$/;
+  expect(ours.filter((url) => lazy.test(url))).toEqual([]);
   // The Node server (HTTP, schedules, cron) loads with the first runFlueServer(), a local sandbox's
   // driver with its first sandbox.
   expect(ours.filter((url) => /\/dist\/(?:server-run|local-driver)-[^/]*\.js$/.test(url))).toEqual([]);

@@ -9,8 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageSkillDirectory } from '../src/build/plugins.ts';
 import { readYamlFrontmatter } from '../src/build/skill-frontmatter.ts';
-import { readFrontmatterSubset } from '../src/runtime/skills/frontmatter.ts';
-import { parseSkillMarkdown } from '../src/runtime/skills/define-skill.ts';
+import { parseSkillMarkdown, readFrontmatterSubset } from '../src/runtime/skills/frontmatter.ts';
 import { SkillDefinitionValidationError } from '../src/runtime/skills/errors.ts';
 import { readSkillMarkdown } from '../src/shared/skill-format.ts';
 

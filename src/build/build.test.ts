@@ -72,9 +72,10 @@ describe('build() of templates/cloudflare', () => {
     expect(startup.length).toBeGreaterThan(1);
     expect(startup.filter((text) => /pi-ai\/dist\/(?:providers\/anthropic|env-api-keys)\.js$/m.test(text))).toEqual([]);
     expect(chunks.map((file) => read(dir, file)).some((text) => /pi-ai\/dist\/providers\/anthropic\.js$/m.test(text))).toBe(true);
-    // No agent connects to MCP: its client is not uploaded, its import() would throw saying so.
+    // No agent connects to MCP: its client (mcp/connection.ts, and the SDK it imports) is not
+    // uploaded; the client's import() would throw saying so.
     expect(Object.keys(result.metafile.inputs).filter((input) => /^(?!flue-unreached:).*@modelcontextprotocol\//.test(input))).toEqual([]);
-    const stub = chunks.map((file) => read(dir, file)).find((text) => text.includes('@modelcontextprotocol/sdk'));
+    const stub = chunks.map((file) => read(dir, file)).find((text) => /mcp\/connection\.[jt]s/.test(text));
     expect(stub).toMatch(/throw new Error\("\[flue\] .*is not in this Worker/);
     // The generated config uploads the chunks beside main.
     expect(JSON.parse(read(dir, '.flue.wrangler.json'))).toMatchObject({

@@ -24,7 +24,7 @@ import { useScriptedModels } from '../runtime/model/scripted-redirect.ts';
 import { type ToolAnswers, installToolAnswers } from '../runtime/engine/tool-answers.ts';
 import type { ConversationExport } from '../runtime/engine/conversation-export.ts';
 import type { AssistantMessage } from '../runtime/model/model-types.ts';
-import { summaryParts, summaryRequestPart } from '../runtime/model/compaction.ts';
+import { summaryParts, summaryRequestPart } from '../runtime/model/summary-request.ts';
 import { type LoggedDelivery, type ReplayDivergence, divergences, loggedDeliveries } from './replay-log.ts';
 import { startScriptedModelServer } from './scripted-model-server.ts';
 import type { RecordedRequest, ScriptStep, ScriptedResponse } from './scripted-model-types.ts';

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { createMcpConnection, flattenMcpToolResult } from '../../src/runtime/mcp/index.ts';
+import { createMcpConnection } from '../../src/runtime/mcp/index.ts';
+import { flattenMcpToolResult } from '../../src/runtime/mcp/connection.ts';
 import type { McpConnection } from '../../src/runtime/mcp/index.ts';
 import { invokeTool } from '../../src/runtime/tools/tool-runner.ts';
 import { toolParameters } from '../../src/runtime/authoring/define-tool.ts';

@@ -3,20 +3,18 @@
  * by run, and the `compaction` record with the prompt's rebaseline. Loaded on the first compaction
  * (lazy-parts.ts); conversation-compaction.ts decides when one runs.
  */
+import { contextWindowOf, estimateContextTokens, resolveCompactionSettings } from '../model/compaction.ts';
 import {
   appendFileLists,
   buildSummaryRequest,
-  contextWindowOf,
-  estimateContextTokens,
   fileListsFromToolCalls,
   findCutPoint,
   joinSplitSummary,
-  resolveCompactionSettings,
   summaryChunks,
   summaryInputBudget,
   summaryMessageChars,
   summaryMaxTokens,
-} from '../model/compaction.ts';
+} from '../model/summary-request.ts';
 import { messageCap } from '../model/context-fit.ts';
 import { OperationFailedError } from '../common/errors.ts';
 import { intercept } from '../common/instrumentation.ts';

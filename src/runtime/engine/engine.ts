@@ -77,7 +77,8 @@ import type {
 } from './verbs.ts';
 import type { ChildConversation, FlueConversationSnapshot } from './conversation.ts';
 import type { ConversationExport } from './conversation-export.ts';
-import { type ExportOptions, exportConversation, importConversation } from './conversation-transfer.ts';
+import type { ExportOptions } from './conversation-transfer.ts';
+import { transferPart } from './lazy-parts.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 export { LiveConversation } from './conversation-view.ts';
 
@@ -319,14 +320,19 @@ export class ConversationEngine implements ProbedEngine {
     return this.view.usage(live);
   }
 
-  exportConversation(agentName: string, instanceId: string, options: ExportOptions): ConversationExport {
-    return exportConversation(this.view, this.reader.addressed(agentName, instanceId), options);
+  // Export and import load their code on first use (lazy-parts.ts); past the load each runs in one
+  // synchronous step, so nothing interleaves between its checks, its reads and its write.
+
+  async exportConversation(agentName: string, instanceId: string, options: ExportOptions): Promise<ConversationExport> {
+    const transfer = await transferPart();
+    return transfer.exportConversation(this.view, this.reader.addressed(agentName, instanceId), options);
   }
 
-  importConversation(agentName: string, instanceId: string, exported: ConversationExport): { id: string; uid: string } {
+  async importConversation(agentName: string, instanceId: string, exported: ConversationExport): Promise<{ id: string; uid: string }> {
+    const transfer = await transferPart();
     if (this.stopping) throw new RuntimeUnavailableError('draining');
     this.registry.assertDefinition(agentName);
-    return importConversation(this.view, this.writer, this.reader.addressed(agentName, instanceId), exported);
+    return transfer.importConversation(this.view, this.writer, this.reader.addressed(agentName, instanceId), exported);
   }
 
   /** A child conversation's fold, for what a response's delegated tasks spent. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FlueConversationMessage } from '../engine/conversation.ts';
-import { approvalStates } from './approvals.ts';
+import { approvalStates } from './approval-history.ts';
 
 const request = (toolCallId: string, output: Record<string, unknown>): FlueConversationMessage => ({
   id: `msg_${toolCallId}`,

@@ -4,13 +4,10 @@
  * request is a `pending_approval` tool result, its end a `tool-approval-result` signal with an
  * `outcome`. The decision itself is the documented `tool-approval` signal, dispatched by server code
  * (origin `app`) under the idempotency key `approval:<approvalId>`, so the first decision wins.
+ * Their code (approval-history.ts) loads with the first call, not at start (common/lazy-part.ts).
  */
-import { ApprovalConflictError, ApprovalExpiredError, ApprovalNotFoundError, InvalidRequestError } from '../common/errors.ts';
-import { keyedSubmissionId } from '../common/ids.ts';
+import { lazyPart } from '../common/lazy-part.ts';
 import type { Agent } from '../authoring/identity.ts';
-import type { FlueConversationMessage } from '../engine/conversation.ts';
-import { dispatch } from './addressing.ts';
-import { requireRuntime } from './runtime.ts';
 
 export type ApprovalDecision = 'approve' | 'deny';
 
@@ -25,10 +22,6 @@ export interface PendingApproval {
   /** When it is denied on its own (ISO 8601), if the gate has an expiry. */
   expiresAt?: string;
 }
-
-/** Where one request stands, as the history tells it. */
-export type ApprovalState = PendingApproval &
-  ({ state: 'pending' } | { state: 'decided'; outcome: 'approved' | 'denied' | 'failed' | 'expired'; decision?: ApprovalDecision });
 
 export interface DecideApprovalRequest {
   approvalId: string;
@@ -48,63 +41,11 @@ export interface ApprovalReceipt {
   deduplicated?: true;
 }
 
-const OUTCOMES = new Set(['approved', 'denied', 'failed', 'expired']);
-
-/** Every approval request of a conversation and where it stands, from its history's messages. */
-export function approvalStates(messages: readonly FlueConversationMessage[]): Map<string, ApprovalState> {
-  const states = new Map<string, ApprovalState>();
-  const decisions = new Map<string, ApprovalDecision>();
-  for (const message of messages) {
-    for (const part of message.parts) {
-      if (part.type !== 'dynamic-tool' || part.state !== 'output-available') continue;
-      const output = part.output as { status?: unknown; approvalId?: unknown; argsDigest?: unknown; expiresAt?: unknown } | null;
-      if (output?.status !== 'pending_approval') continue;
-      states.set(part.toolCallId, {
-        approvalId: part.toolCallId,
-        toolName: part.toolName,
-        input: part.input,
-        ...(typeof output.argsDigest === 'string' ? { argsDigest: output.argsDigest } : {}),
-        ...(typeof output.expiresAt === 'string' ? { expiresAt: output.expiresAt } : {}),
-        state: 'pending',
-      });
-    }
-    const attributes = message.signal?.attributes;
-    const approvalId = attributes?.approvalId;
-    if (approvalId === undefined) continue;
-    if (attributes!.decision === 'approve' || attributes!.decision === 'deny') decisions.set(approvalId, attributes!.decision);
-    const request = states.get(approvalId);
-    // A request of a hand-written gate (no digest) ends with any signal naming it, as the
-    // documented client reads it; the shipped gate's only with its result, since it ignores untrusted decisions.
-    const seedDecision = request?.argsDigest === undefined ? attributes!.decision : undefined;
-    const outcome = attributes!.outcome ?? (seedDecision === undefined ? undefined : seedDecision === 'approve' ? 'approved' : 'denied');
-    if (request !== undefined && request.state === 'pending' && outcome !== undefined && OUTCOMES.has(outcome)) {
-      const decision = decisions.get(approvalId);
-      const { state: _pending, ...rest } = request;
-      states.set(approvalId, {
-        ...rest,
-        state: 'decided',
-        outcome: outcome as 'approved' | 'denied' | 'failed' | 'expired',
-        ...(decision === undefined ? {} : { decision }),
-      });
-    }
-  }
-  return states;
-}
-
-async function historyOf(agent: Agent, id: string, verb: string): Promise<FlueConversationMessage[]> {
-  const runtime = requireRuntime(verb);
-  if (typeof agent !== 'function') throw new InvalidRequestError(`${verb} requires an agent function as its first argument.`);
-  if (typeof id !== 'string' || id.trim() === '') throw new InvalidRequestError(`${verb} requires a non-empty instance id.`);
-  const snapshot = await runtime.history(runtime.registry.identityOf(agent), id);
-  return snapshot?.messages ?? [];
-}
+const historyPart = lazyPart('approvals', () => import('./approval-history.ts'));
 
 /** The conversation's requests still awaiting a decision, with their expiry; expired ones are left out. */
 export async function listApprovals(agent: Agent, id: string): Promise<PendingApproval[]> {
-  const now = Date.now();
-  return [...approvalStates(await historyOf(agent, id, 'listApprovals()')).values()]
-    .filter((request) => request.state === 'pending' && (request.expiresAt === undefined || Date.parse(request.expiresAt) > now))
-    .map(({ state: _state, ...request }) => request);
+  return (await historyPart()).listApprovals(agent, id);
 }
 
 /**
@@ -113,60 +54,5 @@ export async function listApprovals(agent: Agent, id: string): Promise<PendingAp
  * `ApprovalExpiredError` (410), an unknown id `ApprovalNotFoundError` (404).
  */
 export async function decideApproval(agent: Agent, id: string, request: DecideApprovalRequest): Promise<ApprovalReceipt> {
-  const verb = 'decideApproval()';
-  if (typeof request !== 'object' || request === null) {
-    throw new InvalidRequestError(`${verb} requires { approvalId, decision, approver }.`);
-  }
-  const { approvalId, decision, approver, argsDigest } = request;
-  if (typeof approvalId !== 'string' || approvalId === '') {
-    throw new InvalidRequestError(`${verb} approvalId must be a non-empty string.`, 'approvalId: pass the id listApprovals() returned.');
-  }
-  if (decision !== 'approve' && decision !== 'deny') {
-    throw new InvalidRequestError(`${verb} decision must be "approve" or "deny".`, `decision: got ${JSON.stringify(decision)}.`);
-  }
-  if (typeof approver !== 'string' || approver.trim() === '') {
-    throw new InvalidRequestError(`${verb} approver must be a non-empty string.`, 'approver: the identity your route authenticated.');
-  }
-  if (argsDigest !== undefined && typeof argsDigest !== 'string') {
-    throw new InvalidRequestError(`${verb} argsDigest must be a string.`, 'argsDigest: the digest listApprovals() returned.');
-  }
-  const states = approvalStates(await historyOf(agent, id, verb));
-  const state = states.get(approvalId);
-  if (state === undefined) throw new ApprovalNotFoundError(approvalId);
-  const key = `approval:${approvalId}`;
-  if (state.state === 'decided') {
-    if (state.outcome === 'expired') throw new ApprovalExpiredError(approvalId, state.expiresAt ?? 'its deadline');
-    if (state.decision === decision || (state.decision === undefined && (state.outcome === 'denied') === (decision === 'deny'))) {
-      const runtime = requireRuntime(verb);
-      const submissionId = await keyedSubmissionId(runtime.registry.identityOf(agent), id, key);
-      return { approvalId, decision, submissionId, deduplicated: true };
-    }
-    throw new ApprovalConflictError(approvalId, 'decided', `It was decided "${state.decision ?? state.outcome}" first.`);
-  }
-  // Past the deadline the expiry decides, even before its timer is delivered: no race window.
-  if (state.expiresAt !== undefined && Date.now() >= Date.parse(state.expiresAt))
-    throw new ApprovalExpiredError(approvalId, state.expiresAt);
-  if (argsDigest !== undefined && state.argsDigest !== undefined && argsDigest !== state.argsDigest) {
-    throw new ApprovalConflictError(
-      approvalId,
-      'arguments',
-      `The request's arguments digest is ${state.argsDigest}; the decision named ${argsDigest}.`,
-    );
-  }
-  const attributes: Record<string, string> = { approvalId, decision, approver };
-  if (state.argsDigest !== undefined) attributes.argsDigest = state.argsDigest;
-  try {
-    const receipt = await dispatch(agent, {
-      id,
-      message: { kind: 'signal', type: 'tool-approval', body: `${approver} chose "${decision}" for ${approvalId}.`, attributes },
-      idempotencyKey: key,
-    });
-    return { approvalId, decision, submissionId: receipt.submissionId, ...(receipt.deduplicated ? { deduplicated: true as const } : {}) };
-  } catch (error) {
-    // Another decision for this request was admitted first and is not processed yet.
-    if ((error as { type?: unknown }).type === 'submission_conflict') {
-      throw new ApprovalConflictError(approvalId, 'decided', 'Another decision for this request was accepted first.');
-    }
-    throw error;
-  }
+  return (await historyPart()).decideApproval(agent, id, request);
 }

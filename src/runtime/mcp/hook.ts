@@ -4,7 +4,7 @@
  * the connector this hook installs.
  */
 import { rootFrame } from '../authoring/hooks.ts';
-import { createMcpConnection } from './connection.ts';
+import { createMcpConnection } from './connect.ts';
 import { type McpConnectionDefinition, validateMcpConnectionDefinition } from './definition.ts';
 import { installMcpConnector } from './resolve.ts';
 

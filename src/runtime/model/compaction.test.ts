@@ -2,31 +2,33 @@ import { describe, expect, it } from 'vitest';
 import { fauxAssistantMessage, fauxText, fauxThinking, fauxToolCall } from '@earendil-works/pi-ai';
 import type { AssistantMessage, FauxContentBlock, Message, ToolResultMessage, UserMessage } from '@earendil-works/pi-ai';
 import {
-  SPLIT_TURN_SEPARATOR,
-  SUMMARY_MESSAGE_MAX_CHARS,
-  appendFileLists,
-  buildSummaryRequest,
   DEFAULT_CONTEXT_WINDOW,
   contextTokens,
   contextWindowOf,
   estimateContextTokens,
   estimateTokens,
   measureTokens,
+  renderCompactionSummary,
+  resolveCompactionSettings,
+  shouldCompact,
+  validateCompactionConfig,
+} from './compaction.ts';
+import {
+  SPLIT_TURN_SEPARATOR,
+  SUMMARY_MESSAGE_MAX_CHARS,
+  appendFileLists,
+  buildSummaryRequest,
   fileListsFromToolCalls,
   findCutPoint,
   joinSplitSummary,
-  renderCompactionSummary,
-  resolveCompactionSettings,
   serializeConversation,
-  shouldCompact,
   summaryChunks,
   summaryInputBudget,
   summaryMaxTokens,
   summaryMessageChars,
   summaryParts,
   summaryRequestPart,
-  validateCompactionConfig,
-} from './compaction.ts';
+} from './summary-request.ts';
 
 // ── Message builders ──────────────────────────────────────────────────────────────────────────
 

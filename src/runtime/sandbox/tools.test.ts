@@ -169,6 +169,9 @@ describe('bash', () => {
 
   it('host abort rethrows', async () => {
     const bash = createBashTool(await make({}, { hang: () => new Promise<ShellResult>(() => {}) }));
+    // Once the tools' code has loaded (here by this first call), a call has started its command
+    // when execute() returns, so the abort reaches the running command.
+    await call(bash, { command: 'true' });
     const controller = new AbortController();
     const pending = bash.execute('c', { command: 'hang' }, controller.signal);
     controller.abort();

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { FlueError } from '../common/errors.ts';
 import type { ValidationIssue } from '../common/errors.ts';
-import { defineSkill, parseSkillMarkdown, validateSkillDefinition } from './define-skill.ts';
+import { defineSkill, validateSkillDefinition } from './define-skill.ts';
+import { parseSkillMarkdown } from './frontmatter.ts';
 import type { SkillDefinition } from './define-skill.ts';
 import { SkillDefinitionValidationError } from './errors.ts';
 

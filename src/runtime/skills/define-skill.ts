@@ -1,21 +1,14 @@
 /**
- * `defineSkill()`, the `SkillDefinition`/`SkillReference` shapes and `SKILL.md` parsing
- * (skills-subagents-mcp.md §1.1–§1.2). Definitions are validated and frozen here; packaging (the
- * shape both `defineSkill` and `SKILL.md` imports normalize to) lives in `package.ts`.
+ * `defineSkill()` and the `SkillDefinition`/`SkillReference` shapes (skills-subagents-mcp.md
+ * §1.1–§1.2). Definitions are validated and frozen here; packaging (the shape both `defineSkill`
+ * and `SKILL.md` imports normalize to) lives in `package.ts`, and a `SKILL.md` found at run time is
+ * parsed by `frontmatter.ts`.
  */
 import * as v from 'valibot';
 import { toIssues } from '../../shared/issues.ts';
-import {
-  SKILL_FIELD_SCHEMAS,
-  nonBlank,
-  readSkillMarkdown,
-  unsafeSkillPath,
-  type ReadSkillMarkdownOptions,
-  type SkillFields,
-} from '../../shared/skill-format.ts';
+import { SKILL_FIELD_SCHEMAS, nonBlank, unsafeSkillPath, type SkillFields } from '../../shared/skill-format.ts';
 import { isPlainObject } from '../common/values.ts';
 import { SkillDefinitionValidationError } from './errors.ts';
-import { readFrontmatterSubset } from './frontmatter.ts';
 
 export {
   SKILL_COMPATIBILITY_MAX,
@@ -107,19 +100,4 @@ export function validateSkillDefinition(value: unknown): SkillDefinition {
 /** Declares an inline skill: validates and returns a frozen copy. No packaging happens here. */
 export function defineSkill(definition: SkillDefinition): SkillDefinition {
   return validateSkillDefinition(definition);
-}
-
-// ── SKILL.md ──────────────────────────────────────────────────────────────────────────────────
-
-export type ParseSkillMarkdownOptions = ReadSkillMarkdownOptions;
-
-/**
- * Parses a SKILL.md found at run time (workspace skills; `SKILL.md` imports are parsed by the
- * build) with the frontmatter subset reader. Throws `SkillDefinitionValidationError` listing every
- * problem, with issue paths naming the frontmatter key.
- */
-export function parseSkillMarkdown(text: string, options: ParseSkillMarkdownOptions = {}): SkillFields {
-  const result = readSkillMarkdown(text, readFrontmatterSubset, options);
-  if (!result.ok) throw new SkillDefinitionValidationError(result.subject, result.issues);
-  return result.fields;
 }

@@ -1,7 +1,9 @@
 /**
- * The frontmatter reader for SKILL.md files found at run time (workspace skills), small enough for
- * a Worker. `SKILL.md` imports are read by the build with a full YAML parser; this reads the subset
- * skill frontmatter uses and reports everything else as a problem naming the line, never guessing:
+ * SKILL.md files found at run time (workspace skills): `parseSkillMarkdown()` and its frontmatter
+ * reader, small enough for a Worker. Loaded by the first workspace skill found
+ * (workspace-context.ts), not at start. `SKILL.md` imports are read by the build with a full YAML
+ * parser; this reads the subset skill frontmatter uses and reports everything else as a problem
+ * naming the line, never guessing:
  *
  * - top-level `key: value` pairs; every scalar is a string (plain, single- or double-quoted,
  *   `|`/`>` block scalars with `-`/`+` chomping, plain values folded over indented lines);
@@ -12,7 +14,21 @@
  * duplicate keys (at either level) are problems, as YAML (or a reader that would misread them)
  * makes them.
  */
-import type { FrontmatterReader } from '../../shared/skill-format.ts';
+import { type FrontmatterReader, type ReadSkillMarkdownOptions, type SkillFields, readSkillMarkdown } from '../../shared/skill-format.ts';
+import { SkillDefinitionValidationError } from './errors.ts';
+
+export type ParseSkillMarkdownOptions = ReadSkillMarkdownOptions;
+
+/**
+ * Parses a SKILL.md found at run time (workspace skills; `SKILL.md` imports are parsed by the
+ * build) with the frontmatter subset reader. Throws `SkillDefinitionValidationError` listing every
+ * problem, with issue paths naming the frontmatter key.
+ */
+export function parseSkillMarkdown(text: string, options: ParseSkillMarkdownOptions = {}): SkillFields {
+  const result = readSkillMarkdown(text, readFrontmatterSubset, options);
+  if (!result.ok) throw new SkillDefinitionValidationError(result.subject, result.issues);
+  return result.fields;
+}
 
 export type FrontmatterValue = string | string[] | Record<string, string>;
 

@@ -2,7 +2,6 @@
 export {
   defineSkill,
   isValidatedSkillDefinition,
-  parseSkillMarkdown,
   unsafeSkillPath,
   validateSkillDefinition,
   SKILL_COMPATIBILITY_MAX,
@@ -12,7 +11,6 @@ export {
 } from './define-skill.ts';
 export type {
   PackagedSkillFile,
-  ParseSkillMarkdownOptions,
   SkillDefinition,
   SkillFields,
   SkillReference,

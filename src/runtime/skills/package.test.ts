@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { sha256Hex, utf8 } from '../../shared/skill-bytes.ts';
 import { createSkillReference, skillPackageId } from '../../shared/skill-format.ts';
-import { defineSkill, parseSkillMarkdown } from './define-skill.ts';
+import { defineSkill } from './define-skill.ts';
+import { parseSkillMarkdown } from './frontmatter.ts';
 import { DuplicateSkillError, SkillDefinitionValidationError } from './errors.ts';
 import {
   collectSkills,

@@ -9,7 +9,7 @@ import type { RenderResult } from '../authoring/render.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { createSkillReference, type SkillReference } from '../../shared/skill-format.ts';
 import { compareCodeUnits } from '../../shared/values.ts';
-import { parseSkillMarkdown } from './define-skill.ts';
+import { lazyPart } from '../common/lazy-part.ts';
 import { DuplicateSkillError } from './errors.ts';
 
 /** Instruction files read from the working directory, in the order they enter the prompt. */
@@ -19,6 +19,9 @@ export const WORKSPACE_INSTRUCTION_FILES = ['AGENTS.md', 'CLAUDE.md'] as const;
 export const WORKSPACE_SKILLS_DIR = '.agents/skills';
 
 export const WORKSPACE_INSTRUCTIONS_HEADING = '## Workspace Instructions';
+
+/** frontmatter.ts (`parseSkillMarkdown()`), loaded by the first workspace skill found. */
+const skillMarkdownPart = lazyPart('SKILL.md parsing', () => import('./frontmatter.ts'));
 
 export interface WorkspaceContext {
   /** The `## Workspace Instructions` section, when an instruction file was found. */
@@ -66,6 +69,7 @@ async function workspaceSkills(sandbox: Sandbox): Promise<SkillReference[]> {
     const directory = `${WORKSPACE_SKILLS_DIR}/${entry}`;
     const source = await readIfFile(sandbox, `${directory}/SKILL.md`);
     if (source === undefined) continue;
+    const { parseSkillMarkdown } = await skillMarkdownPart();
     const location = sandbox.resolvePath(directory);
     try {
       const fields = parseSkillMarkdown(source, { source: `${location}/SKILL.md`, directoryName: entry });
