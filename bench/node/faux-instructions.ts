@@ -2,9 +2,10 @@
  * Instructions per exchange, counted: the child of `faux-overhead.ts` (pi-ai's faux provider, no
  * network) run under valgrind's callgrind with V8 made deterministic (`--single-threaded
  * --predictable`, garbage collected before and after the exchanges), once with 20 exchanges and
- * once with 120; the difference over 100 is one exchange's instructions, the same to the digit
- * from run to run, where CPU time on these shared machines moves by ±10%. The exchanges are few,
- * as in the side-by-side fan-out: most of ours runs in V8's baseline tier. The default count also
+ * once with 120; the difference over 100 is one exchange's instructions, within about 0.5% from
+ * run to run (timers and clock reads still follow real time, which valgrind slows), where CPU time
+ * on these shared machines moves by ±10%. The exchanges are few, as in the side-by-side fan-out:
+ * most of ours runs in V8's baseline tier. The default count also
  * holds what TurboFan happens to compile within the window, which a small change moves by several
  * percent either way; compare changes with `--no-opt` (no optimizing compiler), the work itself,
  * where a change of 1% shows. Needs `valgrind` on the PATH; each count takes 20–40 s. Not part of
@@ -32,9 +33,9 @@ const child = fileURLToPath(new URL('./faux-overhead.ts', import.meta.url));
 const noOpt = process.argv.includes('--no-opt');
 const byFunction = process.argv.includes('--by-function');
 const profiles = byFunction ? mkdtempSync(path.join(tmpdir(), 'faux-instructions-')) : undefined;
-/** The sides named on the command line, or both. */
+/** The sides named on the command line, or both (`--by-function` compares them: always both). */
 const named = (['ours', 'floor'] as const).filter((side) => process.argv.includes(side));
-const sides = named.length > 0 ? named : (['ours', 'floor'] as const);
+const sides = named.length > 0 && !byFunction ? named : (['ours', 'floor'] as const);
 
 const found = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
 if (found.status !== 0) {
@@ -107,7 +108,7 @@ for (const side of sides) {
 if (perExchange.ours !== undefined && perExchange.floor !== undefined) {
   console.log(`ours' own: ${((perExchange.ours - perExchange.floor) / 1e6).toFixed(3)} M instructions an exchange`);
 }
-if (profiles !== undefined && perExchange.ours !== undefined && perExchange.floor !== undefined) {
+if (profiles !== undefined) {
   const ours = perExchangeByFunction('ours');
   const floor = perExchangeByFunction('floor');
   const rows = [...new Set([...ours.keys(), ...floor.keys()])]
@@ -118,5 +119,5 @@ if (profiles !== undefined && perExchange.ours !== undefined && perExchange.floo
     const k = (count: number) => `${(count / 1000).toFixed(0)}K`.padStart(7);
     console.log(`${k(row.ours - row.floor)} ${k(row.ours)} ${k(row.floor)}  ${row.name.slice(0, 110)}`);
   }
+  rmSync(profiles, { recursive: true, force: true });
 }
-if (profiles !== undefined) rmSync(profiles, { recursive: true, force: true });
