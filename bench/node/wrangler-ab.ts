@@ -22,7 +22,7 @@ import { revisionCopy, root } from './revision-copy.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { expectedReply, question, replyParts } from './side-by-side-script.ts';
 import type { DevServer } from '../../test/support/wrangler-dev.ts';
-import { cpuMs, processesOf } from './wrangler-processes.ts';
+import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
 
 type Scenario = 'fanout' | 'turns' | 'burst';
 type Side = 'before' | 'after';
@@ -107,6 +107,8 @@ const { startWranglerDev } = await import('../../test/support/wrangler-dev.ts');
 const bases: Record<Side, string> = { before: revisionCopy(revision), after: root };
 const { buildDist, isStale } = await import('../../scripts/build-dist.mjs');
 if (isStale()) await buildDist();
+// Every side's workerd runs its Worker alone, as on Cloudflare (wrangler-processes.ts).
+withoutLocalTraceCollector();
 const server = await startSideBySideServer();
 const devs: Partial<Record<Side, DevServer>> = {};
 const samples: Record<Side, { cpu: number; requests: number }[]> = { before: [], after: [] };

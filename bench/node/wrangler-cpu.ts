@@ -28,7 +28,7 @@ import { type BenchRow, median, saveRows } from '../results.ts';
 import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, dollars, dominantLine } from '../pricing.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
-import { cpuMs, processesOf } from './wrangler-processes.ts';
+import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
 import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question, replyParts } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -449,6 +449,8 @@ const installed = spawnSync(process.execPath, [fileURLToPath(new URL('../agents-
 });
 if (installed.status !== 0) process.exit(installed.status ?? 1);
 
+// Every side's workerd runs its Worker alone, as on Cloudflare (wrangler-processes.ts).
+withoutLocalTraceCollector();
 const server = await startSideBySideServer();
 const project = templateCopy('bench-wrangler-cpu');
 const sides: Side[] = [];

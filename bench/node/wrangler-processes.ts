@@ -1,5 +1,17 @@
-/** The processes of a running `wrangler dev`, found through /proc (Linux). */
+/** The processes of a running `wrangler dev`, found through /proc (Linux), and what runs in them. */
 import { readFileSync, readdirSync } from 'node:fs';
+
+/**
+ * Keeps wrangler's local trace collector out of the Workers this process starts. `wrangler dev`
+ * (4.x) attaches it to every Worker it serves, whatever the Worker's config says: each
+ * invocation's spans (one per SQL statement, RPC call, subrequest and alarm call) are sent to a
+ * Durable Object of wrangler's own that writes them to SQLite, in the same workerd process as the
+ * Worker. A deployed Worker has no such collector, so a figure measured with it counts wrangler's
+ * work per span on top of the Worker's own (bench/README.md). Call it before starting any Worker.
+ */
+export function withoutLocalTraceCollector(): void {
+  process.env.X_LOCAL_OBSERVABILITY = 'false';
+}
 
 /**
  * The processes of one `wrangler dev` (its process group): the workerd that runs the Worker (the

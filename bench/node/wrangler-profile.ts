@@ -16,6 +16,7 @@ import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { buildProject, freePort, startWranglerDev } from '../../test/support/wrangler-dev.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
+import { withoutLocalTraceCollector } from './wrangler-processes.ts';
 import { expectedReply, question } from './side-by-side-script.ts';
 
 interface ProfileNode {
@@ -34,6 +35,8 @@ const bare = process.argv.includes('bare');
 const burst = process.argv.includes('burst');
 /** `turns`: profile only turns of long conversations (three of 20 turns), the per-turn figure's scenario. */
 const turnsOnly = process.argv.includes('turns');
+// Every side's workerd runs its Worker alone, as on Cloudflare (wrangler-processes.ts).
+withoutLocalTraceCollector();
 const server = await startSideBySideServer();
 const project = templateCopy('bench-wrangler-profile');
 writeBenchProject(project);

@@ -1,0 +1,168 @@
+/**
+ * Instructions, counted, of a Worker's workerd on `wrangler dev`: the bench project of
+ * wrangler-cpu.ts (ours) and the bare Worker + Durable Object, each on its own `wrangler dev`
+ * whose Worker process runs under valgrind's callgrind, both at once, the same scenario on each.
+ * The count covers only the scenario (callgrind's counters are zeroed before it and dumped after
+ * it; two warm-up rounds and, for ours, the backstops they leave run first). Process CPU on these
+ * machines moves by ±15% from round to round; two runs of this agree within about 1%, so a change
+ * of a few percent shows. Run both sides at once, always: under valgrind a Worker alone runs
+ * faster in wall time, its timers and V8's background compiles land differently, and its count
+ * moves by up to 15%. Needs Linux and `valgrind`; about 3 minutes. Not part of `npm run bench`.
+ *
+ *   npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n]
+ *
+ * fanout: n (default 20) one-turn conversations at once; turns: n (default 20) follow-up turns of
+ * one conversation; burst: n (default 250) concurrent sends to a conversation that has had one
+ * turn. `--keep` keeps the profiles (bench/.results/wrangler-instructions-<side>.out) for
+ * `callgrind_annotate`; JavaScript compiled by V8 has no symbols there, workerd's own code
+ * (SQLite, RPC, V8's builtins and runtime) has.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { removeDir, templateCopy } from '../../src/build/test-project.ts';
+import { buildProject, startWranglerDev, type DevServer } from '../../test/support/wrangler-dev.ts';
+import { resultsDir } from '../results.ts';
+import { startSideBySideServer } from './side-by-side-server.ts';
+import { expectedReply, question, replyParts } from './side-by-side-script.ts';
+import { writeBenchProject } from './wrangler-cpu-project.ts';
+import { withoutLocalTraceCollector } from './wrangler-processes.ts';
+
+type Scenario = 'fanout' | 'turns' | 'burst';
+type Side = 'ours' | 'bare';
+
+const scenarioArg = process.argv[2] ?? 'fanout';
+if (scenarioArg !== 'fanout' && scenarioArg !== 'turns' && scenarioArg !== 'burst') {
+  console.error('usage: npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n] [--keep]');
+  process.exit(1);
+}
+const scenario: Scenario = scenarioArg;
+const n = Number(process.argv[3] ?? (scenario === 'burst' ? 250 : 20));
+const keep = process.argv.includes('--keep');
+if (execFileSync('sh', ['-c', 'command -v valgrind || true'], { encoding: 'utf8' }).trim() === '') {
+  console.error('wrangler-instructions.ts needs valgrind (callgrind) on the PATH, e.g. `apt-get install valgrind`.');
+  process.exit(1);
+}
+
+withoutLocalTraceCollector();
+const work = path.join(resultsDir, 'wrangler-instructions');
+rmSync(work, { recursive: true, force: true });
+mkdirSync(work, { recursive: true });
+// Miniflare starts workerd from MINIFLARE_WORKERD_PATH: this script runs the Worker's process (the
+// one with an inspector) under callgrind, one profile per process id, and wrangler's proxy as it is.
+const workerd = fileURLToPath(new URL('../../node_modules/@cloudflare/workerd-linux-64/bin/workerd', import.meta.url));
+const wrapper = path.join(work, 'workerd.sh');
+writeFileSync(
+  wrapper,
+  `#!/bin/sh
+case "$*" in
+  *--inspector-addr*) exec valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file=${work}/%p.out "${workerd}" "$@" 2>/dev/null ;;
+esac
+exec "${workerd}" "$@"
+`,
+);
+chmodSync(wrapper, 0o755);
+process.env.MINIFLARE_WORKERD_PATH = wrapper;
+
+async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
+  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
+  const body = (await response.json()) as { reply?: string };
+  const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
+  if (!answered) throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 200)}`);
+}
+
+/** One round of the scenario under `name`; the conversations it used. */
+async function round(dev: DevServer, name: string): Promise<string[]> {
+  switch (scenario) {
+    case 'fanout': {
+      const ids = Array.from({ length: n }, (_, i) => `${name}-${i}`);
+      await Promise.all(ids.map((id) => turn(dev, id, id)));
+      return ids;
+    }
+    case 'turns':
+      for (let t = 1; t <= n; t++) await turn(dev, name, `${name}-${t}`);
+      return [name];
+    case 'burst': {
+      const keys = Array.from({ length: n }, (_, i) => `${name}-${i}`);
+      const accept = new Set(keys.map(expectedReply));
+      await Promise.all(keys.map((key) => turn(dev, name, key, accept)));
+      return [name];
+    }
+    default:
+      return scenario satisfies never;
+  }
+}
+
+/** Ours leaves a backstop alarm to lapse after its work (wrangler-cpu.ts): run now, outside the count. */
+async function lapse(side: Side, dev: DevServer, ids: string[]): Promise<void> {
+  if (side === 'bare') return;
+  const response = await fetch(`${dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
+  if (response.status !== 204) throw new Error(`/lapse answered ${response.status}`);
+}
+
+/** The process of `wrangler dev` `group` running under callgrind. */
+function callgrindPid(group: number): string {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgrp === group && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('--tool=callgrind')) return entry;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no workerd under callgrind in process group ${group}`);
+}
+
+/** The side's instructions for one round of the scenario, after two warm-up rounds. */
+async function count(side: Side, project: string, modelUrl: string): Promise<number> {
+  const dev =
+    side === 'ours'
+      ? await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: modelUrl }, 600_000)
+      : await startWranglerDev(
+          fileURLToPath(new URL('../workers/bare-turns/', import.meta.url)),
+          { MODEL_URL: modelUrl },
+          600_000,
+          'wrangler.jsonc',
+          ['--persist-to', path.join(project, '.state-bare')],
+        );
+  try {
+    const pid = callgrindPid(dev.pid);
+    const paused = await fetch(`${dev.base}/meter/pause`, { method: 'POST' });
+    if (paused.status !== 204) throw new Error(`/meter/pause answered ${paused.status}`);
+    for (const name of ['warm-0', 'warm-1', 'counted']) {
+      // In turns and bursts the conversation has had its first turn: the figure is follow-ups'.
+      if (scenario !== 'fanout') {
+        await turn(dev, name, `${name}-first`);
+        await lapse(side, dev, [name]);
+      }
+      if (name === 'counted') break;
+      await lapse(side, dev, await round(dev, name));
+    }
+    execFileSync('callgrind_control', ['--zero', pid], { stdio: 'ignore' });
+    await round(dev, 'counted');
+    execFileSync('callgrind_control', ['--dump=counted', pid], { stdio: 'ignore' });
+    const profile = path.join(work, `${pid}.out.1`);
+    if (keep) copyFileSync(profile, path.join(resultsDir, `wrangler-instructions-${side}.out`));
+    return Number(/^summary: (\d+)$/m.exec(readFileSync(profile, 'utf8'))![1]);
+  } finally {
+    await dev.stop();
+  }
+}
+
+const server = await startSideBySideServer();
+const project = templateCopy('bench-wrangler-instructions');
+try {
+  writeBenchProject(project);
+  buildProject(project);
+  const [ours, bare] = await Promise.all((['ours', 'bare'] as const).map((side) => count(side, project, server.url)));
+  const label = { fanout: `${n} one-turn conversations at once`, turns: `${n} follow-up turns`, burst: `${n} concurrent sends` }[scenario];
+  console.log(`${label}: the Worker's workerd, instructions (callgrind)`);
+  console.log(`  ours ${(ours! / 1e6).toFixed(1)} M, bare ${(bare! / 1e6).toFixed(1)} M: ${(ours! / bare!).toFixed(3)}×`);
+} finally {
+  await server.close();
+  removeDir(project);
+  rmSync(work, { recursive: true, force: true });
+}
