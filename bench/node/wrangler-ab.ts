@@ -20,7 +20,8 @@ import path from 'node:path';
 import { median } from '../results.ts';
 import { revisionCopy, root } from './revision-copy.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
-import { expectedReply, question, replyParts } from './side-by-side-script.ts';
+import { expectedReply } from './side-by-side-script.ts';
+import { turn } from './wrangler-turn.ts';
 import type { DevServer } from '../../test/support/wrangler-dev.ts';
 import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
 
@@ -62,16 +63,6 @@ async function benchProject(base: string): Promise<string> {
 /** The Worker's workerd CPU in ms, as wrangler-cpu.ts reads it. */
 function workerCpuMs(dev: DevServer): number {
   return cpuMs(processesOf(dev.pid).worker);
-}
-
-/** One exchange; its reply is the scripted reply for `key`, or in a burst holds one of `accept` (joined sends share a reply). */
-async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
-  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
-  const body = (await response.json()) as { reply?: string };
-  const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
-  if (response.status !== 200 || !answered) {
-    throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
-  }
 }
 
 /** One round's conversations, the CPU of their turns (their lapses run after, outside it) and the model requests they made. */

@@ -17,17 +17,18 @@
  * `callgrind_annotate`; JavaScript compiled by V8 has no symbols there, workerd's own code
  * (SQLite, RPC, V8's builtins and runtime) has.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { removeDir, templateCopy } from '../../src/build/test-project.ts';
 import { buildProject, startWranglerDev, type DevServer } from '../../test/support/wrangler-dev.ts';
 import { resultsDir } from '../results.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
-import { expectedReply, question, replyParts } from './side-by-side-script.ts';
+import { expectedReply } from './side-by-side-script.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
-import { withoutLocalTraceCollector } from './wrangler-processes.ts';
+import { processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
+import { turn } from './wrangler-turn.ts';
 
 type Scenario = 'fanout' | 'turns' | 'burst';
 type Side = 'ours' | 'bare';
@@ -40,7 +41,7 @@ if (scenarioArg !== 'fanout' && scenarioArg !== 'turns' && scenarioArg !== 'burs
 const scenario: Scenario = scenarioArg;
 const n = Number(process.argv[3] ?? (scenario === 'burst' ? 250 : 20));
 const keep = process.argv.includes('--keep');
-if (execFileSync('sh', ['-c', 'command -v valgrind || true'], { encoding: 'utf8' }).trim() === '') {
+if (spawnSync('valgrind', ['--version']).status !== 0) {
   console.error('wrangler-instructions.ts needs valgrind (callgrind) on the PATH, e.g. `apt-get install valgrind`.');
   process.exit(1);
 }
@@ -64,13 +65,6 @@ exec "${workerd}" "$@"
 );
 chmodSync(wrapper, 0o755);
 process.env.MINIFLARE_WORKERD_PATH = wrapper;
-
-async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
-  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
-  const body = (await response.json()) as { reply?: string };
-  const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
-  if (!answered) throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 200)}`);
-}
 
 /** One round of the scenario under `name`; the conversations it used. */
 async function round(dev: DevServer, name: string): Promise<string[]> {
@@ -101,21 +95,6 @@ async function lapse(side: Side, dev: DevServer, ids: string[]): Promise<void> {
   if (response.status !== 204) throw new Error(`/lapse answered ${response.status}`);
 }
 
-/** The process of `wrangler dev` `group` running under callgrind. */
-function callgrindPid(group: number): string {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp === group && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('--tool=callgrind')) return entry;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  throw new Error(`no workerd under callgrind in process group ${group}`);
-}
-
 /** The side's instructions for one round of the scenario, after two warm-up rounds. */
 async function count(side: Side, project: string, modelUrl: string): Promise<number> {
   const dev =
@@ -129,7 +108,7 @@ async function count(side: Side, project: string, modelUrl: string): Promise<num
           ['--persist-to', path.join(project, '.state-bare')],
         );
   try {
-    const pid = callgrindPid(dev.pid);
+    const pid = String(processesOf(dev.pid).worker);
     const paused = await fetch(`${dev.base}/meter/pause`, { method: 'POST' });
     if (paused.status !== 204) throw new Error(`/meter/pause answered ${paused.status}`);
     for (const name of ['warm-0', 'warm-1', 'counted']) {

@@ -15,7 +15,8 @@ export function withoutLocalTraceCollector(): void {
 
 /**
  * The processes of one `wrangler dev` (its process group): the workerd that runs the Worker (the
- * one with an inspector port), the workerd of wrangler's own proxy Worker (which owns the public
+ * one with an inspector port, found by that flag also when a wrapper such as valgrind runs it:
+ * wrangler-instructions.ts), the workerd of wrangler's own proxy Worker (which owns the public
  * port and forwards every request), and wrangler's Node processes.
  */
 export function processesOf(group: number): { worker: number; proxy: number[]; wrangler: number[] } {
@@ -29,11 +30,13 @@ export function processesOf(group: number): { worker: number; proxy: number[]; w
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
       if (pgrp !== group) continue;
-      if (comm === 'workerd') {
-        const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-        if (args.some((arg) => arg.startsWith('--inspector-addr'))) worker = Number(entry);
-        else proxy.push(Number(entry));
-      } else if (comm === 'node') wrangler.push(Number(entry));
+      if (comm === 'node') {
+        wrangler.push(Number(entry));
+        continue;
+      }
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.some((arg) => arg.startsWith('--inspector-addr'))) worker = Number(entry);
+      else if (comm === 'workerd') proxy.push(Number(entry));
     } catch {
       // gone meanwhile
     }

@@ -1,0 +1,13 @@
+/** One exchange over the bench project's `POST /turn/:id`, as the `wrangler dev` benches send it. */
+import type { DevServer } from '../../test/support/wrangler-dev.ts';
+import { expectedReply, question, replyParts } from './side-by-side-script.ts';
+
+/** One exchange; its reply is the scripted reply for `key`, or in a burst holds one of `accept` (joined sends share a reply). */
+export async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
+  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
+  const body = (await response.json()) as { reply?: string };
+  const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
+  if (response.status !== 200 || !answered) {
+    throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  }
+}
