@@ -93,6 +93,29 @@ describe('generateEntry', () => {
     await parses(code);
   });
 
+  it('a provider with a direct API module: both load on first use, and the provider calls the module', async () => {
+    const code = generateEntry({
+      app: '/p/src/app.ts',
+      modules: [],
+      providers: [
+        {
+          id: 'anthropic',
+          specifier: '@earendil-works/pi-ai/providers/anthropic',
+          exportName: 'anthropicProvider',
+          api: '@earendil-works/pi-ai/api/anthropic-messages',
+        },
+        { id: 'azure', specifier: '@earendil-works/pi-ai/providers/azure', exportName: 'azureProvider' },
+      ],
+    });
+    expect(code).toContain(
+      "import { configureFlueWorker, createFlueAgentClass, createFlueWorkerHandlers, withLoadedApi } from '@flue/runtime/cloudflare';",
+    );
+    expect(code).toContain(
+      `providers: async () => [withLoadedApi((await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider(), await import('@earendil-works/pi-ai/api/anthropic-messages')), (await import('@earendil-works/pi-ai/providers/azure')).azureProvider()] });`,
+    );
+    await parses(code);
+  });
+
   it('the Workers AI provider is imported and passed only when asked for', async () => {
     const anthropic = { id: 'anthropic', specifier: '@earendil-works/pi-ai/providers/anthropic', exportName: 'anthropicProvider' };
     const code = generateEntry({ app: '/p/src/app.ts', modules: [], providers: [anthropic], workersAI: true });

@@ -18,6 +18,7 @@ import { SourceMap } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { parse, type AnyNode, type Expression } from 'acorn';
+import { childNodes } from './ast-nodes.ts';
 
 export interface ComputedModelSite {
   /** Relative to the project root, `/`-separated. */
@@ -193,7 +194,7 @@ export async function scanSource(file: string, source: string): Promise<SourceSi
     } else if (node.type === 'Property' && !node.computed && propertyName(node.key) === 'model' && node.kind === 'init') {
       record(node.value as Expression, node, node.shorthand ? 'model' : 'model: ...');
     }
-    for (const child of children(node)) visit(child);
+    for (const child of childNodes(node)) visit(child);
   };
   visit(program);
   return sites;
@@ -203,19 +204,4 @@ function propertyName(key: AnyNode): string | undefined {
   if (key.type === 'Identifier') return key.name;
   if (key.type === 'Literal' && typeof key.value === 'string') return key.value;
   return undefined;
-}
-
-function children(node: AnyNode): AnyNode[] {
-  const out: AnyNode[] = [];
-  for (const [key, value] of Object.entries(node)) {
-    if (key === 'loc' || key === 'start' || key === 'end') continue;
-    if (Array.isArray(value)) {
-      for (const item of value) if (isNode(item)) out.push(item);
-    } else if (isNode(value)) out.push(value);
-  }
-  return out;
-}
-
-function isNode(value: unknown): value is AnyNode {
-  return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
 }

@@ -3,6 +3,7 @@
  * (build-and-cli.md §3.2, §4), added to those the source's literal model ids name (model-providers.ts).
  */
 import { FlueBuildError } from './build-errors.ts';
+import { directApiOf } from './provider-apis.ts';
 
 export const PI_AI = '@earendil-works/pi-ai';
 
@@ -12,6 +13,11 @@ export interface ProviderImport {
   specifier: string;
   /** e.g. `anthropicProvider` */
   exportName: string;
+  /**
+   * The API module the provider streams through, called directly once loaded (provider-apis.ts),
+   * e.g. `@earendil-works/pi-ai/api/anthropic-messages`; absent when the provider wraps its API.
+   */
+  api?: string;
 }
 
 /** `cloudflare-ai-gateway` → `cloudflareaigatewayprovider`, compared case-insensitively. */
@@ -29,7 +35,9 @@ export async function resolveProvider(id: string): Promise<ProviderImport | unde
     return undefined;
   }
   const exportName = Object.keys(mod).find((name) => name.toLowerCase() === factoryKey(id) && typeof mod[name] === 'function');
-  return exportName === undefined ? undefined : { id, specifier, exportName };
+  if (exportName === undefined) return undefined;
+  const api = await directApiOf(specifier);
+  return api === undefined ? { id, specifier, exportName } : { id, specifier, exportName, api };
 }
 
 /**

@@ -4,6 +4,7 @@
  * same name.
  */
 import type { AnyNode, Expression, Pattern, Program } from 'acorn';
+import { childNodes } from './ast-nodes.ts';
 
 export interface AgentNameWrite {
   /** Offset of the writing expression in the scanned (esbuild output) text. */
@@ -243,23 +244,4 @@ export function boundNames(pattern: Pattern | AnyNode): string[] {
     default:
       return [];
   }
-}
-
-/** Child AST nodes in source order (acorn has no walker; acorn-walk would be another dependency). */
-function childNodes(node: AnyNode): AnyNode[] {
-  const children: AnyNode[] = [];
-  for (const key of Object.keys(node)) {
-    if (key === 'loc' || key === 'range') continue;
-    const value = (node as unknown as Record<string, unknown>)[key];
-    if (Array.isArray(value)) {
-      for (const item of value) if (isNode(item)) children.push(item);
-    } else if (isNode(value)) {
-      children.push(value);
-    }
-  }
-  return children;
-}
-
-function isNode(value: unknown): value is AnyNode {
-  return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
 }

@@ -50,3 +50,17 @@ export function registerProviders(providers: readonly Provider[]): void {
   const registry = getModels();
   for (const provider of providers) registry.setProvider(piProvider(provider));
 }
+
+/** One wire format's streaming functions, as a pi-ai API module exports them (`@earendil-works/pi-ai/api/<api>`). */
+export type ApiModule = Pick<Provider, 'stream' | 'streamSimple'>;
+
+/**
+ * `provider` streaming through `api` directly. A pi-ai provider factory gives `createProvider` a
+ * lazy wrapper of its API module, which imports the module again at every model call and forwards
+ * every event through one more stream; once the module is loaded that is work a turn need not do.
+ * Only for a provider whose one API is that module handed over as is: the build checks the
+ * factory's source (build/provider-apis.ts) before its generated entry calls this.
+ */
+export function withLoadedApi<P extends Provider>(provider: P, api: ApiModule): P {
+  return { ...provider, stream: api.stream, streamSimple: api.streamSimple };
+}

@@ -1,16 +1,16 @@
 /**
  * `FLUE_SCRIPTED_MODEL_URL`: every model specifier resolves to a scripted model server. Only the
- * Anthropic Messages API is used here, and through pi-ai's lazy wrapper: this module is in every
+ * Anthropic Messages API is used here, imported by the first model call: this module is in every
  * Worker, and evaluating the Anthropic client at startup cost a Worker that never redirects about
- * 7 ms of startup CPU; it loads on the first scripted model call instead.
+ * 7 ms of startup CPU. Once loaded it is called directly, as the build has a Worker's pi-ai
+ * providers do (providers.ts `withLoadedApi`), not through pi-ai's lazy wrapper.
  * A product feature (`flue dev` runs offline with it); `@flue/runtime/testing` re-exports it.
  *
  * No node:* imports: this module also runs inside workerd, where the server runs elsewhere.
  */
 
 import type { Api, Model } from '@earendil-works/pi-ai';
-import { anthropicMessagesApi } from '@earendil-works/pi-ai/api/anthropic-messages.lazy';
-import { redirectModels } from './model-registry.ts';
+import { redirectModels, registerOnFirstUse } from './model-registry.ts';
 import { setProvider } from './providers.ts';
 import { buildModel, createScriptedProvider } from './scripted-model.ts';
 
@@ -21,8 +21,15 @@ import { buildModel, createScriptedProvider } from './scripted-model.ts';
  * an app runs offline in development and end-to-end tests without changing its code.
  */
 export function useScriptedModels(baseUrl: string): void {
+  let anthropicMessages: typeof import('@earendil-works/pi-ai/api/anthropic-messages') | undefined;
+  registerOnFirstUse(async () => {
+    anthropicMessages = await import('@earendil-works/pi-ai/api/anthropic-messages');
+  });
   const seen = new Map<string, Set<string>>();
   redirectModels((providerId, modelId) => {
+    // loadModel runs the registration above before it resolves a model.
+    if (anthropicMessages === undefined)
+      throw new Error('[flue] A scripted model was resolved before the first model call loaded its API.');
     let ids = seen.get(providerId);
     if (ids === undefined) seen.set(providerId, (ids = new Set()));
     if (!ids.has(modelId)) {
@@ -30,7 +37,7 @@ export function useScriptedModels(baseUrl: string): void {
       setProvider(
         createScriptedProvider(
           { baseUrl, id: providerId, models: [...ids], api: 'anthropic-messages' },
-          { 'anthropic-messages': anthropicMessagesApi() },
+          { 'anthropic-messages': anthropicMessages },
         ),
       );
     }

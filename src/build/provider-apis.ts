@@ -1,0 +1,91 @@
+/**
+ * Which pi-ai API module a provider factory streams through, when it streams through exactly one
+ * and hands it over untouched. pi-ai's factories pass `createProvider` a lazy wrapper of that module
+ * (`api: anthropicMessagesApi()`, from `../api/anthropic-messages.lazy.js`), which imports the module
+ * again at every model call and forwards every event through one more stream. The generated entry
+ * loads the module beside the factory and the runtime calls it directly (`withLoadedApi`), as
+ * a hand-written Worker would; a factory that wraps its API (Workers AI's `cloudflareStreams(...)`)
+ * or has several keeps pi-ai's own path. Read from the factory's source with acorn: a shape this
+ * does not recognise only means the lazy path stays.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type AnyNode, type Expression, parse } from 'acorn';
+import { childNodes } from './ast-nodes.ts';
+
+/** `../api/<name>.lazy.js`, as a provider module imports a lazy API. */
+const LAZY_API_IMPORT = /^\.\.\/api\/([\w-]+)\.lazy\.js$/;
+
+/**
+ * The specifier of the API module the provider module at `specifier` streams through (e.g.
+ * `@earendil-works/pi-ai/api/anthropic-messages`), or undefined when it does not stream through
+ * exactly one API module handed over as is.
+ */
+export async function directApiOf(specifier: string): Promise<string | undefined> {
+  const file = fileURLToPath(import.meta.resolve(specifier));
+  const lazy = lazyApiCall(await readFile(file, 'utf8'));
+  if (lazy === undefined) return undefined;
+  const lazyFile = path.join(path.dirname(file), '..', 'api', `${lazy.module}.lazy.js`);
+  const target = lazyApiTarget(await readFile(lazyFile, 'utf8'), lazy.exportName);
+  if (target === undefined) return undefined;
+  const api = specifier.replace(/\/providers\/[^/]+$/, `/api/${target}`);
+  const loaded = (await import(api)) as Record<string, unknown>;
+  return typeof loaded.stream === 'function' && typeof loaded.streamSimple === 'function' ? api : undefined;
+}
+
+/**
+ * The lazy API a provider module's one `api:` property calls with no arguments (`api: xApi()`, `xApi`
+ * imported from `../api/<module>.lazy.js`): the module and the name it exports the wrapper under.
+ */
+export function lazyApiCall(source: string): { module: string; exportName: string } | undefined {
+  const program = parse(source, { ecmaVersion: 'latest', sourceType: 'module' });
+  const lazyImports = new Map<string, { module: string; exportName: string }>();
+  for (const statement of program.body) {
+    if (statement.type !== 'ImportDeclaration') continue;
+    const match = LAZY_API_IMPORT.exec(String(statement.source.value));
+    if (match === null) continue;
+    for (const spec of statement.specifiers) {
+      if (spec.type === 'ImportSpecifier' && spec.imported.type === 'Identifier') {
+        lazyImports.set(spec.local.name, { module: match[1]!, exportName: spec.imported.name });
+      }
+    }
+  }
+  const apis = nodesOf(program).filter(
+    (node) => node.type === 'Property' && !node.computed && node.key.type === 'Identifier' && node.key.name === 'api',
+  );
+  if (apis.length !== 1 || apis[0]!.type !== 'Property') return undefined;
+  const value = apis[0].value as Expression;
+  if (value.type !== 'CallExpression' || value.arguments.length > 0 || value.callee.type !== 'Identifier') return undefined;
+  return lazyImports.get(value.callee.name);
+}
+
+/**
+ * The module a lazy API export loads when it is exactly `() => lazyApi(() => import("./<module>.js"))`:
+ * nothing added to the calls or the stream, so calling the module itself is the same.
+ */
+export function lazyApiTarget(source: string, exportName: string): string | undefined {
+  const program = parse(source, { ecmaVersion: 'latest', sourceType: 'module' });
+  for (const statement of program.body) {
+    if (statement.type !== 'ExportNamedDeclaration' || statement.declaration?.type !== 'VariableDeclaration') continue;
+    for (const declarator of statement.declaration.declarations) {
+      if (declarator.id.type !== 'Identifier' || declarator.id.name !== exportName) continue;
+      const factory = declarator.init;
+      if (factory?.type !== 'ArrowFunctionExpression' || factory.params.length > 0) return undefined;
+      const call = factory.body;
+      if (call.type !== 'CallExpression' || call.callee.type !== 'Identifier' || call.callee.name !== 'lazyApi') return undefined;
+      if (call.arguments.length !== 1) return undefined;
+      const load = call.arguments[0]!;
+      if (load.type !== 'ArrowFunctionExpression' || load.body.type !== 'ImportExpression') return undefined;
+      const from = load.body.source;
+      if (from.type !== 'Literal' || typeof from.value !== 'string') return undefined;
+      return /^\.\/([\w-]+)\.js$/.exec(from.value)?.[1];
+    }
+  }
+  return undefined;
+}
+
+/** Every node of the tree, depth first. */
+function nodesOf(node: AnyNode): AnyNode[] {
+  return [node, ...childNodes(node).flatMap(nodesOf)];
+}
