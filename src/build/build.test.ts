@@ -86,7 +86,7 @@ describe('build() of templates/cloudflare', () => {
 
   it('bundles only the provider its literal model id names (anthropic), without warnings', () => {
     expect(result.entrySource).toContain(
-      `configureFlueWorker({ env, agents, providers: async () => [(await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider()] });`,
+      `configureFlueWorker({ env, agents, providers: async () => [withLoadedApi((await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider(), await import('@earendil-works/pi-ai/api/anthropic-messages'))] });`,
     );
     expect(result.entrySource).not.toContain('providers/all');
     const piAiProviders = new Set(
@@ -261,7 +261,7 @@ describe('build() infers providers from model ids', () => {
     });
     const result = await build({ root: dir });
     expect(result.entrySource).toContain(
-      `providers: async () => [(await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider()]`,
+      `providers: async () => [withLoadedApi((await import('@earendil-works/pi-ai/providers/anthropic')).anthropicProvider(), await import('@earendil-works/pi-ai/api/anthropic-messages'))]`,
     );
     expect(result.warnings).toEqual([
       'model id computed at run time at src/agents/a.ts:8 (useModel(...)): its provider cannot be known at build time. ' +
@@ -280,7 +280,7 @@ describe('build() infers providers from model ids', () => {
     });
     const result = await build({ root: dir });
     expect(result.entrySource).toContain(
-      `providers: async () => [(await import('@earendil-works/pi-ai/providers/faux')).fauxProvider(), (await import('@earendil-works/pi-ai/providers/openai')).openaiProvider()]`,
+      `providers: async () => [(await import('@earendil-works/pi-ai/providers/faux')).fauxProvider(), withLoadedApi((await import('@earendil-works/pi-ai/providers/openai')).openaiProvider(), await import('@earendil-works/pi-ai/api/openai-responses'))]`,
     );
     expect(result.warnings).toEqual([]);
   }, 60_000);
