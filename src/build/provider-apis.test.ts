@@ -59,3 +59,10 @@ describe('directApiOf, the installed pi-ai', () => {
     expect(await directApiOf(`${PI_AI}/providers/cloudflare-workers-ai`)).toBeUndefined();
   });
 });
+
+describe('directApiOf, a module it cannot read', () => {
+  it('leaves the lazy path instead of failing the build', async () => {
+    expect(await directApiOf(`${PI_AI}/providers/no-such-provider`)).toBeUndefined();
+    expect(await directApiOf('node:path')).toBeUndefined();
+  });
+});

@@ -20,18 +20,23 @@ const LAZY_API_IMPORT = /^\.\.\/api\/([\w-]+)\.lazy\.js$/;
 /**
  * The specifier of the API module the provider module at `specifier` streams through (e.g.
  * `@earendil-works/pi-ai/api/anthropic-messages`), or undefined when it does not stream through
- * exactly one API module handed over as is.
+ * exactly one API module handed over as is. Never fails a build: a source it cannot find, read or
+ * parse (a pi-ai release in syntax acorn does not know yet) leaves pi-ai's own path.
  */
 export async function directApiOf(specifier: string): Promise<string | undefined> {
-  const file = fileURLToPath(import.meta.resolve(specifier));
-  const lazy = lazyApiCall(await readFile(file, 'utf8'));
-  if (lazy === undefined) return undefined;
-  const lazyFile = path.join(path.dirname(file), '..', 'api', `${lazy.module}.lazy.js`);
-  const target = lazyApiTarget(await readFile(lazyFile, 'utf8'), lazy.exportName);
-  if (target === undefined) return undefined;
-  const api = specifier.replace(/\/providers\/[^/]+$/, `/api/${target}`);
-  const loaded = (await import(api)) as Record<string, unknown>;
-  return typeof loaded.stream === 'function' && typeof loaded.streamSimple === 'function' ? api : undefined;
+  try {
+    const file = fileURLToPath(import.meta.resolve(specifier));
+    const lazy = lazyApiCall(await readFile(file, 'utf8'));
+    if (lazy === undefined) return undefined;
+    const lazyFile = path.join(path.dirname(file), '..', 'api', `${lazy.module}.lazy.js`);
+    const target = lazyApiTarget(await readFile(lazyFile, 'utf8'), lazy.exportName);
+    if (target === undefined) return undefined;
+    const api = specifier.replace(/\/providers\/[^/]+$/, `/api/${target}`);
+    const loaded = (await import(api)) as Record<string, unknown>;
+    return typeof loaded.stream === 'function' && typeof loaded.streamSimple === 'function' ? api : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
