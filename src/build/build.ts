@@ -20,6 +20,7 @@ import { CHUNKS_DIR, liveInputs, splitBuildOptions } from './worker-split.ts';
 import { agentBindingPlugin, workerRuntimeConditions, flueRuntimePlugin, graphRoots, importChain, markdownPlugin } from './plugins.ts';
 import { packageRoot, resolveRuntimeExport } from './package-root.ts';
 import { inferModelProviders } from './model-providers.ts';
+import { withDirectApis } from './provider-apis.ts';
 import { type ProviderImport, needsWorkersAI, resolveProvider, resolveProviders } from './providers.ts';
 import { scanAgents } from './scan.ts';
 import type { ScanResult } from './scan-types.ts';
@@ -307,7 +308,7 @@ async function buildProviders(options: {
   log(
     `[flue] Providers: ${listed.length > 0 ? listed.join(', ') : '(none)'}${config.providers === undefined ? ' (from the model ids in the source)' : ''}`,
   );
-  return { providers: out, workersAI };
+  return { providers: await withDirectApis(out), workersAI };
 }
 
 /** Config `agents` glob (relative to `src/`), minus the directories the default scan skips. */

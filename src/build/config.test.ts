@@ -84,20 +84,10 @@ describe('resolveEntry', () => {
 });
 
 describe('resolveProviders', () => {
-  it('maps provider ids to their pi-ai factory exports, and the API module each calls directly', async () => {
+  it('maps provider ids to their pi-ai factory exports', async () => {
     expect(await resolveProviders(['anthropic', 'openai-codex', 'cloudflare-ai-gateway'])).toEqual([
-      {
-        id: 'anthropic',
-        specifier: '@earendil-works/pi-ai/providers/anthropic',
-        exportName: 'anthropicProvider',
-        api: '@earendil-works/pi-ai/api/anthropic-messages',
-      },
-      {
-        id: 'openai-codex',
-        specifier: '@earendil-works/pi-ai/providers/openai-codex',
-        exportName: 'openaiCodexProvider',
-        api: '@earendil-works/pi-ai/api/openai-codex-responses',
-      },
+      { id: 'anthropic', specifier: '@earendil-works/pi-ai/providers/anthropic', exportName: 'anthropicProvider' },
+      { id: 'openai-codex', specifier: '@earendil-works/pi-ai/providers/openai-codex', exportName: 'openaiCodexProvider' },
       {
         id: 'cloudflare-ai-gateway',
         specifier: '@earendil-works/pi-ai/providers/cloudflare-ai-gateway',
@@ -108,12 +98,7 @@ describe('resolveProviders', () => {
 
   it('accepts "cloudflare" (the Workers AI binding provider) without importing a pi-ai module for it', async () => {
     expect(await resolveProviders(['cloudflare', 'anthropic'])).toEqual([
-      {
-        id: 'anthropic',
-        specifier: '@earendil-works/pi-ai/providers/anthropic',
-        exportName: 'anthropicProvider',
-        api: '@earendil-works/pi-ai/api/anthropic-messages',
-      },
+      { id: 'anthropic', specifier: '@earendil-works/pi-ai/providers/anthropic', exportName: 'anthropicProvider' },
     ]);
   });
 

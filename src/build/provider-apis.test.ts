@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { directApiOf, lazyApiCall, lazyApiTarget } from './provider-apis.ts';
+import { directApiOf, lazyApiCall, lazyApiTarget, withDirectApis } from './provider-apis.ts';
 import { PI_AI, resolveProvider } from './providers.ts';
 
 const factory = (api: string, imports = 'import { xApi } from "../api/x-wire.lazy.js";') =>
@@ -50,13 +50,16 @@ describe('directApiOf, the installed pi-ai', () => {
     ['openai', 'openai-responses'],
     ['google', 'google-generative-ai'],
     ['groq', 'openai-completions'],
+    ['openai-codex', 'openai-codex-responses'],
   ])('%s streams through %s directly', async (id, api) => {
     expect(await directApiOf(`${PI_AI}/providers/${id}`)).toBe(`${PI_AI}/api/${api}`);
-    expect((await resolveProvider(id))?.api).toBe(`${PI_AI}/api/${api}`);
+    expect((await withDirectApis([(await resolveProvider(id))!]))[0]?.api).toBe(`${PI_AI}/api/${api}`);
   });
 
-  it('Workers AI wraps its API, so it keeps the lazy path', async () => {
+  it('Workers AI and the AI Gateway wrap their API, so they keep the lazy path', async () => {
     expect(await directApiOf(`${PI_AI}/providers/cloudflare-workers-ai`)).toBeUndefined();
+    const gateway = (await resolveProvider('cloudflare-ai-gateway'))!;
+    expect(await withDirectApis([gateway])).toEqual([gateway]);
   });
 });
 

@@ -13,9 +13,24 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type AnyNode, type Expression, parse } from 'acorn';
 import { childNodes } from './ast-nodes.ts';
+import type { ProviderImport } from './providers.ts';
 
 /** `../api/<name>.lazy.js`, as a provider module imports a lazy API. */
 const LAZY_API_IMPORT = /^\.\.\/api\/([\w-]+)\.lazy\.js$/;
+
+/**
+ * `providers`, each with the API module it streams through where it has one: what the Worker's
+ * loader calls directly (entry.ts). Only the Worker build asks, so the Node build loads no API
+ * module to check it.
+ */
+export async function withDirectApis(providers: readonly ProviderImport[]): Promise<ProviderImport[]> {
+  return Promise.all(
+    providers.map(async (provider) => {
+      const api = await directApiOf(provider.specifier);
+      return api === undefined ? provider : { ...provider, api };
+    }),
+  );
+}
 
 /**
  * The specifier of the API module the provider module at `specifier` streams through (e.g.

@@ -3,7 +3,6 @@
  * (build-and-cli.md §3.2, §4), added to those the source's literal model ids name (model-providers.ts).
  */
 import { FlueBuildError } from './build-errors.ts';
-import { directApiOf } from './provider-apis.ts';
 
 export const PI_AI = '@earendil-works/pi-ai';
 
@@ -14,8 +13,9 @@ export interface ProviderImport {
   /** e.g. `anthropicProvider` */
   exportName: string;
   /**
-   * The API module the provider streams through, called directly once loaded (provider-apis.ts),
-   * e.g. `@earendil-works/pi-ai/api/anthropic-messages`; absent when the provider wraps its API.
+   * The API module the provider streams through, called directly once loaded, e.g.
+   * `@earendil-works/pi-ai/api/anthropic-messages`: set by the Worker build (provider-apis.ts
+   * `withDirectApis`), absent when the provider wraps its API.
    */
   api?: string;
 }
@@ -35,9 +35,7 @@ export async function resolveProvider(id: string): Promise<ProviderImport | unde
     return undefined;
   }
   const exportName = Object.keys(mod).find((name) => name.toLowerCase() === factoryKey(id) && typeof mod[name] === 'function');
-  if (exportName === undefined) return undefined;
-  const api = await directApiOf(specifier);
-  return api === undefined ? { id, specifier, exportName } : { id, specifier, exportName, api };
+  return exportName === undefined ? undefined : { id, specifier, exportName };
 }
 
 /**
