@@ -21,7 +21,7 @@ import { median } from '../results.ts';
 import { revisionCopy, root } from './revision-copy.ts';
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { expectedReply } from './side-by-side-script.ts';
-import { turn } from './wrangler-turn.ts';
+import { lapse, turn } from './wrangler-turn.ts';
 import type { DevServer } from '../../test/support/wrangler-dev.ts';
 import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
 
@@ -89,8 +89,7 @@ async function round(dev: DevServer, tag: string): Promise<{ cpu: number; reques
   }
   const cpu = workerCpuMs(dev) - before;
   const made = server.requests.length - requests;
-  const lapsed = await fetch(`${dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
-  if (lapsed.status !== 204) throw new Error(`/lapse answered ${lapsed.status}`);
+  await lapse(dev, ids);
   return { cpu, requests: made };
 }
 

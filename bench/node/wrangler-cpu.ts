@@ -29,6 +29,7 @@ import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, 
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
+import { lapse as lapseNow } from './wrangler-turn.ts';
 import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question, replyParts } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -131,10 +132,7 @@ const fanoutLapseCpu: number[] = [];
  */
 async function lapse(side: Side, ids: string[]): Promise<number | undefined> {
   if (side.name !== 'ours') return undefined;
-  const sample = await measure(side, async () => {
-    const response = await fetch(`${side.dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
-    if (response.status !== 204) throw new Error(`${side.name}: /lapse answered ${response.status}`);
-  });
+  const sample = await measure(side, () => lapseNow(side.dev, ids));
   return sample.cpu;
 }
 

@@ -28,7 +28,7 @@ import { startSideBySideServer } from './side-by-side-server.ts';
 import { expectedReply } from './side-by-side-script.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
-import { turn } from './wrangler-turn.ts';
+import { lapse, turn } from './wrangler-turn.ts';
 
 type Scenario = 'fanout' | 'turns' | 'burst';
 type Side = 'ours' | 'bare';
@@ -89,10 +89,8 @@ async function round(dev: DevServer, name: string): Promise<string[]> {
 }
 
 /** Ours leaves a backstop alarm to lapse after its work (wrangler-cpu.ts): run now, outside the count. */
-async function lapse(side: Side, dev: DevServer, ids: string[]): Promise<void> {
-  if (side === 'bare') return;
-  const response = await fetch(`${dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
-  if (response.status !== 204) throw new Error(`/lapse answered ${response.status}`);
+async function lapseOurs(side: Side, dev: DevServer, ids: string[]): Promise<void> {
+  if (side === 'ours') await lapse(dev, ids);
 }
 
 /** The side's instructions for one round of the scenario, after two warm-up rounds. */
@@ -115,10 +113,10 @@ async function count(side: Side, project: string, modelUrl: string): Promise<num
       // In turns and bursts the conversation has had its first turn: the figure is follow-ups'.
       if (scenario !== 'fanout') {
         await turn(dev, name, `${name}-first`);
-        await lapse(side, dev, [name]);
+        await lapseOurs(side, dev, [name]);
       }
       if (name === 'counted') break;
-      await lapse(side, dev, await round(dev, name));
+      await lapseOurs(side, dev, await round(dev, name));
     }
     execFileSync('callgrind_control', ['--zero', pid], { stdio: 'ignore' });
     await round(dev, 'counted');

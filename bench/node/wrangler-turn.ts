@@ -11,3 +11,13 @@ export async function turn(dev: DevServer, conversation: string, key: string, ac
     throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
   }
 }
+
+/**
+ * Runs now the backstop alarm each of these conversations of ours left to lapse when its queue
+ * emptied (the bench project's `POST /lapse`, wrangler-cpu-project.ts), so it lands outside the
+ * figure of whatever runs next.
+ */
+export async function lapse(dev: DevServer, ids: string[]): Promise<void> {
+  const response = await fetch(`${dev.base}/lapse`, { method: 'POST', body: JSON.stringify(ids) });
+  if (response.status !== 204) throw new Error(`/lapse answered ${response.status}`);
+}
