@@ -84,6 +84,8 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
   );
   /** A new object's database, until its first call makes the store's tables (`makeStore`). */
   private unmade: SqlDriver | undefined;
+  /** `ctx.id.toString()`, made once: workerd hex-encodes the id at every call, and every run asks for it. */
+  private idText: string | undefined;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
@@ -166,7 +168,7 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
               bindingName: this.entry.bindingName,
               className: this.entry.className,
               name: instanceId,
-              id: this.ctx.id.toString(),
+              id: (this.idText ??= this.ctx.id.toString()),
             },
           }),
     };

@@ -13,6 +13,7 @@ import {
   useTool,
   virtualSandbox,
 } from '@flue/runtime';
+import { getDurableObjectIdentity } from '@flue/runtime/cloudflare';
 
 export const ECHO_LANE = 'echo';
 export const PROVISION_LANE = 'provision';
@@ -35,6 +36,13 @@ const researcher = defineSubagent({
     useTool(lookup);
     return 'You research keys.';
   },
+});
+
+/** Answers the Durable Object identity the tool runs under. */
+const whereabouts = defineTool({
+  name: 'whereabouts',
+  description: 'Says which object runs this conversation.',
+  run: () => ({ output: getDurableObjectIdentity() }),
 });
 
 /**
@@ -95,7 +103,7 @@ function useRefundGate(id: string): void {
  * Instances whose id starts with `delegate-` also declare the `researcher` subagent; `delegate-ws`
  * ones also a durable virtual sandbox (for `task` calls with a `cwd`); `progress-` ones (also after
  * another prefix: `approve-fast-progress-…`) `crawl`;
- * `timer-` ones `remind`; `approve-` ones the `refund` approval gate.
+ * `timer-` ones `remind`; `approve-` ones the `refund` approval gate; `where-` ones `whereabouts`.
  */
 export function Echo(props: { id: string }) {
   useModel(`scripted/${ECHO_LANE}`);
@@ -105,6 +113,7 @@ export function Echo(props: { id: string }) {
   if (/(^|-)progress-/.test(props.id)) useTool(crawl);
   if (props.id.startsWith('timer-')) useRemindTool(useTimer());
   if (props.id.startsWith('approve-')) useRefundGate(props.id);
+  if (props.id.startsWith('where-')) useTool(whereabouts);
   return 'Answer briefly.';
 }
 

@@ -83,6 +83,18 @@ test('a dispatch while busy joins the live response at its next turn boundary', 
   expect(joined[1]!.joined_into).toBe(first.submissionId);
 });
 
+test("a tool sees the Durable Object identity it runs under, on every turn of the object's life", async () => {
+  await scriptLane(ECHO_LANE, { toolCalls: [{ name: 'whereabouts', arguments: {} }] }, { text: 'Found.' });
+  await scriptLane(ECHO_LANE, { toolCalls: [{ name: 'whereabouts', arguments: {} }] }, { text: 'Found again.' });
+  const handle = init(Echo, { id: 'where-1' });
+  expect((await handle.read(await handle.dispatch('where?'))).text).toBe('Found.');
+  expect((await handle.read(await handle.dispatch('and now?'))).text).toBe('Found again.');
+  const identity = { bindingName: 'FLUE_ECHO_AGENT', className: 'FlueEchoAgent', name: 'where-1', id: echoStub('where-1').id.toString() };
+  const requests = await laneRequests(ECHO_LANE);
+  const seen = [requests[1]!, requests[3]!].map((request) => request.messages.map((m) => m.content).find((c) => c.includes('bindingName')));
+  expect(seen.map((content) => JSON.parse(content!))).toEqual([identity, identity]);
+});
+
 test('admission errors cross the RPC boundary as the same typed classes', async () => {
   await scriptLane(ECHO_LANE, { text: 'ok' });
   const created = await dispatch(Echo, { id: 'd3', message: 'hi', uid: null });
