@@ -7,7 +7,8 @@ import type { Provider } from '../runtime/model/model-types.ts';
 import { bootstrapRuntime, releaseRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';
 import { ConversationEngine, STOP_GRACE_MS } from '../runtime/engine/engine.ts';
 import type { Agent } from '../runtime/authoring/identity.ts';
-import { registerDefaultProviders, registerProviders } from '../runtime/model/providers.ts';
+import { registerDefaultProviders, registerProviders, withApiOnLoad } from '../runtime/model/providers.ts';
+import { builtinApiLoader } from './builtin-apis.ts';
 import { configuredRuntime } from '../runtime/host/runtime.ts';
 import { SqlStore } from '../runtime/store/sql-store.ts';
 import type { ConversationKey } from '../runtime/store/conversation-key.ts';
@@ -86,7 +87,7 @@ export async function start(options: StartOptions): Promise<Flue> {
   if (options.providers === undefined) {
     // Loaded only when needed: the full built-in catalog is large and slows a cold start.
     const { builtinProviders } = await import('@earendil-works/pi-ai/providers/all');
-    registerDefaultProviders(() => builtinProviders());
+    registerDefaultProviders(() => builtinProviders().map(directOnceLoaded));
   } else registerProviders(options.providers);
 
   const adapter = options.db ?? sqlite();
@@ -141,4 +142,10 @@ export async function start(options: StartOptions): Promise<Flue> {
     return stopped;
   };
   return { stop, [Symbol.asyncDispose]: () => stop() };
+}
+
+/** A built-in provider calling its API module directly once loaded, where it streams through one as is (builtin-apis.ts). */
+function directOnceLoaded(provider: Provider): Provider {
+  const load = builtinApiLoader(provider.id);
+  return load === undefined ? provider : withApiOnLoad(provider, load);
 }

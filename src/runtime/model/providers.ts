@@ -64,3 +64,31 @@ export type ApiModule = Pick<Provider, 'stream' | 'streamSimple'>;
 export function withLoadedApi<P extends Provider>(provider: P, api: ApiModule): P {
   return { ...provider, stream: api.stream, streamSimple: api.streamSimple };
 }
+
+/**
+ * `withLoadedApi` for a host that registers providers before it may load their API modules (Node's
+ * `start()`, whose built-ins are many and load at start): the first call starts `load` and, like
+ * any call made while the module loads, goes through the provider's own functions; the calls after
+ * it call the module. A load that fails leaves every call on the provider's own path.
+ */
+export function withApiOnLoad<P extends Provider>(provider: P, load: () => Promise<ApiModule>): P {
+  let api: ApiModule | undefined;
+  let loading = false;
+  const streams = (): ApiModule => {
+    if (api === undefined && !loading) {
+      loading = true;
+      load().then(
+        (loaded) => {
+          api = loaded;
+        },
+        () => {},
+      );
+    }
+    return api ?? provider;
+  };
+  return {
+    ...provider,
+    stream: (model, context, options) => streams().stream(model, context, options),
+    streamSimple: (model, context, options) => streams().streamSimple(model, context, options),
+  };
+}
