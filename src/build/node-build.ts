@@ -28,6 +28,7 @@ import {
 } from './plugins.ts';
 import { packageRoot } from './package-root.ts';
 import { resolveProviders } from './providers.ts';
+import { withDirectApis } from './provider-apis.ts';
 import { scanAgents } from './scan.ts';
 import { declaredCrons } from './wrangler-config.ts';
 
@@ -86,7 +87,9 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
   const providers =
     config.providers === undefined
       ? undefined
-      : await resolveProviders(config.providers, config.file === undefined ? 'flue.config' : path.basename(config.file));
+      : await withDirectApis(
+          await resolveProviders(config.providers, config.file === undefined ? 'flue.config' : path.basename(config.file)),
+        );
   const entry = generateNodeEntry({
     app,
     modules: scan.modules,

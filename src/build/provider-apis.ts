@@ -20,8 +20,9 @@ const LAZY_API_IMPORT = /^\.\.\/api\/([\w-]+)\.lazy\.js$/;
 
 /**
  * `providers`, each with the API module it streams through where it has one: what the Worker's
- * loader calls directly (entry.ts). Only the Worker build asks, so the Node build loads no API
- * module to check it.
+ * loader (entry.ts) and the Node server's entry (node-entry.ts) call directly. Only the configured
+ * or inferred providers are read, not pi-ai's whole catalog (Node's `start()` has a checked table
+ * of those: node/builtin-apis.ts).
  */
 export async function withDirectApis(providers: readonly ProviderImport[]): Promise<ProviderImport[]> {
   return Promise.all(

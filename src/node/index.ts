@@ -10,5 +10,7 @@ export {
   type LocalSandboxOptions,
 } from './local.ts';
 export { runFlueServer, DEFAULT_PORT, type FlueServer, type FlueServerOptions } from './server.ts';
+// For the server entry `flue build --target node` generates (node-entry.ts): configured providers call their API module directly.
+export { withApiOnLoad } from '../runtime/model/providers.ts';
 export { InvalidCronExpressionError, InvalidSchedulesError } from './schedule-errors.ts';
 export type { ScheduleCallback, ScheduledTick, Schedules } from './schedules.ts';
