@@ -14,8 +14,8 @@ export interface ProviderImport {
   exportName: string;
   /**
    * The API module the provider streams through, called directly once loaded, e.g.
-   * `@earendil-works/pi-ai/api/anthropic-messages`: set by the Worker build (provider-apis.ts
-   * `withDirectApis`), absent when the provider wraps its API.
+   * `@earendil-works/pi-ai/api/anthropic-messages`: set by both builds for the entry they generate
+   * (provider-apis.ts `withDirectApis`), absent when the provider wraps its API.
    */
   api?: string;
 }
