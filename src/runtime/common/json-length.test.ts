@@ -15,5 +15,9 @@ describe('jsonBytesAtMost', () => {
     }
     expect(jsonBytesAtMost({ at: new Date(0) }, 1_000_000)).toBe(false);
     expect(jsonBytesAtMost({ bytes: new Uint8Array(4) }, 1_000_000)).toBe(false);
+    // A plain object's own toJSON decides its JSON (114 bytes here, where its keys bound 95).
+    const withToJson = { message: { toJSON: () => 'x'.repeat(100) } };
+    expect(JSON.stringify(withToJson).length).toBe(114);
+    expect(jsonBytesAtMost(withToJson, 100)).toBe(false);
   });
 });

@@ -39,6 +39,8 @@ export function jsonBytesAtMost(value: unknown, limit: number): boolean {
         }
         const prototype = Object.getPrototypeOf(item);
         if (prototype !== Object.prototype && prototype !== null) return false;
+        // JSON.stringify writes what a `toJSON` returns, which the walk cannot see.
+        if (typeof (item as { toJSON?: unknown }).toJSON === 'function') return false;
         budget -= 2;
         for (const key in item) {
           budget -= key.length * 6 + 4;

@@ -5,6 +5,7 @@
  * `PayloadTooLargeError` before it is stored, so accepted work is never lost to a size.
  */
 import { PayloadTooLargeError } from './errors.ts';
+import { jsonBytesAtMost } from './json-length.ts';
 
 export const MiB = 1024 * 1024;
 
@@ -77,9 +78,13 @@ export function deliveredMessageSize(message: unknown, initialData?: unknown): n
   return jsonSize(initialData === undefined ? { message } : { message, initialData });
 }
 
-/** Refuses a delivered message over `MAX_MESSAGE_BYTES`; returns its size. */
-export function checkDeliveredMessage(message: unknown, initialData?: unknown): number {
-  const size = deliveredMessageSize(message, initialData);
-  checkSize('message', size, MAX_MESSAGE_BYTES);
-  return size;
+/**
+ * Refuses a delivered message over `MAX_MESSAGE_BYTES`. Every admission is checked where it is sent
+ * and where it is stored: a bound from a walk of the message clears the common one without writing
+ * its JSON, and only a message that may be near the limit is measured exactly.
+ */
+export function checkDeliveredMessage(message: unknown, initialData?: unknown): void {
+  const value = initialData === undefined ? { message } : { message, initialData };
+  if (jsonBytesAtMost(value, MAX_MESSAGE_BYTES)) return;
+  checkSize('message', jsonSize(value), MAX_MESSAGE_BYTES);
 }
