@@ -29,7 +29,7 @@ import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, 
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
-import { lapse as lapseNow } from './wrangler-turn.ts';
+import { WARMUP_BURSTS, lapse as lapseNow } from './wrangler-turn.ts';
 import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question, replyParts } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -44,13 +44,6 @@ const BURST = 250;
  * a few hundredths (each takes a few seconds, where a run of (1) and (4) takes a minute).
  */
 const LOAD_SAMPLES = 3;
-/**
- * Bursts each side runs before any is measured. V8 was still compiling the burst's functions in its
- * third and fourth bursts (`--trace-opt` through workerd's V8 flags, compiles logged per burst:
- * ours 159, 128, 214, 64, 19, 20; bare 69, 33, 39, 13, 0, 0), so with one warm-up burst the first
- * samples held that JIT, which an isolate serving bursts pays once.
- */
-const WARMUP_BURSTS = 4;
 /**
  * (1) runs this many times for ours and the bare Worker in each run (the Agents SDK once), the two
  * turn by turn together each time: the per-turn ratio is the median of its pairs, and three pairs

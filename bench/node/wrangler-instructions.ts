@@ -3,8 +3,8 @@
  * wrangler-cpu.ts (ours) and the bare Worker + Durable Object, each on its own `wrangler dev`
  * whose Worker process runs under valgrind's callgrind, both at once, the same scenario on each.
  * The count covers only the scenario (callgrind's counters are zeroed before it and dumped after
- * it; warm-up rounds (two, four before a burst: V8 compiles the burst's functions through its
- * first four) and, for ours, the backstops they leave run first). Process CPU on these
+ * it; warm-up rounds (two, or `WARMUP_BURSTS` before a burst) and, for ours, the backstops they
+ * leave run first). Process CPU on these
  * machines moves by ±15% from round to round; two runs of this agree within about 1%, so a change
  * of a few percent shows. Run both sides at once, always: under valgrind a Worker alone runs
  * faster in wall time, its timers and V8's background compiles land differently, and its count
@@ -29,7 +29,7 @@ import { startSideBySideServer } from './side-by-side-server.ts';
 import { expectedReply } from './side-by-side-script.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
-import { lapse, turn } from './wrangler-turn.ts';
+import { WARMUP_BURSTS, lapse, turn } from './wrangler-turn.ts';
 
 type Scenario = 'fanout' | 'turns' | 'burst';
 type Side = 'ours' | 'bare';
@@ -110,7 +110,7 @@ async function count(side: Side, project: string, modelUrl: string): Promise<num
     const pid = String(processesOf(dev.pid).worker);
     const paused = await fetch(`${dev.base}/meter/pause`, { method: 'POST' });
     if (paused.status !== 204) throw new Error(`/meter/pause answered ${paused.status}`);
-    const warmUps = Array.from({ length: scenario === 'burst' ? 4 : 2 }, (_, i) => `warm-${i}`);
+    const warmUps = Array.from({ length: scenario === 'burst' ? WARMUP_BURSTS : 2 }, (_, i) => `warm-${i}`);
     for (const name of [...warmUps, 'counted']) {
       // In turns and bursts the conversation has had its first turn: the figure is follow-ups'.
       if (scenario !== 'fanout') {

@@ -13,6 +13,14 @@ export async function turn(dev: DevServer, conversation: string, key: string, ac
 }
 
 /**
+ * Full-size bursts each side runs before one is measured. V8 was still compiling the burst's
+ * functions in its third and fourth bursts (`--trace-opt` through workerd's V8 flags, compiles
+ * logged per burst: ours 159, 128, 214, 64, 19, 20; bare 69, 33, 39, 13, 0, 0), so after fewer
+ * the figure held JIT that an isolate serving bursts pays once.
+ */
+export const WARMUP_BURSTS = 4;
+
+/**
  * Runs now the backstop alarm each of these conversations of ours left to lapse when its queue
  * emptied (the bench project's `POST /lapse`, wrangler-cpu-project.ts), so it lands outside the
  * figure of whatever runs next.

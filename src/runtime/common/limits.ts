@@ -73,9 +73,14 @@ export function checkSize(field: string, size: number, limit: number, hint?: str
   if (size > limit) throw new PayloadTooLargeError(field, size, limit, hint);
 }
 
+/** What a delivered message's size is the JSON of: the message, with initialData beside it. */
+function deliveredValue(message: unknown, initialData: unknown): object {
+  return initialData === undefined ? { message } : { message, initialData };
+}
+
 /** The size a delivered message counts for: its JSON with attachments' base64 and initialData. */
 export function deliveredMessageSize(message: unknown, initialData?: unknown): number {
-  return jsonSize(initialData === undefined ? { message } : { message, initialData });
+  return jsonSize(deliveredValue(message, initialData));
 }
 
 /**
@@ -84,7 +89,7 @@ export function deliveredMessageSize(message: unknown, initialData?: unknown): n
  * its JSON, and only a message that may be near the limit is measured exactly.
  */
 export function checkDeliveredMessage(message: unknown, initialData?: unknown): void {
-  const value = initialData === undefined ? { message } : { message, initialData };
+  const value = deliveredValue(message, initialData);
   if (jsonBytesAtMost(value, MAX_MESSAGE_BYTES)) return;
   checkSize('message', jsonSize(value), MAX_MESSAGE_BYTES);
 }
