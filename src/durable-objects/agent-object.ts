@@ -257,16 +257,11 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       envelope(() => {
         object.makeStore();
         return receivers[verb].serve(instanceId, wire, (args) =>
-          runInCloudflareContext(object.context(instanceId), async () => {
+          runInCloudflareContext(object.context(instanceId), () => {
             // The engine serves every verb of the table: checked here, where it is called.
             const verbs: ConversationVerbs = object.engine;
-            const result = await (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, object.identity, ...args);
-            if (verb === 'usage' && result !== null) {
-              const live = object.engine.view.live(object.identity, instanceId);
-              const counters = durableObjectCounters(live.conv, object.meter.peek(), object.ctx.storage.sql.databaseSize);
-              return { ...(result as ConversationUsage), durableObject: counters };
-            }
-            return result;
+            const result = (verbs[verb] as (agentName: string, ...args: unknown[]) => unknown).call(verbs, object.identity, ...args);
+            return verb === 'usage' ? Promise.resolve(result).then((usage) => object.withCounters(instanceId, usage)) : result;
           }),
         );
       });
@@ -274,15 +269,26 @@ export class FlueAgentDurableObject extends DurableObject<Record<string, unknown
       Object.defineProperty(this.prototype, receivers[verb].method, {
         configurable: true,
         writable: true,
-        async value(this: FlueAgentDurableObject, instanceId: string, ...wire: unknown[]) {
+        // Not async: a long poll's answer is chained, with no suspended frame per waiting call.
+        value(this: FlueAgentDurableObject, instanceId: string, ...wire: unknown[]): Promise<unknown> {
           this.meter.rpcServed();
-          const answer = await serve(this, verb, instanceId, wire);
-          if (verb !== 'admit' || !answer.ok) return answer;
+          const answer = serve(this, verb, instanceId, wire);
+          if (verb !== 'admit') return answer;
           // The admission's reader polls through its session: one request for `dispatch()` + `read()`.
-          return { ...answer, session: new PollSession(instanceId, (poll) => serve(this, 'poll', instanceId, poll)) };
+          return answer.then((admitted) =>
+            admitted.ok ? { ...admitted, session: new PollSession(instanceId, (poll) => serve(this, 'poll', instanceId, poll)) } : admitted,
+          );
         },
       });
     }
+  }
+
+  /** A conversation's usage, with what its object has counted (durableObjectCounters). */
+  private withCounters(instanceId: string, usage: unknown): unknown {
+    if (usage === null) return usage;
+    const live = this.engine.view.live(this.identity, instanceId);
+    const counters = durableObjectCounters(live.conv, this.meter.peek(), this.ctx.storage.sql.databaseSize);
+    return { ...(usage as ConversationUsage), durableObject: counters };
   }
 
   // ── The alarm: the backstop ─────────────────────────────────────────────────────────────────

@@ -102,13 +102,20 @@ export function fromErrorShape(shape: ErrorShape): Error {
   return error;
 }
 
-export async function envelope<T>(work: () => T | Promise<T>): Promise<RpcEnvelope<T>> {
+/**
+ * `work`'s answer in its envelope: what it throws or rejects with becomes the envelope's failure.
+ * Chained rather than awaited, so a call that waits (a long poll) holds no suspended frame here.
+ */
+export function envelope<T>(work: () => T | Promise<T>): Promise<RpcEnvelope<T>> {
   try {
-    return { ok: true, value: await work() };
+    return Promise.resolve(work()).then(succeeded, failed);
   } catch (error) {
-    return { ok: false, error: toErrorShape(error) };
+    return Promise.resolve(failed(error));
   }
 }
+
+const succeeded = <T>(value: T): RpcEnvelope<T> => ({ ok: true, value });
+const failed = (error: unknown): RpcEnvelope<never> => ({ ok: false, error: toErrorShape(error) });
 
 export function unwrap<T>(result: RpcEnvelope<T>): T {
   if (result.ok) return result.value;

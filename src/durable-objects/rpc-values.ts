@@ -31,10 +31,10 @@ export function packValue<T>(value: T): Packed<T> {
   return { flueJsonStream: textStream(text) };
 }
 
-/** What a receiver does with a packed value: read the stream back to the value, if it is one. */
-export async function unpackValue<T>(packed: Packed<T>): Promise<T> {
+/** What a receiver does with a packed value: read the stream back to the value, if it is one (only then asynchronously). */
+export function unpackValue<T>(packed: Packed<T>): T | Promise<T> {
   if (!isJsonStream(packed)) return packed;
-  return JSON.parse(await new Response(packed.flueJsonStream).text()) as T;
+  return new Response(packed.flueJsonStream).text().then((text) => JSON.parse(text) as T);
 }
 
 function isJsonStream(value: unknown): value is JsonStream {

@@ -67,22 +67,26 @@ export type AdmissionSession = Pick<AgentObjectRpc, '__fluePoll'>;
 
 /**
  * The object's side of one verb: its method name, and `serve`, which reads the arguments back,
- * has `call` run the verb with them and packs the result for the trip back.
+ * has `call` run the verb with them and packs the result for the trip back. Chained rather than
+ * awaited: a long poll waiting here holds no suspended frame of its own.
  */
 export function receiveVerb(verb: VerbName): {
   method: string;
-  serve(instanceId: string, wire: unknown[], call: (args: unknown[]) => unknown): Promise<unknown>;
+  serve(instanceId: string, wire: unknown[], call: (args: unknown[]) => unknown): unknown;
 } {
   const crossing: RpcCrossing = CROSSINGS[verb];
+  const run = (instanceId: string, sent: unknown[], call: (args: unknown[]) => unknown) => {
+    // The object is addressed by the instance id: an admission's request gets that id.
+    const args =
+      crossing.instance === 'request' ? [{ ...(sent[0] as AdmissionRequest), id: instanceId }, ...sent.slice(1)] : [instanceId, ...sent];
+    const result = call(args);
+    return crossing.stream === 'result' ? Promise.resolve(result).then(packValue) : result;
+  };
   return {
     method: crossing.method,
-    async serve(instanceId, wire, call) {
-      const sent = crossing.stream === 'args' ? await Promise.all(wire.map((value) => unpackValue(value))) : wire;
-      // The object is addressed by the instance id: an admission's request gets that id.
-      const args =
-        crossing.instance === 'request' ? [{ ...(sent[0] as AdmissionRequest), id: instanceId }, ...sent.slice(1)] : [instanceId, ...sent];
-      const result = await call(args);
-      return crossing.stream === 'result' ? packValue(result) : result;
+    serve(instanceId, wire, call) {
+      if (crossing.stream !== 'args') return run(instanceId, wire, call);
+      return Promise.all(wire.map((value) => unpackValue(value))).then((sent) => run(instanceId, sent, call));
     },
   };
 }
@@ -97,27 +101,34 @@ export function instanceOf<K extends VerbName>(verb: K, args: VerbArgs<K>): stri
  * object reports stays in the envelope (`unwrap` throws it); a failed transport rejects. A signal
  * (the caller's, or an `abortable` verb's option) never crosses: the Worker stops waiting instead.
  */
-export async function sendVerb<K extends VerbName>(
+export function sendVerb<K extends VerbName>(
   stub: Pick<AgentObjectRpc, Crossing<K>['method']>,
   verb: K,
   args: VerbArgs<K>,
   signal?: AbortSignal,
 ): Promise<RpcEnvelope<VerbResult<K>>> {
   const crossing: RpcCrossing = CROSSINGS[verb];
-  let wire: unknown[] = crossing.instance === 'request' ? [...args] : args.slice(1);
-  if (crossing.abortable) {
-    const { signal: own, ...options } = wire.at(-1) as { signal?: AbortSignal };
-    wire = [...wire.slice(0, -1), options];
-    signal ??= own;
+  let answered: Promise<RpcEnvelope<unknown>>;
+  try {
+    let wire: unknown[] = crossing.instance === 'request' ? [...args] : args.slice(1);
+    if (crossing.abortable) {
+      const { signal: own, ...options } = wire.at(-1) as { signal?: AbortSignal };
+      wire = [...wire.slice(0, -1), options];
+      signal ??= own;
+    }
+    if (crossing.stream === 'args') wire = wire.map((value) => packValue(value));
+    // Called on the stub itself: an RPC stub's methods are stubs too (`.call` would be a remote method).
+    const pending = (stub as unknown as Record<string, (...wire: unknown[]) => Promise<RpcEnvelope<unknown>>>)[crossing.method]!(
+      instanceOf(verb, args),
+      ...wire,
+    );
+    answered = signal === undefined ? pending : raceAbort(pending, signal);
+  } catch (error) {
+    return Promise.reject(error);
   }
-  if (crossing.stream === 'args') wire = wire.map((value) => packValue(value));
-  const pending = (stub as unknown as Record<string, (...wire: unknown[]) => Promise<RpcEnvelope<unknown>>>)[crossing.method]!(
-    instanceOf(verb, args),
-    ...wire,
-  );
-  const answer = signal === undefined ? await pending : await raceAbort(pending, signal);
-  if (answer.ok && crossing.stream === 'result') return { ok: true, value: (await unpackValue(answer.value)) as VerbResult<K> };
-  return answer as RpcEnvelope<VerbResult<K>>;
+  // Chained rather than awaited: a waiting read holds no suspended frame here.
+  if (crossing.stream !== 'result') return answered as Promise<RpcEnvelope<VerbResult<K>>>;
+  return answered.then(async (answer) => (answer.ok ? { ok: true, value: (await unpackValue(answer.value)) as VerbResult<K> } : answer));
 }
 
 /** `sendVerb`, with the object's failure thrown as the typed error it was. */

@@ -6,7 +6,7 @@
 import type { Provider } from '../runtime/model/model-types.ts';
 import { bootstrapRuntime, serveRuntime } from '../runtime/host/bootstrap.ts';
 import { devModeSoFar } from '../runtime/common/dev-mode.ts';
-import type { ReadOptions, ReadPoll } from '../runtime/engine/verbs.ts';
+import type { ReadOptions } from '../runtime/engine/verbs.ts';
 import { abortError } from '../runtime/common/errors.ts';
 import type { Agent, AgentRegistry } from '../runtime/authoring/identity.ts';
 import { registerDefaultProviders, registerDefaultProvidersOnFirstUse } from '../runtime/model/providers.ts';
@@ -149,9 +149,10 @@ function letGo(session: AdmissionSession | undefined): void {
 
 /**
  * `read()` against an object: bounded long-polls until the settlement, projected into stream
- * chunks here by the shared reply reader, so the object only ever serves plain records.
+ * chunks here by the shared reply reader, so the object only ever serves plain records. Chained
+ * rather than awaited: a read parked on its poll holds no suspended frames of its own.
  */
-async function readRemote(
+function readRemote(
   config: WorkerConfig,
   agentName: string,
   instanceId: string,
@@ -162,37 +163,37 @@ async function readRemote(
   const label = CROSSINGS.poll.label;
   // The admission's session, when this reads the receipt it answered: no new request to the object.
   let session = takeSession(options.receipt);
-  let stub: AdmissionSession = session ?? stubFor(config, agentName, instanceId, label);
-  let failures = 0;
-  const next: NextAnswer = async (afterSeq, batches) => {
-    for (;;) {
-      if (signal?.aborted) throw signal.reason ?? abortError();
-      let answer: RpcEnvelope<ReadPoll>;
-      try {
-        if (failures > 0) stub = stubFor(config, agentName, instanceId, label);
-        // A large answer is a stream, read inside the try: a reset mid-stream is retried like any.
-        answer = await sendVerb(stub, 'poll', [instanceId, submissionId, { afterSeq, waitMs: POLL_WAIT_MS, batches }], signal);
-        failures = 0;
-      } catch (error) {
-        if (signal?.aborted) throw error;
-        if (session !== undefined) {
-          // The session ended (its request is over, or the object was reset): ask the object itself.
-          letGo(session);
-          session = undefined;
-          stub = stubFor(config, agentName, instanceId, label);
-          continue;
-        }
-        // The object was reset or evicted mid-read: reads are re-attachable, so ask again.
-        if (++failures > MAX_READ_RETRIES) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** failures)));
-        continue;
-      }
-      return unwrap(answer);
-    }
-  };
+  let stub: AdmissionSession;
   try {
-    return await readReply(next, submissionId, options);
-  } finally {
-    letGo(session);
+    stub = session ?? stubFor(config, agentName, instanceId, label);
+  } catch (error) {
+    return Promise.reject(error);
   }
+  let failures = 0;
+  /** After a failed poll: rejects when the read must fail, else resolves when to ask again, on a new stub. */
+  const recover = async (error: unknown): Promise<void> => {
+    if (signal?.aborted) throw error;
+    if (session !== undefined) {
+      // The session ended (its request is over, or the object was reset): ask the object itself.
+      letGo(session);
+      session = undefined;
+    } else {
+      // The object was reset or evicted mid-read: reads are re-attachable, so ask again.
+      if (++failures > MAX_READ_RETRIES) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** failures)));
+    }
+    stub = stubFor(config, agentName, instanceId, label);
+  };
+  const next: NextAnswer = (afterSeq, batches) => {
+    if (signal?.aborted) return Promise.reject(signal.reason ?? abortError());
+    // A large answer is a stream, read within the poll's promise: a reset mid-stream is retried like any.
+    return sendVerb(stub, 'poll', [instanceId, submissionId, { afterSeq, waitMs: POLL_WAIT_MS, batches }], signal).then(
+      (answer) => {
+        failures = 0;
+        return unwrap(answer);
+      },
+      (error: unknown) => recover(error).then(() => next(afterSeq, batches)),
+    );
+  };
+  return readReply(next, submissionId, options).finally(() => letGo(session));
 }

@@ -82,15 +82,21 @@ export class ConversationReader {
   /**
    * One bounded wait for a remote reader (the Cloudflare handle reads through this): resolves when
    * the submission settles, when batches after `afterSeq` exist (if asked for), or after `waitMs`.
+   * Chained rather than awaited: hundreds of parked polls hold no suspended frames of their own.
    */
-  async poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
-    const live = this.addressed(agentName, instanceId);
-    if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
-    const settled = this.settledCheck(live, submissionId);
-    const ready = () => this.lifecycle.isStopping() || settled() || (options.batches && live.conv.head > options.afterSeq);
-    await this.following(live, options.batches, () => this.whenReady(live, ready, options.waitMs));
-    if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
-    return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
+  poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
+    try {
+      const live = this.addressed(agentName, instanceId);
+      if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
+      const settled = this.settledCheck(live, submissionId);
+      const ready = () => this.lifecycle.isStopping() || settled() || (options.batches && live.conv.head > options.afterSeq);
+      return this.following(live, options.batches, () => this.whenReady(live, ready, options.waitMs)).then(() => {
+        if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
+        return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
@@ -106,13 +112,14 @@ export class ConversationReader {
    * Runs a reader's wait; one that reads the log's batches follows it meanwhile, so streams commit
    * what they hold on the followed schedule (flush-policy.ts), starting with what is due now.
    */
-  private async following<T>(live: LiveConversation, batches: boolean, wait: () => Promise<T>): Promise<T> {
+  private following(live: LiveConversation, batches: boolean, wait: () => Promise<void>): Promise<void> {
     if (!batches) return wait();
     const release = live.follow();
     try {
-      return await wait();
-    } finally {
+      return wait().finally(release);
+    } catch (error) {
       release();
+      throw error;
     }
   }
 

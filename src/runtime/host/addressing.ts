@@ -115,20 +115,21 @@ export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHand
       pinned = true;
       return receipt;
     },
-    async read(readTarget, readOptions = {}) {
-      const { runtime, agentName } = target(agent, 'handle.read()');
-      const submissionId = typeof readTarget === 'string' ? readTarget : readTarget?.submissionId;
-      if (typeof submissionId !== 'string' || submissionId === '') {
-        throw new Error('[flue] handle.read() requires a dispatch receipt or a non-empty submission id.');
+    // Chained rather than awaited (a read waits for the whole response): no suspended frame here.
+    read(readTarget, readOptions = {}) {
+      try {
+        const { runtime, agentName } = target(agent, 'handle.read()');
+        const submissionId = typeof readTarget === 'string' ? readTarget : readTarget?.submissionId;
+        if (typeof submissionId !== 'string' || submissionId === '') {
+          throw new Error('[flue] handle.read() requires a dispatch receipt or a non-empty submission id.');
+        }
+        assertText(submissionId, 'submissionId', MAX_TOKEN_LENGTH, 'The submission id is malformed.');
+        if (typeof readTarget === 'string') return runtime.read(agentName, id, submissionId, readOptions);
+        const reply = runtime.read(agentName, id, submissionId, { ...readOptions, receipt: readTarget });
+        return reply.then((read) => ({ ...read, uid: readTarget.uid }));
+      } catch (error) {
+        return Promise.reject(error);
       }
-      assertText(submissionId, 'submissionId', MAX_TOKEN_LENGTH, 'The submission id is malformed.');
-      const reply = await runtime.read(
-        agentName,
-        id,
-        submissionId,
-        typeof readTarget === 'string' ? readOptions : { ...readOptions, receipt: readTarget },
-      );
-      return typeof readTarget === 'string' ? reply : { ...reply, uid: readTarget.uid };
     },
     async abort() {
       const { runtime, agentName } = target(agent, 'handle.abort()');
