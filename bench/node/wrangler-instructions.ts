@@ -94,14 +94,28 @@ async function lapseOurs(side: Side, dev: DevServer, ids: string[]): Promise<voi
   if (side === 'ours') await lapse(dev, ids);
 }
 
-/** The side's instructions for one round of the scenario, after its warm-up rounds. */
-async function count(side: Side, project: string, modelUrl: string): Promise<number> {
+/** The side's instructions for one round of the scenario, after its warm-up rounds, and the model requests that round made. */
+async function count(side: Side, project: string): Promise<{ instructions: number; requests: number }> {
+  // A model server per side: both run at once, and the requests each made are its own figure.
+  const server = await startSideBySideServer();
+  try {
+    return await countWith(side, project, server);
+  } finally {
+    await server.close();
+  }
+}
+
+async function countWith(
+  side: Side,
+  project: string,
+  server: Awaited<ReturnType<typeof startSideBySideServer>>,
+): Promise<{ instructions: number; requests: number }> {
   const dev =
     side === 'ours'
-      ? await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: modelUrl }, 600_000)
+      ? await startWranglerDev(project, { FLUE_SCRIPTED_MODEL_URL: server.url }, 600_000)
       : await startWranglerDev(
           fileURLToPath(new URL('../workers/bare-turns/', import.meta.url)),
-          { MODEL_URL: modelUrl },
+          { MODEL_URL: server.url },
           600_000,
           'wrangler.jsonc',
           ['--persist-to', path.join(project, '.state-bare')],
@@ -121,27 +135,29 @@ async function count(side: Side, project: string, modelUrl: string): Promise<num
       await lapseOurs(side, dev, await round(dev, name));
     }
     execFileSync('callgrind_control', ['--zero', pid], { stdio: 'ignore' });
+    const before = server.requests.length;
     await round(dev, 'counted');
+    const requests = server.requests.length - before;
     execFileSync('callgrind_control', ['--dump=counted', pid], { stdio: 'ignore' });
     const profile = path.join(work, `${pid}.out.1`);
     if (keep) copyFileSync(profile, path.join(resultsDir, `wrangler-instructions-${side}.out`));
-    return Number(/^summary: (\d+)$/m.exec(readFileSync(profile, 'utf8'))![1]);
+    return { instructions: Number(/^summary: (\d+)$/m.exec(readFileSync(profile, 'utf8'))![1]), requests };
   } finally {
     await dev.stop();
   }
 }
 
-const server = await startSideBySideServer();
 const project = templateCopy('bench-wrangler-instructions');
 try {
   writeBenchProject(project);
   buildProject(project);
-  const [ours, bare] = await Promise.all((['ours', 'bare'] as const).map((side) => count(side, project, server.url)));
+  const [ours, bare] = await Promise.all((['ours', 'bare'] as const).map((side) => count(side, project)));
   const label = { fanout: `${n} one-turn conversations at once`, turns: `${n} follow-up turns`, burst: `${n} concurrent sends` }[scenario];
   console.log(`${label}: the Worker's workerd, instructions (callgrind)`);
-  console.log(`  ours ${(ours! / 1e6).toFixed(1)} M, bare ${(bare! / 1e6).toFixed(1)} M: ${(ours! / bare!).toFixed(3)}×`);
+  const [o, b] = [ours!.instructions, bare!.instructions];
+  console.log(`  ours ${(o / 1e6).toFixed(1)} M, bare ${(b / 1e6).toFixed(1)} M: ${(o / b).toFixed(3)}×`);
+  console.log(`  model requests: ours ${ours!.requests}, bare ${bare!.requests}`);
 } finally {
-  await server.close();
   removeDir(project);
   rmSync(work, { recursive: true, force: true });
 }

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
 import { ConversationView, type LiveConversation } from './conversation-view.ts';
 import { ConversationWriter } from './conversation-writer.ts';
-import { MAX_KEPT } from './open-submissions.ts';
+import { MAX_KEPT, MAX_KEPT_SMALL, SMALL_PAYLOAD_BYTES } from './open-submissions.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore } from '../store/sql-store.ts';
@@ -45,14 +45,21 @@ function ledgerReads(store: SqlStore) {
   ].map((name) => vi.spyOn(store, name as 'openSubmissions'));
 }
 
-function admit(writer: ConversationWriter, live: LiveConversation, id: string, birth?: ConversationRecord, claim = false) {
+function admit(
+  writer: ConversationWriter,
+  live: LiveConversation,
+  id: string,
+  birth?: ConversationRecord,
+  claim = false,
+  body = `m ${id}`,
+) {
   return writer.admit(
     live,
     birth,
     {
       id,
       kind: 'dispatch',
-      payload: { message: { kind: 'user', body: `m ${id}` } },
+      payload: { message: { kind: 'user', body } },
       acceptedAt: ts,
       ...(claim ? { claim: { attemptId: `attempt_${id}`, now: 1, maxAttempts: 3, timeoutMs: 1000 } } : {}),
     },
@@ -140,7 +147,8 @@ describe('the open submissions the view keeps', () => {
   it('reads a queue longer than it keeps from the store, and keeps it again once settlements shorten it', async () => {
     const { store, view, writer } = await open();
     const live = view.live('Agent', 'a1');
-    admit(writer, live, 'sub_0', birth);
+    // One payload over the small size: past MAX_KEPT rows, the queue is not kept.
+    admit(writer, live, 'sub_0', birth, false, 'x'.repeat(SMALL_PAYLOAD_BYTES));
     view.keep(live);
     const ids = Array.from({ length: MAX_KEPT + 2 }, (_, i) => `sub_${i}`);
     for (const id of ids.slice(1)) admit(writer, live, id);
@@ -157,6 +165,37 @@ describe('the open submissions the view keeps', () => {
     reads.mockClear();
     view.unjoinedDeliveries(live.key);
     expect(reads).not.toHaveBeenCalled();
+  });
+
+  it('keeps a burst of small admissions past MAX_KEPT, up to MAX_KEPT_SMALL, and answers it with no query', async () => {
+    const { store, view, writer } = await open();
+    const live = view.live('Agent', 'a1');
+    admit(writer, live, 'sub_0', birth);
+    view.keep(live);
+    const ids = Array.from({ length: MAX_KEPT + 40 }, (_, i) => `sub_${i}`);
+    for (const id of ids.slice(1)) admit(writer, live, id);
+    writer.join(live, view.unjoinedDeliveries(live.key).slice(1, 3), 'sub_0');
+    view.keysWithOpenWork();
+    const reads = ledgerReads(store);
+    const kept = answers(view, live.key, 'sub_0');
+    for (const read of reads) expect(read).not.toHaveBeenCalled();
+    expect(kept).toEqual(answers(new ConversationView(store), live.key, 'sub_0'));
+    expect(kept.ids).toEqual(ids);
+    // A large payload past MAX_KEPT ends the keeping: the next question reads the store.
+    admit(writer, live, 'sub_large', undefined, false, 'x'.repeat(SMALL_PAYLOAD_BYTES));
+    expect(view.openSubmissionIds(live.key)).toEqual([...ids, 'sub_large']);
+    expect(reads.some((read) => read.mock.calls.length > 0)).toBe(true);
+  });
+
+  it('keeps no more than MAX_KEPT_SMALL rows however small', async () => {
+    const { store, view, writer } = await open();
+    const live = view.live('Agent', 'a1');
+    admit(writer, live, 'sub_0', birth);
+    view.keep(live);
+    for (let i = 1; i <= MAX_KEPT_SMALL; i++) admit(writer, live, `sub_${i}`);
+    const reads = vi.spyOn(store, 'openSubmissionIds');
+    expect(view.openSubmissionIds(live.key)).toHaveLength(MAX_KEPT_SMALL + 1);
+    expect(reads).toHaveBeenCalledTimes(1);
   });
 
   it('admits to a queue longer than it keeps without asking the store for its highest order', async () => {

@@ -6,16 +6,23 @@
  * change it commits to them (admission, claim, join, abort stamp, settlement), so the same
  * questions cost no query. One process owns its store (a Node database file, a Durable Object's
  * storage), and every ledger write goes through that writer, so the rows kept here are the
- * store's. A queue longer than `MAX_KEPT` is not kept (its payloads would stay in memory): it is
- * marked `many` and its questions go to the store until a settlement shortens it; only its highest
- * admission order is kept, from the admissions that lengthened it, so a burst of admissions to a
- * long queue asks the store nothing before each insert.
+ * store's. A queue longer than `MAX_KEPT` is not kept (its payloads would stay in memory), unless
+ * admissions lengthened it with small payloads only (a burst of chat messages), up to
+ * `MAX_KEPT_SMALL`: a kept queue past `MAX_KEPT` holds at most `MAX_KEPT_SMALL` payloads of at most
+ * `SMALL_PAYLOAD_BYTES` each. Otherwise it is marked `many` and its questions go to the store until
+ * a settlement shortens it; only its highest admission order is kept, from the admissions that
+ * lengthened it, so a burst of admissions to a long queue asks the store nothing before each insert.
  */
+import { jsonBytesAtMost } from '../common/json-length.ts';
 import type { ConversationKey } from '../store/conversation-key.ts';
 import type { SubmissionRow } from '../store/sql-store.ts';
 
-/** The longest open queue whose rows (payloads included) are kept in memory. */
+/** The longest open queue whose rows (payloads included) are kept in memory, whatever their size. */
 export const MAX_KEPT = 64;
+/** The longest queue kept while every payload in it is small (a burst's admissions): 2 MiB of payloads at most. */
+export const MAX_KEPT_SMALL = 1024;
+/** A payload whose JSON is at most this is small. */
+export const SMALL_PAYLOAD_BYTES = 2048;
 
 /** A conversation's open rows as kept, or `many`: past `MAX_KEPT`, not kept. */
 export type KeptRows = readonly SubmissionRow[] | 'many';
@@ -61,7 +68,7 @@ export class OpenSubmissions {
     const rows = fresh ? [] : this.byKey.get(row.conversation);
     if (rows === undefined) return;
     // The store gives each admission an order above every open one: it is the queue's highest.
-    if (rows === 'many' || rows.length >= MAX_KEPT) {
+    if (rows === 'many' || !keepsAnother(rows, row)) {
       this.byKey.set(row.conversation, 'many');
       this.manyMax.set(row.conversation, row.ord);
     } else {
@@ -112,4 +119,18 @@ export class OpenSubmissions {
     const rows = this.byKey.get(key);
     if (rows !== undefined && rows !== 'many') this.byKey.set(key, change(rows));
   }
+}
+
+/**
+ * Whether a kept queue keeps one more row: always below `MAX_KEPT`; past it, while every row is
+ * small. Each row kept past `MAX_KEPT` was checked as it came, so only the crossing checks them all.
+ */
+function keepsAnother(rows: readonly SubmissionRow[], row: SubmissionRow): boolean {
+  if (rows.length < MAX_KEPT) return true;
+  if (rows.length >= MAX_KEPT_SMALL || !small(row)) return false;
+  return rows.length > MAX_KEPT || rows.every(small);
+}
+
+function small(row: SubmissionRow): boolean {
+  return jsonBytesAtMost(row.payload, SMALL_PAYLOAD_BYTES);
 }
