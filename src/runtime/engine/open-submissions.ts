@@ -68,11 +68,14 @@ export class OpenSubmissions {
     const rows = fresh ? [] : this.byKey.get(row.conversation);
     if (rows === undefined) return;
     // The store gives each admission an order above every open one: it is the queue's highest.
-    if (rows === 'many' || !keepsAnother(rows, row)) {
+    if (rows !== 'many' && keepsAnother(rows, row)) {
+      // Appended in place (a copy per admission would make a burst's queue quadratic): the array is
+      // this class's own, and `rows()`'s callers read it at once.
+      rows.push(row);
+      this.byKey.set(row.conversation, rows);
+    } else {
       this.byKey.set(row.conversation, 'many');
       this.manyMax.set(row.conversation, row.ord);
-    } else {
-      this.byKey.set(row.conversation, [...rows, row]);
     }
   }
 
