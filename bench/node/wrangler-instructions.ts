@@ -4,19 +4,22 @@
  * whose Worker process runs under valgrind's callgrind, both at once, the same scenario on each.
  * The count covers only the scenario (callgrind's counters are zeroed before it and dumped after
  * it; warm-up rounds (two, or `WARMUP_BURSTS` before a burst) and, for ours, the backstops they
- * leave run first). Process CPU on these
- * machines moves by ±15% from round to round; two runs of this agree within about 1%, so a change
- * of a few percent shows. Run both sides at once, always: under valgrind a Worker alone runs
- * faster in wall time, its timers and V8's background compiles land differently, and its count
- * moves by up to 15%. Needs Linux and `valgrind`; about 3 minutes. Not part of `npm run bench`.
+ * leave run first). Process CPU on these machines moves by ±15% from round to round; two runs of
+ * this agree within about 1% on turns and fan-outs, and a burst's sides move by up to 3% each (when
+ * its joins fall differs), so read a burst's change of a few percent over several runs. Run both
+ * sides at once, always: under valgrind a Worker alone runs faster in wall time, its timers and
+ * V8's background compiles land differently, and its count moves by up to 15%. Needs Linux and
+ * `valgrind`; about 3 minutes. Not part of `npm run bench`.
  *
  *   npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n]
  *
  * fanout: n (default 20) one-turn conversations at once; turns: n (default 20) follow-up turns of
  * one conversation; burst: n (default 250) concurrent sends to a conversation that has had one
  * turn. `--keep` keeps the profiles (bench/.results/wrangler-instructions-<side>.out) for
- * `callgrind_annotate`; JavaScript compiled by V8 has no symbols there, workerd's own code
- * (SQLite, RPC, V8's builtins and runtime) has.
+ * `callgrind_annotate`; JavaScript compiled by V8 has no symbols there (its functions are `0x…`
+ * addresses), workerd's own code (SQLite, RPC, V8's builtins and runtime) has. With
+ * `MINIFLARE_WORKERD_V8_FLAGS=--perf-basic-prof` V8 writes `/tmp/perf-<pid>.map`, which names each
+ * address's JavaScript function (the flag's logging adds a few percent to both sides).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
