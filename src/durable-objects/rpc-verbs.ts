@@ -6,6 +6,7 @@
  */
 import type { AdmissionRequest, VerbArgs, VerbName, VerbResult } from '../runtime/engine/verbs.ts';
 import { raceAbort } from '../runtime/common/race-abort.ts';
+import { promised } from '../runtime/common/promised.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type Packed, packValue, unpackValue } from './rpc-values.ts';
 
@@ -108,8 +109,8 @@ export function sendVerb<K extends VerbName>(
   signal?: AbortSignal,
 ): Promise<RpcEnvelope<VerbResult<K>>> {
   const crossing: RpcCrossing = CROSSINGS[verb];
-  let answered: Promise<RpcEnvelope<unknown>>;
-  try {
+  // Chained rather than awaited: a waiting read holds no suspended frame here.
+  return promised(() => {
     let wire: unknown[] = crossing.instance === 'request' ? [...args] : args.slice(1);
     if (crossing.abortable) {
       const { signal: own, ...options } = wire.at(-1) as { signal?: AbortSignal };
@@ -122,13 +123,10 @@ export function sendVerb<K extends VerbName>(
       instanceOf(verb, args),
       ...wire,
     );
-    answered = signal === undefined ? pending : raceAbort(pending, signal);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  // Chained rather than awaited: a waiting read holds no suspended frame here.
-  if (crossing.stream !== 'result') return answered as Promise<RpcEnvelope<VerbResult<K>>>;
-  return answered.then(async (answer) => (answer.ok ? { ok: true, value: (await unpackValue(answer.value)) as VerbResult<K> } : answer));
+    const answered = signal === undefined ? pending : raceAbort(pending, signal);
+    if (crossing.stream !== 'result') return answered as Promise<RpcEnvelope<VerbResult<K>>>;
+    return answered.then(async (answer) => (answer.ok ? { ok: true, value: (await unpackValue(answer.value)) as VerbResult<K> } : answer));
+  });
 }
 
 /** `sendVerb`, with the object's failure thrown as the typed error it was. */

@@ -18,6 +18,7 @@ import type { Admission } from '../runtime/engine/verbs.ts';
 import { type RpcEnvelope, unwrap } from './rpc-errors.ts';
 import { type AdmissionSession, type AgentObjectRpc, CROSSINGS, VERB_NAMES, callVerb, instanceOf, sendVerb } from './rpc-verbs.ts';
 import { SessionShelf } from './session-shelf.ts';
+import { promised } from '../runtime/common/promised.ts';
 import { setWorkersAIBindingSource } from './workers-ai-binding.ts';
 import type { WorkersAIBinding } from './workers-ai-provider.ts';
 
@@ -163,14 +164,9 @@ function readRemote(
   const label = CROSSINGS.poll.label;
   // The admission's session, when this reads the receipt it answered: no new request to the object.
   let session = takeSession(options.receipt);
-  let stub: AdmissionSession;
-  try {
-    stub = session ?? stubFor(config, agentName, instanceId, label);
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  let stub: AdmissionSession | undefined = session;
   let failures = 0;
-  /** After a failed poll: rejects when the read must fail, else resolves when to ask again, on a new stub. */
+  /** After a failed poll: rejects when the read must fail, else resolves when to ask again (the next poll gets a new stub). */
   const recover = async (error: unknown): Promise<void> => {
     if (signal?.aborted) throw error;
     if (session !== undefined) {
@@ -182,18 +178,20 @@ function readRemote(
       if (++failures > MAX_READ_RETRIES) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** failures)));
     }
-    stub = stubFor(config, agentName, instanceId, label);
+    stub = undefined;
   };
-  const next: NextAnswer = (afterSeq, batches) => {
-    if (signal?.aborted) return Promise.reject(signal.reason ?? abortError());
-    // A large answer is a stream, read within the poll's promise: a reset mid-stream is retried like any.
-    return sendVerb(stub, 'poll', [instanceId, submissionId, { afterSeq, waitMs: POLL_WAIT_MS, batches }], signal).then(
-      (answer) => {
-        failures = 0;
-        return unwrap(answer);
-      },
-      (error: unknown) => recover(error).then(() => next(afterSeq, batches)),
-    );
-  };
+  const next: NextAnswer = (afterSeq, batches) =>
+    promised(() => {
+      if (signal?.aborted) throw signal.reason ?? abortError();
+      stub ??= stubFor(config, agentName, instanceId, label);
+      // A large answer is a stream, read within the poll's promise: a reset mid-stream is retried like any.
+      return sendVerb(stub, 'poll', [instanceId, submissionId, { afterSeq, waitMs: POLL_WAIT_MS, batches }], signal).then(
+        (answer) => {
+          failures = 0;
+          return unwrap(answer);
+        },
+        (error: unknown) => recover(error).then(() => next(afterSeq, batches)),
+      );
+    });
   return readReply(next, submissionId, options).finally(() => letGo(session));
 }

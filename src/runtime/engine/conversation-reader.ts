@@ -13,6 +13,7 @@ import { projectBatch } from './projection.ts';
 import type { AgentInstanceInfo, AgentReply } from '../common/types.ts';
 import type { PollOptions, ReadOptions, ReadPoll, StoredAttachment, UpdatesOptions, UpdatesResult } from './verbs.ts';
 import { readReply } from './reply-reader.ts';
+import { promised } from '../common/promised.ts';
 import { DeadlineSweep } from './deadline-sweep.ts';
 
 export type { ChildConversation } from './conversation.ts';
@@ -85,7 +86,7 @@ export class ConversationReader {
    * Chained rather than awaited: hundreds of parked polls hold no suspended frames of their own.
    */
   poll(agentName: string, instanceId: string, submissionId: string, options: PollOptions): Promise<ReadPoll> {
-    try {
+    return promised(() => {
       const live = this.addressed(agentName, instanceId);
       if (!live.conv.created) throw new AgentInstanceNotFoundError(instanceId);
       const settled = this.settledCheck(live, submissionId);
@@ -94,9 +95,7 @@ export class ConversationReader {
         if (!settled() && this.lifecycle.isStopping()) throw new RuntimeUnavailableError('draining');
         return this.answer(live, submissionId, options.afterSeq, options.batches, MAX_ANSWER_BATCH_BYTES);
       });
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    });
   }
 
   /**

@@ -10,6 +10,7 @@ import { MAX_TOKEN_LENGTH, assertInstanceIdShape, assertText } from '../common/i
 import { checkDeliveredMessage } from '../common/limits.ts';
 import type { Agent } from '../authoring/identity.ts';
 import { newId } from '../common/ids.ts';
+import { promised } from '../common/promised.ts';
 import type { ConversationStreamChunk } from '../engine/projection.ts';
 import type { ConversationExport } from '../engine/conversation-export.ts';
 import { type FlueRuntime, requireRuntime } from './runtime.ts';
@@ -117,7 +118,7 @@ export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHand
     },
     // Chained rather than awaited (a read waits for the whole response): no suspended frame here.
     read(readTarget, readOptions = {}) {
-      try {
+      return promised(() => {
         const { runtime, agentName } = target(agent, 'handle.read()');
         const submissionId = typeof readTarget === 'string' ? readTarget : readTarget?.submissionId;
         if (typeof submissionId !== 'string' || submissionId === '') {
@@ -127,9 +128,7 @@ export function init(agent: Agent, options: InitOptions = {}): AgentInstanceHand
         if (typeof readTarget === 'string') return runtime.read(agentName, id, submissionId, readOptions);
         const reply = runtime.read(agentName, id, submissionId, { ...readOptions, receipt: readTarget });
         return reply.then((read) => ({ ...read, uid: readTarget.uid }));
-      } catch (error) {
-        return Promise.reject(error);
-      }
+      });
     },
     async abort() {
       const { runtime, agentName } = target(agent, 'handle.abort()');
