@@ -19,7 +19,8 @@
  * `callgrind_annotate`; JavaScript compiled by V8 has no symbols there (its functions are `0x…`
  * addresses), workerd's own code (SQLite, RPC, V8's builtins and runtime) has. With
  * `MINIFLARE_WORKERD_V8_FLAGS=--perf-basic-prof` V8 writes `/tmp/perf-<pid>.map`, which names each
- * address's JavaScript function (the flag's logging adds a few percent to both sides);
+ * address's JavaScript function (the flag's logging adds a few percent to both sides, and leaves
+ * V8's `isolate-*-v8.log` files in the bare Worker's folder, which git ignores);
  * wrangler-instructions-by-function.ts reads both and sums the profiles by kind and function.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
