@@ -23,6 +23,7 @@ import {
   ToolDefinitionError,
   UnknownModelError,
 } from '../runtime/common/errors.ts';
+import { promised } from '../runtime/common/promised.ts';
 
 export interface ErrorShape {
   name: string;
@@ -107,11 +108,7 @@ export function fromErrorShape(shape: ErrorShape): Error {
  * Chained rather than awaited, so a call that waits (a long poll) holds no suspended frame here.
  */
 export function envelope<T>(work: () => T | Promise<T>): Promise<RpcEnvelope<T>> {
-  try {
-    return Promise.resolve(work()).then(succeeded, failed);
-  } catch (error) {
-    return Promise.resolve(failed(error));
-  }
+  return promised(() => Promise.resolve(work())).then(succeeded, failed);
 }
 
 const succeeded = <T>(value: T): RpcEnvelope<T> => ({ ok: true, value });

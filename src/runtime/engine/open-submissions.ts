@@ -24,7 +24,7 @@ export const MAX_KEPT_SMALL = 1024;
 /** A payload whose JSON is at most this is small. */
 export const SMALL_PAYLOAD_BYTES = 2048;
 
-/** A conversation's open rows as kept, or `many`: past `MAX_KEPT`, not kept. */
+/** A conversation's open rows as kept, or `many`: past `MAX_KEPT` (`MAX_KEPT_SMALL` for small payloads only), not kept. */
 export type KeptRows = readonly SubmissionRow[] | 'many';
 
 export class OpenSubmissions {
