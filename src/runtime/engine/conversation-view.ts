@@ -592,13 +592,13 @@ export class ConversationView {
   /** The open submission of `key` admitted in the log and still without a row, as kept (no query: none when the rows are not kept). */
   keptInLog(key: ConversationKey): SubmissionRow | undefined {
     const rows = this.open.rows(key);
-    return rows === undefined || rows === 'many' ? undefined : rows.find((row) => row.inLog === true);
+    return rows === undefined || rows === 'many' ? undefined : firstInLog(rows);
   }
 
   /** The open submission of `key` admitted in the log and still without a row, reading the store when the rows are not kept. */
   rowlessInLog(key: ConversationKey): SubmissionRow | undefined {
     const rows = this.openRows(key);
-    return rows === 'many' ? undefined : rows.find((row) => row.inLog === true);
+    return rows === 'many' ? undefined : firstInLog(rows);
   }
 
   /** Conversations with unsettled submissions: what a host drives on start (recovery) and at every wake. */
@@ -641,4 +641,14 @@ function settlementOf(submissionId: string, stored: StoredSettlement): FlueConve
     ...(stored.error === undefined ? {} : { error: stored.error }),
     ...(stored.answeredBySubmissionId === undefined ? {} : { answeredBySubmissionId: stored.answeredBySubmissionId }),
   };
+}
+
+/**
+ * The open submission admitted in the log, when one is: it was admitted with nothing else open and
+ * keeps its place when it gets its row, so it is the first open row or none (no scan: a burst asks
+ * at every admission).
+ */
+function firstInLog(rows: readonly SubmissionRow[]): SubmissionRow | undefined {
+  const first = rows[0];
+  return first?.inLog === true ? first : undefined;
 }
