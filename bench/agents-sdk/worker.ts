@@ -21,7 +21,7 @@ meterRequests(ChatAgent.prototype, (name) => ENTRY_POINTS.has(name));
 
 export default {
   fetch: (request: Request, env: Env) =>
-    benchRoutes(request, async (id, text) =>
-      (await getAgentByName(env.ChatAgent as unknown as DurableObjectNamespace<ChatAgent>, id)).turn(text),
-    ),
+    benchRoutes(request, {
+      turn: async (id, text) => (await getAgentByName(env.ChatAgent as unknown as DurableObjectNamespace<ChatAgent>, id)).turn(text),
+    }),
 } satisfies ExportedHandler<Env>;

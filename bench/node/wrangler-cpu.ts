@@ -11,7 +11,9 @@
  *     also give rows written per turn (a storage meter in every object) and the time from sending
  *     a turn to the model server receiving its first request. All three sides.
  * (2) fan-out: 200 one-turn conversations at once; wall time and workerd CPU. Ours and bare.
- * (3) burst: 250 concurrent sends to one conversation; wall time and workerd CPU. Ours and bare.
+ * (3) burst: 250 concurrent sends to one conversation; wall time and workerd CPU. Ours and bare,
+ *     and the bare Worker again with its sends as `read(await dispatch(text))` is: two calls to
+ *     its object, one for a receipt, one for the reply.
  *     (2) and (3) read no meter, so they run with both sides' meters paused.
  * (4) the bill: one turn whose reply streams for 10 s, metered like (1), then both kinds of turn
  *     priced on Cloudflare's price list (bench/pricing.ts), dollars per million turns. All three sides.
@@ -83,9 +85,16 @@ function tickCpuMs(pid: number): number {
 
 let unusual = false;
 
+/**
+ * How a message is sent: `turn`, one request that answers with the reply; `receipt` (the bare
+ * Worker only), the same request made of two calls to its object in the shape of Flue's API,
+ * `read(await dispatch(text))`: the message admitted for a receipt, then its reply read by it.
+ */
+type Route = 'turn' | 'receipt';
+
 /** One exchange; the reply must be the scripted reply for `key` (in a burst, hold one of `accept`). */
-async function turn(side: Side, conversation: string, key: string, accept?: Set<string>): Promise<void> {
-  const response = await fetch(`${side.dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
+async function turn(side: Side, conversation: string, key: string, accept?: Set<string>, route: Route = 'turn'): Promise<void> {
+  const response = await fetch(`${side.dev.base}/${route}/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
   // In a burst a reply may answer several joined sends: it must hold at least one whole scripted reply.
   const replies = accept ? replyParts(body.reply ?? '') : [];
@@ -328,15 +337,15 @@ async function fanoutScenario(side: Side, run: number): Promise<Sample> {
  * model call), so each reply is the scripted reply for one of the burst's keys; the model
  * requests each side made are printed.
  */
-async function burstScenario(side: Side, run: number): Promise<Sample & { requests: number }> {
-  const id = `burst-${run}`;
-  await turn(side, id, `${id}-first`);
+async function burstScenario(side: Side, run: number, route: Route = 'turn'): Promise<Sample & { requests: number }> {
+  const id = route === 'turn' ? `burst-${run}` : `burst-${route}-${run}`;
+  await turn(side, id, `${id}-first`, undefined, route);
   const keys = Array.from({ length: BURST }, (_, i) => `${id}-${i}`);
   const accept = new Set(keys.map(expectedReply));
   let requests = 0;
   const sample = await measure(side, async () => {
     requests = await modelRequests(side, undefined, async () => {
-      await Promise.all(keys.map((key) => turn(side, id, key, accept)));
+      await Promise.all(keys.map((key) => turn(side, id, key, accept, route)));
     });
   });
   await lapse(side, [id]);
@@ -344,6 +353,8 @@ async function burstScenario(side: Side, run: number): Promise<Sample & { reques
   return { ...sample, requests };
 }
 
+const burstSamples = (samples: (Sample & { requests: number })[]) =>
+  samples.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, ${x.requests} model requests`).join('; ');
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 const times = (value: number) => `${value.toFixed(2)}×`;
@@ -486,13 +497,20 @@ try {
     await pauseMeters(s, true);
     await fanoutScenario(s, -1);
     for (let k = 1; k <= WARMUP_BURSTS; k++) await burstScenario(s, -k);
+    if (s.name === 'bare') for (let k = 1; k <= WARMUP_BURSTS; k++) await burstScenario(s, -k, 'receipt');
     await pauseMeters(s, false);
   }
 
   const turns: Record<string, TurnsSample[]> = { ours: [], bare: [], agents: [] };
   const streamed: Record<string, StreamedSample[]> = { ours: [], bare: [], agents: [] };
   const fan: Record<string, Sample[]> = { ours: [], bare: [] };
-  const burst: Record<string, (Sample & { requests: number })[]> = { ours: [], bare: [] };
+  // `receipt`: the bare Worker's bursts sent as `read(await dispatch(text))` is (Route).
+  const burst: Record<string, (Sample & { requests: number })[]> = { ours: [], bare: [], receipt: [] };
+  const bursts = [
+    { name: 'ours', side: side('ours'), route: 'turn' },
+    { name: 'bare', side: side('bare'), route: 'turn' },
+    { name: 'receipt', side: side('bare'), route: 'receipt' },
+  ] as const;
   /** Seconds waited for quiet before each measured scenario (`quiesce`). */
   const waited: number[] = [];
   const ticksBefore = sides.map((s) => [tickCpuMs(s.processes.worker), cpuMs(s.processes.worker)]);
@@ -513,7 +531,8 @@ try {
       const order = k % 2 === 0 ? rotate(pair) : rotate(pair).reverse();
       for (const s of order) fan[s.name]!.push(await fanoutScenario(s, sample));
       waited.push(await quiesce(sides));
-      for (const s of order) burst[s.name]!.push(await burstScenario(s, sample));
+      for (const b of k % 2 === 0 ? rotate([...bursts]) : rotate([...bursts]).reverse())
+        burst[b.name]!.push(await burstScenario(b.side, sample, b.route));
     }
     await Promise.all(pair.map((s) => pauseMeters(s, false)));
   }
@@ -546,10 +565,10 @@ try {
   // loaded run of one with a quiet run of the other: in one run their ratio read 1.25× where the
   // three pairs read 1.25×, 1.05× and 1.05×. The note gives that ratio too.
   const paired = (ours: number[], bare: number[]) => median(ours.map((value, i) => value / bare[i]!));
-  const sideBySide = (samples: Record<string, Sample[]>, key: keyof Sample) =>
+  const sideBySide = (samples: Record<string, Sample[]>, key: keyof Sample, baseline = 'bare') =>
     paired(
       samples.ours!.map((sample) => sample[key]),
-      samples.bare!.map((sample) => sample[key]),
+      samples[baseline]!.map((sample) => sample[key]),
     );
   const ofMedians = (ours: number, bare: number) => `the sides' medians: ${times(ours / bare)}`;
   const cpuRatio = paired(
@@ -561,6 +580,7 @@ try {
   const fanCpu = sideBySide(fan, 'cpu');
   const burstWall = sideBySide(burst, 'wall');
   const burstCpu = sideBySide(burst, 'cpu');
+  const burstReceiptCpu = sideBySide(burst, 'cpu', 'receipt');
   const exchanges = (name: string) => burst[name]!.map((sample) => sample.requests).join(', ');
   const rows: BenchRow[] = [
     {
@@ -616,6 +636,15 @@ try {
       met: burstCpu <= 1.2,
       note: `ratio: median of the pairs' ratios; ${ofMedians(figure(burst, 'ours', 'cpu'), figure(burst, 'bare', 'cpu'))}`,
     },
+    {
+      figure: `(3) ${BURST} concurrent sends to one conversation, workerd CPU, against the bare object with a receipt`,
+      ours: ms(figure(burst, 'ours', 'cpu')),
+      baseline: ms(figure(burst, 'receipt', 'cpu')),
+      ratio: times(burstReceiptCpu),
+      target: '≤ 1.2×',
+      met: burstReceiptCpu <= 1.2,
+      note: `the bare object answering read(await dispatch(text))'s two calls: admit for a receipt, then the reply by it; model requests per burst ${exchanges('receipt')}; ${ofMedians(figure(burst, 'ours', 'cpu'), figure(burst, 'receipt', 'cpu'))}`,
+    },
   ];
   const vsAgents = (label: string, ours: number, theirs: number, format: (value: number) => string): BenchRow => ({
     figure: label,
@@ -669,10 +698,9 @@ try {
     console.log(
       `${name}: fan-out samples: ${fan[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, proxy workerd ${x.proxy.toFixed(0)} ms, wrangler node ${x.wrangler.toFixed(0)} ms, bench process (model server + client) ${x.bench.toFixed(0)} ms`).join('; ')}`,
     );
-    console.log(
-      `${name}: burst samples: ${burst[name]!.map((x) => `wall ${x.wall.toFixed(0)} ms, workerd ${x.cpu.toFixed(0)} ms, ${x.requests} model requests`).join('; ')}`,
-    );
+    console.log(`${name}: burst samples: ${burstSamples(burst[name]!)}`);
   }
+  console.log(`bare, with a receipt: burst samples: ${burstSamples(burst.receipt!)}`);
   for (const row of [...rows, ...agentsRows])
     console.log(
       `${row.figure}: ours ${row.ours}, baseline ${row.baseline}, ${row.ratio} (target ${row.target}) ${row.met ? 'met' : 'MISSED'}`,

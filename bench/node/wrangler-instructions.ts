@@ -11,12 +11,14 @@
  * V8's background compiles land differently, and its count moves by up to 15%. Needs Linux and
  * `valgrind`; about 3 minutes. Not part of `npm run bench`.
  *
- *   npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n]
+ *   npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n] [--receipt] [--keep]
  *
  * fanout: n (default 20) one-turn conversations at once; turns: n (default 20) follow-up turns of
  * one conversation; burst: n (default 250) concurrent sends to a conversation that has had one
- * turn. `--keep` keeps the profiles (bench/.results/wrangler-instructions-<side>.out) for
- * `callgrind_annotate`; JavaScript compiled by V8 has no symbols there (its functions are `0x…`
+ * turn. `--receipt` sends the bare Worker's messages to its `POST /receipt/:id`: a call that
+ * admits for a receipt, then a call on the receipt for the reply, the two calls of
+ * `read(await dispatch(text))`. `--keep` keeps the profiles
+ * (bench/.results/wrangler-instructions-<side>.out) for `callgrind_annotate`; JavaScript compiled by V8 has no symbols there (its functions are `0x…`
  * addresses), workerd's own code (SQLite, RPC, V8's builtins and runtime) has. With
  * `MINIFLARE_WORKERD_V8_FLAGS=--perf-basic-prof` V8 writes `/tmp/perf-<pid>.map`, which names each
  * address's JavaScript function (the flag's logging adds a few percent to both sides, and leaves
@@ -34,19 +36,20 @@ import { startSideBySideServer } from './side-by-side-server.ts';
 import { expectedReply } from './side-by-side-script.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
-import { WARMUP_BURSTS, lapse, turn } from './wrangler-turn.ts';
+import { WARMUP_BURSTS, lapse, turn as sendTurn } from './wrangler-turn.ts';
 
 type Scenario = 'fanout' | 'turns' | 'burst';
 type Side = 'ours' | 'bare';
 
 const scenarioArg = process.argv[2] ?? 'fanout';
 if (scenarioArg !== 'fanout' && scenarioArg !== 'turns' && scenarioArg !== 'burst') {
-  console.error('usage: npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n] [--keep]');
+  console.error('usage: npx node bench/node/wrangler-instructions.ts [fanout|turns|burst] [n] [--receipt] [--keep]');
   process.exit(1);
 }
 const scenario: Scenario = scenarioArg;
 const n = Number(process.argv[3] ?? (scenario === 'burst' ? 250 : 20));
 const keep = process.argv.includes('--keep');
+const receipt = process.argv.includes('--receipt');
 if (spawnSync('valgrind', ['--version']).status !== 0) {
   console.error('wrangler-instructions.ts needs valgrind (callgrind) on the PATH, e.g. `apt-get install valgrind`.');
   process.exit(1);
@@ -73,7 +76,9 @@ chmodSync(wrapper, 0o755);
 process.env.MINIFLARE_WORKERD_PATH = wrapper;
 
 /** One round of the scenario under `name`; the conversations it used. */
-async function round(dev: DevServer, name: string): Promise<string[]> {
+async function round(dev: DevServer, name: string, side: Side): Promise<string[]> {
+  const turn = (dev: DevServer, conversation: string, key: string, accept?: Set<string>) =>
+    sendTurn(dev, conversation, key, accept, receipt && side === 'bare' ? 'receipt' : 'turn');
   switch (scenario) {
     case 'fanout': {
       const ids = Array.from({ length: n }, (_, i) => `${name}-${i}`);
@@ -133,15 +138,15 @@ async function countWith(
     for (const name of [...warmUps, 'counted']) {
       // In turns and bursts the conversation has had its first turn: the figure is follow-ups'.
       if (scenario !== 'fanout') {
-        await turn(dev, name, `${name}-first`);
+        await sendTurn(dev, name, `${name}-first`);
         await lapseOurs(side, dev, [name]);
       }
       if (name === 'counted') break;
-      await lapseOurs(side, dev, await round(dev, name));
+      await lapseOurs(side, dev, await round(dev, name, side));
     }
     execFileSync('callgrind_control', ['--zero', pid], { stdio: 'ignore' });
     const before = server.requests.length;
-    await round(dev, 'counted');
+    await round(dev, 'counted', side);
     const requests = server.requests.length - before;
     execFileSync('callgrind_control', ['--dump=counted', pid], { stdio: 'ignore' });
     const profile = path.join(work, `${pid}.out.1`);
@@ -158,7 +163,7 @@ try {
   buildProject(project);
   const [ours, bare] = await Promise.all((['ours', 'bare'] as const).map((side) => count(side, project)));
   const label = { fanout: `${n} one-turn conversations at once`, turns: `${n} follow-up turns`, burst: `${n} concurrent sends` }[scenario];
-  console.log(`${label}: the Worker's workerd, instructions (callgrind)`);
+  console.log(`${label}: the Worker's workerd, instructions (callgrind)${receipt ? '; the bare Worker with a receipt' : ''}`);
   const [o, b] = [ours!.instructions, bare!.instructions];
   console.log(`  ours ${(o / 1e6).toFixed(1)} M, bare ${(b / 1e6).toFixed(1)} M: ${(o / b).toFixed(3)}×`);
   console.log(`  model requests: ours ${ours!.requests}, bare ${bare!.requests}`);

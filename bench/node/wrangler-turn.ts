@@ -2,9 +2,19 @@
 import type { DevServer } from '../../test/support/wrangler-dev.ts';
 import { expectedReply, question, replyParts } from './side-by-side-script.ts';
 
-/** One exchange; its reply is the scripted reply for `key`, or in a burst holds one of `accept` (joined sends share a reply). */
-export async function turn(dev: DevServer, conversation: string, key: string, accept?: Set<string>): Promise<void> {
-  const response = await fetch(`${dev.base}/turn/${conversation}`, { method: 'POST', body: question(key) });
+/**
+ * One exchange; its reply is the scripted reply for `key`, or in a burst holds one of `accept`
+ * (joined sends share a reply). `receipt` sends it to the bare Worker's `POST /receipt/:id`: two
+ * calls to its object, a receipt then the reply, as `read(await dispatch(text))` makes.
+ */
+export async function turn(
+  dev: DevServer,
+  conversation: string,
+  key: string,
+  accept?: Set<string>,
+  route: 'turn' | 'receipt' = 'turn',
+): Promise<void> {
+  const response = await fetch(`${dev.base}/${route}/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
   const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
   if (response.status !== 200 || !answered) {

@@ -183,21 +183,26 @@ export function isolateWrites(): IsolateWrites {
   return total;
 }
 
+/** A baseline's way of answering one message to conversation `id` with its reply. */
+type Exchange = (id: string, text: string) => Promise<string>;
+
 /**
  * The routes of the `wrangler dev` baselines (bench/node/wrangler-cpu.ts): `POST /turn/:id` answers
- * `{ reply }` from `turn(id, text)`, `GET /meter` answers `isolateWrites()`, and `POST /meter/pause`
- * / `POST /meter/resume` call `pauseMeters()`.
+ * `{ reply }` from `turn(id, text)` (and `POST /receipt/:id` from `receipt`, when the baseline has
+ * one), `GET /meter` answers `isolateWrites()`, and `POST /meter/pause` / `POST /meter/resume` call
+ * `pauseMeters()`.
  */
-export async function benchRoutes(request: Request, turn: (id: string, text: string) => Promise<string>): Promise<Response> {
+export async function benchRoutes(request: Request, exchanges: { turn: Exchange; receipt?: Exchange }): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname === '/meter') return Response.json(isolateWrites());
   if (url.pathname === '/meter/pause' || url.pathname === '/meter/resume') {
     pauseMeters(url.pathname === '/meter/pause');
     return new Response(null, { status: 204 });
   }
-  const match = /^\/turn\/([^/]+)$/.exec(url.pathname);
-  if (request.method !== 'POST' || match === null) return new Response('not found', { status: 404 });
-  return Response.json({ reply: await turn(match[1]!, await request.text()) });
+  const match = /^\/(turn|receipt)\/([^/]+)$/.exec(url.pathname);
+  const exchange = match === null ? undefined : exchanges[match[1] as 'turn' | 'receipt'];
+  if (request.method !== 'POST' || exchange === undefined) return new Response('not found', { status: 404 });
+  return Response.json({ reply: await exchange(match![2]!, await request.text()) });
 }
 
 export function meterStorage(ctx: DurableObjectState, options: { writes?: boolean } = {}): StorageMeter {

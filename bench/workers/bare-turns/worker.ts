@@ -8,8 +8,13 @@
  * Messages that arrive while an exchange runs are appended to SQLite at once (admitted) and
  * answered together by the next exchange, which sees all of them: the least queue that keeps a
  * conversation in order under concurrent sends, and what Flue does with queued messages.
+ *
+ * `POST /turn/:id` is one call that answers with the reply. `POST /receipt/:id` is the same turn
+ * in the shape of Flue's API, `read(await dispatch(text))`: one call admits the message and
+ * answers a receipt, a second call on the receipt reads the reply (the wrangler bench's burst
+ * measures both).
  */
-import { DurableObject } from 'cloudflare:workers';
+import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { createModels, createProvider } from '@earendil-works/pi-ai';
 import * as anthropicMessages from '@earendil-works/pi-ai/api/anthropic-messages';
 import { SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, toolOutput } from '../../node/side-by-side-script.ts';
@@ -63,6 +68,20 @@ const tools = [
   },
 ];
 
+/** An admitted message's reply, read over the RPC session of the call that admitted it. */
+class Receipt extends RpcTarget {
+  readonly #reply: Promise<string>;
+
+  constructor(reply: Promise<string>) {
+    super();
+    this.#reply = reply;
+  }
+
+  read(): Promise<string> {
+    return this.#reply;
+  }
+}
+
 type Message = Parameters<ReturnType<typeof createModels>['streamSimple']>[1]['messages'][number];
 
 export class BareConversation extends DurableObject<Env> {
@@ -83,6 +102,17 @@ export class BareConversation extends DurableObject<Env> {
 
   private append(message: Message, exchange = this.exchangeNo): void {
     this.ctx.storage.sql.exec('INSERT INTO history (exchange, body) VALUES (?, ?)', exchange, JSON.stringify(message));
+  }
+
+  /**
+   * `turn`, answering once the message is admitted with a receipt whose `read()` answers the reply:
+   * a call on the receipt belongs to this call's RPC session, the cheapest second call there is
+   * (ours' admission answers its poll the same way).
+   */
+  admit(text: string): Receipt {
+    const reply = this.turn(text);
+    reply.catch(() => {});
+    return new Receipt(reply);
   }
 
   /**
@@ -154,9 +184,16 @@ export class BareConversation extends DurableObject<Env> {
   }
 }
 
-// One RPC per turn: `turn` is the object's only entry point (it sets no alarm).
-meterRequests(BareConversation.prototype, (name) => name === 'turn');
+// One RPC per turn (`turn`, or `admit` and its receipt's `read()` in one session): the object's entry points (it sets no alarm).
+meterRequests(BareConversation.prototype, (name) => name === 'turn' || name === 'admit');
 
 export default {
-  fetch: (request: Request, env: Env) => benchRoutes(request, (id, text) => env.BARE_CONVERSATION.getByName(id).turn(text)),
+  fetch: (request: Request, env: Env) =>
+    benchRoutes(request, {
+      turn: (id, text) => env.BARE_CONVERSATION.getByName(id).turn(text),
+      receipt: async (id, text) => {
+        using receipt = await env.BARE_CONVERSATION.getByName(id).admit(text);
+        return await receipt.read();
+      },
+    }),
 } satisfies ExportedHandler<Env>;
