@@ -28,4 +28,18 @@ describe('SessionShelf', () => {
     shelf.keep({}, 'f', 30_000);
     expect(letGo).toEqual(['a', 'd', 'e']);
   });
+
+  it('under steady traffic lets each unread session go once, in order, and keeps the rest takeable', () => {
+    const letGo: number[] = [];
+    const shelf = new SessionShelf<object, number>(10_000, (session) => letGo.push(session));
+    const receipts = Array.from({ length: 1_000 }, () => ({}));
+    // One keep every 100 ms: from the 101st on, each keep lets the oldest unread one go.
+    receipts.forEach((receipt, i) => shelf.keep(receipt, i, i * 100));
+    expect(letGo).toEqual(Array.from({ length: 900 }, (_, i) => i));
+    expect(shelf.take(receipts[899]!)).toBeUndefined();
+    expect(shelf.take(receipts[900]!)).toBe(900);
+    expect(shelf.take(receipts[999]!)).toBe(999);
+    shelf.keep({}, -1, 200_000);
+    expect(letGo).toEqual([...Array.from({ length: 900 }, (_, i) => i), ...Array.from({ length: 98 }, (_, i) => 901 + i)]);
+  });
 });

@@ -13,6 +13,8 @@ export class SessionShelf<K extends object, S> {
   private readonly byKey = new WeakMap<K, Kept<S>>();
   /** Every kept session, oldest first; a taken one stays (emptied) until it is old enough to drop. */
   private readonly inOrder: Kept<S>[] = [];
+  /** How many of `inOrder`'s first entries are let go already: cut off together, not one splice per expiry. */
+  private dropped = 0;
   private readonly unreadMs: number;
   private readonly letGo: (session: S) => void;
 
@@ -22,13 +24,17 @@ export class SessionShelf<K extends object, S> {
   }
 
   keep(key: K, session: S, now: number): void {
-    let expired = 0;
-    while (expired < this.inOrder.length && now - this.inOrder[expired]!.keptAt >= this.unreadMs) {
-      const old = this.inOrder[expired++]!;
+    while (this.dropped < this.inOrder.length && now - this.inOrder[this.dropped]!.keptAt >= this.unreadMs) {
+      const old = this.inOrder[this.dropped++]!;
       if (old.session !== undefined) this.letGo(old.session);
       old.session = undefined;
     }
-    if (expired > 0) this.inOrder.splice(0, expired);
+    // Under steady traffic a few expire at each keep: cutting them off then would move every later
+    // entry each time. Once they are half the array, one splice moves at most as many as it drops.
+    if (this.dropped > 0 && this.dropped * 2 >= this.inOrder.length) {
+      this.inOrder.splice(0, this.dropped);
+      this.dropped = 0;
+    }
     const kept = { session, keptAt: now };
     this.byKey.set(key, kept);
     this.inOrder.push(kept);
