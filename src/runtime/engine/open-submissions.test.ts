@@ -79,6 +79,15 @@ function settled(...ids: string[]): ConversationRecord[] {
 
 const birth: ConversationRecord = { type: 'conversation_created', conversationId: 'conv_1', uid: 'inst_1', ts };
 
+/** A view that keeps conversation a1's open rows, after its first admission (`id`, with the birth). */
+async function openKept(id: string, body?: string) {
+  const opened = await open();
+  const live = opened.view.live('Agent', 'a1');
+  admit(opened.writer, live, id, birth, false, body);
+  opened.view.keep(live);
+  return { ...opened, live };
+}
+
 describe('the open submissions the view keeps', () => {
   it('answer every queue question as the store does, through admission, claim, join, abort stamp and settlement, without a query', async () => {
     const { store, view, writer } = await open();
@@ -145,11 +154,8 @@ describe('the open submissions the view keeps', () => {
   });
 
   it('reads a queue longer than it keeps from the store, and keeps it again once settlements shorten it', async () => {
-    const { store, view, writer } = await open();
-    const live = view.live('Agent', 'a1');
     // One payload over the small size: past MAX_KEPT rows, the queue is not kept.
-    admit(writer, live, 'sub_0', birth, false, 'x'.repeat(SMALL_PAYLOAD_BYTES));
-    view.keep(live);
+    const { store, view, writer, live } = await openKept('sub_0', 'x'.repeat(SMALL_PAYLOAD_BYTES));
     const ids = Array.from({ length: MAX_KEPT + 2 }, (_, i) => `sub_${i}`);
     for (const id of ids.slice(1)) admit(writer, live, id);
     writer.join(live, view.unjoinedDeliveries(live.key).slice(1, 3), 'sub_0');
@@ -168,10 +174,7 @@ describe('the open submissions the view keeps', () => {
   });
 
   it('keeps a burst of small admissions past MAX_KEPT, up to MAX_KEPT_SMALL, and answers it with no query', async () => {
-    const { store, view, writer } = await open();
-    const live = view.live('Agent', 'a1');
-    admit(writer, live, 'sub_0', birth);
-    view.keep(live);
+    const { store, view, writer, live } = await openKept('sub_0');
     const ids = Array.from({ length: MAX_KEPT + 40 }, (_, i) => `sub_${i}`);
     for (const id of ids.slice(1)) admit(writer, live, id);
     writer.join(live, view.unjoinedDeliveries(live.key).slice(1, 3), 'sub_0');
@@ -188,10 +191,7 @@ describe('the open submissions the view keeps', () => {
   });
 
   it('keeps no more than MAX_KEPT_SMALL rows however small', async () => {
-    const { store, view, writer } = await open();
-    const live = view.live('Agent', 'a1');
-    admit(writer, live, 'sub_0', birth);
-    view.keep(live);
+    const { store, view, writer, live } = await openKept('sub_0');
     for (let i = 1; i <= MAX_KEPT_SMALL; i++) admit(writer, live, `sub_${i}`);
     const reads = vi.spyOn(store, 'openSubmissionIds');
     expect(view.openSubmissionIds(live.key)).toHaveLength(MAX_KEPT_SMALL + 1);
@@ -199,10 +199,7 @@ describe('the open submissions the view keeps', () => {
   });
 
   it('admits to a queue longer than it keeps without asking the store for its highest order', async () => {
-    const { store, view, writer } = await open();
-    const live = view.live('Agent', 'a1');
-    admit(writer, live, 'sub_0', birth);
-    view.keep(live);
+    const { store, writer, live } = await openKept('sub_0');
     const ids = Array.from({ length: MAX_KEPT + 8 }, (_, i) => `sub_${i}`);
     const query = vi.spyOn(store.driver, 'query');
     for (const id of ids.slice(1)) admit(writer, live, id);
@@ -224,10 +221,7 @@ describe('the open submissions the view keeps', () => {
   });
 
   it('reads the store again after a ledger write that failed', async () => {
-    const { store, view, writer } = await open();
-    const live = view.live('Agent', 'a1');
-    admit(writer, live, 'sub_1', birth);
-    view.keep(live);
+    const { store, view, writer, live } = await openKept('sub_1');
     // A second admission under the same id fails on its key; what the store holds decides.
     expect(() => admit(writer, live, 'sub_1')).toThrow(/UNIQUE|constraint/i);
     const reads = vi.spyOn(store, 'openSubmissions');
