@@ -110,3 +110,28 @@ it("a start and its first exchange load neither Node's Web Crypto object nor nod
   expect(result.text).toBe('Hello back.');
   expect(result.builtins).toEqual([]);
 });
+
+// Opening a database loads node:sqlite, which Node 22 announces as experimental on stderr: the
+// store is the runtime's choice, so a user's start (and test run) must not print that; a warning
+// of anyone else's still prints.
+const SQLITE_PROBE = `
+const { sqlite } = await import('@flue/runtime/node');
+const db = sqlite();
+db.migrate();
+db.close();
+process.emitWarning('a warning of the application', 'ExperimentalWarning');
+console.log(JSON.stringify({ sqliteLoaded: process.moduleLoadList.includes('NativeModule sqlite') }));
+`;
+
+it('opening a database prints no node:sqlite experimental warning, and other warnings still print', () => {
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', SQLITE_PROBE], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    timeout: 60_000,
+  });
+  expect(run.status).toBe(0);
+  expect(JSON.parse(run.stdout)).toEqual({ sqliteLoaded: true });
+  expect(run.stderr).not.toContain('SQLite');
+  expect(run.stderr).toContain('ExperimentalWarning: a warning of the application');
+});

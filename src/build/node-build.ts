@@ -129,7 +129,6 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
         markdownPlugin(),
         agentBindingPlugin(scan.modules),
         cloudflareExternalPlugin(),
-        quietSqlite(),
       ],
     });
   const { result, warnings } = await bundleBesideLoadCheck(bundle, {
@@ -185,37 +184,13 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
 }
 
 /**
- * Runs before every bundled module. CommonJS dependencies call require() for Node builtins, which
- * an ES module lacks; and Node 22 warns that node:sqlite is experimental on every start, which a
- * server's log does not need (other warnings still print).
+ * Runs before every bundled module: CommonJS dependencies call require() for Node builtins, which
+ * an ES module lacks. (The store loads node:sqlite without Node's experimental warning itself.)
  */
 const SERVER_BANNER = [
   "import { createRequire as __flueCreateRequire } from 'node:module';",
   'const require = __flueCreateRequire(import.meta.url);',
-  'const __flueEmitWarning = process.emitWarning;',
-  'process.emitWarning = function (warning, ...args) {',
-  "  const text = typeof warning === 'string' ? warning : warning?.message;",
-  "  if (typeof text === 'string' && text.startsWith('SQLite is an experimental feature')) return;",
-  '  return __flueEmitWarning.call(this, warning, ...args);',
-  '};',
 ].join('\n');
-
-/**
- * An external `import 'node:sqlite'` would be hoisted above the banner and warn before the filter
- * exists; loading it through process.getBuiltinModule() inside the bundle keeps the order.
- */
-function quietSqlite(): esbuild.Plugin {
-  return {
-    name: 'flue-node-sqlite',
-    setup(build) {
-      build.onResolve({ filter: /^node:sqlite$/ }, () => ({ path: 'node:sqlite', namespace: 'flue-node-sqlite' }));
-      build.onLoad({ filter: /.*/, namespace: 'flue-node-sqlite' }, () => {
-        const names = Object.keys(process.getBuiltinModule('node:sqlite') as object);
-        return { contents: `export const { ${names.join(', ')} } = process.getBuiltinModule('node:sqlite');\n`, loader: 'js' };
-      });
-    },
-  };
-}
 
 function rel(root: string, file: string): string {
   return path.relative(root, file).split(path.sep).join('/');
