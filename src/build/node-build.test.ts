@@ -132,6 +132,25 @@ describe('flue build --target node', () => {
     }
   });
 
+  it('the built server refuses a Node older than 22.19 with a message that names the version and the fix', async () => {
+    const dir = project({ 'src/agents/helper.ts': AGENT, 'src/app.ts': APP });
+    expect((await cli(['build', '--target', 'node'], dir)).code).toBe(0);
+    // The machine's own Node may be older than the project's: the server names that, where it
+    // died deep in the store before (node:sqlite is not there to load).
+    const olderNode =
+      "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '20.20.2' } });" +
+      "Object.defineProperty(process, 'version', { value: 'v20.20.2' });";
+    const run = spawnSync(
+      process.execPath,
+      ['--import', `data:text/javascript,${encodeURIComponent(olderNode)}`, path.join(dir, 'dist/server.mjs')],
+      { cwd: dir, encoding: 'utf8', env: { ...process.env, PORT: '0' }, timeout: 10_000 },
+    );
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe(
+      '[flue] This server needs Node.js 22.19 or newer (this is v20.20.2). In a project made by `flue init`, `npx node dist/server.mjs` runs it with the node@22 the project installs.\n',
+    );
+  });
+
   it('a Cloudflare build warns that schedules.ts is for the Node server only', async () => {
     const dir = project({
       'src/agents/helper.ts': AGENT,

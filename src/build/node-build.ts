@@ -184,10 +184,20 @@ export async function buildNodeServer(options: NodeBuildOptions): Promise<NodeBu
 }
 
 /**
- * Runs before every bundled module: CommonJS dependencies call require() for Node builtins, which
- * an ES module lacks. (The store loads node:sqlite without Node's experimental warning itself.)
+ * Runs before every bundled module. A Node older than 22.19 (often the machine's own, where the
+ * project's scripts use the node@22 it installs) is refused with what to run instead: it lacks
+ * node:sqlite, and would otherwise die deep in the store's first query. And CommonJS dependencies
+ * call require() for Node builtins, which an ES module lacks.
  */
 const SERVER_BANNER = [
+  "const [__flueNodeMajor, __flueNodeMinor] = process.versions.node.split('.').map(Number);",
+  'if (__flueNodeMajor < 22 || (__flueNodeMajor === 22 && __flueNodeMinor < 19)) {',
+  '  process.stderr.write(',
+  '    `[flue] This server needs Node.js 22.19 or newer (this is ${process.version}). ` +',
+  "      'In a project made by `flue init`, `npx node dist/server.mjs` runs it with the node@22 the project installs.\\n',",
+  '  );',
+  '  process.exit(1);',
+  '}',
   "import { createRequire as __flueCreateRequire } from 'node:module';",
   'const require = __flueCreateRequire(import.meta.url);',
 ].join('\n');
