@@ -131,3 +131,15 @@ test('a write waits out a lock another process holds instead of failing with "da
   db.close();
   await adapter.close();
 });
+
+test('a Node without node:sqlite gets an error naming its version and the Node it needs, not a TypeError', () => {
+  const getBuiltinModule = process.getBuiltinModule;
+  process.getBuiltinModule = ((id: string) => (id === 'node:sqlite' ? undefined : getBuiltinModule(id))) as typeof process.getBuiltinModule;
+  try {
+    expect(() => sqlite().migrate()).toThrow(
+      `[flue] sqlite() needs Node.js 22.19 or newer, where node:sqlite is built in (this is ${process.version}).`,
+    );
+  } finally {
+    process.getBuiltinModule = getBuiltinModule;
+  }
+});

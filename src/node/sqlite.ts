@@ -81,11 +81,17 @@ function loadNodeSqlite(): typeof import('node:sqlite') {
     if (typeof text === 'string' && text.startsWith('SQLite is an experimental feature')) return;
     Reflect.apply(emitWarning, this, [warning, ...rest]);
   } as typeof process.emitWarning;
+  let loaded: typeof import('node:sqlite') | undefined;
   try {
-    return process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+    loaded = process.getBuiltinModule?.('node:sqlite') as typeof import('node:sqlite') | undefined;
   } finally {
     process.emitWarning = emitWarning;
   }
+  // An older Node (often the machine's own, where a project's scripts run the node@22 it installs).
+  if (loaded === undefined) {
+    throw new Error(`[flue] sqlite() needs Node.js 22.19 or newer, where node:sqlite is built in (this is ${process.version}).`);
+  }
+  return loaded;
 }
 
 export function sqlite(path: string = ':memory:'): PersistenceAdapter {
