@@ -139,6 +139,10 @@ test('a Node without node:sqlite gets an error naming its version and the Node i
     expect(() => sqlite().migrate()).toThrow(
       `[flue] sqlite() needs Node.js 22.19 or newer, where node:sqlite is built in (this is ${process.version}).`,
     );
+    // A database file's folder is made only once the database can open.
+    const folder = join(tmp(), 'never');
+    expect(() => sqlite(join(folder, 'flue.db')).migrate()).toThrow(/needs Node\.js 22\.19/);
+    expect(existsSync(folder)).toBe(false);
   } finally {
     process.getBuiltinModule = getBuiltinModule;
   }

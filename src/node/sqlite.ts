@@ -98,10 +98,11 @@ export function sqlite(path: string = ':memory:'): PersistenceAdapter {
   let db: DatabaseSync | undefined;
   const open = (): DatabaseSync => {
     if (db !== undefined) return db;
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     // Loaded when a database opens, not with the module: `@flue/runtime` and `@flue/runtime/node`
-    // share their files, and a process that opens no database needs none of it.
+    // share their files, and a process that opens no database needs none of it. Before the
+    // folder is made: a Node that cannot open the database leaves nothing behind.
     const { DatabaseSync } = loadNodeSqlite();
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
     if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
     // WAL with NORMAL sync survives a killed process; only power loss could drop the last commits.
