@@ -31,8 +31,8 @@ import { BILL_LINES, type Bill, type TurnUsage, billPerMillionTurns, billTotal, 
 import { startSideBySideServer } from './side-by-side-server.ts';
 import { writeBenchProject } from './wrangler-cpu-project.ts';
 import { cpuMs, processesOf, withoutLocalTraceCollector } from './wrangler-processes.ts';
-import { WARMUP_BURSTS, lapse as lapseNow } from './wrangler-turn.ts';
-import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply, question, replyParts } from './side-by-side-script.ts';
+import { type Route, WARMUP_BURSTS, lapse as lapseNow, turn as sendTurn } from './wrangler-turn.ts';
+import { SLOW_KEY_PREFIX, SLOW_STREAM_MS, expectedReply } from './side-by-side-script.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const TURNS = 20;
@@ -85,29 +85,14 @@ function tickCpuMs(pid: number): number {
 
 let unusual = false;
 
-/**
- * How a message is sent: `turn`, one request that answers with the reply; `receipt` (the bare
- * Worker only), the same request made of two calls to its object in the shape of Flue's API,
- * `read(await dispatch(text))`: the message admitted for a receipt, then its reply read by it.
- */
-type Route = 'turn' | 'receipt';
-
 /** One exchange; the reply must be the scripted reply for `key` (in a burst, hold one of `accept`). */
 async function turn(side: Side, conversation: string, key: string, accept?: Set<string>, route: Route = 'turn'): Promise<void> {
-  const response = await fetch(`${side.dev.base}/${route}/${conversation}`, { method: 'POST', body: question(key) });
-  const body = (await response.json()) as { reply?: string };
-  // In a burst a reply may answer several joined sends: it must hold at least one whole scripted reply.
-  const replies = accept ? replyParts(body.reply ?? '') : [];
-  if (accept && replies.length > 1 && !unusual) {
+  const replies = await sendTurn(side.dev, conversation, key, accept, route, side.name);
+  // In a burst a reply may answer several joined sends: the first such reply is shown part by part.
+  if (replies.length > 1 && !unusual) {
     unusual = true;
     console.log(
-      `${side.name}: a burst reply of ${replies.length} parts: ${replies.map((part) => `${part.length} chars, ${accept.has(part) ? 'a scripted reply' : JSON.stringify(part.slice(0, 60))}`).join('; ')}`,
-    );
-  }
-  if (response.status !== 200 || !(accept ? replies.some((reply) => accept.has(reply)) : body.reply === expectedReply(key))) {
-    const reply = JSON.stringify(body);
-    throw new Error(
-      `${side.name}: turn ${conversation}/${key} answered ${response.status} (${reply.length} chars) ${reply.slice(0, 200)} … ${reply.slice(-200)}`,
+      `${side.name}: a burst reply of ${replies.length} parts: ${replies.map((part) => `${part.length} chars, ${accept?.has(part) ? 'a scripted reply' : JSON.stringify(part.slice(0, 60))}`).join('; ')}`,
     );
   }
 }

@@ -3,23 +3,36 @@ import type { DevServer } from '../../test/support/wrangler-dev.ts';
 import { expectedReply, question, replyParts } from './side-by-side-script.ts';
 
 /**
+ * How a message is sent: `turn`, one request answered with the reply; `receipt` (the bare Worker
+ * only), the same request made of two calls to its object in the shape of Flue's API,
+ * `read(await dispatch(text))`: the message admitted for a receipt, then its reply read by it.
+ */
+export type Route = 'turn' | 'receipt';
+
+/**
  * One exchange; its reply is the scripted reply for `key`, or in a burst holds one of `accept`
- * (joined sends share a reply). `receipt` sends it to the bare Worker's `POST /receipt/:id`: two
- * calls to its object, a receipt then the reply, as `read(await dispatch(text))` makes.
+ * (joined sends share a reply: a burst reply answering several holds their replies in a row, and
+ * its parts are answered). `side` names the sender in the error.
  */
 export async function turn(
   dev: DevServer,
   conversation: string,
   key: string,
   accept?: Set<string>,
-  route: 'turn' | 'receipt' = 'turn',
-): Promise<void> {
+  route: Route = 'turn',
+  side?: string,
+): Promise<string[]> {
   const response = await fetch(`${dev.base}/${route}/${conversation}`, { method: 'POST', body: question(key) });
   const body = (await response.json()) as { reply?: string };
-  const answered = accept ? replyParts(body.reply ?? '').some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
+  const parts = accept ? replyParts(body.reply ?? '') : [];
+  const answered = accept ? parts.some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
   if (response.status !== 200 || !answered) {
-    throw new Error(`turn ${conversation}/${key} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+    const reply = JSON.stringify(body);
+    throw new Error(
+      `${side === undefined ? '' : `${side}: `}turn ${conversation}/${key} answered ${response.status} (${reply.length} chars) ${reply.slice(0, 200)} … ${reply.slice(-200)}`,
+    );
   }
+  return parts;
 }
 
 /**
