@@ -78,7 +78,7 @@ process.env.MINIFLARE_WORKERD_PATH = wrapper;
 /** One round of the scenario under `name`; the conversations it used. */
 async function round(dev: DevServer, name: string, side: Side): Promise<string[]> {
   const turn = (dev: DevServer, conversation: string, key: string, accept?: Set<string>) =>
-    sendTurn(dev, conversation, key, accept, receipt && side === 'bare' ? 'receipt' : 'turn');
+    sendTurn(dev, conversation, key, accept, receipt && side === 'bare' ? 'receipt' : 'turn', side);
   switch (scenario) {
     case 'fanout': {
       const ids = Array.from({ length: n }, (_, i) => `${name}-${i}`);
@@ -138,7 +138,7 @@ async function countWith(
     for (const name of [...warmUps, 'counted']) {
       // In turns and bursts the conversation has had its first turn: the figure is follow-ups'.
       if (scenario !== 'fanout') {
-        await sendTurn(dev, name, `${name}-first`);
+        await sendTurn(dev, name, `${name}-first`, undefined, 'turn', side);
         await lapseOurs(side, dev, [name]);
       }
       if (name === 'counted') break;
@@ -161,7 +161,13 @@ const project = templateCopy('bench-wrangler-instructions');
 try {
   writeBenchProject(project);
   buildProject(project);
-  const [ours, bare] = await Promise.all((['ours', 'bare'] as const).map((side) => count(side, project)));
+  // Both sides settle before anything is reported or removed: a side that fails must not leave the
+  // other's `wrangler dev` (and its workerd under valgrind) running after this process exits.
+  const settled = await Promise.allSettled((['ours', 'bare'] as const).map((side) => count(side, project)));
+  const [ours, bare] = settled.map((result) => {
+    if (result.status === 'rejected') throw result.reason;
+    return result.value;
+  });
   const label = { fanout: `${n} one-turn conversations at once`, turns: `${n} follow-up turns`, burst: `${n} concurrent sends` }[scenario];
   console.log(`${label}: the Worker's workerd, instructions (callgrind)${receipt ? '; the bare Worker with a receipt' : ''}`);
   const [o, b] = [ours!.instructions, bare!.instructions];

@@ -23,16 +23,38 @@ export async function turn(
   side?: string,
 ): Promise<string[]> {
   const response = await fetch(`${dev.base}/${route}/${conversation}`, { method: 'POST', body: question(key) });
-  const body = (await response.json()) as { reply?: string };
-  const parts = accept ? replyParts(body.reply ?? '') : [];
-  const answered = accept ? parts.some((reply) => accept.has(reply)) : body.reply === expectedReply(key);
+  // Read as text first: a failing Worker or wrangler's proxy answers an HTML page, which the error must show.
+  const text = await response.text();
+  const reply = replyOf(text);
+  const parts = accept ? replyParts(reply ?? '') : [];
+  const answered = accept ? parts.some((part) => accept.has(part)) : reply === expectedReply(key);
   if (response.status !== 200 || !answered) {
-    const reply = JSON.stringify(body);
+    const shown = readable(text);
     throw new Error(
-      `${side === undefined ? '' : `${side}: `}turn ${conversation}/${key} answered ${response.status} (${reply.length} chars) ${reply.slice(0, 200)} … ${reply.slice(-200)}`,
+      `${side === undefined ? '' : `${side}: `}turn ${conversation}/${key} answered ${response.status} (${text.length} chars) ${shown.slice(0, 400)} … ${shown.slice(-200)}`,
     );
   }
   return parts;
+}
+
+/** An answer as an error shows it: an HTML error page (wrangler's, for an exception) as its text alone. */
+function readable(text: string): string {
+  if (!text.trimStart().startsWith('<')) return text;
+  return text
+    .replace(/<(style|script)[^>]*>[\s\S]*?<\/\1>/g, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/** The `reply` of a turn's JSON answer; undefined when the answer is not that JSON. */
+function replyOf(text: string): string | undefined {
+  try {
+    const body = JSON.parse(text) as { reply?: unknown };
+    return typeof body.reply === 'string' ? body.reply : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
