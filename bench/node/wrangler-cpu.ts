@@ -533,7 +533,8 @@ try {
     const now = tickCpu(s.processes.worker);
     const user = now.user - ticks.user;
     const system = now.system - ticks.system;
-    // The system share is mostly local SQLite's file writes: kernel time a Durable Object on Cloudflare does not spend in its isolate.
+    // Kernel time (local SQLite's files, the sockets, the timers) apart from the Worker's own: were it
+    // one side's difference, a count of instructions (user space only) would not show it.
     console.log(
       `${s.name}: Worker workerd CPU over all runs: ${(user + system).toFixed(0)} ms by /proc stat (user ${user.toFixed(0)}, system ${system.toFixed(0)}), ${(cpuMs(s.processes.worker) - ns).toFixed(0)} ms by thread schedstat`,
     );
