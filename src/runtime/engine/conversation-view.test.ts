@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { sqlite } from '../../node/sqlite.ts';
-import { ConversationView } from './conversation-view.ts';
+import { ConversationView, IDLE_FOLDS_KEPT } from './conversation-view.ts';
 import { type ConversationKey, conversationKey } from '../store/conversation-key.ts';
 import type { ConversationRecord } from '../store/records.ts';
 import { SqlStore } from '../store/sql-store.ts';
@@ -104,5 +104,54 @@ describe('ConversationView', () => {
     expect(view.boundedBatches(stream, 0, 1, Infinity).map((batch) => batch.seq)).toEqual([1]);
     expect(view.batches(stream, -1).map((batch) => batch.seq)).toEqual([0, 1, 2]);
     expect(view.fold(stream, 2).head).toBe(1);
+  });
+});
+
+describe('the folds a long-running process keeps', () => {
+  /** A stored conversation whose one submission has settled: nothing in the process holds it. */
+  function settled(store: SqlStore, instanceId: string): ConversationKey {
+    const key = born(store, instanceId, `sub_${instanceId}`);
+    store.markSettled([{ id: `sub_${instanceId}`, settlement: null }], 'completed', null, 1);
+    return key;
+  }
+
+  it('drops the oldest idle folds past its bound, and wakes a dropped one again from the store', async () => {
+    const { store, view } = await open();
+    view.writtenBy();
+    const count = IDLE_FOLDS_KEPT * 4;
+    for (let i = 0; i < count; i++) {
+      settled(store, `a${i}`);
+      view.live('Agent', `a${i}`);
+    }
+    const kept = [...view.conversations()].map((live) => live.instanceId);
+    expect(kept.length).toBeGreaterThanOrEqual(IDLE_FOLDS_KEPT / 2);
+    expect(kept.length).toBeLessThanOrEqual(IDLE_FOLDS_KEPT);
+    expect(kept).toContain(`a${count - 1}`);
+    expect(kept).not.toContain('a0');
+    const again = view.live('Agent', 'a0');
+    expect([again.conv.head, again.conv.uid, again.incarnation]).toEqual([0, 'inst_a0', 'inc_a0']);
+    // Kept again, and caught up with what the writer reports from now on.
+    view.appended(again.key, store.append(again.key, [signal('later')]));
+    expect(view.live('Agent', 'a0')).toBe(again);
+    expect(again.conv.head).toBe(1);
+  });
+
+  it('never drops a fold that someone holds: open work, a waiting reader, a follower, held records, a running queue', async () => {
+    const { store } = await open();
+    const running = settled(store, 'running');
+    const view = new ConversationView(store, (key) => key === running);
+    view.writtenBy();
+    born(store, 'open', 'sub_open');
+    for (const id of ['waited', 'followed', 'holding']) settled(store, id);
+    const held = ['open', 'waited', 'followed', 'holding', 'running'].map((id) => view.live('Agent', id));
+    held[1]!.listeners.add(() => {});
+    held[2]!.follow();
+    held[3]!.hold([signal('held')], () => {});
+    for (let i = 0; i < IDLE_FOLDS_KEPT * 4; i++) {
+      settled(store, `a${i}`);
+      view.live('Agent', `a${i}`);
+    }
+    for (const live of held) expect(view.live('Agent', live.instanceId)).toBe(live);
+    expect([...view.conversations()].length).toBeLessThanOrEqual(IDLE_FOLDS_KEPT + held.length);
   });
 });

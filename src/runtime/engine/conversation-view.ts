@@ -95,6 +95,11 @@ export class LiveConversation {
     return this.followers > 0;
   }
 
+  /** Someone holds this fold: a reader waits on it or follows it, a stream holds content back, or records wait to be written. */
+  get attended(): boolean {
+    return this.listeners.size > 0 || this.followers > 0 || this.holders.size > 0 || this.heldBack.length > 0 || this.foldAhead;
+  }
+
   onFollow(arrived: () => void): () => void {
     this.holders.add(arrived);
     return () => this.holders.delete(arrived);
@@ -124,6 +129,14 @@ export interface SettledSubmission {
 
 /** Batches read per query when folding a log: the fold holds one page of records at a time. */
 const FOLD_PAGE = 64;
+
+/**
+ * Idle folds a view keeps: past this many, the oldest idle ones are dropped (`dropIdleFolds`). A
+ * Durable Object hosts one conversation and never reaches it; a Node process serving conversation
+ * after conversation would otherwise keep every fold it ever woke. A dropped fold comes back from
+ * its checkpoint and the log's tail when its conversation is next asked for.
+ */
+export const IDLE_FOLDS_KEPT = 256;
 
 export class ConversationView {
   private readonly store: SqlStore;
@@ -161,9 +174,14 @@ export class ConversationView {
    * crash harness's, over a file other processes write) asks the store every time.
    */
   private written = false;
+  /** Whether the engine is driving the conversation's queue: its fold is in use even between writes. */
+  private readonly driving: (key: ConversationKey) => boolean;
+  /** Kept folds past which idle ones are dropped: raised after each drop, so a drop's scan is paid for by the folds kept after it. */
+  private dropAbove = IDLE_FOLDS_KEPT;
 
-  constructor(store: SqlStore) {
+  constructor(store: SqlStore, driving: (key: ConversationKey) => boolean = () => false) {
     this.store = store;
+    this.driving = driving;
   }
 
   // ── Folds ────────────────────────────────────────────────────────────────────────────────
@@ -178,7 +196,7 @@ export class ConversationView {
       if (info === undefined) return new LiveConversation(key, agentName, instanceId);
       live = this.wake(key, agentName, instanceId, info.incarnation);
       // Only conversations that exist are kept: reads of random ids must not grow memory.
-      this.lives.set(key, live);
+      this.kept(live);
     }
     if (live.incarnation === undefined) live.incarnation = this.store.getConversation(key)?.incarnation;
     // The writer reports every batch it appends: a kept fold at that head asks the store nothing.
@@ -328,9 +346,31 @@ export class ConversationView {
 
   /** After a birth: the conversation is kept, its fold caught up and its waiters told. */
   keep(live: LiveConversation): void {
-    this.lives.set(live.key, live);
+    this.kept(live);
     this.live(live.agentName, live.instanceId);
     live.notify();
+  }
+
+  /** A fold is kept from now on, after the oldest idle ones are dropped if there are too many. */
+  private kept(live: LiveConversation): void {
+    if (this.lives.size >= this.dropAbove) this.dropIdleFolds();
+    this.lives.set(live.key, live);
+  }
+
+  /**
+   * Drops the oldest idle folds, down to half the bound. Only a fold nobody holds is idle: one
+   * with open work, a queue being driven, a reader waiting or following, or records to write
+   * stays, since a second fold of the same conversation would take its writes while the first
+   * kept its waiters.
+   */
+  private dropIdleFolds(): void {
+    const idle = [...this.lives.values()].filter((live) => !live.attended && !this.driving(live.key) && this.nothingOpen(live.key));
+    for (const live of idle.slice(0, Math.max(0, idle.length - IDLE_FOLDS_KEPT / 2))) {
+      this.lives.delete(live.key);
+      this.heads.delete(live.key);
+      this.open.forget(live.key);
+    }
+    this.dropAbove = Math.max(IDLE_FOLDS_KEPT, this.lives.size + IDLE_FOLDS_KEPT / 2);
   }
 
   /** Every conversation whose fold is kept in memory. */

@@ -6,6 +6,7 @@ import { type ScriptedModelServer, startScriptedModelServer } from '../../testin
 import { useModel, useTool } from '../index.ts';
 import { parseDeliveredMessage } from './delivered-message.ts';
 import { ConversationEngine } from './engine.ts';
+import { IDLE_FOLDS_KEPT } from './conversation-view.ts';
 import {
   AgentInstanceExistsError,
   AgentInstanceNotFoundError,
@@ -272,6 +273,48 @@ describe('remote polls', () => {
     const parked = engine.poll('Echo', 'a1', receipt.submissionId, { afterSeq: 0, waitMs: 60_000, batches: false });
     await engine.runQueue(storedConversationKey('agents/Echo/a1'));
     expect(await parked).toMatchObject({ settled: { outcome: 'completed', reply: { text: 'Done.' } } });
+  });
+});
+
+describe('a long-running process', () => {
+  /** Conversations of `Echo` born in the store and looked at once: their folds are kept, and idle. */
+  function lookAtMany(count: number): void {
+    for (let i = 0; i < count; i++) {
+      const key = conversationKey('Echo', `other${i}`);
+      store.createConversation({ key, agent: 'Echo', instanceId: `other${i}`, incarnation: `inc_${i}` });
+      store.append(key, [{ type: 'conversation_created', conversationId: `conv_${i}`, uid: `inst_${i}`, ts: new Date().toISOString() }]);
+      engine.getInstance('Echo', `other${i}`);
+    }
+  }
+
+  it('keeps a bounded number of idle folds, and a dropped conversation goes on from its history', async () => {
+    const key = storedConversationKey('agents/Echo/first');
+    server.script({ text: 'One.' }, { text: 'Two.' });
+    await engine.admit('Echo', { id: 'first', message: message('turn one') }, 'dispatch');
+    await engine.runQueue(key);
+    lookAtMany(IDLE_FOLDS_KEPT * 3);
+    expect([...engine.view.conversations()].length).toBeLessThanOrEqual(IDLE_FOLDS_KEPT);
+    expect([...engine.view.conversations()].map((live) => live.key)).not.toContain(key);
+    const { receipt } = await engine.admit('Echo', { id: 'first', message: message('turn two') }, 'dispatch');
+    await engine.runQueue(key);
+    expect(await engine.read('Echo', 'first', receipt.submissionId)).toMatchObject({ text: 'Two.' });
+    expect(server.requests.at(-1)!.messages.map((entry) => entry.content)).toEqual(['turn one', 'One.', 'turn two']);
+    expect(engine.history('Echo', 'first')!.settlements.map((settlement) => settlement.outcome)).toEqual(['completed', 'completed']);
+  });
+
+  it('a watcher parked on an idle conversation keeps its fold, and sees the next turn while other conversations come and go', async () => {
+    const key = storedConversationKey('agents/Echo/watched');
+    server.script({ text: 'One.' }, { text: 'Two.' });
+    await engine.admit('Echo', { id: 'watched', message: message('turn one') }, 'dispatch');
+    await engine.runQueue(key);
+    const head = engine.streamHead('Echo', 'watched')!.head;
+    const parked = engine.updates('Echo', 'watched', head, { waitMs: 10_000, maxBatches: 100 });
+    lookAtMany(IDLE_FOLDS_KEPT * 3);
+    await engine.admit('Echo', { id: 'watched', message: message('turn two') }, 'dispatch');
+    await engine.runQueue(key);
+    const answer = await parked;
+    expect(answer).toMatchObject({ kind: 'ok' });
+    expect(answer.kind === 'ok' && answer.nextSeq).toBeGreaterThan(head);
   });
 });
 

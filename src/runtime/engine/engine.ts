@@ -138,7 +138,7 @@ export class ConversationEngine implements ProbedEngine {
   private readsClosed = false;
 
   constructor(options: EngineOptions) {
-    this.view = new ConversationView(options.store);
+    this.view = new ConversationView(options.store, (key) => this.queues.has(key) || this.runs.has(key));
     this.writer = new ConversationWriter(options.store, this.view, () => this.timersChanged?.(this.view.nextTimerDue()));
     const lifecycle: ReaderLifecycle = { isStopping: () => this.stopping, readsClosed: () => this.readsClosed };
     this.reader = new ConversationReader(this.view, lifecycle);
