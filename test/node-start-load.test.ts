@@ -135,3 +135,36 @@ it('opening a database prints no node:sqlite experimental warning, and other war
   expect(run.stderr).not.toContain('SQLite');
   expect(run.stderr).toContain('ExperimentalWarning: a warning of the application');
 });
+
+// A test run's global setup imports `@flue/runtime/testing` for the scripted model server alone:
+// under vitest every module it loads is transformed first, and the provider SDKs are hundreds of
+// modules (seconds of a fresh project's `npm test`). A scripted provider loads its wire format's
+// SDK with its first model call.
+const TESTING_PROBE = `
+import { registerHooks } from 'node:module';
+const loaded = [];
+registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
+const sdks = () => [...new Set(loaded.flatMap((url) => url.match(/\\/node_modules\\/(@anthropic-ai\\/sdk|openai)\\//)?.[1] ?? []))];
+const { scriptedProvider, startScriptedModelServer } = await import('@flue/runtime/testing');
+const server = await startScriptedModelServer();
+const atImport = sdks();
+const { init, useModel } = await import('@flue/runtime');
+const { start } = await import('@flue/runtime/node');
+server.script({ text: 'Hello back.' });
+function Greeter() {
+  useModel('scripted/model');
+  return 'Greet.';
+}
+const provider = scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'], api: 'anthropic-messages' });
+const flue = await start({ agents: [Greeter], providers: [provider] });
+const atStart = sdks();
+const handle = init(Greeter, { id: 'probe' });
+const reply = await handle.read(await handle.dispatch('Hello'));
+await flue.stop();
+await server.close();
+console.log(JSON.stringify({ atImport, atStart, text: reply.text, afterExchange: sdks() }));
+`;
+
+it("importing the testing entry loads no provider SDK; a scripted provider's first call loads its own wire format's", () => {
+  expect(runProbe(TESTING_PROBE)).toEqual({ atImport: [], atStart: [], text: 'Hello back.', afterExchange: ['@anthropic-ai/sdk'] });
+});
