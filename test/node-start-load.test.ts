@@ -138,8 +138,8 @@ it('opening a database prints no node:sqlite experimental warning, and other war
 
 // A test run's global setup imports `@flue/runtime/testing` for the scripted model server alone:
 // under vitest every module it loads is transformed first, and the provider SDKs are hundreds of
-// modules (seconds of a fresh project's `npm test`). A scripted provider loads its wire format's
-// SDK with its first model call.
+// modules (seconds of a fresh project's `npm test`). A scripted provider loads its own wire
+// format's SDK, and only that one.
 const TESTING_PROBE = `
 import { registerHooks } from 'node:module';
 const loaded = [];
@@ -157,14 +157,13 @@ function Greeter() {
 }
 const provider = scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'], api: 'anthropic-messages' });
 const flue = await start({ agents: [Greeter], providers: [provider] });
-const atStart = sdks();
 const handle = init(Greeter, { id: 'probe' });
 const reply = await handle.read(await handle.dispatch('Hello'));
 await flue.stop();
 await server.close();
-console.log(JSON.stringify({ atImport, atStart, text: reply.text, afterExchange: sdks() }));
+console.log(JSON.stringify({ atImport, text: reply.text, afterExchange: sdks() }));
 `;
 
-it("importing the testing entry loads no provider SDK; a scripted provider's first call loads its own wire format's", () => {
-  expect(runProbe(TESTING_PROBE)).toEqual({ atImport: [], atStart: [], text: 'Hello back.', afterExchange: ['@anthropic-ai/sdk'] });
+it("importing the testing entry loads no provider SDK; a scripted provider loads its own wire format's", () => {
+  expect(runProbe(TESTING_PROBE)).toEqual({ atImport: [], text: 'Hello back.', afterExchange: ['@anthropic-ai/sdk'] });
 });

@@ -7,21 +7,29 @@
 
 import type { Provider } from '../runtime/model/model-types.ts';
 import { lazyApi } from '@earendil-works/pi-ai/api/lazy';
-import { createScriptedProvider } from '../runtime/model/scripted-model.ts';
-import type { ScriptedProviderOptions } from '../runtime/model/scripted-options.ts';
+import { createScriptedProvider, scriptedApiOf } from '../runtime/model/scripted-model.ts';
+import type { ScriptedApi, ScriptedProviderOptions } from '../runtime/model/scripted-options.ts';
 
 export type { ScriptedApi, ScriptedProviderOptions } from '../runtime/model/scripted-options.ts';
 
-// Each wire format's client (the provider's SDK, hundreds of modules) loads with the first model
-// call that speaks it: a test run's global setup imports this entry for the server alone, and
-// vitest transforms every module it loads. The non-lazy API modules, imported here on first use:
-// pi-ai's own `.lazy` variants, bundled next to `createModels()`, can fail at load time with
+/** What a pi-ai API module exports: its stream functions. */
+type ApiModule = Awaited<ReturnType<Parameters<typeof lazyApi>[0]>>;
+
+// Each wire format's client (the provider's SDK, hundreds of modules) is not loaded by importing
+// this entry: a test run's global setup imports it for the server alone, and vitest transforms
+// every module it loads. A scripted provider starts loading its own wire format's client when it
+// is made, and its first model call waits for it. The non-lazy API modules, imported on first
+// use: pi-ai's own `.lazy` variants, bundled next to `createModels()`, can fail at load time with
 // `ModelsImpl is not a constructor` (toolchain.md §7).
-const apis = {
-  'anthropic-messages': lazyApi(() => import('@earendil-works/pi-ai/api/anthropic-messages')),
-  'openai-completions': lazyApi(() => import('@earendil-works/pi-ai/api/openai-completions')),
+const loaders: Record<ScriptedApi, () => Promise<ApiModule>> = {
+  'anthropic-messages': () => import('@earendil-works/pi-ai/api/anthropic-messages'),
+  'openai-completions': () => import('@earendil-works/pi-ai/api/openai-completions'),
 };
+const apis = { 'anthropic-messages': lazyApi(loaders['anthropic-messages']), 'openai-completions': lazyApi(loaders['openai-completions']) };
 
 export function scriptedProvider(options: ScriptedProviderOptions): Provider {
-  return createScriptedProvider(options, apis);
+  const provider = createScriptedProvider(options, apis);
+  // A failed load is reported by the first model call, as pi-ai reports any failed setup.
+  loaders[scriptedApiOf(options)]().catch(() => {});
+  return provider;
 }

@@ -3,13 +3,22 @@
  * idle for `modelIdleTimeoutMs` abandons its attempt, which counts against `maxAttempts`, and an
  * attempt still streaming at the deadline settles the submission with `submission_timeout`.
  */
-import { afterEach, expect, test } from 'vitest';
+import { afterEach, beforeAll, expect, test } from 'vitest';
 import { AgentRunError, type FlueEvent, init, observe } from '@flue/runtime';
-import { STALL_LANE, Staller } from './agents.ts';
+import { ECHO_LANE, Echo, STALL_LANE, Staller } from './agents.ts';
 import { laneRequests, resetLane, scriptLane } from './lanes.ts';
 import './worker.ts';
 
 afterEach(() => resetLane(STALL_LANE));
+
+// The isolate's first model call through the scripted provider waits for its client to load
+// (seconds in the test pool, which transforms every module first): made here, on the same
+// provider, so the idle windows below time the streams alone.
+beforeAll(async () => {
+  await scriptLane(ECHO_LANE, { text: 'Ready.' });
+  const echo = init(Echo, { id: 'bounds-warm-up' });
+  expect(await echo.read(await echo.dispatch('Hi'))).toMatchObject({ text: 'Ready.' });
+});
 
 async function failure(id: string): Promise<{ error: AgentRunError; elapsed: number }> {
   const handle = init(Staller, { id });

@@ -29,7 +29,7 @@ export type ScriptedApiModules = Partial<Record<ScriptedApi, Parameters<typeof c
  */
 export function createScriptedProvider(options: ScriptedProviderOptions, apis: ScriptedApiModules): Provider {
   const id = options.id ?? 'scripted';
-  const api = options.api ?? 'openai-completions';
+  const api = scriptedApiOf(options);
   const origin = options.baseUrl.replace(/\/+$/, '');
   // The OpenAI SDK appends `/chat/completions` to the base URL; the Anthropic SDK appends
   // `/v1/messages` itself.
@@ -44,6 +44,11 @@ export function createScriptedProvider(options: ScriptedProviderOptions, apis: S
     models,
     api: apiModule(apis, api),
   });
+}
+
+/** The wire format a scripted provider speaks: OpenAI Chat Completions unless told. */
+export function scriptedApiOf(options: ScriptedProviderOptions): ScriptedApi {
+  return options.api ?? 'openai-completions';
 }
 
 export function buildModel(
