@@ -5,6 +5,9 @@
 import { defineTool, useModel, useTool } from '@flue/runtime';
 import { scriptedProvider } from '@flue/runtime/testing';
 import * as v from 'valibot';
+// The scripted provider loads its wire format's client when it is made, in the background: loaded
+// here, before anything is measured, so a wake's figures hold the wake and not module loading.
+import '@earendil-works/pi-ai/api/openai-completions';
 import { MODEL_ID, PROVIDER_ID, SYSTEM_PROMPT, TOOL_DESCRIPTION, TOOL_NAME, toolValue } from './history-script.ts';
 
 const lookup = defineTool({
