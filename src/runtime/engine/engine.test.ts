@@ -230,6 +230,8 @@ describe('the queue', () => {
     expect(settledRecords(conversationKey('Echo', 'a1'))).toEqual({ [receipt.submissionId]: 1 });
     expect(server.requests.length).toBe(requests);
     expect(engine.abort('Echo', 'a1')).toBe(false);
+    // The attempt claimed with the admission is not remembered once the submission settled unrun.
+    expect((engine as unknown as { admittedClaims: Set<string> }).admittedClaims.size).toBe(0);
   });
 
   it('fails a submission whose model call fails', async () => {

@@ -384,6 +384,9 @@ export class ConversationEngine implements ProbedEngine {
 
   /** Runs one attempt of the head submission; false when it cannot progress now. */
   private async runSubmission(live: LiveConversation, row: SubmissionRow): Promise<boolean> {
+    // Forgotten here, whatever follows: a submission settled before it runs (aborted, past its
+    // deadline or its budget) must not stay in the set for the life of the process.
+    const claimedAtAdmission = this.admittedClaims.delete(row.id);
     const agent = this.registry.get(live.agentName);
     if (agent === undefined) {
       console.warn(
@@ -422,7 +425,7 @@ export class ConversationEngine implements ProbedEngine {
     // own), whether or not its input is in the log yet (one admitted in the log has it from
     // admission on, and keeps its claim when another admission gives it a row). After a restart it
     // is an attempt a crash ended, like any other claimed one.
-    const unstarted = this.admittedClaims.delete(row.id) && row.status === 'running';
+    const unstarted = claimedAtAdmission && row.status === 'running';
     if (!unstarted && row.attemptCount >= durability.maxAttempts) {
       const applied = live.conv.applied.has(row.id);
       const error = applied
