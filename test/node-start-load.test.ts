@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 // What a Node process loads for `import '@flue/runtime'` and `@flue/runtime/node` (the built dist/,
 // what users run): every module file costs a cold start its resolve, read, compile and link, so
@@ -85,30 +85,50 @@ it("a virtual sandbox's first exec loads the shell and runs; later execs load no
 
 // A start and its first exchange, in a process of their own: Node builds its Web Crypto object
 // as modules of their own on first use, a cold-start cost the runtime's ids need not pay
-// (node:crypto's random source, which the process's HTTP stack loads anyway, serves them).
+// (node:crypto's random source, which the process's HTTP stack loads anyway, serves them). And a
+// test run's global setup imports `@flue/runtime/testing` for the scripted model server alone:
+// under vitest every module it loads is transformed first, and the provider SDKs are hundreds of
+// modules (seconds of a fresh project's `npm test`), so a scripted provider loads only its own.
 const EXCHANGE_PROBE = `
-const { init, useModel } = await import('@flue/runtime');
-const { start } = await import('@flue/runtime/node');
+import { registerHooks } from 'node:module';
+const loaded = [];
+registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
+const sdks = () => [...new Set(loaded.flatMap((url) => url.match(/\\/node_modules\\/(@anthropic-ai\\/sdk|openai)\\//)?.[1] ?? []))];
 const { scriptedProvider, startScriptedModelServer } = await import('@flue/runtime/testing');
 const server = await startScriptedModelServer();
+const sdksAtImport = sdks();
+const { init, useModel } = await import('@flue/runtime');
+const { start } = await import('@flue/runtime/node');
 server.script({ text: 'Hello back.' });
 function Greeter() {
   useModel('scripted/model');
   return 'Greet.';
 }
-const flue = await start({ agents: [Greeter], providers: [scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'] })] });
+const provider = scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'], api: 'anthropic-messages' });
+const flue = await start({ agents: [Greeter], providers: [provider] });
 const handle = init(Greeter, { id: 'probe' });
 const reply = await handle.read(await handle.dispatch('Hello'));
 await flue.stop();
 await server.close();
 const builtins = process.moduleLoadList.filter((name) => /^NativeModule (internal[/]crypto[/]webcrypto|fs[/]promises)$/.test(name));
-console.log(JSON.stringify({ text: reply.text, builtins }));
+console.log(JSON.stringify({ text: reply.text, builtins, sdksAtImport, sdks: sdks() }));
 `;
 
-it("a start and its first exchange load neither Node's Web Crypto object nor node:fs/promises", () => {
-  const result = runProbe(EXCHANGE_PROBE) as { text: string; builtins: string[] };
-  expect(result.text).toBe('Hello back.');
-  expect(result.builtins).toEqual([]);
+describe('a start and its first exchange with a scripted provider', () => {
+  let exchange: { text: string; builtins: string[]; sdksAtImport: string[]; sdks: string[] };
+  beforeAll(() => {
+    exchange = runProbe(EXCHANGE_PROBE) as typeof exchange;
+  }, 60_000);
+
+  it("load neither Node's Web Crypto object nor node:fs/promises", () => {
+    expect(exchange.text).toBe('Hello back.');
+    expect(exchange.builtins).toEqual([]);
+  });
+
+  it("importing the testing entry loads no provider SDK; a scripted provider loads its own wire format's", () => {
+    expect(exchange.sdksAtImport).toEqual([]);
+    expect(exchange.sdks).toEqual(['@anthropic-ai/sdk']);
+  });
 });
 
 // Opening a database loads node:sqlite, which Node 22 announces as experimental on stderr: the
@@ -134,36 +154,4 @@ it('opening a database prints no node:sqlite experimental warning, and other war
   expect(JSON.parse(run.stdout)).toEqual({ sqliteLoaded: true });
   expect(run.stderr).not.toContain('SQLite');
   expect(run.stderr).toContain('ExperimentalWarning: a warning of the application');
-});
-
-// A test run's global setup imports `@flue/runtime/testing` for the scripted model server alone:
-// under vitest every module it loads is transformed first, and the provider SDKs are hundreds of
-// modules (seconds of a fresh project's `npm test`). A scripted provider loads its own wire
-// format's SDK, and only that one.
-const TESTING_PROBE = `
-import { registerHooks } from 'node:module';
-const loaded = [];
-registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
-const sdks = () => [...new Set(loaded.flatMap((url) => url.match(/\\/node_modules\\/(@anthropic-ai\\/sdk|openai)\\//)?.[1] ?? []))];
-const { scriptedProvider, startScriptedModelServer } = await import('@flue/runtime/testing');
-const server = await startScriptedModelServer();
-const atImport = sdks();
-const { init, useModel } = await import('@flue/runtime');
-const { start } = await import('@flue/runtime/node');
-server.script({ text: 'Hello back.' });
-function Greeter() {
-  useModel('scripted/model');
-  return 'Greet.';
-}
-const provider = scriptedProvider({ baseUrl: server.url, id: 'scripted', models: ['model'], api: 'anthropic-messages' });
-const flue = await start({ agents: [Greeter], providers: [provider] });
-const handle = init(Greeter, { id: 'probe' });
-const reply = await handle.read(await handle.dispatch('Hello'));
-await flue.stop();
-await server.close();
-console.log(JSON.stringify({ atImport, text: reply.text, afterExchange: sdks() }));
-`;
-
-it("importing the testing entry loads no provider SDK; a scripted provider loads its own wire format's", () => {
-  expect(runProbe(TESTING_PROBE)).toEqual({ atImport: [], text: 'Hello back.', afterExchange: ['@anthropic-ai/sdk'] });
 });

@@ -25,11 +25,10 @@ const loaders: Record<ScriptedApi, () => Promise<ApiModule>> = {
   'anthropic-messages': () => import('@earendil-works/pi-ai/api/anthropic-messages'),
   'openai-completions': () => import('@earendil-works/pi-ai/api/openai-completions'),
 };
-const apis = { 'anthropic-messages': lazyApi(loaders['anthropic-messages']), 'openai-completions': lazyApi(loaders['openai-completions']) };
 
 export function scriptedProvider(options: ScriptedProviderOptions): Provider {
-  const provider = createScriptedProvider(options, apis);
+  const api = scriptedApiOf(options);
   // A failed load is reported by the first model call, as pi-ai reports any failed setup.
-  loaders[scriptedApiOf(options)]().catch(() => {});
-  return provider;
+  loaders[api]().catch(() => {});
+  return createScriptedProvider(options, { [api]: lazyApi(loaders[api]) });
 }
